@@ -1,0 +1,140 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recipe: one training configuration as Megatron Core names it, plus the few settings of our own
+// (attention backend, rules profile, memory target, run length). Field names are Megatron's own, so a
+// recipe file reads without a glossary; defaults are Megatron's (TransformerConfig / ModelParallelConfig
+// at the profile's commit) unless a comment says otherwise.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+// Which Megatron Core revision's rules apply (megatron-rules.md (a)).
+enum class Profile {
+    BridgePin, // 2a75ac12: the Megatron Core that Megatron Bridge HEAD pins
+    Guide, // 24bad8e6: the revision of the guide's Moonlight / Nemotron measurements
+    Main, // d98e8a64
+    Dev, // d48bd6be: development branch (mhc / gdn labels, full recompute under EP overlap)
+};
+
+// How the recipe reached us: the Megatron-LM CLI rules (M1-M6) apply only to flags, the Bridge rules
+// (B1-B9) only to Hydra overrides; a JSON recipe is read as Bridge would read it.
+enum class InputFormat { Json, BridgeOverrides, MegatronFlags };
+
+struct Recipe {
+    static constexpr int kSchemaVersion = 1;
+
+    std::string name; // free text, ours; shown in reports
+
+    // --- model shape ---
+    int num_layers = 0;
+    int hidden_size = 0;
+    std::optional<int> ffn_hidden_size; // None: 4 * hidden_size (TransformerConfig.__post_init__)
+    int num_attention_heads = 0;
+    std::optional<int> num_query_groups; // None: = num_attention_heads (MHA)
+    std::optional<int> kv_channels; // None: hidden_size / num_attention_heads
+    int seq_length = 4096;
+    int micro_batch_size = 1;
+    std::optional<int> global_batch_size;
+    std::string normalization = "LayerNorm"; // LayerNorm | RMSNorm
+    bool gated_linear_unit = false; // true + activation_func silu = SwiGLU
+    std::string activation_func = "gelu"; // gelu | silu
+    int vocab_size = 32000; // ours: the engine's loss head; not part of recompute choices
+
+    // --- multi-latent attention (MLATransformerConfig defaults) ---
+    bool multi_latent_attention = false;
+    std::optional<int> q_lora_rank = 512; // None: no Q compression
+    int kv_lora_rank = 512;
+    int qk_head_dim = 128;
+    int qk_pos_emb_head_dim = 64;
+    int v_head_dim = 128;
+    std::optional<std::string> experimental_attention_variant; // gdn, gdn2, gated_delta_net, dsa ...
+
+    // --- mixture of experts ---
+    std::optional<int> num_moe_experts; // None: dense model
+    int moe_router_topk = 2;
+    std::optional<int> moe_ffn_hidden_size; // None: ffn_hidden_size
+    bool moe_grouped_gemm = false;
+    std::optional<int> moe_shared_expert_intermediate_size;
+    bool moe_shared_expert_overlap = false;
+    // 1: every layer is MoE; N: every N-th; a pattern list of 0/1 gives it layer by layer
+    // (e.g. one dense first layer: [0,1,1,...]).
+    std::vector<int> moe_layer_freq = {1};
+    std::string moe_token_dispatcher_type = "allgather"; // allgather | alltoall | flex
+    std::optional<double> moe_input_jitter_eps;
+    std::optional<int> mtp_num_layers;
+
+    // --- hyper-connections (main: enable_mhc_connections; dev: enable_hyper_connections) ---
+    bool enable_mhc_connections = false;
+    bool enable_hyper_connections = false;
+    std::optional<int> mhc_recompute_layer_num;
+
+    // --- parallelism ---
+    int tensor_model_parallel_size = 1;
+    int pipeline_model_parallel_size = 1;
+    std::optional<int> virtual_pipeline_model_parallel_size;
+    int context_parallel_size = 1;
+    int expert_model_parallel_size = 1;
+    bool sequence_parallel = false;
+
+    // --- precision ---
+    bool bf16 = false;
+    bool fp16 = false;
+    std::optional<std::string> fp8; // e4m3 | hybrid
+    std::string fp8_recipe = "delayed"; // delayed | tensorwise | blockwise | mxfp8 (MCore default: delayed)
+    std::optional<std::string> fp4; // e2m1 / nvfp4
+    std::optional<std::string> mixed_precision; // Bridge recipe name; overwrites fp8/fp8_recipe/fp4 (B8)
+    std::optional<std::string> te_version; // when known: R18 compares it with 2.6.0dev0
+
+    // --- attention implementation ---
+    std::string attention_backend = "fused"; // ours: fused | flash | unfused
+    std::string transformer_impl = "transformer_engine"; // transformer_engine | local
+    double attention_dropout = 0.1;
+    double hidden_dropout = 0.1;
+
+    // --- CUDA graphs ---
+    std::string cuda_graph_impl = "none"; // none | local | transformer_engine | full_iteration
+    std::optional<std::vector<std::string>> cuda_graph_modules; // None: the dataclass default "full" → []
+    std::optional<std::vector<std::string>> cuda_graph_scope; // deprecated spelling (R26)
+    bool enable_cuda_graph = false; // deprecated (R25)
+    bool external_cuda_graph = false; // deprecated (R25)
+    bool use_te_rng_tracker = false; // B5
+
+    // --- offloading ---
+    bool cpu_offloading = false;
+    int cpu_offloading_num_layers = 0;
+    bool fine_grained_activation_offloading = false;
+    std::vector<std::string> offload_modules;
+
+    // --- recompute ---
+    std::optional<std::string> recompute_granularity; // None | full | selective
+    std::optional<std::vector<std::string>> recompute_modules; // None: ["core_attn"] (R10); []: control
+    std::optional<std::string> recompute_method; // uniform | block
+    std::optional<int> recompute_num_layers;
+    bool distribute_saved_activations = false;
+    bool moe_layer_recompute = false; // deprecated flag (R19)
+
+    // --- overlap ---
+    bool delay_wgrad_compute = false;
+    bool overlap_moe_expert_parallel_comm = false; // Bridge: comm_overlap.overlap_moe_expert_parallel_comm
+    bool check_for_nan_in_loss = true; // Bridge: rerun_state_machine.check_for_nan_in_loss (B3)
+
+    // --- ours: rules profile and run settings ---
+    Profile profile = Profile::BridgePin;
+    std::optional<double> memory_target_gb; // per-rank target for the advisor
+    int warmup_iters = 3;
+    int train_iters = 10;
+    std::optional<std::string> checkpoint_activations_flag; // set only when --checkpoint-activations was read (M1)
+    bool recompute_activations = false; // --recompute-activations (M2)
+
+    bool operator==(const Recipe& other) const;
+    bool operator!=(const Recipe& other) const { return !(*this == other); }
+};
+
+const char* profileName(Profile profile);
+std::optional<Profile> profileFromName(const std::string& name);
+const std::vector<Profile>& allProfiles();
+
+} // namespace rs

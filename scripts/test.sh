@@ -1,0 +1,8 @@
+#!/usr/bin/env bash
+# The README's test command: sets up, builds with warnings as errors, runs every test.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+scripts/setup.sh
+export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+scripts/build.sh ci
+QT_QPA_PLATFORM=offscreen ctest --preset ci -j "$(nproc)" "$@"
