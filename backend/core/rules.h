@@ -1,0 +1,81 @@
+// SPDX-License-Identifier: Apache-2.0
+// The validation rules engine: every Megatron Core / Megatron Bridge rule that can be decided from a
+// recipe (megatron-rules.md (b)), evaluated in Megatron's own order with Megatron's own messages, plus
+// the guide's advice that no Megatron check carries (RS rules). The table of rules lives in one file,
+// rules_table.cpp, the way transformer_config.py keeps its checks in one __post_init__.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/recipe.h"
+
+namespace rs {
+
+enum class Severity { Error, Warning, Note, Adjustment };
+const char* severityName(Severity s); // "error", "warning", "note", "adjustment"
+
+// patch: recipe JSON keys -> new value (null = unset). Applying a fix-it = merge the patch into
+// recipeToJson(r), then recipeFromJson.
+struct FixIt {
+    std::string description;
+    nlohmann::json patch;
+};
+
+struct Finding {
+    std::string rule_id;
+    Severity severity = Severity::Error;
+    std::vector<std::string> fields; // recipe keys the finding points at
+    std::string message; // Megatron's exact words where it has them (placeholders rendered as Python would)
+    std::optional<FixIt> fixit;
+    std::string source; // file:line at the profile's commit
+};
+
+struct Validation {
+    Recipe resolved; // after Megatron's silent adjustments (R10, R19, R25, R26, R29, B1, B8, M2, M5, M6 ...)
+    std::vector<Finding> findings; // in Megatron's evaluation order
+    bool hasErrors() const;
+};
+
+// Validates under recipe.profile. The format selects the front-end rules: M1-M6 for MegatronFlags,
+// B1-B9 for BridgeOverrides, only the MCore rules for Json.
+Validation validate(const Recipe& recipe, InputFormat format = InputFormat::Json);
+
+nlohmann::json findingToJson(const Finding& f);
+
+// Where a rule's wording or source differs by profile.
+struct RuleVariant {
+    std::vector<Profile> profiles;
+    std::string message;
+    std::string source;
+};
+
+struct RuleInfo {
+    std::string id;
+    Severity severity = Severity::Error;
+    std::vector<Profile> profiles; // the profiles where the rule exists
+    std::vector<std::string> fields;
+    std::string summary; // one line: the condition in words
+    std::string message; // the message (main's, or the first profile's) with {x} placeholders
+    std::string source; // file:line (main) [pin] [skill] as the reference gives them
+    std::vector<RuleVariant> variants; // per profile where it differs from message/source
+    std::string fixit; // the fix-it in words, empty when there is none
+    std::string reason; // for RS rules: why, from the guide
+};
+
+const std::vector<RuleInfo>& ruleCatalogue();
+const RuleInfo* findRule(const std::string& id);
+
+// The recompute labels: which exist on a profile, and whether one has any effect on this architecture.
+const std::vector<std::string>& allowedRecomputeModules(Profile p);
+struct LabelEffect {
+    bool exists = false;
+    bool has_effect = false;
+    std::string reason;
+};
+LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label);
+
+} // namespace rs
