@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recipe as JSON: Megatron's field names as keys, "schema_version" first, the two Bridge-only settings
+// as Bridge nests them ("comm_overlap": {"overlap_moe_expert_parallel_comm": ...},
+// "rerun_state_machine": {"check_for_nan_in_loss": ...}), the profile by its name. Reading is strict:
+// an unknown key, a wrong type or a value outside an enum-like field's allowed set is a RecipeError that
+// names the field; nothing is silently dropped. Unset keys keep Recipe{}'s defaults (Megatron's).
+// recompute_granularity, recompute_method and recompute_modules are kept as read: their values are judged
+// by the rules engine (R04/R05, per-profile labels).
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+#include "core/recipe.h"
+
+namespace rs {
+
+// An unusable input. field: dotted name ("comm_overlap.overlap_moe_expert_parallel_comm", "--seq-length");
+// where: the input ("recipe.json", "override 3", "flag --recompute-modules"). what() reads
+// "<where>: <field>: <message>".
+struct RecipeError : std::runtime_error {
+    RecipeError(std::string field, std::string where, const std::string& message);
+    std::string field;
+    std::string where;
+};
+
+Recipe recipeFromJson(const nlohmann::json& j, const std::string& where = "recipe");
+// Parse errors name the line and column.
+Recipe recipeFromJsonText(const std::string& text, const std::string& where = "recipe");
+// Every field, with "schema_version"; an unset optional is null.
+nlohmann::json recipeToJson(const Recipe& r);
+// Compact, sorted keys: the text the recipe hash is taken of.
+std::string recipeCanonicalText(const Recipe& r);
+// FIPS 180-4 SHA-256 of the bytes, lower-case hex (core/sha256.cpp).
+std::string sha256Hex(const std::string& bytes);
+
+// The allowed values of an enum-like string field (JSON key), or nullptr when the field is free text or
+// judged by the rules engine. Shared by the override and flag readers.
+const std::vector<std::string>* allowedValues(const std::string& field);
+// The candidate nearest to `key` by edit distance ("" when candidates is empty).
+std::string nearestName(const std::string& key, const std::vector<std::string>& candidates);
+
+} // namespace rs
