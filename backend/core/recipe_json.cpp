@@ -1,5 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
+// One table of the recipe's fields drives the JSON reader and writer, equality, and the per-key access
+// that the override and flag readers share, so a field added to recipe.h needs one line here.
 #include "core/recipe_json.h"
+
+#include <algorithm>
+#include <cctype>
+#include <climits>
+#include <cmath>
+#include <variant>
 
 namespace rs {
 
@@ -10,42 +18,509 @@ RecipeError::RecipeError(std::string field_, std::string where_, const std::stri
 {
 }
 
-bool Recipe::operator==(const Recipe& other) const
+namespace {
+
+using Member = std::variant<int Recipe::*, std::optional<int> Recipe::*, double Recipe::*,
+    std::optional<double> Recipe::*, bool Recipe::*, std::string Recipe::*,
+    std::optional<std::string> Recipe::*, std::vector<std::string> Recipe::*,
+    std::optional<std::vector<std::string>> Recipe::*, std::vector<int> Recipe::*, Profile Recipe::*>;
+
+struct FieldDef {
+    const char* key;
+    Member member;
+    bool layerFreq = false; // std::vector<int>: only moe_layer_freq, but say so where it is read
+};
+
+const std::vector<std::string> kNormalization = { "LayerNorm", "RMSNorm" };
+const std::vector<std::string> kActivation = { "gelu", "silu" };
+const std::vector<std::string> kAttentionBackend = { "fused", "flash", "unfused" };
+const std::vector<std::string> kTransformerImpl = { "transformer_engine", "local" };
+const std::vector<std::string> kCudaGraphImpl = { "none", "local", "transformer_engine", "full_iteration" };
+const std::vector<std::string> kFp8 = { "e4m3", "hybrid" };
+const std::vector<std::string> kFp8Recipe = { "delayed", "tensorwise", "blockwise", "mxfp8" };
+const std::vector<std::string> kDispatcher = { "allgather", "alltoall", "flex" };
+
+std::vector<std::string> profileNames()
 {
-    return recipeToJson(*this) == recipeToJson(other);
+    std::vector<std::string> names;
+    for (Profile p : allProfiles())
+        names.emplace_back(profileName(p));
+    return names;
 }
 
-Recipe recipeFromJson(const nlohmann::json&, const std::string& where)
+const std::vector<FieldDef>& fieldDefs()
 {
-    throw RecipeError("", where, "not implemented yet");
+    static const std::vector<FieldDef> defs = {
+        { "name", &Recipe::name },
+        { "num_layers", &Recipe::num_layers },
+        { "hidden_size", &Recipe::hidden_size },
+        { "ffn_hidden_size", &Recipe::ffn_hidden_size },
+        { "num_attention_heads", &Recipe::num_attention_heads },
+        { "num_query_groups", &Recipe::num_query_groups },
+        { "kv_channels", &Recipe::kv_channels },
+        { "seq_length", &Recipe::seq_length },
+        { "micro_batch_size", &Recipe::micro_batch_size },
+        { "global_batch_size", &Recipe::global_batch_size },
+        { "normalization", &Recipe::normalization },
+        { "gated_linear_unit", &Recipe::gated_linear_unit },
+        { "activation_func", &Recipe::activation_func },
+        { "vocab_size", &Recipe::vocab_size },
+        { "multi_latent_attention", &Recipe::multi_latent_attention },
+        { "q_lora_rank", &Recipe::q_lora_rank },
+        { "kv_lora_rank", &Recipe::kv_lora_rank },
+        { "qk_head_dim", &Recipe::qk_head_dim },
+        { "qk_pos_emb_head_dim", &Recipe::qk_pos_emb_head_dim },
+        { "v_head_dim", &Recipe::v_head_dim },
+        { "experimental_attention_variant", &Recipe::experimental_attention_variant },
+        { "num_moe_experts", &Recipe::num_moe_experts },
+        { "moe_router_topk", &Recipe::moe_router_topk },
+        { "moe_ffn_hidden_size", &Recipe::moe_ffn_hidden_size },
+        { "moe_grouped_gemm", &Recipe::moe_grouped_gemm },
+        { "moe_shared_expert_intermediate_size", &Recipe::moe_shared_expert_intermediate_size },
+        { "moe_shared_expert_overlap", &Recipe::moe_shared_expert_overlap },
+        { "moe_layer_freq", &Recipe::moe_layer_freq, true },
+        { "moe_token_dispatcher_type", &Recipe::moe_token_dispatcher_type },
+        { "moe_input_jitter_eps", &Recipe::moe_input_jitter_eps },
+        { "mtp_num_layers", &Recipe::mtp_num_layers },
+        { "enable_mhc_connections", &Recipe::enable_mhc_connections },
+        { "enable_hyper_connections", &Recipe::enable_hyper_connections },
+        { "mhc_recompute_layer_num", &Recipe::mhc_recompute_layer_num },
+        { "tensor_model_parallel_size", &Recipe::tensor_model_parallel_size },
+        { "pipeline_model_parallel_size", &Recipe::pipeline_model_parallel_size },
+        { "virtual_pipeline_model_parallel_size", &Recipe::virtual_pipeline_model_parallel_size },
+        { "context_parallel_size", &Recipe::context_parallel_size },
+        { "expert_model_parallel_size", &Recipe::expert_model_parallel_size },
+        { "sequence_parallel", &Recipe::sequence_parallel },
+        { "bf16", &Recipe::bf16 },
+        { "fp16", &Recipe::fp16 },
+        { "fp8", &Recipe::fp8 },
+        { "fp8_recipe", &Recipe::fp8_recipe },
+        { "fp4", &Recipe::fp4 },
+        { "mixed_precision", &Recipe::mixed_precision },
+        { "te_version", &Recipe::te_version },
+        { "attention_backend", &Recipe::attention_backend },
+        { "transformer_impl", &Recipe::transformer_impl },
+        { "attention_dropout", &Recipe::attention_dropout },
+        { "hidden_dropout", &Recipe::hidden_dropout },
+        { "cuda_graph_impl", &Recipe::cuda_graph_impl },
+        { "cuda_graph_modules", &Recipe::cuda_graph_modules },
+        { "cuda_graph_scope", &Recipe::cuda_graph_scope },
+        { "enable_cuda_graph", &Recipe::enable_cuda_graph },
+        { "external_cuda_graph", &Recipe::external_cuda_graph },
+        { "use_te_rng_tracker", &Recipe::use_te_rng_tracker },
+        { "cpu_offloading", &Recipe::cpu_offloading },
+        { "cpu_offloading_num_layers", &Recipe::cpu_offloading_num_layers },
+        { "fine_grained_activation_offloading", &Recipe::fine_grained_activation_offloading },
+        { "offload_modules", &Recipe::offload_modules },
+        { "recompute_granularity", &Recipe::recompute_granularity },
+        { "recompute_modules", &Recipe::recompute_modules },
+        { "recompute_method", &Recipe::recompute_method },
+        { "recompute_num_layers", &Recipe::recompute_num_layers },
+        { "distribute_saved_activations", &Recipe::distribute_saved_activations },
+        { "moe_layer_recompute", &Recipe::moe_layer_recompute },
+        { "delay_wgrad_compute", &Recipe::delay_wgrad_compute },
+        { "comm_overlap.overlap_moe_expert_parallel_comm", &Recipe::overlap_moe_expert_parallel_comm },
+        { "rerun_state_machine.check_for_nan_in_loss", &Recipe::check_for_nan_in_loss },
+        { "profile", &Recipe::profile },
+        { "memory_target_gb", &Recipe::memory_target_gb },
+        { "warmup_iters", &Recipe::warmup_iters },
+        { "train_iters", &Recipe::train_iters },
+        { "checkpoint_activations_flag", &Recipe::checkpoint_activations_flag },
+        { "recompute_activations", &Recipe::recompute_activations },
+    };
+    return defs;
+}
+
+const FieldDef* findField(const std::string& key)
+{
+    for (const FieldDef& f : fieldDefs()) {
+        if (key == f.key)
+            return &f;
+    }
+    return nullptr;
+}
+
+// --- JSON -> field values, with the messages a user needs ---
+
+[[noreturn]] void wrongType(
+    const std::string& key, const std::string& where, const char* expected, const nlohmann::json& got)
+{
+    throw RecipeError(key, where, std::string("expected ") + expected + ", got " + got.dump());
+}
+
+int readInt(const std::string& key, const std::string& where, const nlohmann::json& v, const char* expected)
+{
+    if (!v.is_number_integer())
+        wrongType(key, where, expected, v);
+    if (v.is_number_unsigned()) {
+        if (v.get<std::uint64_t>() > std::uint64_t(INT_MAX))
+            throw RecipeError(key, where, "integer " + v.dump() + " is out of range");
+        return int(v.get<std::uint64_t>());
+    }
+    const std::int64_t x = v.get<std::int64_t>();
+    if (x < INT_MIN || x > INT_MAX)
+        throw RecipeError(key, where, "integer " + v.dump() + " is out of range");
+    return int(x);
+}
+
+double readDouble(
+    const std::string& key, const std::string& where, const nlohmann::json& v, const char* expected)
+{
+    if (!v.is_number())
+        wrongType(key, where, expected, v);
+    const double x = v.get<double>();
+    if (!std::isfinite(x))
+        throw RecipeError(key, where, "expected a finite number");
+    return x;
+}
+
+std::string readString(
+    const std::string& key, const std::string& where, const nlohmann::json& v, const char* expected)
+{
+    if (!v.is_string())
+        wrongType(key, where, expected, v);
+    std::string s = v.get<std::string>();
+    if (const std::vector<std::string>* allowed = allowedValues(key)) {
+        if (std::find(allowed->begin(), allowed->end(), s) == allowed->end())
+            throw RecipeError(key, where, "'" + s + "' is not allowed; allowed: " + joinNames(*allowed));
+    }
+    return s;
+}
+
+std::vector<std::string> readStringList(
+    const std::string& key, const std::string& where, const nlohmann::json& v, const char* expected)
+{
+    if (!v.is_array())
+        wrongType(key, where, expected, v);
+    std::vector<std::string> out;
+    for (const nlohmann::json& item : v) {
+        if (!item.is_string())
+            throw RecipeError(
+                key, where, std::string("expected ") + expected + ", got the element " + item.dump());
+        out.push_back(item.get<std::string>());
+    }
+    return out;
+}
+
+std::vector<int> readLayerFreq(const std::string& key, const std::string& where, const nlohmann::json& v)
+{
+    static const char* const expected = "an integer >= 1 or a non-empty list of 0/1";
+    if (v.is_number_integer()) {
+        const int n = readInt(key, where, v, expected);
+        if (n < 1)
+            throw RecipeError(key, where, "expected " + std::string(expected) + ", got " + v.dump());
+        return { n };
+    }
+    if (!v.is_array() || v.empty())
+        wrongType(key, where, expected, v);
+    std::vector<int> pattern;
+    for (const nlohmann::json& item : v) {
+        if (!item.is_number_integer() || (item.get<std::int64_t>() != 0 && item.get<std::int64_t>() != 1))
+            throw RecipeError(
+                key, where, "expected " + std::string(expected) + ", got the element " + item.dump());
+        pattern.push_back(item.get<int>());
+    }
+    return pattern;
+}
+
+template <class... F> struct Overloaded : F... {
+    using F::operator()...;
+};
+template <class... F> Overloaded(F...) -> Overloaded<F...>;
+
+} // namespace
+
+// --- public field access ---
+
+const std::vector<std::string>& recipeFieldKeys()
+{
+    static const std::vector<std::string> keys = [] {
+        std::vector<std::string> k;
+        for (const FieldDef& f : fieldDefs())
+            k.emplace_back(f.key);
+        return k;
+    }();
+    return keys;
+}
+
+std::optional<RecipeFieldType> recipeFieldType(const std::string& key)
+{
+    const FieldDef* f = findField(key);
+    if (!f)
+        return std::nullopt;
+    return std::visit(
+        Overloaded {
+            [](int Recipe::*) { return RecipeFieldType::Int; },
+            [](std::optional<int> Recipe::*) { return RecipeFieldType::OptionalInt; },
+            [](double Recipe::*) { return RecipeFieldType::Double; },
+            [](std::optional<double> Recipe::*) { return RecipeFieldType::OptionalDouble; },
+            [](bool Recipe::*) { return RecipeFieldType::Bool; },
+            [](std::string Recipe::*) { return RecipeFieldType::String; },
+            [](std::optional<std::string> Recipe::*) { return RecipeFieldType::OptionalString; },
+            [](std::vector<std::string> Recipe::*) { return RecipeFieldType::StringList; },
+            [](std::optional<std::vector<std::string>> Recipe::*) {
+                return RecipeFieldType::OptionalStringList;
+            },
+            [](std::vector<int> Recipe::*) { return RecipeFieldType::LayerFreq; },
+            [](Profile Recipe::*) { return RecipeFieldType::Profile; },
+        },
+        f->member);
+}
+
+nlohmann::json recipeFieldValue(const Recipe& r, const std::string& key)
+{
+    const FieldDef* f = findField(key);
+    if (!f)
+        throw RecipeError(key, "recipe", "unknown field");
+    return std::visit(Overloaded {
+                          [&](int Recipe::*m) { return nlohmann::json(r.*m); },
+                          [&](std::optional<int> Recipe::*m) {
+                              return (r.*m) ? nlohmann::json(*(r.*m)) : nlohmann::json(nullptr);
+                          },
+                          [&](double Recipe::*m) { return nlohmann::json(r.*m); },
+                          [&](std::optional<double> Recipe::*m) {
+                              return (r.*m) ? nlohmann::json(*(r.*m)) : nlohmann::json(nullptr);
+                          },
+                          [&](bool Recipe::*m) { return nlohmann::json(r.*m); },
+                          [&](std::string Recipe::*m) { return nlohmann::json(r.*m); },
+                          [&](std::optional<std::string> Recipe::*m) {
+                              return (r.*m) ? nlohmann::json(*(r.*m)) : nlohmann::json(nullptr);
+                          },
+                          [&](std::vector<std::string> Recipe::*m) { return nlohmann::json(r.*m); },
+                          [&](std::optional<std::vector<std::string>> Recipe::*m) {
+                              return (r.*m) ? nlohmann::json(*(r.*m)) : nlohmann::json(nullptr);
+                          },
+                          [&](std::vector<int> Recipe::*m) {
+                              // A single value >= 1 is Megatron's int form (every N-th layer); anything
+                              // else is a layer pattern.
+                              const std::vector<int>& v = r.*m;
+                              if (v.size() == 1 && v[0] >= 1)
+                                  return nlohmann::json(v[0]);
+                              return nlohmann::json(v);
+                          },
+                          [&](Profile Recipe::*m) { return nlohmann::json(profileName(r.*m)); },
+                      },
+        f->member);
+}
+
+void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& v, const std::string& where)
+{
+    const FieldDef* f = findField(key);
+    if (!f) {
+        throw RecipeError(
+            key, where, "unknown field; did you mean '" + nearestName(key, recipeFieldKeys()) + "'?");
+    }
+    std::visit(Overloaded {
+                   [&](int Recipe::*m) { r.*m = readInt(key, where, v, "an integer"); },
+                   [&](std::optional<int> Recipe::*m) {
+                       r.*m = v.is_null() ? std::nullopt
+                                          : std::optional<int>(readInt(key, where, v, "an integer or null"));
+                   },
+                   [&](double Recipe::*m) { r.*m = readDouble(key, where, v, "a number"); },
+                   [&](std::optional<double> Recipe::*m) {
+                       r.*m = v.is_null()
+                           ? std::nullopt
+                           : std::optional<double>(readDouble(key, where, v, "a number or null"));
+                   },
+                   [&](bool Recipe::*m) {
+                       if (!v.is_boolean())
+                           wrongType(key, where, "true or false", v);
+                       r.*m = v.get<bool>();
+                   },
+                   [&](std::string Recipe::*m) { r.*m = readString(key, where, v, "a string"); },
+                   [&](std::optional<std::string> Recipe::*m) {
+                       r.*m = v.is_null()
+                           ? std::nullopt
+                           : std::optional<std::string>(readString(key, where, v, "a string or null"));
+                   },
+                   [&](std::vector<std::string> Recipe::*m) {
+                       r.*m = readStringList(key, where, v, "a list of strings");
+                   },
+                   [&](std::optional<std::vector<std::string>> Recipe::*m) {
+                       if (v.is_null())
+                           r.*m = std::nullopt;
+                       else
+                           r.*m = readStringList(key, where, v, "a list of strings or null");
+                   },
+                   [&](std::vector<int> Recipe::*m) { r.*m = readLayerFreq(key, where, v); },
+                   [&](Profile Recipe::*m) {
+                       const std::string name = readString(key, where, v, "a string");
+                       r.*m = *profileFromName(name); // readString checked it against the profile names
+                   },
+               },
+        f->member);
+}
+
+const std::vector<std::string>* allowedValues(const std::string& key)
+{
+    static const std::vector<std::string> kProfiles = profileNames();
+    if (key == "normalization")
+        return &kNormalization;
+    if (key == "activation_func")
+        return &kActivation;
+    if (key == "attention_backend")
+        return &kAttentionBackend;
+    if (key == "transformer_impl")
+        return &kTransformerImpl;
+    if (key == "cuda_graph_impl")
+        return &kCudaGraphImpl;
+    if (key == "fp8")
+        return &kFp8;
+    if (key == "fp8_recipe")
+        return &kFp8Recipe;
+    if (key == "moe_token_dispatcher_type")
+        return &kDispatcher;
+    if (key == "profile")
+        return &kProfiles;
+    return nullptr;
+}
+
+std::string nearestName(const std::string& name, const std::vector<std::string>& candidates)
+{
+    // Levenshtein distance, case-insensitive; the first of equally near candidates wins.
+    auto lower = [](std::string s) {
+        std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+        return s;
+    };
+    const std::string a = lower(name);
+    std::string best;
+    std::size_t bestDistance = std::string::npos;
+    std::vector<std::size_t> row;
+    for (const std::string& candidate : candidates) {
+        const std::string b = lower(candidate);
+        row.resize(b.size() + 1);
+        for (std::size_t j = 0; j <= b.size(); ++j)
+            row[j] = j;
+        for (std::size_t i = 1; i <= a.size(); ++i) {
+            std::size_t diagonal = row[0];
+            row[0] = i;
+            for (std::size_t j = 1; j <= b.size(); ++j) {
+                const std::size_t above = row[j];
+                row[j] = std::min({ row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1) });
+                diagonal = above;
+            }
+        }
+        if (row[b.size()] < bestDistance) {
+            bestDistance = row[b.size()];
+            best = candidate;
+        }
+    }
+    return best;
+}
+
+std::string joinNames(const std::vector<std::string>& names)
+{
+    std::string out;
+    for (const std::string& n : names) {
+        if (!out.empty())
+            out += ", ";
+        out += n;
+    }
+    return out;
+}
+
+// --- whole recipes ---
+
+bool Recipe::operator==(const Recipe& other) const
+{
+    for (const FieldDef& f : fieldDefs()) {
+        const bool same = std::visit([&](auto m) { return this->*m == other.*m; }, f.member);
+        if (!same)
+            return false;
+    }
+    return true;
+}
+
+Recipe recipeFromJson(const nlohmann::json& j, const std::string& where)
+{
+    if (!j.is_object())
+        throw RecipeError("", where, "a recipe is a JSON object, got " + std::string(j.type_name()));
+    // The version first: a newer file is reported as newer, not as a list of unknown keys.
+    if (auto it = j.find("schema_version"); it != j.end()) {
+        if (!it->is_number_integer())
+            wrongType("schema_version", where, "an integer", *it);
+        const int version = readInt("schema_version", where, *it, "an integer");
+        if (version > Recipe::kSchemaVersion) {
+            throw RecipeError("schema_version", where,
+                "schema_version " + std::to_string(version) + " is newer than this program reads ("
+                    + std::to_string(Recipe::kSchemaVersion) + "); use a newer Recompute Studio");
+        }
+        if (version < 1)
+            throw RecipeError("schema_version", where, "schema_version must be >= 1, got " + it->dump());
+    }
+
+    Recipe r;
+    auto unknown = [&](const std::string& key) {
+        std::vector<std::string> candidates = recipeFieldKeys();
+        candidates.emplace_back("schema_version");
+        throw RecipeError(key, where, "unknown key; did you mean '" + nearestName(key, candidates) + "'?");
+    };
+    for (auto it = j.begin(); it != j.end(); ++it) {
+        const std::string& key = it.key();
+        if (key == "schema_version")
+            continue;
+        if (key == "comm_overlap" || key == "rerun_state_machine") {
+            if (!it->is_object())
+                wrongType(key, where, "an object", *it);
+            for (auto inner = it->begin(); inner != it->end(); ++inner) {
+                const std::string dotted = key + "." + inner.key();
+                if (!findField(dotted))
+                    unknown(dotted);
+                setRecipeField(r, dotted, inner.value(), where);
+            }
+            continue;
+        }
+        if (key.find('.') != std::string::npos || !findField(key))
+            unknown(key);
+        setRecipeField(r, key, it.value(), where);
+    }
+    return r;
 }
 
 Recipe recipeFromJsonText(const std::string& text, const std::string& where)
 {
-    return recipeFromJson(nlohmann::json::parse(text), where);
+    nlohmann::json j;
+    try {
+        j = nlohmann::json::parse(text);
+    } catch (const nlohmann::json::parse_error& e) {
+        // e.byte is the 1-based offset of the character the parser stopped at.
+        const std::size_t stop = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+        std::size_t line = 1, column = 1;
+        for (std::size_t i = 0; i < stop; ++i) {
+            if (text[i] == '\n') {
+                ++line;
+                column = 1;
+            } else {
+                ++column;
+            }
+        }
+        std::string detail = e.what();
+        if (const auto colon = detail.find("syntax error"); colon != std::string::npos)
+            detail = detail.substr(colon);
+        throw RecipeError("", where,
+            "malformed JSON at line " + std::to_string(line) + ", column " + std::to_string(column) + ": "
+                + detail);
+    }
+    return recipeFromJson(j, where);
 }
 
 nlohmann::json recipeToJson(const Recipe& r)
 {
-    nlohmann::json j;
+    nlohmann::json j = nlohmann::json::object();
     j["schema_version"] = Recipe::kSchemaVersion;
-    j["name"] = r.name;
+    for (const std::string& key : recipeFieldKeys()) {
+        const auto dot = key.find('.');
+        if (dot == std::string::npos)
+            j[key] = recipeFieldValue(r, key);
+        else
+            j[key.substr(0, dot)][key.substr(dot + 1)] = recipeFieldValue(r, key);
+    }
     return j;
 }
 
 std::string recipeCanonicalText(const Recipe& r)
 {
     return recipeToJson(r).dump();
-}
-
-const std::vector<std::string>* allowedValues(const std::string&)
-{
-    return nullptr;
-}
-
-std::string nearestName(const std::string&, const std::vector<std::string>& candidates)
-{
-    return candidates.empty() ? std::string() : candidates.front();
 }
 
 } // namespace rs

@@ -8,8 +8,10 @@
 // by the rules engine (R04/R05, per-profile labels).
 #pragma once
 
+#include <optional>
 #include <stdexcept>
 #include <string>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -36,10 +38,36 @@ std::string recipeCanonicalText(const Recipe& r);
 // FIPS 180-4 SHA-256 of the bytes, lower-case hex (core/sha256.cpp).
 std::string sha256Hex(const std::string& bytes);
 
-// The allowed values of an enum-like string field (JSON key), or nullptr when the field is free text or
-// judged by the rules engine. Shared by the override and flag readers.
-const std::vector<std::string>* allowedValues(const std::string& field);
-// The candidate nearest to `key` by edit distance ("" when candidates is empty).
-std::string nearestName(const std::string& key, const std::vector<std::string>& candidates);
+// --- field access by JSON key, shared by the override and flag readers ---
+// Keys are the JSON keys; the two Bridge-nested ones are dotted
+// ("comm_overlap.overlap_moe_expert_parallel_comm", "rerun_state_machine.check_for_nan_in_loss").
+enum class RecipeFieldType {
+    Int,
+    OptionalInt,
+    Double,
+    OptionalDouble,
+    Bool,
+    String,
+    OptionalString,
+    StringList,
+    OptionalStringList,
+    LayerFreq, // moe_layer_freq: an int or a list of 0/1
+    Profile,
+};
+// Every key, in the order recipe.h declares the fields.
+const std::vector<std::string>& recipeFieldKeys();
+// The field's type; nullopt for an unknown key.
+std::optional<RecipeFieldType> recipeFieldType(const std::string& key);
+// The field's value as recipeToJson writes it.
+nlohmann::json recipeFieldValue(const Recipe& r, const std::string& key);
+// Sets one field with the JSON reader's checks (type, allowed values); throws RecipeError(key, where, ...).
+void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& value, const std::string& where);
+// The allowed values of an enum-like string field that the readers enforce; nullptr for free text and for
+// the fields the rules engine judges (recompute_granularity, recompute_method, label lists).
+const std::vector<std::string>* allowedValues(const std::string& key);
+// The candidate nearest to `name` by edit distance ("" when there are none).
+std::string nearestName(const std::string& name, const std::vector<std::string>& candidates);
+// "a, b, c"
+std::string joinNames(const std::vector<std::string>& names);
 
 } // namespace rs
