@@ -1,0 +1,87 @@
+// SPDX-License-Identifier: Apache-2.0
+// Runs the worker `recompute-bench` on this host as a child process (an argument vector, never a shell
+// string) for one recipe, and turns its JSON-lines stdout into one signal per event kind. The recipe is
+// passed as a temporary JSON file that lives as long as the run.
+#pragma once
+
+#include <memory>
+
+#include <QJsonObject>
+#include <QObject>
+#include <QProcess>
+#include <QStringList>
+
+#include "launch/json_lines.h"
+
+class QTemporaryFile;
+
+namespace rs::launch {
+
+// Where the worker is: $RS_WORKER, else next to the running executable, else in the build tree
+// (<exe dir>/../bench/, <exe dir>/../../app/bench/), else `recompute-bench` on PATH. Returns "" when not
+// found; *searched (when given) lists the places looked at.
+QString findWorker(QStringList* searched = nullptr);
+
+struct LaunchOptions {
+    QString workerPath; // empty: findWorker()
+    QStringList extraArguments; // appended after the recipe file (e.g. --device cuda:0)
+    QString workingDirectory; // empty: inherit
+    QStringList environment; // extra VAR=value entries
+};
+
+class LocalLauncher : public QObject {
+    Q_OBJECT
+public:
+    explicit LocalLauncher(QObject* parent = nullptr);
+    ~LocalLauncher() override; // kills a running worker
+
+    // Starts the worker for this recipe JSON (an object with Megatron field names). Returns false (and sets
+    // *error) when the worker cannot be found or the temp file cannot be written; a worker that fails to
+    // start reports through finished(aborted = true).
+    bool start(const QJsonObject& recipe, const LaunchOptions& options = {}, QString* error = nullptr);
+    // Same, with the recipe file text given as is.
+    bool startWithRecipeText(
+        const QByteArray& recipeJson, const LaunchOptions& options = {}, QString* error = nullptr);
+    // Stops the worker: SIGTERM, then SIGKILL after `graceMs`. The run finishes aborted unless a result
+    // arrived first.
+    void cancel(int graceMs = 2000);
+    bool isRunning() const;
+    QStringList lastArguments() const { return m_arguments; } // the argv used (without the program)
+    QString workerPath() const { return m_workerPath; }
+    qint64 pid() const;
+
+signals:
+    void started();
+    // Every event, in order (the store's ingest takes these), then the one for its kind.
+    void event(const QJsonObject& event);
+    void hello(const QJsonObject& event);
+    void recipe(const QJsonObject& event);
+    void phase(const QJsonObject& event);
+    void iteration(const QJsonObject& event);
+    void rankSummary(const QJsonObject& event);
+    void result(const QJsonObject& event);
+    void stderrText(const QString& text);
+    void malformedLine(const QByteArray& line, const QString& why);
+    // Once per start: aborted when the stream ended without `result`, the process crashed or was killed,
+    // or it failed to start; `reason` says which. exitCode is -1 for a crash / signal.
+    void finished(bool aborted, int exitCode, const QString& reason);
+
+private:
+    void onStdout();
+    void onStderr();
+    void onFinished(int exitCode, QProcess::ExitStatus status);
+    void onError(QProcess::ProcessError error);
+    void dispatch(const QJsonObject& e);
+    void emitFinished(bool aborted, int exitCode, const QString& reason);
+
+    std::unique_ptr<QProcess> m_process;
+    std::unique_ptr<QTemporaryFile> m_recipeFile;
+    JsonLinesReader m_reader;
+    QString m_workerPath;
+    QStringList m_arguments;
+    bool m_gotResult = false;
+    bool m_cancelled = false;
+    bool m_finishedEmitted = false;
+};
+
+} // namespace rs::launch

@@ -1,0 +1,351 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "storage/ingest.h"
+
+#include <algorithm>
+
+#include <QJsonArray>
+#include <QJsonDocument>
+
+using namespace Qt::StringLiterals;
+
+namespace rs::storage {
+
+namespace {
+std::optional<qint64> bytes(const QJsonObject& o, const QString& key)
+{
+    const QJsonValue v = o.value(key);
+    if (!v.isDouble())
+        return std::nullopt;
+    return qint64(v.toDouble());
+}
+std::optional<double> number(const QJsonObject& o, const QString& key)
+{
+    const QJsonValue v = o.value(key);
+    if (!v.isDouble())
+        return std::nullopt;
+    return v.toDouble();
+}
+std::optional<int> integer(const QJsonObject& o, const QString& key)
+{
+    const QJsonValue v = o.value(key);
+    if (!v.isDouble())
+        return std::nullopt;
+    return v.toInt();
+}
+QString str(const QJsonObject& o, const QString& key)
+{
+    const QJsonValue v = o.value(key);
+    return v.isString() ? v.toString() : QString();
+}
+void maxInto(std::optional<qint64>* into, std::optional<qint64> v)
+{
+    if (v && (!*into || *v > **into))
+        *into = v;
+}
+} // namespace
+
+RunIngest::RunIngest(Store* store)
+    : m_store(store)
+{
+    m_run.source = source::Worker;
+    m_run.outcome = outcome::Running;
+}
+
+RunIngest::~RunIngest()
+{
+    if (m_runId != 0 && !m_finished)
+        finish(u"the ingest ended before the stream did"_s);
+}
+
+void RunIngest::setCommitPolicy(int rows, int ms)
+{
+    m_commitRows = std::max(1, rows);
+    m_commitMs = std::max(0, ms);
+}
+
+void RunIngest::setControl(std::optional<qint64> controlRunId)
+{
+    m_control = controlRunId;
+    m_controlGiven = true;
+}
+
+void RunIngest::setProvenance(const QString& provenance)
+{
+    m_run.provenance = provenance;
+}
+
+bool RunIngest::ensureRun()
+{
+    if (m_runId != 0)
+        return true;
+    m_run.createdAt = QDateTime::currentDateTimeUtc();
+    if (!m_store->beginWrite()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    m_runId = m_store->insertRun(m_run);
+    if (m_runId == 0) {
+        m_error = m_store->lastError();
+        m_store->rollbackWrite();
+        return false;
+    }
+    m_run.id = m_runId;
+    m_sinceCommit.start();
+    return true;
+}
+
+bool RunIngest::maybeCommit(bool force)
+{
+    if (!m_store->inWrite())
+        return true;
+    const bool due
+        = force || m_pending >= m_commitRows || (m_commitMs > 0 && m_sinceCommit.elapsed() >= m_commitMs);
+    if (!due)
+        return true;
+    if (!m_store->commitWrite()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    m_pending = 0;
+    m_sinceCommit.restart();
+    return true;
+}
+
+bool RunIngest::ingestLine(const QByteArray& line)
+{
+    QJsonParseError err;
+    const QJsonDocument doc = QJsonDocument::fromJson(line.trimmed(), &err);
+    if (err.error != QJsonParseError::NoError || !doc.isObject()) {
+        ++m_malformed;
+        return true;
+    }
+    return ingest(doc.object());
+}
+
+bool RunIngest::ingest(const QJsonObject& e)
+{
+    if (m_finished) {
+        m_error = u"the run is finished; a new run needs a new RunIngest"_s;
+        return false;
+    }
+    const QString kind = e.value(u"event"_s).toString();
+    bool ok = true;
+    if (kind == u"hello")
+        ok = onHello(e);
+    else if (kind == u"recipe")
+        ok = onRecipe(e);
+    else if (kind == u"phase")
+        ok = ensureRun(); // the phase sequence is in the iteration rows; a marker alone stores nothing
+    else if (kind == u"iteration")
+        ok = onIteration(e);
+    else if (kind == u"rank_summary")
+        ok = onRankSummary(e);
+    else if (kind == u"result")
+        ok = onResult(e);
+    else
+        return true; // unknown events are ignored (stream contract)
+    if (!ok) {
+        m_store->rollbackWrite();
+        return false;
+    }
+    return maybeCommit(kind != u"iteration");
+}
+
+bool RunIngest::onHello(const QJsonObject& e)
+{
+    m_run.workerVersion = str(e, u"worker_version"_s);
+    m_run.libtorchVersion = str(e, u"libtorch_version"_s);
+    m_run.cudaVersion = str(e, u"cuda_version"_s);
+    m_run.ncclVersion = str(e, u"nccl_version"_s);
+    m_run.device = str(e, u"device"_s);
+    m_run.deviceKind = str(e, u"device_kind"_s);
+    m_run.host = str(e, u"host"_s);
+    m_run.worldSize = integer(e, u"world_size"_s);
+    m_run.profile = str(e, u"profile"_s);
+    if (!ensureRun())
+        return false;
+    if (!m_store->updateRun(m_run)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    return true;
+}
+
+bool RunIngest::onRecipe(const QJsonObject& e)
+{
+    if (!ensureRun())
+        return false;
+    const QString profile = m_run.profile;
+    fillFromRecipeJson(&m_run, e.value(u"recipe"_s).toObject());
+    if (m_run.profile.isEmpty())
+        m_run.profile = profile;
+    m_run.recipeHash = str(e, u"recipe_hash"_s);
+    const QJsonArray findings = e.value(u"findings"_s).toArray();
+    if (!findings.isEmpty())
+        m_run.notes
+            = u"findings: "_s + QString::fromUtf8(QJsonDocument(findings).toJson(QJsonDocument::Compact));
+    const QString scope = str(e, u"stage_scope"_s);
+    if (!scope.isEmpty())
+        m_run.peakNote = u"measured on "_s + scope;
+    if (!m_store->updateRun(m_run)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    return true;
+}
+
+bool RunIngest::onIteration(const QJsonObject& e)
+{
+    if (!ensureRun())
+        return false;
+    if (!m_store->inWrite() && !m_store->beginWrite()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    IterationRow r;
+    r.runId = m_runId;
+    r.rank = integer(e, u"rank"_s).value_or(0);
+    r.iteration = integer(e, u"iteration"_s).value_or(0);
+    r.phase = str(e, u"phase"_s);
+    r.stepMs = number(e, u"step_ms"_s);
+    r.loss = number(e, u"loss"_s);
+    const QJsonValue finite = e.value(u"loss_finite"_s);
+    r.lossFinite
+        = finite.isBool() ? std::optional<bool>(finite.toBool()) : std::optional<bool>(r.loss.has_value());
+    if (!*r.lossFinite)
+        m_anyNonFinite = true;
+    r.forwardPeakAllocated = bytes(e, u"forward_peak_allocated"_s);
+    r.forwardPeakReserved = bytes(e, u"forward_peak_reserved"_s);
+    r.backwardPeakAllocated = bytes(e, u"backward_peak_allocated"_s);
+    r.backwardPeakReserved = bytes(e, u"backward_peak_reserved"_s);
+    r.optimizerPeakAllocated = bytes(e, u"optimizer_peak_allocated"_s);
+    r.optimizerPeakReserved = bytes(e, u"optimizer_peak_reserved"_s);
+    r.allocatedAfter = bytes(e, u"allocated_after"_s);
+    r.reservedAfter = bytes(e, u"reserved_after"_s);
+    r.allocRetries = integer(e, u"alloc_retries"_s);
+    r.optimizerInit = e.value(u"optimizer_init"_s).toBool();
+    if (!m_store->insertIteration(r)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    ++m_pending;
+    ++m_iterations;
+    maxInto(&m_currentPeak, r.forwardPeakAllocated);
+    maxInto(&m_currentPeak, r.backwardPeakAllocated);
+    maxInto(&m_currentPeak, r.optimizerPeakAllocated);
+    return true;
+}
+
+bool RunIngest::onRankSummary(const QJsonObject& e)
+{
+    if (!ensureRun())
+        return false;
+    if (!m_store->inWrite() && !m_store->beginWrite()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    RankPeak p;
+    p.runId = m_runId;
+    p.rank = integer(e, u"rank"_s).value_or(0);
+    p.peakAllocated = bytes(e, u"peak_allocated"_s);
+    p.peakReserved = bytes(e, u"peak_reserved"_s);
+    p.peakPhase = str(e, u"peak_phase"_s);
+    p.peakIteration = integer(e, u"peak_iteration"_s);
+    p.steadyStepMs = number(e, u"steady_step_ms"_s);
+    p.steadyStepMsMedian = number(e, u"steady_step_ms_median"_s);
+    if (!m_store->insertRankPeak(p)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    const QJsonObject phases = e.value(u"phase_peaks"_s).toObject();
+    if (m_store->schemaVersion() >= 2) {
+        for (auto it = phases.begin(); it != phases.end(); ++it) {
+            const QJsonObject v = it.value().toObject();
+            PhasePeak pp { m_runId, p.rank, it.key(), bytes(v, u"allocated"_s), bytes(v, u"reserved"_s) };
+            if (!m_store->insertPhasePeak(pp)) {
+                m_error = m_store->lastError();
+                return false;
+            }
+        }
+    }
+    // The run's peak is the hottest rank's.
+    if (p.peakAllocated && (!m_run.peakAllocated || *p.peakAllocated > *m_run.peakAllocated)) {
+        m_run.peakAllocated = p.peakAllocated;
+        m_run.peakRank = p.rank;
+    }
+    maxInto(&m_run.peakReserved, p.peakReserved);
+    if (!m_store->updateRun(m_run)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    return true;
+}
+
+bool RunIngest::onResult(const QJsonObject& e)
+{
+    if (!ensureRun())
+        return false;
+    if (!m_store->inWrite() && !m_store->beginWrite()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    m_hasResult = true;
+    const QString status = str(e, u"status"_s);
+    static const QStringList known
+        = { outcome::Pass, outcome::Oom, outcome::Nonfinite, outcome::Invalid, outcome::Error };
+    m_run.outcome = known.contains(status) ? status : outcome::Error;
+    m_run.failureStage = str(e, u"stage"_s);
+    m_run.failureIteration = integer(e, u"iteration"_s);
+    m_run.message = str(e, u"message"_s);
+    if (!known.contains(status))
+        m_run.message = u"unknown result status '%1'. "_s.arg(status) + m_run.message;
+    m_run.steadyStepMs = number(e, u"steady_step_ms"_s);
+    m_run.tokensPerS = number(e, u"tokens_per_s"_s);
+    m_run.modelTflops = number(e, u"model_tflops"_s);
+    m_run.executedTflops = number(e, u"executed_tflops"_s);
+    if (!m_store->updateRun(m_run)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    return true;
+}
+
+bool RunIngest::finish(const QString& message)
+{
+    if (m_finished)
+        return true;
+    if (!ensureRun())
+        return false;
+    m_finished = true;
+    if (!m_store->inWrite() && !m_store->beginWrite()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    if (!m_hasResult) {
+        m_run.outcome = outcome::Aborted;
+        m_run.message = message.isEmpty() ? u"the stream ended without a result"_s : message;
+    }
+    // Numerical sanity from what was stored: every loss finite?
+    m_run.lossFinite = m_iterations > 0 ? std::optional<bool>(!m_anyNonFinite) : std::nullopt;
+    // A run without a steady-state time from the worker (aborted) keeps the peak seen in its iterations.
+    if (!m_run.peakAllocated && m_currentPeak) {
+        m_run.peakAllocated = m_currentPeak;
+        m_run.peakNote = u"max over the iterations reported before the run ended"_s;
+    }
+    if (!m_controlGiven && !m_run.isExplicitControl()) {
+        if (!m_store->updateRun(m_run)) {
+            m_error = m_store->lastError();
+            return false;
+        }
+        m_control = m_store->findLatestControlFor(m_runId);
+    }
+    m_run.controlRunId = m_control;
+    if (!m_store->updateRun(m_run)) {
+        m_error = m_store->lastError();
+        m_store->rollbackWrite();
+        return false;
+    }
+    return maybeCommit(true);
+}
+
+} // namespace rs::storage

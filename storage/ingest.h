@@ -1,0 +1,78 @@
+// SPDX-License-Identifier: Apache-2.0
+// Live ingest of one worker run: feed it the stream's events (docs/stream.md) as they arrive and it
+// writes them to the store in transactions. The run row exists from `hello` on with outcome `running`;
+// `result` sets the outcome; finish() without a `result` ends the run `aborted`, keeping every iteration
+// that was reported. A process that dies mid-ingest leaves its run `running` with every committed row.
+#pragma once
+
+#include <optional>
+
+#include <QElapsedTimer>
+#include <QJsonObject>
+#include <QString>
+
+#include "storage/store.h"
+
+namespace rs::storage {
+
+class RunIngest {
+public:
+    // The store must outlive the ingest.
+    explicit RunIngest(Store* store);
+    ~RunIngest(); // finish()es an unfinished run as aborted
+
+    // Rows are committed every `rows` iterations or `ms` milliseconds, whichever comes first, and at every
+    // event that is not an iteration. Default (1, 0): every event is its own transaction (live runs: a
+    // step takes far longer than a commit). Bulk ingest (benchmarks, replays) raises `rows`.
+    void setCommitPolicy(int rows, int ms);
+    // A control run id to link when the result arrives; without one the store's latest matched []
+    // control is linked (if any).
+    void setControl(std::optional<qint64> controlRunId);
+    // Run fields to carry into the row that the stream does not give (e.g. recipe name, provenance).
+    void setProvenance(const QString& provenance);
+
+    // One stream event (an object with "event"). Unknown events and keys are ignored. Returns false on a
+    // store error (see error()).
+    bool ingest(const QJsonObject& event);
+    // Parses one JSON line and ingests it; a malformed line is ignored (returns true) and counted.
+    bool ingestLine(const QByteArray& line);
+    // Ends the run: without a `result` event the outcome is `aborted` with `message`. Commits.
+    bool finish(const QString& message = {});
+
+    qint64 runId() const { return m_runId; } // 0 before hello (or the first event)
+    bool hasResult() const { return m_hasResult; }
+    bool finished() const { return m_finished; }
+    int iterationCount() const { return m_iterations; }
+    int malformedLines() const { return m_malformed; }
+    QString error() const { return m_error; }
+    // The running maximum of allocated bytes seen in iterations (for progress displays).
+    std::optional<qint64> currentPeakAllocated() const { return m_currentPeak; }
+
+private:
+    bool ensureRun();
+    bool maybeCommit(bool force);
+    bool onHello(const QJsonObject& e);
+    bool onRecipe(const QJsonObject& e);
+    bool onIteration(const QJsonObject& e);
+    bool onRankSummary(const QJsonObject& e);
+    bool onResult(const QJsonObject& e);
+
+    Store* m_store;
+    RunRecord m_run;
+    qint64 m_runId = 0;
+    int m_commitRows = 1;
+    int m_commitMs = 0;
+    int m_pending = 0;
+    QElapsedTimer m_sinceCommit;
+    std::optional<qint64> m_control;
+    bool m_controlGiven = false;
+    bool m_hasResult = false;
+    bool m_finished = false;
+    int m_iterations = 0;
+    int m_malformed = 0;
+    bool m_anyNonFinite = false;
+    std::optional<qint64> m_currentPeak;
+    QString m_error;
+};
+
+} // namespace rs::storage

@@ -1,0 +1,1189 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "storage/store.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <functional>
+
+#include <QCoreApplication>
+#include <QDir>
+#include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSqlError>
+#include <QSqlQuery>
+#include <QSqlRecord>
+#include <QStandardPaths>
+#include <QUuid>
+
+using namespace Qt::StringLiterals;
+
+namespace rs::storage {
+
+namespace {
+
+// --- the runs table, column by column: one list drives CREATE, INSERT, UPDATE and SELECT ---
+struct Column {
+    QString name;
+    QString type;
+    int sinceVersion;
+    std::function<QVariant(const RunRecord&)> get;
+    std::function<void(RunRecord&, const QVariant&)> set;
+};
+
+QVariant nullOf(QMetaType::Type t)
+{
+    return QVariant(QMetaType(t));
+}
+
+template <typename T> QVariant optVar(const std::optional<T>& v)
+{
+    if constexpr (std::is_same_v<T, bool>)
+        return v ? QVariant(int(*v)) : nullOf(QMetaType::Int);
+    else if constexpr (std::is_same_v<T, double>)
+        return v ? QVariant(*v) : nullOf(QMetaType::Double);
+    else if constexpr (std::is_same_v<T, qint64>)
+        return v ? QVariant(*v) : nullOf(QMetaType::LongLong);
+    else
+        return v ? QVariant(*v) : nullOf(QMetaType::Int);
+}
+
+template <typename T> std::optional<T> varOpt(const QVariant& v)
+{
+    if (v.isNull() || !v.isValid())
+        return std::nullopt;
+    if constexpr (std::is_same_v<T, bool>)
+        return v.toInt() != 0;
+    else if constexpr (std::is_same_v<T, double>)
+        return v.toDouble();
+    else if constexpr (std::is_same_v<T, qint64>)
+        return v.toLongLong();
+    else
+        return v.toInt();
+}
+
+QVariant textVar(const QString& s)
+{
+    return s.isEmpty() ? nullOf(QMetaType::QString) : QVariant(s);
+}
+
+template <typename T>
+Column opt(const char* name, const char* type, std::optional<T> RunRecord::*m, int since = 1)
+{
+    return { QString::fromLatin1(name), QString::fromLatin1(type), since,
+        [m](const RunRecord& r) { return optVar(r.*m); },
+        [m](RunRecord& r, const QVariant& v) { r.*m = varOpt<T>(v); } };
+}
+
+Column text(const char* name, QString RunRecord::*m, int since = 1)
+{
+    return { QString::fromLatin1(name), u"TEXT"_s, since, [m](const RunRecord& r) { return textVar(r.*m); },
+        [m](RunRecord& r, const QVariant& v) { r.*m = v.toString(); } };
+}
+
+QString listToJson(const QStringList& list)
+{
+    return QString::fromUtf8(QJsonDocument(QJsonArray::fromStringList(list)).toJson(QJsonDocument::Compact));
+}
+
+QStringList jsonToList(const QString& text)
+{
+    QStringList out;
+    const auto doc = QJsonDocument::fromJson(text.toUtf8());
+    for (const auto& v : doc.array())
+        out << v.toString();
+    return out;
+}
+
+// Filtering by module set ignores order: "layernorm, moe_act" and "moe_act, layernorm" are one set.
+QString moduleKey(const std::optional<QStringList>& modules)
+{
+    if (!modules)
+        return {};
+    QStringList sorted = *modules;
+    sorted.sort();
+    return u"["_s + sorted.join(u',') + u"]"_s;
+}
+
+const QVector<Column>& runColumns()
+{
+    static const QVector<Column> columns = {
+        text("source", &RunRecord::source),
+        text("provenance", &RunRecord::provenance),
+        { u"created_at"_s, u"TEXT"_s, 1,
+            [](const RunRecord& r) {
+                return r.createdAt.isValid() ? QVariant(r.createdAt.toUTC().toString(Qt::ISODateWithMs))
+                                             : nullOf(QMetaType::QString);
+            },
+            [](RunRecord& r, const QVariant& v) {
+                r.createdAt = QDateTime::fromString(v.toString(), Qt::ISODateWithMs);
+                r.createdAt.setTimeSpec(Qt::UTC);
+            } },
+        text("recipe_name", &RunRecord::recipeName),
+        text("recipe_json", &RunRecord::recipeJson),
+        text("recipe_hash", &RunRecord::recipeHash),
+        { u"overrides"_s, u"TEXT"_s, 1,
+            [](const RunRecord& r) {
+                return r.overrides.isEmpty() ? nullOf(QMetaType::QString) : QVariant(listToJson(r.overrides));
+            },
+            [](RunRecord& r, const QVariant& v) { r.overrides = jsonToList(v.toString()); } },
+        text("worker_version", &RunRecord::workerVersion),
+        text("libtorch_version", &RunRecord::libtorchVersion),
+        text("cuda_version", &RunRecord::cudaVersion),
+        text("nccl_version", &RunRecord::ncclVersion),
+        text("device", &RunRecord::device),
+        text("device_kind", &RunRecord::deviceKind),
+        text("host", &RunRecord::host),
+        text("megatron_core_revision", &RunRecord::megatronCoreRevision),
+        text("bridge_revision", &RunRecord::bridgeRevision),
+        text("profile", &RunRecord::profile),
+        opt("world_size", "INTEGER", &RunRecord::worldSize),
+        opt("gpu_count", "INTEGER", &RunRecord::gpuCount),
+        text("model", &RunRecord::model),
+        opt("num_layers", "INTEGER", &RunRecord::numLayers),
+        opt("hidden_size", "INTEGER", &RunRecord::hiddenSize),
+        opt("ffn_hidden_size", "INTEGER", &RunRecord::ffnHiddenSize),
+        opt("num_attention_heads", "INTEGER", &RunRecord::numAttentionHeads),
+        opt("num_query_groups", "INTEGER", &RunRecord::numQueryGroups),
+        opt("num_moe_experts", "INTEGER", &RunRecord::numMoeExperts),
+        opt("moe_router_topk", "INTEGER", &RunRecord::moeRouterTopk),
+        opt("multi_latent_attention", "INTEGER", &RunRecord::multiLatentAttention),
+        opt("seq_length", "INTEGER", &RunRecord::seqLength),
+        opt("micro_batch_size", "INTEGER", &RunRecord::microBatchSize),
+        opt("global_batch_size", "INTEGER", &RunRecord::globalBatchSize),
+        text("precision", &RunRecord::precision),
+        text("attention_backend", &RunRecord::attentionBackend),
+        opt("tensor_model_parallel_size", "INTEGER", &RunRecord::tensorModelParallelSize),
+        opt("pipeline_model_parallel_size", "INTEGER", &RunRecord::pipelineModelParallelSize),
+        opt("virtual_pipeline_model_parallel_size", "INTEGER", &RunRecord::virtualPipelineModelParallelSize),
+        opt("context_parallel_size", "INTEGER", &RunRecord::contextParallelSize),
+        opt("expert_model_parallel_size", "INTEGER", &RunRecord::expertModelParallelSize),
+        opt("sequence_parallel", "INTEGER", &RunRecord::sequenceParallel),
+        text("recompute_granularity", &RunRecord::recomputeGranularity),
+        { u"recompute_modules"_s, u"TEXT"_s, 1,
+            [](const RunRecord& r) {
+                return r.recomputeModules ? QVariant(listToJson(*r.recomputeModules))
+                                          : nullOf(QMetaType::QString);
+            },
+            [](RunRecord& r, const QVariant& v) {
+                if (v.isNull())
+                    r.recomputeModules.reset();
+                else
+                    r.recomputeModules = jsonToList(v.toString());
+            } },
+        // derived, for filtering: the sorted module set
+        { u"module_key"_s, u"TEXT"_s, 1,
+            [](const RunRecord& r) { return textVar(moduleKey(r.recomputeModules)); },
+            [](RunRecord&, const QVariant&) {} },
+        text("recompute_method", &RunRecord::recomputeMethod),
+        opt("recompute_num_layers", "INTEGER", &RunRecord::recomputeNumLayers),
+        text("outcome", &RunRecord::outcome),
+        text("failure_stage", &RunRecord::failureStage),
+        opt("failure_iteration", "INTEGER", &RunRecord::failureIteration),
+        text("message", &RunRecord::message),
+        opt("peak_allocated", "INTEGER", &RunRecord::peakAllocated),
+        opt("peak_reserved", "INTEGER", &RunRecord::peakReserved),
+        opt("peak_rank", "INTEGER", &RunRecord::peakRank),
+        text("peak_note", &RunRecord::peakNote),
+        opt("steady_step_ms", "REAL", &RunRecord::steadyStepMs),
+        opt("tokens_per_s", "REAL", &RunRecord::tokensPerS),
+        opt("model_tflops", "REAL", &RunRecord::modelTflops),
+        opt("executed_tflops", "REAL", &RunRecord::executedTflops),
+        opt("loss_finite", "INTEGER", &RunRecord::lossFinite),
+        opt("skipped_iterations", "INTEGER", &RunRecord::skippedIterations),
+        opt("nan_iterations", "INTEGER", &RunRecord::nanIterations),
+        opt("iterations_planned", "INTEGER", &RunRecord::iterationsPlanned),
+        opt("warmup_iters", "INTEGER", &RunRecord::warmupIters),
+        opt("control_run_id", "INTEGER", &RunRecord::controlRunId),
+        text("steady_window", &RunRecord::steadyWindow),
+        text("notes", &RunRecord::notes),
+        // v2
+        text("import_path", &RunRecord::importPath, 2),
+        text("import_sha256", &RunRecord::importSha256, 2),
+        text("import_format", &RunRecord::importFormat, 2),
+        opt("theoretical_weight_optimizer_mb", "REAL", &RunRecord::theoreticalWeightOptimizerMb, 2),
+        opt("theoretical_activation_mb", "REAL", &RunRecord::theoreticalActivationMb, 2),
+        opt("theoretical_total_mb", "REAL", &RunRecord::theoreticalTotalMb, 2),
+    };
+    return columns;
+}
+
+QString v1RunsTable()
+{
+    QStringList defs { u"id INTEGER PRIMARY KEY AUTOINCREMENT"_s };
+    for (const auto& c : runColumns()) {
+        if (c.sinceVersion != 1)
+            continue;
+        if (c.name == u"control_run_id")
+            defs << u"control_run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL"_s;
+        else if (c.name == u"outcome")
+            defs << u"outcome TEXT NOT NULL DEFAULT 'running' CHECK (outcome IN "
+                    "('pass','oom','nonfinite','invalid','error','aborted','running'))"_s;
+        else if (c.name == u"source")
+            defs << u"source TEXT NOT NULL CHECK (source IN ('worker','import','guide'))"_s;
+        else
+            defs << c.name + u' ' + c.type;
+    }
+    return u"CREATE TABLE runs (\n  "_s + defs.join(u",\n  "_s) + u"\n)"_s;
+}
+
+// One entry per schema version: the statements that take the file from version-1 to version.
+// Never edit a shipped entry; add a new one.
+QVector<QStringList> migrations()
+{
+    QStringList v1 {
+        v1RunsTable(),
+        u"CREATE INDEX runs_recipe_name ON runs(recipe_name)"_s,
+        u"CREATE INDEX runs_module_key ON runs(module_key)"_s,
+        u"CREATE INDEX runs_outcome ON runs(outcome)"_s,
+        u"CREATE INDEX runs_host ON runs(host)"_s,
+        u"CREATE INDEX runs_control ON runs(control_run_id)"_s,
+        u"CREATE TABLE rank_peaks (\n"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+        "  rank INTEGER NOT NULL,\n"
+        "  peak_allocated INTEGER, peak_reserved INTEGER, peak_phase TEXT, peak_iteration INTEGER,\n"
+        "  steady_step_ms REAL, steady_step_ms_median REAL,\n"
+        "  PRIMARY KEY (run_id, rank)) WITHOUT ROWID"_s,
+        u"CREATE TABLE iterations (\n"
+        "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+        "  rank INTEGER NOT NULL, iteration INTEGER NOT NULL, phase TEXT,\n"
+        "  step_ms REAL, loss REAL, loss_finite INTEGER,\n"
+        "  forward_peak_allocated INTEGER, forward_peak_reserved INTEGER,\n"
+        "  backward_peak_allocated INTEGER, backward_peak_reserved INTEGER,\n"
+        "  optimizer_peak_allocated INTEGER, optimizer_peak_reserved INTEGER,\n"
+        "  allocated_after INTEGER, reserved_after INTEGER, alloc_retries INTEGER,\n"
+        "  optimizer_init INTEGER NOT NULL DEFAULT 0,\n"
+        "  tflops REAL, skipped_iterations INTEGER, nan_iterations INTEGER,\n"
+        "  PRIMARY KEY (run_id, rank, iteration)) WITHOUT ROWID"_s,
+    };
+    QStringList v2;
+    for (const auto& c : runColumns()) {
+        if (c.sinceVersion == 2)
+            v2 << u"ALTER TABLE runs ADD COLUMN "_s + c.name + u' ' + c.type;
+    }
+    v2 << u"CREATE UNIQUE INDEX runs_import_sha256 ON runs(import_sha256) WHERE import_sha256 IS NOT NULL"_s
+       << u"CREATE TABLE phase_peaks (\n"
+          "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+          "  rank INTEGER NOT NULL, phase TEXT NOT NULL, allocated INTEGER, reserved INTEGER,\n"
+          "  PRIMARY KEY (run_id, rank, phase)) WITHOUT ROWID"_s
+       << u"CREATE TABLE memory_reports (\n"
+          "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
+          "  rank INTEGER NOT NULL, after_iteration INTEGER NOT NULL,\n"
+          "  allocated INTEGER, max_allocated INTEGER, reserved INTEGER, max_reserved INTEGER,\n"
+          "  alloc_retries INTEGER,\n"
+          "  PRIMARY KEY (run_id, rank, after_iteration)) WITHOUT ROWID"_s;
+    return { v1, v2 };
+}
+
+std::atomic<int> g_connectionSerial { 0 };
+
+QString sqlError(const QSqlQuery& q)
+{
+    return QString(q.lastError().text() + u" [" + q.lastQuery() + u"]");
+}
+
+QString joinInts(const QVector<qint64>& ids)
+{
+    QStringList parts;
+    for (qint64 id : ids)
+        parts << QString::number(id);
+    return parts.join(u',');
+}
+
+} // namespace
+
+// ---------------------------------------------------------------------------------------------------------
+
+QString RunRecord::moduleSetLabel() const
+{
+    if (recomputeGranularity == u"full") {
+        QString label = u"full"_s;
+        if (!recomputeMethod.isEmpty())
+            label += u' ' + recomputeMethod;
+        if (recomputeNumLayers)
+            label += u' ' + QString::number(*recomputeNumLayers);
+        return label;
+    }
+    if (recomputeGranularity.isEmpty())
+        return u"none"_s;
+    if (!recomputeModules)
+        return u"core_attn (default)"_s;
+    if (recomputeModules->isEmpty())
+        return u"[]"_s;
+    return recomputeModules->join(u", "_s);
+}
+
+bool RunRecord::isExplicitControl() const
+{
+    return recomputeGranularity == u"selective" && recomputeModules && recomputeModules->isEmpty();
+}
+
+Store::Store()
+    : m_connection(u"rs_storage_"_s + QString::number(++g_connectionSerial) + u'_'
+        + QUuid::createUuid().toString(QUuid::Id128))
+{
+}
+
+Store::~Store()
+{
+    close();
+}
+
+QString Store::defaultPath()
+{
+    QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (dir.isEmpty())
+        dir = QDir::homePath() + u"/.local/share/recompute-studio"_s;
+    // A tool that did not set its application name still gets the product's folder.
+    if (QCoreApplication::applicationName() != u"recompute-studio") {
+        dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + u"/recompute-studio"_s;
+    }
+    return dir + u"/measurements.sqlite"_s;
+}
+
+bool Store::open(const QString& path, QString* error)
+{
+    return openAtVersion(path, kSchemaVersion, error);
+}
+
+bool Store::openAtVersion(const QString& path, int version, QString* error)
+{
+    close();
+    auto fail = [&](const QString& why) {
+        m_lastError = path + u": "_s + why;
+        if (error)
+            *error = m_lastError;
+        close();
+        return false;
+    };
+    if (version < 1 || version > kSchemaVersion)
+        return fail(u"schema version %1 is not one of 1..%2"_s.arg(version).arg(kSchemaVersion));
+    const QFileInfo info(path);
+    if (!QDir().mkpath(info.absolutePath()))
+        return fail(u"cannot create the folder "_s + info.absolutePath());
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(u"QSQLITE"_s, m_connection);
+        if (!db.isValid())
+            return fail(u"the Qt SQLite driver (QSQLITE) is not available"_s);
+        db.setDatabaseName(path);
+        db.setConnectOptions(u"QSQLITE_BUSY_TIMEOUT=30000"_s);
+        if (!db.open())
+            return fail(db.lastError().text());
+    }
+    m_path = path;
+    QString why;
+    // journal_mode=WAL persists in the file; synchronous=NORMAL is safe under WAL (a power cut may lose the
+    // last commits, never corrupt the file).
+    if (!exec(u"PRAGMA journal_mode=WAL"_s, &why) || !exec(u"PRAGMA synchronous=NORMAL"_s, &why)
+        || !exec(u"PRAGMA foreign_keys=ON"_s, &why))
+        return fail(why);
+    if (!migrate(version, &why))
+        return fail(why);
+    return true;
+}
+
+void Store::close()
+{
+    m_iterationInsert.reset();
+    if (QSqlDatabase::contains(m_connection)) {
+        {
+            QSqlDatabase db = QSqlDatabase::database(m_connection, false);
+            if (db.isOpen())
+                db.close();
+        }
+        QSqlDatabase::removeDatabase(m_connection);
+    }
+    m_path.clear();
+    m_inWrite = false;
+}
+
+bool Store::isOpen() const
+{
+    return QSqlDatabase::contains(m_connection) && QSqlDatabase::database(m_connection, false).isOpen();
+}
+
+QString Store::path() const
+{
+    return m_path;
+}
+
+QSqlDatabase Store::database() const
+{
+    return QSqlDatabase::database(m_connection, false);
+}
+
+QString Store::lastError() const
+{
+    return m_lastError;
+}
+
+int Store::schemaVersion() const
+{
+    QSqlQuery q(database());
+    if (!q.exec(u"PRAGMA user_version"_s) || !q.next())
+        return -1;
+    return q.value(0).toInt();
+}
+
+bool Store::exec(const QString& sql, QString* error)
+{
+    QSqlQuery q(database());
+    if (!q.exec(sql)) {
+        m_lastError = sqlError(q);
+        if (error)
+            *error = m_lastError;
+        return false;
+    }
+    return true;
+}
+
+bool Store::migrate(int targetVersion, QString* error)
+{
+    // Inside one IMMEDIATE transaction: two processes opening a new file at once migrate it once.
+    if (!exec(u"BEGIN IMMEDIATE"_s, error))
+        return false;
+    const int current = schemaVersion();
+    if (current > kSchemaVersion) {
+        exec(u"ROLLBACK"_s);
+        if (error)
+            *error
+                = u"schema version %1 is newer than this build understands (%2); use a newer Recompute Studio"_s
+                      .arg(current)
+                      .arg(kSchemaVersion);
+        return false;
+    }
+    const auto steps = migrations();
+    for (int v = current + 1; v <= targetVersion; ++v) {
+        for (const QString& sql : steps[v - 1]) {
+            if (!exec(sql, error)) {
+                exec(u"ROLLBACK"_s);
+                if (error)
+                    *error = u"migration to schema version %1 failed: "_s.arg(v) + *error;
+                return false;
+            }
+        }
+        if (!exec(u"PRAGMA user_version = %1"_s.arg(v), error)) {
+            exec(u"ROLLBACK"_s);
+            return false;
+        }
+    }
+    return exec(u"COMMIT"_s, error);
+}
+
+bool Store::beginWrite()
+{
+    if (m_inWrite)
+        return true;
+    if (!exec(u"BEGIN IMMEDIATE"_s))
+        return false;
+    m_inWrite = true;
+    return true;
+}
+
+bool Store::commitWrite()
+{
+    if (!m_inWrite)
+        return true;
+    if (!exec(u"COMMIT"_s))
+        return false;
+    m_inWrite = false;
+    return true;
+}
+
+void Store::rollbackWrite()
+{
+    if (!m_inWrite)
+        return;
+    exec(u"ROLLBACK"_s);
+    m_inWrite = false;
+}
+
+bool Store::inWrite() const
+{
+    return m_inWrite;
+}
+
+// --- writing ---------------------------------------------------------------------------------------------
+
+namespace {
+QVector<const Column*> columnsFor(int version)
+{
+    QVector<const Column*> out;
+    for (const auto& c : runColumns()) {
+        if (c.sinceVersion <= version)
+            out << &c;
+    }
+    return out;
+}
+} // namespace
+
+qint64 Store::insertRun(const RunRecord& run)
+{
+    const auto cols = columnsFor(schemaVersion());
+    QStringList names, marks;
+    for (const Column* c : cols) {
+        names << c->name;
+        marks << u"?"_s;
+    }
+    QSqlQuery q(database());
+    q.prepare(u"INSERT INTO runs ("_s + names.join(u',') + u") VALUES ("_s + marks.join(u',') + u")"_s);
+    RunRecord copy = run;
+    if (!copy.createdAt.isValid())
+        copy.createdAt = QDateTime::currentDateTimeUtc();
+    if (copy.outcome.isEmpty())
+        copy.outcome = outcome::Running;
+    for (const Column* c : cols)
+        q.addBindValue(c->get(copy));
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return 0;
+    }
+    return q.lastInsertId().toLongLong();
+}
+
+bool Store::updateRun(const RunRecord& run)
+{
+    const auto cols = columnsFor(schemaVersion());
+    QStringList sets;
+    for (const Column* c : cols)
+        sets << c->name + u"=?"_s;
+    QSqlQuery q(database());
+    q.prepare(u"UPDATE runs SET "_s + sets.join(u',') + u" WHERE id=?"_s);
+    for (const Column* c : cols)
+        q.addBindValue(c->get(run));
+    q.addBindValue(run.id);
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+bool Store::insertIteration(const IterationRow& r)
+{
+    // One prepared statement per connection: live ingest and bulk replay insert many rows.
+    static const QString sql
+        = u"INSERT OR REPLACE INTO iterations (run_id, rank, iteration, phase, step_ms, loss, "
+          "loss_finite, forward_peak_allocated, forward_peak_reserved, backward_peak_allocated, "
+          "backward_peak_reserved, optimizer_peak_allocated, optimizer_peak_reserved, "
+          "allocated_after, reserved_after, alloc_retries, optimizer_init, tflops, "
+          "skipped_iterations, nan_iterations) "
+          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"_s;
+    if (!m_iterationInsert) {
+        m_iterationInsert = std::make_unique<QSqlQuery>(database());
+        if (!m_iterationInsert->prepare(sql)) {
+            m_lastError = sqlError(*m_iterationInsert);
+            m_iterationInsert.reset();
+            return false;
+        }
+    }
+    QSqlQuery& q = *m_iterationInsert;
+    q.bindValue(0, r.runId);
+    q.bindValue(1, r.rank);
+    q.bindValue(2, r.iteration);
+    q.bindValue(3, textVar(r.phase));
+    q.bindValue(4, optVar(r.stepMs));
+    q.bindValue(5, optVar(r.loss));
+    q.bindValue(6, optVar(r.lossFinite));
+    q.bindValue(7, optVar(r.forwardPeakAllocated));
+    q.bindValue(8, optVar(r.forwardPeakReserved));
+    q.bindValue(9, optVar(r.backwardPeakAllocated));
+    q.bindValue(10, optVar(r.backwardPeakReserved));
+    q.bindValue(11, optVar(r.optimizerPeakAllocated));
+    q.bindValue(12, optVar(r.optimizerPeakReserved));
+    q.bindValue(13, optVar(r.allocatedAfter));
+    q.bindValue(14, optVar(r.reservedAfter));
+    q.bindValue(15, optVar(r.allocRetries));
+    q.bindValue(16, int(r.optimizerInit));
+    q.bindValue(17, optVar(r.tflops));
+    q.bindValue(18, optVar(r.skippedIterations));
+    q.bindValue(19, optVar(r.nanIterations));
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+bool Store::insertRankPeak(const RankPeak& p)
+{
+    QSqlQuery q(database());
+    q.prepare(u"INSERT OR REPLACE INTO rank_peaks (run_id, rank, peak_allocated, peak_reserved, peak_phase, "
+              "peak_iteration, steady_step_ms, steady_step_ms_median) VALUES (?,?,?,?,?,?,?,?)"_s);
+    q.addBindValue(p.runId);
+    q.addBindValue(p.rank);
+    q.addBindValue(optVar(p.peakAllocated));
+    q.addBindValue(optVar(p.peakReserved));
+    q.addBindValue(textVar(p.peakPhase));
+    q.addBindValue(optVar(p.peakIteration));
+    q.addBindValue(optVar(p.steadyStepMs));
+    q.addBindValue(optVar(p.steadyStepMsMedian));
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+bool Store::insertPhasePeak(const PhasePeak& p)
+{
+    QSqlQuery q(database());
+    q.prepare(
+        u"INSERT OR REPLACE INTO phase_peaks (run_id, rank, phase, allocated, reserved) VALUES (?,?,?,?,?)"_s);
+    q.addBindValue(p.runId);
+    q.addBindValue(p.rank);
+    q.addBindValue(p.phase);
+    q.addBindValue(optVar(p.allocated));
+    q.addBindValue(optVar(p.reserved));
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+bool Store::insertMemoryReport(const MemoryReport& m)
+{
+    QSqlQuery q(database());
+    q.prepare(
+        u"INSERT OR REPLACE INTO memory_reports (run_id, rank, after_iteration, allocated, max_allocated, "
+        "reserved, max_reserved, alloc_retries) VALUES (?,?,?,?,?,?,?,?)"_s);
+    q.addBindValue(m.runId);
+    q.addBindValue(m.rank);
+    q.addBindValue(m.afterIteration);
+    q.addBindValue(optVar(m.allocated));
+    q.addBindValue(optVar(m.maxAllocated));
+    q.addBindValue(optVar(m.reserved));
+    q.addBindValue(optVar(m.maxReserved));
+    q.addBindValue(optVar(m.allocRetries));
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+bool Store::setControl(qint64 runId, std::optional<qint64> controlRunId)
+{
+    QSqlQuery q(database());
+    q.prepare(u"UPDATE runs SET control_run_id=? WHERE id=?"_s);
+    q.addBindValue(optVar(controlRunId));
+    q.addBindValue(runId);
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return q.numRowsAffected() == 1;
+}
+
+bool Store::deleteRun(qint64 runId)
+{
+    QSqlQuery q(database());
+    q.prepare(u"DELETE FROM runs WHERE id=?"_s);
+    q.addBindValue(runId);
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return q.numRowsAffected() == 1;
+}
+
+// --- reading ---------------------------------------------------------------------------------------------
+
+QVector<RunRecord> Store::listRuns(const RunFilter& filter) const
+{
+    const auto cols = columnsFor(schemaVersion());
+    QStringList names { u"id"_s };
+    for (const Column* c : cols)
+        names << c->name;
+    QStringList where;
+    QVariantList binds;
+    if (!filter.recipeName.isEmpty()) {
+        where << u"recipe_name LIKE ? ESCAPE '\\'"_s;
+        QString pattern = filter.recipeName;
+        pattern.replace(u"\\"_s, u"\\\\"_s).replace(u"%"_s, u"\\%"_s).replace(u"_"_s, u"\\_"_s);
+        binds << QVariant(QString(u"%"_s + pattern + u"%"_s));
+    }
+    if (!filter.model.isEmpty()) {
+        where << u"model LIKE ?"_s;
+        binds << QVariant(QString(u"%"_s + filter.model + u"%"_s));
+    }
+    if (filter.moduleSet) {
+        where << u"module_key = ?"_s;
+        binds << moduleKey(filter.moduleSet);
+    }
+    if (!filter.outcome.isEmpty()) {
+        where << u"outcome = ?"_s;
+        binds << filter.outcome;
+    }
+    if (!filter.host.isEmpty()) {
+        where << u"host = ?"_s;
+        binds << filter.host;
+    }
+    if (!filter.source.isEmpty()) {
+        where << u"source = ?"_s;
+        binds << filter.source;
+    }
+    if (!filter.ids.isEmpty())
+        where << u"id IN ("_s + joinInts(filter.ids) + u")"_s;
+    QString sql = u"SELECT "_s + names.join(u',') + u" FROM runs"_s;
+    if (!where.isEmpty())
+        sql += u" WHERE "_s + where.join(u" AND "_s);
+    sql += u" ORDER BY id DESC"_s;
+    if (filter.limit >= 0)
+        sql += u" LIMIT "_s + QString::number(filter.limit);
+    QSqlQuery q(database());
+    q.setForwardOnly(true);
+    q.prepare(sql);
+    for (const auto& b : binds)
+        q.addBindValue(b);
+    QVector<RunRecord> out;
+    if (!q.exec()) {
+        const_cast<Store*>(this)->m_lastError = sqlError(q);
+        return out;
+    }
+    while (q.next()) {
+        RunRecord r;
+        r.id = q.value(0).toLongLong();
+        for (int i = 0; i < cols.size(); ++i)
+            cols[i]->set(r, q.value(i + 1));
+        out << r;
+    }
+    return out;
+}
+
+std::optional<RunRecord> Store::run(qint64 runId) const
+{
+    RunFilter f;
+    f.ids = { runId };
+    const auto rows = listRuns(f);
+    if (rows.isEmpty())
+        return std::nullopt;
+    return rows.first();
+}
+
+int Store::runCount() const
+{
+    QSqlQuery q(database());
+    if (!q.exec(u"SELECT COUNT(*) FROM runs"_s) || !q.next())
+        return -1;
+    return q.value(0).toInt();
+}
+
+QVector<RankPeak> Store::rankPeaks(qint64 runId) const
+{
+    QSqlQuery q(database());
+    q.prepare(u"SELECT rank, peak_allocated, peak_reserved, peak_phase, peak_iteration, steady_step_ms, "
+              "steady_step_ms_median FROM rank_peaks WHERE run_id=? ORDER BY rank"_s);
+    q.addBindValue(runId);
+    QVector<RankPeak> out;
+    if (!q.exec())
+        return out;
+    while (q.next()) {
+        RankPeak p;
+        p.runId = runId;
+        p.rank = q.value(0).toInt();
+        p.peakAllocated = varOpt<qint64>(q.value(1));
+        p.peakReserved = varOpt<qint64>(q.value(2));
+        p.peakPhase = q.value(3).toString();
+        p.peakIteration = varOpt<int>(q.value(4));
+        p.steadyStepMs = varOpt<double>(q.value(5));
+        p.steadyStepMsMedian = varOpt<double>(q.value(6));
+        out << p;
+    }
+    return out;
+}
+
+QVector<PhasePeak> Store::phasePeaks(qint64 runId) const
+{
+    QVector<PhasePeak> out;
+    if (schemaVersion() < 2)
+        return out;
+    QSqlQuery q(database());
+    q.prepare(
+        u"SELECT rank, phase, allocated, reserved FROM phase_peaks WHERE run_id=? ORDER BY rank, phase"_s);
+    q.addBindValue(runId);
+    if (!q.exec())
+        return out;
+    while (q.next()) {
+        PhasePeak p;
+        p.runId = runId;
+        p.rank = q.value(0).toInt();
+        p.phase = q.value(1).toString();
+        p.allocated = varOpt<qint64>(q.value(2));
+        p.reserved = varOpt<qint64>(q.value(3));
+        out << p;
+    }
+    return out;
+}
+
+QVector<IterationRow> Store::iterations(qint64 runId, int rank) const
+{
+    QSqlQuery q(database());
+    q.setForwardOnly(true);
+    QString sql
+        = u"SELECT rank, iteration, phase, step_ms, loss, loss_finite, forward_peak_allocated, "
+          "forward_peak_reserved, backward_peak_allocated, backward_peak_reserved, optimizer_peak_allocated, "
+          "optimizer_peak_reserved, allocated_after, reserved_after, alloc_retries, optimizer_init, tflops, "
+          "skipped_iterations, nan_iterations FROM iterations WHERE run_id=?"_s;
+    if (rank >= 0)
+        sql += u" AND rank=?"_s;
+    sql += u" ORDER BY iteration, rank"_s;
+    q.prepare(sql);
+    q.addBindValue(runId);
+    if (rank >= 0)
+        q.addBindValue(rank);
+    QVector<IterationRow> out;
+    if (!q.exec())
+        return out;
+    while (q.next()) {
+        IterationRow r;
+        r.runId = runId;
+        r.rank = q.value(0).toInt();
+        r.iteration = q.value(1).toInt();
+        r.phase = q.value(2).toString();
+        r.stepMs = varOpt<double>(q.value(3));
+        r.loss = varOpt<double>(q.value(4));
+        r.lossFinite = varOpt<bool>(q.value(5));
+        r.forwardPeakAllocated = varOpt<qint64>(q.value(6));
+        r.forwardPeakReserved = varOpt<qint64>(q.value(7));
+        r.backwardPeakAllocated = varOpt<qint64>(q.value(8));
+        r.backwardPeakReserved = varOpt<qint64>(q.value(9));
+        r.optimizerPeakAllocated = varOpt<qint64>(q.value(10));
+        r.optimizerPeakReserved = varOpt<qint64>(q.value(11));
+        r.allocatedAfter = varOpt<qint64>(q.value(12));
+        r.reservedAfter = varOpt<qint64>(q.value(13));
+        r.allocRetries = varOpt<int>(q.value(14));
+        r.optimizerInit = q.value(15).toInt() != 0;
+        r.tflops = varOpt<double>(q.value(16));
+        r.skippedIterations = varOpt<int>(q.value(17));
+        r.nanIterations = varOpt<int>(q.value(18));
+        out << r;
+    }
+    return out;
+}
+
+QVector<MemoryReport> Store::memoryReports(qint64 runId) const
+{
+    QVector<MemoryReport> out;
+    if (schemaVersion() < 2)
+        return out;
+    QSqlQuery q(database());
+    q.prepare(
+        u"SELECT rank, after_iteration, allocated, max_allocated, reserved, max_reserved, alloc_retries "
+        "FROM memory_reports WHERE run_id=? ORDER BY after_iteration, rank"_s);
+    q.addBindValue(runId);
+    if (!q.exec())
+        return out;
+    while (q.next()) {
+        MemoryReport m;
+        m.runId = runId;
+        m.rank = q.value(0).toInt();
+        m.afterIteration = q.value(1).toInt();
+        m.allocated = varOpt<qint64>(q.value(2));
+        m.maxAllocated = varOpt<qint64>(q.value(3));
+        m.reserved = varOpt<qint64>(q.value(4));
+        m.maxReserved = varOpt<qint64>(q.value(5));
+        m.allocRetries = varOpt<int>(q.value(6));
+        out << m;
+    }
+    return out;
+}
+
+std::optional<qint64> Store::matchedControl(qint64 runId) const
+{
+    QSqlQuery q(database());
+    q.prepare(u"SELECT control_run_id FROM runs WHERE id=?"_s);
+    q.addBindValue(runId);
+    if (!q.exec() || !q.next())
+        return std::nullopt;
+    return varOpt<qint64>(q.value(0));
+}
+
+std::optional<qint64> Store::findLatestControlFor(qint64 runId) const
+{
+    const auto subject = run(runId);
+    if (!subject)
+        return std::nullopt;
+    RunFilter f;
+    f.moduleSet = QStringList {};
+    for (const RunRecord& candidate : listRuns(f)) {
+        if (candidate.id == runId || !candidate.isExplicitControl())
+            continue;
+        if (candidate.outcome == outcome::Running)
+            continue;
+        if (matchCheck(*subject, candidate).matched)
+            return candidate.id;
+    }
+    return std::nullopt;
+}
+
+namespace {
+template <typename T> QString show(const std::optional<T>& v)
+{
+    if (!v)
+        return u"unknown"_s;
+    if constexpr (std::is_same_v<T, bool>)
+        return *v ? u"true"_s : u"false"_s;
+    else
+        return QString::number(*v);
+}
+QString show(const QString& v)
+{
+    return v.isEmpty() ? u"unknown"_s : v;
+}
+
+template <typename T> void compareField(const char* field, const T& a, const T& b, MatchCheck* m)
+{
+    if (a != b)
+        m->reasons << QString::fromLatin1(field) + u": "_s + show(a) + u" vs "_s + show(b);
+}
+} // namespace
+
+MatchCheck Store::matchCheck(const RunRecord& r, const RunRecord& c)
+{
+    MatchCheck m;
+    compareField("model", r.model, c.model, &m);
+    compareField("num_layers", r.numLayers, c.numLayers, &m);
+    compareField("hidden_size", r.hiddenSize, c.hiddenSize, &m);
+    compareField("ffn_hidden_size", r.ffnHiddenSize, c.ffnHiddenSize, &m);
+    compareField("num_attention_heads", r.numAttentionHeads, c.numAttentionHeads, &m);
+    compareField("num_query_groups", r.numQueryGroups, c.numQueryGroups, &m);
+    compareField("num_moe_experts", r.numMoeExperts, c.numMoeExperts, &m);
+    compareField("moe_router_topk", r.moeRouterTopk, c.moeRouterTopk, &m);
+    compareField("multi_latent_attention", r.multiLatentAttention, c.multiLatentAttention, &m);
+    compareField("seq_length", r.seqLength, c.seqLength, &m);
+    compareField("micro_batch_size", r.microBatchSize, c.microBatchSize, &m);
+    compareField("global_batch_size", r.globalBatchSize, c.globalBatchSize, &m);
+    compareField("precision", r.precision, c.precision, &m);
+    compareField("attention_backend", r.attentionBackend, c.attentionBackend, &m);
+    compareField("tensor_model_parallel_size", r.tensorModelParallelSize, c.tensorModelParallelSize, &m);
+    compareField(
+        "pipeline_model_parallel_size", r.pipelineModelParallelSize, c.pipelineModelParallelSize, &m);
+    compareField("virtual_pipeline_model_parallel_size", r.virtualPipelineModelParallelSize,
+        c.virtualPipelineModelParallelSize, &m);
+    compareField("context_parallel_size", r.contextParallelSize, c.contextParallelSize, &m);
+    compareField("expert_model_parallel_size", r.expertModelParallelSize, c.expertModelParallelSize, &m);
+    compareField("sequence_parallel", r.sequenceParallel, c.sequenceParallel, &m);
+    compareField("profile", r.profile, c.profile, &m);
+    compareField("device", r.device, c.device, &m);
+    compareField("world_size", r.worldSize, c.worldSize, &m);
+    compareField("gpu_count", r.gpuCount, c.gpuCount, &m);
+    compareField("megatron_core_revision", r.megatronCoreRevision, c.megatronCoreRevision, &m);
+    compareField("bridge_revision", r.bridgeRevision, c.bridgeRevision, &m);
+
+    // Both recipes known: every other recipe field must agree too (dropout, CUDA graphs, overlap, ...).
+    if (!r.recipeJson.isEmpty() && !c.recipeJson.isEmpty()) {
+        const QJsonObject a = QJsonDocument::fromJson(r.recipeJson.toUtf8()).object();
+        const QJsonObject b = QJsonDocument::fromJson(c.recipeJson.toUtf8()).object();
+        static const QStringList ignored = { u"name"_s, u"recompute_granularity"_s, u"recompute_modules"_s,
+            u"recompute_method"_s, u"recompute_num_layers"_s, u"distribute_saved_activations"_s,
+            u"moe_layer_recompute"_s, u"memory_target_gb"_s, u"checkpoint_activations_flag"_s,
+            u"recompute_activations"_s, u"schema_version"_s };
+        QStringList keys = a.keys() + b.keys();
+        keys.removeDuplicates();
+        keys.sort();
+        for (const QString& key : keys) {
+            if (ignored.contains(key))
+                continue;
+            if (a.value(key) != b.value(key)) {
+                auto text = [](const QJsonValue& v) {
+                    if (v.isUndefined())
+                        return u"absent"_s;
+                    QJsonArray wrap { v };
+                    QString s = QString::fromUtf8(QJsonDocument(wrap).toJson(QJsonDocument::Compact));
+                    return s.mid(1, s.size() - 2);
+                };
+                const QString line = key + u": "_s + text(a.value(key)) + u" vs "_s + text(b.value(key));
+                if (!m.reasons.contains(line))
+                    m.reasons << line;
+            }
+        }
+    } else {
+        m.notes << u"full recipe not known for both runs: compared the stored shape, precision, parallelism "
+                   "and backend only"_s;
+    }
+    if (r.id != 0 && r.id == c.id)
+        m.notes << u"the run is its own control"_s;
+    m.matched = m.reasons.isEmpty();
+    return m;
+}
+
+MatchCheck Store::matchCheck(qint64 runId, qint64 controlRunId) const
+{
+    const auto a = run(runId);
+    const auto b = run(controlRunId);
+    if (!a || !b) {
+        MatchCheck m;
+        m.reasons << u"run %1 is not in the store"_s.arg(!a ? runId : controlRunId);
+        return m;
+    }
+    return matchCheck(*a, *b);
+}
+
+QVector<ComparisonRow> Store::compare(qint64 controlRunId, const QVector<qint64>& runIds) const
+{
+    QVector<ComparisonRow> out;
+    QVector<qint64> all { controlRunId };
+    for (qint64 id : runIds) {
+        if (id != controlRunId && !all.contains(id))
+            all << id;
+    }
+    RunFilter f;
+    f.ids = all;
+    QHash<qint64, RunRecord> byId;
+    for (const auto& r : listRuns(f))
+        byId.insert(r.id, r);
+    if (!byId.contains(controlRunId))
+        return out;
+    const RunRecord control = byId.value(controlRunId);
+    for (qint64 id : all) {
+        if (!byId.contains(id))
+            continue;
+        ComparisonRow row;
+        row.run = byId.value(id);
+        row.isControl = id == controlRunId;
+        row.match = matchCheck(row.run, control);
+        if (!row.isControl && !control.isExplicitControl())
+            row.match.notes << u"the control's recompute choice is %1, not the explicit []"_s.arg(
+                control.moduleSetLabel());
+        if (row.match.matched && !row.isControl) {
+            if (row.run.peakAllocated && control.peakAllocated && *control.peakAllocated > 0) {
+                // Peaks taken at different points (after iteration 1 vs 2) are not one quantity.
+                if (row.run.peakNote == control.peakNote)
+                    row.allocatedVsControlPct
+                        = (double(*row.run.peakAllocated) - double(*control.peakAllocated))
+                        / *control.peakAllocated * 100.0;
+                else
+                    row.match.notes << u"peak taken %1, the control's %2: not compared"_s.arg(
+                        show(row.run.peakNote), show(control.peakNote));
+            }
+            if (row.run.steadyStepMs && control.steadyStepMs && *control.steadyStepMs > 0)
+                row.timeVsControlPct
+                    = (*row.run.steadyStepMs - *control.steadyStepMs) / *control.steadyStepMs * 100.0;
+        }
+        out << row;
+    }
+    return out;
+}
+
+std::optional<qint64> Store::runByImportDigest(const QString& sha256Hex) const
+{
+    if (schemaVersion() < 2)
+        return std::nullopt;
+    QSqlQuery q(database());
+    q.prepare(u"SELECT id FROM runs WHERE import_sha256=?"_s);
+    q.addBindValue(sha256Hex);
+    if (!q.exec() || !q.next())
+        return std::nullopt;
+    return q.value(0).toLongLong();
+}
+
+bool Store::setImportProvenance(
+    qint64 runId, const QString& path, const QString& sha256Hex, const QString& format)
+{
+    QSqlQuery q(database());
+    q.prepare(u"UPDATE runs SET import_path=?, import_sha256=?, import_format=? WHERE id=?"_s);
+    q.addBindValue(path);
+    q.addBindValue(sha256Hex);
+    q.addBindValue(format);
+    q.addBindValue(runId);
+    if (!q.exec()) {
+        m_lastError = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+// --- recipe → run fields ---------------------------------------------------------------------------------
+
+namespace {
+std::optional<int> intField(const QJsonObject& o, const char* key)
+{
+    const QJsonValue v = o.value(QLatin1String(key));
+    if (v.isDouble())
+        return v.toInt();
+    return std::nullopt;
+}
+std::optional<bool> boolField(const QJsonObject& o, const char* key)
+{
+    const QJsonValue v = o.value(QLatin1String(key));
+    if (v.isBool())
+        return v.toBool();
+    return std::nullopt;
+}
+QString stringField(const QJsonObject& o, const char* key)
+{
+    return o.value(QLatin1String(key)).toString();
+}
+} // namespace
+
+QString precisionLabel(const QJsonObject& recipe)
+{
+    QString label = recipe.value(u"bf16"_s).toBool() ? u"bf16"_s
+        : recipe.value(u"fp16"_s).toBool()           ? u"fp16"_s
+                                                     : u"fp32"_s;
+    const QString fp8 = stringField(recipe, "fp8");
+    if (!fp8.isEmpty()) {
+        QString fp8Recipe = stringField(recipe, "fp8_recipe");
+        if (fp8Recipe.isEmpty())
+            fp8Recipe = u"delayed"_s;
+        label += u" fp8 "_s + fp8 + u'/' + fp8Recipe;
+    }
+    const QString fp4 = stringField(recipe, "fp4");
+    if (!fp4.isEmpty())
+        label += u" fp4 "_s + fp4;
+    const QString mixed = stringField(recipe, "mixed_precision");
+    if (!mixed.isEmpty())
+        label += u" ("_s + mixed + u')';
+    return label;
+}
+
+void fillFromRecipeJson(RunRecord* run, const QJsonObject& r)
+{
+    run->recipeJson = QString::fromUtf8(QJsonDocument(r).toJson(QJsonDocument::Compact));
+    if (run->recipeName.isEmpty())
+        run->recipeName = stringField(r, "name");
+    run->numLayers = intField(r, "num_layers");
+    run->hiddenSize = intField(r, "hidden_size");
+    run->ffnHiddenSize = intField(r, "ffn_hidden_size");
+    if (!run->ffnHiddenSize && run->hiddenSize)
+        run->ffnHiddenSize = 4 * *run->hiddenSize; // TransformerConfig's default
+    run->numAttentionHeads = intField(r, "num_attention_heads");
+    run->numQueryGroups = intField(r, "num_query_groups");
+    if (!run->numQueryGroups)
+        run->numQueryGroups = run->numAttentionHeads;
+    run->numMoeExperts = intField(r, "num_moe_experts");
+    run->moeRouterTopk = run->numMoeExperts ? intField(r, "moe_router_topk") : std::nullopt;
+    run->multiLatentAttention = boolField(r, "multi_latent_attention");
+    run->seqLength = intField(r, "seq_length");
+    run->microBatchSize = intField(r, "micro_batch_size");
+    run->globalBatchSize = intField(r, "global_batch_size");
+    run->precision = precisionLabel(r);
+    run->attentionBackend = stringField(r, "attention_backend");
+    run->tensorModelParallelSize = intField(r, "tensor_model_parallel_size");
+    run->pipelineModelParallelSize = intField(r, "pipeline_model_parallel_size");
+    run->virtualPipelineModelParallelSize = intField(r, "virtual_pipeline_model_parallel_size");
+    run->contextParallelSize = intField(r, "context_parallel_size");
+    run->expertModelParallelSize = intField(r, "expert_model_parallel_size");
+    run->sequenceParallel = boolField(r, "sequence_parallel");
+    run->recomputeGranularity = stringField(r, "recompute_granularity");
+    const QJsonValue modules = r.value(u"recompute_modules"_s);
+    if (modules.isArray()) {
+        QStringList list;
+        for (const auto& v : modules.toArray())
+            list << v.toString();
+        run->recomputeModules = list;
+    } else {
+        run->recomputeModules.reset();
+    }
+    run->recomputeMethod = stringField(r, "recompute_method");
+    run->recomputeNumLayers = intField(r, "recompute_num_layers");
+    if (r.contains(u"profile"_s))
+        run->profile = stringField(r, "profile");
+    run->iterationsPlanned = intField(r, "train_iters");
+    run->warmupIters = intField(r, "warmup_iters");
+}
+
+} // namespace rs::storage

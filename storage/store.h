@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+// The measurement store: one SQLite file (QtSql, QSQLITE) holding the guide's measurement contract for
+// every run: the recipe (full JSON, its hash, its Megatron Bridge overrides), revisions and environment,
+// shape, precision, attention backend, parallelism, the exact recompute choice, per-rank peaks (and per
+// phase), per-iteration rows, steady-state step time and throughput, numerical sanity, the outcome with its
+// failure stage, and which run is the matched control of which. Schema: docs/store.md.
+//
+// A Store is one connection; use it from the thread that opened it. Several processes may write to one
+// file at once (WAL, busy timeout, BEGIN IMMEDIATE).
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include <QDateTime>
+#include <QJsonObject>
+#include <QSqlDatabase>
+#include <QString>
+#include <QStringList>
+#include <QVector>
+
+class QSqlQuery;
+
+namespace rs::storage {
+
+// Outcome of a run, as stored (text): the worker's result statuses plus `aborted` (the stream ended without
+// `result`) and `running` (ingest still in progress, or the ingesting process died).
+namespace outcome {
+inline const QString Pass = QStringLiteral("pass");
+inline const QString Oom = QStringLiteral("oom");
+inline const QString Nonfinite = QStringLiteral("nonfinite");
+inline const QString Invalid = QStringLiteral("invalid");
+inline const QString Error = QStringLiteral("error");
+inline const QString Aborted = QStringLiteral("aborted");
+inline const QString Running = QStringLiteral("running");
+} // namespace outcome
+
+// Where a run came from.
+namespace source {
+inline const QString Worker = QStringLiteral("worker"); // a recompute-bench stream
+inline const QString Import = QStringLiteral("import"); // a Megatron-LM / Bridge training log
+inline const QString Guide = QStringLiteral("guide"); // the guide's published measurements (sample data)
+} // namespace source
+
+// One stored run: the row of the `runs` table. Unknown values are empty optionals / empty strings (an
+// imported log does not know everything a worker stream does).
+struct RunRecord {
+    qint64 id = 0;
+    QString source; // source::Worker / Import / Guide
+    QString provenance; // free text: the log path, or the guide's citation
+    QDateTime createdAt; // UTC
+    QString recipeName;
+    QString recipeJson; // full resolved recipe (Megatron field names); empty when unknown
+    QString recipeHash; // sha256 hex of the canonical recipe text
+    QStringList overrides; // Megatron Bridge Hydra overrides of the recipe
+
+    // revisions and environment
+    QString workerVersion, libtorchVersion, cudaVersion, ncclVersion;
+    QString device, deviceKind, host;
+    QString megatronCoreRevision, bridgeRevision;
+    QString profile; // rules profile name (bridge-pin, guide, main, dev)
+    std::optional<int> worldSize;
+    std::optional<int> gpuCount; // imported / guide runs: GPUs of the job
+
+    // model shape
+    QString model; // free text, e.g. "Moonlight 16B"
+    std::optional<int> numLayers, hiddenSize, ffnHiddenSize, numAttentionHeads, numQueryGroups;
+    std::optional<int> numMoeExperts, moeRouterTopk;
+    std::optional<bool> multiLatentAttention;
+    std::optional<int> seqLength, microBatchSize, globalBatchSize;
+    QString precision; // "bf16", "fp32", "bf16 fp8 e4m3/delayed", ...
+    QString attentionBackend; // fused | flash | unfused
+
+    // parallelism
+    std::optional<int> tensorModelParallelSize, pipelineModelParallelSize, virtualPipelineModelParallelSize;
+    std::optional<int> contextParallelSize, expertModelParallelSize;
+    std::optional<bool> sequenceParallel;
+
+    // the exact recompute choice
+    QString recomputeGranularity; // "" (none) | selective | full
+    std::optional<QStringList> recomputeModules; // empty optional: unset; empty list: the explicit [] control
+    QString recomputeMethod; // uniform | block
+    std::optional<int> recomputeNumLayers;
+
+    // results
+    QString outcome; // outcome::*
+    QString failureStage; // validate, build, forward, backward, optimizer, optimizer-init ("" on pass)
+    std::optional<int> failureIteration;
+    QString message;
+    std::optional<qint64> peakAllocated; // bytes, max over ranks
+    std::optional<qint64> peakReserved;
+    std::optional<int> peakRank; // the rank holding peakAllocated
+    QString peakNote; // how the peak was taken, e.g. "after iteration 2", "rank 0 after iteration 1"
+    std::optional<double> steadyStepMs;
+    std::optional<double> tokensPerS;
+    std::optional<double> modelTflops; // per device
+    std::optional<double> executedTflops;
+    std::optional<bool> lossFinite; // every reported loss finite
+    std::optional<int> skippedIterations, nanIterations;
+    std::optional<int> iterationsPlanned, warmupIters;
+    std::optional<qint64> controlRunId; // the matched [] control this run is compared with
+    QString steadyWindow; // which iterations the step time is the mean of, e.g. "iterations 11-20"
+    QString notes; // free text (the guide's "failure or steady-state evidence")
+
+    // schema v2: import provenance and the log's theoretical-memory line
+    QString importPath, importSha256, importFormat; // format: megatron-lm | megatron-bridge
+    std::optional<double> theoreticalWeightOptimizerMb, theoreticalActivationMb, theoreticalTotalMb;
+
+    // the guide's label for the recompute choice: "[]", "core_attn", "layernorm, moe_act",
+    // "full uniform 1", "none" (granularity unset)
+    QString moduleSetLabel() const;
+    // true for selective granularity with recompute_modules == [] (the explicit no-recompute control)
+    bool isExplicitControl() const;
+};
+
+struct RankPeak {
+    qint64 runId = 0;
+    int rank = 0;
+    std::optional<qint64> peakAllocated, peakReserved; // bytes
+    QString peakPhase; // forward / backward / optimizer / optimizer-init
+    std::optional<int> peakIteration;
+    std::optional<double> steadyStepMs, steadyStepMsMedian;
+};
+
+// Per-phase peaks of one rank (schema v2; from rank_summary.phase_peaks).
+struct PhasePeak {
+    qint64 runId = 0;
+    int rank = 0;
+    QString phase;
+    std::optional<qint64> allocated, reserved;
+};
+
+// One step of one rank. Worker runs fill the per-phase peaks; imported logs fill loss, step time,
+// throughput and the counters.
+struct IterationRow {
+    qint64 runId = 0;
+    int rank = 0;
+    int iteration = 0; // 1-based
+    QString phase; // warmup | steady ("" when unknown)
+    std::optional<double> stepMs;
+    std::optional<double> loss; // empty when not finite or not printed
+    std::optional<bool> lossFinite;
+    std::optional<qint64> forwardPeakAllocated, forwardPeakReserved;
+    std::optional<qint64> backwardPeakAllocated, backwardPeakReserved;
+    std::optional<qint64> optimizerPeakAllocated, optimizerPeakReserved;
+    std::optional<qint64> allocatedAfter, reservedAfter;
+    std::optional<int> allocRetries;
+    bool optimizerInit = false;
+    std::optional<double> tflops; // imported: throughput per GPU (TFLOP/s/GPU)
+    std::optional<int> skippedIterations, nanIterations; // imported: the log's running counters
+};
+
+// A memory report line of an imported log (schema v2): one rank after one iteration, in bytes.
+struct MemoryReport {
+    qint64 runId = 0;
+    int rank = 0;
+    int afterIteration = 0;
+    std::optional<qint64> allocated, maxAllocated, reserved, maxReserved;
+    std::optional<int> allocRetries;
+};
+
+struct RunFilter {
+    QString recipeName; // substring, case-insensitive; empty: any
+    std::optional<QStringList> moduleSet; // exact set, order-insensitive; [] selects explicit controls
+    QString outcome; // outcome::*; empty: any
+    QString host; // exact; empty: any
+    QString source; // source::*; empty: any
+    QString model; // substring, case-insensitive
+    QVector<qint64> ids; // empty: any
+    int limit = -1; // newest first; -1: all
+};
+
+// Whether two runs may be compared: same shape, precision, parallelism, attention backend,
+// seq/mbs/gbs, profile, device; only the recompute choice may differ. `reasons` says why not, one line
+// per differing field ("seq_length: 4096 vs 8192"); `notes` lists what could not be checked.
+struct MatchCheck {
+    bool matched = false;
+    QStringList reasons;
+    QStringList notes;
+};
+
+// One row of the guide's comparison table against a control.
+struct ComparisonRow {
+    RunRecord run;
+    bool isControl = false;
+    MatchCheck match; // run vs control
+    std::optional<double> allocatedVsControlPct; // (run - control) / control * 100, only when matched
+    std::optional<double> timeVsControlPct;
+};
+
+class Store {
+public:
+    // v1: runs, rank peaks, iterations. v2: per-phase peaks, import provenance, memory reports,
+    // theoretical memory.
+    static constexpr int kSchemaVersion = 2;
+
+    Store();
+    ~Store();
+    Store(const Store&) = delete;
+    Store& operator=(const Store&) = delete;
+
+    // <AppDataLocation of "recompute-studio">/measurements.sqlite
+    static QString defaultPath();
+
+    // Opens (creating folders and file as needed), sets WAL, foreign_keys=ON, a busy timeout, and migrates
+    // to kSchemaVersion. A file newer than this build is refused. On failure returns false and sets *error.
+    bool open(const QString& path, QString* error = nullptr);
+    // Tests and tools: create or migrate the file only up to `version` (1..kSchemaVersion).
+    bool openAtVersion(const QString& path, int version, QString* error = nullptr);
+    void close();
+    bool isOpen() const;
+    QString path() const;
+    int schemaVersion() const; // PRAGMA user_version of the open file
+    QSqlDatabase database() const;
+    QString lastError() const;
+
+    // --- writing (ingest and import use these; each is its own transaction unless one is open) ---
+    bool beginWrite(); // BEGIN IMMEDIATE
+    bool commitWrite();
+    void rollbackWrite();
+    bool inWrite() const;
+
+    // Inserts the run's row (id ignored) and returns the new id, 0 on failure.
+    qint64 insertRun(const RunRecord& run);
+    bool updateRun(const RunRecord& run); // every column, by id
+    bool insertIteration(const IterationRow& row);
+    bool insertRankPeak(const RankPeak& peak); // replaces an existing (run, rank)
+    bool insertPhasePeak(const PhasePeak& peak);
+    bool insertMemoryReport(const MemoryReport& report);
+    bool setControl(qint64 runId, std::optional<qint64> controlRunId);
+    bool deleteRun(qint64 runId); // cascades
+
+    // --- reading ---
+    QVector<RunRecord> listRuns(const RunFilter& filter = {}) const;
+    std::optional<RunRecord> run(qint64 runId) const;
+    QVector<RankPeak> rankPeaks(qint64 runId) const;
+    QVector<PhasePeak> phasePeaks(qint64 runId) const;
+    QVector<IterationRow> iterations(qint64 runId, int rank = -1) const; // rank -1: all ranks
+    QVector<MemoryReport> memoryReports(qint64 runId) const;
+    int runCount() const;
+
+    // The run's matched control: the stored link if any.
+    std::optional<qint64> matchedControl(qint64 runId) const;
+    // The newest other run that is matched with `runId` and is itself the explicit [] control.
+    std::optional<qint64> findLatestControlFor(qint64 runId) const;
+    static MatchCheck matchCheck(const RunRecord& run, const RunRecord& control);
+    MatchCheck matchCheck(qint64 runId, qint64 controlRunId) const;
+    // The guide's table: the control first, then every run in `runIds` (in order) against it.
+    QVector<ComparisonRow> compare(qint64 controlRunId, const QVector<qint64>& runIds) const;
+
+    // A run imported from this file content before? (import provenance, v2)
+    std::optional<qint64> runByImportDigest(const QString& sha256Hex) const;
+    bool setImportProvenance(
+        qint64 runId, const QString& path, const QString& sha256Hex, const QString& format);
+
+    // Seeds the store from the guide's published measurements (resources/sample/guide-measurements.json, or
+    // `jsonPath` when given) when it holds no guide runs yet. Returns the number of runs added (0 when
+    // already seeded), -1 on error.
+    int seedGuideSample(const QString& jsonPath = {}, QString* error = nullptr);
+    // Where the sample file is looked for: $RS_SAMPLE_DATA, next to the executable
+    // (../share/recompute-studio/sample/), the source tree.
+    static QString guideSamplePath();
+
+private:
+    bool migrate(int targetVersion, QString* error);
+    bool exec(const QString& sql, QString* error = nullptr);
+    QString m_connection;
+    QString m_path;
+    QString m_lastError;
+    bool m_inWrite = false;
+    std::unique_ptr<QSqlQuery> m_iterationInsert; // prepared once per connection
+};
+
+// The run fields that a recipe determines (shape, precision, parallelism, recompute choice, name, hash,
+// overrides, recipe JSON), filled from the recipe's JSON (Megatron field names).
+void fillFromRecipeJson(RunRecord* run, const QJsonObject& recipe);
+// "bf16", "fp16", "fp32", with " fp8 <fp8>/<fp8_recipe>" or " fp4 <fp4>" appended.
+QString precisionLabel(const QJsonObject& recipe);
+
+} // namespace rs::storage
