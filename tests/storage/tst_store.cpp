@@ -1,0 +1,377 @@
+// SPDX-License-Identifier: Apache-2.0
+// The store on real SQLite files: pragmas, migrations from every earlier schema version, live ingest
+// (pass, aborted, non-finite), queries with filters, matched-control checks and the comparison deltas.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QSqlQuery>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "storage/ingest.h"
+#include "storage/store.h"
+
+using namespace Qt::StringLiterals;
+using namespace rs::storage;
+
+namespace {
+
+QJsonObject recipeJson(const QJsonValue& modules, int seqLength = 4096)
+{
+    return QJsonObject {
+        { u"name"_s, u"tiny"_s },
+        { u"num_layers"_s, 4 },
+        { u"hidden_size"_s, 256 },
+        { u"ffn_hidden_size"_s, 1024 },
+        { u"num_attention_heads"_s, 8 },
+        { u"num_query_groups"_s, QJsonValue::Null },
+        { u"seq_length"_s, seqLength },
+        { u"micro_batch_size"_s, 1 },
+        { u"global_batch_size"_s, 4 },
+        { u"bf16"_s, true },
+        { u"attention_backend"_s, u"fused"_s },
+        { u"tensor_model_parallel_size"_s, 1 },
+        { u"pipeline_model_parallel_size"_s, 1 },
+        { u"context_parallel_size"_s, 1 },
+        { u"expert_model_parallel_size"_s, 1 },
+        { u"sequence_parallel"_s, false },
+        { u"recompute_granularity"_s, u"selective"_s },
+        { u"recompute_modules"_s, modules },
+        { u"profile"_s, u"bridge-pin"_s },
+        { u"train_iters"_s, 6 },
+        { u"warmup_iters"_s, 2 },
+    };
+}
+
+QVector<QJsonObject> stream(const QJsonObject& recipe, int iterations, qint64 peak, double stepMs,
+    bool withResult, const QString& status = u"pass"_s)
+{
+    QVector<QJsonObject> events;
+    events << QJsonObject { { u"event"_s, u"hello"_s }, { u"worker_version"_s, u"0.1.0"_s },
+        { u"libtorch_version"_s, u"1.13.1"_s }, { u"cuda_version"_s, QJsonValue::Null },
+        { u"nccl_version"_s, QJsonValue::Null }, { u"device"_s, u"cpu"_s }, { u"device_kind"_s, u"cpu"_s },
+        { u"host"_s, u"dev1"_s }, { u"rank"_s, 0 }, { u"world_size"_s, 2 },
+        { u"profile"_s, u"bridge-pin"_s } };
+    events << QJsonObject { { u"event"_s, u"recipe"_s }, { u"recipe"_s, recipe },
+        { u"recipe_hash"_s, u"abc"_s }, { u"findings"_s, QJsonArray() },
+        { u"stage_scope"_s, u"all layers"_s } };
+    for (int it = 1; it <= iterations; ++it) {
+        for (int rank = 0; rank < 2; ++rank) {
+            events << QJsonObject { { u"event"_s, u"iteration"_s }, { u"rank"_s, rank },
+                { u"iteration"_s, it }, { u"phase"_s, it <= 2 ? u"warmup"_s : u"steady"_s },
+                { u"step_ms"_s, stepMs },
+                { u"loss"_s, status == u"nonfinite" && it == iterations ? QJsonValue() : 9.5 },
+                { u"loss_finite"_s, !(status == u"nonfinite" && it == iterations) },
+                { u"forward_peak_allocated"_s, double(peak - 10 - rank) },
+                { u"backward_peak_allocated"_s, double(peak - rank) },
+                { u"optimizer_peak_allocated"_s, double(peak / 2) }, { u"alloc_retries"_s, 0 },
+                { u"optimizer_init"_s, it == 1 } };
+        }
+    }
+    if (!withResult)
+        return events;
+    for (int rank = 0; rank < 2; ++rank) {
+        events << QJsonObject {
+            { u"event"_s, u"rank_summary"_s },
+            { u"rank"_s, rank },
+            { u"peak_allocated"_s, double(peak - rank) },
+            { u"peak_reserved"_s, double(peak * 2) },
+            { u"peak_phase"_s, u"backward"_s },
+            { u"peak_iteration"_s, 3 },
+            { u"steady_step_ms"_s, stepMs },
+            { u"steady_step_ms_median"_s, stepMs },
+            { u"phase_peaks"_s,
+                QJsonObject { { u"forward"_s,
+                                  QJsonObject { { u"allocated"_s, double(peak - 10 - rank) },
+                                      { u"reserved"_s, double(peak * 2) } } },
+                    { u"backward"_s,
+                        QJsonObject { { u"allocated"_s, double(peak - rank) },
+                            { u"reserved"_s, double(peak * 2) } } } } },
+        };
+    }
+    events << QJsonObject { { u"event"_s, u"result"_s }, { u"status"_s, status },
+        { u"stage"_s, status == u"pass" ? QJsonValue() : QJsonValue(u"backward"_s) },
+        { u"iteration"_s, status == u"pass" ? QJsonValue() : QJsonValue(iterations) },
+        { u"message"_s, QString() }, { u"steady_step_ms"_s, stepMs }, { u"tokens_per_s"_s, 1000.0 },
+        { u"model_tflops"_s, 2.5 }, { u"executed_tflops"_s, 3.0 } };
+    return events;
+}
+
+qint64 ingestAll(Store* store, const QVector<QJsonObject>& events, bool finish = true,
+    std::optional<qint64> control = std::nullopt)
+{
+    RunIngest ingest(store);
+    if (control)
+        ingest.setControl(control);
+    for (const auto& e : events) {
+        if (!ingest.ingest(e))
+            qWarning() << ingest.error();
+    }
+    if (finish)
+        ingest.finish();
+    return ingest.runId();
+}
+
+QString pragma(Store& store, const QString& name)
+{
+    QSqlQuery q(store.database());
+    if (!q.exec(u"PRAGMA "_s + name) || !q.next())
+        return {};
+    return q.value(0).toString();
+}
+
+} // namespace
+
+class TestStore : public QObject {
+    Q_OBJECT
+private slots:
+    void init() { QVERIFY(m_dir.isValid()); }
+
+    void opensWithWalForeignKeysAndVersion()
+    {
+        Store store;
+        QString error;
+        QVERIFY2(store.open(m_dir.filePath(u"a/b/store.sqlite"_s), &error), qPrintable(error));
+        QCOMPARE(pragma(store, u"journal_mode"_s), u"wal"_s);
+        QCOMPARE(pragma(store, u"foreign_keys"_s), u"1"_s);
+        QCOMPARE(store.schemaVersion(), Store::kSchemaVersion);
+        QCOMPARE(pragma(store, u"integrity_check"_s), u"ok"_s);
+    }
+
+    void migratesEveryEarlierVersion_data()
+    {
+        QTest::addColumn<int>("from");
+        for (int v = 1; v < Store::kSchemaVersion; ++v)
+            QTest::addRow("v%d", v) << v;
+    }
+
+    void migratesEveryEarlierVersion()
+    {
+        QFETCH(int, from);
+        const QString path = m_dir.filePath(u"migrate-%1.sqlite"_s.arg(from));
+        qint64 runId = 0;
+        {
+            Store old;
+            QString error;
+            QVERIFY2(old.openAtVersion(path, from, &error), qPrintable(error));
+            QCOMPARE(old.schemaVersion(), from);
+            // A v1 file knows nothing of phase peaks; the ingest must still work on it.
+            runId = ingestAll(&old, stream(recipeJson(QJsonArray()), 4, 1000000, 50.0, true));
+            QVERIFY(runId > 0);
+            QCOMPARE(old.iterations(runId).size(), 8);
+            QSqlQuery q(old.database());
+            QVERIFY(!q.exec(u"SELECT COUNT(*) FROM phase_peaks"_s)); // not there yet
+        }
+        Store store;
+        QString error;
+        QVERIFY2(store.open(path, &error), qPrintable(error));
+        QCOMPARE(store.schemaVersion(), Store::kSchemaVersion);
+        QCOMPARE(pragma(store, u"integrity_check"_s), u"ok"_s);
+        QCOMPARE(pragma(store, u"foreign_key_check"_s), QString());
+        const auto run = store.run(runId);
+        QVERIFY(run);
+        QCOMPARE(run->outcome, outcome::Pass);
+        QCOMPARE(run->peakAllocated.value_or(0), qint64(1000000));
+        QCOMPARE(run->recomputeModules.value_or(QStringList { u"x"_s }), QStringList {});
+        QVERIFY(run->importSha256.isEmpty());
+        QCOMPARE(store.iterations(runId).size(), 8);
+        QCOMPARE(store.rankPeaks(runId).size(), 2);
+        QCOMPARE(store.phasePeaks(runId).size(), 0); // not measured into the v1 file
+        // The v2 features work on the upgraded file.
+        QVERIFY(store.insertPhasePeak({ runId, 0, u"forward"_s, 5, 6 }));
+        QCOMPARE(store.phasePeaks(runId).size(), 1);
+        QVERIFY(store.setImportProvenance(runId, u"/x.log"_s, u"deadbeef"_s, u"megatron-lm"_s));
+        QCOMPARE(store.runByImportDigest(u"deadbeef"_s).value_or(0), runId);
+    }
+
+    void refusesNewerSchema()
+    {
+        const QString path = m_dir.filePath(u"newer.sqlite"_s);
+        {
+            Store store;
+            QVERIFY(store.open(path));
+            QSqlQuery q(store.database());
+            QVERIFY(q.exec(u"PRAGMA user_version = 99"_s));
+        }
+        Store store;
+        QString error;
+        QVERIFY(!store.open(path, &error));
+        QVERIFY2(error.contains(u"schema version 99 is newer"_s), qPrintable(error));
+    }
+
+    void ingestKeepsTheMeasurementContract()
+    {
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(u"ingest.sqlite"_s)));
+        const qint64 id
+            = ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }), 5, 2000000, 80.0, true));
+        const auto run = store.run(id);
+        QVERIFY(run);
+        QCOMPARE(run->source, source::Worker);
+        QCOMPARE(run->outcome, outcome::Pass);
+        QCOMPARE(run->workerVersion, u"0.1.0"_s);
+        QCOMPARE(run->libtorchVersion, u"1.13.1"_s);
+        QVERIFY(run->cudaVersion.isEmpty());
+        QCOMPARE(run->device, u"cpu"_s);
+        QCOMPARE(run->host, u"dev1"_s);
+        QCOMPARE(run->worldSize.value_or(0), 2);
+        QCOMPARE(run->recipeName, u"tiny"_s);
+        QCOMPARE(run->recipeHash, u"abc"_s);
+        QCOMPARE(run->seqLength.value_or(0), 4096);
+        QCOMPARE(run->precision, u"bf16"_s);
+        QCOMPARE(run->attentionBackend, u"fused"_s);
+        QCOMPARE(run->recomputeGranularity, u"selective"_s);
+        QCOMPARE(run->moduleSetLabel(), u"core_attn"_s);
+        QCOMPARE(run->peakAllocated.value_or(0), qint64(2000000));
+        QCOMPARE(run->peakRank.value_or(-1), 0);
+        QCOMPARE(run->peakReserved.value_or(0), qint64(4000000));
+        QCOMPARE(run->steadyStepMs.value_or(0), 80.0);
+        QCOMPARE(run->modelTflops.value_or(0), 2.5);
+        QCOMPARE(run->lossFinite.value_or(false), true);
+        QCOMPARE(run->iterationsPlanned.value_or(0), 6);
+        QCOMPARE(store.iterations(id).size(), 10);
+        QCOMPARE(store.iterations(id, 1).size(), 5);
+        const auto it3 = store.iterations(id, 1).at(2);
+        QCOMPARE(it3.iteration, 3);
+        QCOMPARE(it3.phase, u"steady"_s);
+        QCOMPARE(it3.backwardPeakAllocated.value_or(0), qint64(1999999));
+        const auto peaks = store.rankPeaks(id);
+        QCOMPARE(peaks.size(), 2);
+        QCOMPARE(peaks[1].peakAllocated.value_or(0), qint64(1999999));
+        QCOMPARE(peaks[1].peakPhase, u"backward"_s);
+        QCOMPARE(store.phasePeaks(id).size(), 4);
+    }
+
+    void streamWithoutResultEndsAborted()
+    {
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(u"aborted.sqlite"_s)));
+        const qint64 id = ingestAll(&store, stream(recipeJson(QJsonArray()), 3, 1000, 10.0, false));
+        const auto run = store.run(id);
+        QCOMPARE(run->outcome, outcome::Aborted);
+        QVERIFY(!run->message.isEmpty());
+        QCOMPARE(store.iterations(id).size(), 6);
+        QCOMPARE(run->peakAllocated.value_or(0), qint64(1000)); // from the iterations it reported
+    }
+
+    void nonFiniteLossIsRecorded()
+    {
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(u"nonfinite.sqlite"_s)));
+        const qint64 id
+            = ingestAll(&store, stream(recipeJson(QJsonArray()), 3, 1000, 10.0, true, outcome::Nonfinite));
+        const auto run = store.run(id);
+        QCOMPARE(run->outcome, outcome::Nonfinite);
+        QCOMPARE(run->failureStage, u"backward"_s);
+        QCOMPARE(run->failureIteration.value_or(0), 3);
+        QCOMPARE(run->lossFinite.value_or(true), false);
+        const auto last = store.iterations(id, 0).last();
+        QVERIFY(!last.loss);
+        QCOMPARE(last.lossFinite.value_or(true), false);
+    }
+
+    void linksTheLatestMatchedControl()
+    {
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(u"control.sqlite"_s)));
+        const qint64 otherSeq = ingestAll(&store, stream(recipeJson(QJsonArray(), 8192), 3, 900, 10.0, true));
+        const qint64 control = ingestAll(&store, stream(recipeJson(QJsonArray()), 3, 1000, 10.0, true));
+        const qint64 candidate
+            = ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }), 3, 950, 11.0, true));
+        const qint64 unmatched
+            = ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }, 2048), 3, 500, 5.0, true));
+        QCOMPARE(store.matchedControl(control), std::nullopt); // a control is not compared with itself
+        QCOMPARE(store.matchedControl(candidate).value_or(0), control);
+        QCOMPARE(store.matchedControl(unmatched), std::nullopt); // no [] control at seq 2048
+        QVERIFY(otherSeq != control);
+
+        const MatchCheck check = store.matchCheck(unmatched, control);
+        QVERIFY(!check.matched);
+        QVERIFY2(
+            check.reasons.contains(u"seq_length: 2048 vs 4096"_s), qPrintable(check.reasons.join(u"; "_s)));
+
+        const auto rows = store.compare(control, { candidate, unmatched });
+        QCOMPARE(rows.size(), 3);
+        QVERIFY(rows[0].isControl);
+        QVERIFY(rows[1].match.matched);
+        QCOMPARE(qRound(rows[1].allocatedVsControlPct.value_or(0) * 100), -500); // 950 vs 1000: -5.00%
+        QCOMPARE(qRound(rows[1].timeVsControlPct.value_or(0) * 100), 1000); // 11 vs 10 ms: +10.00%
+        QVERIFY(!rows[2].match.matched);
+        QVERIFY(!rows[2].allocatedVsControlPct);
+        QVERIFY(!rows[2].timeVsControlPct);
+    }
+
+    void explicitControlOverridesTheSearch()
+    {
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(u"explicit.sqlite"_s)));
+        const qint64 a = ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
+        ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
+        const qint64 c
+            = ingestAll(&store, stream(recipeJson(QJsonArray { u"mlp"_s }), 2, 1000, 10.0, true), true, a);
+        QCOMPARE(store.matchedControl(c).value_or(0), a);
+    }
+
+    void filtersRuns_data()
+    {
+        QTest::addColumn<QString>("recipeName");
+        QTest::addColumn<QStringList>("moduleSet");
+        QTest::addColumn<bool>("useModuleSet");
+        QTest::addColumn<QString>("outcomeFilter");
+        QTest::addColumn<QString>("host");
+        QTest::addColumn<int>("expected");
+        QTest::newRow("all") << QString() << QStringList() << false << QString() << QString() << 4;
+        QTest::newRow("name") << u"TIN"_s << QStringList() << false << QString() << QString() << 4;
+        QTest::newRow("name none") << u"moon"_s << QStringList() << false << QString() << QString() << 0;
+        QTest::newRow("[]") << QString() << QStringList() << true << QString() << QString() << 1;
+        QTest::newRow("set any order") << QString() << QStringList { u"moe_act"_s, u"layernorm"_s } << true
+                                       << QString() << QString() << 1;
+        QTest::newRow("oom") << QString() << QStringList() << false << u"oom"_s << QString() << 1;
+        QTest::newRow("host") << QString() << QStringList() << false << QString() << u"dev1"_s << 4;
+        QTest::newRow("host none") << QString() << QStringList() << false << QString() << u"elsewhere"_s << 0;
+    }
+
+    void filtersRuns()
+    {
+        QFETCH(QString, recipeName);
+        QFETCH(QStringList, moduleSet);
+        QFETCH(bool, useModuleSet);
+        QFETCH(QString, outcomeFilter);
+        QFETCH(QString, host);
+        QFETCH(int, expected);
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(
+            u"filters-%1.sqlite"_s.arg(QString::fromLatin1(QTest::currentDataTag())).replace(u' ', u'_'))));
+        ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
+        ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }), 2, 1000, 10.0, true));
+        ingestAll(
+            &store, stream(recipeJson(QJsonArray { u"layernorm"_s, u"moe_act"_s }), 2, 1000, 10.0, true));
+        ingestAll(&store, stream(recipeJson(QJsonArray { u"moe"_s }), 2, 1000, 10.0, true, outcome::Oom));
+        RunFilter f;
+        f.recipeName = recipeName;
+        if (useModuleSet)
+            f.moduleSet = moduleSet;
+        f.outcome = outcomeFilter;
+        f.host = host;
+        QCOMPARE(store.listRuns(f).size(), expected);
+    }
+
+    void deleteCascades()
+    {
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(u"delete.sqlite"_s)));
+        const qint64 control = ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
+        const qint64 id = ingestAll(&store, stream(recipeJson(QJsonArray { u"mlp"_s }), 2, 1000, 10.0, true));
+        QCOMPARE(store.matchedControl(id).value_or(0), control);
+        QVERIFY(store.deleteRun(control));
+        QCOMPARE(store.iterations(control).size(), 0);
+        QCOMPARE(store.rankPeaks(control).size(), 0);
+        QCOMPARE(store.matchedControl(id), std::nullopt); // ON DELETE SET NULL
+        QCOMPARE(pragma(store, u"foreign_key_check"_s), QString());
+    }
+
+private:
+    QTemporaryDir m_dir;
+};
+
+QTEST_GUILESS_MAIN(TestStore)
+#include "tst_store.moc"
