@@ -1,26 +1,646 @@
 // SPDX-License-Identifier: Apache-2.0
+// Megatron-LM's argparse spellings of the recipe. Most flags set one recipe field and go through the JSON
+// reader's field access (so type and allowed-value messages are shared); the few that Megatron-LM derives
+// (--swiglu, --group-query-attention, --num-layers-per-virtual-pipeline-stage, MLA's argparse defaults,
+// --attention-backend's enum) are resolved after the whole command line is read, as Megatron-LM does.
 #include "core/megatron_flags.h"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <cstdlib>
 
 #include "core/recipe_json.h"
 
 namespace rs {
 
-std::vector<std::string> recipeToMegatronFlags(const Recipe&)
+namespace {
+
+enum class Arity { Switch, Value, List, OptionalList };
+
+struct FlagDef {
+    const char* flag;
+    Arity arity;
+    const char* field; // the recipe key it sets; "" where the flag is resolved specially
+};
+
+// In the order recipeToMegatronFlags writes them.
+const std::vector<FlagDef>& flagDefs()
 {
-    return {};
+    static const std::vector<FlagDef> defs = {
+        { "--num-layers", Arity::Value, "num_layers" },
+        { "--hidden-size", Arity::Value, "hidden_size" },
+        { "--ffn-hidden-size", Arity::Value, "ffn_hidden_size" },
+        { "--num-attention-heads", Arity::Value, "num_attention_heads" },
+        { "--group-query-attention", Arity::Switch, "" },
+        { "--num-query-groups", Arity::Value, "" },
+        { "--kv-channels", Arity::Value, "kv_channels" },
+        { "--seq-length", Arity::Value, "seq_length" },
+        { "--micro-batch-size", Arity::Value, "micro_batch_size" },
+        { "--global-batch-size", Arity::Value, "global_batch_size" },
+        { "--normalization", Arity::Value, "normalization" },
+        { "--swiglu", Arity::Switch, "" },
+        { "--vocab-size", Arity::Value, "vocab_size" },
+        { "--multi-latent-attention", Arity::Switch, "multi_latent_attention" },
+        { "--q-lora-rank", Arity::Value, "q_lora_rank" },
+        { "--kv-lora-rank", Arity::Value, "kv_lora_rank" },
+        { "--qk-head-dim", Arity::Value, "qk_head_dim" },
+        { "--qk-pos-emb-head-dim", Arity::Value, "qk_pos_emb_head_dim" },
+        { "--v-head-dim", Arity::Value, "v_head_dim" },
+        { "--experimental-attention-variant", Arity::Value, "experimental_attention_variant" },
+        { "--num-experts", Arity::Value, "num_moe_experts" },
+        { "--moe-router-topk", Arity::Value, "moe_router_topk" },
+        { "--moe-ffn-hidden-size", Arity::Value, "moe_ffn_hidden_size" },
+        { "--moe-grouped-gemm", Arity::Switch, "moe_grouped_gemm" },
+        { "--moe-shared-expert-intermediate-size", Arity::Value, "moe_shared_expert_intermediate_size" },
+        { "--moe-shared-expert-overlap", Arity::Switch, "moe_shared_expert_overlap" },
+        { "--moe-layer-freq", Arity::Value, "" },
+        { "--moe-token-dispatcher-type", Arity::Value, "moe_token_dispatcher_type" },
+        { "--moe-input-jitter-eps", Arity::Value, "moe_input_jitter_eps" },
+        { "--mtp-num-layers", Arity::Value, "mtp_num_layers" },
+        { "--enable-mhc-connections", Arity::Switch, "enable_mhc_connections" },
+        { "--enable-hyper-connections", Arity::Switch, "enable_hyper_connections" },
+        { "--mhc-recompute-layer-num", Arity::Value, "mhc_recompute_layer_num" },
+        { "--tensor-model-parallel-size", Arity::Value, "tensor_model_parallel_size" },
+        { "--pipeline-model-parallel-size", Arity::Value, "pipeline_model_parallel_size" },
+        { "--num-virtual-stages-per-pipeline-rank", Arity::Value, "virtual_pipeline_model_parallel_size" },
+        { "--virtual-pipeline-model-parallel-size", Arity::Value, "virtual_pipeline_model_parallel_size" },
+        { "--num-layers-per-virtual-pipeline-stage", Arity::Value, "" },
+        { "--context-parallel-size", Arity::Value, "context_parallel_size" },
+        { "--expert-model-parallel-size", Arity::Value, "expert_model_parallel_size" },
+        { "--sequence-parallel", Arity::Switch, "sequence_parallel" },
+        { "--bf16", Arity::Switch, "bf16" },
+        { "--fp16", Arity::Switch, "fp16" },
+        { "--fp8-format", Arity::Value, "fp8" },
+        { "--fp8-recipe", Arity::Value, "fp8_recipe" },
+        { "--fp4-format", Arity::Value, "fp4" },
+        { "--attention-backend", Arity::Value, "" },
+        { "--transformer-impl", Arity::Value, "transformer_impl" },
+        { "--attention-dropout", Arity::Value, "attention_dropout" },
+        { "--hidden-dropout", Arity::Value, "hidden_dropout" },
+        { "--cuda-graph-impl", Arity::Value, "cuda_graph_impl" },
+        { "--cuda-graph-modules", Arity::List, "cuda_graph_modules" },
+        { "--cuda-graph-scope", Arity::List, "cuda_graph_scope" },
+        { "--enable-cuda-graph", Arity::Switch, "enable_cuda_graph" },
+        { "--external-cuda-graph", Arity::Switch, "external_cuda_graph" },
+        { "--te-rng-tracker", Arity::Switch, "use_te_rng_tracker" },
+        { "--cpu-offloading", Arity::Switch, "cpu_offloading" },
+        { "--cpu-offloading-num-layers", Arity::Value, "cpu_offloading_num_layers" },
+        { "--fine-grained-activation-offloading", Arity::Switch, "fine_grained_activation_offloading" },
+        { "--offload-modules", Arity::OptionalList, "offload_modules" },
+        { "--checkpoint-activations", Arity::Switch, "" },
+        { "--recompute-activations", Arity::Switch, "recompute_activations" },
+        { "--recompute-granularity", Arity::Value, "recompute_granularity" },
+        { "--recompute-method", Arity::Value, "recompute_method" },
+        { "--recompute-num-layers", Arity::Value, "recompute_num_layers" },
+        { "--recompute-modules", Arity::List, "recompute_modules" },
+        { "--distribute-saved-activations", Arity::Switch, "distribute_saved_activations" },
+        { "--moe-layer-recompute", Arity::Switch, "moe_layer_recompute" },
+        { "--overlap-moe-expert-parallel-comm", Arity::Switch,
+            "comm_overlap.overlap_moe_expert_parallel_comm" },
+        { "--delay-wgrad-compute", Arity::Switch, "delay_wgrad_compute" },
+        { "--no-check-for-nan-in-loss-and-grad", Arity::Switch, "" },
+        { "--train-iters", Arity::Value, "train_iters" },
+    };
+    return defs;
+}
+
+const FlagDef* findFlag(const std::string& flag)
+{
+    for (const FlagDef& d : flagDefs()) {
+        if (flag == d.flag)
+            return &d;
+    }
+    return nullptr;
+}
+
+const std::vector<std::string>& allKnownFlags()
+{
+    static const std::vector<std::string> flags = [] {
+        std::vector<std::string> f;
+        for (const FlagDef& d : flagDefs())
+            f.emplace_back(d.flag);
+        for (const auto& [flag, count] : knownIrrelevantFlags())
+            f.push_back(flag);
+        return f;
+    }();
+    return flags;
+}
+
+bool isFlag(const std::string& arg)
+{
+    return arg.size() > 2 && arg.compare(0, 2, "--") == 0;
+}
+
+nlohmann::json parseInt(const std::string& text, const std::string& field, const std::string& where)
+{
+    errno = 0;
+    char* end = nullptr;
+    const long long v = std::strtoll(text.c_str(), &end, 10);
+    if (text.empty() || *end != '\0' || errno == ERANGE)
+        throw RecipeError(field, where, "expects an integer, got '" + text + "'");
+    return nlohmann::json(v);
+}
+
+nlohmann::json parseDouble(const std::string& text, const std::string& field, const std::string& where)
+{
+    errno = 0;
+    char* end = nullptr;
+    const double v = std::strtod(text.c_str(), &end);
+    if (text.empty() || *end != '\0' || errno == ERANGE)
+        throw RecipeError(field, where, "expects a number, got '" + text + "'");
+    return nlohmann::json(v);
+}
+
+// --moe-layer-freq as Megatron-LM's moe_freq_type reads it: an int, or a Python list expression such as
+// "[0]+[1]*26" or "([1]*3+[0])*2" (Megatron evaluates it; we read that grammar: lists of ints, +, *int,
+// parentheses).
+class FreqExpression {
+public:
+    FreqExpression(std::string text, std::string where)
+        : s_(std::move(text))
+        , where_(std::move(where))
+    {
+    }
+    std::vector<int> parse()
+    {
+        std::vector<int> v = expr();
+        skipSpace();
+        if (pos_ != s_.size())
+            fail();
+        return v;
+    }
+
+private:
+    [[noreturn]] void fail() const
+    {
+        throw RecipeError("moe_layer_freq", where_,
+            "expects an integer or a list expression such as [0]+[1]*26, got '" + s_ + "'");
+    }
+    void skipSpace()
+    {
+        while (pos_ < s_.size() && s_[pos_] == ' ')
+            ++pos_;
+    }
+    bool eat(char c)
+    {
+        skipSpace();
+        if (pos_ < s_.size() && s_[pos_] == c) {
+            ++pos_;
+            return true;
+        }
+        return false;
+    }
+    int number()
+    {
+        skipSpace();
+        const std::size_t start = pos_;
+        while (pos_ < s_.size() && std::isdigit(static_cast<unsigned char>(s_[pos_])))
+            ++pos_;
+        if (start == pos_ || pos_ - start > 6)
+            fail();
+        return std::stoi(s_.substr(start, pos_ - start));
+    }
+    std::vector<int> expr()
+    {
+        std::vector<int> v = term();
+        while (eat('+')) {
+            std::vector<int> more = term();
+            v.insert(v.end(), more.begin(), more.end());
+        }
+        return v;
+    }
+    std::vector<int> term()
+    {
+        std::vector<int> v = primary();
+        while (eat('*')) {
+            const int n = number();
+            std::vector<int> repeated;
+            for (int i = 0; i < n; ++i)
+                repeated.insert(repeated.end(), v.begin(), v.end());
+            v = std::move(repeated);
+            if (v.size() > 1000000)
+                fail();
+        }
+        return v;
+    }
+    std::vector<int> primary()
+    {
+        if (eat('(')) {
+            std::vector<int> v = expr();
+            if (!eat(')'))
+                fail();
+            return v;
+        }
+        if (!eat('['))
+            fail();
+        std::vector<int> v;
+        if (eat(']'))
+            return v;
+        do {
+            v.push_back(number());
+        } while (eat(','));
+        if (!eat(']'))
+            fail();
+        return v;
+    }
+
+    std::string s_;
+    std::string where_;
+    std::size_t pos_ = 0;
+};
+
+std::string stripQuotes(const std::string& s)
+{
+    if (s.size() >= 2 && (s.front() == '\'' || s.front() == '"') && s.back() == s.front())
+        return s.substr(1, s.size() - 2);
+    return s;
+}
+
+// The text a value flag takes for a JSON value of the recipe.
+std::string flagValueText(const nlohmann::json& v)
+{
+    if (v.is_string())
+        return v.get<std::string>();
+    return v.dump(); // integers, and doubles in their shortest round-trip form
+}
+
+std::string layerFreqText(const std::vector<int>& pattern)
+{
+    if (pattern.size() == 1 && pattern[0] >= 1)
+        return std::to_string(pattern[0]);
+    std::string out;
+    for (std::size_t i = 0; i < pattern.size();) {
+        std::size_t j = i;
+        while (j < pattern.size() && pattern[j] == pattern[i])
+            ++j;
+        if (!out.empty())
+            out += "+";
+        out += "[" + std::to_string(pattern[i]) + "]";
+        if (j - i > 1)
+            out += "*" + std::to_string(j - i);
+        i = j;
+    }
+    return out;
+}
+
+} // namespace
+
+const std::vector<std::pair<std::string, int>>& knownIrrelevantFlags()
+{
+    // Flags of a real pretrain_gpt.py command line that change neither activation memory nor recompute
+    // behaviour (optimizer, data, checkpointing, logging, initialization, fusions). -1: takes every value
+    // up to the next flag (argparse nargs='*' / '+').
+    static const std::vector<std::pair<std::string, int>> flags = {
+        { "--lr", 1 },
+        { "--min-lr", 1 },
+        { "--lr-decay-style", 1 },
+        { "--lr-decay-iters", 1 },
+        { "--lr-warmup-iters", 1 },
+        { "--lr-warmup-fraction", 1 },
+        { "--lr-warmup-init", 1 },
+        { "--weight-decay", 1 },
+        { "--start-weight-decay", 1 },
+        { "--end-weight-decay", 1 },
+        { "--clip-grad", 1 },
+        { "--adam-beta1", 1 },
+        { "--adam-beta2", 1 },
+        { "--adam-eps", 1 },
+        { "--optimizer", 1 },
+        { "--init-method-std", 1 },
+        { "--seed", 1 },
+        { "--data-path", -1 },
+        { "--train-data-path", -1 },
+        { "--valid-data-path", -1 },
+        { "--test-data-path", -1 },
+        { "--data-cache-path", 1 },
+        { "--split", 1 },
+        { "--mock-data", 0 },
+        { "--num-workers", 1 },
+        { "--dataloader-type", 1 },
+        { "--tokenizer-type", 1 },
+        { "--tokenizer-model", 1 },
+        { "--vocab-file", 1 },
+        { "--merge-file", 1 },
+        { "--make-vocab-size-divisible-by", 1 },
+        { "--save", 1 },
+        { "--load", 1 },
+        { "--save-interval", 1 },
+        { "--ckpt-format", 1 },
+        { "--no-load-optim", 0 },
+        { "--no-load-rng", 0 },
+        { "--finetune", 0 },
+        { "--eval-interval", 1 },
+        { "--eval-iters", 1 },
+        { "--log-interval", 1 },
+        { "--log-throughput", 0 },
+        { "--log-timers-to-tensorboard", 0 },
+        { "--log-memory-to-tensorboard", 0 },
+        { "--log-params-norm", 0 },
+        { "--log-num-zeros-in-grad", 0 },
+        { "--log-validation-ppl-to-tensorboard", 0 },
+        { "--timing-log-level", 1 },
+        { "--tensorboard-dir", 1 },
+        { "--tensorboard-log-interval", 1 },
+        { "--wandb-project", 1 },
+        { "--wandb-exp-name", 1 },
+        { "--wandb-save-dir", 1 },
+        { "--exit-duration-in-mins", 1 },
+        { "--exit-interval", 1 },
+        { "--manual-gc", 0 },
+        { "--manual-gc-interval", 1 },
+        { "--distributed-backend", 1 },
+        { "--distributed-timeout-minutes", 1 },
+        { "--use-mcore-models", 0 },
+        { "--use-distributed-optimizer", 0 },
+        { "--overlap-grad-reduce", 0 },
+        { "--overlap-param-gather", 0 },
+        { "--accumulate-allreduce-grads-in-fp32", 0 },
+        { "--attention-softmax-in-fp32", 0 },
+        { "--no-masked-softmax-fusion", 0 },
+        { "--no-bias-gelu-fusion", 0 },
+        { "--no-bias-dropout-fusion", 0 },
+        { "--no-gradient-accumulation-fusion", 0 },
+        { "--no-rope-fusion", 0 },
+        { "--position-embedding-type", 1 },
+        { "--use-rotary-position-embeddings", 0 },
+        { "--rotary-base", 1 },
+        { "--rotary-percent", 1 },
+        { "--rotary-scaling-factor", 1 },
+        { "--max-position-embeddings", 1 },
+        { "--untie-embeddings-and-output-weights", 0 },
+        { "--disable-bias-linear", 0 },
+        { "--add-qkv-bias", 0 },
+        { "--qk-layernorm", 0 },
+        { "--norm-epsilon", 1 },
+        { "--apply-layernorm-1p", 0 },
+        { "--no-create-attention-mask-in-dataloader", 0 },
+        { "--moe-router-load-balancing-type", 1 },
+        { "--moe-aux-loss-coeff", 1 },
+        { "--moe-z-loss-coeff", 1 },
+        { "--moe-router-score-function", 1 },
+        { "--moe-router-pre-softmax", 0 },
+        { "--moe-router-dtype", 1 },
+        { "--moe-router-enable-expert-bias", 0 },
+        { "--moe-router-bias-update-rate", 1 },
+        { "--moe-router-topk-scaling-factor", 1 },
+        { "--moe-permute-fusion", 0 },
+        { "--profile", 0 },
+        { "--profile-step-start", 1 },
+        { "--profile-step-end", 1 },
+        { "--profile-ranks", -1 },
+    };
+    return flags;
 }
 
 Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base)
 {
-    if (!args.empty())
-        throw RecipeError(args.front(), "flag " + args.front(), "not implemented yet");
+    bool groupQueryAttention = false;
+    std::optional<int> numQueryGroups;
+    std::optional<int> layersPerVirtualStage;
+    bool vppGiven = false, qLoraGiven = false, kvLoraGiven = false;
+
+    for (std::size_t i = 0; i < args.size(); ++i) {
+        const std::string& arg = args[i];
+        if (!isFlag(arg)) {
+            throw RecipeError("", "argument " + std::to_string(i + 1),
+                "unexpected argument '" + arg + "': not a flag's value");
+        }
+        const auto eq = arg.find('=');
+        const std::string flag = arg.substr(0, eq);
+        const std::optional<std::string> inlineValue
+            = eq == std::string::npos ? std::nullopt : std::optional<std::string>(arg.substr(eq + 1));
+        const std::string where = "flag " + flag;
+        const FlagDef* def = findFlag(flag);
+
+        if (!def) {
+            const auto& irrelevant = knownIrrelevantFlags();
+            const auto it = std::find_if(irrelevant.begin(), irrelevant.end(),
+                [&](const std::pair<std::string, int>& f) { return f.first == flag; });
+            if (it == irrelevant.end()) {
+                throw RecipeError(flag, where,
+                    "unknown Megatron-LM flag; did you mean '" + nearestName(flag, allKnownFlags()) + "'?");
+            }
+            if (it->second == 1 && !inlineValue) {
+                if (i + 1 >= args.size() || isFlag(args[i + 1]))
+                    throw RecipeError(flag, where, "expects a value");
+                ++i;
+            } else if (it->second < 0 && !inlineValue) {
+                while (i + 1 < args.size() && !isFlag(args[i + 1]))
+                    ++i;
+            }
+            continue;
+        }
+
+        // Gather the flag's values.
+        std::vector<std::string> values;
+        if (def->arity == Arity::Switch) {
+            if (inlineValue)
+                throw RecipeError(def->field, where, "takes no value, got '" + *inlineValue + "'");
+        } else if (def->arity == Arity::Value) {
+            if (inlineValue) {
+                values.push_back(*inlineValue);
+            } else {
+                if (i + 1 >= args.size() || isFlag(args[i + 1]))
+                    throw RecipeError(def->field, where, "expects a value");
+                values.push_back(args[++i]);
+            }
+        } else {
+            if (inlineValue)
+                values.push_back(*inlineValue);
+            while (i + 1 < args.size() && !isFlag(args[i + 1]))
+                values.push_back(args[++i]);
+            if (values.empty() && def->arity == Arity::List)
+                throw RecipeError(def->field, where, "expects at least one value");
+        }
+
+        // The flags Megatron-LM resolves itself.
+        if (flag == "--group-query-attention") {
+            groupQueryAttention = true;
+        } else if (flag == "--num-query-groups") {
+            numQueryGroups = parseInt(values[0], "num_query_groups", where).get<int>();
+        } else if (flag == "--swiglu") {
+            base.gated_linear_unit = true;
+            base.activation_func = "silu";
+        } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
+            layersPerVirtualStage
+                = parseInt(values[0], "virtual_pipeline_model_parallel_size", where).get<int>();
+        } else if (flag == "--moe-layer-freq") {
+            const std::string text = stripQuotes(values[0]);
+            nlohmann::json freq;
+            if (text.find('[') == std::string::npos)
+                freq = parseInt(text, "moe_layer_freq", where);
+            else
+                freq = FreqExpression(text, where).parse();
+            setRecipeField(base, "moe_layer_freq", freq, where);
+        } else if (flag == "--attention-backend") {
+            // Megatron's AttnBackend enum; ours names what runs: local is the unfused path, auto lets TE
+            // pick (fused on the GPUs we run on).
+            std::string v = values[0];
+            if (v == "local")
+                v = "unfused";
+            else if (v == "auto")
+                v = "fused";
+            setRecipeField(base, "attention_backend", v, where);
+        } else if (flag == "--checkpoint-activations") {
+            base.checkpoint_activations_flag = flag; // the rules engine raises M1 for it
+        } else if (flag == "--no-check-for-nan-in-loss-and-grad") {
+            base.check_for_nan_in_loss = false;
+        } else {
+            const std::string field = def->field;
+            const RecipeFieldType type = *recipeFieldType(field);
+            nlohmann::json value;
+            switch (type) {
+            case RecipeFieldType::Bool:
+                value = true;
+                break;
+            case RecipeFieldType::Int:
+            case RecipeFieldType::OptionalInt:
+                value = parseInt(values[0], field, where);
+                break;
+            case RecipeFieldType::Double:
+            case RecipeFieldType::OptionalDouble:
+                value = parseDouble(values[0], field, where);
+                break;
+            case RecipeFieldType::StringList:
+            case RecipeFieldType::OptionalStringList:
+                value = values;
+                break;
+            default:
+                value = values[0];
+                break;
+            }
+            setRecipeField(base, field, value, where);
+            if (field == "virtual_pipeline_model_parallel_size")
+                vppGiven = true;
+            qLoraGiven = qLoraGiven || field == "q_lora_rank";
+            kvLoraGiven = kvLoraGiven || field == "kv_lora_rank";
+        }
+    }
+
+    // Megatron-LM passes num_query_groups only with --group-query-attention (its argparse default is 1).
+    if (groupQueryAttention) {
+        base.num_query_groups = numQueryGroups.value_or(1);
+    } else if (numQueryGroups) {
+        throw RecipeError("num_query_groups", "flag --num-query-groups",
+            "Megatron-LM ignores --num-query-groups without --group-query-attention (the model would be "
+            "multi-head attention); add --group-query-attention or drop --num-query-groups");
+    }
+    if (layersPerVirtualStage) {
+        const std::string where = "flag --num-layers-per-virtual-pipeline-stage";
+        if (vppGiven) {
+            throw RecipeError("virtual_pipeline_model_parallel_size", where,
+                "give either --num-layers-per-virtual-pipeline-stage or the number of virtual stages, not "
+                "both");
+        }
+        const int pp = base.pipeline_model_parallel_size;
+        if (base.num_layers <= 0 || pp <= 0 || *layersPerVirtualStage <= 0)
+            throw RecipeError("virtual_pipeline_model_parallel_size", where,
+                "needs --num-layers, --pipeline-model-parallel-size and a positive number of layers per "
+                "stage");
+        const int perRank = base.num_layers / pp;
+        if (base.num_layers % pp != 0 || perRank % *layersPerVirtualStage != 0) {
+            throw RecipeError("virtual_pipeline_model_parallel_size", where,
+                std::to_string(base.num_layers) + " layers over " + std::to_string(pp)
+                    + " pipeline ranks do not split into virtual stages of "
+                    + std::to_string(*layersPerVirtualStage) + " layers");
+        }
+        base.virtual_pipeline_model_parallel_size = perRank / *layersPerVirtualStage;
+    }
+    // Megatron-LM's MLA argparse defaults differ from MLATransformerConfig's: --q-lora-rank None (no Q
+    // compression) and --kv-lora-rank 32.
+    if (base.multi_latent_attention) {
+        if (!qLoraGiven)
+            base.q_lora_rank = std::nullopt;
+        if (!kvLoraGiven)
+            base.kv_lora_rank = 32;
+    }
     return base;
 }
 
-const std::vector<std::pair<std::string, int>>& knownIrrelevantFlags()
+std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
 {
-    static const std::vector<std::pair<std::string, int>> flags;
-    return flags;
+    static const Recipe defaults;
+    const std::string where = "Megatron-LM flags";
+    if (r.mixed_precision) {
+        throw RecipeError("mixed_precision", where,
+            "'" + *r.mixed_precision
+                + "' is a Megatron Bridge mixed-precision recipe with no Megatron-LM flag; set bf16/fp16/fp8/"
+                  "fp8_recipe/fp4 instead (the rules engine's B8 adjustment does it)");
+    }
+    if (r.recompute_granularity == "selective" && r.recompute_modules && r.recompute_modules->empty()) {
+        throw RecipeError("recompute_modules", where,
+            "Megatron-LM cannot write recompute_modules=[]: --recompute-modules needs at least one label. "
+            "Written as flags, the no-recompute control is the absence of --recompute-granularity");
+    }
+    if (r.gated_linear_unit != (r.activation_func == "silu")) {
+        throw RecipeError("activation_func", where,
+            "Megatron-LM has a flag for SwiGLU (--swiglu: gated_linear_unit with silu) and for plain GeLU "
+            "only, "
+            "not for gated_linear_unit="
+                + std::string(r.gated_linear_unit ? "true" : "false")
+                + " with activation_func=" + r.activation_func);
+    }
+
+    std::vector<std::string> out;
+    for (const FlagDef& def : flagDefs()) {
+        const std::string flag = def.flag;
+        if (flag == "--group-query-attention" || flag == "--virtual-pipeline-model-parallel-size"
+            || flag == "--num-layers-per-virtual-pipeline-stage")
+            continue; // written with --num-query-groups; one spelling of the virtual stages is enough
+        if (flag == "--num-query-groups") {
+            if (r.num_query_groups)
+                out.insert(
+                    out.end(), { "--group-query-attention", flag, std::to_string(*r.num_query_groups) });
+            continue;
+        }
+        if (flag == "--swiglu") {
+            if (r.gated_linear_unit)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--moe-layer-freq") {
+            if (r.moe_layer_freq != defaults.moe_layer_freq)
+                out.insert(out.end(), { flag, layerFreqText(r.moe_layer_freq) });
+            continue;
+        }
+        if (flag == "--attention-backend") {
+            if (r.attention_backend != defaults.attention_backend)
+                out.insert(out.end(), { flag, r.attention_backend });
+            continue;
+        }
+        if (flag == "--checkpoint-activations") {
+            if (r.checkpoint_activations_flag)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--no-check-for-nan-in-loss-and-grad") {
+            if (!r.check_for_nan_in_loss)
+                out.push_back(flag);
+            continue;
+        }
+        const std::string field = def.field;
+        const nlohmann::json value = recipeFieldValue(r, field);
+        bool write = value != recipeFieldValue(defaults, field);
+        // With MLA on, the ranks are always written: Megatron-LM's argparse defaults differ from ours.
+        if (r.multi_latent_attention && (field == "q_lora_rank" || field == "kv_lora_rank"))
+            write = !value.is_null();
+        if (!write || value.is_null())
+            continue; // unset optionals are Megatron-LM's defaults too (lossy only where noted in the header)
+        if (def.arity == Arity::Switch) {
+            if (value == true)
+                out.push_back(flag);
+        } else if (def.arity == Arity::List || def.arity == Arity::OptionalList) {
+            if (value.empty())
+                continue; // [] has no spelling for nargs='+'; see the header
+            out.push_back(flag);
+            for (const nlohmann::json& item : value)
+                out.push_back(item.get<std::string>());
+        } else {
+            out.insert(out.end(), { flag, flagValueText(value) });
+        }
+    }
+    return out;
 }
 
 } // namespace rs

@@ -1,9 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // The recipe arguments shared by `recompute validate`, `recompute run` and the worker:
-//   FILE.json | - (stdin) | --overrides ARGS... | --mlm-args ARGS...   plus  --profile P
-// --profile may appear anywhere before --mlm-args; --mlm-args consumes everything after it (Megatron-LM has
-// its own --profile flag). --overrides consumes arguments until the next one that starts with "--".
-// Arguments it does not own go to *rest, in order. A --profile given here overrides the recipe's own.
+//   FILE.json | - (stdin) | --overrides ARGS... | --mlm-args ARGS...   plus  --profile P (or --profile=P)
+// - FILE.json: the first argument that ends in ".json" (any case) and does not start with '-'; a later
+//   one goes to *rest (so a verb's own `--report out.json` after the recipe stays the verb's).
+// - -: JSON on stdin, when no recipe was given before it.
+// - --overrides consumes arguments until the next one that starts with "--" (Bridge Hydra overrides).
+// - --mlm-args consumes everything after it (Megatron-LM has its own --profile flag).
+// - --profile may appear anywhere before --mlm-args; it overrides the recipe's own profile.
+// Arguments it does not own go to *rest, in order (rest may be null: then they are an error).
 #pragma once
 
 #include <string>
@@ -19,8 +23,8 @@ struct RecipeInput {
     std::string origin; // file path, "stdin", "overrides" or "mlm-args"
 };
 
-// Throws RecipeError: no recipe given, two recipes given, unknown profile (names the allowed ones),
-// unreadable file, and every reader's errors.
+// Throws RecipeError: no recipe given, --overrides/--mlm-args after another recipe, unknown profile
+// (names the allowed ones), unreadable file, and every reader's errors.
 RecipeInput readRecipeInput(const std::vector<std::string>& args, std::vector<std::string>* rest);
 
 } // namespace rs

@@ -11,10 +11,11 @@
 
 namespace rs {
 
-RecipeError::RecipeError(std::string field_, std::string where_, const std::string& message)
-    : std::runtime_error(where_ + ": " + (field_.empty() ? std::string() : field_ + ": ") + message)
+RecipeError::RecipeError(std::string field_, std::string where_, const std::string& message_)
+    : std::runtime_error(where_ + ": " + (field_.empty() ? std::string() : field_ + ": ") + message_)
     , field(std::move(field_))
     , where(std::move(where_))
+    , message(message_)
 {
 }
 

@@ -26,6 +26,7 @@ struct RecipeError : std::runtime_error {
     RecipeError(std::string field, std::string where, const std::string& message);
     std::string field;
     std::string where;
+    std::string message; // what() without the "<where>: <field>: " prefix
 };
 
 Recipe recipeFromJson(const nlohmann::json& j, const std::string& where = "recipe");
