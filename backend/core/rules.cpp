@@ -1,10 +1,357 @@
 // SPDX-License-Identifier: Apache-2.0
-// First increment: the interface compiles and answers; the rule table follows in rules_table.cpp.
+// The rules engine around the table (rules_table.cpp): the evaluation loop, Python renderings of
+// placeholder values, sources with their commits, the catalogue, and the label effects.
 #include "core/rules.h"
 
 #include <algorithm>
+#include <cstring>
+
+#include "core/rules_detail.h"
 
 namespace rs {
+
+using namespace rules_detail;
+
+namespace rules_detail {
+
+unsigned profileBit(Profile p)
+{
+    switch (p) {
+    case Profile::BridgePin:
+        return kPin;
+    case Profile::Guide:
+        return kGuide;
+    case Profile::Main:
+        return kMain;
+    case Profile::Dev:
+        return kDev;
+    }
+    return kPin;
+}
+
+unsigned formatBit(InputFormat f)
+{
+    switch (f) {
+    case InputFormat::Json:
+        return kJson;
+    case InputFormat::BridgeOverrides:
+        return kBridge;
+    case InputFormat::MegatronFlags:
+        return kFlags;
+    }
+    return kJson;
+}
+
+bool Ctx::has(const char* label) const
+{
+    if (!r.recompute_modules)
+        return false;
+    for (const auto& l : *r.recompute_modules)
+        if (l == label)
+            return true;
+    return false;
+}
+
+bool Ctx::cg(const char* module) const
+{
+    if (!r.cuda_graph_modules)
+        return false;
+    for (const auto& m : *r.cuda_graph_modules)
+        if (m == module)
+            return true;
+    return false;
+}
+
+int Ctx::moeLayers() const
+{
+    if (!isMoE() || r.num_layers <= 0)
+        return 0;
+    const auto& freq = r.moe_layer_freq;
+    if (freq.size() > 1) // a per-layer pattern of 0/1
+        return static_cast<int>(std::count_if(freq.begin(), freq.end(), [](int x) { return x != 0; }));
+    const int every = freq.empty() ? 1 : freq.front();
+    if (every <= 0)
+        return 0;
+    return (r.num_layers + every - 1) / every; // layers i with i % every == 0
+}
+
+int Ctx::chunkLayers() const
+{
+    const int pp = std::max(1, r.pipeline_model_parallel_size);
+    const int vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
+    return r.num_layers / pp / vpp;
+}
+
+const char* pyBool(bool b)
+{
+    return b ? "True" : "False";
+}
+
+std::string pyStr(const std::optional<std::string>& s)
+{
+    return s ? *s : std::string("None");
+}
+
+std::string pyRepr(const std::string& s)
+{
+    // Python picks double quotes when the text holds a single quote and no double quote.
+    const bool dq = s.find('\'') != std::string::npos && s.find('"') == std::string::npos;
+    const char q = dq ? '"' : '\'';
+    std::string out(1, q);
+    for (char ch : s) {
+        if (ch == '\\' || ch == q)
+            out += '\\';
+        out += ch;
+    }
+    out += q;
+    return out;
+}
+
+std::string pyList(const std::vector<std::string>& v)
+{
+    std::string out = "[";
+    for (size_t i = 0; i < v.size(); ++i) {
+        if (i)
+            out += ", ";
+        out += pyRepr(v[i]);
+    }
+    return out + "]";
+}
+
+std::string pyOptList(const std::optional<std::vector<std::string>>& v)
+{
+    return v ? pyList(*v) : std::string("None");
+}
+
+std::string pySet(const std::vector<std::string>& v)
+{
+    std::string out;
+    std::vector<const std::string*> seen;
+    for (const auto& s : v) {
+        if (std::any_of(seen.begin(), seen.end(), [&](const std::string* p) { return *p == s; }))
+            continue;
+        seen.push_back(&s);
+        out += out.empty() ? "{" : ", ";
+        out += pyRepr(s);
+    }
+    return out.empty() ? std::string("set()") : out + "}";
+}
+
+std::string pyInt(const std::optional<int>& v)
+{
+    return v ? std::to_string(*v) : std::string("None");
+}
+
+std::vector<std::string> modulesWithout(const Ctx& c, std::initializer_list<const char*> drop)
+{
+    std::vector<std::string> out;
+    if (!c.r.recompute_modules)
+        return out;
+    for (const auto& l : *c.r.recompute_modules) {
+        bool dropped = false;
+        for (const char* d : drop)
+            dropped = dropped || l == d;
+        if (!dropped)
+            out.push_back(l);
+    }
+    return out;
+}
+
+std::vector<std::string> modulesWith(const Ctx& c, const char* add)
+{
+    std::vector<std::string> out = c.r.recompute_modules.value_or(std::vector<std::string> {});
+    if (std::find(out.begin(), out.end(), add) == out.end())
+        out.emplace_back(add);
+    return out;
+}
+
+} // namespace rules_detail
+
+namespace {
+
+const char* const kCommit[] = { "2a75ac12", "24bad8e6", "d98e8a64", "d48bd6be" };
+
+int profileIndex(Profile p)
+{
+    switch (p) {
+    case Profile::BridgePin:
+        return 0;
+    case Profile::Guide:
+        return 1;
+    case Profile::Main:
+        return 2;
+    case Profile::Dev:
+        return 3;
+    }
+    return 0;
+}
+
+// "TC:1884" -> "megatron/core/transformer/transformer_config.py:1884", each ';'-separated part.
+std::string expandSource(const std::string& s, Origin origin)
+{
+    static const std::pair<const char*, const char*> abbrev[] = {
+        { "TC(dev)", "megatron/core/transformer/transformer_config.py" },
+        { "TC", "megatron/core/transformer/transformer_config.py" },
+        { "MPC", "megatron/core/model_parallel_config.py" },
+        { "ARGS", "megatron/training/arguments.py" },
+        { "TL", "megatron/core/transformer/transformer_layer.py" },
+        { "TB", "megatron/core/transformer/transformer_block.py" },
+        { "RND", "megatron/core/tensor_parallel/random.py" },
+        { "RC", "megatron/core/recompute.py" },
+    };
+    std::string out;
+    size_t start = 0;
+    while (start <= s.size()) {
+        size_t end = s.find("; ", start);
+        std::string part = s.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        const size_t colon = part.find(':');
+        bool expanded = false;
+        if (colon != std::string::npos) {
+            for (const auto& [from, to] : abbrev) {
+                if (part.compare(0, colon, from) == 0 && std::strlen(from) == colon) {
+                    part = to + part.substr(colon);
+                    expanded = true;
+                    break;
+                }
+            }
+        }
+        if (!expanded && origin == Origin::Bridge && part.rfind("scripts/", 0) != 0)
+            part = "src/megatron/bridge/" + part;
+        out += (out.empty() ? "" : "; ") + part;
+        if (end == std::string::npos)
+            break;
+        start = end + 2;
+    }
+    return out;
+}
+
+// The source of a row under a profile, with the commit it was read at.
+std::string rowSource(const Row& row, Profile p)
+{
+    const char* per[] = { row.src_pin, row.src_guide, row.src_main, row.src_dev };
+    const int i = profileIndex(p);
+    switch (row.origin) {
+    case Origin::Bridge:
+        return expandSource(row.src_pin ? row.src_pin : "", row.origin) + " @ Megatron-Bridge 067f987d";
+    case Origin::Guide:
+        return row.src_main ? row.src_main : "recompute-guide.md";
+    case Origin::Observed:
+        return std::string(row.src_main ? row.src_main : "megatron-rules.md (i)")
+            + " (observed on Megatron-LM main d98e8a64)";
+    case Origin::MCore:
+        break;
+    }
+    if (per[i])
+        return expandSource(per[i], row.origin) + " @ Megatron-LM " + kCommit[i] + " (" + profileName(p)
+            + ")";
+    // The reference gives no line at this profile's commit: cite the nearest one it gives, and say so.
+    for (int j : { 2, 0, 1, 3 }) {
+        if (per[j])
+            return expandSource(per[j], row.origin) + " @ Megatron-LM " + kCommit[j] + " ("
+                + profileName(allProfiles()[j]) + "; the reference gives no line at " + profileName(p) + " "
+                + kCommit[i] + ")";
+    }
+    return "megatron-rules.md";
+}
+
+std::vector<std::string> splitFields(const char* fields)
+{
+    std::vector<std::string> out;
+    const char* p = fields;
+    while (*p) {
+        while (*p == ' ')
+            ++p;
+        const char* b = p;
+        while (*p && *p != ' ')
+            ++p;
+        if (p > b)
+            out.emplace_back(b, p);
+    }
+    return out;
+}
+
+// Per-row data built once, so a validation copies it instead of building it.
+struct RowMeta {
+    std::vector<std::string> fields;
+    std::array<std::string, 4> source;
+    bool is_r36 = false;
+};
+
+const std::vector<RowMeta>& rowMeta()
+{
+    static const std::vector<RowMeta> meta = [] {
+        std::vector<RowMeta> m;
+        for (const Row& row : ruleRows()) {
+            RowMeta rm;
+            rm.fields = splitFields(row.fields);
+            for (Profile p : allProfiles())
+                rm.source[profileIndex(p)] = rowSource(row, p);
+            rm.is_r36 = std::strcmp(row.id, "R36") == 0;
+            m.push_back(std::move(rm));
+        }
+        return m;
+    }();
+    return meta;
+}
+
+std::string renderMessage(const char* tmpl, const Args& args)
+{
+    std::string out;
+    const char* p = tmpl;
+    while (*p) {
+        if (*p == '{') {
+            const char* close = std::strchr(p, '}');
+            if (close) {
+                const size_t len = static_cast<size_t>(close - p - 1);
+                bool done = false;
+                for (size_t i = 0; i < args.n && !done; ++i) {
+                    if (std::strlen(args.kv[i].first) == len
+                        && std::strncmp(args.kv[i].first, p + 1, len) == 0) {
+                        out += args.kv[i].second;
+                        done = true;
+                    }
+                }
+                if (done) {
+                    p = close + 1;
+                    continue;
+                }
+            }
+        }
+        out += *p++;
+    }
+    return out;
+}
+
+int severityRank(Severity s)
+{
+    switch (s) {
+    case Severity::Error:
+        return 3;
+    case Severity::Warning:
+        return 2;
+    case Severity::Note:
+        return 1;
+    case Severity::Adjustment:
+        return 0;
+    }
+    return 0;
+}
+
+void addUnique(std::vector<std::string>& v, const std::string& s)
+{
+    if (!s.empty() && std::find(v.begin(), v.end(), s) == v.end())
+        v.push_back(s);
+}
+
+std::string join(const std::vector<std::string>& v, const char* sep)
+{
+    std::string out;
+    for (const auto& s : v)
+        out += (out.empty() ? "" : sep) + s;
+    return out;
+}
+
+} // namespace
 
 const char* severityName(Severity s)
 {
@@ -38,8 +385,130 @@ nlohmann::json findingToJson(const Finding& f)
     return j;
 }
 
+Validation validate(const Recipe& recipe, InputFormat format)
+{
+    Validation v;
+    Ctx c;
+    c.r = recipe;
+    c.profile = recipe.profile;
+    c.format = format;
+    c.modules_given = recipe.recompute_modules.has_value();
+    c.out = &v.findings;
+    const unsigned pbit = profileBit(c.profile);
+    const unsigned fbit = formatBit(format);
+    const int pi = profileIndex(c.profile);
+    const auto& rows = ruleRows();
+    const auto& meta = rowMeta();
+    for (size_t i = 0; i < rows.size(); ++i) {
+        const Row& row = rows[i];
+        if (!row.when || !(row.profiles & pbit) || !(row.formats & fbit) || !row.when(c))
+            continue;
+        Finding f;
+        if (row.args) {
+            Args a;
+            row.args(c, a);
+            f.message = renderMessage(row.message, a);
+        } else {
+            f.message = row.message;
+        }
+        // Under Bridge, B4 has already said what R36's recompute asserts would say again at finalize.
+        if (meta[i].is_r36 && format == InputFormat::BridgeOverrides
+            && std::any_of(v.findings.begin(), v.findings.end(),
+                [&](const Finding& g) { return g.rule_id == "B4" && g.message == f.message; }))
+            continue;
+        f.rule_id = row.id;
+        f.severity = row.severity;
+        f.fields = meta[i].fields;
+        f.source = meta[i].source[pi];
+        if (row.fix) {
+            FixIt fix;
+            row.fix(c, fix);
+            f.fixit = std::move(fix);
+        }
+        v.findings.push_back(std::move(f));
+        if (row.adjust)
+            row.adjust(c);
+    }
+    v.resolved = std::move(c.r);
+    return v;
+}
+
+const std::vector<RuleInfo>& ruleCatalogue()
+{
+    static const std::vector<RuleInfo> catalogue = [] {
+        std::vector<RuleInfo> out;
+        const auto& rows = ruleRows();
+        std::vector<std::string> ids;
+        for (const Row& row : rows)
+            addUnique(ids, row.id);
+        for (const auto& id : ids) {
+            RuleInfo info;
+            info.id = id;
+            unsigned profiles = 0;
+            std::vector<std::string> summaries, fixits, reasons;
+            int rank = -1;
+            for (const Row& row : rows) {
+                if (id != row.id)
+                    continue;
+                profiles |= row.profiles;
+                for (const auto& f : splitFields(row.fields))
+                    addUnique(info.fields, f);
+                addUnique(summaries, row.summary);
+                addUnique(fixits, row.fixit);
+                addUnique(reasons, row.reason);
+                if (severityRank(row.severity) > rank) {
+                    rank = severityRank(row.severity);
+                    info.severity = row.severity;
+                }
+            }
+            for (Profile p : allProfiles())
+                if (profiles & profileBit(p))
+                    info.profiles.push_back(p);
+            // Per profile: its messages and sources; equal neighbours merge into one variant.
+            for (Profile p : info.profiles) {
+                std::vector<std::string> msgs, srcs;
+                for (size_t i = 0; i < rows.size(); ++i) {
+                    if (id != rows[i].id || !(rows[i].profiles & profileBit(p)))
+                        continue;
+                    addUnique(msgs, rows[i].message);
+                    addUnique(srcs, rowMeta()[i].source[profileIndex(p)]);
+                }
+                RuleVariant var { { p }, join(msgs, "\n"), join(srcs, "; ") };
+                auto same = std::find_if(info.variants.begin(), info.variants.end(),
+                    [&](const RuleVariant& x) { return x.message == var.message && x.source == var.source; });
+                if (same != info.variants.end())
+                    same->profiles.push_back(p);
+                else
+                    info.variants.push_back(std::move(var));
+            }
+            const Profile primary = (profiles & kMain) ? Profile::Main : info.profiles.front();
+            for (const auto& var : info.variants) {
+                if (std::find(var.profiles.begin(), var.profiles.end(), primary) != var.profiles.end()) {
+                    info.message = var.message;
+                    info.source = var.source;
+                }
+            }
+            info.summary = join(summaries, "; ");
+            info.fixit = join(fixits, "; ");
+            info.reason = join(reasons, " ");
+            out.push_back(std::move(info));
+        }
+        return out;
+    }();
+    return catalogue;
+}
+
+const RuleInfo* findRule(const std::string& id)
+{
+    for (const auto& r : ruleCatalogue())
+        if (r.id == id)
+            return &r;
+    return nullptr;
+}
+
 const std::vector<std::string>& allowedRecomputeModules(Profile p)
 {
+    // In the order the source lists them (R11's set literal), which is also the order R11 prints them in.
     static const std::vector<std::string> pin = { "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp",
         "moe", "shared_experts", "gdn_norm_out" };
     static const std::vector<std::string> main = { "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp",
@@ -58,34 +527,81 @@ const std::vector<std::string>& allowedRecomputeModules(Profile p)
     return pin;
 }
 
-const std::vector<RuleInfo>& ruleCatalogue()
-{
-    static const std::vector<RuleInfo> rules;
-    return rules;
-}
-
-const RuleInfo* findRule(const std::string& id)
-{
-    for (const auto& r : ruleCatalogue())
-        if (r.id == id)
-            return &r;
-    return nullptr;
-}
-
-Validation validate(const Recipe& recipe, InputFormat /*format*/)
-{
-    Validation v;
-    v.resolved = recipe;
-    return v;
-}
-
 LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label)
 {
     const auto& allowed = allowedRecomputeModules(r.profile);
     LabelEffect e;
     e.exists = std::find(allowed.begin(), allowed.end(), label) != allowed.end();
-    e.has_effect = e.exists;
-    return e;
+    if (!e.exists) {
+        e.reason
+            = std::string("'") + label + "' is not a recompute label at " + profileName(r.profile) + " (R11)";
+        return e;
+    }
+    Ctx c;
+    c.r = r;
+    const bool moe = c.isMoE();
+    const std::string& variant = r.experimental_attention_variant.value_or("");
+    auto result = [&e](bool effect, std::string reason) {
+        e.has_effect = effect;
+        e.reason = std::move(reason);
+        return e;
+    };
+    if (label == "core_attn") {
+        if (r.attention_backend == "unfused")
+            return result(true, "unfused attention materializes score/probability tensors");
+        return result(
+            true, "fused/flash attention already rematerializes its internals: compare with [] (RS06)");
+    }
+    if (label == "mla_up_proj")
+        return r.multi_latent_attention ? result(true, "MLA Q/KV up-projection + RoPE")
+                                        : result(false, "no multi-latent attention (R13)");
+    if (label == "layernorm") {
+        if (r.transformer_impl != "transformer_engine")
+            return result(true, "the local layer spec has real norm modules");
+        if (r.multi_latent_attention)
+            return result(true, "MLA's input_layernorm is not fused");
+        if (c.moeLayers() > 0)
+            return result(
+                true, "the MoE layers' pre_mlp_layernorm is a real module; the others are fused (RT1)");
+        return result(
+            false, "both norms are fused into the next linear (IdentityOp) under the TE spec (RT1)");
+    }
+    if (label == "moe_act") {
+        if (!moe)
+            return result(false, "no MoE layers");
+        return r.moe_grouped_gemm ? result(true, "grouped-GEMM expert activation")
+                                  : result(false, "needs moe_grouped_gemm (R12)");
+    }
+    if (label == "mlp") {
+        if (!moe || c.denseLayers() > 0)
+            return result(true, moe ? "acts on the dense layers only (RT4)" : "the dense MLP");
+        return result(false, "every layer's MLP is MoE (RT4)");
+    }
+    if (label == "moe")
+        return moe ? result(true, "the whole MoE layer") : result(false, "no MoE layers");
+    if (label == "shared_experts") {
+        if (!moe || !r.moe_shared_expert_intermediate_size)
+            return result(false, "no shared expert (RT6)");
+        return r.moe_shared_expert_overlap ? result(false, "the shared expert is overlapped (R16, RT6)")
+                                           : result(true, "the non-overlapped shared-expert MLP");
+    }
+    if (label == "gdn_norm_out") {
+        const bool ok = (r.profile == Profile::Guide || r.profile == Profile::Dev)
+            ? variant == "gated_delta_net"
+            : (variant == "gdn" || variant == "gdn2" || variant == "gated_delta_net");
+        return ok ? result(true, "GatedDeltaNet gated norm")
+                  : result(false, "no gated-delta-net variant (R14)");
+    }
+    if (label == "gdn")
+        return variant == "gated_delta_net" ? result(true, "the whole GatedDeltaNet module")
+                                            : result(false, "no gated_delta_net variant (dev)");
+    if (label == "mhc") {
+        const bool on = r.profile == Profile::Dev ? r.enable_hyper_connections : r.enable_mhc_connections;
+        return on ? result(true, "hyper-connection activations")
+                  : result(false, "hyper-connections are off (R20)");
+    }
+    // gdp_in_proj, gdp_qkv: no config check ties them to a GatedDeltaProduct variant.
+    return result(true, "not checked: needs a GatedDeltaProduct mixer");
 }
 
 } // namespace rs

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: Apache-2.0
+// Internal to the rules engine: the shape of one row of the rule table (rules_table.cpp) and the small
+// helpers the rows use. Not part of the public interface (rules.h).
+#pragma once
+
+#include <array>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/rules.h"
+
+namespace rs::rules_detail {
+
+// Profiles as bits, so a row says where it exists in one word.
+enum : unsigned {
+    kPin = 1u << 0,
+    kGuide = 1u << 1,
+    kMain = 1u << 2,
+    kDev = 1u << 3,
+    kPinGuideMain = kPin | kGuide | kMain,
+    kAll = kPin | kGuide | kMain | kDev,
+};
+// Input formats as bits: MCore rows apply to every input, M-rows to Megatron-LM flags, B-rows to overrides.
+enum : unsigned {
+    kJson = 1u << 0,
+    kBridge = 1u << 1,
+    kFlags = 1u << 2,
+    kAnyFormat = kJson | kBridge | kFlags,
+};
+unsigned profileBit(Profile p);
+unsigned formatBit(InputFormat f);
+
+// Where a row's source lives, so its file:line is printed with the right commit.
+enum class Origin {
+    MCore, // Megatron-LM at the profile's commit
+    Bridge, // Megatron-Bridge 067f987d (the same for every profile)
+    Guide, // the recompute guide (SKILL.md, NVIDIA/skills 7149a886)
+    Observed, // megatron-rules.md (i): seen running Megatron Core main on an H200
+};
+
+// The recipe being resolved, in Megatron's evaluation order: rows read it and adjustment rows change it.
+struct Ctx {
+    Recipe r;
+    Profile profile = Profile::BridgePin;
+    InputFormat format = InputFormat::Json;
+    bool modules_given = false; // recompute_modules was set by the input (before R10's default)
+    std::vector<Finding>* out = nullptr;
+
+    bool gIs(const char* v) const { return r.recompute_granularity && *r.recompute_granularity == v; }
+    bool gSet() const { return r.recompute_granularity.has_value(); }
+    bool selective() const { return gIs("selective"); }
+    bool full() const { return gIs("full"); } // Megatron's `g and g != "selective"` for valid values
+    bool has(const char* label) const; // label in recompute_modules (None counts as empty)
+    bool cg(const char* module) const; // module in cuda_graph_modules (None counts as empty)
+    bool cgEmpty() const { return !r.cuda_graph_modules || r.cuda_graph_modules->empty(); }
+    bool fp8() const { return r.fp8 && !r.fp8->empty(); }
+    bool fp4() const { return r.fp4 && !r.fp4->empty(); }
+    bool impl(const char* v) const { return r.cuda_graph_impl == v; }
+    bool fullCudagraph() const { return impl("full_iteration") || cgEmpty(); } // TC:2874-2877
+    bool isMoE() const { return r.num_moe_experts.has_value() && *r.num_moe_experts > 0; }
+    int moeLayers() const; // layers whose MLP is MoE (moe_layer_freq)
+    int denseLayers() const { return r.num_layers - moeLayers(); }
+    bool sharedExperts() const { return isMoE() && r.moe_shared_expert_intermediate_size.has_value(); }
+    int chunkLayers() const; // num_layers / pp / vpp: the layers of one model chunk (TransformerBlock)
+};
+
+// Placeholder values of one message: {name} -> Python-rendered value.
+struct Args {
+    std::array<std::pair<const char*, std::string>, 4> kv {};
+    size_t n = 0;
+    void set(const char* name, std::string value) { kv[n++] = { name, std::move(value) }; }
+};
+
+struct Row {
+    const char* id;
+    unsigned profiles;
+    unsigned formats;
+    Severity severity;
+    const char* fields; // space-separated recipe keys
+    const char* summary; // the condition in words (catalogue)
+    const char* message; // Megatron's exact words, {x} placeholders
+    Origin origin;
+    // file:line per profile (pin, guide, main, dev); nullptr: the reference gives no line there.
+    const char* src_pin;
+    const char* src_guide;
+    const char* src_main;
+    const char* src_dev;
+    bool (*when)(const Ctx&);
+    void (*args)(const Ctx&, Args&); // nullptr: the message has no placeholders
+    void (*adjust)(Ctx&); // adjustment rows: the change, applied after the finding is recorded
+    void (*fix)(const Ctx&, FixIt&); // nullptr: no fix-it
+    const char* fixit; // the fix-it in words (catalogue)
+    const char* reason; // why (the guide's words for RS rows; notes for the others)
+};
+
+const std::vector<Row>& ruleRows(); // the table, in evaluation order (rules_table.cpp)
+
+// Python's renderings of values inside f-strings.
+const char* pyBool(bool b); // True / False
+std::string pyStr(const std::optional<std::string>& s); // str(x): the text, or None
+std::string pyRepr(const std::string& s); // 'text'
+std::string pyList(const std::vector<std::string>& v); // ['a', 'b']
+std::string pyOptList(const std::optional<std::vector<std::string>>& v); // None or ['a']
+// Python set repr in a deterministic order: the order given (duplicates dropped); set() when empty.
+std::string pySet(const std::vector<std::string>& v);
+std::string pyInt(const std::optional<int>& v);
+
+std::vector<std::string> modulesWithout(const Ctx& c, std::initializer_list<const char*> drop);
+std::vector<std::string> modulesWith(const Ctx& c, const char* add);
+
+} // namespace rs::rules_detail

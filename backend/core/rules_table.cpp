@@ -1,0 +1,1196 @@
+// SPDX-License-Identifier: Apache-2.0
+// THE rule table: every rule the engine knows, one row each (a rule with several messages has one row per
+// message), in Megatron's evaluation order (megatron-rules.md (b) "Evaluation order"):
+//   Megatron-LM validate_args (M1-M6, flags only)
+//   Bridge ConfigContainer: mixed precision (B8), comm-overlap setup (B4), validate_cuda_graph_configuration
+//   (B2), finalize (B1)
+//   ModelParallelConfig.__post_init__ (MP1-MP2), then TransformerConfig.__post_init__ top to bottom
+//   (R39, R38, R01-R37 with the dev-branch rows G* where dev adds checks)
+//   Bridge after finalize (B3) and at provide() (B5)
+//   build/run-time rules decidable from the recipe (RT*), then our own advice from the guide (RS*).
+// Megatron raises at its first error; the engine goes on so every problem is listed, and the first error
+// listed is the one Megatron raises. Messages are Megatron's exact strings (typos and trailing spaces kept)
+// with {x} placeholders rendered as Python renders them (rules.cpp). Rows with `when == nullptr` cannot be
+// decided from a recipe (they need a field or an environment the recipe does not carry) and are listed for
+// `recompute explain` only.
+#include <algorithm>
+#include <cstdlib>
+
+#include "core/mixed_precision.h"
+#include "core/rules_detail.h"
+
+namespace rs::rules_detail {
+
+namespace {
+
+using S = Severity;
+constexpr S E = S::Error;
+constexpr S W = S::Warning;
+constexpr S N = S::Note;
+constexpr S A = S::Adjustment;
+constexpr Origin MC = Origin::MCore;
+constexpr Origin BR = Origin::Bridge;
+constexpr Origin GD = Origin::Guide;
+constexpr Origin OB = Origin::Observed;
+
+// Fix-it patch helpers. A patch is merged into recipeToJson(input); dropping "moe" also clears the
+// deprecated moe_layer_recompute, which would otherwise add it back (R19).
+void dropLabels(const Ctx& c, FixIt& f, std::initializer_list<const char*> labels, const char* what)
+{
+    f.description = what;
+    f.patch["recompute_modules"] = modulesWithout(c, labels);
+    for (const char* l : labels)
+        if (std::string(l) == "moe")
+            f.patch["moe_layer_recompute"] = false;
+}
+void set(FixIt& f, const char* description, const char* key, nlohmann::json value)
+{
+    f.description = description;
+    f.patch[key] = std::move(value);
+}
+void cpuOffloadOff(const Ctx&, FixIt& f)
+{
+    // cpu_offloading_num_layers > 0 turns cpu_offloading back on under Megatron-LM flags (M6).
+    set(f, "set cpu_offloading=false", "cpu_offloading", false);
+    f.patch["cpu_offloading_num_layers"] = 0;
+}
+void epOverlapOff(FixIt& f)
+{
+    f.patch["comm_overlap"] = { { "overlap_moe_expert_parallel_comm", false } };
+}
+
+bool anyOf(const Ctx& c, std::initializer_list<const char*> labels)
+{
+    for (const char* l : labels)
+        if (c.has(l))
+            return true;
+    return false;
+}
+
+bool gdnVariant(const Ctx& c) // is_gated_delta_net_variant (main, pin)
+{
+    const auto& v = c.r.experimental_attention_variant;
+    return v && (*v == "gdn" || *v == "gdn2" || *v == "gated_delta_net");
+}
+
+// TE older than 2.6.0dev0 (R18). Only the release triple matters: 2.6.0dev0 is the lowest 2.6.0.
+bool teOlderThan26(const std::string& v)
+{
+    int part[3] = { 0, 0, 0 };
+    const char* p = v.c_str();
+    for (int i = 0; i < 3 && *p; ++i) {
+        char* end = nullptr;
+        part[i] = static_cast<int>(std::strtol(p, &end, 10));
+        if (end == p)
+            break;
+        p = end;
+        if (*p == '.')
+            ++p;
+        else
+            break;
+    }
+    if (part[0] != 2)
+        return part[0] < 2;
+    return part[1] < 6;
+}
+
+std::vector<std::string> cgWith(const Ctx& c, std::initializer_list<const char*> add)
+{
+    std::vector<std::string> v = c.r.cuda_graph_modules.value_or(std::vector<std::string> {});
+    for (const char* m : add)
+        if (std::find(v.begin(), v.end(), m) == v.end())
+            v.emplace_back(m);
+    return v;
+}
+std::vector<std::string> cgWithout(const Ctx& c, std::initializer_list<const char*> drop)
+{
+    std::vector<std::string> v;
+    for (const auto& m : c.r.cuda_graph_modules.value_or(std::vector<std::string> {})) {
+        bool dropped = false;
+        for (const char* d : drop)
+            dropped = dropped || m == d;
+        if (!dropped)
+            v.push_back(m);
+    }
+    return v;
+}
+bool cgSetHas(const std::optional<std::vector<std::string>>& v, const char* m)
+{
+    return v && std::find(v->begin(), v->end(), m) != v->end();
+}
+
+// Labels whose module is captured by the CUDA graph (RT12): whole-layer capture takes every label.
+std::vector<std::string> capturedLabels(const Ctx& c)
+{
+    std::vector<std::string> out;
+    if (!c.r.recompute_modules)
+        return out;
+    const bool whole = c.fullCudagraph();
+    for (const auto& l : *c.r.recompute_modules) {
+        const bool in = whole || ((l == "core_attn" || l == "mla_up_proj") && c.cg("attn"))
+            || (l == "mlp" && c.cg("mlp"))
+            || ((l == "moe" || l == "moe_act" || l == "shared_experts") && c.cg("moe"))
+            || (l == "gdn_norm_out" && c.cg("mamba"));
+        if (in)
+            out.push_back(l);
+    }
+    return out;
+}
+
+bool layernormHasNoEffect(const Ctx& c)
+{
+    // RT1: with TE specs and standard attention both norms are IdentityOp (fused into the next linear);
+    // MoE pre_mlp_layernorm and MLA's input_layernorm are real modules.
+    return c.r.transformer_impl == "transformer_engine" && !c.r.multi_latent_attention && c.moeLayers() == 0;
+}
+
+// dev: EP overlap allows full recompute under conditions (appendix G).
+bool devFullUnderOverlap(const Ctx& c)
+{
+    return c.profile == Profile::Dev && c.r.overlap_moe_expert_parallel_comm && c.full();
+}
+
+// R11: the labels outside the profile's allowed set, in the recipe's order.
+std::vector<std::string> invalidLabels(const Ctx& c)
+{
+    std::vector<std::string> bad;
+    const auto& allowed = allowedRecomputeModules(c.profile);
+    for (const auto& l : c.r.recompute_modules.value_or(std::vector<std::string> {}))
+        if (std::find(allowed.begin(), allowed.end(), l) == allowed.end())
+            bad.push_back(l);
+    return bad;
+}
+bool r11When(const Ctx& c)
+{
+    if (!c.selective() || !c.r.recompute_modules || c.r.recompute_modules->empty())
+        return false;
+    const auto& allowed = allowedRecomputeModules(c.profile);
+    for (const auto& l : *c.r.recompute_modules)
+        if (std::find(allowed.begin(), allowed.end(), l) == allowed.end())
+            return true;
+    return false;
+}
+void r11Args(const Ctx& c, Args& a)
+{
+    a.set("invalid_modules", pySet(invalidLabels(c)));
+    a.set("allowed_modules", pySet(allowedRecomputeModules(c.profile)));
+}
+void r11Fix(const Ctx& c, FixIt& f)
+{
+    const auto bad = invalidLabels(c);
+    std::vector<std::string> keep;
+    for (const auto& l : *c.r.recompute_modules)
+        if (std::find(bad.begin(), bad.end(), l) == bad.end())
+            keep.push_back(l);
+    set(f, "drop the labels this profile does not know", "recompute_modules", keep);
+}
+
+} // namespace
+
+const std::vector<Row>& ruleRows()
+{
+    // clang-format off
+    static const std::vector<Row> rows = {
+    // ===================================== Megatron-LM validate_args (flags only) =====================
+    { "M1", kAll, kFlags, E, "checkpoint_activations_flag",
+      "--checkpoint-activations was given (Megatron-LM prints this and exits)",
+      "--checkpoint-activations is no longer valid, use --recompute-activations, or, for more control, --recompute-granularity and --recompute-method.",
+      MC, nullptr, nullptr, "ARGS:601-605", nullptr,
+      [](const Ctx& c) { return c.r.checkpoint_activations_flag.has_value(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use --recompute-activations instead", "checkpoint_activations_flag", nullptr); f.patch["recompute_activations"] = true; },
+      "drop --checkpoint-activations, use --recompute-activations", "" },
+    { "M2", kAll, kFlags, A, "recompute_activations recompute_granularity",
+      "--recompute-activations sets recompute_granularity='selective'",
+      "recompute_granularity: {old} -> 'selective' (--recompute-activations)",
+      MC, nullptr, nullptr, "ARGS:607-609", nullptr,
+      [](const Ctx& c) { return c.r.recompute_activations; },
+      [](const Ctx& c, Args& a) { a.set("old", c.r.recompute_granularity ? pyRepr(*c.r.recompute_granularity) : "None"); },
+      [](Ctx& c) { c.r.recompute_granularity = "selective"; c.r.recompute_activations = false; }, nullptr, "", "" },
+    { "M3", kAll, kFlags, E, "distribute_saved_activations tensor_model_parallel_size",
+      "distribute_saved_activations with tensor_model_parallel_size <= 1",
+      "can distribute recomputed activations only across tensor model parallel groups",
+      MC, nullptr, nullptr, "ARGS:1410-1423", nullptr,
+      [](const Ctx& c) { return c.r.distribute_saved_activations && c.r.tensor_model_parallel_size <= 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set distribute_saved_activations=false", "distribute_saved_activations", false); },
+      "distribute_saved_activations=false", "" },
+    { "M3", kAll, kFlags, E, "distribute_saved_activations recompute_granularity",
+      "distribute_saved_activations without full recompute",
+      "distributed recompute activations is only application to full recompute granularity",
+      MC, nullptr, nullptr, "ARGS:1410-1423", nullptr,
+      [](const Ctx& c) { return c.r.distribute_saved_activations && !c.gIs("full"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set distribute_saved_activations=false", "distribute_saved_activations", false); },
+      "distribute_saved_activations=false", "" },
+    { "M3", kAll, kFlags, E, "distribute_saved_activations recompute_method",
+      "distribute_saved_activations without a recompute method",
+      "for distributed recompute activations to work you need to use a recompute method ",
+      MC, nullptr, nullptr, "ARGS:1410-1423", nullptr,
+      [](const Ctx& c) { return c.r.distribute_saved_activations && !c.r.recompute_method; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set distribute_saved_activations=false", "distribute_saved_activations", false); },
+      "distribute_saved_activations=false", "" },
+    { "M4", kAll, kFlags, E, "recompute_granularity recompute_method",
+      "selective granularity with a recompute method",
+      "recompute method is not yet supported for selective recomputing granularity",
+      MC, nullptr, nullptr, "ARGS:1425-1428", nullptr,
+      [](const Ctx& c) { return c.selective() && c.r.recompute_method.has_value(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_method", "recompute_method", nullptr); },
+      "recompute_method=null", "" },
+    { "M5", kAll, kFlags, W, "sequence_parallel tensor_model_parallel_size",
+      "tensor_model_parallel_size == 1 with sequence_parallel: Megatron-LM warns and turns it off",
+      "Disabling sequence parallelism because tensor model parallelism is disabled",
+      MC, nullptr, nullptr, "ARGS:1433-1439", nullptr,
+      [](const Ctx& c) { return c.r.tensor_model_parallel_size == 1 && c.r.sequence_parallel; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set sequence_parallel=false", "sequence_parallel", false); },
+      "sequence_parallel=false", "" },
+    { "M5", kAll, kFlags, A, "sequence_parallel",
+      "tensor_model_parallel_size == 1 sets sequence_parallel=False",
+      "sequence_parallel: True -> False (tensor_model_parallel_size == 1)",
+      MC, nullptr, nullptr, "ARGS:1433-1439", nullptr,
+      [](const Ctx& c) { return c.r.tensor_model_parallel_size == 1 && c.r.sequence_parallel; }, nullptr,
+      [](Ctx& c) { c.r.sequence_parallel = false; }, nullptr, "", "" },
+    { "M6", kAll, kFlags, A, "cpu_offloading cpu_offloading_num_layers",
+      "cpu_offloading_num_layers > 0 sets cpu_offloading=True",
+      "cpu_offloading: False -> True (cpu_offloading_num_layers={n})",
+      MC, nullptr, nullptr, "ARGS:1950-1951", nullptr,
+      [](const Ctx& c) { return c.r.cpu_offloading_num_layers > 0 && !c.r.cpu_offloading; },
+      [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.cpu_offloading_num_layers)); },
+      [](Ctx& c) { c.r.cpu_offloading = true; }, nullptr, "", "" },
+
+    // ===================================== Megatron Bridge, before finalize (overrides only) ==========
+    { "B8", kAll, kBridge, E, "mixed_precision",
+      "mixed_precision names no Bridge recipe",
+      "mixed_precision={name} is not a Megatron Bridge mixed-precision recipe",
+      BR, "training/mixed_precision.py:216-420", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.r.mixed_precision && !findMixedPrecision(*c.r.mixed_precision); },
+      [](const Ctx& c, Args& a) { a.set("name", pyRepr(*c.r.mixed_precision)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset mixed_precision", "mixed_precision", nullptr); },
+      "mixed_precision=null", "" },
+    { "B8", kAll, kBridge, A, "mixed_precision bf16 fp16 fp8 fp8_recipe fp4",
+      "mixed_precision overwrites bf16/fp16/fp8/fp8_recipe/fp4 before validation (its fp8_recipe default is tensorwise, MCore's is delayed)",
+      "mixed_precision={name} overwrites {changes}",
+      BR, "training/config.py:1992-2032; training/mixed_precision.py:49-52,138-160,216-420", nullptr, nullptr, nullptr,
+      [](const Ctx& c) {
+          const MixedPrecisionRecipe* m = c.r.mixed_precision ? findMixedPrecision(*c.r.mixed_precision) : nullptr;
+          return m && (m->bf16 != c.r.bf16 || m->fp16 != c.r.fp16 || m->fp8 != c.r.fp8 || m->fp8_recipe != c.r.fp8_recipe || m->fp4 != c.r.fp4);
+      },
+      [](const Ctx& c, Args& a) {
+          const MixedPrecisionRecipe* m = findMixedPrecision(*c.r.mixed_precision);
+          std::string s;
+          auto add = [&s](const char* k, const std::string& from, const std::string& to) {
+              if (from != to)
+                  s += (s.empty() ? "" : ", ") + std::string(k) + ": " + from + " -> " + to;
+          };
+          add("bf16", pyBool(c.r.bf16), pyBool(m->bf16));
+          add("fp16", pyBool(c.r.fp16), pyBool(m->fp16));
+          add("fp8", c.r.fp8 ? pyRepr(*c.r.fp8) : "None", m->fp8 ? pyRepr(*m->fp8) : "None");
+          add("fp8_recipe", pyRepr(c.r.fp8_recipe), pyRepr(m->fp8_recipe));
+          add("fp4", c.r.fp4 ? pyRepr(*c.r.fp4) : "None", m->fp4 ? pyRepr(*m->fp4) : "None");
+          a.set("name", pyRepr(*c.r.mixed_precision));
+          a.set("changes", s);
+      },
+      [](Ctx& c) {
+          const MixedPrecisionRecipe* m = findMixedPrecision(*c.r.mixed_precision);
+          c.r.bf16 = m->bf16; c.r.fp16 = m->fp16; c.r.fp8 = m->fp8; c.r.fp8_recipe = m->fp8_recipe; c.r.fp4 = m->fp4;
+      }, nullptr, "", "" },
+    { "B4", kAll, kBridge, E, "recompute_granularity comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with full recompute (Bridge's pre-check at comm_overlap.setup, before finalize; Bridge code, so it applies under every MCore profile, dev included)",
+      "disable full recomputation when enabling overlap_moe_expert_parallel_comm",
+      BR, "training/comm_overlap.py:499-512", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.gIs("full"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "turn full recompute off (or disable the EP overlap and remeasure)", "recompute_granularity", nullptr); f.patch["recompute_method"] = nullptr; f.patch["recompute_num_layers"] = nullptr; },
+      "recompute_granularity=null (keep the overlap) or disable the overlap", "" },
+    { "B4", kAll, kBridge, E, "recompute_method comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with a recompute method",
+      "disable recomputation method when enabling overlap_moe_expert_parallel_comm",
+      BR, "training/comm_overlap.py:499-512", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.recompute_method.has_value(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_method", "recompute_method", nullptr); },
+      "recompute_method=null", "" },
+    { "B4", kAll, kBridge, E, "recompute_num_layers comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with recompute_num_layers set",
+      "recompute_num_layers must be None when enabling overlap_moe_expert_parallel_comm",
+      BR, "training/comm_overlap.py:499-512", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.recompute_num_layers.has_value(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_num_layers", "recompute_num_layers", nullptr); },
+      "recompute_num_layers=null", "" },
+    { "B4", kAll, kBridge, E, "recompute_modules comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with 'moe' in recompute_modules (checked on the modules as given, before R10/R19)",
+      "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm",
+      BR, "training/comm_overlap.py:499-512", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.has("moe"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "moe" }, "drop 'moe' from recompute_modules (keep an inner boundary such as moe_act)"); },
+      "drop 'moe' from recompute_modules", "" },
+    { "B2", kAll, kBridge, A, "cuda_graph_modules cuda_graph_scope",
+      "cuda_graph_impl == 'none' clears the CUDA graph modules",
+      "cuda_graph_modules: {old} -> [] (cuda_graph_impl='none')",
+      BR, "utils/cuda_graph.py:134-152", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.impl("none") && (!c.r.cuda_graph_modules || !c.r.cuda_graph_modules->empty() || c.r.cuda_graph_scope); },
+      [](const Ctx& c, Args& a) { a.set("old", c.r.cuda_graph_modules ? pyList(*c.r.cuda_graph_modules) : c.r.cuda_graph_scope ? pyList(*c.r.cuda_graph_scope) : "'full'"); },
+      [](Ctx& c) { c.r.cuda_graph_modules = std::vector<std::string> {}; c.r.cuda_graph_scope.reset(); }, nullptr, "", "" },
+    { "B2", kAll, kBridge, E, "cuda_graph_impl cuda_graph_modules",
+      "cuda_graph_impl == 'local' without a full-iteration graph (training)",
+      "Megatron Bridge supports model.cuda_graph_impl=\"local\" only for full-iteration CUDA graphs{with_scopes}. Use model.cuda_graph_impl=\"transformer_engine\" for scoped CUDA graph capture such as \"attn\" or \"mlp\".",
+      BR, "utils/cuda_graph.py:134-152", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.impl("local") && !cgSetHas(c.r.cuda_graph_modules, "full_iteration") && !cgSetHas(c.r.cuda_graph_scope, "full_iteration"); },
+      [](const Ctx& c, Args& a) { a.set("with_scopes", c.r.cuda_graph_modules && !c.r.cuda_graph_modules->empty() ? " with scopes " + pyList(*c.r.cuda_graph_modules) : ""); },
+      nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set cuda_graph_impl=transformer_engine for scoped capture", "cuda_graph_impl", "transformer_engine"); },
+      "cuda_graph_impl=transformer_engine", "the scopes rendering ' with scopes [..]' is inferred; the reference abbreviates it" },
+    { "B1", kAll, kBridge, A, "sequence_parallel",
+      "Bridge's finalize() turns sequence parallelism off when tensor_model_parallel_size <= 1 (so MP1 never fires under Bridge)",
+      "sequence_parallel: True -> False (tensor_model_parallel_size <= 1)",
+      BR, "models/transformer_config.py:165-179", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.r.sequence_parallel && c.r.tensor_model_parallel_size <= 1; }, nullptr,
+      [](Ctx& c) { c.r.sequence_parallel = false; }, nullptr, "", "" },
+
+    // ===================================== ModelParallelConfig.__post_init__ ==========================
+    { "MP1", kAll, kAnyFormat, E, "sequence_parallel tensor_model_parallel_size",
+      "sequence_parallel with tensor_model_parallel_size <= 1",
+      "Cannot use sequence parallelism without tensor parallelism",
+      MC, "MPC:502-504", "MPC:502-504", "MPC:502-504", nullptr,
+      [](const Ctx& c) { return c.r.sequence_parallel && c.r.tensor_model_parallel_size <= 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set sequence_parallel=false", "sequence_parallel", false); },
+      "sequence_parallel=false", "" },
+    { "MP2", kAll, kAnyFormat, W, "sequence_parallel expert_model_parallel_size tensor_model_parallel_size",
+      "expert and tensor parallelism without sequence parallelism",
+      "When using expert parallelism and tensor parallelism for training, sequence parallelism must be used",
+      MC, nullptr, nullptr, "MPC:560-565", nullptr,
+      [](const Ctx& c) { return c.r.expert_model_parallel_size > 1 && c.r.tensor_model_parallel_size > 1 && !c.r.sequence_parallel; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set sequence_parallel=true", "sequence_parallel", true); },
+      "sequence_parallel=true", "" },
+
+    // ===================================== TransformerConfig.__post_init__ ============================
+    { "R39", kAll, kAnyFormat, E, "fp4 fp8",
+      "fp4 and fp8 both set",
+      "fp4 and fp8 cannot be used simultaneously. Please choose one.",
+      MC, nullptr, nullptr, "TC:1581", nullptr,
+      [](const Ctx& c) { return c.fp4() && c.fp8(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset fp4 (keep fp8)", "fp4", nullptr); },
+      "fp4=null", "" },
+    { "R38", kAll, kAnyFormat, E, "moe_shared_expert_overlap moe_token_dispatcher_type",
+      "shared-expert overlap with the allgather dispatcher",
+      "moe_shared_expert_overlap only works with alltoall or flex token dispatcher.",
+      MC, nullptr, nullptr, "TC:1820-1825", nullptr,
+      [](const Ctx& c) { return c.r.moe_shared_expert_intermediate_size && c.r.moe_shared_expert_overlap && c.r.moe_token_dispatcher_type != "alltoall" && c.r.moe_token_dispatcher_type != "flex"; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set moe_token_dispatcher_type=alltoall", "moe_token_dispatcher_type", "alltoall"); },
+      "moe_token_dispatcher_type=alltoall", "" },
+    { "R01", kAll, kAnyFormat, E, "cpu_offloading_num_layers num_layers",
+      "cpu_offloading with cpu_offloading_num_layers < 0 or >= num_layers",
+      "CPU offloading can be done only for layers less than {num_layers}",
+      MC, "TC:1765", "TC:1733", "TC:1884", nullptr,
+      [](const Ctx& c) { return c.r.cpu_offloading && (c.r.cpu_offloading_num_layers < 0 || c.r.cpu_offloading_num_layers >= c.r.num_layers); },
+      [](const Ctx& c, Args& a) { a.set("num_layers", std::to_string(c.r.num_layers)); }, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "offload fewer layers than num_layers", "cpu_offloading_num_layers", std::max(0, std::min(c.r.cpu_offloading_num_layers, c.r.num_layers - 1))); },
+      "cpu_offloading_num_layers=num_layers-1 (or 0)", "" },
+    { "R02", kAll, kAnyFormat, E, "cpu_offloading pipeline_model_parallel_size",
+      "cpu_offloading with pipeline parallelism",
+      "Currently there is no support for Pipeline parallelism with CPU offloading",
+      MC, "TC:1772", "TC:1740", "TC:1891", nullptr,
+      [](const Ctx& c) { return c.r.cpu_offloading && c.r.pipeline_model_parallel_size > 1; }, nullptr, nullptr,
+      cpuOffloadOff, "cpu_offloading=false", "" },
+    { "R03", kAll, kAnyFormat, E, "cpu_offloading recompute_granularity",
+      "cpu_offloading with activation recompute",
+      "CPU offloading does not work when activation recomputation is enabled",
+      MC, "TC:1777", "TC:1745", "TC:1896", nullptr,
+      [](const Ctx& c) { return c.r.cpu_offloading && c.gSet(); }, nullptr, nullptr,
+      cpuOffloadOff, "cpu_offloading=false (or recompute_granularity=null)",
+      "the guide: cpu_offloading is the alternative to recompute, not a complement" },
+    { "R04", kAll, kAnyFormat, E, "recompute_granularity",
+      "recompute_granularity not in {full, selective}",
+      "When using recompute_granuarlity: {g} must be \"full\"or \"selective\".",
+      MC, "TC:1783", "TC:1751", "TC:1902", nullptr,
+      [](const Ctx& c) { return c.gSet() && !c.gIs("full") && !c.gIs("selective"); },
+      [](const Ctx& c, Args& a) { a.set("g", pyStr(c.r.recompute_granularity)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_granularity", "recompute_granularity", nullptr); },
+      "recompute_granularity=null (or full / selective)", "" },
+    { "R05", kAll, kAnyFormat, E, "recompute_method",
+      "recompute_method not in {block, uniform}",
+      "recompute_method: {recompute_method} must be \"block\" or \"uniform\".",
+      MC, "TC:1790", "TC:1758", "TC:1909", nullptr,
+      [](const Ctx& c) { return c.gSet() && c.r.recompute_method && *c.r.recompute_method != "block" && *c.r.recompute_method != "uniform"; },
+      [](const Ctx& c, Args& a) { a.set("recompute_method", pyStr(c.r.recompute_method)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set recompute_method=uniform", "recompute_method", "uniform"); },
+      "recompute_method=uniform", "" },
+    { "R06", kAll, kAnyFormat, E, "recompute_method recompute_granularity",
+      "full granularity without a recompute_method",
+      "Using recompute_granularity: {g} so recompute_method must be \"block\" or \"uniform\"",
+      MC, "TC:1794", "TC:1762", "TC:1913", nullptr,
+      [](const Ctx& c) { return c.gSet() && !c.r.recompute_method && !c.selective(); },
+      [](const Ctx& c, Args& a) { a.set("g", pyStr(c.r.recompute_granularity)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set recompute_method=uniform", "recompute_method", "uniform"); },
+      "recompute_method=uniform", "" },
+    { "R07", kAll, kAnyFormat, E, "recompute_num_layers recompute_granularity",
+      "full granularity without recompute_num_layers (no range check follows: see RS01-RS03)",
+      "When using recompute_granularity: {g} recompute_num_layers must be between 1 and num_layers_per_pipeline_rank: {num_layers // pipeline_model_parallel_size}",
+      MC, "TC:1800", "TC:1768", "TC:1919", nullptr,
+      [](const Ctx& c) { return c.gSet() && !c.selective() && !c.r.recompute_num_layers; },
+      [](const Ctx& c, Args& a) {
+          a.set("g", pyStr(c.r.recompute_granularity));
+          const int pp = std::max(1, c.r.pipeline_model_parallel_size);
+          a.set("num_layers // pipeline_model_parallel_size", std::to_string(c.r.num_layers / pp));
+      }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set recompute_num_layers=1", "recompute_num_layers", 1); },
+      "recompute_num_layers=1", "" },
+    { "R08", kAll, kAnyFormat, E, "recompute_num_layers recompute_granularity",
+      "selective granularity with recompute_num_layers set",
+      "When using recompute_granularity: selective recompute_num_layers must be None.",
+      MC, "TC:1808", "TC:1776", "TC:1926", nullptr,
+      [](const Ctx& c) { return c.selective() && c.r.recompute_num_layers.has_value(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_num_layers", "recompute_num_layers", nullptr); },
+      "recompute_num_layers=null", "" },
+    { "R09", kAll, kAnyFormat, E, "distribute_saved_activations sequence_parallel",
+      "recompute on, distribute_saved_activations with sequence parallelism",
+      "distribute_saved_activations: {distribute_saved_activations} must be false when sequence parallel is enabled: {sequence_parallel}",
+      MC, "TC:1815", "TC:1783", "TC:1934", nullptr,
+      [](const Ctx& c) { return c.gSet() && c.r.distribute_saved_activations && c.r.sequence_parallel; },
+      [](const Ctx& c, Args& a) { a.set("distribute_saved_activations", pyBool(c.r.distribute_saved_activations)); a.set("sequence_parallel", pyBool(c.r.sequence_parallel)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set distribute_saved_activations=false", "distribute_saved_activations", false); },
+      "distribute_saved_activations=false", "" },
+    { "R10", kAll, kAnyFormat, A, "recompute_modules",
+      "recompute_modules None becomes ['core_attn'] (for any granularity, before the label checks)",
+      "recompute_modules: None -> ['core_attn']",
+      MC, "TC:1821", "TC:1789", "TC:1940-1941", nullptr,
+      [](const Ctx& c) { return !c.r.recompute_modules.has_value(); }, nullptr,
+      [](Ctx& c) { c.r.recompute_modules = std::vector<std::string> { "core_attn" }; }, nullptr, "", "" },
+    { "R11", kPin | kGuide, kAnyFormat, E, "recompute_modules",
+      "selective with a label outside the profile's allowed set ([] passes: the no-recompute control)",
+      "Invalid choices for recompute_modules: {invalid_modules}. Allowed modules are: {allowed_modules}",
+      MC, "TC:1824-1840", "TC:1792-1808", nullptr, nullptr,
+      r11When, r11Args, nullptr, r11Fix,
+      "drop the unknown labels", "set reprs print in Python's hash order; here invalid labels keep the recipe's order and allowed ones the source's order" },
+    { "R11", kMain, kAnyFormat, E, "recompute_modules",
+      "selective with a label outside the profile's allowed set (main adds gdp_in_proj, gdp_qkv, mhc)",
+      "Invalid choices for recompute_modules: {invalid_modules}. Allowed modules are: {allowed_modules}",
+      MC, nullptr, nullptr, "TC:1943-1962", nullptr, r11When, r11Args, nullptr, r11Fix, "drop the unknown labels", "" },
+    { "R11", kDev, kAnyFormat, E, "recompute_modules",
+      "selective with a label outside the profile's allowed set (dev adds mhc and gdn, no gdp labels)",
+      "Invalid choices for recompute_modules: {invalid_modules}. Allowed modules are: {allowed_modules}",
+      MC, nullptr, nullptr, nullptr, "TC(dev):2197-2213", r11When, r11Args, nullptr, r11Fix, "drop the unknown labels", "" },
+    { "R12", kAll, kAnyFormat, E, "recompute_modules moe_grouped_gemm",
+      "moe_act without moe_grouped_gemm",
+      "moe_act in recompute_modules is only supported with moe_grouped_gemm.",
+      MC, "TC:1842", "TC:1810", "TC:1964", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("moe_act") && !c.r.moe_grouped_gemm; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set moe_grouped_gemm=true", "moe_grouped_gemm", true); },
+      "moe_grouped_gemm=true", "" },
+    { "R13", kAll, kAnyFormat, E, "recompute_modules multi_latent_attention",
+      "mla_up_proj without multi-latent attention",
+      "mla_up_proj in recompute_modules is only supported with multi_latent_attention.",
+      MC, "TC:1847", "TC:1815", "TC:1969", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("mla_up_proj") && !c.r.multi_latent_attention; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mla_up_proj" }, "drop 'mla_up_proj' (the model has no MLA)"); },
+      "drop 'mla_up_proj'", "" },
+    { "R14", kPin | kMain, kAnyFormat, E, "recompute_modules experimental_attention_variant",
+      "gdn_norm_out without a gated-delta-net variant (gdn, gdn2, gated_delta_net)",
+      "gdn_norm_out in recompute_modules is only supported with experimental_attention_variant='gdn' or 'gdn2'.",
+      MC, "TC:1853", nullptr, "TC:1975", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("gdn_norm_out") && !gdnVariant(c); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "gdn_norm_out" }, "drop 'gdn_norm_out' (the model has no GDN)"); },
+      "drop 'gdn_norm_out'", "" },
+    { "R14", kGuide | kDev, kAnyFormat, E, "recompute_modules experimental_attention_variant",
+      "gdn_norm_out without experimental_attention_variant='gated_delta_net'",
+      "gdn_norm_out in recompute_modules is only supported with experimental_attention_variant='gated_delta_net'.",
+      MC, nullptr, "TC:1822", nullptr, "TC(dev):2226-2248",
+      [](const Ctx& c) { return c.selective() && c.has("gdn_norm_out") && c.r.experimental_attention_variant.value_or("") != "gated_delta_net"; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "gdn_norm_out" }, "drop 'gdn_norm_out' (the model has no GatedDeltaNet)"); },
+      "drop 'gdn_norm_out'", "" },
+    { "G1", kDev, kAnyFormat, E, "recompute_modules experimental_attention_variant",
+      "dev: gdn without experimental_attention_variant='gated_delta_net'",
+      "gdn in recompute_modules is only supported with experimental_attention_variant='gated_delta_net'.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):2226-2248",
+      [](const Ctx& c) { return c.selective() && c.has("gdn") && c.r.experimental_attention_variant.value_or("") != "gated_delta_net"; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "gdn" }, "drop 'gdn' (the model has no GatedDeltaNet)"); },
+      "drop 'gdn'", "message inferred from gdn_norm_out's: the reference gives the condition, not the wording" },
+    { "G2", kDev, kAnyFormat, E, "recompute_modules",
+      "dev: gdn and gdn_norm_out together",
+      "'gdn' and 'gdn_norm_out' in recompute_modules cannot be used together. 'gdn' recomputes the full GatedDeltaNet module, including gated norm.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):2226-2248",
+      [](const Ctx& c) { return c.selective() && c.has("gdn") && c.has("gdn_norm_out"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "gdn_norm_out" }, "drop 'gdn_norm_out' ('gdn' already recomputes the gated norm)"); },
+      "drop 'gdn_norm_out'", "" },
+    { "R15", kAll, kAnyFormat, W, "recompute_modules",
+      "core_attn under selective (including R10's default)",
+      "If you are using transformer_engine as the transformer implementation, the core_attn is from transformer_engine and may be the fused version. For fused attention, you have no need to set 'core_attn' to recompute. Please check that the core_attn recompute is really needed.",
+      MC, "TC:1861", "TC:1830", "TC:1983", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("core_attn"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "core_attn" }, "drop 'core_attn' and compare with [] (the no-recompute control)"); },
+      "drop 'core_attn' and compare with []", "" },
+    { "R16", kAll, kAnyFormat, E, "recompute_modules moe_shared_expert_overlap",
+      "shared_experts with shared-expert overlap",
+      "shared_experts recompute cannot work with --moe-shared-expert-overlap.",
+      MC, "TC:1869", "TC:1838", "TC:1991", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("shared_experts") && c.r.moe_shared_expert_intermediate_size && c.r.moe_shared_expert_overlap; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set moe_shared_expert_overlap=false (or drop 'shared_experts')", "moe_shared_expert_overlap", false); },
+      "moe_shared_expert_overlap=false, or drop 'shared_experts'", "" },
+    { "R17", kAll, kAnyFormat, E, "recompute_modules fp8 fp8_recipe",
+      "fp8 delayed scaling (MCore's default fp8_recipe) with moe_act or layernorm",
+      "Delayed scaling does not support moe_act and layernorm recompute for fp8.",
+      MC, "TC:1878", "TC:1847", "TC:2000-2006", nullptr,
+      [](const Ctx& c) { return c.selective() && c.fp8() && anyOf(c, { "moe_act", "layernorm" }) && c.r.fp8_recipe == "delayed"; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set fp8_recipe=tensorwise (or drop moe_act/layernorm)", "fp8_recipe", "tensorwise"); },
+      "fp8_recipe=tensorwise, or drop moe_act/layernorm", "" },
+    { "R18", kAll, kAnyFormat, E, "recompute_modules fp8 te_version",
+      "fp8 non-delayed scaling with moe_act or layernorm and Transformer Engine older than 2.6.0dev0 (only when te_version is known)",
+      "moe_act and layernorm recompute for fp8 needs transformer-engine>=2.6.0dev0, but your version is {te_version}.",
+      MC, "TC:1885", "TC:1854", "TC:2007", nullptr,
+      [](const Ctx& c) { return c.selective() && c.fp8() && anyOf(c, { "moe_act", "layernorm" }) && c.r.fp8_recipe != "delayed" && c.r.te_version && teOlderThan26(*c.r.te_version); },
+      [](const Ctx& c, Args& a) { a.set("te_version", *c.r.te_version); }, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "moe_act", "layernorm" }, "drop moe_act and layernorm (or upgrade Transformer Engine to >= 2.6)"); },
+      "drop moe_act/layernorm, or upgrade Transformer Engine", "" },
+    { "R19", kAll, kAnyFormat, W, "moe_layer_recompute",
+      "the deprecated moe_layer_recompute flag (always warns; runs after the label checks, which are not re-run)",
+      "--moe-layer-recompute is deprecated. Use --recompute-granularity selective --recompute-modules moe_layer instead.",
+      MC, "TC:1892", "TC:1861", "TC:2014-2025", nullptr,
+      [](const Ctx& c) { return c.r.moe_layer_recompute; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "spell it recompute_granularity=selective with 'moe' in recompute_modules", "moe_layer_recompute", false); if (!c.full()) { f.patch["recompute_granularity"] = "selective"; f.patch["recompute_modules"] = modulesWith(c, "moe"); } },
+      "recompute_granularity=selective, recompute_modules += ['moe'], moe_layer_recompute=false", "" },
+    { "R19", kAll, kAnyFormat, E, "moe_layer_recompute recompute_granularity",
+      "moe_layer_recompute with full granularity",
+      "Do not set --moe-layer-recompute with full recompute granularity. ",
+      MC, "TC:1892", "TC:1861", "TC:2014-2025", nullptr,
+      [](const Ctx& c) { return c.r.moe_layer_recompute && c.gIs("full"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set moe_layer_recompute=false", "moe_layer_recompute", false); },
+      "moe_layer_recompute=false", "" },
+    { "R19", kAll, kAnyFormat, A, "moe_layer_recompute recompute_granularity recompute_modules",
+      "moe_layer_recompute sets granularity selective and appends 'moe' (resolved: the flag is cleared once migrated)",
+      "recompute_granularity: {g} -> 'selective', recompute_modules: {old} -> {new}",
+      MC, "TC:1892", "TC:1861", "TC:2014-2025", nullptr,
+      [](const Ctx& c) { return c.r.moe_layer_recompute && !c.gIs("full"); },
+      [](const Ctx& c, Args& a) { a.set("g", c.r.recompute_granularity ? pyRepr(*c.r.recompute_granularity) : "None"); a.set("old", pyOptList(c.r.recompute_modules)); a.set("new", pyList(modulesWith(c, "moe"))); },
+      [](Ctx& c) { c.r.recompute_granularity = "selective"; c.r.recompute_modules = modulesWith(c, "moe"); c.r.moe_layer_recompute = false; }, nullptr, "", "" },
+    { "R20", kMain, kAnyFormat, E, "recompute_modules enable_mhc_connections",
+      "main: mhc without enable_mhc_connections",
+      "'mhc' in recompute_modules requires enable_mhc_connections=True.",
+      MC, nullptr, nullptr, "TC:2028-2051", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && !c.r.enable_mhc_connections; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mhc" }, "drop 'mhc' (the model has no hyper-connections)"); },
+      "drop 'mhc'", "" },
+    { "R20", kDev, kAnyFormat, E, "recompute_modules enable_hyper_connections",
+      "dev: mhc without enable_hyper_connections",
+      "'mhc' in recompute_modules requires enable_hyper_connections=True.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):2294-2299",
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && !c.r.enable_hyper_connections; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mhc" }, "drop 'mhc' (the model has no hyper-connections)"); },
+      "drop 'mhc'", "" },
+    { "R20", kMain | kDev, kAnyFormat, E, "recompute_modules",
+      "mhc together with mlp",
+      "'mhc' and 'mlp' in recompute_modules cannot be used together. They use different checkpoint mechanisms that may conflict.",
+      MC, nullptr, nullptr, "TC:2028-2051", "TC(dev):2300-2390",
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && c.has("mlp"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mlp" }, "drop 'mlp'"); },
+      "drop 'mlp'", "" },
+    { "R20", kMain, kAnyFormat, E, "mhc_recompute_layer_num",
+      "main: mhc with mhc_recompute_layer_num < 1",
+      "mhc_recompute_layer_num must be a positive integer when 'mhc' is in recompute_modules.",
+      MC, nullptr, nullptr, "TC:2028-2051", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && c.r.mhc_recompute_layer_num && *c.r.mhc_recompute_layer_num < 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset mhc_recompute_layer_num", "mhc_recompute_layer_num", nullptr); },
+      "mhc_recompute_layer_num=null", "" },
+    { "R20", kMain, kAnyFormat, E, "recompute_modules fine_grained_activation_offloading",
+      "main: mhc with fine-grained activation offloading (NotImplementedError)",
+      "'mhc' in recompute_modules + fine_grained_activation_offloading is not yet supported. The mHC recompute hook currently fires before the offloading backward chunk is initialized, causing tensor_pop on a None chunk. Disable one of them.",
+      MC, nullptr, nullptr, "TC:2028-2051", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && c.r.fine_grained_activation_offloading; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set fine_grained_activation_offloading=false", "fine_grained_activation_offloading", false); },
+      "fine_grained_activation_offloading=false", "" },
+    { "G3", kDev, kAnyFormat, E, "recompute_modules offload_modules",
+      "dev: mhc with attn_norm or mlp_norm in offload_modules",
+      "'mhc' in recompute_modules conflicts with offloading attn_norm / mlp_norm (offload_modules={offload_modules}).",
+      MC, nullptr, nullptr, nullptr, "TC(dev):2300-2390",
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && c.r.fine_grained_activation_offloading && std::any_of(c.r.offload_modules.begin(), c.r.offload_modules.end(), [](const std::string& m) { return m == "attn_norm" || m == "mlp_norm"; }); },
+      [](const Ctx& c, Args& a) { a.set("offload_modules", pyList(c.r.offload_modules)); }, nullptr,
+      [](const Ctx& c, FixIt& f) { std::vector<std::string> keep; for (const auto& m : c.r.offload_modules) if (m != "attn_norm" && m != "mlp_norm") keep.push_back(m); set(f, "stop offloading attn_norm / mlp_norm", "offload_modules", keep); },
+      "drop attn_norm/mlp_norm from offload_modules", "our wording: the reference gives the conflict, not dev's message" },
+    { "R21", kMain, kAnyFormat, W, "enable_mhc_connections recompute_modules",
+      "main: hyper-connections without selective 'mhc'",
+      "HyperConnections are enabled but 'mhc' is not in recompute_modules with selective recompute. Consider adding 'mhc' to recompute_modules with selective recompute to reduce activation memory.",
+      MC, nullptr, nullptr, "TC:2053", nullptr,
+      [](const Ctx& c) { return c.r.enable_mhc_connections && !(c.selective() && c.has("mhc")); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "recompute 'mhc' selectively", "recompute_granularity", "selective"); f.patch["recompute_modules"] = modulesWith(c, "mhc"); f.patch["recompute_method"] = nullptr; f.patch["recompute_num_layers"] = nullptr; },
+      "recompute_granularity=selective, recompute_modules += ['mhc']", "" },
+    { "R22", kMain, kAnyFormat, E, "enable_mhc_connections recompute_granularity",
+      "main: hyper-connections with full recompute (NotImplementedError)",
+      "enable_mhc_connections is not yet compatible with full activation recompute. Use selective recompute with 'mhc' in recompute_modules, or disable activation recompute.",
+      MC, nullptr, nullptr, "TC:2069", nullptr,
+      [](const Ctx& c) { return c.r.enable_mhc_connections && c.gIs("full"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use selective recompute with 'mhc'", "recompute_granularity", "selective"); f.patch["recompute_modules"] = { "mhc" }; f.patch["recompute_method"] = nullptr; f.patch["recompute_num_layers"] = nullptr; },
+      "recompute_granularity=selective, recompute_modules=['mhc']", "" },
+    { "R23", kAll, kAnyFormat, E, "fine_grained_activation_offloading cpu_offloading",
+      "fine-grained activation offloading with cpu_offloading",
+      "fine_grained_activation_offloading cannot be enabled with cpu_offloading.",
+      MC, "TC:1905-1907", nullptr, "TC:2128-2130", nullptr,
+      [](const Ctx& c) { return c.r.fine_grained_activation_offloading && c.r.cpu_offloading; }, nullptr, nullptr,
+      cpuOffloadOff, "cpu_offloading=false", "" },
+    { "R24", kMain, kAnyFormat, E, "offload_modules recompute_modules",
+      "main: gdp_qkv offloaded while gdp_in_proj is recomputed",
+      "gdp_qkv cannot be set in offload_modules together with gdp_in_proj in recompute_modules, because gdp_in_proj discards the input of the causal conv and rematerializes it at the start of the mixer backward, leaving nothing for the gdp_qkv offload group to keep on the host.",
+      MC, nullptr, nullptr, "TC:2154-2164", nullptr,
+      [](const Ctx& c) { return c.r.fine_grained_activation_offloading && std::find(c.r.offload_modules.begin(), c.r.offload_modules.end(), "gdp_qkv") != c.r.offload_modules.end() && c.selective() && c.has("gdp_in_proj"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "gdp_in_proj" }, "drop 'gdp_in_proj' (or stop offloading gdp_qkv)"); },
+      "drop 'gdp_in_proj'", "" },
+    { "R24b", kAll, kAnyFormat, E, "offload_modules recompute_modules",
+      "whole-MoE recompute while offloading activations inside the MoE",
+      "Cannot offload {offload_inside_moe} while recomputing the entire MoE layer. 'moe' in recompute_modules wraps the full MoE forward in a checkpoint, so offloading activations inside it is redundant and will cause errors. Either remove 'moe' from --recompute-modules or remove {offload_inside_moe} from --offload-modules.",
+      MC, "TC:1931", "TC:1900", "TC:2165-2175", nullptr,
+      [](const Ctx& c) { return c.r.fine_grained_activation_offloading && c.selective() && c.has("moe") && std::any_of(c.r.offload_modules.begin(), c.r.offload_modules.end(), [](const std::string& m) { return m == "moe_act" || m == "expert_fc1" || m == "fused_group_mlp"; }); },
+      [](const Ctx& c, Args& a) {
+          std::vector<std::string> inside;
+          for (const char* m : { "moe_act", "expert_fc1", "fused_group_mlp" })
+              if (std::find(c.r.offload_modules.begin(), c.r.offload_modules.end(), m) != c.r.offload_modules.end())
+                  inside.emplace_back(m);
+          a.set("offload_inside_moe", pySet(inside));
+      }, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "moe" }, "drop 'moe' from recompute_modules (or stop offloading inside the MoE)"); },
+      "drop 'moe', or the MoE-internal offload modules", "the set prints in the order moe_act, expert_fc1, fused_group_mlp" },
+    { "R25", kAll, kAnyFormat, E, "enable_cuda_graph external_cuda_graph cuda_graph_impl",
+      "a deprecated CUDA-graph flag together with cuda_graph_impl",
+      "Do not use enable_cuda_graph or external_cuda_graph with cuda_graph_impl.",
+      MC, "TC:2457", "TC:2391", "TC:2698-2714", nullptr,
+      [](const Ctx& c) { return (c.r.enable_cuda_graph || c.r.external_cuda_graph) && !c.impl("none"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "drop the deprecated flags (cuda_graph_impl says it)", "enable_cuda_graph", false); f.patch["external_cuda_graph"] = false; },
+      "enable_cuda_graph=false, external_cuda_graph=false", "" },
+    { "R25", kAll, kAnyFormat, E, "enable_cuda_graph external_cuda_graph",
+      "both deprecated CUDA-graph flags",
+      "enable_cuda_graph and external_cuda_graph cannot be enabled at the same time.",
+      MC, "TC:2457", "TC:2391", "TC:2698-2714", nullptr,
+      [](const Ctx& c) { return c.r.enable_cuda_graph && c.r.external_cuda_graph; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "keep one: set external_cuda_graph=false", "external_cuda_graph", false); },
+      "external_cuda_graph=false", "" },
+    { "R25", kAll, kAnyFormat, W, "enable_cuda_graph",
+      "enable_cuda_graph is deprecated",
+      "enable_cuda_graph is deprecated, use cuda_graph_impl=local instead.",
+      MC, "TC:2457", "TC:2391", "TC:2698-2714", nullptr,
+      [](const Ctx& c) { return c.r.enable_cuda_graph; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "spell it cuda_graph_impl=local", "enable_cuda_graph", false); f.patch["cuda_graph_impl"] = "local"; },
+      "cuda_graph_impl=local", "" },
+    { "R25", kAll, kAnyFormat, A, "enable_cuda_graph cuda_graph_impl",
+      "enable_cuda_graph sets cuda_graph_impl='local' (resolved: the flag is cleared once migrated)",
+      "cuda_graph_impl: 'none' -> 'local' (enable_cuda_graph)",
+      MC, "TC:2457", "TC:2391", "TC:2698-2714", nullptr,
+      [](const Ctx& c) { return c.r.enable_cuda_graph && c.impl("none"); }, nullptr,
+      [](Ctx& c) { c.r.cuda_graph_impl = "local"; c.r.enable_cuda_graph = false; }, nullptr, "", "" },
+    { "R25", kAll, kAnyFormat, W, "external_cuda_graph",
+      "external_cuda_graph is deprecated",
+      "external_cuda_graph is deprecated, use cuda_graph_impl=transformer_engine instead.",
+      MC, "TC:2457", "TC:2391", "TC:2698-2714", nullptr,
+      [](const Ctx& c) { return c.r.external_cuda_graph; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "spell it cuda_graph_impl=transformer_engine", "external_cuda_graph", false); f.patch["cuda_graph_impl"] = "transformer_engine"; },
+      "cuda_graph_impl=transformer_engine", "" },
+    { "R25", kAll, kAnyFormat, A, "external_cuda_graph cuda_graph_impl",
+      "external_cuda_graph sets cuda_graph_impl='transformer_engine' (resolved: the flag is cleared once migrated)",
+      "cuda_graph_impl: 'none' -> 'transformer_engine' (external_cuda_graph)",
+      MC, "TC:2457", "TC:2391", "TC:2698-2714", nullptr,
+      [](const Ctx& c) { return c.r.external_cuda_graph && c.impl("none"); }, nullptr,
+      [](Ctx& c) { c.r.cuda_graph_impl = "transformer_engine"; c.r.external_cuda_graph = false; }, nullptr, "", "" },
+    { "R26", kAll, kAnyFormat, E, "cuda_graph_scope cuda_graph_modules",
+      "the deprecated cuda_graph_scope together with cuda_graph_modules",
+      "cuda_graph_scope and cuda_graph_modules cannot be set together.",
+      MC, nullptr, nullptr, "TC:2716-2773", nullptr,
+      [](const Ctx& c) { return c.r.cuda_graph_scope && c.r.cuda_graph_modules; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset the deprecated cuda_graph_scope", "cuda_graph_scope", nullptr); },
+      "cuda_graph_scope=null", "" },
+    { "R26", kAll, kAnyFormat, A, "cuda_graph_scope cuda_graph_modules",
+      "the deprecated cuda_graph_scope moves into cuda_graph_modules",
+      "cuda_graph_modules: None -> {scope} (from the deprecated cuda_graph_scope)",
+      MC, nullptr, nullptr, "TC:2716-2773; megatron/core/transformer/cuda_graph_config.py:10-13,25-57,128-135", nullptr,
+      [](const Ctx& c) { return c.r.cuda_graph_scope && !c.r.cuda_graph_modules; },
+      [](const Ctx& c, Args& a) { a.set("scope", pyList(*c.r.cuda_graph_scope)); },
+      [](Ctx& c) { c.r.cuda_graph_modules = *c.r.cuda_graph_scope; c.r.cuda_graph_scope.reset(); }, nullptr, "", "" },
+    { "R26", kAll, kAnyFormat, W, "cuda_graph_modules",
+      "cuda_graph_modules 'full' written out (the unset default is normalised silently below)",
+      "full scope is deprecated. Use empty cuda_graph_modules to capture the whole layer.",
+      MC, nullptr, nullptr, "TC:2716-2773; megatron/core/transformer/cuda_graph_config.py:10-13,25-57,128-135", nullptr,
+      [](const Ctx& c) { return cgSetHas(c.r.cuda_graph_modules, "full"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "write [] for whole-layer capture", "cuda_graph_modules", nlohmann::json::array()); },
+      "cuda_graph_modules=[]", "" },
+    { "R26", kAll, kAnyFormat, A, "cuda_graph_modules",
+      "'full' (the dataclass default) becomes [] (Megatron also warns 'full scope is deprecated' for the default)",
+      "cuda_graph_modules: {old} -> []",
+      MC, nullptr, nullptr, "TC:2716-2773; megatron/core/transformer/cuda_graph_config.py:10-13,25-57,128-135", nullptr,
+      [](const Ctx& c) { return !c.r.cuda_graph_modules || cgSetHas(c.r.cuda_graph_modules, "full"); },
+      [](const Ctx& c, Args& a) { a.set("old", c.r.cuda_graph_modules ? pyList(*c.r.cuda_graph_modules) : "'full' (the default)"); },
+      [](Ctx& c) { c.r.cuda_graph_modules = cgWithout(c, { "full" }); }, nullptr, "", "" },
+    { "R26", kAll, kAnyFormat, W, "cuda_graph_modules",
+      "cuda_graph_modules 'full_iteration' (deprecated)",
+      "cuda_graph_modules 'full_iteration' is deprecated. Use cuda_graph_impl='full_iteration' instead.",
+      MC, nullptr, nullptr, "TC:2716-2773; megatron/core/transformer/cuda_graph_config.py:10-13,25-57,128-135", nullptr,
+      [](const Ctx& c) { return c.cg("full_iteration"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "spell it cuda_graph_impl=full_iteration", "cuda_graph_impl", "full_iteration"); f.patch["cuda_graph_modules"] = cgWithout(c, { "full_iteration" }); },
+      "cuda_graph_impl=full_iteration", "" },
+    { "R26", kAll, kAnyFormat, A, "cuda_graph_modules cuda_graph_impl",
+      "cuda_graph_modules 'full_iteration' sets cuda_graph_impl='full_iteration'",
+      "cuda_graph_impl: {old} -> 'full_iteration', cuda_graph_modules: {modules} -> {rest}",
+      MC, nullptr, nullptr, "TC:2716-2773; megatron/core/transformer/cuda_graph_config.py:10-13,25-57,128-135", nullptr,
+      [](const Ctx& c) { return c.cg("full_iteration"); },
+      [](const Ctx& c, Args& a) { a.set("old", pyRepr(c.r.cuda_graph_impl)); a.set("modules", pyList(*c.r.cuda_graph_modules)); a.set("rest", pyList(cgWithout(c, { "full_iteration" }))); },
+      [](Ctx& c) { c.r.cuda_graph_impl = "full_iteration"; c.r.cuda_graph_modules = cgWithout(c, { "full_iteration" }); }, nullptr, "", "" },
+    { "R27", kAll, kAnyFormat, E, "cuda_graph_modules cuda_graph_impl",
+      "full_iteration graph with a module scope",
+      "cuda_graph_modules must be empty when cuda_graph_impl=\"full_iteration\".",
+      MC, "TC:2554", "TC:2488", "TC:2794-2796", nullptr,
+      [](const Ctx& c) { return c.impl("full_iteration") && !c.cgEmpty(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set cuda_graph_modules=[]", "cuda_graph_modules", nlohmann::json::array()); },
+      "cuda_graph_modules=[]", "" },
+    { "R28", kAll, kAnyFormat, E, "cuda_graph_impl cpu_offloading",
+      "scoped or local CUDA graphs with cpu_offloading",
+      "CUDA graphs not supported with CPU offloading.",
+      MC, "TC:2559", "TC:2493", "TC:2800", nullptr,
+      [](const Ctx& c) { return !c.impl("none") && c.r.cpu_offloading && !c.impl("full_iteration"); }, nullptr, nullptr,
+      cpuOffloadOff, "cpu_offloading=false", "" },
+    { "R29", kAll, kAnyFormat, A, "cuda_graph_modules",
+      "local graphs: moe_router or moe_preprocess brings the other in (before the recompute checks)",
+      "cuda_graph_modules: {old} -> {new} (cuda_graph_impl='local' captures moe_router and moe_preprocess together)",
+      MC, nullptr, nullptr, "TC:2805-2815", nullptr,
+      [](const Ctx& c) { return c.impl("local") && (c.cg("moe_router") || c.cg("moe_preprocess")) && !(c.cg("moe_router") && c.cg("moe_preprocess")); },
+      [](const Ctx& c, Args& a) { a.set("old", pyList(*c.r.cuda_graph_modules)); a.set("new", pyList(cgWith(c, { "moe_router", "moe_preprocess" }))); },
+      [](Ctx& c) { c.r.cuda_graph_modules = cgWith(c, { "moe_router", "moe_preprocess" }); }, nullptr, "", "" },
+    { "R30", kAll, kAnyFormat, E, "recompute_granularity cuda_graph_impl",
+      "full recompute with a CUDA graph other than full_iteration",
+      "full recompute is only supported with full iteration CUDA graph.",
+      MC, "TC:2613-2617", "TC:2547-2551", "TC:2854-2858", nullptr,
+      [](const Ctx& c) { return !c.impl("none") && c.gSet() && !c.selective() && !c.impl("full_iteration"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set cuda_graph_impl=full_iteration (with cuda_graph_modules=[]), or disable CUDA graphs", "cuda_graph_impl", "full_iteration"); f.patch["cuda_graph_modules"] = nlohmann::json::array(); },
+      "cuda_graph_impl=full_iteration", "" },
+    { "R31", kAll, kAnyFormat, E, "recompute_modules cuda_graph_modules",
+      "TE graphs capturing the MoE router while the whole MoE is recomputed",
+      "moe recompute is not supported with moe_router CUDA graph with: ",
+      MC, "TC:2621-2628", nullptr, "TC:2862-2869", nullptr,
+      [](const Ctx& c) { return c.impl("transformer_engine") && c.selective() && c.has("moe") && c.cg("moe_router"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "moe" }, "drop 'moe' (or moe_router from cuda_graph_modules)"); },
+      "drop 'moe'", "the next source line \"--cuda-graph-impl transformer_engine.\" is a separate no-op statement, so the message ends in 'with: '" },
+    { "R32", kAll, kAnyFormat, E, "attention_dropout recompute_modules cuda_graph_modules",
+      "graphed attention recompute with attention dropout (default 0.1)",
+      "attention dropout is not supported with graphed attention recomputation.",
+      MC, "TC:2637", "TC:2571", "TC:2878-2884", nullptr,
+      [](const Ctx& c) { return !c.impl("none") && c.selective() && c.r.attention_dropout != 0.0 && c.has("core_attn") && (c.fullCudagraph() || c.cg("attn")); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set attention_dropout=0.0", "attention_dropout", 0.0); },
+      "attention_dropout=0.0", "" },
+    { "R33", kAll, kAnyFormat, E, "hidden_dropout recompute_modules cuda_graph_modules",
+      "graphed mlp/moe recompute with hidden dropout (default 0.1)",
+      "hidden dropout is not supported with graphed MLP/MoE recomputation.",
+      MC, "TC:2645", "TC:2579", "TC:2885-2898", nullptr,
+      [](const Ctx& c) { return !c.impl("none") && c.selective() && c.r.hidden_dropout != 0.0 && ((c.has("mlp") && (c.fullCudagraph() || c.cg("mlp"))) || (c.has("moe") && (c.fullCudagraph() || c.cg("moe")))); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set hidden_dropout=0.0", "hidden_dropout", 0.0); },
+      "hidden_dropout=0.0", "" },
+    { "R34", kAll, kAnyFormat, E, "moe_input_jitter_eps recompute_modules cuda_graph_modules",
+      "graphed moe recompute with router input jitter",
+      "moe_input_jitter_eps is not supported with graphed moe recomputation.",
+      MC, "TC:2659", "TC:2593", "TC:2899-2905", nullptr,
+      [](const Ctx& c) { return !c.impl("none") && c.selective() && c.r.moe_input_jitter_eps && c.has("moe") && (c.fullCudagraph() || c.cg("moe")); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset moe_input_jitter_eps", "moe_input_jitter_eps", nullptr); },
+      "moe_input_jitter_eps=null", "" },
+    { "R35", kAll, kAnyFormat, E, "recompute_modules cuda_graph_modules",
+      "GTP weight remat + local graphs capturing shared experts under fp8/fp4 (needs gtp_weight_remat_size, which a recipe does not carry: not evaluated)",
+      "GTP + local CUDA graphs that capture shared_experts (moe_router/moe scope) cannot recompute it under fp8/fp4: te_checkpoint requires .backward(), but the local fwd-graph warmup uses .grad(). Drop 'shared_experts' from --recompute-modules (GTP-shard + offload instead), or use --cuda-graph-impl full_iteration.",
+      MC, "TC:2679", "TC:2613", "TC:2907-2928", nullptr, nullptr, nullptr, nullptr, nullptr, "drop 'shared_experts'", "" },
+    { "G4", kDev, kAnyFormat, E, "recompute_modules cuda_graph_impl",
+      "dev: mhc recompute with local CUDA graphs",
+      "'mhc' in recompute_modules is not supported with cuda_graph_impl='local'.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):3086",
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && c.impl("local"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use cuda_graph_impl=transformer_engine", "cuda_graph_impl", "transformer_engine"); },
+      "cuda_graph_impl=transformer_engine", "our wording: the reference gives the condition, not dev's message" },
+    { "G5", kDev, kAnyFormat, E, "recompute_modules cuda_graph_impl attention_dropout hidden_dropout",
+      "dev: mhc recompute with a full_iteration graph needs zero dropout",
+      "'mhc' in recompute_modules with cuda_graph_impl='full_iteration' needs attention_dropout=0 and hidden_dropout=0.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):3086",
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && c.impl("full_iteration") && (c.r.attention_dropout != 0.0 || c.r.hidden_dropout != 0.0); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set both dropouts to 0", "attention_dropout", 0.0); f.patch["hidden_dropout"] = 0.0; },
+      "attention_dropout=0, hidden_dropout=0", "our wording: the reference gives the condition, not dev's message" },
+    { "G6", kDev, kAnyFormat, E, "recompute_modules cuda_graph_impl cuda_graph_modules comm_overlap.overlap_moe_expert_parallel_comm",
+      "dev: mhc recompute with EP overlap allows only the TE attention-only graph or full_iteration",
+      "'mhc' in recompute_modules with overlap_moe_expert_parallel_comm supports only cuda_graph_impl='transformer_engine' with cuda_graph_modules=['attn'] or cuda_graph_impl='full_iteration'.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):3086",
+      [](const Ctx& c) { return c.selective() && c.has("mhc") && c.r.overlap_moe_expert_parallel_comm && !c.impl("none") && !c.impl("full_iteration") && !(c.impl("transformer_engine") && c.r.cuda_graph_modules && *c.r.cuda_graph_modules == std::vector<std::string> { "attn" }); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "capture attention only with TE graphs", "cuda_graph_impl", "transformer_engine"); f.patch["cuda_graph_modules"] = { "attn" }; },
+      "cuda_graph_impl=transformer_engine, cuda_graph_modules=['attn']", "our wording: the reference gives the condition, not dev's message" },
+    { "R36", kAll, kAnyFormat, E, "pipeline_model_parallel_size virtual_pipeline_model_parallel_size comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with PP > 1 and no virtual pipeline (the torch >= 2.6 assert before it is environment-only)",
+      "If enabling EP A2A overlap, virtual_pipeline_model_parallel_size must be specified when pipeline_model_parallel_size > 1",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3002-3070", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.pipeline_model_parallel_size > 1 && !c.r.virtual_pipeline_model_parallel_size; }, nullptr, nullptr, nullptr,
+      "set virtual_pipeline_model_parallel_size", "" },
+    { "R36", kAll, kAnyFormat, E, "expert_model_parallel_size comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap without expert parallelism",
+      "overlap_moe_expert_parallel_comm is only supported with expert model parallelism",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3002-3070", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.expert_model_parallel_size <= 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { f.description = "disable the EP overlap"; epOverlapOff(f); },
+      "comm_overlap.overlap_moe_expert_parallel_comm=false", "" },
+    { "R36", kAll, kAnyFormat, E, "moe_token_dispatcher_type comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with the allgather dispatcher",
+      "overlap_moe_expert_parallel_comm is supported with alltoall/flex token dispatcher",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3002-3070", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.moe_token_dispatcher_type != "alltoall" && c.r.moe_token_dispatcher_type != "flex"; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set moe_token_dispatcher_type=alltoall", "moe_token_dispatcher_type", "alltoall"); },
+      "moe_token_dispatcher_type=alltoall", "" },
+    { "R36", kPinGuideMain, kAnyFormat, E, "recompute_granularity comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with full recompute (allowed on dev under conditions: G7)",
+      "disable full recomputation when enabling overlap_moe_expert_parallel_comm",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3021-3032", nullptr,
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.gIs("full"); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "turn full recompute off (or disable the EP overlap and remeasure)", "recompute_granularity", nullptr); f.patch["recompute_method"] = nullptr; f.patch["recompute_num_layers"] = nullptr; },
+      "recompute_granularity=null, or disable the overlap", "" },
+    { "G7", kDev, kAnyFormat, E, "distribute_saved_activations comm_overlap.overlap_moe_expert_parallel_comm",
+      "dev: full recompute under EP overlap needs distribute_saved_activations off",
+      "full recompute with overlap_moe_expert_parallel_comm requires distribute_saved_activations=False.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):3398-3446",
+      [](const Ctx& c) { return devFullUnderOverlap(c) && c.r.distribute_saved_activations; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set distribute_saved_activations=false", "distribute_saved_activations", false); },
+      "distribute_saved_activations=false", "our wording: the reference gives the condition, not dev's message" },
+    { "G7", kDev, kAnyFormat, E, "recompute_num_layers mtp_num_layers comm_overlap.overlap_moe_expert_parallel_comm",
+      "dev: full uniform recompute under EP overlap with MTP needs recompute_num_layers == 1",
+      "full recompute with overlap_moe_expert_parallel_comm, MTP and recompute_method='uniform' requires recompute_num_layers=1.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):3398-3446",
+      [](const Ctx& c) { return devFullUnderOverlap(c) && c.r.mtp_num_layers.value_or(0) > 0 && c.r.recompute_method.value_or("") == "uniform" && c.r.recompute_num_layers.value_or(1) != 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set recompute_num_layers=1", "recompute_num_layers", 1); },
+      "recompute_num_layers=1", "our wording: the reference gives the condition, not dev's message" },
+    { "G7", kDev, kAnyFormat, E, "attention_dropout hidden_dropout comm_overlap.overlap_moe_expert_parallel_comm",
+      "dev: full recompute under EP overlap needs zero dropout",
+      "full recompute with overlap_moe_expert_parallel_comm requires attention_dropout=0 and hidden_dropout=0.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):3398-3446",
+      [](const Ctx& c) { return devFullUnderOverlap(c) && (c.r.attention_dropout != 0.0 || c.r.hidden_dropout != 0.0); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set both dropouts to 0", "attention_dropout", 0.0); f.patch["hidden_dropout"] = 0.0; },
+      "attention_dropout=0, hidden_dropout=0", "our wording: the reference gives the condition, not dev's message" },
+    { "G7", kDev, kAnyFormat, E, "fp8 fp8_recipe comm_overlap.overlap_moe_expert_parallel_comm",
+      "dev: full recompute under EP overlap excludes FP8 delayed scaling",
+      "full recompute with overlap_moe_expert_parallel_comm does not support fp8 delayed scaling.",
+      MC, nullptr, nullptr, nullptr, "TC(dev):3398-3446",
+      [](const Ctx& c) { return devFullUnderOverlap(c) && c.fp8() && c.r.fp8_recipe == "delayed"; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set fp8_recipe=tensorwise", "fp8_recipe", "tensorwise"); },
+      "fp8_recipe=tensorwise", "our wording: the reference gives the condition, not dev's message" },
+    { "R36", kAll, kAnyFormat, E, "recompute_method comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with a recompute method (dev: only when granularity is not full)",
+      "disable recomputation method when enabling overlap_moe_expert_parallel_comm",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3021-3032", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.recompute_method && !(c.profile == Profile::Dev && c.full()); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_method", "recompute_method", nullptr); },
+      "recompute_method=null", "" },
+    { "R36", kAll, kAnyFormat, E, "recompute_num_layers comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with recompute_num_layers (dev: only when granularity is not full)",
+      "recompute_num_layers must be None when enabling overlap_moe_expert_parallel_comm",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3021-3032", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.recompute_num_layers && !(c.profile == Profile::Dev && c.full()); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_num_layers", "recompute_num_layers", nullptr); },
+      "recompute_num_layers=null", "" },
+    { "R36", kAll, kAnyFormat, E, "recompute_modules comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with 'moe' in recompute_modules (not gated on granularity: R10/R19 results count)",
+      "disable moe in recompute_modules when enabling overlap_moe_expert_parallel_comm",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3021-3032", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.has("moe"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "moe" }, "drop 'moe' from recompute_modules (keep an inner boundary such as moe_act)"); },
+      "drop 'moe'", "the guide: backward replay would repeat the overlapped routing/communication region" },
+    { "R36", kAll, kAnyFormat, E, "bf16 fp16 comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap without bf16 or fp16",
+      "overlap_moe_expert_parallel_comm is only supported with bf16 or fp16 model",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3002-3070", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && !c.r.bf16 && !c.r.fp16; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set bf16=true", "bf16", true); },
+      "bf16=true", "" },
+    { "R36", kAll, kAnyFormat, E, "moe_shared_expert_overlap comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with shared-expert overlap",
+      "disable moe_shared_expert_overlap when enabling overlap_moe_expert_parallel_comm",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3002-3070", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.moe_shared_expert_overlap; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set moe_shared_expert_overlap=false", "moe_shared_expert_overlap", false); },
+      "moe_shared_expert_overlap=false", "" },
+    { "R36", kAll, kAnyFormat, E, "mtp_num_layers comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with more than one MTP layer",
+      "MTP supports at most one layer when enabling overlap_moe_expert_parallel_comm.",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3002-3070", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.r.mtp_num_layers.value_or(0) > 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set mtp_num_layers=1", "mtp_num_layers", 1); },
+      "mtp_num_layers=1", "" },
+    { "R36", kAll, kAnyFormat, E, "cuda_graph_modules comm_overlap.overlap_moe_expert_parallel_comm",
+      "EP overlap with TE graphs capturing moe or mlp",
+      "CUDA graph scope on moe and mlp is not supported with overlap_moe_expert_parallel_comm",
+      MC, "TC:2761-2790", "TC:2695-2724", "TC:3002-3070", "TC(dev):3398-3446",
+      [](const Ctx& c) { return c.r.overlap_moe_expert_parallel_comm && c.impl("transformer_engine") && (c.cg("moe") || c.cg("mlp")); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "drop moe and mlp from cuda_graph_modules", "cuda_graph_modules", cgWithout(c, { "moe", "mlp" })); },
+      "drop moe/mlp from cuda_graph_modules", "" },
+    { "R37", kAll, kAnyFormat, E, "delay_wgrad_compute comm_overlap.overlap_moe_expert_parallel_comm",
+      "delay_wgrad_compute without EP overlap",
+      "overlap_moe_expert_parallel_comm must be enabled when enabling delay_wgrad_compute",
+      MC, nullptr, nullptr, "TC:3074-3077", nullptr,
+      [](const Ctx& c) { return c.r.delay_wgrad_compute && !c.r.overlap_moe_expert_parallel_comm; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set delay_wgrad_compute=false", "delay_wgrad_compute", false); },
+      "delay_wgrad_compute=false", "" },
+
+    // ===================================== Megatron Bridge, after finalize (overrides only) ===========
+    { "B3", kAll, kBridge, E, "cuda_graph_impl rerun_state_machine.check_for_nan_in_loss",
+      "full_iteration CUDA graph with the NaN check of the rerun state machine",
+      "check_for_nan_in_loss must be disabled when using full_iteration CUDA graph. Set rerun_state_machine.check_for_nan_in_loss=False.",
+      BR, "training/config.py:1508-1513", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return c.impl("full_iteration") && c.r.check_for_nan_in_loss; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { f.description = "set rerun_state_machine.check_for_nan_in_loss=false"; f.patch["rerun_state_machine"] = { { "check_for_nan_in_loss", false } }; },
+      "rerun_state_machine.check_for_nan_in_loss=false", "" },
+    { "B5", kAll, kBridge, E, "cuda_graph_impl use_te_rng_tracker",
+      "CUDA graphs without Transformer Engine's RNG tracker (at provide())",
+      "Transformer engine's RNG tracker is required for cudagraphs, it can be enabled with use_te_rng_tracker=True'.",
+      BR, "models/gpt_provider.py:234-238", nullptr, nullptr, nullptr,
+      [](const Ctx& c) { return !c.impl("none") && !c.r.use_te_rng_tracker; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set use_te_rng_tracker=true", "use_te_rng_tracker", true); },
+      "use_te_rng_tracker=true", "" },
+    { "B6", kAll, kBridge, E, "recompute_modules",
+      "Gemma 4 MoE provider with selective layernorm (needs the model family, which a recipe does not carry: not evaluated)",
+      "Gemma 4 MoE's separate router/shared/routed inputs do not yet support: selective layernorm recompute",
+      BR, "models/gemma/gemma4_provider.py:50-73", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "drop 'layernorm'", "" },
+    { "B7", kAll, kBridge, E, "cuda_graph_impl cpu_offloading recompute_granularity",
+      "local CudaGraphManager in the full-TE-autocast layer spec requires no CPU offload and no recompute (needs the layer spec: not evaluated)",
+      "Cudagraphs not supported",
+      BR, "models/gpt_full_te_layer_autocast_spec.py:230-231", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "", "" },
+    { "B9", kAll, kBridge, A, "recompute_granularity recompute_method recompute_num_layers recompute_modules",
+      "perf-script flags: -rl N sets full/block/N, --recompute_modules a,b sets selective (modules win; R08 then fires) (flags of scripts/performance, not overrides: not evaluated)",
+      "recompute_granularity='full', recompute_method='block', recompute_num_layers=N; then recompute_modules=[a, b], recompute_granularity='selective'",
+      BR, "scripts/performance/utils/overrides.py:163-185; scripts/performance/argument_parser.py:848-868", nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, "", "" },
+
+    // ===================================== build/run time, decidable from the recipe (RT) =============
+    { "RT1", kAll, kAnyFormat, W, "recompute_modules transformer_impl",
+      "layernorm where every norm is fused: TE layer spec, standard attention, no MoE layers",
+      "'layernorm' in recompute_modules has no effect here: with the transformer_engine layer spec and standard attention, input_layernorm is fused into linear_qkv and the dense pre_mlp_layernorm into linear_fc1 (IdentityOp), so there is nothing to recompute.",
+      MC, nullptr, nullptr, "TL:475-479,523-524; megatron/core/models/gpt/gpt_layer_specs.py:296,313,319-336", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("layernorm") && layernormHasNoEffect(c); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "layernorm" }, "drop 'layernorm' (a no-op here)"); },
+      "drop 'layernorm'", "the guide: 'A selected label has no measurable effect: that module is absent or inactive on the measured layers'" },
+    { "RT2", kAll, kAnyFormat, W, "recompute_modules cuda_graph_modules moe_shared_expert_overlap",
+      "MoE pre_mlp_layernorm recompute with a moe_router graph (not local) and shared-expert overlap: disabled at build",
+      "pre_mlp_layernorm recompute is not supported with moe router cudagraph + shared expert overlap. Disabling pre_mlp_layernorm recompute.",
+      MC, nullptr, nullptr, "TL:481-501", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("layernorm") && c.moeLayers() > 0 && c.cg("moe_router") && !c.impl("local") && c.r.moe_shared_expert_intermediate_size && c.r.moe_shared_expert_overlap; }, nullptr, nullptr, nullptr,
+      "", "a straddling boundary: the norm is inside the router graph, its hook outside" },
+    { "RT3", kAll, kAnyFormat, W, "recompute_modules cuda_graph_modules moe_token_dispatcher_type",
+      "MoE pre_mlp_layernorm recompute with a moe_router graph (not local) without moe_preprocess + alltoall: disabled at build",
+      "pre_mlp_layernorm recompute is only supported with moe router + preprocess cudagraph will alltoall token dispatcher or latent MoE. Disabling pre_mlp_layernorm recompute.",
+      MC, nullptr, nullptr, "TL:502-516", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("layernorm") && c.moeLayers() > 0 && c.cg("moe_router") && !c.impl("local") && !(c.r.moe_shared_expert_intermediate_size && c.r.moe_shared_expert_overlap) && !(c.cg("moe_preprocess") && c.r.moe_token_dispatcher_type == "alltoall"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "capture moe_preprocess too, with the alltoall dispatcher", "cuda_graph_modules", cgWith(c, { "moe_preprocess" })); f.patch["moe_token_dispatcher_type"] = "alltoall"; },
+      "add moe_preprocess to cuda_graph_modules and use the alltoall dispatcher", "moe_latent_size is not a recipe field; latent MoE is taken as off" },
+    { "RT4", kAll, kAnyFormat, W, "recompute_modules num_moe_experts moe_layer_freq",
+      "mlp on a model whose every layer is MoE: a no-op",
+      "'mlp' in recompute_modules has no effect here: every layer's MLP is MoE and recompute_mlp is set only on dense layers.",
+      MC, nullptr, nullptr, "TL:537-539", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("mlp") && c.isMoE() && c.denseLayers() <= 0; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mlp" }, "drop 'mlp' (a no-op on MoE layers; moe_act or moe are the MoE boundaries)"); },
+      "drop 'mlp'", "the guide: 'mlp targets dense MLPs and is a no-op on MoE layers'" },
+    { "RT4", kAll, kAnyFormat, N, "recompute_modules moe_layer_freq",
+      "mlp on a mixed dense/MoE model acts on the dense layers only",
+      "'mlp' in recompute_modules acts only on the {dense} dense layers; on the {moe} MoE layers it is a no-op.",
+      MC, nullptr, nullptr, "TL:537-539", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("mlp") && c.isMoE() && c.denseLayers() > 0 && c.moeLayers() > 0; },
+      [](const Ctx& c, Args& a) { a.set("dense", std::to_string(c.denseLayers())); a.set("moe", std::to_string(c.moeLayers())); }, nullptr, nullptr,
+      "", "the guide: 'mixed dense/MoE models can still benefit on their dense layers'" },
+    { "RT5", kAll, kAnyFormat, N, "recompute_modules cuda_graph_impl",
+      "moe with local CUDA graphs: the MoELayer checkpoint is off, MoETransformerLayer checkpoints the partial-graph path",
+      "With cuda_graph_impl='local' the MoELayer-level 'moe' checkpoint is off; MoETransformerLayer checkpoints the partial-CUDA-graph MoE path instead.",
+      MC, nullptr, nullptr, "megatron/core/transformer/moe/moe_layer.py:247-251; TL:2034-2038,2223-2243", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("moe") && c.impl("local"); }, nullptr, nullptr, nullptr, "", "" },
+    { "RT6", kAll, kAnyFormat, W, "recompute_modules moe_shared_expert_intermediate_size",
+      "shared_experts on a MoE model without shared experts: a no-op",
+      "'shared_experts' in recompute_modules has no effect here: the model has no shared expert (moe_shared_expert_intermediate_size is None).",
+      MC, nullptr, nullptr, "megatron/core/transformer/moe/moe_layer.py:515-532", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("shared_experts") && c.isMoE() && !c.r.moe_shared_expert_intermediate_size; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "shared_experts" }, "drop 'shared_experts' (a no-op here)"); },
+      "drop 'shared_experts'", "" },
+    { "RT7", kAll, kAnyFormat, W, "recompute_modules experimental_attention_variant fp8 fp4",
+      "mla_up_proj with AbsorbedMLA (dsa) under fp8/fp4 fails at the first forward",
+      "FP8/FP4 is not supported for AbsorbedMLA",
+      MC, nullptr, nullptr, "megatron/core/transformer/experimental_attention_variant/absorbed_mla.py:671-673", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("mla_up_proj") && c.r.multi_latent_attention && c.r.experimental_attention_variant.value_or("") == "dsa" && (c.fp8() || c.fp4()); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mla_up_proj" }, "drop 'mla_up_proj'"); },
+      "drop 'mla_up_proj'", "the guide: 'Absorbed MLA paths have additional FP8/FP4 restrictions'" },
+    { "RT8", kAll, kAnyFormat, W, "recompute_num_layers mtp_num_layers",
+      "full uniform recompute with MTP needs recompute_num_layers == 1 (assert at the first forward)",
+      "recompute_num_layers must be 1 for MTP recompute",
+      MC, nullptr, nullptr, "megatron/core/transformer/multi_token_prediction.py:1621-1627,1705", nullptr,
+      [](const Ctx& c) { return c.full() && c.r.mtp_num_layers.value_or(0) > 0 && c.r.recompute_method.value_or("") == "uniform" && c.r.recompute_num_layers.value_or(1) != 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set recompute_num_layers=1", "recompute_num_layers", 1); },
+      "recompute_num_layers=1", "" },
+    { "RT9", kAll, kAnyFormat, W, "recompute_method mtp_num_layers",
+      "full block recompute with MTP: the MTP layer is not recomputed",
+      "recompute_method == 'block' is not supported for MTP yet. Skipping recompute.",
+      MC, nullptr, nullptr, "megatron/core/transformer/multi_token_prediction.py:1630-1648", nullptr,
+      [](const Ctx& c) { return c.full() && c.r.mtp_num_layers.value_or(0) > 0 && c.r.recompute_method.value_or("") == "block"; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use uniform with recompute_num_layers=1", "recompute_method", "uniform"); f.patch["recompute_num_layers"] = 1; },
+      "recompute_method=uniform, recompute_num_layers=1", "" },
+    { "RT10", kMain, kAnyFormat, E, "recompute_modules",
+      "mhc with extract_layer_indices (needs extract_layer_indices, which a recipe does not carry: not evaluated)",
+      "'mhc' in recompute_modules is not supported together with extract_layer_indices. The unified mHC recompute hook is registered on the recompute-block boundary, so gradients entering from an extracted intermediate layer can reach discarded activations before they are restored.",
+      MC, nullptr, nullptr, "TB:643-653", nullptr, nullptr, nullptr, nullptr, nullptr, "", "" },
+    { "RT11", kAll, kAnyFormat, E, "",
+      "a backward through torch.autograd.grad outside graph capture (a run-time property: not evaluated; see issue #2758)",
+      "Checkpointing is not compatible with .grad(), please use .backward() if possible",
+      MC, nullptr, nullptr, "RND:637-642,936-941", nullptr, nullptr, nullptr, nullptr, nullptr, "", "" },
+    { "RT12", kAll, kAnyFormat, N, "recompute_modules cuda_graph_modules cuda_graph_impl",
+      "selective labels inside the captured CUDA-graph scope: checkpoint() is bypassed during warmup/capture",
+      "{labels} lie inside the captured CUDA-graph scope: checkpoint() is bypassed during graph warmup and capture, so verify the final graph scope and replay path rather than assuming eager behavior carries over.",
+      MC, nullptr, nullptr, "RND:685-687,905-906,1010-1011", nullptr,
+      [](const Ctx& c) { return c.selective() && !c.impl("none") && !capturedLabels(c).empty(); },
+      [](const Ctx& c, Args& a) { a.set("labels", pyList(capturedLabels(c))); }, nullptr, nullptr,
+      "", "the guide: 'Capture/warmup can bypass checkpoint wrappers'" },
+    { "RT13", kAll, kAnyFormat, E, "recompute_method",
+      "full recompute with an unknown method at run time (unreachable: R05/R06 run first; not evaluated)",
+      "Invalid activation recompute method.",
+      MC, nullptr, nullptr, "RC:182-183", nullptr, nullptr, nullptr, nullptr, nullptr, "", "" },
+
+    // ===================================== our own advice, from the guide (RS) ========================
+    { "RS01", kAll, kAnyFormat, E, "recompute_num_layers recompute_method",
+      "full uniform recompute with recompute_num_layers <= 0 (no Megatron check: R07b)",
+      "recompute_num_layers={k} with recompute_method='uniform' never finishes: the uniform loop advances by recompute_num_layers, so it loops forever on the first forward.",
+      GD, nullptr, nullptr, "megatron-rules.md (d) uniform; megatron/core/recompute.py:157-166", nullptr,
+      [](const Ctx& c) { return c.full() && c.r.recompute_method.value_or("") == "uniform" && c.r.recompute_num_layers && *c.r.recompute_num_layers <= 0; },
+      [](const Ctx& c, Args& a) { a.set("k", pyInt(c.r.recompute_num_layers)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set recompute_num_layers=1", "recompute_num_layers", 1); },
+      "recompute_num_layers=1", "no validator catches it; the loop's index never advances (k <= 0)" },
+    { "RS02", kAll, kAnyFormat, W, "recompute_num_layers recompute_method",
+      "full block recompute with recompute_num_layers <= 0: nothing is recomputed",
+      "recompute_num_layers={k} with recompute_method='block' checkpoints no layer: full recompute is on but recomputes nothing.",
+      GD, nullptr, nullptr, "megatron-rules.md (d) block; megatron/core/recompute.py:167-181", nullptr,
+      [](const Ctx& c) { return c.full() && c.r.recompute_method.value_or("") == "block" && c.r.recompute_num_layers && *c.r.recompute_num_layers <= 0; },
+      [](const Ctx& c, Args& a) { a.set("k", pyInt(c.r.recompute_num_layers)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set recompute_num_layers=1", "recompute_num_layers", 1); },
+      "recompute_num_layers=1", "block checkpoints layers skip <= idx < k + skip: none when k <= 0" },
+    { "RS03", kAll, kAnyFormat, W, "recompute_num_layers num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "full recompute with recompute_num_layers above the layers of one model chunk (num_layers / pp / vpp)",
+      "recompute_num_layers={k} exceeds the {chunk} layers of a model chunk (num_layers / pipeline_model_parallel_size / virtual_pipeline_model_parallel_size): uniform makes one checkpoint of the whole chunk and block checkpoints every layer, so a larger value changes nothing.",
+      GD, nullptr, nullptr, "megatron-rules.md (d) unit of application; megatron/core/transformer/transformer_block.py:334", nullptr,
+      [](const Ctx& c) { return c.full() && c.r.recompute_num_layers && c.chunkLayers() > 0 && *c.r.recompute_num_layers > c.chunkLayers(); },
+      [](const Ctx& c, Args& a) { a.set("k", pyInt(c.r.recompute_num_layers)); a.set("chunk", std::to_string(c.chunkLayers())); }, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "set recompute_num_layers to the layers of a model chunk", "recompute_num_layers", c.chunkLayers()); },
+      "recompute_num_layers = num_layers / pp / vpp", "recompute_num_layers applies per model chunk (TransformerBlock), not per rank nor globally; R07's message still prints num_layers // pp" },
+    { "RS04", kAll, kAnyFormat, N, "recompute_num_layers recompute_method virtual_pipeline_model_parallel_size",
+      "full block recompute with virtual pipeline: the count applies per model chunk",
+      "recompute_method='block' applies per model chunk: with virtual_pipeline_model_parallel_size={vpp} each pipeline rank recomputes {per_rank} layers ({per_chunk} in each of its {vpp} chunks), not {k}.",
+      GD, nullptr, nullptr, "megatron-rules.md (d) worked example B; megatron/core/recompute.py:167-181", nullptr,
+      [](const Ctx& c) { return c.full() && c.r.recompute_method.value_or("") == "block" && c.r.virtual_pipeline_model_parallel_size.value_or(1) > 1 && c.r.recompute_num_layers.value_or(0) > 0; },
+      [](const Ctx& c, Args& a) {
+          const int vpp = *c.r.virtual_pipeline_model_parallel_size;
+          const int perChunk = std::min(*c.r.recompute_num_layers, std::max(0, c.chunkLayers()));
+          a.set("vpp", std::to_string(vpp)); a.set("per_rank", std::to_string(perChunk * vpp)); a.set("per_chunk", std::to_string(perChunk)); a.set("k", pyInt(c.r.recompute_num_layers));
+      }, nullptr, nullptr, "", "the guide: 'block: checkpoint the first recompute_num_layers layers on each pipeline stage, with virtual-pipeline-aware distribution'" },
+    { "RS05", kAll, kAnyFormat, W, "recompute_modules num_moe_experts",
+      "MoE labels (moe_act, moe, shared_experts) on a dense model: no-ops",
+      "{labels} in recompute_modules have no effect here: the model has no MoE layers (num_moe_experts is None).",
+      GD, nullptr, nullptr, "recompute-guide.md: Failure Diagnosis, 'A selected label has no measurable effect'", nullptr,
+      [](const Ctx& c) { return c.selective() && !c.isMoE() && anyOf(c, { "moe_act", "moe", "shared_experts" }); },
+      [](const Ctx& c, Args& a) { std::vector<std::string> l; for (const char* m : { "moe_act", "moe", "shared_experts" }) if (c.has(m)) l.emplace_back(m); a.set("labels", pyList(l)); }, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "moe_act", "moe", "shared_experts" }, "drop the MoE labels (the model is dense)"); },
+      "drop moe_act/moe/shared_experts", "the guide: 'That module is absent or inactive on the measured layers'" },
+    { "RS06", kAll, kAnyFormat, N, "recompute_modules attention_backend",
+      "core_attn under fused or flash attention: compare with []",
+      "'core_attn' with attention_backend={backend}: fused and Flash attention already rematerialize attention internals, so explicit core_attn must earn its place in a matched comparison with recompute_modules=[].",
+      GD, nullptr, nullptr, "recompute-guide.md: Attention backend and context parallelism; Moonlight table (core_attn -0.01% memory, +3.85% time)", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("core_attn") && (c.r.attention_backend == "fused" || c.r.attention_backend == "flash"); },
+      [](const Ctx& c, Args& a) { a.set("backend", pyRepr(c.r.attention_backend)); }, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "core_attn" }, "drop 'core_attn' (measure against [])"); },
+      "drop 'core_attn' and measure against []", "the guide: 'With Transformer Engine fused or Flash Attention, compare it against [] because those backends already rematerialize attention internals'" },
+    { "RS07", kAll, kAnyFormat, W, "recompute_modules cuda_graph_modules",
+      "whole-MoE checkpoint straddling a TE graph that captures moe_preprocess (and not the router: that is R31)",
+      "'moe' in recompute_modules straddles the CUDA-graph boundary: cuda_graph_modules captures moe_preprocess inside the MoE layer that the 'moe' checkpoint wraps whole; a checkpoint must lie wholly inside or wholly outside the graph scope.",
+      GD, nullptr, nullptr, "recompute-guide.md: CUDA graphs", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("moe") && c.impl("transformer_engine") && c.cg("moe_preprocess") && !c.cg("moe_router"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "stop capturing moe_preprocess", "cuda_graph_modules", cgWithout(c, { "moe_preprocess" })); },
+      "drop moe_preprocess from cuda_graph_modules (or 'moe' from recompute_modules)", "the guide: 'A checkpoint boundary that straddles a graph boundary is invalid'" },
+    { "RS08", kAll, kAnyFormat, N, "recompute_granularity attention_dropout hidden_dropout",
+      "full recompute with dropout: needs a numerical check",
+      "Full recompute with dropout (attention_dropout={ad}, hidden_dropout={hd}) changes RNG execution paths: run a short numerical or convergence check against the control.",
+      GD, nullptr, nullptr, "recompute-guide.md: Known Limitations", nullptr,
+      [](const Ctx& c) { return c.full() && (c.r.attention_dropout != 0.0 || c.r.hidden_dropout != 0.0); },
+      [](const Ctx& c, Args& a) { a.set("ad", nlohmann::json(c.r.attention_dropout).dump()); a.set("hd", nlohmann::json(c.r.hidden_dropout).dump()); }, nullptr, nullptr,
+      "", "the guide: 'Full recompute changes RNG execution paths; dropout workloads need a numerical/convergence check'" },
+    { "RS09", kAll, kAnyFormat, N, "recompute_modules context_parallel_size",
+      "attention recompute (core_attn or full) under context parallelism replays its communication",
+      "With context_parallel_size={cp} an attention checkpoint replays the context-parallel communication as well as the compute: record CP size and topology with the measurement.",
+      GD, nullptr, nullptr, "recompute-guide.md: Attention backend and context parallelism", nullptr,
+      [](const Ctx& c) { return c.r.context_parallel_size > 1 && ((c.selective() && c.has("core_attn")) || c.full()); },
+      [](const Ctx& c, Args& a) { a.set("cp", std::to_string(c.r.context_parallel_size)); }, nullptr, nullptr,
+      "", "the guide: 'Under context parallelism, an attention checkpoint can replay communication as well as compute'" },
+    { "RS10", kAll, kAnyFormat, N, "recompute_modules expert_model_parallel_size",
+      "whole-MoE recompute with expert parallelism replays dispatch/combine communication",
+      "'moe' recompute with expert_model_parallel_size={ep} replays routing, dispatch/combine communication, experts and shared-expert work in backward; try moe_act first unless a broad MoE region must go.",
+      GD, nullptr, nullptr, "recompute-guide.md: Selective Module Decision Table (moe)", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("moe") && c.r.expert_model_parallel_size > 1; },
+      [](const Ctx& c, Args& a) { a.set("ep", std::to_string(c.r.expert_model_parallel_size)); }, nullptr, nullptr,
+      "", "the guide: 'Use whole moe recompute only after accounting for the extra expert compute and communication it replays'" },
+    { "RS11", kAll, kAnyFormat, W, "distribute_saved_activations recompute_granularity",
+      "distribute_saved_activations under selective: a no-op (every selective call site passes False)",
+      "distribute_saved_activations=True has no effect under selective recompute: every selective checkpoint passes distribute_saved_activations=False; it reaches only the full-recompute path.",
+      GD, nullptr, nullptr, "megatron-rules.md (c) and (h) [inferred from call sites]", nullptr,
+      [](const Ctx& c) { return c.selective() && c.r.distribute_saved_activations; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set distribute_saved_activations=false", "distribute_saved_activations", false); },
+      "distribute_saved_activations=false", "accepted by MCore and Bridge (the Bridge doc even shows it), but inert" },
+    { "RS12", kAll, kJson | kBridge, W, "distribute_saved_activations tensor_model_parallel_size",
+      "full recompute with distribute_saved_activations at TP=1: saves nothing (Megatron-LM rejects it: M3)",
+      "distribute_saved_activations=True with tensor_model_parallel_size=1 saves nothing: the checkpointed hidden states are split across the tensor-parallel group, which has one rank.",
+      GD, nullptr, nullptr, "megatron-rules.md (d) distribute_saved_activations", nullptr,
+      [](const Ctx& c) { return c.full() && c.r.distribute_saved_activations && c.r.tensor_model_parallel_size <= 1; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set distribute_saved_activations=false", "distribute_saved_activations", false); },
+      "distribute_saved_activations=false", "" },
+    { "RS13", kAll, kAnyFormat, N, "cpu_offloading recompute_granularity pipeline_model_parallel_size",
+      "full recompute without pipeline parallelism: cpu_offloading is the alternative",
+      "cpu_offloading=True is the alternative to full recompute when PCIe/NVLink transfer overhead is preferable to replayed compute; it cannot be combined with activation recompute (R03) nor with pipeline parallelism (R02).",
+      GD, nullptr, nullptr, "recompute-guide.md: Quick Decision Guide", nullptr,
+      [](const Ctx& c) { return c.full() && !c.r.cpu_offloading && c.r.pipeline_model_parallel_size == 1; }, nullptr, nullptr, nullptr,
+      "", "the guide: 'Megatron Core's cpu_offloading=True is an alternative when PCIe/NVLink transfer overhead is preferable to replayed compute'" },
+    { "RS14", kAll, kJson | kBridge, W, "recompute_method recompute_granularity",
+      "selective with a recompute_method: ignored (Megatron-LM's CLI rejects it: M4)",
+      "recompute_method={method} is ignored under selective recompute (Megatron Core accepts it and applies selective labels to all layers).",
+      GD, nullptr, nullptr, "megatron-rules.md R08b; TC:532-541", nullptr,
+      [](const Ctx& c) { return c.selective() && c.r.recompute_method.has_value(); },
+      [](const Ctx& c, Args& a) { a.set("method", pyRepr(*c.r.recompute_method)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_method", "recompute_method", nullptr); },
+      "recompute_method=null", "" },
+    { "RS15", kAll, kAnyFormat, N, "recompute_modules recompute_granularity",
+      "labels given while granularity is not selective: they do nothing",
+      "recompute_modules={modules} has no effect with recompute_granularity={g}: {why}.",
+      GD, nullptr, nullptr, "recompute-guide.md: Configuration semantics", nullptr,
+      [](const Ctx& c) { return c.modules_given && !c.selective() && c.r.recompute_modules && !c.r.recompute_modules->empty() && (!c.gSet() || c.full()); },
+      [](const Ctx& c, Args& a) { a.set("modules", pyList(*c.r.recompute_modules)); a.set("g", c.gSet() ? pyRepr(*c.r.recompute_granularity) : "None"); a.set("why", c.full() ? "full granularity supersedes selective module choices" : "labels apply only when recompute_granularity='selective'"); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset recompute_modules", "recompute_modules", nullptr); },
+      "recompute_modules=null (or recompute_granularity=selective)", "the guide: 'Full granularity supersedes selective module choices rather than composing with them'" },
+    { "RS16", kAll, kAnyFormat, N, "recompute_modules",
+      "selective with [] : the explicit no-recompute control",
+      "recompute_granularity='selective' with recompute_modules=[] recomputes nothing: this is the matched no-recompute control.",
+      GD, nullptr, nullptr, "recompute-guide.md: Quick Decision Guide (2)", nullptr,
+      [](const Ctx& c) { return c.selective() && c.r.recompute_modules && c.r.recompute_modules->empty(); }, nullptr, nullptr, nullptr,
+      "", "the guide: 'Keep an explicit no-recompute control when the workload fits'" },
+    { "RS17", kAll, kAnyFormat, N, "recompute_modules",
+      "moe nested with moe_act or shared_experts",
+      "'moe' already wraps {inner}: outer moe removes their original-forward saves, and the nested checkpoint can still change the transient backward-replay peak; measure the combination, do not add savings.",
+      GD, nullptr, nullptr, "recompute-guide.md: Selective Module Decision Table (shared_experts); Known Limitations", nullptr,
+      [](const Ctx& c) { return c.selective() && c.has("moe") && c.isMoE() && (c.has("moe_act") || c.has("shared_experts")); },
+      [](const Ctx& c, Args& a) { std::vector<std::string> l; for (const char* m : { "moe_act", "shared_experts" }) if (c.has(m)) l.emplace_back(m); a.set("inner", pyList(l)); }, nullptr, nullptr,
+      "", "the guide: 'Memory savings are nonlinear when boundaries overlap or nest; additive arithmetic is unreliable'" },
+    { "RS18", kAll, kAnyFormat, W, "recompute_modules transformer_impl",
+      "output-discard labels without Transformer Engine (transformer_impl='local')",
+      "{labels} use CheckpointWithoutOutput, which takes the Transformer Engine path even in plain bf16; without Transformer Engine it fails at the first forward (seen on main d98e8a64: NameError: name 'FP8GlobalStateManager' is not defined).",
+      OB, nullptr, nullptr, "megatron-rules.md (i); megatron/core/tensor_parallel/random.py:883", nullptr,
+      [](const Ctx& c) { return c.selective() && c.r.transformer_impl == "local" && anyOf(c, { "layernorm", "moe_act", "gdn_norm_out", "mla_up_proj" }); },
+      [](const Ctx& c, Args& a) { std::vector<std::string> l; for (const char* m : { "layernorm", "moe_act", "gdn_norm_out", "mla_up_proj" }) if (c.has(m)) l.emplace_back(m); a.set("labels", pyList(l)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use the transformer_engine layer spec", "transformer_impl", "transformer_engine"); },
+      "transformer_impl=transformer_engine", "observed on main; the same CheckpointWithoutOutput constructor is shared by every output-discard label" },
+    { "RS19", kMain, kAnyFormat, W, "multi_latent_attention transformer_impl",
+      "MLA with the local (non-TE) layer spec does not build on main",
+      "multi_latent_attention with transformer_impl='local' does not build on this revision: DotProductAttention.__init__() got an unexpected keyword argument 'k_channels' when instantiating MLASelfAttention.",
+      OB, nullptr, nullptr, "megatron-rules.md (i)", nullptr,
+      [](const Ctx& c) { return c.r.multi_latent_attention && c.r.transformer_impl == "local"; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use the transformer_engine layer spec", "transformer_impl", "transformer_engine"); },
+      "transformer_impl=transformer_engine", "" },
+    { "RS20", kAll, kJson | kFlags, N, "mixed_precision",
+      "mixed_precision outside Bridge overrides: not applied",
+      "mixed_precision={name} is a Megatron Bridge recipe and is applied only when the recipe is read as Bridge overrides (B8); here fp8={fp8}, fp8_recipe={fp8_recipe} and fp4={fp4} apply as written.",
+      GD, nullptr, nullptr, "megatron-rules.md B8", nullptr,
+      [](const Ctx& c) { return c.r.mixed_precision.has_value(); },
+      [](const Ctx& c, Args& a) { a.set("name", pyRepr(*c.r.mixed_precision)); a.set("fp8", c.r.fp8 ? pyRepr(*c.r.fp8) : "None"); a.set("fp8_recipe", pyRepr(c.r.fp8_recipe)); a.set("fp4", c.r.fp4 ? pyRepr(*c.r.fp4) : "None"); }, nullptr, nullptr,
+      "", "MixedPrecisionConfig's fp8_recipe default is tensorwise, MCore's is delayed (R17)" },
+    { "RS21", kAll, kAnyFormat, N, "recompute_modules attention_backend",
+      "unfused attention without core_attn: the common first candidate",
+      "attention_backend='unfused' materializes the attention score and probability tensors: 'core_attn' is the common first candidate here.",
+      GD, nullptr, nullptr, "recompute-guide.md: Quick Decision Guide (3)", nullptr,
+      [](const Ctx& c) { return c.selective() && c.r.attention_backend == "unfused" && !c.r.multi_latent_attention && !c.has("core_attn"); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "add 'core_attn'", "recompute_modules", modulesWith(c, "core_attn")); },
+      "recompute_modules += ['core_attn']", "the guide: 'It is strongest when unfused attention materializes score/probability tensors'" },
+    };
+    // clang-format on
+    return rows;
+}
+
+} // namespace rs::rules_detail
