@@ -1,0 +1,143 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute explain RULE_ID`: one rule of the catalogue, with its profiles, sources and messages.
+#include <algorithm>
+#include <cctype>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "core/recipe_json.h"
+#include "core/rules.h"
+#include "verbs.h"
+
+namespace {
+
+const char* kUsage
+    = "usage: recompute explain RULE_ID [--json]\n"
+      "       recompute explain --list\n"
+      "  Prints a validation rule: severity, the profiles (Megatron Core revisions) where it\n"
+      "  exists, the fields it reads, Megatron's message, the fix-it, and its source file:line at\n"
+      "  each profile's commit; where the message or condition differs by profile, each form.\n"
+      "  RULE_ID as `recompute validate` prints it (R30, B4, M3, RT1, RS06 ...), any case.\n"
+      "  --list prints every rule id with its summary.\n";
+
+std::string upper(std::string s)
+{
+    for (char& c : s)
+        c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+    return s;
+}
+
+std::string profiles(const std::vector<rs::Profile>& ps)
+{
+    std::string out;
+    for (rs::Profile p : ps)
+        out += (out.empty() ? "" : ", ") + std::string(rs::profileName(p));
+    return out;
+}
+
+void indent(const std::string& text, const char* pad)
+{
+    size_t start = 0;
+    while (start <= text.size()) {
+        const size_t end = text.find('\n', start);
+        std::cout << pad << text.substr(start, end == std::string::npos ? std::string::npos : end - start)
+                  << "\n";
+        if (end == std::string::npos)
+            break;
+        start = end + 1;
+    }
+}
+
+int explainMain(const std::vector<std::string>& args)
+{
+    bool json = false, list = false;
+    std::string id;
+    for (const auto& a : args) {
+        if (a == "--help" || a == "-h") {
+            std::cout << kUsage;
+            return 0;
+        }
+        if (a == "--json") {
+            json = true;
+        } else if (a == "--list") {
+            list = true;
+        } else if (!a.empty() && a[0] == '-') {
+            std::cerr << "recompute explain: unknown option " << a << "\n" << kUsage;
+            return 2;
+        } else if (!id.empty()) {
+            std::cerr << "recompute explain: one RULE_ID at a time (got " << id << " and " << a << ")\n";
+            return 2;
+        } else {
+            id = a;
+        }
+    }
+    if (list) {
+        for (const auto& r : rs::ruleCatalogue())
+            std::cout << r.id << std::string(r.id.size() < 6 ? 6 - r.id.size() : 1, ' ')
+                      << rs::severityName(r.severity)
+                      << std::string(
+                             12 - std::min<size_t>(11, std::string(rs::severityName(r.severity)).size()), ' ')
+                      << r.summary << "\n";
+        return 0;
+    }
+    if (id.empty()) {
+        std::cerr << "recompute explain: give a RULE_ID\n" << kUsage;
+        return 2;
+    }
+    const rs::RuleInfo* rule = rs::findRule(upper(id));
+    if (!rule) {
+        std::vector<std::string> ids;
+        for (const auto& r : rs::ruleCatalogue())
+            ids.push_back(r.id);
+        std::cerr << "recompute explain: RULE_ID: unknown rule '" << id
+                  << "'; nearest: " << rs::nearestName(upper(id), ids)
+                  << " (recompute explain --list lists them all)\n";
+        return 2;
+    }
+    if (json) {
+        nlohmann::json j = { { "id", rule->id }, { "severity", rs::severityName(rule->severity) },
+            { "fields", rule->fields }, { "summary", rule->summary }, { "message", rule->message },
+            { "source", rule->source }, { "fixit", rule->fixit }, { "reason", rule->reason } };
+        j["profiles"] = nlohmann::json::array();
+        for (rs::Profile p : rule->profiles)
+            j["profiles"].push_back(rs::profileName(p));
+        j["variants"] = nlohmann::json::array();
+        for (const auto& v : rule->variants) {
+            nlohmann::json pj = nlohmann::json::array();
+            for (rs::Profile p : v.profiles)
+                pj.push_back(rs::profileName(p));
+            j["variants"].push_back({ { "profiles", pj }, { "message", v.message }, { "source", v.source } });
+        }
+        std::cout << j.dump(2) << "\n";
+        return 0;
+    }
+    std::cout << rule->id << " (" << rs::severityName(rule->severity) << ")\n";
+    indent(rule->summary, "  ");
+    std::cout << "profiles: " << profiles(rule->profiles) << "\n";
+    if (!rule->fields.empty()) {
+        std::string f;
+        for (const auto& x : rule->fields)
+            f += (f.empty() ? "" : ", ") + x;
+        std::cout << "fields:   " << f << "\n";
+    }
+    const bool oneMessage = std::all_of(rule->variants.begin(), rule->variants.end(),
+        [&](const rs::RuleVariant& v) { return v.message == rule->message; });
+    std::cout << "message:\n";
+    indent(rule->message, "  ");
+    if (!rule->fixit.empty())
+        std::cout << "fix-it:   " << rule->fixit << "\n";
+    if (!rule->reason.empty())
+        std::cout << "why:      " << rule->reason << "\n";
+    std::cout << "sources:\n";
+    for (const auto& v : rule->variants) {
+        std::cout << "  " << profiles(v.profiles) << ": " << v.source << "\n";
+        if (!oneMessage)
+            indent(v.message, "    ");
+    }
+    return 0;
+}
+
+} // namespace
+
+RS_REGISTER_VERB("explain", "print a validation rule: profiles, sources, message", explainMain);
