@@ -16,8 +16,8 @@ namespace rs {
 namespace {
 
 // Our own settings, which Bridge's ConfigContainer has no place for: written under "studio.".
-const std::vector<std::string> kStudioFields = { "name", "attention_backend", "profile", "memory_target_gb",
-    "warmup_iters", "te_version", "checkpoint_activations_flag", "recompute_activations" };
+const std::vector<std::string> kStudioFields = { "name", "profile", "memory_target_gb", "warmup_iters",
+    "te_version", "checkpoint_activations_flag", "recompute_activations" };
 
 bool isStudioField(const std::string& key)
 {
@@ -62,10 +62,10 @@ std::string fieldForKey(const std::string& key)
     const std::string rest = key.substr(dot + 1);
     if (rest.find('.') != std::string::npos || !recipeFieldType(rest))
         return {};
-    // Our own fields are accepted under model. too, and train_iters under studio.
+    // Our own fields are accepted under model. too; train_iters and attention_backend under studio.
     if (prefix == "model" && rest != "mixed_precision")
         return rest;
-    if (prefix == "studio" && (isStudioField(rest) || rest == "train_iters"))
+    if (prefix == "studio" && (isStudioField(rest) || rest == "train_iters" || rest == "attention_backend"))
         return rest;
     return {};
 }

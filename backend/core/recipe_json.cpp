@@ -484,8 +484,27 @@ Recipe recipeFromJsonText(const std::string& text, const std::string& where)
     try {
         j = nlohmann::json::parse(text);
     } catch (const nlohmann::json::parse_error& e) {
-        // e.byte is the 1-based offset of the character the parser stopped at.
-        const std::size_t stop = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+        // e.byte is the 1-based offset of the last character read: the end of the offending token. Point
+        // at the token's start, where an editor's cursor should go.
+        std::size_t stop = e.byte == 0 ? 0 : std::min<std::size_t>(e.byte - 1, text.size());
+        auto tokenChar = [](char c) {
+            return std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '+' || c == '-';
+        };
+        if (stop < text.size() && text[stop] == '"') {
+            for (std::size_t i = stop; i-- > 0;) {
+                if (text[i] == '"' && (i == 0 || text[i - 1] != '\\')) {
+                    stop = i;
+                    break;
+                }
+            }
+        } else {
+            // An invalid literal is reported with the character after it ("tru\n"): step back onto it.
+            if (stop > 0 && (stop == text.size() || !tokenChar(text[stop])) && tokenChar(text[stop - 1])
+                && std::string(e.what()).find("invalid literal") != std::string::npos)
+                --stop;
+            while (stop > 0 && stop < text.size() && tokenChar(text[stop]) && tokenChar(text[stop - 1]))
+                --stop;
+        }
         std::size_t line = 1, column = 1;
         for (std::size_t i = 0; i < stop; ++i) {
             if (text[i] == '\n') {

@@ -1,0 +1,1319 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recipe's input and output: JSON, Bridge Hydra overrides, Megatron-LM flags, the recipe arguments of
+// the CLI, the Bridge mixed-precision table, SHA-256, and the preset files.
+#include <iostream>
+#include <sstream>
+
+#include <QDir>
+#include <QFile>
+#include <QtTest>
+
+#include "core/megatron_flags.h"
+#include "core/mixed_precision.h"
+#include "core/overrides.h"
+#include "core/recipe_input.h"
+#include "core/recipe_json.h"
+
+using namespace rs;
+
+namespace rs {
+// QCOMPARE prints a recipe that differs as its canonical JSON.
+char* toString(const Recipe& r)
+{
+    return qstrdup(recipeCanonicalText(r).c_str());
+}
+} // namespace rs
+
+namespace {
+
+std::vector<std::string> toStd(const QStringList& list)
+{
+    std::vector<std::string> out;
+    for (const QString& s : list)
+        out.push_back(s.toStdString());
+    return out;
+}
+
+QStringList L(std::initializer_list<std::string> items)
+{
+    QStringList out;
+    for (const std::string& s : items)
+        out << QString::fromStdString(s);
+    return out;
+}
+
+QString join(const std::vector<std::string>& v)
+{
+    QStringList out;
+    for (const std::string& s : v)
+        out << QString::fromStdString(s);
+    return out.join(QLatin1Char(' '));
+}
+
+// Every field away from its default, so a round trip of it covers the whole field table (checked by
+// fullRecipeTouchesEveryField).
+Recipe fullRecipe()
+{
+    Recipe r;
+    r.name = "full: it's \"quoted\", [x]=1";
+    r.num_layers = 8;
+    r.hidden_size = 256;
+    r.ffn_hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.num_query_groups = 2;
+    r.kv_channels = 32;
+    r.seq_length = 1024;
+    r.micro_batch_size = 2;
+    r.global_batch_size = 16;
+    r.normalization = "RMSNorm";
+    r.gated_linear_unit = true;
+    r.activation_func = "silu";
+    r.vocab_size = 1000;
+    r.multi_latent_attention = true;
+    r.q_lora_rank = 64;
+    r.kv_lora_rank = 32;
+    r.qk_head_dim = 16;
+    r.qk_pos_emb_head_dim = 8;
+    r.v_head_dim = 16;
+    r.experimental_attention_variant = "gdn";
+    r.num_moe_experts = 4;
+    r.moe_router_topk = 3;
+    r.moe_ffn_hidden_size = 128;
+    r.moe_grouped_gemm = true;
+    r.moe_shared_expert_intermediate_size = 256;
+    r.moe_shared_expert_overlap = true;
+    r.moe_layer_freq = { 0, 1, 1, 1, 1, 1, 1, 1 };
+    r.moe_token_dispatcher_type = "alltoall";
+    r.moe_input_jitter_eps = 0.01;
+    r.mtp_num_layers = 1;
+    r.enable_mhc_connections = true;
+    r.enable_hyper_connections = true;
+    r.mhc_recompute_layer_num = 2;
+    r.tensor_model_parallel_size = 2;
+    r.pipeline_model_parallel_size = 2;
+    r.virtual_pipeline_model_parallel_size = 2;
+    r.context_parallel_size = 2;
+    r.expert_model_parallel_size = 4;
+    r.sequence_parallel = true;
+    r.bf16 = true;
+    r.fp16 = true;
+    r.fp8 = "hybrid";
+    r.fp8_recipe = "tensorwise";
+    r.fp4 = "e2m1";
+    r.mixed_precision = "bf16_mixed";
+    r.te_version = "2.5.0";
+    r.attention_backend = "flash";
+    r.transformer_impl = "local";
+    r.attention_dropout = 0.0;
+    r.hidden_dropout = 0.05;
+    r.cuda_graph_impl = "transformer_engine";
+    r.cuda_graph_modules = std::vector<std::string> { "attn", "moe_router" };
+    r.cuda_graph_scope = std::vector<std::string> { "mlp" };
+    r.enable_cuda_graph = true;
+    r.external_cuda_graph = true;
+    r.use_te_rng_tracker = true;
+    r.cpu_offloading = true;
+    r.cpu_offloading_num_layers = 2;
+    r.fine_grained_activation_offloading = true;
+    r.offload_modules = { "attn_norm" };
+    r.recompute_granularity = "full";
+    r.recompute_modules = std::vector<std::string> { "core_attn", "moe_act" };
+    r.recompute_method = "uniform";
+    r.recompute_num_layers = 1;
+    r.distribute_saved_activations = true;
+    r.moe_layer_recompute = true;
+    r.delay_wgrad_compute = true;
+    r.overlap_moe_expert_parallel_comm = true;
+    r.check_for_nan_in_loss = false;
+    r.profile = Profile::Dev;
+    r.memory_target_gb = 70.5;
+    r.warmup_iters = 2;
+    r.train_iters = 20;
+    r.checkpoint_activations_flag = "--checkpoint-activations";
+    r.recompute_activations = true;
+    return r;
+}
+
+// The settings with no Megatron-LM flag come back at the base recipe's values (megatron_flags.h).
+Recipe withoutFlaglessFields(Recipe r)
+{
+    const Recipe defaults;
+    r.name = defaults.name;
+    r.profile = defaults.profile;
+    r.memory_target_gb = defaults.memory_target_gb;
+    r.warmup_iters = defaults.warmup_iters;
+    r.te_version = defaults.te_version;
+    return r;
+}
+
+QString presetsDir()
+{
+    return QStringLiteral(RS_SOURCE_DIR "/resources/presets");
+}
+
+std::string readText(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return f.readAll().toStdString();
+}
+
+std::vector<std::pair<QString, Recipe>> presets()
+{
+    std::vector<std::pair<QString, Recipe>> out;
+    const QStringList files
+        = QDir(presetsDir()).entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
+    for (const QString& f : files) {
+        const QString path = presetsDir() + QLatin1Char('/') + f;
+        out.emplace_back(f, recipeFromJsonText(readText(path), path.toStdString()));
+    }
+    return out;
+}
+
+} // namespace
+
+class TestRecipeIo : public QObject {
+    Q_OBJECT
+
+private slots:
+    // --- SHA-256 ---
+    void sha256_data();
+    void sha256();
+
+    // --- JSON ---
+    void fullRecipeTouchesEveryField();
+    void equalityComparesEveryField();
+    void jsonRoundTrip();
+    void jsonWritesEveryFieldWithSchemaVersion();
+    void jsonUnsetKeysTakeDefaults();
+    void jsonKeepsValuesTheRulesEngineJudges();
+    void jsonMoeLayerFreqIntOrList();
+    void jsonErrors_data();
+    void jsonErrors();
+    void jsonMalformedNamesPosition_data();
+    void jsonMalformedNamesPosition();
+    void canonicalTextAndHash();
+
+    // --- Bridge overrides ---
+    void overrideForms_data();
+    void overrideForms();
+    void overrideErrors_data();
+    void overrideErrors();
+    void overridesWriteOnlyDifferences();
+    void overridesRoundTrip();
+
+    // --- Megatron-LM flags ---
+    void flagForms_data();
+    void flagForms();
+    void flagErrors_data();
+    void flagErrors();
+    void flagsWriteExactly();
+    void flagsRoundTrip();
+    void flagsLossyCases();
+    void flagsMlaDefaults();
+
+    // --- mixed precision ---
+    void mixedPrecisionTable();
+
+    // --- recipe arguments ---
+    void recipeInputForms();
+    void recipeInputStdin();
+    void recipeInputErrors_data();
+    void recipeInputErrors();
+
+    // --- presets ---
+    void presetsLoad();
+};
+
+// --- SHA-256: FIPS 180-4 / NIST example vectors, and lengths around the padding boundaries ---
+
+void TestRecipeIo::sha256_data()
+{
+    QTest::addColumn<QByteArray>("input");
+    QTest::addColumn<QString>("digest");
+    QTest::newRow("empty") << QByteArray()
+                           << "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855";
+    QTest::newRow("abc") << QByteArray("abc")
+                         << "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad";
+    QTest::newRow("448 bits") << QByteArray("abcdbcdecdefdefgefghfghighijhijkijkljklmklmnlmnomnopnopq")
+                              << "248d6a61d20638b8e5c026930c3e6039a33ce45964ff2167f6ecedd419db06c1";
+    QTest::newRow("896 bits") << QByteArray("abcdefghbcdefghicdefghijdefghijkefghijklfghijklmghijklmnhijklmno"
+                                            "ijklmnopjklmnopqklmnopqrlmnopqrsmnopqrstnopqrstu")
+                              << "cf5b16a778af8380036ce59e7b0492370b249b11e8f07a51afac45037afee9d1";
+    QTest::newRow("55 a") << QByteArray(55, 'a')
+                          << "9f4390f8d30c2dd92ec9f095b65e2b9ae9b0a925a5258e241c9f1e910f734318";
+    QTest::newRow("56 a") << QByteArray(56, 'a')
+                          << "b35439a4ac6f0948b6d6f9e3c6af0f5f590ce20f1bde7090ef7970686ec6738a";
+    QTest::newRow("63 a") << QByteArray(63, 'a')
+                          << "7d3e74a05d7db15bce4ad9ec0658ea98e3f06eeecf16b4c6fff2da457ddc2f34";
+    QTest::newRow("64 a") << QByteArray(64, 'a')
+                          << "ffe054fe7ae0cb6dc65c3af9b61d5209f439851db43d0ba5997337df154668eb";
+    QTest::newRow("119 a") << QByteArray(119, 'a')
+                           << "31eba51c313a5c08226adf18d4a359cfdfd8d2e816b13f4af952f7ea6584dcfb";
+    QTest::newRow("million a") << QByteArray(1000000, 'a')
+                               << "cdc76e5c9914fb9281a1c7e284d73e67f1809a48a497200e046d39ccc7112cd0";
+}
+
+void TestRecipeIo::sha256()
+{
+    QFETCH(QByteArray, input);
+    QFETCH(QString, digest);
+    QCOMPARE(QString::fromStdString(sha256Hex(input.toStdString())), digest);
+}
+
+// --- JSON ---
+
+void TestRecipeIo::fullRecipeTouchesEveryField()
+{
+    const Recipe full = fullRecipe();
+    const Recipe defaults;
+    for (const std::string& key : recipeFieldKeys()) {
+        QVERIFY2(recipeFieldValue(full, key) != recipeFieldValue(defaults, key),
+            ("fullRecipe() leaves " + key + " at its default").c_str());
+    }
+}
+
+void TestRecipeIo::equalityComparesEveryField()
+{
+    QVERIFY(Recipe {} == Recipe {});
+    QVERIFY(fullRecipe() == fullRecipe());
+    const Recipe full = fullRecipe();
+    for (const std::string& key : recipeFieldKeys()) {
+        Recipe r;
+        setRecipeField(r, key, recipeFieldValue(full, key), "test");
+        QVERIFY2(r != Recipe {}, ("operator== ignores " + key).c_str());
+    }
+}
+
+void TestRecipeIo::jsonRoundTrip()
+{
+    for (const Recipe& r : { Recipe {}, fullRecipe() }) {
+        QCOMPARE(recipeFromJson(recipeToJson(r)), r);
+        QCOMPARE(recipeFromJsonText(recipeToJson(r).dump(2)), r);
+        QCOMPARE(recipeFromJsonText(recipeCanonicalText(r)), r);
+    }
+}
+
+void TestRecipeIo::jsonWritesEveryFieldWithSchemaVersion()
+{
+    const nlohmann::json j = recipeToJson(Recipe {});
+    QCOMPARE(j.at("schema_version").get<int>(), Recipe::kSchemaVersion);
+    QCOMPARE(j.at("comm_overlap").at("overlap_moe_expert_parallel_comm"), nlohmann::json(false));
+    QCOMPARE(j.at("rerun_state_machine").at("check_for_nan_in_loss"), nlohmann::json(true));
+    QCOMPARE(j.at("profile"), nlohmann::json("bridge-pin"));
+    QVERIFY(j.at("recompute_granularity").is_null());
+    QVERIFY(j.at("recompute_modules").is_null());
+    QVERIFY(j.at("ffn_hidden_size").is_null());
+    QCOMPARE(j.at("q_lora_rank"), nlohmann::json(512));
+    QCOMPARE(j.at("moe_layer_freq"), nlohmann::json(1));
+    // schema_version, the two nested objects, and every flat key.
+    std::size_t flat = 0;
+    for (const std::string& key : recipeFieldKeys())
+        flat += key.find('.') == std::string::npos ? 1 : 0;
+    QCOMPARE(j.size(), flat + 3);
+}
+
+void TestRecipeIo::jsonUnsetKeysTakeDefaults()
+{
+    QCOMPARE(recipeFromJsonText("{}"), Recipe {});
+    const Recipe r = recipeFromJsonText(R"({"schema_version": 1, "num_layers": 4,
+        "comm_overlap": {"overlap_moe_expert_parallel_comm": true}})");
+    Recipe expected;
+    expected.num_layers = 4;
+    expected.overlap_moe_expert_parallel_comm = true;
+    QCOMPARE(r, expected);
+}
+
+void TestRecipeIo::jsonKeepsValuesTheRulesEngineJudges()
+{
+    // R04/R05 and the per-profile label checks belong to the rules engine: the reader keeps them as read.
+    const Recipe r = recipeFromJsonText(
+        R"({"recompute_granularity": "partial", "recompute_method": "diagonal", "recompute_modules": ["moe_layer", "mhc"],
+            "cuda_graph_modules": ["full"]})");
+    QCOMPARE(r.recompute_granularity.value_or(""), std::string("partial"));
+    QCOMPARE(r.recompute_method.value_or(""), std::string("diagonal"));
+    QCOMPARE(r.recompute_modules.value_or(std::vector<std::string> {}),
+        (std::vector<std::string> { "moe_layer", "mhc" }));
+    QCOMPARE(r.cuda_graph_modules.value_or(std::vector<std::string> {}), std::vector<std::string> { "full" });
+    QCOMPARE(recipeFromJson(recipeToJson(r)), r);
+}
+
+void TestRecipeIo::jsonMoeLayerFreqIntOrList()
+{
+    QCOMPARE(recipeFromJsonText(R"({"moe_layer_freq": 2})").moe_layer_freq, std::vector<int> { 2 });
+    QCOMPARE(recipeFromJsonText(R"({"moe_layer_freq": [0, 1, 1]})").moe_layer_freq,
+        (std::vector<int> { 0, 1, 1 }));
+    Recipe r;
+    r.moe_layer_freq = { 2 };
+    QCOMPARE(recipeToJson(r).at("moe_layer_freq"), nlohmann::json(2));
+    r.moe_layer_freq = { 0 };
+    QCOMPARE(recipeToJson(r).at("moe_layer_freq"), nlohmann::json::parse("[0]"));
+    QCOMPARE(recipeFromJson(recipeToJson(r)), r);
+}
+
+void TestRecipeIo::jsonErrors_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("message");
+
+    QTest::newRow("unknown key") << R"({"num_layer": 2})"
+                                 << "num_layer"
+                                 << "unknown key; did you mean 'num_layers'?";
+    QTest::newRow("unknown nested key") << R"({"comm_overlap": {"overlap_moe_expert_paralel_comm": true}})"
+                                        << "comm_overlap.overlap_moe_expert_paralel_comm"
+                                        << "did you mean 'comm_overlap.overlap_moe_expert_parallel_comm'?";
+    QTest::newRow("dotted key at top level") << R"({"rerun_state_machine.check_for_nan_in_loss": false})"
+                                             << "rerun_state_machine.check_for_nan_in_loss"
+                                             << "unknown key";
+    QTest::newRow("nested not an object") << R"({"comm_overlap": true})"
+                                          << "comm_overlap"
+                                          << "expected an object, got true";
+    QTest::newRow("int as string") << R"({"num_layers": "32"})"
+                                   << "num_layers"
+                                   << "expected an integer, got \"32\"";
+    QTest::newRow("int as float") << R"({"num_layers": 3.5})"
+                                  << "num_layers"
+                                  << "expected an integer, got 3.5";
+    QTest::newRow("int out of range") << R"({"seq_length": 99999999999})"
+                                      << "seq_length"
+                                      << "out of range";
+    QTest::newRow("optional int") << R"({"ffn_hidden_size": true})"
+                                  << "ffn_hidden_size"
+                                  << "expected an integer or null, got true";
+    QTest::newRow("bool as int") << R"({"bf16": 1})"
+                                 << "bf16"
+                                 << "expected true or false, got 1";
+    QTest::newRow("nested bool") << R"({"rerun_state_machine": {"check_for_nan_in_loss": "no"}})"
+                                 << "rerun_state_machine.check_for_nan_in_loss"
+                                 << "expected true or false";
+    QTest::newRow("double as string") << R"({"attention_dropout": "0.1"})"
+                                      << "attention_dropout"
+                                      << "expected a number";
+    QTest::newRow("list as string") << R"({"recompute_modules": "core_attn"})"
+                                    << "recompute_modules"
+                                    << "expected a list of strings or null, got \"core_attn\"";
+    QTest::newRow("list element") << R"({"recompute_modules": ["core_attn", 1]})"
+                                  << "recompute_modules"
+                                  << "got the element 1";
+    QTest::newRow("string as int") << R"({"name": 5})"
+                                   << "name"
+                                   << "expected a string, got 5";
+    QTest::newRow("layer freq pattern") << R"({"moe_layer_freq": [0, 2]})"
+                                        << "moe_layer_freq"
+                                        << "list of 0/1, got the element 2";
+    QTest::newRow("layer freq zero") << R"({"moe_layer_freq": 0})"
+                                     << "moe_layer_freq"
+                                     << "expected an integer >= 1";
+    QTest::newRow("layer freq empty") << R"({"moe_layer_freq": []})"
+                                      << "moe_layer_freq"
+                                      << "non-empty list";
+    QTest::newRow("normalization") << R"({"normalization": "rmsnorm"})"
+                                   << "normalization"
+                                   << "'rmsnorm' is not allowed; allowed: LayerNorm, RMSNorm";
+    QTest::newRow("activation_func") << R"({"activation_func": "relu"})"
+                                     << "activation_func"
+                                     << "allowed: gelu, silu";
+    QTest::newRow("attention_backend") << R"({"attention_backend": "local"})"
+                                       << "attention_backend"
+                                       << "allowed: fused, flash, unfused";
+    QTest::newRow("transformer_impl") << R"({"transformer_impl": "te"})"
+                                      << "transformer_impl"
+                                      << "allowed: transformer_engine, local";
+    QTest::newRow("cuda_graph_impl") << R"({"cuda_graph_impl": "full"})"
+                                     << "cuda_graph_impl"
+                                     << "allowed: none, local, transformer_engine, full_iteration";
+    QTest::newRow("fp8") << R"({"fp8": "e5m2"})"
+                         << "fp8"
+                         << "allowed: e4m3, hybrid";
+    QTest::newRow("fp8_recipe") << R"({"fp8_recipe": "current"})"
+                                << "fp8_recipe"
+                                << "allowed: delayed, tensorwise, blockwise, mxfp8";
+    QTest::newRow("moe_token_dispatcher_type") << R"({"moe_token_dispatcher_type": "a2a"})"
+                                               << "moe_token_dispatcher_type"
+                                               << "allowed: allgather, alltoall, flex";
+    QTest::newRow("profile") << R"({"profile": "nightly"})"
+                             << "profile"
+                             << "'nightly' is not allowed; allowed: bridge-pin, guide, main, dev";
+    QTest::newRow("newer schema") << R"({"schema_version": 2, "a_key_of_version_2": 1})"
+                                  << "schema_version"
+                                  << "schema_version 2 is newer than this program reads (1)";
+    QTest::newRow("schema zero") << R"({"schema_version": 0})"
+                                 << "schema_version"
+                                 << "must be >= 1";
+    QTest::newRow("schema as string") << R"({"schema_version": "1"})"
+                                      << "schema_version"
+                                      << "expected an integer";
+    QTest::newRow("not an object") << "[1, 2]"
+                                   << ""
+                                   << "a recipe is a JSON object, got array";
+}
+
+void TestRecipeIo::jsonErrors()
+{
+    QFETCH(QString, text);
+    QFETCH(QString, field);
+    QFETCH(QString, message);
+    try {
+        recipeFromJsonText(text.toStdString(), "test.json");
+        QFAIL("no RecipeError");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.field), field);
+        QCOMPARE(QString::fromStdString(e.where), QStringLiteral("test.json"));
+        QVERIFY2(QString::fromStdString(e.message).contains(message), e.what());
+        QVERIFY(QString::fromUtf8(e.what()).startsWith(QStringLiteral("test.json: ")));
+    }
+}
+
+void TestRecipeIo::jsonMalformedNamesPosition_data()
+{
+    QTest::addColumn<QString>("text");
+    QTest::addColumn<QString>("position");
+    QTest::newRow("missing value") << "{\n  \"num_layers\": 32,\n  \"hidden_size\": ,\n}"
+                                   << "line 3, column 18";
+    QTest::newRow("trailing comma") << "{\"num_layers\": 32,\n}"
+                                    << "line 2, column 1";
+    QTest::newRow("truncated") << "{\"num_layers\": 32"
+                               << "line 1, column 18";
+    QTest::newRow("unexpected string") << "{\n  \"num_layers\": 4\n  \"hidden_size\": 64\n}"
+                                       << "line 3, column 3";
+    QTest::newRow("bad literal") << "{\n\t\"bf16\": tru\n}"
+                                 << "line 2, column 10";
+    QTest::newRow("empty") << ""
+                           << "line 1, column 1";
+}
+
+void TestRecipeIo::jsonMalformedNamesPosition()
+{
+    QFETCH(QString, text);
+    QFETCH(QString, position);
+    try {
+        recipeFromJsonText(text.toStdString(), "bad.json");
+        QFAIL("no RecipeError");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.where), QStringLiteral("bad.json"));
+        QVERIFY2(
+            QString::fromStdString(e.message).startsWith(QStringLiteral("malformed JSON at ") + position),
+            e.what());
+    }
+}
+
+void TestRecipeIo::canonicalTextAndHash()
+{
+    const Recipe r = fullRecipe();
+    const std::string text = recipeCanonicalText(r);
+    // Compact with sorted keys: the first key is the alphabetically first field, and no indentation.
+    QVERIFY(QString::fromStdString(text).startsWith(QStringLiteral("{\"activation_func\":\"silu\",")));
+    QVERIFY(text.find('\n') == std::string::npos);
+    QVERIFY(text.find("\": ") == std::string::npos);
+    // The same recipe read from differently formatted text hashes the same; any field change does not.
+    const Recipe reread = recipeFromJsonText(recipeToJson(r).dump(4));
+    QCOMPARE(sha256Hex(recipeCanonicalText(reread)), sha256Hex(text));
+    Recipe changed = r;
+    changed.recompute_modules = std::vector<std::string> { "core_attn" };
+    QVERIFY(sha256Hex(recipeCanonicalText(changed)) != sha256Hex(text));
+    QCOMPARE(sha256Hex(text).size(), std::size_t(64));
+}
+
+// --- Bridge overrides ---
+
+void TestRecipeIo::overrideForms_data()
+{
+    QTest::addColumn<QString>("override");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("value"); // JSON
+
+    QTest::newRow("granularity") << "model.recompute_granularity=selective"
+                                 << "recompute_granularity"
+                                 << R"("selective")";
+    QTest::newRow("hydra list") << "model.recompute_modules=[core_attn,moe_act]"
+                                << "recompute_modules"
+                                << R"(["core_attn","moe_act"])";
+    QTest::newRow("literal single quotes") << "'model.recompute_modules=[core_attn,moe_act]'"
+                                           << "recompute_modules"
+                                           << R"(["core_attn","moe_act"])";
+    QTest::newRow("literal double quotes") << "\"model.recompute_modules=[core_attn,moe_act]\""
+                                           << "recompute_modules"
+                                           << R"(["core_attn","moe_act"])";
+    QTest::newRow("repr list") << "model.recompute_modules=['core_attn', 'moe_act']"
+                               << "recompute_modules"
+                               << R"(["core_attn","moe_act"])";
+    QTest::newRow("double-quoted elements") << "model.recompute_modules=[\"core_attn\", \"moe_act\"]"
+                                            << "recompute_modules"
+                                            << R"(["core_attn","moe_act"])";
+    QTest::newRow("spaces in list") << "model.recompute_modules=[ core_attn , moe_act ]"
+                                    << "recompute_modules"
+                                    << R"(["core_attn","moe_act"])";
+    QTest::newRow("empty list") << "model.recompute_modules=[]"
+                                << "recompute_modules"
+                                << "[]";
+    QTest::newRow("null list") << "model.recompute_modules=null"
+                               << "recompute_modules"
+                               << "null";
+    QTest::newRow("null string") << "model.recompute_granularity=null"
+                                 << "recompute_granularity"
+                                 << "null";
+    QTest::newRow("None") << "model.recompute_method=None"
+                          << "recompute_method"
+                          << "null";
+    QTest::newRow("method") << "model.recompute_method=uniform"
+                            << "recompute_method"
+                            << R"("uniform")";
+    QTest::newRow("int") << "model.recompute_num_layers=2"
+                         << "recompute_num_layers"
+                         << "2";
+    QTest::newRow("null int") << "model.q_lora_rank=null"
+                              << "q_lora_rank"
+                              << "null";
+    QTest::newRow("float") << "model.attention_dropout=0.0"
+                           << "attention_dropout"
+                           << "0.0";
+    QTest::newRow("float exponent") << "model.hidden_dropout=1e-2"
+                                    << "hidden_dropout"
+                                    << "0.01";
+    QTest::newRow("int into float") << "model.hidden_dropout=0"
+                                    << "hidden_dropout"
+                                    << "0.0";
+    QTest::newRow("optional float") << "model.moe_input_jitter_eps=0.01"
+                                    << "moe_input_jitter_eps"
+                                    << "0.01";
+    QTest::newRow("true") << "model.sequence_parallel=true"
+                          << "sequence_parallel"
+                          << "true";
+    QTest::newRow("True") << "model.moe_grouped_gemm=True"
+                          << "moe_grouped_gemm"
+                          << "true";
+    QTest::newRow("false") << "model.bf16=false"
+                           << "bf16"
+                           << "false";
+    QTest::newRow("EP overlap") << "comm_overlap.overlap_moe_expert_parallel_comm=true"
+                                << "comm_overlap.overlap_moe_expert_parallel_comm"
+                                << "true";
+    QTest::newRow("NaN check") << "rerun_state_machine.check_for_nan_in_loss=false"
+                               << "rerun_state_machine.check_for_nan_in_loss"
+                               << "false";
+    QTest::newRow("mixed precision") << "mixed_precision=bf16_with_fp8_delayed_scaling_mixed"
+                                     << "mixed_precision"
+                                     << R"("bf16_with_fp8_delayed_scaling_mixed")";
+    QTest::newRow("mixed precision hyphens") << "mixed_precision=bf16-mixed"
+                                             << "mixed_precision"
+                                             << R"("bf16-mixed")";
+    QTest::newRow("mixed precision null") << "mixed_precision=null"
+                                          << "mixed_precision"
+                                          << "null";
+    QTest::newRow("plus") << "+model.num_layers=4"
+                          << "num_layers"
+                          << "4";
+    QTest::newRow("plus plus") << "++model.num_layers=4"
+                               << "num_layers"
+                               << "4";
+    QTest::newRow("quoted string") << "studio.name='my run, [1]'"
+                                   << "name"
+                                   << R"("my run, [1]")";
+    QTest::newRow("number as string field") << "studio.name=123"
+                                            << "name"
+                                            << R"("123")";
+    QTest::newRow("profile") << "studio.profile=guide"
+                             << "profile"
+                             << R"("guide")";
+    QTest::newRow("ours under model.") << "model.profile=dev"
+                                       << "profile"
+                                       << R"("dev")";
+    QTest::newRow("memory target") << "studio.memory_target_gb=70.5"
+                                   << "memory_target_gb"
+                                   << "70.5";
+    QTest::newRow("warmup") << "studio.warmup_iters=2"
+                            << "warmup_iters"
+                            << "2";
+    QTest::newRow("train iters") << "train.train_iters=50"
+                                 << "train_iters"
+                                 << "50";
+    QTest::newRow("train iters studio") << "studio.train_iters=50"
+                                        << "train_iters"
+                                        << "50";
+    QTest::newRow("attention backend") << "model.attention_backend=flash"
+                                       << "attention_backend"
+                                       << R"("flash")";
+    QTest::newRow("attention backend local") << "model.attention_backend=local"
+                                             << "attention_backend"
+                                             << R"("unfused")";
+    QTest::newRow("attention backend auto") << "model.attention_backend=auto"
+                                            << "attention_backend"
+                                            << R"("fused")";
+    QTest::newRow("attention backend studio") << "studio.attention_backend=unfused"
+                                              << "attention_backend"
+                                              << R"("unfused")";
+    QTest::newRow("layer freq list") << "model.moe_layer_freq=[0,1,1]"
+                                     << "moe_layer_freq"
+                                     << "[0,1,1]";
+    QTest::newRow("layer freq int") << "model.moe_layer_freq=2"
+                                    << "moe_layer_freq"
+                                    << "2";
+    QTest::newRow("cuda graph modules") << "model.cuda_graph_modules=[attn,moe_router]"
+                                        << "cuda_graph_modules"
+                                        << R"(["attn","moe_router"])";
+    QTest::newRow("fp8") << "model.fp8=e4m3"
+                         << "fp8"
+                         << R"("e4m3")";
+    QTest::newRow("fp8 null") << "model.fp8=null"
+                              << "fp8"
+                              << "null";
+    QTest::newRow("checkpoint flag") << "studio.checkpoint_activations_flag=--checkpoint-activations"
+                                     << "checkpoint_activations_flag"
+                                     << R"("--checkpoint-activations")";
+}
+
+void TestRecipeIo::overrideForms()
+{
+    QFETCH(QString, override);
+    QFETCH(QString, field);
+    QFETCH(QString, value);
+    const Recipe r = recipeFromBridgeOverrides({ override.toStdString() });
+    QCOMPARE(QString::fromStdString(recipeFieldValue(r, field.toStdString()).dump()),
+        QString::fromStdString(nlohmann::json::parse(value.toStdString()).dump()));
+    // Nothing else changed.
+    Recipe expected;
+    setRecipeField(expected, field.toStdString(), recipeFieldValue(r, field.toStdString()), "test");
+    QCOMPARE(r, expected);
+}
+
+void TestRecipeIo::overrideErrors_data()
+{
+    QTest::addColumn<QStringList>("overrides");
+    QTest::addColumn<QString>("where");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("message");
+
+    QTest::newRow("unknown key") << L({ "model.num_layer=2" }) << "override 1"
+                                 << "model.num_layer"
+                                 << "did you mean 'model.num_layers'?";
+    QTest::newRow("unknown second") << L({ "model.num_layers=2", "model.recompute_module=[core_attn]" })
+                                    << "override 2"
+                                    << "model.recompute_module"
+                                    << "did you mean 'model.recompute_modules'?";
+    QTest::newRow("unknown group") << L({ "optimizer.lr=1e-4" }) << "override 1"
+                                   << "optimizer.lr"
+                                   << "unknown override key";
+    QTest::newRow("model field under studio") << L({ "studio.num_layers=2" }) << "override 1"
+                                              << "studio.num_layers"
+                                              << "did you mean 'model.num_layers'?";
+    QTest::newRow("EP overlap under model")
+        << L({ "comm_overlap.overlap_moe_expert_parallel=true" }) << "override 1"
+        << "comm_overlap.overlap_moe_expert_parallel"
+        << "did you mean 'comm_overlap.overlap_moe_expert_parallel_comm'?";
+    QTest::newRow("no equals") << L({ "model.recompute_modules" }) << "override 1"
+                               << ""
+                               << "expected KEY=VALUE";
+    QTest::newRow("no key") << L({ "=3" }) << "override 1"
+                            << ""
+                            << "expected KEY=VALUE";
+    QTest::newRow("delete") << L({ "~model.num_layers=1" }) << "override 1"
+                            << "~model.num_layers"
+                            << "deleting a key (~) is not supported";
+    QTest::newRow("int from text") << L({ "model.num_layers=abc" }) << "override 1"
+                                   << "model.num_layers"
+                                   << "expected an integer, got \"abc\"";
+    QTest::newRow("int from float") << L({ "model.num_layers=2.5" }) << "override 1"
+                                    << "model.num_layers"
+                                    << "expected an integer, got 2.5";
+    QTest::newRow("bool from text") << L({ "model.sequence_parallel=yes" }) << "override 1"
+                                    << "model.sequence_parallel"
+                                    << "expected true or false";
+    QTest::newRow("bool from int") << L({ "comm_overlap.overlap_moe_expert_parallel_comm=1" }) << "override 1"
+                                   << "comm_overlap.overlap_moe_expert_parallel_comm"
+                                   << "expected true or false";
+    QTest::newRow("enum") << L({ "model.normalization=rmsnorm" }) << "override 1"
+                          << "model.normalization"
+                          << "allowed: LayerNorm, RMSNorm";
+    QTest::newRow("mixed precision") << L({ "mixed_precision=bf16_mixd" }) << "override 1"
+                                     << "mixed_precision"
+                                     << "did you mean 'bf16_mixed'?";
+    QTest::newRow("nested list") << L({ "model.recompute_modules=[core_attn,[x]]" }) << "override 1"
+                                 << "model.recompute_modules"
+                                 << "nested lists are not supported";
+    QTest::newRow("unclosed list") << L({ "model.recompute_modules=[core_attn," }) << "override 1"
+                                   << "model.recompute_modules"
+                                   << "a list must end with ']'";
+    QTest::newRow("empty element") << L({ "model.recompute_modules=[core_attn,,moe_act]" }) << "override 1"
+                                   << "model.recompute_modules"
+                                   << "empty list element";
+    QTest::newRow("unterminated quote") << L({ "model.recompute_modules=['core_attn]" }) << "override 1"
+                                        << "model.recompute_modules"
+                                        << "unterminated quote";
+    QTest::newRow("stray quote") << L({ "studio.name=it's" }) << "override 1"
+                                 << "studio.name"
+                                 << "cannot read the value";
+    QTest::newRow("list for int") << L({ "model.num_layers=[1]" }) << "override 1"
+                                  << "model.num_layers"
+                                  << "expected an integer";
+}
+
+void TestRecipeIo::overrideErrors()
+{
+    QFETCH(QStringList, overrides);
+    QFETCH(QString, where);
+    QFETCH(QString, field);
+    QFETCH(QString, message);
+    try {
+        recipeFromBridgeOverrides(toStd(overrides));
+        QFAIL("no RecipeError");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.where), where);
+        QCOMPARE(QString::fromStdString(e.field), field);
+        QVERIFY2(QString::fromStdString(e.message).contains(message), e.what());
+    }
+}
+
+void TestRecipeIo::overridesWriteOnlyDifferences()
+{
+    QVERIFY(recipeToBridgeOverrides(Recipe {}).empty());
+    Recipe r;
+    r.recompute_granularity = "selective";
+    r.recompute_modules = std::vector<std::string> { "core_attn", "moe_act" };
+    r.overlap_moe_expert_parallel_comm = true;
+    r.mixed_precision = "bf16_mixed";
+    r.name = "null";
+    r.train_iters = 30;
+    const std::vector<std::string> expected = { "studio.name='null'", "mixed_precision=bf16_mixed",
+        "model.recompute_granularity=selective", "model.recompute_modules=[core_attn,moe_act]",
+        "comm_overlap.overlap_moe_expert_parallel_comm=true", "train.train_iters=30" };
+    QCOMPARE(join(recipeToBridgeOverrides(r)), join(expected));
+    r.recompute_modules = std::vector<std::string> {};
+    r.q_lora_rank = std::nullopt;
+    const std::vector<std::string> out = recipeToBridgeOverrides(r);
+    QVERIFY(std::find(out.begin(), out.end(), "model.recompute_modules=[]") != out.end());
+    QVERIFY(std::find(out.begin(), out.end(), "model.q_lora_rank=null") != out.end());
+}
+
+void TestRecipeIo::overridesRoundTrip()
+{
+    std::vector<Recipe> recipes = { Recipe {}, fullRecipe() };
+    Recipe tricky;
+    for (const char* name :
+        { "", "null", "None", "true", "123", "1e5", "a b", "x=y", "it's", "back\\slash", "[x]" }) {
+        tricky.name = name;
+        recipes.push_back(tricky);
+    }
+    tricky.recompute_modules = std::vector<std::string> {};
+    tricky.cuda_graph_modules = std::vector<std::string> { "123", "null" };
+    tricky.hidden_dropout = 1e-7;
+    recipes.push_back(tricky);
+    for (const auto& [file, preset] : presets())
+        recipes.push_back(preset);
+    for (const Recipe& r : recipes) {
+        const std::vector<std::string> overrides = recipeToBridgeOverrides(r);
+        QCOMPARE(recipeFromBridgeOverrides(overrides), r);
+    }
+}
+
+// --- Megatron-LM flags ---
+
+void TestRecipeIo::flagForms_data()
+{
+    QTest::addColumn<QStringList>("flags");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("value"); // JSON
+
+    auto row = [](const char* name, std::initializer_list<std::string> flags, const char* field,
+                   const char* value) {
+        QTest::newRow(name) << L(flags) << QString::fromLatin1(field) << QString::fromLatin1(value);
+    };
+    row("granularity", { "--recompute-granularity", "full" }, "recompute_granularity", R"("full")");
+    row("granularity kept as read", { "--recompute-granularity", "partial" }, "recompute_granularity",
+        R"("partial")");
+    row("method", { "--recompute-method", "block" }, "recompute_method", R"("block")");
+    row("num layers", { "--recompute-num-layers", "2" }, "recompute_num_layers", "2");
+    row("modules", { "--recompute-modules", "core_attn", "moe_act" }, "recompute_modules",
+        R"(["core_attn","moe_act"])");
+    row("modules =", { "--recompute-modules=core_attn", "moe_act" }, "recompute_modules",
+        R"(["core_attn","moe_act"])");
+    row("recompute activations", { "--recompute-activations" }, "recompute_activations", "true");
+    row("moe layer recompute", { "--moe-layer-recompute" }, "moe_layer_recompute", "true");
+    row("distribute", { "--distribute-saved-activations" }, "distribute_saved_activations", "true");
+    row("checkpoint activations", { "--checkpoint-activations" }, "checkpoint_activations_flag",
+        R"("--checkpoint-activations")");
+    row("fp8 e4m3", { "--fp8-format", "e4m3" }, "fp8", R"("e4m3")");
+    row("fp8 hybrid", { "--fp8-format=hybrid" }, "fp8", R"("hybrid")");
+    row("fp8 recipe", { "--fp8-recipe", "tensorwise" }, "fp8_recipe", R"("tensorwise")");
+    row("fp4", { "--fp4-format", "e2m1" }, "fp4", R"("e2m1")");
+    row("bf16", { "--bf16" }, "bf16", "true");
+    row("fp16", { "--fp16" }, "fp16", "true");
+    row("tp", { "--tensor-model-parallel-size", "4" }, "tensor_model_parallel_size", "4");
+    row("pp", { "--pipeline-model-parallel-size", "4" }, "pipeline_model_parallel_size", "4");
+    row("layers per virtual stage",
+        { "--num-layers-per-virtual-pipeline-stage", "2", "--num-layers", "32",
+            "--pipeline-model-parallel-size", "4" },
+        "virtual_pipeline_model_parallel_size", "4");
+    row("vpp", { "--virtual-pipeline-model-parallel-size", "2" }, "virtual_pipeline_model_parallel_size",
+        "2");
+    row("virtual stages", { "--num-virtual-stages-per-pipeline-rank", "3" },
+        "virtual_pipeline_model_parallel_size", "3");
+    row("cp", { "--context-parallel-size", "2" }, "context_parallel_size", "2");
+    row("ep", { "--expert-model-parallel-size", "8" }, "expert_model_parallel_size", "8");
+    row("sp", { "--sequence-parallel" }, "sequence_parallel", "true");
+    row("num layers", { "--num-layers", "32" }, "num_layers", "32");
+    row("hidden", { "--hidden-size", "4096" }, "hidden_size", "4096");
+    row("ffn", { "--ffn-hidden-size", "14336" }, "ffn_hidden_size", "14336");
+    row("heads", { "--num-attention-heads", "32" }, "num_attention_heads", "32");
+    row("gqa", { "--group-query-attention", "--num-query-groups", "8" }, "num_query_groups", "8");
+    row("gqa after groups", { "--num-query-groups", "8", "--group-query-attention" }, "num_query_groups",
+        "8");
+    row("gqa alone", { "--group-query-attention" }, "num_query_groups", "1");
+    row("kv channels", { "--kv-channels", "128" }, "kv_channels", "128");
+    row("seq", { "--seq-length", "8192" }, "seq_length", "8192");
+    row("seq =", { "--seq-length=4096" }, "seq_length", "4096");
+    row("mbs", { "--micro-batch-size", "2" }, "micro_batch_size", "2");
+    row("gbs", { "--global-batch-size", "64" }, "global_batch_size", "64");
+    row("normalization", { "--normalization", "RMSNorm" }, "normalization", R"("RMSNorm")");
+    row("swiglu gated", { "--swiglu" }, "gated_linear_unit", "true");
+    row("swiglu silu", { "--swiglu" }, "activation_func", R"("silu")");
+    row("mla", { "--multi-latent-attention" }, "multi_latent_attention", "true");
+    row("q lora", { "--q-lora-rank", "1536" }, "q_lora_rank", "1536");
+    row("kv lora", { "--kv-lora-rank", "512" }, "kv_lora_rank", "512");
+    row("qk head", { "--qk-head-dim", "192" }, "qk_head_dim", "192");
+    row("qk pos", { "--qk-pos-emb-head-dim", "32" }, "qk_pos_emb_head_dim", "32");
+    row("v head", { "--v-head-dim", "96" }, "v_head_dim", "96");
+    row("attention variant", { "--experimental-attention-variant", "gated_delta_net" },
+        "experimental_attention_variant", R"("gated_delta_net")");
+    row("experts", { "--num-experts", "64" }, "num_moe_experts", "64");
+    row("topk", { "--moe-router-topk", "6" }, "moe_router_topk", "6");
+    row("moe ffn", { "--moe-ffn-hidden-size", "1408" }, "moe_ffn_hidden_size", "1408");
+    row("grouped gemm", { "--moe-grouped-gemm" }, "moe_grouped_gemm", "true");
+    row("shared expert", { "--moe-shared-expert-intermediate-size", "2816" },
+        "moe_shared_expert_intermediate_size", "2816");
+    row("shared overlap", { "--moe-shared-expert-overlap" }, "moe_shared_expert_overlap", "true");
+    row("layer freq int", { "--moe-layer-freq", "2" }, "moe_layer_freq", "2");
+    row("layer freq expression", { "--moe-layer-freq", "[0]+[1]*3" }, "moe_layer_freq", "[0,1,1,1]");
+    row("layer freq quoted", { "--moe-layer-freq", "'([1]*2+[0])*2'" }, "moe_layer_freq", "[1,1,0,1,1,0]");
+    row("layer freq list =", { "--moe-layer-freq=[0, 1]" }, "moe_layer_freq", "[0,1]");
+    row("dispatcher", { "--moe-token-dispatcher-type", "alltoall" }, "moe_token_dispatcher_type",
+        R"("alltoall")");
+    row("jitter", { "--moe-input-jitter-eps", "0.01" }, "moe_input_jitter_eps", "0.01");
+    row("cuda graph impl", { "--cuda-graph-impl", "transformer_engine" }, "cuda_graph_impl",
+        R"("transformer_engine")");
+    row("cuda graph modules", { "--cuda-graph-modules", "attn", "moe_router" }, "cuda_graph_modules",
+        R"(["attn","moe_router"])");
+    row("cuda graph scope", { "--cuda-graph-scope", "full" }, "cuda_graph_scope", R"(["full"])");
+    row("enable cuda graph", { "--enable-cuda-graph" }, "enable_cuda_graph", "true");
+    row("external cuda graph", { "--external-cuda-graph" }, "external_cuda_graph", "true");
+    row("te rng tracker", { "--te-rng-tracker" }, "use_te_rng_tracker", "true");
+    row("attention dropout", { "--attention-dropout", "0.0" }, "attention_dropout", "0.0");
+    row("hidden dropout", { "--hidden-dropout", "0.05" }, "hidden_dropout", "0.05");
+    row("cpu offloading", { "--cpu-offloading" }, "cpu_offloading", "true");
+    row("cpu offloading layers", { "--cpu-offloading-num-layers", "2" }, "cpu_offloading_num_layers", "2");
+    row("fine-grained offloading", { "--fine-grained-activation-offloading" },
+        "fine_grained_activation_offloading", "true");
+    row("offload modules", { "--offload-modules", "attn_norm", "qkv_linear" }, "offload_modules",
+        R"(["attn_norm","qkv_linear"])");
+    row("EP overlap", { "--overlap-moe-expert-parallel-comm" },
+        "comm_overlap.overlap_moe_expert_parallel_comm", "true");
+    row("delay wgrad", { "--delay-wgrad-compute" }, "delay_wgrad_compute", "true");
+    row("NaN check off", { "--no-check-for-nan-in-loss-and-grad" },
+        "rerun_state_machine.check_for_nan_in_loss", "false");
+    row("backend flash", { "--attention-backend", "flash" }, "attention_backend", R"("flash")");
+    row("backend fused", { "--attention-backend", "fused" }, "attention_backend", R"("fused")");
+    row("backend unfused", { "--attention-backend", "unfused" }, "attention_backend", R"("unfused")");
+    row("backend local", { "--attention-backend", "local" }, "attention_backend", R"("unfused")");
+    row("backend auto",
+        { "--attention-backend=auto", "--attention-backend", "flash", "--attention-backend", "auto" },
+        "attention_backend", R"("fused")");
+    row("transformer impl", { "--transformer-impl", "local" }, "transformer_impl", R"("local")");
+    row("train iters", { "--train-iters", "100" }, "train_iters", "100");
+    row("mtp", { "--mtp-num-layers", "1" }, "mtp_num_layers", "1");
+    row("mhc layers", { "--mhc-recompute-layer-num", "2" }, "mhc_recompute_layer_num", "2");
+    row("hyper connections", { "--enable-hyper-connections" }, "enable_hyper_connections", "true");
+    row("vocab", { "--vocab-size", "128256" }, "vocab_size", "128256");
+    row("irrelevant flags skipped",
+        { "--lr", "3e-4", "--data-path", "1.0", "/data/a", "0.5", "/data/b", "--mock-data", "--save=/ckpt",
+            "--num-layers", "4", "--profile", "--use-distributed-optimizer" },
+        "num_layers", "4");
+}
+
+void TestRecipeIo::flagForms()
+{
+    QFETCH(QStringList, flags);
+    QFETCH(QString, field);
+    QFETCH(QString, value);
+    const Recipe r = recipeFromMegatronFlags(toStd(flags));
+    QCOMPARE(QString::fromStdString(recipeFieldValue(r, field.toStdString()).dump()),
+        QString::fromStdString(nlohmann::json::parse(value.toStdString()).dump()));
+}
+
+void TestRecipeIo::flagErrors_data()
+{
+    QTest::addColumn<QStringList>("flags");
+    QTest::addColumn<QString>("where");
+    QTest::addColumn<QString>("message");
+
+    auto row = [](const char* name, std::initializer_list<std::string> flags, const char* where,
+                   const char* message) {
+        QTest::newRow(name) << L(flags) << QString::fromLatin1(where) << QString::fromLatin1(message);
+    };
+    row("unknown flag", { "--num-layerz", "4" }, "flag --num-layerz",
+        "unknown Megatron-LM flag; did you mean '--num-layers'?");
+    row("unknown flag =", { "--recompute-module=core_attn" }, "flag --recompute-module",
+        "did you mean '--recompute-modules'?");
+    row("missing value at end", { "--seq-length" }, "flag --seq-length", "expects a value");
+    row("missing value before flag", { "--seq-length", "--bf16" }, "flag --seq-length", "expects a value");
+    row("missing list", { "--recompute-modules" }, "flag --recompute-modules", "expects at least one value");
+    row("missing list before flag", { "--recompute-modules", "--bf16" }, "flag --recompute-modules",
+        "expects at least one value");
+    row("irrelevant flag missing value", { "--lr" }, "flag --lr", "expects a value");
+    row("not an integer", { "--seq-length", "4k" }, "flag --seq-length", "expects an integer, got '4k'");
+    row("not a number", { "--attention-dropout", "none" }, "flag --attention-dropout", "expects a number");
+    row("enum", { "--fp8-format", "e5m2" }, "flag --fp8-format", "allowed: e4m3, hybrid");
+    row("normalization", { "--normalization", "rmsnorm" }, "flag --normalization",
+        "allowed: LayerNorm, RMSNorm");
+    row("switch with value", { "--bf16=true" }, "flag --bf16", "takes no value");
+    row("stray value", { "--bf16", "yes" }, "argument 2", "unexpected argument 'yes'");
+    row("groups without gqa", { "--num-query-groups", "8" }, "flag --num-query-groups",
+        "ignores --num-query-groups without --group-query-attention");
+    row("virtual stage split",
+        { "--num-layers", "32", "--pipeline-model-parallel-size", "4",
+            "--num-layers-per-virtual-pipeline-stage", "3" },
+        "flag --num-layers-per-virtual-pipeline-stage", "do not split into virtual stages of 3 layers");
+    row("virtual stage needs layers", { "--num-layers-per-virtual-pipeline-stage", "2" },
+        "flag --num-layers-per-virtual-pipeline-stage", "needs --num-layers");
+    row("virtual stage twice",
+        { "--num-layers", "8", "--num-layers-per-virtual-pipeline-stage", "2",
+            "--virtual-pipeline-model-parallel-size", "4" },
+        "flag --num-layers-per-virtual-pipeline-stage", "not both");
+    row("layer freq expression", { "--moe-layer-freq", "[0,1" }, "flag --moe-layer-freq",
+        "expects an integer or a list expression");
+    row("layer freq pattern", { "--moe-layer-freq", "[0]+[2]" }, "flag --moe-layer-freq", "list of 0/1");
+}
+
+void TestRecipeIo::flagErrors()
+{
+    QFETCH(QStringList, flags);
+    QFETCH(QString, where);
+    QFETCH(QString, message);
+    try {
+        recipeFromMegatronFlags(toStd(flags));
+        QFAIL("no RecipeError");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.where), where);
+        QVERIFY2(QString::fromStdString(e.message).contains(message), e.what());
+    }
+}
+
+void TestRecipeIo::flagsWriteExactly()
+{
+    QVERIFY(recipeToMegatronFlags(Recipe {}).empty());
+    Recipe r;
+    r.num_layers = 32;
+    r.num_query_groups = 8;
+    r.gated_linear_unit = true;
+    r.activation_func = "silu";
+    r.moe_layer_freq = { 0, 1, 1, 1 };
+    r.recompute_granularity = "selective";
+    r.recompute_modules = std::vector<std::string> { "core_attn", "moe_act" };
+    r.attention_backend = "unfused";
+    r.check_for_nan_in_loss = false;
+    const std::vector<std::string> expected = { "--num-layers", "32", "--group-query-attention",
+        "--num-query-groups", "8", "--swiglu", "--moe-layer-freq", "[0]+[1]*3", "--attention-backend",
+        "unfused", "--recompute-granularity", "selective", "--recompute-modules", "core_attn", "moe_act",
+        "--no-check-for-nan-in-loss-and-grad" };
+    QCOMPARE(join(recipeToMegatronFlags(r)), join(expected));
+}
+
+void TestRecipeIo::flagsRoundTrip()
+{
+    Recipe full = fullRecipe();
+    full.mixed_precision = std::nullopt; // a Bridge recipe name has no flag (flagsLossyCases)
+    std::vector<Recipe> recipes = { Recipe {}, full };
+    Recipe dense;
+    dense.num_layers = 12;
+    dense.recompute_granularity = "full";
+    dense.recompute_method = "block";
+    dense.recompute_num_layers = 4;
+    dense.distribute_saved_activations = true;
+    dense.tensor_model_parallel_size = 2;
+    recipes.push_back(dense);
+    for (const auto& [file, preset] : presets())
+        recipes.push_back(preset);
+    for (const Recipe& r : recipes) {
+        const std::vector<std::string> flags = recipeToMegatronFlags(r);
+        QCOMPARE(recipeFromMegatronFlags(flags), withoutFlaglessFields(r));
+    }
+}
+
+void TestRecipeIo::flagsLossyCases()
+{
+    // megatron-rules.md (i): Megatron-LM cannot write recompute_modules=[]; the control is the absence of
+    // --recompute-granularity, so a selective [] recipe is refused rather than written as something else.
+    Recipe control;
+    control.recompute_granularity = "selective";
+    control.recompute_modules = std::vector<std::string> {};
+    try {
+        recipeToMegatronFlags(control);
+        QFAIL("selective [] written as flags");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.field), QStringLiteral("recompute_modules"));
+        QVERIFY(
+            QString::fromStdString(e.message).contains(QStringLiteral("absence of --recompute-granularity")));
+    }
+    // The flag form of that control: no --recompute-granularity at all.
+    control.recompute_granularity = std::nullopt;
+    control.recompute_modules = std::nullopt;
+    QVERIFY(recipeToMegatronFlags(control).empty());
+
+    Recipe bridge;
+    bridge.mixed_precision = "bf16_with_fp8_delayed_scaling_mixed";
+    QVERIFY_THROWS_EXCEPTION(RecipeError, recipeToMegatronFlags(bridge));
+
+    Recipe geglu;
+    geglu.gated_linear_unit = true;
+    QVERIFY_THROWS_EXCEPTION(RecipeError, recipeToMegatronFlags(geglu));
+
+    // [] for a nargs='+' list flag has no spelling: it comes back unset (R26 makes the unset default []).
+    Recipe graphs;
+    graphs.cuda_graph_impl = "transformer_engine";
+    graphs.cuda_graph_modules = std::vector<std::string> {};
+    const Recipe back = recipeFromMegatronFlags(recipeToMegatronFlags(graphs));
+    QVERIFY(!back.cuda_graph_modules.has_value());
+    QCOMPARE(back.cuda_graph_impl, graphs.cuda_graph_impl);
+}
+
+void TestRecipeIo::flagsMlaDefaults()
+{
+    // Megatron-LM's argparse: --q-lora-rank None, --kv-lora-rank 32 when MLA is on and they are absent.
+    const Recipe r = recipeFromMegatronFlags({ "--multi-latent-attention" });
+    QVERIFY(!r.q_lora_rank.has_value());
+    QCOMPARE(r.kv_lora_rank, 32);
+    // So with MLA on the ranks are always written.
+    Recipe mla;
+    mla.multi_latent_attention = true;
+    const std::vector<std::string> flags = recipeToMegatronFlags(mla);
+    QCOMPARE(join(flags), QStringLiteral("--multi-latent-attention --q-lora-rank 512 --kv-lora-rank 512"));
+    mla.q_lora_rank = std::nullopt;
+    QCOMPARE(join(recipeToMegatronFlags(mla)), QStringLiteral("--multi-latent-attention --kv-lora-rank 512"));
+    QCOMPARE(recipeFromMegatronFlags(recipeToMegatronFlags(mla)), mla);
+}
+
+// --- mixed precision (B8) ---
+
+void TestRecipeIo::mixedPrecisionTable()
+{
+    const MixedPrecisionRecipe* delayed = findMixedPrecision("bf16_with_fp8_delayed_scaling_mixed");
+    QVERIFY(delayed);
+    QVERIFY(delayed->bf16 && !delayed->fp16);
+    QCOMPARE(delayed->fp8.value_or(""), std::string("hybrid"));
+    QCOMPARE(delayed->fp8_recipe, std::string("delayed"));
+
+    const MixedPrecisionRecipe* mx = findMixedPrecision("bf16-with-mxfp8-mixed"); // Bridge's hyphen spelling
+    QVERIFY(mx);
+    QCOMPARE(std::string(mx->name), std::string("bf16_with_mxfp8_mixed"));
+    QCOMPARE(mx->fp8.value_or(""), std::string("e4m3"));
+    QCOMPARE(mx->fp8_recipe, std::string("mxfp8"));
+
+    QCOMPARE(
+        findMixedPrecision("bf16_with_fp8_current_scaling_mixed")->fp8_recipe, std::string("tensorwise"));
+    QCOMPARE(findMixedPrecision("nanov2_bf16_with_fp8_current_scaling_mixed")->fp8_recipe,
+        std::string("blockwise"));
+    QCOMPARE(
+        findMixedPrecision("fp16_with_fp8_subchannel_scaling_mixed")->fp8_recipe, std::string("blockwise"));
+    QVERIFY(findMixedPrecision("fp16_with_fp8_subchannel_scaling_mixed")->fp16);
+
+    const MixedPrecisionRecipe* fp4 = findMixedPrecision("bf16_with_nvfp4_mixed");
+    QVERIFY(fp4);
+    QVERIFY(!fp4->fp8.has_value());
+    QCOMPARE(fp4->fp4.value_or(""), std::string("e2m1"));
+
+    const MixedPrecisionRecipe* plain = findMixedPrecision("bf16_mixed");
+    QVERIFY(plain && !plain->fp8 && !plain->fp4);
+    QCOMPARE(plain->fp8_recipe, std::string("tensorwise")); // MixedPrecisionConfig's default, not MCore's
+
+    QVERIFY(!findMixedPrecision("bf16"));
+    QVERIFY(!findMixedPrecision(""));
+    // Names are unique and each one finds itself.
+    for (const MixedPrecisionRecipe& m : mixedPrecisionRecipes())
+        QCOMPARE(findMixedPrecision(m.name), &m);
+}
+
+// --- recipe arguments ---
+
+void TestRecipeIo::recipeInputForms()
+{
+    const std::string fixture = RS_FIXTURES_DIR "/recipe-minimal.json";
+    {
+        std::vector<std::string> rest;
+        const RecipeInput in = readRecipeInput({ fixture, "--report", "out.json", "--json" }, &rest);
+        QCOMPARE(int(in.format), int(InputFormat::Json));
+        QCOMPARE(in.origin, fixture);
+        QCOMPARE(in.recipe.num_layers, 4);
+        QCOMPARE(in.recipe.profile, Profile::Main); // the file's own
+        QCOMPARE(join(rest), QStringLiteral("--report out.json --json"));
+    }
+    {
+        std::vector<std::string> rest;
+        const RecipeInput in = readRecipeInput({ "--profile", "dev", fixture }, &rest);
+        QCOMPARE(in.recipe.profile, Profile::Dev); // --profile wins over the file's
+        QVERIFY(rest.empty());
+    }
+    {
+        std::vector<std::string> rest;
+        const RecipeInput in
+            = readRecipeInput({ "--profile=guide", "--overrides", "model.num_layers=4",
+                                  "'model.recompute_modules=[core_attn,moe_act]'", "--json" },
+                &rest);
+        QCOMPARE(int(in.format), int(InputFormat::BridgeOverrides));
+        QCOMPARE(in.origin, std::string("overrides"));
+        QCOMPARE(in.recipe.num_layers, 4);
+        QCOMPARE(in.recipe.recompute_modules.value_or(std::vector<std::string> {}),
+            (std::vector<std::string> { "core_attn", "moe_act" }));
+        QCOMPARE(in.recipe.profile, Profile::Guide);
+        QCOMPARE(join(rest), QStringLiteral("--json"));
+    }
+    {
+        // --mlm-args takes everything after it, Megatron-LM's own --profile flag included.
+        std::vector<std::string> rest;
+        const RecipeInput in = readRecipeInput(
+            { "--json", "--profile", "main", "--mlm-args", "--num-layers", "4", "--profile", "--bf16" },
+            &rest);
+        QCOMPARE(int(in.format), int(InputFormat::MegatronFlags));
+        QCOMPARE(in.origin, std::string("mlm-args"));
+        QCOMPARE(in.recipe.num_layers, 4);
+        QVERIFY(in.recipe.bf16);
+        QCOMPARE(in.recipe.profile, Profile::Main);
+        QCOMPARE(join(rest), QStringLiteral("--json"));
+    }
+    {
+        // The first .json is the recipe; a later one is the verb's.
+        std::vector<std::string> rest;
+        const RecipeInput in = readRecipeInput({ fixture, "other.json" }, &rest);
+        QCOMPARE(in.origin, fixture);
+        QCOMPARE(join(rest), QStringLiteral("other.json"));
+    }
+}
+
+void TestRecipeIo::recipeInputStdin()
+{
+    std::istringstream text(R"({"schema_version": 1, "hidden_size": 64})");
+    std::streambuf* saved = std::cin.rdbuf(text.rdbuf());
+    RecipeInput in;
+    try {
+        in = readRecipeInput({ "-" }, nullptr);
+    } catch (...) {
+        std::cin.rdbuf(saved);
+        throw;
+    }
+    std::cin.rdbuf(saved);
+    QCOMPARE(int(in.format), int(InputFormat::Json));
+    QCOMPARE(in.origin, std::string("stdin"));
+    QCOMPARE(in.recipe.hidden_size, 64);
+}
+
+void TestRecipeIo::recipeInputErrors_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("message");
+    const std::string fixture = RS_FIXTURES_DIR "/recipe-minimal.json";
+    QTest::newRow("nothing") << L({}) << ""
+                             << "no recipe given";
+    QTest::newRow("only profile") << L({ "--profile", "main" }) << ""
+                                  << "no recipe given";
+    QTest::newRow("unknown profile") << L({ "--profile", "nightly", fixture }) << "profile"
+                                     << "unknown profile 'nightly'; allowed: bridge-pin, guide, main, dev";
+    QTest::newRow("profile without name") << L({ fixture, "--profile" }) << "profile"
+                                          << "expects a profile name";
+    QTest::newRow("two recipes") << L({ fixture, "--overrides", "model.num_layers=2" }) << ""
+                                 << "a second recipe";
+    QTest::newRow("missing file") << L({ RS_FIXTURES_DIR "/no-such-recipe.json" }) << ""
+                                  << "cannot read the recipe file";
+    QTest::newRow("newer file") << L({ RS_FIXTURES_DIR "/recipe-newer-schema.json" }) << "schema_version"
+                                << "newer than this program reads";
+    QTest::newRow("malformed file") << L({ RS_FIXTURES_DIR "/recipe-malformed.json" }) << ""
+                                    << "malformed JSON at line 4, column 3";
+    QTest::newRow("bad override") << L({ "--overrides", "model.num_layer=2" }) << "model.num_layer"
+                                  << "did you mean 'model.num_layers'?";
+    QTest::newRow("bad flag") << L({ "--mlm-args", "--num-layer", "2" }) << "--num-layer"
+                              << "did you mean '--num-layers'?";
+    QTest::newRow("no rest") << L({ fixture, "--json" }) << ""
+                             << "unexpected argument '--json'";
+}
+
+void TestRecipeIo::recipeInputErrors()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QString, field);
+    QFETCH(QString, message);
+    std::vector<std::string> rest;
+    try {
+        // "no rest" passes no rest vector: then arguments it does not own are an error.
+        readRecipeInput(toStd(args),
+            QString::fromLatin1(QTest::currentDataTag()) == QLatin1String("no rest") ? nullptr : &rest);
+        QFAIL("no RecipeError");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.field), field);
+        QVERIFY2(QString::fromStdString(e.message).contains(message), e.what());
+    }
+}
+
+// --- presets ---
+
+void TestRecipeIo::presetsLoad()
+{
+    const auto all = presets(); // throws, failing the test, if any preset does not load
+    QStringList names;
+    for (const auto& [file, recipe] : all) {
+        names << file;
+        QVERIFY2(!recipe.name.empty(), qPrintable(file));
+        QVERIFY2(recipe.num_layers > 0 && recipe.hidden_size > 0 && recipe.num_attention_heads > 0,
+            qPrintable(file));
+        QCOMPARE(recipe.recompute_granularity.value_or(""), std::string("selective"));
+        QCOMPARE(recipeFromJson(recipeToJson(recipe)), recipe);
+    }
+    QVERIFY(names.contains(QStringLiteral("dense-gqa-swiglu.json")));
+    QVERIFY(names.contains(QStringLiteral("moonlight-mla-moe.json")));
+    QVERIFY(names.contains(QStringLiteral("gpt-unfused.json")));
+
+    auto find = [&](const char* file) {
+        for (const auto& [f, r] : all) {
+            if (f == QLatin1String(file))
+                return r;
+        }
+        return Recipe {};
+    };
+    const Recipe dense = find("dense-gqa-swiglu.json");
+    QCOMPARE(dense.num_layers, 32);
+    QCOMPARE(dense.hidden_size, 4096);
+    QCOMPARE(dense.num_query_groups.value_or(0), 8);
+    QCOMPARE(dense.ffn_hidden_size.value_or(0), 14336);
+    QCOMPARE(dense.seq_length, 8192);
+    QVERIFY(dense.gated_linear_unit && dense.activation_func == "silu" && dense.normalization == "RMSNorm");
+    QCOMPARE(dense.recompute_modules.value_or(std::vector<std::string> {}),
+        std::vector<std::string> { "core_attn" });
+
+    const Recipe moon = find("moonlight-mla-moe.json");
+    QCOMPARE(moon.num_layers, 27);
+    QCOMPARE(moon.moe_layer_freq.size(), std::size_t(27));
+    QCOMPARE(moon.moe_layer_freq.front(), 0);
+    QCOMPARE(std::count(moon.moe_layer_freq.begin(), moon.moe_layer_freq.end(), 1), 26L);
+    QVERIFY(moon.multi_latent_attention && !moon.q_lora_rank.has_value());
+    QCOMPARE(moon.kv_lora_rank, 512);
+    QCOMPARE(moon.num_moe_experts.value_or(0), 64);
+    QCOMPARE(moon.moe_router_topk, 6);
+    QCOMPARE(moon.moe_ffn_hidden_size.value_or(0), 1408);
+    QCOMPARE(moon.ffn_hidden_size.value_or(0), 11264);
+    QCOMPARE(moon.moe_shared_expert_intermediate_size.value_or(0), 2816);
+    QVERIFY(moon.moe_grouped_gemm && moon.bf16);
+    QCOMPARE(moon.tensor_model_parallel_size, 2);
+    QCOMPARE(moon.expert_model_parallel_size, 8);
+    QCOMPARE(moon.global_batch_size.value_or(0), 4);
+    QCOMPARE(
+        moon.recompute_modules.value_or(std::vector<std::string> {}), std::vector<std::string> { "moe_act" });
+    QCOMPARE(moon.profile, Profile::Guide);
+
+    const Recipe gpt = find("gpt-unfused.json");
+    QCOMPARE(gpt.num_layers, 24);
+    QCOMPARE(gpt.attention_backend, std::string("unfused"));
+    QCOMPARE(gpt.normalization, std::string("LayerNorm"));
+    QCOMPARE(gpt.activation_func, std::string("gelu"));
+    QCOMPARE(gpt.seq_length, 2048);
+}
+
+QTEST_GUILESS_MAIN(TestRecipeIo)
+#include "tst_recipe_io.moc"
