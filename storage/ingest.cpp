@@ -6,6 +6,9 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 
+#include "core/overrides.h"
+#include "core/recipe_json.h"
+
 using namespace Qt::StringLiterals;
 
 namespace rs::storage {
@@ -37,6 +40,24 @@ QString str(const QJsonObject& o, const QString& key)
     const QJsonValue v = o.value(key);
     return v.isString() ? v.toString() : QString();
 }
+// The recipe's hash (the worker's when given, else ours of the canonical text) and its Bridge overrides.
+void fillRecipeIdentity(RunRecord* run, const QJsonObject& recipe, const QString& workerHash)
+{
+    run->recipeHash = workerHash;
+    try {
+        const rs::Recipe r
+            = rs::recipeFromJsonText(QJsonDocument(recipe).toJson(QJsonDocument::Compact).toStdString());
+        if (run->recipeHash.isEmpty())
+            run->recipeHash = QString::fromStdString(rs::sha256Hex(rs::recipeCanonicalText(r)));
+        run->overrides.clear();
+        for (const auto& o : rs::recipeToBridgeOverrides(r))
+            run->overrides << QString::fromStdString(o);
+    } catch (const std::exception&) {
+        // A recipe this build cannot read (a newer worker's keys): keep the JSON, leave hash/overrides as
+        // given.
+    }
+}
+
 void maxInto(std::optional<qint64>* into, std::optional<qint64> v)
 {
     if (v && (!*into || *v > **into))
@@ -72,6 +93,12 @@ void RunIngest::setControl(std::optional<qint64> controlRunId)
 void RunIngest::setProvenance(const QString& provenance)
 {
     m_run.provenance = provenance;
+}
+
+void RunIngest::setRecipe(const QJsonObject& recipe)
+{
+    fillFromRecipeJson(&m_run, recipe);
+    fillRecipeIdentity(&m_run, recipe, {});
 }
 
 bool RunIngest::ensureRun()
@@ -179,7 +206,7 @@ bool RunIngest::onRecipe(const QJsonObject& e)
     fillFromRecipeJson(&m_run, e.value(u"recipe"_s).toObject());
     if (m_run.profile.isEmpty())
         m_run.profile = profile;
-    m_run.recipeHash = str(e, u"recipe_hash"_s);
+    fillRecipeIdentity(&m_run, e.value(u"recipe"_s).toObject(), str(e, u"recipe_hash"_s));
     const QJsonArray findings = e.value(u"findings"_s).toArray();
     if (!findings.isEmpty())
         m_run.notes

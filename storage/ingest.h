@@ -30,6 +30,9 @@ public:
     void setControl(std::optional<qint64> controlRunId);
     // Run fields to carry into the row that the stream does not give (e.g. recipe name, provenance).
     void setProvenance(const QString& provenance);
+    // The recipe as sent to the worker: the run's recipe fields until the worker's resolved `recipe` event
+    // replaces them (a run that fails before that event still says what it was for).
+    void setRecipe(const QJsonObject& recipe);
 
     // One stream event (an object with "event"). Unknown events and keys are ignored. Returns false on a
     // store error (see error()).

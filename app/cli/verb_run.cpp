@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute run`: run one recipe on this host's worker, store everything as it arrives, print a summary.
+#include <atomic>
+#include <csignal>
+#include <cstdio>
+#include <iostream>
+#include <unistd.h>
+
+#include <QCoreApplication>
+#include <QJsonDocument>
+#include <QTimer>
+
+#include "core/recipe_input.h"
+#include "core/recipe_json.h"
+#include "launch/local_launcher.h"
+#include "storage/ingest.h"
+#include "storage/report.h"
+#include "storage/store.h"
+#include "verbs.h"
+
+using namespace Qt::StringLiterals;
+
+namespace {
+
+const char* kUsage
+    = "usage: recompute run (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
+      "                     [--db PATH] [--device DEV] [--iters N] [--warmup N] [--control RUN] [--worker "
+      "PATH]\n"
+      "  Starts the local worker (recompute-bench; $RS_WORKER overrides where it is found) for the recipe,\n"
+      "  shows progress, stores every event in the measurement store and prints the run's summary.\n"
+      "  --iters / --warmup set train_iters / warmup_iters. --control names the run's matched [] control;\n"
+      "  without it the latest stored run that is matched and is the explicit [] control is linked.\n"
+      "  Ctrl-C stops the worker and keeps what was measured (the run ends `aborted`).\n"
+      "  Exit: 0 pass, 1 the run did not pass, 2 unusable input, 130 interrupted.\n";
+
+std::atomic<int> g_interrupts { 0 };
+extern "C" void onSigint(int)
+{
+    g_interrupts.fetch_add(1);
+}
+
+QString gb(std::optional<qint64> bytes)
+{
+    return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3) + u" GB"_s : u"-"_s;
+}
+
+int runMain(const std::vector<std::string>& args)
+{
+    for (const auto& a : args) {
+        if (a == "--help" || a == "-h") {
+            std::cout << kUsage;
+            return 0;
+        }
+        if (a == "--mlm-args")
+            break;
+    }
+    std::vector<std::string> rest;
+    rs::RecipeInput input;
+    try {
+        input = rs::readRecipeInput(args, &rest);
+    } catch (const std::exception& e) {
+        std::cerr << "recompute run: " << e.what() << "\n" << kUsage;
+        return 2;
+    }
+    QString db, device, worker;
+    std::optional<qint64> control;
+    for (size_t i = 0; i < rest.size(); ++i) {
+        const std::string& a = rest[i];
+        const bool takesValue = a == "--db" || a == "--device" || a == "--iters" || a == "--warmup"
+            || a == "--control" || a == "--worker";
+        if (!takesValue) {
+            std::cerr << "recompute run: unknown argument " << a << "\n" << kUsage;
+            return 2;
+        }
+        if (i + 1 >= rest.size()) {
+            std::cerr << "recompute run: " << a << " needs a value\n";
+            return 2;
+        }
+        const QString v = QString::fromStdString(rest[++i]);
+        auto positive = [&](bool allowZero) -> std::optional<qint64> {
+            bool ok = false;
+            const qint64 n = v.toLongLong(&ok);
+            if (!ok || n < (allowZero ? 0 : 1)) {
+                std::cerr << "recompute run: " << a << ": '" << v.toStdString() << "' is not "
+                          << (allowZero ? "a non-negative" : "a positive") << " integer\n";
+                return std::nullopt;
+            }
+            return n;
+        };
+        if (a == "--db") {
+            db = v;
+        } else if (a == "--device") {
+            device = v;
+        } else if (a == "--worker") {
+            worker = v;
+        } else if (a == "--iters") {
+            const auto n = positive(false);
+            if (!n)
+                return 2;
+            input.recipe.train_iters = int(*n);
+        } else if (a == "--warmup") {
+            const auto n = positive(true);
+            if (!n)
+                return 2;
+            input.recipe.warmup_iters = int(*n);
+        } else {
+            control = positive(false);
+            if (!control)
+                return 2;
+        }
+    }
+
+    rs::storage::Store store;
+    QString error;
+    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
+        std::cerr << "recompute run: " << error.toStdString() << "\n";
+        return 2;
+    }
+    if (control && !store.run(*control)) {
+        std::cerr << "recompute run: --control: run " << *control << " is not in "
+                  << store.path().toStdString() << "\n";
+        return 2;
+    }
+
+    const QByteArray recipeText = QByteArray::fromStdString(rs::recipeToJson(input.recipe).dump(2));
+    const QJsonObject recipeObject = QJsonDocument::fromJson(recipeText).object();
+    rs::storage::RunIngest ingest(&store);
+    ingest.setRecipe(recipeObject);
+    ingest.setProvenance(u"recompute run "_s + QString::fromStdString(input.origin));
+    if (control)
+        ingest.setControl(control);
+
+    rs::launch::LocalLauncher launcher;
+    rs::launch::LaunchOptions options;
+    options.workerPath = worker;
+    if (!device.isEmpty())
+        options.extraArguments << u"--device"_s << device;
+
+    const int total = input.recipe.train_iters;
+    const bool tty = ::isatty(STDERR_FILENO);
+    int exitCode = 0;
+    bool storeFailed = false;
+    QString finishReason;
+    QObject::connect(&launcher, &rs::launch::LocalLauncher::event, [&](const QJsonObject& e) {
+        if (!storeFailed && !ingest.ingest(e)) {
+            storeFailed = true;
+            std::cerr << "\nrecompute run: the store refused a row: " << ingest.error().toStdString() << "\n";
+        }
+    });
+    QObject::connect(&launcher, &rs::launch::LocalLauncher::iteration, [&](const QJsonObject& e) {
+        const int it = e.value(u"iteration"_s).toInt();
+        const int rank = e.value(u"rank"_s).toInt();
+        if (rank != 0)
+            return;
+        const int width = 30;
+        const int filled = total > 0 ? std::min(width, it * width / total) : 0;
+        const QString bar = QString(filled, u'#') + QString(width - filled, u'.');
+        const QString text = u"[%1] iteration %2/%3  %4  peak allocated %5"_s.arg(bar)
+                                 .arg(it)
+                                 .arg(total)
+                                 .arg(e.value(u"phase"_s).toString())
+                                 .arg(gb(ingest.currentPeakAllocated()));
+        if (tty)
+            std::cerr << "\r" << text.toStdString() << std::flush;
+        else
+            std::cerr << text.toStdString() << "\n";
+    });
+    QObject::connect(&launcher, &rs::launch::LocalLauncher::stderrText, [&](const QString& text) {
+        if (tty)
+            std::cerr << "\r\033[K";
+        std::cerr << text.toStdString() << std::flush;
+    });
+    QObject::connect(&launcher, &rs::launch::LocalLauncher::malformedLine,
+        [&](const QByteArray& line, const QString& why) {
+            std::cerr << "recompute run: ignored a worker stdout line (" << why.toStdString()
+                      << "): " << line.left(200).toStdString() << "\n";
+        });
+    QObject::connect(
+        &launcher, &rs::launch::LocalLauncher::finished, [&](bool aborted, int, const QString& reason) {
+            finishReason = aborted ? reason : QString();
+            QCoreApplication::exit(0);
+        });
+
+    auto previous = std::signal(SIGINT, onSigint);
+    std::signal(SIGTERM, onSigint);
+    QTimer poll;
+    int seenInterrupts = 0;
+    QObject::connect(&poll, &QTimer::timeout, [&] {
+        const int n = g_interrupts.load();
+        if (n == seenInterrupts)
+            return;
+        seenInterrupts = n;
+        std::cerr << (tty ? "\n" : "")
+                  << "recompute run: interrupted; stopping the worker (what was measured is kept)\n";
+        launcher.cancel(n > 1 ? 0 : 2000);
+    });
+    poll.start(50);
+
+    if (!launcher.start(recipeObject, options, &error)) {
+        std::cerr << "recompute run: " << error.toStdString() << "\n";
+        ingest.finish(error);
+        std::cerr << "recompute run: stored as run " << ingest.runId() << " (aborted)\n";
+        std::signal(SIGINT, previous);
+        return 2;
+    }
+    QCoreApplication::exec();
+    poll.stop();
+    std::signal(SIGINT, previous);
+    std::signal(SIGTERM, SIG_DFL);
+    if (tty)
+        std::cerr << "\n";
+
+    if (!ingest.finish(
+            finishReason.isEmpty() ? u"the worker's stream ended without a result"_s : finishReason))
+        std::cerr << "recompute run: " << ingest.error().toStdString() << "\n";
+    const auto run = store.run(ingest.runId());
+    if (!run) {
+        std::cerr << "recompute run: the run was not stored: " << store.lastError().toStdString() << "\n";
+        return 2;
+    }
+    std::cout << "run " << run->id << ": " << run->recipeName.toStdString() << "  ["
+              << run->moduleSetLabel().toStdString() << "]\n";
+    std::cout << "  outcome          " << run->outcome.toStdString();
+    if (!run->failureStage.isEmpty())
+        std::cout << " in " << run->failureStage.toStdString();
+    if (run->failureIteration)
+        std::cout << " (iteration " << *run->failureIteration << ")";
+    if (!run->message.isEmpty())
+        std::cout << ": " << run->message.toStdString();
+    std::cout << "\n";
+    std::cout << "  worker           " << run->workerVersion.toStdString() << " on "
+              << run->device.toStdString() << " (" << run->host.toStdString() << "), libtorch "
+              << run->libtorchVersion.toStdString() << "\n";
+    std::cout << "  iterations       " << ingest.iterationCount() << " rows stored\n";
+    for (const auto& p : store.rankPeaks(run->id))
+        std::cout << "  rank " << p.rank << "           peak allocated " << gb(p.peakAllocated).toStdString()
+                  << ", reserved " << gb(p.peakReserved).toStdString() << " (" << p.peakPhase.toStdString()
+                  << ", iteration " << p.peakIteration.value_or(0) << ")\n";
+    std::cout << "  peak allocated   " << gb(run->peakAllocated).toStdString() << "\n";
+    if (run->steadyStepMs)
+        std::cout << "  steady step      " << QString::number(*run->steadyStepMs, 'f', 2).toStdString()
+                  << " ms\n";
+    if (run->modelTflops)
+        std::cout << "  TFLOP/s/device   " << QString::number(*run->modelTflops, 'f', 2).toStdString()
+                  << "\n";
+    if (run->lossFinite)
+        std::cout << "  losses finite    " << (*run->lossFinite ? "yes" : "NO") << "\n";
+    if (run->controlRunId) {
+        const auto rows = store.compare(*run->controlRunId, { run->id });
+        if (rows.size() == 2) {
+            std::cout << "  control          run " << *run->controlRunId << ": Allocated vs [] "
+                      << rs::storage::formatPercent(rows[1].allocatedVsControlPct).toStdString()
+                      << ", Time vs [] " << rs::storage::formatPercent(rows[1].timeVsControlPct).toStdString()
+                      << "\n";
+        }
+    } else if (!run->isExplicitControl()) {
+        std::cout
+            << "  control          none matched in the store (run the [] control with the same recipe)\n";
+    }
+    std::cout << "  stored in        " << store.path().toStdString() << "\n";
+    if (g_interrupts.load() > 0)
+        exitCode = 130;
+    else if (run->outcome != rs::storage::outcome::Pass || storeFailed)
+        exitCode = 1;
+    return exitCode;
+}
+
+} // namespace
+
+RS_REGISTER_VERB("run", "run a recipe on the local worker and store the measurements", runMain);

@@ -1,0 +1,475 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "storage/report.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <QDir>
+#include <QFile>
+#include <QHash>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QSqlQuery>
+#include <QSqlRecord>
+
+using namespace Qt::StringLiterals;
+
+namespace rs::storage {
+
+std::optional<ReportFormat> reportFormatFromName(const QString& name)
+{
+    if (name == u"md" || name == u"markdown")
+        return ReportFormat::Markdown;
+    if (name == u"csv")
+        return ReportFormat::Csv;
+    if (name == u"json")
+        return ReportFormat::Json;
+    if (name == u"html")
+        return ReportFormat::Html;
+    return std::nullopt;
+}
+
+QString formatGigabytes(std::optional<qint64> bytes)
+{
+    return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3) : QString();
+}
+
+QString formatPercent(std::optional<double> pct)
+{
+    if (!pct)
+        return {};
+    // Rounded first, so -0.004 prints as -0.00% and keeps its sign as the guide does.
+    return (*pct >= 0 ? u"+"_s : u"-"_s) + QString::number(std::abs(*pct), 'f', 2) + u"%"_s;
+}
+
+namespace {
+QString num(std::optional<double> v, int decimals)
+{
+    return v ? QString::number(*v, 'f', decimals) : QString();
+}
+
+QString outcomeCell(const RunRecord& r)
+{
+    QString s = r.outcome;
+    if (!r.failureStage.isEmpty())
+        s += u" in "_s + r.failureStage;
+    if (r.failureIteration)
+        s += u" (iteration %1)"_s.arg(*r.failureIteration);
+    return s;
+}
+
+QString allocatedCell(const ComparisonRow& row)
+{
+    if (row.isControl)
+        return u"control"_s;
+    return formatPercent(row.allocatedVsControlPct);
+}
+QString timeCell(const ComparisonRow& row)
+{
+    if (row.isControl)
+        return u"control"_s;
+    return formatPercent(row.timeVsControlPct);
+}
+QString flagCell(const ComparisonRow& row)
+{
+    if (row.isControl)
+        return {};
+    if (!row.match.matched)
+        return u"NOT MATCHED: "_s + row.match.reasons.join(u"; "_s);
+    return row.match.notes.join(u"; "_s);
+}
+
+QString controlTitle(const ReportTable& t)
+{
+    if (!t.control)
+        return u"Runs with no matched [] control stored (no deltas)"_s;
+    const RunRecord& c = *t.control;
+    QStringList parts;
+    if (!c.model.isEmpty())
+        parts << c.model;
+    if (!c.recipeName.isEmpty() && c.recipeName != c.model)
+        parts << c.recipeName;
+    if (c.seqLength)
+        parts << u"seq %1"_s.arg(*c.seqLength);
+    if (c.microBatchSize && c.globalBatchSize)
+        parts << u"MBS=%1 GBS=%2"_s.arg(*c.microBatchSize).arg(*c.globalBatchSize);
+    if (!c.precision.isEmpty())
+        parts << c.precision;
+    if (c.tensorModelParallelSize)
+        parts << u"TP=%1 PP=%2 CP=%3 EP=%4"_s.arg(*c.tensorModelParallelSize)
+                     .arg(c.pipelineModelParallelSize.value_or(1))
+                     .arg(c.contextParallelSize.value_or(1))
+                     .arg(c.expertModelParallelSize.value_or(1));
+    if (!c.device.isEmpty())
+        parts << c.device;
+    return u"Control: run %1 (%2)"_s.arg(c.id).arg(parts.join(u", "_s));
+}
+
+QString csvCell(QString s)
+{
+    if (s.contains(u',') || s.contains(u'"') || s.contains(u'\n') || s.contains(u'\r')) {
+        s.replace(u"\""_s, u"\"\""_s);
+        return u"\""_s + s + u"\""_s;
+    }
+    return s;
+}
+
+QString htmlEscape(const QString& s)
+{
+    return s.toHtmlEscaped();
+}
+
+const QStringList kHeader = { u"Selective modules"_s, u"Peak allocated (GB)"_s, u"Step time (ms)"_s,
+    u"TFLOP/s/GPU"_s, u"Allocated vs []"_s, u"Time vs []"_s, u"Outcome"_s, u"Run"_s, u"Matched?"_s };
+
+QStringList cells(const ComparisonRow& row)
+{
+    const RunRecord& r = row.run;
+    return { r.moduleSetLabel(), formatGigabytes(r.peakAllocated), num(r.steadyStepMs, 2),
+        num(r.modelTflops, 2), allocatedCell(row), timeCell(row), outcomeCell(r), QString::number(r.id),
+        flagCell(row) };
+}
+
+QJsonValue jsonOpt(std::optional<double> v)
+{
+    return v ? QJsonValue(*v) : QJsonValue();
+}
+QJsonValue jsonOpt(std::optional<qint64> v)
+{
+    return v ? QJsonValue(double(*v)) : QJsonValue();
+}
+} // namespace
+
+QVector<ReportTable> buildReport(
+    const Store& store, std::optional<qint64> control, const QVector<qint64>& runIds)
+{
+    QVector<ReportTable> tables;
+    if (control) {
+        QVector<qint64> ids = runIds;
+        if (ids.isEmpty()) {
+            QSqlQuery q(store.database());
+            q.prepare(u"SELECT id FROM runs WHERE control_run_id=? ORDER BY id"_s);
+            q.addBindValue(*control);
+            if (q.exec()) {
+                while (q.next())
+                    ids << q.value(0).toLongLong();
+            }
+        }
+        ReportTable t;
+        t.rows = store.compare(*control, ids);
+        if (!t.rows.isEmpty())
+            t.control = t.rows.first().run;
+        if (t.control)
+            tables << t;
+        return tables;
+    }
+    RunFilter f;
+    f.ids = runIds;
+    QVector<RunRecord> runs = store.listRuns(f);
+    std::reverse(runs.begin(), runs.end()); // oldest first, as a study is read
+    QHash<qint64, int> tableOfControl;
+    QVector<qint64> order;
+    QHash<qint64, QVector<qint64>> members;
+    QVector<qint64> orphans;
+    for (const RunRecord& r : runs) {
+        const std::optional<qint64> c = r.controlRunId ? r.controlRunId
+            : r.isExplicitControl()                    ? std::optional<qint64>(r.id)
+                                                       : std::nullopt;
+        if (!c) {
+            orphans << r.id;
+            continue;
+        }
+        if (!members.contains(*c))
+            order << *c;
+        if (*c != r.id)
+            members[*c] << r.id;
+        else
+            members[*c];
+    }
+    for (qint64 c : order) {
+        ReportTable t;
+        t.rows = store.compare(c, members.value(c));
+        if (t.rows.isEmpty())
+            continue;
+        t.control = t.rows.first().run;
+        tables << t;
+    }
+    if (!orphans.isEmpty()) {
+        ReportTable t;
+        RunFilter of;
+        of.ids = orphans;
+        auto rows = store.listRuns(of);
+        std::reverse(rows.begin(), rows.end());
+        for (const RunRecord& r : rows) {
+            ComparisonRow row;
+            row.run = r;
+            row.match.reasons << u"no matched [] control stored"_s;
+            t.rows << row;
+        }
+        tables << t;
+    }
+    return tables;
+}
+
+int unmatchedRows(const QVector<ReportTable>& tables)
+{
+    int n = 0;
+    for (const auto& t : tables) {
+        for (const auto& row : t.rows) {
+            if (!row.isControl && !row.match.matched)
+                ++n;
+        }
+    }
+    return n;
+}
+
+QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
+{
+    QString out;
+    switch (format) {
+    case ReportFormat::Markdown:
+        for (const auto& t : tables) {
+            out += u"### "_s + controlTitle(t) + u"\n\n"_s;
+            out += u"| "_s + kHeader.join(u" | "_s) + u" |\n"_s;
+            out += u"|"_s + QStringList(kHeader.size(), u" --- "_s).join(u"|"_s) + u"|\n"_s;
+            for (const auto& row : t.rows) {
+                QStringList c = cells(row);
+                for (auto& s : c)
+                    s.replace(u"|"_s, u"\\|"_s);
+                out += u"| "_s + c.join(u" | "_s) + u" |\n"_s;
+            }
+            out += u"\n"_s;
+        }
+        if (tables.isEmpty())
+            out += u"No runs.\n"_s;
+        break;
+    case ReportFormat::Csv: {
+        QStringList header = { u"control_run_id"_s, u"run_id"_s, u"recipe_name"_s, u"model"_s,
+            u"module_set"_s, u"peak_allocated_bytes"_s, u"peak_allocated_gb"_s, u"steady_step_ms"_s,
+            u"tflops_per_gpu"_s, u"allocated_vs_control_pct"_s, u"time_vs_control_pct"_s, u"outcome"_s,
+            u"failure_stage"_s, u"failure_iteration"_s, u"is_control"_s, u"matched"_s,
+            u"not_matched_reasons"_s, u"notes"_s };
+        out += header.join(u',') + u"\n"_s;
+        for (const auto& t : tables) {
+            for (const auto& row : t.rows) {
+                const RunRecord& r = row.run;
+                QStringList c = { t.control ? QString::number(t.control->id) : QString(),
+                    QString::number(r.id), r.recipeName, r.model, r.moduleSetLabel(),
+                    r.peakAllocated ? QString::number(*r.peakAllocated) : QString(),
+                    formatGigabytes(r.peakAllocated), num(r.steadyStepMs, 3), num(r.modelTflops, 3),
+                    num(row.allocatedVsControlPct, 4), num(row.timeVsControlPct, 4), r.outcome,
+                    r.failureStage, r.failureIteration ? QString::number(*r.failureIteration) : QString(),
+                    row.isControl ? u"true"_s : u"false"_s,
+                    row.isControl || row.match.matched ? u"true"_s : u"false"_s,
+                    row.match.reasons.join(u"; "_s), row.match.notes.join(u"; "_s) };
+                for (auto& s : c)
+                    s = csvCell(s);
+                out += c.join(u',') + u"\n"_s;
+            }
+        }
+        break;
+    }
+    case ReportFormat::Json: {
+        QJsonArray arr;
+        for (const auto& t : tables) {
+            QJsonArray rows;
+            for (const auto& row : t.rows) {
+                const RunRecord& r = row.run;
+                rows.append(QJsonObject {
+                    { u"run_id"_s, double(r.id) },
+                    { u"recipe_name"_s, r.recipeName },
+                    { u"model"_s, r.model },
+                    { u"module_set"_s, r.moduleSetLabel() },
+                    { u"recompute_modules"_s,
+                        r.recomputeModules ? QJsonValue(QJsonArray::fromStringList(*r.recomputeModules))
+                                           : QJsonValue() },
+                    { u"peak_allocated_bytes"_s, jsonOpt(r.peakAllocated) },
+                    { u"steady_step_ms"_s, jsonOpt(r.steadyStepMs) },
+                    { u"tflops_per_gpu"_s, jsonOpt(r.modelTflops) },
+                    { u"allocated_vs_control_pct"_s, jsonOpt(row.allocatedVsControlPct) },
+                    { u"time_vs_control_pct"_s, jsonOpt(row.timeVsControlPct) },
+                    { u"outcome"_s, r.outcome },
+                    { u"failure_stage"_s,
+                        r.failureStage.isEmpty() ? QJsonValue() : QJsonValue(r.failureStage) },
+                    { u"is_control"_s, row.isControl },
+                    { u"matched"_s, row.isControl || row.match.matched },
+                    { u"not_matched_reasons"_s, QJsonArray::fromStringList(row.match.reasons) },
+                    { u"notes"_s, QJsonArray::fromStringList(row.match.notes) },
+                });
+            }
+            arr.append(QJsonObject {
+                { u"control_run_id"_s, t.control ? QJsonValue(double(t.control->id)) : QJsonValue() },
+                { u"title"_s, controlTitle(t) }, { u"rows"_s, rows } });
+        }
+        out = QString::fromUtf8(QJsonDocument(arr).toJson(QJsonDocument::Indented));
+        break;
+    }
+    case ReportFormat::Html:
+        out += u"<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\"><title>Recompute Studio "
+               u"report</title>\n"
+               "<style>body{font-family:sans-serif}table{border-collapse:collapse;margin-bottom:2em}"
+               "td,th{border:1px solid #999;padding:3px 8px}td.n{text-align:right}"
+               "tr.unmatched{background:#fdd}</style></head><body>\n"_s;
+        for (const auto& t : tables) {
+            out += u"<h3>"_s + htmlEscape(controlTitle(t)) + u"</h3>\n<table>\n<tr>"_s;
+            for (const auto& h : kHeader)
+                out += u"<th>"_s + htmlEscape(h) + u"</th>"_s;
+            out += u"</tr>\n"_s;
+            for (const auto& row : t.rows) {
+                const bool flagged = !row.isControl && !row.match.matched;
+                out += flagged ? u"<tr class=\"unmatched\">"_s : u"<tr>"_s;
+                const QStringList c = cells(row);
+                for (int i = 0; i < c.size(); ++i)
+                    out += ((i >= 1 && i <= 5) ? u"<td class=\"n\">"_s : u"<td>"_s) + htmlEscape(c[i])
+                        + u"</td>"_s;
+                out += u"</tr>\n"_s;
+            }
+            out += u"</table>\n"_s;
+        }
+        out += u"</body></html>\n"_s;
+        break;
+    }
+    return out;
+}
+
+// --- export ----------------------------------------------------------------------------------------------
+
+namespace {
+struct Table {
+    QStringList columns;
+    QVector<QVariantList> rows;
+};
+
+Table selectTable(const Store& store, const QString& table, const QVector<qint64>& ids,
+    const QString& idColumn, const QString& orderBy)
+{
+    Table t;
+    QString sql = u"SELECT * FROM "_s + table;
+    if (!ids.isEmpty()) {
+        QStringList parts;
+        for (qint64 id : ids)
+            parts << QString::number(id);
+        sql += u" WHERE "_s + idColumn + u" IN ("_s + parts.join(u',') + u")"_s;
+    }
+    sql += u" ORDER BY "_s + orderBy;
+    QSqlQuery q(store.database());
+    q.setForwardOnly(true);
+    if (!q.exec(sql))
+        return t;
+    const QSqlRecord rec = q.record();
+    for (int i = 0; i < rec.count(); ++i)
+        t.columns << rec.fieldName(i);
+    while (q.next()) {
+        QVariantList row;
+        row.reserve(rec.count());
+        for (int i = 0; i < rec.count(); ++i)
+            row << q.value(i);
+        t.rows << row;
+    }
+    return t;
+}
+
+QString csvValue(const QVariant& v)
+{
+    if (v.isNull())
+        return {};
+    if (v.typeId() == QMetaType::Double)
+        return QString::number(v.toDouble(), 'g', 17);
+    return csvCell(v.toString());
+}
+
+QJsonValue jsonValue(const QVariant& v)
+{
+    if (v.isNull())
+        return QJsonValue();
+    switch (v.typeId()) {
+    case QMetaType::Double:
+        return v.toDouble();
+    case QMetaType::LongLong:
+    case QMetaType::Int:
+        return double(v.toLongLong());
+    default:
+        return v.toString();
+    }
+}
+
+bool writeFile(const QString& path, const QByteArray& bytes, QString* error)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(bytes) != bytes.size()) {
+        if (error)
+            *error = path + u": "_s + f.errorString();
+        return false;
+    }
+    return true;
+}
+} // namespace
+
+QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const QString& dir, bool csv,
+    bool json, QString* error)
+{
+    QStringList written;
+    if (!QDir().mkpath(dir)) {
+        if (error)
+            *error = u"cannot create "_s + dir;
+        return written;
+    }
+    // module_set is the guide's label, derived; everything else is the stored row as is.
+    QHash<qint64, QString> moduleSets;
+    {
+        RunFilter f;
+        f.ids = runIds;
+        for (const auto& r : store.listRuns(f))
+            moduleSets.insert(r.id, r.moduleSetLabel());
+    }
+    const struct {
+        const char* name;
+        const char* idColumn;
+        const char* orderBy;
+    } tables[] = { { "runs", "id", "id" }, { "rank_peaks", "run_id", "run_id, rank" },
+        { "phase_peaks", "run_id", "run_id, rank, phase" },
+        { "iterations", "run_id", "run_id, iteration, rank" } };
+    for (const auto& spec : tables) {
+        const QString name = QString::fromLatin1(spec.name);
+        if (name == u"phase_peaks" && store.schemaVersion() < 2)
+            continue;
+        Table t = selectTable(
+            store, name, runIds, QString::fromLatin1(spec.idColumn), QString::fromLatin1(spec.orderBy));
+        if (name == u"runs") {
+            t.columns << u"module_set"_s;
+            for (auto& row : t.rows)
+                row << moduleSets.value(row.first().toLongLong());
+        }
+        if (csv) {
+            QString text = t.columns.join(u',') + u"\n"_s;
+            for (const auto& row : t.rows) {
+                QStringList c;
+                c.reserve(row.size());
+                for (const auto& v : row)
+                    c << csvValue(v);
+                text += c.join(u',') + u"\n"_s;
+            }
+            const QString path = dir + u'/' + name + u".csv"_s;
+            if (!writeFile(path, text.toUtf8(), error))
+                return written;
+            written << path;
+        }
+        if (json) {
+            QJsonArray arr;
+            for (const auto& row : t.rows) {
+                QJsonObject o;
+                for (int i = 0; i < t.columns.size(); ++i)
+                    o.insert(t.columns[i], jsonValue(row[i]));
+                arr.append(o);
+            }
+            const QString path = dir + u'/' + name + u".json"_s;
+            if (!writeFile(path, QJsonDocument(arr).toJson(QJsonDocument::Compact), error))
+                return written;
+            written << path;
+        }
+    }
+    return written;
+}
+
+} // namespace rs::storage

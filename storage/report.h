@@ -1,0 +1,46 @@
+// SPDX-License-Identifier: Apache-2.0
+// The guide's comparison table (module set, peak allocated, step time, TFLOP/s/GPU, Allocated vs [],
+// Time vs [], outcome), built from the store and written as Markdown, CSV, JSON or HTML; and the plain
+// export of runs, per-rank peaks and iterations as CSV / JSON that pandas reads. Rows that are not
+// matched to their control are flagged with the reasons and get no deltas: never silently compared.
+#pragma once
+
+#include <optional>
+
+#include <QString>
+#include <QVector>
+
+#include "storage/store.h"
+
+namespace rs::storage {
+
+enum class ReportFormat { Markdown, Csv, Json, Html };
+// "md" | "markdown" | "csv" | "json" | "html"
+std::optional<ReportFormat> reportFormatFromName(const QString& name);
+
+// One table: a control and the runs compared with it (the control's own row first).
+struct ReportTable {
+    std::optional<RunRecord> control; // empty: these runs have no matched control stored
+    QVector<ComparisonRow> rows;
+};
+
+// With `control`: one table of `runIds` (or, when empty, every run linked to that control) against it.
+// Without: the runs (every run when `runIds` is empty) grouped by their stored matched control; runs whose
+// control is not among them bring it in.
+QVector<ReportTable> buildReport(
+    const Store& store, std::optional<qint64> control, const QVector<qint64>& runIds);
+QString formatReport(const QVector<ReportTable>& tables, ReportFormat format);
+// The number of rows flagged as not matched.
+int unmatchedRows(const QVector<ReportTable>& tables);
+
+// Cells as the guide writes them: "36.618" (GB = 1e9 bytes, 3 decimals), "457.18" (ms), "-0.01%", "control".
+QString formatGigabytes(std::optional<qint64> bytes);
+QString formatPercent(std::optional<double> pct);
+
+// Export: runs.<ext>, rank_peaks.<ext>, phase_peaks.<ext>, iterations.<ext> in `dir` for the runs (all
+// when empty). CSV has a header row and empty cells for unknown values; JSON is an array of records
+// (pandas.read_json(path, orient="records")). Returns the files written; on failure sets *error.
+QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const QString& dir, bool csv,
+    bool json, QString* error = nullptr);
+
+} // namespace rs::storage

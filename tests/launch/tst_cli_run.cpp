@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute run` end to end, as processes: the CLI killed with SIGKILL mid-ingest leaves a database that
+// passes PRAGMA integrity_check and keeps what was committed; Ctrl-C stops the worker and the run ends
+// `aborted` with its iterations; four CLIs ingest four runs into one database at once.
+#include <csignal>
+#include <signal.h>
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QSqlQuery>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "storage/store.h"
+
+using namespace Qt::StringLiterals;
+using namespace rs::storage;
+
+namespace {
+
+QString writeRecipe(const QTemporaryDir& dir, int iters, const QString& name = u"cli-tiny"_s)
+{
+    const QJsonObject recipe { { u"name"_s, name }, { u"num_layers"_s, 2 }, { u"hidden_size"_s, 64 },
+        { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 128 }, { u"micro_batch_size"_s, 1 },
+        { u"global_batch_size"_s, 1 }, { u"recompute_granularity"_s, u"selective"_s },
+        { u"recompute_modules"_s, QJsonArray() }, { u"train_iters"_s, iters }, { u"warmup_iters"_s, 1 } };
+    const QString path = dir.filePath(name + u".json"_s);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly))
+        return {};
+    f.write(QJsonDocument(recipe).toJson());
+    return path;
+}
+
+std::unique_ptr<QProcess> startRun(const QStringList& args, const QString& fakeArgs)
+{
+    auto p = std::make_unique<QProcess>();
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(u"RS_WORKER"_s, QStringLiteral(RS_FAKE_WORKER));
+    env.insert(u"FAKE_WORKER_ARGS"_s, fakeArgs);
+    p->setProcessEnvironment(env);
+    p->setProgram(QStringLiteral(RS_RECOMPUTE));
+    p->setArguments(QStringList { u"run"_s } + args);
+    p->start();
+    return p;
+}
+
+int storedIterations(const QString& db)
+{
+    if (!QFile::exists(db))
+        return 0;
+    Store store;
+    if (!store.open(db))
+        return 0;
+    QSqlQuery q(store.database());
+    if (!q.exec(u"SELECT COUNT(*) FROM iterations"_s) || !q.next())
+        return 0;
+    return q.value(0).toInt();
+}
+
+bool waitForIterations(const QString& db, int atLeast, int timeoutMs)
+{
+    QElapsedTimer t;
+    t.start();
+    while (t.elapsed() < timeoutMs) {
+        if (storedIterations(db) >= atLeast)
+            return true;
+        QTest::qWait(20);
+    }
+    return false;
+}
+
+QString integrity(Store& store)
+{
+    QSqlQuery q(store.database());
+    if (!q.exec(u"PRAGMA integrity_check"_s) || !q.next())
+        return u"query failed"_s;
+    return q.value(0).toString();
+}
+
+} // namespace
+
+class TestCliRun : public QObject {
+    Q_OBJECT
+private slots:
+    void passRunIsStoredAndSummarised()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"pass.sqlite"_s);
+        auto p = startRun(
+            { writeRecipe(dir, 50), u"--db"_s, db, u"--iters"_s, u"6"_s, u"--warmup"_s, u"2"_s }, {});
+        QVERIFY(p->waitForFinished(30000));
+        const QString out = QString::fromUtf8(p->readAllStandardOutput());
+        QVERIFY2(p->exitCode() == 0, qPrintable(out + QString::fromUtf8(p->readAllStandardError())));
+        QVERIFY2(out.contains(u"outcome          pass"_s), qPrintable(out));
+        Store store;
+        QVERIFY(store.open(db));
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].outcome, outcome::Pass);
+        QCOMPARE(runs[0].iterationsPlanned.value_or(0), 6); // --iters reached the recipe
+        QCOMPARE(store.iterations(runs[0].id).size(), 6);
+        QVERIFY(!runs[0].recipeHash.isEmpty());
+    }
+
+    void cliKilledMidIngestLeavesAnIntactDatabase()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"killed-cli.sqlite"_s);
+        auto p = startRun({ writeRecipe(dir, 100000), u"--db"_s, db }, u"--delay-ms 2"_s);
+        QVERIFY(p->waitForStarted(10000));
+        QVERIFY(waitForIterations(db, 200, 30000));
+        p->kill(); // SIGKILL to the CLI in the middle of its ingest
+        QVERIFY(p->waitForFinished(10000));
+        QCOMPARE(p->exitStatus(), QProcess::CrashExit);
+        Store store;
+        QString error;
+        QVERIFY2(store.open(db, &error), qPrintable(error));
+        QCOMPARE(integrity(store), u"ok"_s);
+        QSqlQuery q(store.database());
+        QVERIFY(q.exec(u"PRAGMA foreign_key_check"_s));
+        QVERIFY(!q.next());
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].outcome, outcome::Running); // nobody was left to finish it
+        QVERIFY(store.iterations(runs[0].id).size() >= 200);
+    }
+
+    void ctrlCStopsTheWorkerAndKeepsTheIterations()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"sigint.sqlite"_s);
+        auto p = startRun({ writeRecipe(dir, 100000), u"--db"_s, db }, u"--delay-ms 5"_s);
+        QVERIFY(p->waitForStarted(10000));
+        QVERIFY(waitForIterations(db, 10, 30000));
+        ::kill(pid_t(p->processId()), SIGINT);
+        QVERIFY(p->waitForFinished(20000));
+        QCOMPARE(p->exitStatus(), QProcess::NormalExit);
+        QCOMPARE(p->exitCode(), 130);
+        Store store;
+        QVERIFY(store.open(db));
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].outcome, outcome::Aborted);
+        QVERIFY(store.iterations(runs[0].id).size() >= 10);
+        QCOMPARE(integrity(store), u"ok"_s);
+    }
+
+    void fourProcessesIngestIntoOneDatabase()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"concurrent.sqlite"_s);
+        const int iters = 300;
+        std::vector<std::unique_ptr<QProcess>> procs;
+        for (int i = 0; i < 4; ++i)
+            procs.push_back(
+                startRun({ writeRecipe(dir, iters, u"concurrent-%1"_s.arg(i)), u"--db"_s, db }, {}));
+        for (auto& p : procs) {
+            QVERIFY(p->waitForFinished(60000));
+            QVERIFY2(p->exitStatus() == QProcess::NormalExit && p->exitCode() == 0,
+                qPrintable(QString::fromUtf8(p->readAllStandardError())));
+        }
+        Store store;
+        QVERIFY(store.open(db));
+        QCOMPARE(integrity(store), u"ok"_s);
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 4);
+        QStringList names;
+        for (const auto& r : runs) {
+            QCOMPARE(r.outcome, outcome::Pass);
+            QCOMPARE(store.iterations(r.id).size(), iters);
+            names << r.recipeName;
+        }
+        names.sort();
+        QCOMPARE(names,
+            (QStringList { u"concurrent-0"_s, u"concurrent-1"_s, u"concurrent-2"_s, u"concurrent-3"_s }));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliRun)
+#include "tst_cli_run.moc"

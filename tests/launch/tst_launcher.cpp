@@ -1,0 +1,245 @@
+// SPDX-License-Identifier: Apache-2.0
+// The local launcher against a fake worker (a test double of the process boundary) and, when this build has
+// it, the real recompute-bench: signals per event kind, SIGKILL mid-run, exit without result, garbage on
+// stdout, cancel(), worker lookup, and the store's ingest fed from the signals.
+#include <QDir>
+#include <QJsonArray>
+#include <QSignalSpy>
+#include <QSqlQuery>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "launch/local_launcher.h"
+#include "storage/ingest.h"
+#include "storage/store.h"
+
+using namespace Qt::StringLiterals;
+using namespace rs::launch;
+using namespace rs::storage;
+
+namespace {
+QJsonObject tinyRecipe(int iters, const QString& name = u"tiny"_s)
+{
+    return QJsonObject { { u"name"_s, name }, { u"num_layers"_s, 2 }, { u"hidden_size"_s, 64 },
+        { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 128 }, { u"micro_batch_size"_s, 1 },
+        { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
+        { u"recompute_granularity"_s, u"selective"_s }, { u"recompute_modules"_s, QJsonArray() },
+        { u"train_iters"_s, iters }, { u"warmup_iters"_s, 2 } };
+}
+
+LaunchOptions fake(const QStringList& extra = {})
+{
+    LaunchOptions o;
+    o.workerPath = QStringLiteral(RS_FAKE_WORKER);
+    o.extraArguments = extra;
+    return o;
+}
+
+struct Recorder {
+    explicit Recorder(LocalLauncher* l)
+        : hello(l, &LocalLauncher::hello)
+        , recipe(l, &LocalLauncher::recipe)
+        , phase(l, &LocalLauncher::phase)
+        , iteration(l, &LocalLauncher::iteration)
+        , rankSummary(l, &LocalLauncher::rankSummary)
+        , result(l, &LocalLauncher::result)
+        , finished(l, &LocalLauncher::finished)
+        , malformed(l, &LocalLauncher::malformedLine)
+        , stderrText(l, &LocalLauncher::stderrText)
+    {
+    }
+    QSignalSpy hello, recipe, phase, iteration, rankSummary, result, finished, malformed, stderrText;
+};
+} // namespace
+
+class TestLauncher : public QObject {
+    Q_OBJECT
+private slots:
+    void passRunEmitsOneSignalPerEventKind()
+    {
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        QString error;
+        QVERIFY2(launcher.start(tinyRecipe(5), fake({ u"--stderr"_s, u"diagnostic line"_s }), &error),
+            qPrintable(error));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.hello.size(), 1);
+        QCOMPARE(rec.recipe.size(), 1);
+        QCOMPARE(rec.phase.size(), 3); // build, warmup, steady
+        QCOMPARE(rec.iteration.size(), 5);
+        QCOMPARE(rec.rankSummary.size(), 1);
+        QCOMPARE(rec.result.size(), 1);
+        QCOMPARE(rec.finished.first().at(0).toBool(), false); // not aborted
+        QCOMPARE(rec.finished.first().at(1).toInt(), 0);
+        QCOMPARE(rec.iteration.last().at(0).toJsonObject().value(u"iteration"_s).toInt(), 5);
+        QVERIFY(rec.stderrText.size() >= 1);
+        QVERIFY(rec.stderrText.first().at(0).toString().contains(u"diagnostic line"_s));
+        QVERIFY(!launcher.isRunning());
+    }
+
+    void recipeTravelsAsAFileNeverThroughAShell()
+    {
+        // A name a shell would act on reaches the worker unchanged: the argv is a vector.
+        const QString name = u"x'; touch /tmp/rs-pwned; echo \"$HOME\" `id`"_s;
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        QVERIFY(launcher.start(tinyRecipe(2, name), fake()));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.recipe.size(), 1);
+        QCOMPARE(
+            rec.recipe.first().at(0).toJsonObject().value(u"recipe"_s).toObject().value(u"name"_s).toString(),
+            name);
+        QCOMPARE(launcher.lastArguments().size(), 1);
+        QVERIFY(launcher.lastArguments().first().endsWith(u".json"_s));
+        QVERIFY(!QFile::exists(u"/tmp/rs-pwned"_s));
+    }
+
+    void sigkillMidRunLeavesAnAbortedRunWithItsIterations()
+    {
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"killed.sqlite"_s)));
+        RunIngest ingest(&store);
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        connect(
+            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+        QVERIFY(launcher.start(tinyRecipe(10), fake({ u"--kill-after"_s, u"4"_s })));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.finished.first().at(0).toBool(), true); // aborted
+        QCOMPARE(rec.finished.first().at(1).toInt(), -1); // killed by a signal
+        QCOMPARE(rec.result.size(), 0);
+        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
+        const auto run = store.run(ingest.runId());
+        QVERIFY(run);
+        QCOMPARE(run->outcome, outcome::Aborted);
+        QVERIFY2(run->message.contains(u"killed"_s), qPrintable(run->message));
+        QCOMPARE(store.iterations(run->id).size(), 4);
+        QCOMPARE(store.iterations(run->id).last().iteration, 4);
+        QCOMPARE(run->device, u"cpu"_s);
+        QCOMPARE(run->peakAllocated.value_or(0), qint64(1500004)); // max of what was reported
+        QSqlQuery q(store.database());
+        QVERIFY(q.exec(u"PRAGMA integrity_check"_s) && q.next());
+        QCOMPARE(q.value(0).toString(), u"ok"_s);
+    }
+
+    void exitWithoutResultIsAborted()
+    {
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        QVERIFY(launcher.start(tinyRecipe(10), fake({ u"--exit-after"_s, u"2"_s })));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.finished.first().at(0).toBool(), true);
+        QCOMPARE(rec.finished.first().at(1).toInt(), 3);
+        QVERIFY(rec.finished.first().at(2).toString().contains(u"without a result"_s));
+        QCOMPARE(rec.iteration.size(), 2);
+    }
+
+    void garbageOnStdoutIsReportedNotFatal()
+    {
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        QVERIFY(launcher.start(tinyRecipe(3), fake({ u"--garbage"_s, u"--no-newline-end"_s })));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.malformed.size(), 2);
+        QCOMPARE(rec.iteration.size(), 3);
+        QCOMPARE(rec.result.size(), 1); // the last line had no '\n' and still counts
+        QCOMPARE(rec.finished.first().at(0).toBool(), false);
+    }
+
+    void failingResultIsNotAborted()
+    {
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        QVERIFY(launcher.start(tinyRecipe(3), fake({ u"--status"_s, u"oom"_s })));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.finished.first().at(0).toBool(), false);
+        QCOMPARE(rec.result.first().at(0).toJsonObject().value(u"status"_s).toString(), u"oom"_s);
+    }
+
+    void cancelStopsTheWorkerAndKeepsWhatWasMeasured()
+    {
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"cancel.sqlite"_s)));
+        RunIngest ingest(&store);
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        connect(&launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { ingest.ingest(e); });
+        connect(&launcher, &LocalLauncher::iteration, this, [&](const QJsonObject& e) {
+            if (e.value(u"iteration"_s).toInt() == 2)
+                launcher.cancel(500);
+        });
+        QVERIFY(launcher.start(tinyRecipe(1000), fake({ u"--delay-ms"_s, u"50"_s })));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.finished.first().at(0).toBool(), true);
+        QVERIFY(rec.finished.first().at(2).toString().contains(u"cancelled"_s));
+        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
+        QCOMPARE(store.run(ingest.runId())->outcome, outcome::Aborted);
+        const int stored = store.iterations(ingest.runId()).size();
+        QVERIFY2(stored >= 2 && stored < 1000, qPrintable(QString::number(stored)));
+    }
+
+    void workerLookup()
+    {
+        QStringList searched;
+        qputenv("RS_WORKER", QByteArray(RS_FAKE_WORKER));
+        QCOMPARE(findWorker(&searched), QFileInfo(QStringLiteral(RS_FAKE_WORKER)).absoluteFilePath());
+        qputenv("RS_WORKER", "/nonexistent/recompute-bench");
+        searched.clear();
+        QCOMPARE(findWorker(&searched), QString());
+        QCOMPARE(searched, QStringList { u"/nonexistent/recompute-bench"_s });
+        LocalLauncher launcher;
+        QString error;
+        QVERIFY(!launcher.start(tinyRecipe(1), {}, &error));
+        QVERIFY2(error.contains(u"RS_WORKER"_s) && error.contains(u"/nonexistent/recompute-bench"_s),
+            qPrintable(error));
+        qunsetenv("RS_WORKER");
+    }
+
+    void unstartableWorkerFinishesAborted()
+    {
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        LaunchOptions o;
+        o.workerPath = QDir::tempPath() + u"/no-such-worker-binary"_s;
+        QVERIFY(launcher.start(tinyRecipe(1), o));
+        QVERIFY(rec.finished.wait(10000));
+        QCOMPARE(rec.finished.first().at(0).toBool(), true);
+        QVERIFY(rec.finished.first().at(2).toString().contains(u"cannot start"_s));
+    }
+
+    void realWorkerStreamIsStored()
+    {
+#ifndef RS_REAL_WORKER
+        QSKIP("this build has no recompute-bench target (RS_BUILD_WORKER=OFF or not written yet)");
+#else
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"real.sqlite"_s)));
+        RunIngest ingest(&store);
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        connect(
+            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+        LaunchOptions o;
+        o.workerPath = QStringLiteral(RS_REAL_WORKER);
+        QJsonObject recipe = tinyRecipe(4);
+        recipe.insert(u"ffn_hidden_size"_s, 128);
+        recipe.insert(u"attention_backend"_s, u"unfused"_s);
+        QVERIFY(launcher.start(recipe, o));
+        QVERIFY(rec.finished.wait(120000));
+        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
+        const auto run = store.run(ingest.runId());
+        QVERIFY(run);
+        QCOMPARE(rec.hello.size(), 1);
+        QVERIFY2(run->outcome == outcome::Pass, qPrintable(run->outcome + u": "_s + run->message));
+        QCOMPARE(store.iterations(run->id).size(), 4);
+        QVERIFY(run->peakAllocated.value_or(0) > 0);
+        QVERIFY(run->steadyStepMs.value_or(0) > 0);
+#endif
+    }
+};
+
+QTEST_GUILESS_MAIN(TestLauncher)
+#include "tst_launcher.moc"
