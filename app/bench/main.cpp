@@ -1,0 +1,115 @@
+// SPDX-License-Identifier: Apache-2.0
+// recompute-bench: the worker. Runs one recipe on this host's GPU (or CPU) and writes the JSON-lines
+// stream of docs/stream.md on stdout; diagnostics go to stderr. No Qt: it builds on a GPU host that has
+// only LibTorch, CUDA and NCCL.
+#include <iostream>
+#include <string>
+#include <vector>
+
+#include "core/recipe_input.h"
+#include "core/recipe_json.h"
+#include "engine/runner.h"
+
+namespace {
+
+constexpr const char* kHelp
+    = R"(Usage: recompute-bench RECIPE.json | - | --overrides ARGS... [--mlm-args ARGS...]
+                       [--profile P] [--device cpu|cuda|cuda:N] [--warmup N] [--iters N] [--seed S]
+
+Runs one recipe: validates it with the rules of its profile, builds the transformer layer stack it
+describes (the first pipeline stage when pipeline_model_parallel_size > 1), trains it with AdamW for N
+warm-up and N steady iterations with the recompute it asks for, and measures allocator peaks per phase
+(forward, backward, optimizer; optimizer-state initialisation apart), step time and throughput.
+
+Recipe (exactly one, as `recompute validate` reads it):
+  RECIPE.json          a recipe file
+  -                    a recipe on standard input
+  --overrides ARGS...  Megatron Bridge Hydra overrides (model.recompute_modules=[core_attn] ...), up to the
+                       next argument that starts with --
+  --mlm-args ARGS...   Megatron-LM flags (--recompute-granularity selective ...); takes every argument after it
+  --profile P          rules profile: bridge-pin, guide, main, dev (overrides the recipe's)
+
+Run settings:
+  --device D           cpu (default), cuda (the device LOCAL_RANK names, else 0) or cuda:N
+  --warmup N           warm-up iterations (default: the recipe's warmup_iters)
+  --iters N            steady iterations, timed (default: train_iters - warmup_iters)
+  --seed S             seed of the parameters, the batch and dropout (default 1234)
+  --help               this text
+
+Output: one JSON object a line on stdout, flushed as it happens: hello, recipe, phase, iteration,
+rank_summary, result (docs/stream.md). Exit status: 0 pass, 1 error, 2 invalid, 3 oom, 4 nonfinite.
+)";
+
+bool takeInt(const std::vector<std::string>& args, size_t& i, const std::string& flag, long long& value)
+{
+    if (i + 1 >= args.size()) {
+        std::cerr << "recompute-bench: " << flag << " needs a value\n";
+        return false;
+    }
+    try {
+        size_t used = 0;
+        value = std::stoll(args[i + 1], &used);
+        if (used != args[i + 1].size() || value < 0)
+            throw std::invalid_argument(args[i + 1]);
+    } catch (const std::exception&) {
+        std::cerr << "recompute-bench: " << flag << ": expected a non-negative integer, got '" << args[i + 1]
+                  << "'\n";
+        return false;
+    }
+    ++i;
+    return true;
+}
+
+} // namespace
+
+int main(int argc, char** argv)
+{
+    std::vector<std::string> args(argv + 1, argv + argc);
+    for (const auto& a : args) {
+        if (a == "--help" || a == "-h") {
+            std::cout << kHelp;
+            return 0;
+        }
+        if (a == "--mlm-args")
+            break; // Megatron-LM's own flags follow
+    }
+    rs::engine::RunOptions options;
+    std::vector<std::string> rest;
+    rs::RecipeInput input;
+    std::string input_error;
+    try {
+        input = rs::readRecipeInput(args, &rest);
+    } catch (const std::exception& e) {
+        input_error = e.what();
+        rest.clear();
+        // Keep the run settings readable even when the recipe is not, so hello names the device.
+        for (size_t i = 0; i < args.size(); ++i)
+            if (args[i] == "--device" && i + 1 < args.size())
+                options.device = args[i + 1];
+    }
+    for (size_t i = 0; i < rest.size(); ++i) {
+        const std::string& a = rest[i];
+        long long value = 0;
+        if (a == "--device" && i + 1 < rest.size()) {
+            options.device = rest[++i];
+        } else if (a == "--warmup") {
+            if (!takeInt(rest, i, a, value))
+                return rs::engine::kInvalid;
+            options.warmup = static_cast<int>(value);
+        } else if (a == "--iters") {
+            if (!takeInt(rest, i, a, value))
+                return rs::engine::kInvalid;
+            options.iters = static_cast<int>(value);
+        } else if (a == "--seed") {
+            if (!takeInt(rest, i, a, value))
+                return rs::engine::kInvalid;
+            options.seed = static_cast<uint64_t>(value);
+        } else {
+            std::cerr << "recompute-bench: unknown argument '" << a << "' (see --help)\n";
+            return rs::engine::kInvalid;
+        }
+    }
+    if (!input_error.empty())
+        std::cerr << "recompute-bench: " << input_error << '\n';
+    return rs::engine::runRecipe(input.recipe, input.format, options, std::cout, input_error);
+}

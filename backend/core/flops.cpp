@@ -1,0 +1,111 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/flops.h"
+
+#include <algorithm>
+
+namespace rs {
+
+bool isMoeLayer(const Recipe& r, int layer)
+{
+    if (!r.num_moe_experts || *r.num_moe_experts <= 0)
+        return false;
+    if (r.moe_layer_freq.size() == 1) {
+        const int freq = r.moe_layer_freq.front();
+        return freq > 0 && layer % freq == 0;
+    }
+    return layer >= 0 && layer < static_cast<int>(r.moe_layer_freq.size()) && r.moe_layer_freq[layer] != 0;
+}
+
+StageLayers firstStageLayers(const Recipe& r)
+{
+    StageLayers s;
+    const int pp = std::max(1, r.pipeline_model_parallel_size);
+    const int vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
+    if (pp == 1 && vpp == 1) {
+        for (int i = 0; i < r.num_layers; ++i) {
+            s.layers.push_back(i);
+            s.chunk.push_back(0);
+        }
+        s.scope = "all layers";
+        return s;
+    }
+    // Megatron's offset for chunk v of PP rank 0: v * (num_layers / vpp) (TL:65-215, even split).
+    const int per_chunk = r.num_layers / (pp * vpp);
+    std::string ranges;
+    for (int v = 0; v < vpp; ++v) {
+        const int first = v * (r.num_layers / vpp);
+        for (int i = 0; i < per_chunk; ++i) {
+            s.layers.push_back(first + i);
+            s.chunk.push_back(v);
+        }
+        if (per_chunk > 0) {
+            ranges += (ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
+                + std::to_string(first + per_chunk - 1);
+        }
+    }
+    s.chunks = vpp;
+    s.scope = "first pipeline stage: layers " + ranges + " of " + std::to_string(r.num_layers);
+    return s;
+}
+
+namespace {
+
+double mlpFlops(const Recipe& r, double tokens, double ffn)
+{
+    const double h = r.hidden_size;
+    return 2 * tokens * h * ffn * (r.gated_linear_unit ? 2 : 1) + 2 * tokens * ffn * h;
+}
+
+double attentionFlops(const Recipe& r, double tokens)
+{
+    const double h = r.hidden_size;
+    const double nh = r.num_attention_heads;
+    const double s = r.seq_length;
+    const double b = r.micro_batch_size;
+    if (r.multi_latent_attention) {
+        const double dn = r.qk_head_dim, dr = r.qk_pos_emb_head_dim, dv = r.v_head_dim;
+        double f = 0;
+        if (r.q_lora_rank)
+            f += 2 * tokens * h * *r.q_lora_rank + 2 * tokens * *r.q_lora_rank * nh * (dn + dr);
+        else
+            f += 2 * tokens * h * nh * (dn + dr);
+        f += 2 * tokens * h * (r.kv_lora_rank + dr) + 2 * tokens * r.kv_lora_rank * nh * (dn + dv);
+        f += 0.5 * (2 * b * nh * s * s * (dn + dr) + 2 * b * nh * s * s * dv); // causal half
+        f += 2 * tokens * nh * dv * h;
+        return f;
+    }
+    const double kv = r.kv_channels.value_or(r.hidden_size / std::max(1, r.num_attention_heads));
+    const double ng = r.num_query_groups.value_or(r.num_attention_heads);
+    double f = 2 * tokens * h * (nh + 2 * ng) * kv; // linear_qkv
+    f += 0.5 * (4 * b * nh * s * s * kv); // QK^T and PV, causal half
+    f += 2 * tokens * nh * kv * h; // linear_proj
+    return f;
+}
+
+} // namespace
+
+StepFlops modelFlops(const Recipe& r, const std::vector<int>& layers)
+{
+    const double tokens = static_cast<double>(r.seq_length) * r.micro_batch_size;
+    const double h = r.hidden_size;
+    const double ffn = r.ffn_hidden_size.value_or(4 * r.hidden_size);
+    StepFlops f;
+    for (int layer : layers) {
+        f.forward += attentionFlops(r, tokens);
+        if (isMoeLayer(r, layer)) {
+            const double experts = *r.num_moe_experts;
+            const double moe_ffn = r.moe_ffn_hidden_size.value_or(static_cast<int>(ffn));
+            f.forward += 2 * tokens * h * experts; // router
+            f.forward += mlpFlops(r, tokens * r.moe_router_topk, moe_ffn);
+            if (r.moe_shared_expert_intermediate_size)
+                f.forward += mlpFlops(r, tokens, *r.moe_shared_expert_intermediate_size);
+        } else {
+            f.forward += mlpFlops(r, tokens, ffn);
+        }
+    }
+    f.forward += 2 * tokens * h * r.vocab_size; // output layer
+    f.per_step = 3 * f.forward;
+    return f;
+}
+
+} // namespace rs

@@ -1,0 +1,37 @@
+// SPDX-License-Identifier: Apache-2.0
+// Model FLOPs of one training step, counted from the recipe's shapes (matrix multiplies only: norms,
+// activations and the optimizer are left out, as Megatron's own throughput formula leaves them out).
+// Forward + backward = 3 x forward; causal attention counts the unmasked half of the score matrix.
+// Shared by the worker (throughput in its stream), the GUI and reports.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "core/recipe.h"
+
+namespace rs {
+
+// Whether global layer `layer` (0-based) has a MoE MLP: moe_layer_freq as Megatron reads it (an int N:
+// every N-th layer starting at 0; a 0/1 list: layer by layer). Dense models: never.
+bool isMoeLayer(const Recipe& r, int layer);
+
+// The global layers held by the first pipeline stage, in execution order (with virtual pipeline: its
+// chunks one after another), and the chunk each belongs to. PP=1: every layer, one chunk.
+struct StageLayers {
+    std::vector<int> layers;
+    std::vector<int> chunk; // chunk index of each entry of `layers`
+    int chunks = 1;
+    std::string scope; // "all layers" or "first pipeline stage: layers 0-7 of 32"
+};
+StageLayers firstStageLayers(const Recipe& r);
+
+struct StepFlops {
+    double forward = 0; // one forward pass of the given layers plus embedding-free loss head
+    double per_step = 0; // 3 x forward
+};
+
+// FLOPs of one micro-batch step over `layers` (global indices) plus the output layer.
+StepFlops modelFlops(const Recipe& r, const std::vector<int>& layers);
+
+} // namespace rs

@@ -1,0 +1,315 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/checkpoint.h"
+
+#include <algorithm>
+#include <atomic>
+#include <mutex>
+
+#include <ATen/core/ivalue.h>
+
+namespace rs::engine {
+namespace {
+
+std::atomic<int64_t> g_forward_flops { 0 };
+std::atomic<int64_t> g_replay_flops { 0 };
+thread_local int t_replay_depth = 0;
+
+struct ReplayScope {
+    ReplayScope() { ++t_replay_depth; }
+    ~ReplayScope() { --t_replay_depth; }
+    ReplayScope(const ReplayScope&) = delete;
+    ReplayScope& operator=(const ReplayScope&) = delete;
+};
+
+// The generator states a region's dropout draws from: the CPU generator always, and the CUDA generator of
+// the device the region's inputs live on.
+struct RngState {
+    torch::Tensor cpu;
+    torch::Tensor cuda;
+    c10::Device cuda_device { c10::kCPU };
+
+    static at::Generator generator(const c10::Device& d) { return at::globalContext().defaultGenerator(d); }
+
+    static RngState capture(const std::vector<torch::Tensor>& inputs)
+    {
+        RngState s;
+        {
+            auto gen = generator(c10::Device(c10::kCPU));
+            std::lock_guard<std::mutex> lock(gen.mutex());
+            s.cpu = gen.get_state();
+        }
+        for (const auto& t : inputs) {
+            if (t.defined() && t.is_cuda()) {
+                s.cuda_device = t.device();
+                auto gen = generator(s.cuda_device);
+                std::lock_guard<std::mutex> lock(gen.mutex());
+                s.cuda = gen.get_state();
+                break;
+            }
+        }
+        return s;
+    }
+
+    void restore() const
+    {
+        {
+            auto gen = generator(c10::Device(c10::kCPU));
+            std::lock_guard<std::mutex> lock(gen.mutex());
+            gen.set_state(cpu);
+        }
+        if (cuda.defined()) {
+            auto gen = generator(cuda_device);
+            std::lock_guard<std::mutex> lock(gen.mutex());
+            gen.set_state(cuda);
+        }
+    }
+};
+
+// Replays `region` on detached copies of `inputs` with the forward pass's RNG state, building a graph.
+std::vector<torch::Tensor> replay(const Region& region, const std::vector<torch::Tensor>& inputs,
+    const std::vector<bool>& needs_grad, const RngState& rng, std::vector<torch::Tensor>* detached)
+{
+    detached->clear();
+    for (size_t i = 0; i < inputs.size(); ++i) {
+        auto d = inputs[i].detach();
+        if (needs_grad[i])
+            d.requires_grad_(true);
+        detached->push_back(d);
+    }
+    const RngState current = RngState::capture(inputs);
+    rng.restore();
+    std::vector<torch::Tensor> outputs;
+    {
+        torch::AutoGradMode grad(true);
+        ReplayScope scope;
+        outputs = region(*detached);
+    }
+    current.restore();
+    return outputs;
+}
+
+// Back-propagates `grads` through the replayed outputs; returns the inputs' gradients, preceded by an
+// undefined entry for the state argument of the Function.
+torch::autograd::variable_list backwardThroughReplay(const std::vector<torch::Tensor>& outputs,
+    const torch::autograd::variable_list& grads, const std::vector<torch::Tensor>& detached)
+{
+    torch::autograd::variable_list roots;
+    torch::autograd::variable_list root_grads;
+    for (size_t i = 0; i < outputs.size() && i < grads.size(); ++i) {
+        if (outputs[i].defined() && outputs[i].requires_grad() && grads[i].defined()) {
+            roots.push_back(outputs[i]);
+            root_grads.push_back(grads[i]);
+        }
+    }
+    if (!roots.empty())
+        torch::autograd::backward(roots, root_grads);
+    torch::autograd::variable_list result { torch::Tensor() };
+    for (const auto& d : detached)
+        result.push_back(d.requires_grad() ? d.grad() : torch::Tensor());
+    return result;
+}
+
+std::vector<bool> needsGrad(at::TensorList inputs)
+{
+    std::vector<bool> needs;
+    for (const auto& t : inputs)
+        needs.push_back(t.defined() && t.requires_grad());
+    return needs;
+}
+
+bool anyNeedsGrad(const std::vector<torch::Tensor>& inputs)
+{
+    for (const auto& t : inputs)
+        if (t.defined() && t.requires_grad())
+            return true;
+    return false;
+}
+
+struct CheckpointState : torch::CustomClassHolder {
+    Region region;
+    RngState rng;
+    std::vector<bool> needs_grad;
+};
+
+class CheckpointFunction : public torch::autograd::Function<CheckpointFunction> {
+public:
+    static torch::autograd::variable_list forward(torch::autograd::AutogradContext* ctx,
+        c10::intrusive_ptr<CheckpointState> state, at::TensorList inputs)
+    {
+        std::vector<torch::Tensor> in(inputs.begin(), inputs.end());
+        state->rng = RngState::capture(in);
+        state->needs_grad = needsGrad(inputs);
+        ctx->save_for_backward(in);
+        ctx->saved_data["state"] = c10::IValue::make_capsule(state);
+        // Function::apply runs forward with grad disabled: no graph, nothing of the region is kept.
+        return state->region(in);
+    }
+
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        auto state
+            = c10::static_intrusive_pointer_cast<CheckpointState>(ctx->saved_data["state"].toCapsule());
+        const auto inputs = ctx->get_saved_variables();
+        std::vector<torch::Tensor> detached;
+        const auto outputs = replay(state->region, inputs, state->needs_grad, state->rng, &detached);
+        return backwardThroughReplay(outputs, grads, detached);
+    }
+};
+
+} // namespace
+
+struct DiscardState : torch::CustomClassHolder {
+    Region region;
+    RngState rng;
+    std::vector<bool> needs_grad;
+    std::vector<torch::Tensor> inputs; // detached: no graph is held from here
+    // The outputs as the consumers see them: their storage (freed and refilled in place) and layout.
+    struct OutputView {
+        c10::Storage storage;
+        size_t nbytes = 0;
+        int64_t offset = 0;
+        std::vector<int64_t> sizes, strides;
+        c10::TensorOptions options;
+    };
+    std::vector<OutputView> views;
+    bool discarded = false;
+    std::vector<torch::Tensor> recomputed;
+    std::vector<torch::Tensor> detached;
+
+    void recompute()
+    {
+        if (!recomputed.empty())
+            return;
+        recomputed = replay(region, inputs, needs_grad, rng, &detached);
+        TORCH_CHECK(recomputed.size() == views.size(), "output-discard recompute returned ",
+            recomputed.size(), " outputs, the forward pass returned ", views.size());
+        if (!discarded)
+            return;
+        torch::NoGradGuard no_grad;
+        for (size_t i = 0; i < views.size(); ++i) {
+            auto& v = views[i];
+            auto* impl = v.storage.unsafeGetStorageImpl();
+            if (impl->nbytes() != v.nbytes) { // outputs sharing one storage refill it once
+                impl->set_data_ptr_noswap(impl->allocator()->allocate(v.nbytes));
+                impl->set_nbytes(v.nbytes);
+            }
+            // A fresh tensor over the old storage: copying through it leaves the version counter that the
+            // consumers' saved tensors check untouched.
+            auto target = torch::empty({ 0 }, v.options).set_(v.storage, v.offset, v.sizes, v.strides);
+            target.copy_(recomputed[i]);
+        }
+    }
+};
+
+namespace {
+
+class DiscardFunction : public torch::autograd::Function<DiscardFunction> {
+public:
+    static torch::autograd::variable_list forward(
+        torch::autograd::AutogradContext* ctx, c10::intrusive_ptr<DiscardState> state, at::TensorList inputs)
+    {
+        for (const auto& t : inputs)
+            state->inputs.push_back(t.detach());
+        state->rng = RngState::capture(state->inputs);
+        state->needs_grad = needsGrad(inputs);
+        ctx->saved_data["state"] = c10::IValue::make_capsule(state);
+        return state->region(state->inputs);
+    }
+
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        auto state = c10::static_intrusive_pointer_cast<DiscardState>(ctx->saved_data["state"].toCapsule());
+        state->recompute(); // normally done already by the hook
+        auto result = backwardThroughReplay(state->recomputed, grads, state->detached);
+        // Drop everything now rather than when the graph is freed, so backward's peak is the real one.
+        state->recomputed.clear();
+        state->detached.clear();
+        state->inputs.clear();
+        state->views.clear();
+        return result;
+    }
+};
+
+} // namespace
+
+std::vector<torch::Tensor> checkpoint(const Region& region, const std::vector<torch::Tensor>& inputs)
+{
+    if (!torch::GradMode::is_enabled() || !anyNeedsGrad(inputs))
+        return region(inputs);
+    auto state = c10::make_intrusive<CheckpointState>();
+    state->region = region;
+    return CheckpointFunction::apply(state, at::TensorList(inputs));
+}
+
+OutputDiscardCheckpoint::OutputDiscardCheckpoint() = default;
+OutputDiscardCheckpoint::~OutputDiscardCheckpoint() = default;
+
+std::vector<torch::Tensor> OutputDiscardCheckpoint::run(
+    const Region& region, const std::vector<torch::Tensor>& inputs)
+{
+    state_.reset();
+    if (!torch::GradMode::is_enabled() || !anyNeedsGrad(inputs))
+        return region(inputs);
+    state_ = c10::make_intrusive<DiscardState>();
+    state_->region = region;
+    auto outputs = DiscardFunction::apply(state_, at::TensorList(inputs));
+    for (const auto& o : outputs) {
+        DiscardState::OutputView v;
+        v.storage = o.storage();
+        v.nbytes = o.storage().nbytes();
+        v.offset = o.storage_offset();
+        v.sizes = o.sizes().vec();
+        v.strides = o.strides().vec();
+        v.options = o.options();
+        state_->views.push_back(std::move(v));
+    }
+    return outputs;
+}
+
+void OutputDiscardCheckpoint::discardOutputAndRegisterRecompute(const torch::Tensor& hook_tensor)
+{
+    if (!state_)
+        return;
+    std::vector<c10::StorageImpl*> freed;
+    for (auto& v : state_->views) {
+        auto* impl = v.storage.unsafeGetStorageImpl();
+        if (std::find(freed.begin(), freed.end(), impl) != freed.end())
+            continue;
+        TORCH_CHECK(impl != nullptr, "output-discard: output without storage");
+        impl->set_data_ptr_noswap(c10::DataPtr(nullptr, impl->device()));
+        impl->set_nbytes(0);
+        freed.push_back(impl);
+    }
+    state_->discarded = true;
+    auto state = state_;
+    hook_tensor.register_hook([state](const torch::Tensor& grad) {
+        state->recompute();
+        return grad;
+    });
+    state_.reset();
+}
+
+void countFlops(int64_t flops)
+{
+    (t_replay_depth > 0 ? g_replay_flops : g_forward_flops).fetch_add(flops);
+}
+
+FlopCount flopCount()
+{
+    return { g_forward_flops.load(), g_replay_flops.load() };
+}
+
+void resetFlopCount()
+{
+    g_forward_flops = 0;
+    g_replay_flops = 0;
+}
+
+bool replaying()
+{
+    return t_replay_depth > 0;
+}
+
+} // namespace rs::engine

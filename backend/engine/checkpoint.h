@@ -1,0 +1,60 @@
+// SPDX-License-Identifier: Apache-2.0
+// Activation checkpoints built on torch::autograd::Function (LibTorch has no checkpoint API), the two
+// kinds Megatron Core uses (megatron-rules.md (c)):
+// - normal (tensor_parallel.checkpoint / CheckpointFunction): the region runs without building a graph,
+//   only its inputs (and the RNG state) are kept; backward replays the region and back-propagates
+//   through the replay;
+// - output-discard (CheckpointWithoutOutput): the region runs without a graph, its outputs are handed to
+//   their consumers, then their storage is freed once the consumers have saved them; a hook on a later
+//   tensor's gradient rebuilds the outputs in the same storage just before backward needs them.
+// Both save the CPU and CUDA generator states and restore them for the replay, so dropout masks replay
+// identically. Inside a region that is itself running without grad (the first pass of an enclosing
+// checkpoint) a nested checkpoint just runs its function, as Megatron's nested checkpoints do.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include <torch/torch.h>
+
+namespace rs::engine {
+
+using Region = std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>& inputs)>;
+
+// Normal checkpoint: returns the region's outputs, attached to the graph through one node that keeps
+// only `inputs`.
+std::vector<torch::Tensor> checkpoint(const Region& region, const std::vector<torch::Tensor>& inputs);
+
+struct DiscardState;
+
+// Output-discard checkpoint: run(), then discardOutputAndRegisterRecompute() once the consumers of the
+// outputs have run.
+class OutputDiscardCheckpoint {
+public:
+    OutputDiscardCheckpoint();
+    ~OutputDiscardCheckpoint();
+    OutputDiscardCheckpoint(const OutputDiscardCheckpoint&) = delete;
+    OutputDiscardCheckpoint& operator=(const OutputDiscardCheckpoint&) = delete;
+    std::vector<torch::Tensor> run(const Region& region, const std::vector<torch::Tensor>& inputs);
+    // Frees the outputs' storage; when the gradient of hook_tensor is computed, the region is replayed
+    // and its outputs are rebuilt in place. A no-op when run() ran without grad.
+    void discardOutputAndRegisterRecompute(const torch::Tensor& hook_tensor);
+
+private:
+    c10::intrusive_ptr<DiscardState> state_;
+};
+
+// Matrix-multiply FLOPs executed by the engine, counted by the model's matmul helpers: first passes
+// (forward) and replays (recompute) apart. Backward is accounted as twice the first-pass FLOPs.
+struct FlopCount {
+    int64_t forward = 0;
+    int64_t replay = 0;
+};
+void countFlops(int64_t flops);
+FlopCount flopCount();
+void resetFlopCount();
+// True while a checkpoint is replaying its region (on this thread).
+bool replaying();
+
+} // namespace rs::engine

@@ -1,0 +1,520 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "engine/model.h"
+
+#include <cmath>
+
+#include <ATen/CPUGeneratorImpl.h>
+
+#include "core/flops.h"
+#include "engine/checkpoint.h"
+#include "engine/torch_compat.h"
+
+namespace rs::engine {
+
+using torch::Tensor;
+using Tensors = std::vector<Tensor>;
+
+namespace {
+
+constexpr double kNormEps = 1e-5;
+
+// The labels this engine builds a checkpoint for; any other label of the catalogue is refused.
+const std::set<std::string>& modelledLabels()
+{
+    static const std::set<std::string> labels
+        = { "core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp", "moe", "shared_experts" };
+    return labels;
+}
+
+std::string why(const std::string& label)
+{
+    if (label == "gdn_norm_out" || label == "gdp_in_proj" || label == "gdp_qkv")
+        return "the engine builds no GatedDeltaNet / GatedDeltaProduct mixer";
+    if (label == "mhc")
+        return "the engine builds no hyper-connections";
+    return "it is not a label the engine knows";
+}
+
+} // namespace
+
+struct Model::Layer {
+    int global = 0;
+    bool moe = false;
+    Tensor ln1_w, ln1_b, ln2_w, ln2_b;
+    Tensor qkv, proj; // standard attention (proj also for MLA)
+    Tensor q, q_down, q_ln_w, q_ln_b, q_up, kv_down, kv_ln_w, kv_ln_b, kv_up; // MLA
+    Tensor fc1, fc2; // dense MLP
+    Tensor router, shared_fc1, shared_fc2; // MoE
+    std::vector<Tensor> expert_fc1, expert_fc2;
+};
+
+ModelConfig modelConfig(const Recipe& r)
+{
+    ModelConfig c;
+    const StageLayers stage = firstStageLayers(r);
+    c.global_layers = stage.layers;
+    c.chunk = stage.chunk;
+    c.stage_scope = stage.scope;
+    for (int g : stage.layers)
+        c.moe.push_back(isMoeLayer(r, g));
+    c.hidden = r.hidden_size;
+    c.ffn = r.ffn_hidden_size.value_or(4 * r.hidden_size);
+    c.heads = r.num_attention_heads;
+    c.query_groups = r.num_query_groups.value_or(r.num_attention_heads);
+    c.kv_channels
+        = r.kv_channels.value_or(r.num_attention_heads > 0 ? r.hidden_size / r.num_attention_heads : 0);
+    c.seq = r.seq_length;
+    c.micro_batch = r.micro_batch_size;
+    c.vocab = r.vocab_size;
+    c.rmsnorm = r.normalization == "RMSNorm";
+    c.gated = r.gated_linear_unit;
+    c.silu = r.activation_func == "silu";
+    c.attention_backend = r.attention_backend;
+    c.mla = r.multi_latent_attention;
+    c.q_lora_rank = r.q_lora_rank.value_or(0);
+    c.kv_lora_rank = r.kv_lora_rank;
+    c.qk_head_dim = r.qk_head_dim;
+    c.qk_pos_emb_head_dim = r.qk_pos_emb_head_dim;
+    c.v_head_dim = r.v_head_dim;
+    c.experts = r.num_moe_experts.value_or(0);
+    c.topk = r.moe_router_topk;
+    c.moe_ffn = r.moe_ffn_hidden_size.value_or(c.ffn);
+    c.shared_ffn = r.moe_shared_expert_intermediate_size.value_or(0);
+    c.attention_dropout = r.attention_dropout;
+    c.hidden_dropout = r.hidden_dropout;
+    c.dtype = r.bf16 ? torch::kBFloat16 : (r.fp16 ? torch::kHalf : torch::kFloat32);
+    return c;
+}
+
+RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
+{
+    // What the engine does not build is refused here, before anything is allocated.
+    if (r.fp8 || r.fp4)
+        throw EngineError(r.fp8 ? "fp8" : "fp4",
+            "the engine runs bf16, fp16 or fp32; fp8/fp4 training needs Transformer Engine, which it does "
+            "not "
+            "model");
+    if (r.experimental_attention_variant)
+        throw EngineError("experimental_attention_variant",
+            "the engine builds standard attention and MLA only, not '" + *r.experimental_attention_variant
+                + "'");
+    if (r.enable_mhc_connections || r.enable_hyper_connections)
+        throw EngineError("enable_mhc_connections", "the engine builds no hyper-connections");
+    if (r.mtp_num_layers && *r.mtp_num_layers > 0)
+        throw EngineError("mtp_num_layers", "the engine builds no multi-token-prediction layers");
+    if (r.cpu_offloading)
+        throw EngineError("cpu_offloading", "the engine does not offload activations");
+    for (const auto& [field, size] :
+        { std::pair<const char*, int> { "tensor_model_parallel_size", r.tensor_model_parallel_size },
+            { "context_parallel_size", r.context_parallel_size },
+            { "expert_model_parallel_size", r.expert_model_parallel_size } }) {
+        if (size != 1)
+            throw EngineError(field,
+                "the engine runs one rank (layers of the first pipeline stage); set 1 (got "
+                    + std::to_string(size) + ")");
+    }
+    if (c.global_layers.empty())
+        throw EngineError("num_layers", "the first pipeline stage holds no layers");
+    if (c.mla && c.q_lora_rank == 0 && r.q_lora_rank)
+        throw EngineError("q_lora_rank", "must be positive or null");
+
+    RecomputePlan plan;
+    const int n = static_cast<int>(c.global_layers.size());
+    const std::string granularity = r.recompute_granularity.value_or("");
+    if (granularity == "selective") {
+        for (const auto& label : r.recompute_modules.value_or(std::vector<std::string> { "core_attn" })) {
+            if (!modelledLabels().count(label))
+                throw EngineError("recompute_modules",
+                    "the engine cannot model the label '" + label + "': " + why(label)
+                        + "; it models core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts");
+            plan.modules.insert(label);
+        }
+    }
+    if (granularity == "full") {
+        plan.method = r.recompute_method.value_or("");
+        plan.num_layers = r.recompute_num_layers.value_or(0);
+        if (plan.method != "uniform" && plan.method != "block")
+            throw EngineError(
+                "recompute_method", "full recompute needs uniform or block (got '" + plan.method + "')");
+        if (plan.method == "uniform" && plan.num_layers <= 0)
+            throw EngineError("recompute_num_layers",
+                "uniform needs recompute_num_layers >= 1 (Megatron's loop would never advance)");
+        // recompute_num_layers applies per model chunk (megatron-rules.md (d)).
+        int first = 0;
+        while (first < n) {
+            int end = first;
+            while (end < n && c.chunk[end] == c.chunk[first])
+                ++end;
+            const int chunk_layers = end - first;
+            if (plan.method == "uniform") {
+                for (int idx = 0; idx < chunk_layers; idx += plan.num_layers)
+                    plan.units.push_back(
+                        { first + idx, std::min(plan.num_layers, chunk_layers - idx), true });
+            } else {
+                for (int idx = 0; idx < chunk_layers; ++idx)
+                    plan.units.push_back({ first + idx, 1, idx < plan.num_layers });
+            }
+            first = end;
+        }
+    } else {
+        for (int i = 0; i < n; ++i)
+            plan.units.push_back({ i, 1, false });
+    }
+    return plan;
+}
+
+Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device, uint64_t seed)
+    : config_(std::move(config))
+    , plan_(std::move(plan))
+    , device_(device)
+    , options_(torch::TensorOptions().device(device).dtype(config_.dtype))
+{
+    torch::manual_seed(seed);
+    const auto& c = config_;
+    const int64_t h = c.hidden;
+    embedding_ = param("embedding.word_embeddings.weight", { c.vocab, h });
+    for (size_t i = 0; i < c.global_layers.size(); ++i) {
+        Layer L;
+        L.global = c.global_layers[i];
+        L.moe = c.moe[i];
+        const std::string p = "decoder.layers." + std::to_string(L.global) + ".";
+        L.ln1_w = param(p + "input_layernorm.weight", { h }, true);
+        L.ln2_w = param(p + "pre_mlp_layernorm.weight", { h }, true);
+        if (!c.rmsnorm) {
+            L.ln1_b = param(p + "input_layernorm.bias", { h }, true);
+            L.ln2_b = param(p + "pre_mlp_layernorm.bias", { h }, true);
+        }
+        const std::string a = p + "self_attention.";
+        if (c.mla) {
+            const int64_t dn = c.qk_head_dim, dr = c.qk_pos_emb_head_dim, dv = c.v_head_dim;
+            if (c.q_lora_rank > 0) {
+                L.q_down = param(a + "linear_q_down_proj.weight", { c.q_lora_rank, h });
+                L.q_ln_w = param(a + "q_layernorm.weight", { c.q_lora_rank }, true);
+                if (!c.rmsnorm)
+                    L.q_ln_b = param(a + "q_layernorm.bias", { c.q_lora_rank }, true);
+                L.q_up = param(a + "linear_q_up_proj.weight", { c.heads * (dn + dr), c.q_lora_rank });
+            } else {
+                L.q = param(a + "linear_q_proj.weight", { c.heads * (dn + dr), h });
+            }
+            L.kv_down = param(a + "linear_kv_down_proj.weight", { c.kv_lora_rank + dr, h });
+            L.kv_ln_w = param(a + "kv_layernorm.weight", { c.kv_lora_rank }, true);
+            if (!c.rmsnorm)
+                L.kv_ln_b = param(a + "kv_layernorm.bias", { c.kv_lora_rank }, true);
+            L.kv_up = param(a + "linear_kv_up_proj.weight", { c.heads * (dn + dv), c.kv_lora_rank });
+            L.proj = param(a + "linear_proj.weight", { h, c.heads * dv });
+        } else {
+            const int64_t kv = c.kv_channels;
+            L.qkv = param(a + "linear_qkv.weight", { (c.heads + 2 * c.query_groups) * kv, h });
+            L.proj = param(a + "linear_proj.weight", { h, c.heads * kv });
+        }
+        const std::string m = p + "mlp.";
+        if (L.moe) {
+            L.router = param(m + "router.weight", { c.experts, h });
+            const int64_t fc1_out = (c.gated ? 2 : 1) * static_cast<int64_t>(c.moe_ffn);
+            for (int e = 0; e < c.experts; ++e) {
+                L.expert_fc1.push_back(
+                    param(m + "experts.linear_fc1.weight" + std::to_string(e), { fc1_out, h }));
+                L.expert_fc2.push_back(
+                    param(m + "experts.linear_fc2.weight" + std::to_string(e), { h, c.moe_ffn }));
+            }
+            if (c.shared_ffn > 0) {
+                L.shared_fc1 = param(m + "shared_experts.linear_fc1.weight",
+                    { (c.gated ? 2 : 1) * static_cast<int64_t>(c.shared_ffn), h });
+                L.shared_fc2 = param(m + "shared_experts.linear_fc2.weight", { h, c.shared_ffn });
+            }
+        } else {
+            L.fc1 = param(m + "linear_fc1.weight", { (c.gated ? 2 : 1) * static_cast<int64_t>(c.ffn), h });
+            L.fc2 = param(m + "linear_fc2.weight", { h, c.ffn });
+        }
+        layers_.push_back(std::move(L));
+    }
+    final_norm_w_ = param("decoder.final_layernorm.weight", { h }, true);
+    if (!c.rmsnorm)
+        final_norm_b_ = param("decoder.final_layernorm.bias", { h }, true);
+    output_ = param("output_layer.weight", { c.vocab, h });
+
+    if (c.attention_backend == "unfused")
+        causal_mask_
+            = torch::ones({ c.seq, c.seq }, torch::TensorOptions().device(device).dtype(torch::kBool))
+                  .triu(1);
+    if (c.mla) {
+        // Rotary tables for the qk_pos_emb_head_dim part (base 10000), rotate-half layout.
+        const int64_t d = c.qk_pos_emb_head_dim;
+        auto fopts = torch::TensorOptions().device(device).dtype(torch::kFloat32);
+        auto inv_freq = 1.0 / torch::pow(10000.0, torch::arange(0, d, 2, fopts) / static_cast<double>(d));
+        auto angles = torch::outer(torch::arange(c.seq, fopts), inv_freq);
+        auto emb = torch::cat({ angles, angles }, -1).view({ c.seq, 1, 1, d });
+        rope_cos_ = emb.cos().to(c.dtype);
+        rope_sin_ = emb.sin().to(c.dtype);
+    }
+}
+
+Model::~Model() = default;
+
+Tensor Model::param(const std::string& name, std::vector<int64_t> shape, bool ones)
+{
+    // Norm biases start at zero, norm weights at one, matrices at N(0, 0.02) (Megatron's init_method_std).
+    const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    Tensor t = torch::empty(shape, options_);
+    {
+        torch::NoGradGuard no_grad;
+        if (bias)
+            t.zero_();
+        else if (ones)
+            t.fill_(1.0);
+        else
+            t.normal_(0.0, 0.02);
+    }
+    t.requires_grad_(true);
+    params_.emplace_back(name, t);
+    return t;
+}
+
+std::pair<Tensor, Tensor> Model::batch(uint64_t seed) const
+{
+    auto gen = at::detail::createCPUGenerator(seed);
+    auto opts = torch::TensorOptions().dtype(torch::kLong);
+    auto tokens = torch::randint(config_.vocab, { config_.seq, config_.micro_batch }, gen, opts);
+    auto labels = torch::randint(config_.vocab, { config_.seq, config_.micro_batch }, gen, opts);
+    return { tokens.to(device_), labels.to(device_) };
+}
+
+Tensor Model::linear(const Tensor& x, const Tensor& weight) const
+{
+    countFlops(2 * (x.numel() / std::max<int64_t>(1, x.size(-1))) * weight.size(0) * weight.size(1));
+    return at::linear(x, weight);
+}
+
+Tensor Model::norm(const Tensor& x, const Tensor& weight, const Tensor& bias) const
+{
+    if (!config_.rmsnorm)
+        return at::layer_norm(x, { x.size(-1) }, weight, bias, kNormEps);
+    auto xf = x.to(torch::kFloat32);
+    auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, true) + kNormEps);
+    return y.to(x.scalar_type()) * weight;
+}
+
+Tensor Model::dropout(const Tensor& x, double p) const
+{
+    return p > 0 ? at::dropout(x, p, true) : x;
+}
+
+Tensor Model::activation(const Tensor& fc1_out) const
+{
+    auto act = [this](const Tensor& t) { return config_.silu ? at::silu(t) : at::gelu(t); };
+    if (!config_.gated)
+        return act(fc1_out);
+    auto halves = fc1_out.chunk(2, -1);
+    return act(halves[0]) * halves[1];
+}
+
+Tensor Model::mlp(const Tensor& x, const Tensor& fc1, const Tensor& fc2) const
+{
+    return linear(activation(linear(x, fc1)), fc2);
+}
+
+Tensor Model::rope(const Tensor& x) const
+{
+    // x: [s, b, n, d]
+    const int64_t half = x.size(-1) / 2;
+    auto rotated = torch::cat({ -x.narrow(-1, half, half), x.narrow(-1, 0, half) }, -1);
+    return x * rope_cos_ + rotated * rope_sin_;
+}
+
+Tensor Model::unfusedAttention(const Tensor& q, const Tensor& k, const Tensor& v)
+{
+    // Megatron Core's local DotProductAttention with the unfused path of FusedScaleMaskSoftmax:
+    // [s, b, np, hn] -> scores [b*np, sq, sk] by baddbmm, fp32 softmax (attention_softmax_in_fp32) with the
+    // causal mask filled in place, attention dropout, then probabilities x V.
+    const int64_t sq = q.size(0), b = q.size(1), np = q.size(2), hn = q.size(3);
+    const int64_t sk = k.size(0), hv = v.size(3);
+    auto query = q.reshape({ sq, b * np, hn }).transpose(0, 1);
+    auto key = k.reshape({ sk, b * np, hn }).transpose(0, 1).transpose(1, 2);
+    countFlops(2 * b * np * sq * sk * hn);
+    auto scores = at::baddbmm(
+        at::empty({ b * np, sq, sk }, q.options()), query, key, 0.0, 1.0 / std::sqrt(double(hn)))
+                      .view({ b, np, sq, sk });
+    const bool low_precision = q.scalar_type() != torch::kFloat32;
+    if (low_precision)
+        scores = scores.to(torch::kFloat32);
+    scores.masked_fill_(causal_mask_.narrow(0, 0, sq).narrow(1, 0, sk), -10000.0);
+    auto probs = at::softmax(scores, -1);
+    if (low_precision)
+        probs = probs.to(q.scalar_type());
+    probs = dropout(probs, config_.attention_dropout);
+    auto value = v.reshape({ sk, b * np, hv }).transpose(0, 1);
+    countFlops(2 * b * np * sq * sk * hv);
+    auto context = at::bmm(probs.view({ b * np, sq, sk }), value);
+    return context.view({ b, np, sq, hv }).permute({ 2, 0, 1, 3 }).reshape({ sq, b, np * hv });
+}
+
+Tensor Model::coreAttention(const Tensor& q, const Tensor& k, const Tensor& v)
+{
+    Region region = [this](const Tensors& in) -> Tensors {
+        Tensor query = in[0], key = in[1], value = in[2];
+        if (key.size(2) != query.size(2)) { // GQA: each key/value group serves heads / groups queries
+            const int64_t repeat = query.size(2) / key.size(2);
+            key = key.repeat_interleave(repeat, 2);
+            value = value.repeat_interleave(repeat, 2);
+        }
+        if (config_.attention_backend == "unfused")
+            return { unfusedAttention(query, key, value) };
+        const int64_t sq = query.size(0), b = query.size(1), np = query.size(2);
+        const int64_t sk = key.size(0), hn = query.size(3), hv = value.size(3);
+        countFlops(b * np * sq * sk * (hn + hv)); // causal: the kernels skip the masked half
+        auto out = compat::scaledDotProductAttention(query.permute({ 1, 2, 0, 3 }),
+            key.permute({ 1, 2, 0, 3 }), value.permute({ 1, 2, 0, 3 }), config_.attention_dropout, true);
+        return { out.permute({ 2, 0, 1, 3 }).reshape({ sq, b, np * hv }) };
+    };
+    if (plan_.has("core_attn"))
+        return checkpoint(region, { q, k, v })[0];
+    return region({ q, k, v })[0];
+}
+
+Tensor Model::attention(const Layer& L, const Tensor& x)
+{
+    const auto& c = config_;
+    const int64_t s = x.size(0), b = x.size(1);
+    if (!c.mla) {
+        const int64_t kv = c.kv_channels, nq = c.heads * kv, nkv = c.query_groups * kv;
+        auto qkv = linear(x, L.qkv);
+        auto q = qkv.narrow(-1, 0, nq).view({ s, b, c.heads, kv });
+        auto k = qkv.narrow(-1, nq, nkv).view({ s, b, c.query_groups, kv });
+        auto v = qkv.narrow(-1, nq + nkv, nkv).view({ s, b, c.query_groups, kv });
+        return linear(coreAttention(q, k, v), L.proj);
+    }
+    // MLA: down-projections and their norms stay outside mla_up_proj, as in MLASelfAttention.
+    const int64_t dn = c.qk_head_dim, dr = c.qk_pos_emb_head_dim, dv = c.v_head_dim;
+    Tensor q_in = x;
+    if (c.q_lora_rank > 0)
+        q_in = norm(linear(x, L.q_down), L.q_ln_w, L.q_ln_b);
+    auto kv_all = linear(x, L.kv_down);
+    auto kv_c = norm(kv_all.narrow(-1, 0, c.kv_lora_rank), L.kv_ln_w, L.kv_ln_b);
+    auto k_pe = kv_all.narrow(-1, c.kv_lora_rank, dr);
+    Region up = [this, &L, s, b, dn, dr, dv](const Tensors& in) -> Tensors {
+        const auto& c = config_;
+        auto q = linear(in[0], c.q_lora_rank > 0 ? L.q_up : L.q).view({ s, b, c.heads, dn + dr });
+        auto kv = linear(in[1], L.kv_up).view({ s, b, c.heads, dn + dv });
+        auto q_pe = rope(q.narrow(-1, dn, dr));
+        auto k_pe = rope(in[2].unsqueeze(2)).expand({ s, b, c.heads, dr });
+        auto query = torch::cat({ q.narrow(-1, 0, dn), q_pe }, -1);
+        auto key = torch::cat({ kv.narrow(-1, 0, dn), k_pe }, -1);
+        auto value = kv.narrow(-1, dn, dv).contiguous();
+        return { query, key, value };
+    };
+    OutputDiscardCheckpoint up_ckpt;
+    const bool discard = plan_.has("mla_up_proj");
+    Tensors qkv = discard ? up_ckpt.run(up, { q_in, kv_c, k_pe }) : up({ q_in, kv_c, k_pe });
+    auto core = coreAttention(qkv[0], qkv[1], qkv[2]);
+    if (discard)
+        up_ckpt.discardOutputAndRegisterRecompute(core);
+    return linear(core, L.proj);
+}
+
+Tensor Model::moeLayer(const Layer& L, const Tensor& x)
+{
+    // Router (top-k over logits, softmax over the chosen k), token permutation by expert, grouped experts
+    // FC1 -> activation x probs (the moe_act region) -> FC2, unpermutation, shared experts.
+    const auto& c = config_;
+    const int64_t h = x.size(-1);
+    auto tokens = x.reshape({ -1, h });
+    auto logits = linear(tokens, L.router);
+    auto top = logits.topk(c.topk, -1);
+    auto probs = at::softmax(std::get<0>(top).to(torch::kFloat32), -1).to(x.scalar_type());
+    auto flat_expert = std::get<1>(top).reshape({ -1 });
+    auto order = std::get<1>(at::sort(flat_expert, true, 0, false));
+    auto token_of = order.div(c.topk, "floor");
+    auto permuted = tokens.index_select(0, token_of);
+    auto permuted_probs = probs.reshape({ -1 }).index_select(0, order);
+    auto counts = at::bincount(flat_expert, {}, c.experts).to(torch::kCPU);
+    const auto* count = counts.data_ptr<int64_t>();
+
+    Tensors parts;
+    int64_t offset = 0;
+    for (int e = 0; e < c.experts; ++e) {
+        if (count[e] > 0)
+            parts.push_back(linear(permuted.narrow(0, offset, count[e]), L.expert_fc1[e]));
+        offset += count[e];
+    }
+    auto fc1_out = torch::cat(parts, 0);
+    Region act_region
+        = [this](const Tensors& in) -> Tensors { return { activation(in[0]) * in[1].unsqueeze(-1) }; };
+    OutputDiscardCheckpoint act_ckpt;
+    const bool discard = plan_.has("moe_act");
+    auto act = (discard ? act_ckpt.run(act_region, { fc1_out, permuted_probs })
+                        : act_region({ fc1_out, permuted_probs }))[0];
+    parts.clear();
+    offset = 0;
+    for (int e = 0; e < c.experts; ++e) {
+        if (count[e] > 0)
+            parts.push_back(linear(act.narrow(0, offset, count[e]), L.expert_fc2[e]));
+        offset += count[e];
+    }
+    auto expert_out = torch::cat(parts, 0);
+    if (discard)
+        act_ckpt.discardOutputAndRegisterRecompute(expert_out);
+    auto out = torch::zeros_like(tokens).index_add(0, token_of, expert_out);
+    if (c.shared_ffn > 0) {
+        Region shared
+            = [this, &L](const Tensors& in) -> Tensors { return { mlp(in[0], L.shared_fc1, L.shared_fc2) }; };
+        out = out + (plan_.has("shared_experts") ? checkpoint(shared, { tokens }) : shared({ tokens }))[0];
+    }
+    return out.view(x.sizes());
+}
+
+Tensor Model::moe(const Layer& L, const Tensor& x)
+{
+    Region whole = [this, &L](const Tensors& in) -> Tensors { return { moeLayer(L, in[0]) }; };
+    return (plan_.has("moe") ? checkpoint(whole, { x }) : whole({ x }))[0];
+}
+
+Tensor Model::layerForward(const Layer& L, Tensor x)
+{
+    // layernorm is output-discard: the input norm's output is rebuilt when the attention output's gradient
+    // arrives, the pre-MLP norm's when the MLP output's does (TL:683-688, :1088-1093).
+    const bool discard_norms = plan_.has("layernorm");
+    auto norm_region = [this](const Tensor& w, const Tensor& bias) -> Region {
+        return [this, w, bias](const Tensors& in) -> Tensors { return { norm(in[0], w, bias) }; };
+    };
+    OutputDiscardCheckpoint ln1_ckpt;
+    auto ln1
+        = discard_norms ? ln1_ckpt.run(norm_region(L.ln1_w, L.ln1_b), { x })[0] : norm(x, L.ln1_w, L.ln1_b);
+    auto attn = attention(L, ln1);
+    if (discard_norms)
+        ln1_ckpt.discardOutputAndRegisterRecompute(attn);
+    x = x + dropout(attn, config_.hidden_dropout);
+
+    OutputDiscardCheckpoint ln2_ckpt;
+    auto ln2
+        = discard_norms ? ln2_ckpt.run(norm_region(L.ln2_w, L.ln2_b), { x })[0] : norm(x, L.ln2_w, L.ln2_b);
+    Tensor out;
+    if (L.moe) {
+        out = moe(L, ln2);
+    } else {
+        Region dense = [this, &L](const Tensors& in) -> Tensors { return { mlp(in[0], L.fc1, L.fc2) }; };
+        out = (plan_.has("mlp") ? checkpoint(dense, { ln2 }) : dense({ ln2 }))[0];
+    }
+    if (discard_norms)
+        ln2_ckpt.discardOutputAndRegisterRecompute(out);
+    return x + dropout(out, config_.hidden_dropout);
+}
+
+Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
+{
+    auto x = dropout(at::embedding(embedding_, tokens), config_.hidden_dropout);
+    for (const auto& unit : plan_.units) {
+        Region run = [this, unit](const Tensors& in) -> Tensors {
+            Tensor h = in[0];
+            for (int i = unit.first; i < unit.first + unit.count; ++i)
+                h = layerForward(layers_[i], h);
+            return { h };
+        };
+        x = (unit.checkpointed ? checkpoint(run, { x }) : run({ x }))[0];
+    }
+    x = norm(x, final_norm_w_, final_norm_b_);
+    auto logits = linear(x, output_);
+    return torch::nn::functional::cross_entropy(
+        logits.to(torch::kFloat32).view({ -1, config_.vocab }), labels.reshape({ -1 }));
+}
+
+} // namespace rs::engine

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one place where the LibTorch versions we build against differ (design.md "Builds"): Debian's 1.13
+// (CPU, dev machines and CI) and the 2.x inside the PyTorch wheel on GPU hosts.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include <torch/torch.h>
+#include <torch/version.h>
+
+#if defined(RS_ENGINE_CUDA)
+#include <ATen/cuda/CUDAContext.h>
+#include <c10/cuda/CUDACachingAllocator.h>
+#include <c10/cuda/CUDAFunctions.h>
+#endif
+
+#define RS_TORCH_AT_LEAST(major, minor)                                                                      \
+    (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+
+namespace rs::engine::compat {
+
+// MemoryReportingInfoBase::reportMemoryUsage: int64_t totals in 1.13, size_t in 2.x.
+#if RS_TORCH_AT_LEAST(2, 0)
+using ReportedTotal = size_t;
+#else
+using ReportedTotal = int64_t;
+#endif
+
+// Scaled dot-product attention on [b, heads, s, d] tensors. 1.13 has only the private op, which returns
+// (output, weights) and runs the math path; 2.x has the public op that picks flash / memory-efficient
+// kernels on CUDA.
+inline torch::Tensor scaledDotProductAttention(
+    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout_p, bool is_causal)
+{
+#if RS_TORCH_AT_LEAST(2, 0)
+    return at::scaled_dot_product_attention(q, k, v, {}, dropout_p, is_causal);
+#else
+    return std::get<0>(at::_scaled_dot_product_attention(q, k, v, {}, dropout_p, false, is_causal));
+#endif
+}
+
+inline bool cudaBuilt()
+{
+#if defined(RS_ENGINE_CUDA)
+    return true;
+#else
+    return false;
+#endif
+}
+
+// The caching allocator's device statistics (CUDA only; all zero elsewhere).
+struct CudaStats {
+    int64_t allocated = 0;
+    int64_t allocated_peak = 0;
+    int64_t reserved = 0;
+    int64_t reserved_peak = 0;
+    int64_t alloc_retries = 0;
+};
+
+inline CudaStats cudaStats(int device)
+{
+    CudaStats s;
+#if defined(RS_ENGINE_CUDA)
+    const auto stats = c10::cuda::CUDACachingAllocator::getDeviceStats(static_cast<c10::DeviceIndex>(device));
+    constexpr size_t agg = 0; // StatType::AGGREGATE, whose namespace moved between 2.x releases
+    s.allocated = stats.allocated_bytes[agg].current;
+    s.allocated_peak = stats.allocated_bytes[agg].peak;
+    s.reserved = stats.reserved_bytes[agg].current;
+    s.reserved_peak = stats.reserved_bytes[agg].peak;
+    s.alloc_retries = stats.num_alloc_retries;
+#else
+    (void)device;
+#endif
+    return s;
+}
+
+inline void cudaResetPeaks(int device)
+{
+#if defined(RS_ENGINE_CUDA)
+    c10::cuda::CUDACachingAllocator::resetPeakStats(static_cast<c10::DeviceIndex>(device));
+#else
+    (void)device;
+#endif
+}
+
+inline void cudaEmptyCache()
+{
+#if defined(RS_ENGINE_CUDA)
+    c10::cuda::CUDACachingAllocator::emptyCache();
+#endif
+}
+
+inline void cudaSynchronize()
+{
+#if defined(RS_ENGINE_CUDA)
+    c10::cuda::device_synchronize();
+#endif
+}
+
+inline std::string cudaDeviceName(int device)
+{
+#if defined(RS_ENGINE_CUDA)
+    return at::cuda::getDeviceProperties(device)->name;
+#else
+    (void)device;
+    return {};
+#endif
+}
+
+inline std::string cudaRuntimeVersion()
+{
+#if defined(RS_ENGINE_CUDA) && defined(CUDA_VERSION)
+    return std::to_string(CUDA_VERSION / 1000) + "." + std::to_string((CUDA_VERSION % 1000) / 10);
+#else
+    return {};
+#endif
+}
+
+// AdamW over lists of fp32 tensors in one fused kernel where LibTorch has one (2.x on CUDA); returns
+// false when the caller must use the per-tensor path.
+inline bool fusedAdamW(std::vector<torch::Tensor>& params, std::vector<torch::Tensor>& grads,
+    std::vector<torch::Tensor>& exp_avgs, std::vector<torch::Tensor>& exp_avg_sqs,
+    std::vector<torch::Tensor>& steps, double lr, double beta1, double beta2, double weight_decay, double eps)
+{
+#if RS_TORCH_AT_LEAST(2, 2) && defined(RS_ENGINE_CUDA)
+    if (params.empty() || !params.front().is_cuda())
+        return false;
+    at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr, beta1, beta2, weight_decay, eps,
+        /*amsgrad=*/false, /*maximize=*/false);
+    return true;
+#else
+    (void)params, (void)grads, (void)exp_avgs, (void)exp_avg_sqs, (void)steps, (void)lr, (void)beta1;
+    (void)beta2, (void)weight_decay, (void)eps;
+    return false;
+#endif
+}
+
+} // namespace rs::engine::compat
