@@ -7,6 +7,7 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <set>
 #include <variant>
 
 namespace rs {
@@ -481,8 +482,31 @@ Recipe recipeFromJson(const nlohmann::json& j, const std::string& where)
 Recipe recipeFromJsonText(const std::string& text, const std::string& where)
 {
     nlohmann::json j;
+    // nlohmann keeps the last of two equal keys; a recipe must not lose the first silently.
+    struct Scope {
+        std::set<std::string> keys;
+        std::string parent;
+    };
+    std::vector<Scope> scopes;
+    std::string lastKey;
+    const nlohmann::json::parser_callback_t noDuplicates
+        = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+              if (event == nlohmann::json::parse_event_t::object_start) {
+                  scopes.push_back({ {}, scopes.empty() ? std::string() : lastKey });
+              } else if (event == nlohmann::json::parse_event_t::object_end) {
+                  scopes.pop_back();
+              } else if (event == nlohmann::json::parse_event_t::key && !scopes.empty()) {
+                  lastKey = parsed.get<std::string>();
+                  if (!scopes.back().keys.insert(lastKey).second) {
+                      const std::string& parent = scopes.back().parent;
+                      throw RecipeError(parent.empty() ? lastKey : parent + "." + lastKey, where,
+                          "duplicate key: the recipe gives it twice");
+                  }
+              }
+              return true;
+          };
     try {
-        j = nlohmann::json::parse(text);
+        j = nlohmann::json::parse(text, noDuplicates);
     } catch (const nlohmann::json::parse_error& e) {
         // e.byte is the 1-based offset of the last character read: the end of the offending token. Point
         // at the token's start, where an editor's cursor should go.

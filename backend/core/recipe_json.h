@@ -3,7 +3,10 @@
 // as Bridge nests them ("comm_overlap": {"overlap_moe_expert_parallel_comm": ...},
 // "rerun_state_machine": {"check_for_nan_in_loss": ...}), the profile by its name. Reading is strict:
 // an unknown key, a wrong type or a value outside an enum-like field's allowed set is a RecipeError that
-// names the field; nothing is silently dropped. Unset keys keep Recipe{}'s defaults (Megatron's).
+// names the field (an unknown key also names the nearest known one, by edit distance); a key given twice
+// is an error too, so nothing is silently dropped. "schema_version" may be absent (then it is the current
+// one); a newer one is an error that says so. Unset keys keep Recipe{}'s defaults (Megatron's).
+// moe_layer_freq is an int (every N-th layer) or a list of 0/1 (layer by layer).
 // recompute_granularity, recompute_method and recompute_modules are kept as read: their values are judged
 // by the rules engine (R04/R05, per-profile labels).
 #pragma once
@@ -19,8 +22,10 @@
 
 namespace rs {
 
-// An unusable input. field: dotted name ("comm_overlap.overlap_moe_expert_parallel_comm", "--seq-length");
-// where: the input ("recipe.json", "override 3", "flag --recompute-modules"). what() reads
+// An unusable input. field: the recipe key, dotted where nested
+// ("comm_overlap.overlap_moe_expert_parallel_comm"), or the key/flag as the user wrote it when it is unknown
+// ("model.num_layer", "--num-layerz"); "" when the input as a whole is at fault (malformed JSON, a missing
+// '='); where: the input ("recipe.json", "override 3", "flag --recompute-modules"). what() reads
 // "<where>: <field>: <message>".
 struct RecipeError : std::runtime_error {
     RecipeError(std::string field, std::string where, const std::string& message);
@@ -30,7 +35,7 @@ struct RecipeError : std::runtime_error {
 };
 
 Recipe recipeFromJson(const nlohmann::json& j, const std::string& where = "recipe");
-// Parse errors name the line and column.
+// Parse errors name the line and column of the offending token (1-based, a tab counts as one column).
 Recipe recipeFromJsonText(const std::string& text, const std::string& where = "recipe");
 // Every field, with "schema_version"; an unset optional is null.
 nlohmann::json recipeToJson(const Recipe& r);

@@ -445,6 +445,13 @@ void TestRecipeIo::jsonErrors_data()
     QTest::newRow("schema as string") << R"({"schema_version": "1"})"
                                       << "schema_version"
                                       << "expected an integer";
+    QTest::newRow("duplicate key") << R"({"num_layers": 4, "hidden_size": 64, "num_layers": 8})"
+                                   << "num_layers"
+                                   << "duplicate key";
+    QTest::newRow("duplicate nested key")
+        << R"({"comm_overlap": {"overlap_moe_expert_parallel_comm": true, "overlap_moe_expert_parallel_comm": false}})"
+        << "comm_overlap.overlap_moe_expert_parallel_comm"
+        << "duplicate key";
     QTest::newRow("not an object") << "[1, 2]"
                                    << ""
                                    << "a recipe is a JSON object, got array";
