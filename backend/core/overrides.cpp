@@ -269,7 +269,7 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe ba
         try {
             parsed = parseValue(arg.substr(eq + 1), where, &isList);
         } catch (const RecipeError& e) {
-            throw RecipeError(key, where, e.message);
+            throw RecipeError(field, where, e.message);
         }
         nlohmann::json value = parsed.first.value;
         const RecipeFieldType type = *recipeFieldType(field);
@@ -289,7 +289,7 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe ba
             std::vector<std::string> names;
             for (const MixedPrecisionRecipe& m : mixedPrecisionRecipes())
                 names.emplace_back(m.name);
-            throw RecipeError(key, where,
+            throw RecipeError(field, where,
                 "unknown mixed-precision recipe '" + value.get<std::string>() + "'; did you mean '"
                     + nearestName(value.get<std::string>(), names) + "'? Known: " + joinNames(names));
         }
@@ -300,12 +300,7 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe ba
             else if (value == "auto")
                 value = "fused";
         }
-        try {
-            setRecipeField(base, field, value, where);
-        } catch (const RecipeError& e) {
-            // Name the key as the user wrote it.
-            throw RecipeError(key, where, e.message);
-        }
+        setRecipeField(base, field, value, where); // its errors name the recipe key, as the JSON reader's do
     }
     return base;
 }

@@ -24,7 +24,8 @@ namespace rs {
 // Only the fields that differ from Recipe{}, in recipe.h's order; recipeFromBridgeOverrides reads them
 // back to the same recipe.
 std::vector<std::string> recipeToBridgeOverrides(const Recipe& r);
-// Throws RecipeError naming the override ("override N") and, for an unknown key, the nearest known one.
+// Throws RecipeError with where = "override N" (1-based) and field = the recipe key (dotted where nested);
+// an unknown key is named as written, with the nearest known key in the message.
 Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe base = Recipe {});
 
 } // namespace rs

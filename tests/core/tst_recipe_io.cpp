@@ -719,40 +719,40 @@ void TestRecipeIo::overrideErrors_data()
                             << "~model.num_layers"
                             << "deleting a key (~) is not supported";
     QTest::newRow("int from text") << L({ "model.num_layers=abc" }) << "override 1"
-                                   << "model.num_layers"
+                                   << "num_layers"
                                    << "expected an integer, got \"abc\"";
     QTest::newRow("int from float") << L({ "model.num_layers=2.5" }) << "override 1"
-                                    << "model.num_layers"
+                                    << "num_layers"
                                     << "expected an integer, got 2.5";
     QTest::newRow("bool from text") << L({ "model.sequence_parallel=yes" }) << "override 1"
-                                    << "model.sequence_parallel"
+                                    << "sequence_parallel"
                                     << "expected true or false";
     QTest::newRow("bool from int") << L({ "comm_overlap.overlap_moe_expert_parallel_comm=1" }) << "override 1"
                                    << "comm_overlap.overlap_moe_expert_parallel_comm"
                                    << "expected true or false";
     QTest::newRow("enum") << L({ "model.normalization=rmsnorm" }) << "override 1"
-                          << "model.normalization"
+                          << "normalization"
                           << "allowed: LayerNorm, RMSNorm";
     QTest::newRow("mixed precision") << L({ "mixed_precision=bf16_mixd" }) << "override 1"
                                      << "mixed_precision"
                                      << "did you mean 'bf16_mixed'?";
     QTest::newRow("nested list") << L({ "model.recompute_modules=[core_attn,[x]]" }) << "override 1"
-                                 << "model.recompute_modules"
+                                 << "recompute_modules"
                                  << "nested lists are not supported";
     QTest::newRow("unclosed list") << L({ "model.recompute_modules=[core_attn," }) << "override 1"
-                                   << "model.recompute_modules"
+                                   << "recompute_modules"
                                    << "a list must end with ']'";
     QTest::newRow("empty element") << L({ "model.recompute_modules=[core_attn,,moe_act]" }) << "override 1"
-                                   << "model.recompute_modules"
+                                   << "recompute_modules"
                                    << "empty list element";
     QTest::newRow("unterminated quote") << L({ "model.recompute_modules=['core_attn]" }) << "override 1"
-                                        << "model.recompute_modules"
+                                        << "recompute_modules"
                                         << "unterminated quote";
     QTest::newRow("stray quote") << L({ "studio.name=it's" }) << "override 1"
-                                 << "studio.name"
+                                 << "name"
                                  << "cannot read the value";
     QTest::newRow("list for int") << L({ "model.num_layers=[1]" }) << "override 1"
-                                  << "model.num_layers"
+                                  << "num_layers"
                                   << "expected an integer";
 }
 
