@@ -1,0 +1,907 @@
+// SPDX-License-Identifier: Apache-2.0
+// The rules engine: every evaluated rule fires on one recipe and narrowly does not on a neighbour, per
+// profile where it differs; messages render as Python would; adjustments land in `resolved`; findings come
+// in Megatron's evaluation order; applying a fix-it clears its finding; the catalogue and label effects.
+#include <nlohmann/json.hpp>
+
+#include <QtTest>
+
+#include "core/recipe_json.h"
+#include "core/rules.h"
+#include "core/rules_detail.h"
+
+using namespace rs;
+
+namespace {
+
+// A plain dense GPT that the MCore rules accept; each case merges its patch into it.
+const char* const kBase = R"({"num_layers": 8, "hidden_size": 1024, "num_attention_heads": 8, "bf16": true})";
+
+// A valid EP A2A overlap setup (R36 / B4 start from it).
+#define EPO                                                                                                  \
+    R"("num_moe_experts": 8, "moe_grouped_gemm": true, "expert_model_parallel_size": 2, )"                   \
+    R"("moe_token_dispatcher_type": "alltoall", "comm_overlap": {"overlap_moe_expert_parallel_comm": true}, )"
+#define SEL R"("recompute_granularity": "selective", )"
+#define FULL1 R"("recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1, )"
+#define MOE R"("num_moe_experts": 8, "moe_grouped_gemm": true, )"
+#define NODROP R"("attention_dropout": 0.0, "hidden_dropout": 0.0, )"
+
+struct Case {
+    const char* profiles; // "*" = every profile, else a comma list of profile names
+    const char* format; // json | bridge | flags
+    const char* id;
+    const char* key; // a piece of the message template that tells this row of the rule from its others
+    const char* patch; // merged into kBase (a trailing ", " before "}" is allowed)
+    bool fires;
+};
+
+// clang-format off
+const std::vector<Case>& cases()
+{
+    static const std::vector<Case> c = {
+    // --- Megatron-LM flags
+    { "*", "flags", "M1", "no longer valid", R"({"checkpoint_activations_flag": "--checkpoint-activations"})", true },
+    { "*", "flags", "M1", "no longer valid", R"({"recompute_activations": true})", false },
+    { "*", "flags", "M2", "-> 'selective'", R"({"recompute_activations": true})", true },
+    { "*", "flags", "M2", "-> 'selective'", R"({"recompute_activations": false})", false },
+    { "*", "flags", "M3", "only across tensor model parallel", R"({)" FULL1 R"("distribute_saved_activations": true})", true },
+    { "*", "flags", "M3", "only across tensor model parallel", R"({)" FULL1 R"("distribute_saved_activations": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "flags", "M3", "only application to full", R"({)" SEL R"("distribute_saved_activations": true, "tensor_model_parallel_size": 2})", true },
+    { "*", "flags", "M3", "only application to full", R"({)" FULL1 R"("distribute_saved_activations": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "flags", "M3", "need to use a recompute method", R"({"recompute_granularity": "full", "recompute_num_layers": 1, "distribute_saved_activations": true, "tensor_model_parallel_size": 2})", true },
+    { "*", "flags", "M3", "need to use a recompute method", R"({)" FULL1 R"("distribute_saved_activations": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "flags", "M4", "not yet supported for selective", R"({)" SEL R"("recompute_method": "uniform"})", true },
+    { "*", "flags", "M4", "not yet supported for selective", R"({)" FULL1 R"(})", false },
+    { "*", "flags", "M5", "Disabling sequence parallelism", R"({"sequence_parallel": true})", true },
+    { "*", "flags", "M5", "Disabling sequence parallelism", R"({"sequence_parallel": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "flags", "M5", "True -> False", R"({"sequence_parallel": true})", true },
+    { "*", "flags", "M5", "True -> False", R"({"sequence_parallel": false})", false },
+    { "*", "flags", "M6", "False -> True", R"({"cpu_offloading_num_layers": 2})", true },
+    { "*", "flags", "M6", "False -> True", R"({"cpu_offloading_num_layers": 0})", false },
+    // --- Megatron Bridge
+    { "*", "bridge", "B8", "is not a Megatron Bridge", R"({"mixed_precision": "bf16_fp9_mixed"})", true },
+    { "*", "bridge", "B8", "is not a Megatron Bridge", R"({"mixed_precision": "bf16_mixed"})", false },
+    { "*", "bridge", "B8", "overwrites", R"({"mixed_precision": "bf16_with_fp8_current_scaling_mixed"})", true },
+    { "*", "bridge", "B8", "overwrites", R"({"mixed_precision": "bf16_mixed", "fp8_recipe": "tensorwise"})", false },
+    { "*", "bridge", "B4", "disable full recomputation", R"({)" EPO FULL1 R"("recompute_modules": []})", true },
+    { "*", "bridge", "B4", "disable full recomputation", R"({)" EPO SEL R"("recompute_modules": []})", false },
+    { "*", "bridge", "B4", "disable recomputation method", R"({)" EPO SEL R"("recompute_modules": [], "recompute_method": "uniform"})", true },
+    { "*", "bridge", "B4", "disable recomputation method", R"({)" EPO SEL R"("recompute_modules": []})", false },
+    { "*", "bridge", "B4", "recompute_num_layers must be None", R"({)" EPO SEL R"("recompute_modules": [], "recompute_num_layers": 1})", true },
+    { "*", "bridge", "B4", "recompute_num_layers must be None", R"({)" EPO SEL R"("recompute_modules": []})", false },
+    { "*", "bridge", "B4", "disable moe in recompute_modules", R"({)" EPO SEL R"("recompute_modules": ["moe"]})", true },
+    { "*", "bridge", "B4", "disable moe in recompute_modules", R"({)" EPO SEL R"("recompute_modules": ["moe_act"]})", false },
+    { "*", "bridge", "B2", "cuda_graph_impl='none'", R"({})", true },
+    { "*", "bridge", "B2", "cuda_graph_impl='none'", R"({"cuda_graph_impl": "transformer_engine", "use_te_rng_tracker": true})", false },
+    { "*", "bridge", "B2", "only for full-iteration", R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["attn"], "use_te_rng_tracker": true})", true },
+    { "*", "bridge", "B2", "only for full-iteration", R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["full_iteration"], "use_te_rng_tracker": true})", false },
+    { "*", "bridge", "B1", "True -> False", R"({"sequence_parallel": true})", true },
+    { "*", "bridge", "B1", "True -> False", R"({"sequence_parallel": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "bridge", "B3", "check_for_nan_in_loss", R"({"cuda_graph_impl": "full_iteration", "use_te_rng_tracker": true})", true },
+    { "*", "bridge", "B3", "check_for_nan_in_loss", R"({"cuda_graph_impl": "full_iteration", "use_te_rng_tracker": true, "rerun_state_machine": {"check_for_nan_in_loss": false}})", false },
+    { "*", "bridge", "B5", "RNG tracker", R"({"cuda_graph_impl": "transformer_engine"})", true },
+    { "*", "bridge", "B5", "RNG tracker", R"({"cuda_graph_impl": "transformer_engine", "use_te_rng_tracker": true})", false },
+    // --- ModelParallelConfig
+    { "*", "json", "MP1", "without tensor parallelism", R"({"sequence_parallel": true})", true },
+    { "*", "json", "MP1", "without tensor parallelism", R"({"sequence_parallel": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "bridge", "MP1", "without tensor parallelism", R"({"sequence_parallel": true})", false }, // B1 ran first
+    { "*", "flags", "MP1", "without tensor parallelism", R"({"sequence_parallel": true})", false }, // M5 ran first
+    { "*", "json", "MP2", "sequence parallelism must be used", R"({"num_moe_experts": 8, "expert_model_parallel_size": 2, "tensor_model_parallel_size": 2})", true },
+    { "*", "json", "MP2", "sequence parallelism must be used", R"({"num_moe_experts": 8, "expert_model_parallel_size": 2, "tensor_model_parallel_size": 2, "sequence_parallel": true})", false },
+    // --- TransformerConfig
+    { "*", "json", "R39", "simultaneously", R"({"fp8": "e4m3", "fp4": "e2m1"})", true },
+    { "*", "json", "R39", "simultaneously", R"({"fp4": "e2m1"})", false },
+    { "*", "json", "R38", "alltoall or flex", R"({"num_moe_experts": 8, "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true})", true },
+    { "*", "json", "R38", "alltoall or flex", R"({"num_moe_experts": 8, "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "flex"})", false },
+    { "*", "json", "R01", "less than", R"({"cpu_offloading": true, "cpu_offloading_num_layers": 8})", true },
+    { "*", "json", "R01", "less than", R"({"cpu_offloading": true, "cpu_offloading_num_layers": 7})", false },
+    { "*", "json", "R02", "Pipeline parallelism", R"({"cpu_offloading": true, "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R02", "Pipeline parallelism", R"({"cpu_offloading": true})", false },
+    { "*", "json", "R03", "activation recomputation", R"({)" SEL R"("cpu_offloading": true})", true },
+    { "*", "json", "R03", "activation recomputation", R"({"cpu_offloading": true})", false },
+    { "*", "json", "R04", "granuarlity", R"({"recompute_granularity": "partial"})", true },
+    { "*", "json", "R04", "granuarlity", R"({"recompute_granularity": "selective"})", false },
+    { "*", "json", "R05", "must be \"block\" or \"uniform\".", R"({"recompute_granularity": "full", "recompute_method": "blocks", "recompute_num_layers": 1})", true },
+    { "*", "json", "R05", "must be \"block\" or \"uniform\".", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1})", false },
+    { "*", "json", "R06", "so recompute_method must be", R"({"recompute_granularity": "full", "recompute_num_layers": 1})", true },
+    { "*", "json", "R06", "so recompute_method must be", R"({)" SEL R"("recompute_modules": []})", false },
+    { "*", "json", "R07", "num_layers_per_pipeline_rank", R"({"recompute_granularity": "full", "recompute_method": "uniform"})", true },
+    { "*", "json", "R07", "num_layers_per_pipeline_rank", R"({)" FULL1 R"(})", false },
+    { "*", "json", "R08", "selective recompute_num_layers must be None", R"({)" SEL R"("recompute_num_layers": 1})", true },
+    { "*", "json", "R08", "selective recompute_num_layers must be None", R"({)" SEL R"("recompute_modules": []})", false },
+    { "*", "json", "R09", "must be false when sequence parallel", R"({)" FULL1 R"("distribute_saved_activations": true, "sequence_parallel": true, "tensor_model_parallel_size": 2})", true },
+    { "*", "json", "R09", "must be false when sequence parallel", R"({"distribute_saved_activations": true, "sequence_parallel": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "json", "R10", "None -> ['core_attn']", R"({})", true },
+    { "*", "json", "R10", "None -> ['core_attn']", R"({"recompute_modules": []})", false },
+    { "bridge-pin,guide", "json", "R11", "Invalid choices", R"({)" SEL R"("recompute_modules": ["mhc"]})", true },
+    { "main", "json", "R11", "Invalid choices", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true})", false },
+    { "main", "json", "R11", "Invalid choices", R"({)" SEL R"("recompute_modules": ["gdn"]})", true },
+    { "dev", "json", "R11", "Invalid choices", R"({)" SEL R"("recompute_modules": ["gdn"], "experimental_attention_variant": "gated_delta_net"})", false },
+    { "dev", "json", "R11", "Invalid choices", R"({)" SEL R"("recompute_modules": ["gdp_qkv"]})", true },
+    { "main", "json", "R11", "Invalid choices", R"({)" SEL R"("recompute_modules": ["gdp_qkv"]})", false },
+    { "*", "json", "R11", "Invalid choices", R"({)" SEL R"("recompute_modules": []})", false },
+    { "*", "json", "R11", "Invalid choices", R"({"recompute_modules": ["moe_layer"]})", false }, // not selective
+    { "*", "json", "R12", "moe_grouped_gemm", R"({)" SEL R"("recompute_modules": ["moe_act"], "num_moe_experts": 8})", true },
+    { "*", "json", "R12", "moe_grouped_gemm", R"({)" SEL MOE R"("recompute_modules": ["moe_act"]})", false },
+    { "*", "json", "R13", "multi_latent_attention", R"({)" SEL R"("recompute_modules": ["mla_up_proj"]})", true },
+    { "*", "json", "R13", "multi_latent_attention", R"({)" SEL R"("recompute_modules": ["mla_up_proj"], "multi_latent_attention": true})", false },
+    { "bridge-pin,main", "json", "R14", "'gdn' or 'gdn2'", R"({)" SEL R"("recompute_modules": ["gdn_norm_out"]})", true },
+    { "bridge-pin,main", "json", "R14", "'gdn' or 'gdn2'", R"({)" SEL R"("recompute_modules": ["gdn_norm_out"], "experimental_attention_variant": "gdn"})", false },
+    { "guide,dev", "json", "R14", "='gated_delta_net'", R"({)" SEL R"("recompute_modules": ["gdn_norm_out"], "experimental_attention_variant": "gdn"})", true },
+    { "guide,dev", "json", "R14", "='gated_delta_net'", R"({)" SEL R"("recompute_modules": ["gdn_norm_out"], "experimental_attention_variant": "gated_delta_net"})", false },
+    { "dev", "json", "G1", "gdn in recompute_modules", R"({)" SEL R"("recompute_modules": ["gdn"], "experimental_attention_variant": "gdn"})", true },
+    { "dev", "json", "G1", "gdn in recompute_modules", R"({)" SEL R"("recompute_modules": ["gdn"], "experimental_attention_variant": "gated_delta_net"})", false },
+    { "dev", "json", "G2", "cannot be used together", R"({)" SEL R"("recompute_modules": ["gdn", "gdn_norm_out"], "experimental_attention_variant": "gated_delta_net"})", true },
+    { "dev", "json", "G2", "cannot be used together", R"({)" SEL R"("recompute_modules": ["gdn"], "experimental_attention_variant": "gated_delta_net"})", false },
+    { "*", "json", "R15", "core_attn recompute is really needed", R"({)" SEL R"(})", true },
+    { "*", "json", "R15", "core_attn recompute is really needed", R"({)" SEL R"("recompute_modules": ["mlp"]})", false },
+    { "*", "json", "R16", "shared_experts recompute cannot", R"({)" SEL MOE R"("recompute_modules": ["shared_experts"], "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "alltoall"})", true },
+    { "*", "json", "R16", "shared_experts recompute cannot", R"({)" SEL MOE R"("recompute_modules": ["shared_experts"], "moe_shared_expert_intermediate_size": 512, "moe_token_dispatcher_type": "alltoall"})", false },
+    { "*", "json", "R17", "Delayed scaling", R"({)" SEL MOE R"("recompute_modules": ["moe_act"], "fp8": "e4m3"})", true },
+    { "*", "json", "R17", "Delayed scaling", R"({)" SEL MOE R"("recompute_modules": ["moe_act"], "fp8": "e4m3", "fp8_recipe": "tensorwise"})", false },
+    { "*", "json", "R18", "transformer-engine>=2.6.0dev0", R"({)" SEL R"("recompute_modules": ["layernorm"], "fp8": "hybrid", "fp8_recipe": "tensorwise", "te_version": "2.5.0"})", true },
+    { "*", "json", "R18", "transformer-engine>=2.6.0dev0", R"({)" SEL R"("recompute_modules": ["layernorm"], "fp8": "hybrid", "fp8_recipe": "tensorwise", "te_version": "2.6.0.dev0+abc"})", false },
+    { "*", "json", "R19", "is deprecated", R"({"moe_layer_recompute": true, "num_moe_experts": 8})", true },
+    { "*", "json", "R19", "is deprecated", R"({"num_moe_experts": 8})", false },
+    { "*", "json", "R19", "with full recompute granularity", R"({)" FULL1 R"("moe_layer_recompute": true, "num_moe_experts": 8})", true },
+    { "*", "json", "R19", "with full recompute granularity", R"({)" SEL R"("moe_layer_recompute": true, "num_moe_experts": 8})", false },
+    { "*", "json", "R19", "-> 'selective', recompute_modules", R"({"moe_layer_recompute": true, "num_moe_experts": 8})", true },
+    { "*", "json", "R19", "-> 'selective', recompute_modules", R"({)" FULL1 R"("moe_layer_recompute": true, "num_moe_experts": 8})", false },
+    { "main", "json", "R20", "requires enable_mhc_connections", R"({)" SEL R"("recompute_modules": ["mhc"]})", true },
+    { "main", "json", "R20", "requires enable_mhc_connections", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true})", false },
+    { "dev", "json", "R20", "requires enable_hyper_connections", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true})", true },
+    { "dev", "json", "R20", "requires enable_hyper_connections", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true})", false },
+    { "main,dev", "json", "R20", "'mhc' and 'mlp'", R"({)" SEL R"("recompute_modules": ["mhc", "mlp"], "enable_mhc_connections": true, "enable_hyper_connections": true})", true },
+    { "main,dev", "json", "R20", "'mhc' and 'mlp'", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true, "enable_hyper_connections": true})", false },
+    { "main", "json", "R20", "positive integer", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true, "mhc_recompute_layer_num": 0})", true },
+    { "main", "json", "R20", "positive integer", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true, "mhc_recompute_layer_num": 1})", false },
+    { "main", "json", "R20", "fine_grained_activation_offloading is not yet", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true, "fine_grained_activation_offloading": true})", true },
+    { "main", "json", "R20", "fine_grained_activation_offloading is not yet", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true})", false },
+    { "dev", "json", "G3", "attn_norm / mlp_norm", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "fine_grained_activation_offloading": true, "offload_modules": ["attn_norm"]})", true },
+    { "dev", "json", "G3", "attn_norm / mlp_norm", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "fine_grained_activation_offloading": true, "offload_modules": ["core_attn"]})", false },
+    { "main", "json", "R21", "HyperConnections are enabled", R"({"enable_mhc_connections": true})", true },
+    { "main", "json", "R21", "HyperConnections are enabled", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true})", false },
+    { "bridge-pin,guide,dev", "json", "R21", "HyperConnections are enabled", R"({"enable_mhc_connections": true})", false },
+    { "main", "json", "R22", "not yet compatible with full", R"({)" FULL1 R"("enable_mhc_connections": true})", true },
+    { "bridge-pin,guide,dev", "json", "R22", "not yet compatible with full", R"({)" FULL1 R"("enable_mhc_connections": true})", false },
+    { "main", "json", "R22", "not yet compatible with full", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_mhc_connections": true})", false },
+    { "*", "json", "R23", "cannot be enabled with cpu_offloading", R"({"fine_grained_activation_offloading": true, "cpu_offloading": true})", true },
+    { "*", "json", "R23", "cannot be enabled with cpu_offloading", R"({"fine_grained_activation_offloading": true})", false },
+    { "main", "json", "R24", "gdp_qkv cannot be set", R"({)" SEL R"("recompute_modules": ["gdp_in_proj"], "fine_grained_activation_offloading": true, "offload_modules": ["gdp_qkv"]})", true },
+    { "main", "json", "R24", "gdp_qkv cannot be set", R"({)" SEL R"("recompute_modules": ["gdp_in_proj"], "fine_grained_activation_offloading": true, "offload_modules": ["moe_act"]})", false },
+    { "*", "json", "R24b", "while recomputing the entire MoE", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "fine_grained_activation_offloading": true, "offload_modules": ["expert_fc1"]})", true },
+    { "*", "json", "R24b", "while recomputing the entire MoE", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "fine_grained_activation_offloading": true, "offload_modules": ["attn_norm"]})", false },
+    { "*", "json", "R25", "Do not use enable_cuda_graph", R"({"enable_cuda_graph": true, "cuda_graph_impl": "local"})", true },
+    { "*", "json", "R25", "Do not use enable_cuda_graph", R"({"enable_cuda_graph": true})", false },
+    { "*", "json", "R25", "at the same time", R"({"enable_cuda_graph": true, "external_cuda_graph": true})", true },
+    { "*", "json", "R25", "at the same time", R"({"external_cuda_graph": true})", false },
+    { "*", "json", "R25", "use cuda_graph_impl=local", R"({"enable_cuda_graph": true})", true },
+    { "*", "json", "R25", "use cuda_graph_impl=local", R"({"cuda_graph_impl": "local"})", false },
+    { "*", "json", "R25", "'none' -> 'local'", R"({"enable_cuda_graph": true})", true },
+    { "*", "json", "R25", "'none' -> 'local'", R"({"enable_cuda_graph": true, "cuda_graph_impl": "local"})", false },
+    { "*", "json", "R25", "use cuda_graph_impl=transformer_engine", R"({"external_cuda_graph": true})", true },
+    { "*", "json", "R25", "use cuda_graph_impl=transformer_engine", R"({"cuda_graph_impl": "transformer_engine"})", false },
+    { "*", "json", "R25", "'none' -> 'transformer_engine'", R"({"external_cuda_graph": true})", true },
+    { "*", "json", "R25", "'none' -> 'transformer_engine'", R"({"external_cuda_graph": true, "cuda_graph_impl": "transformer_engine"})", false },
+    { "*", "json", "R26", "cannot be set together", R"({"cuda_graph_scope": ["attn"], "cuda_graph_modules": ["attn"]})", true },
+    { "*", "json", "R26", "cannot be set together", R"({"cuda_graph_scope": ["attn"]})", false },
+    { "*", "json", "R26", "from the deprecated cuda_graph_scope", R"({"cuda_graph_scope": ["attn"]})", true },
+    { "*", "json", "R26", "from the deprecated cuda_graph_scope", R"({"cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "R26", "full scope is deprecated", R"({"cuda_graph_modules": ["full"]})", true },
+    { "*", "json", "R26", "full scope is deprecated", R"({})", false },
+    { "*", "json", "R26", " -> []", R"({})", true },
+    { "*", "json", "R26", " -> []", R"({"cuda_graph_modules": []})", false },
+    { "*", "json", "R26", "'full_iteration' is deprecated", R"({"cuda_graph_modules": ["full_iteration"]})", true },
+    { "*", "json", "R26", "'full_iteration' is deprecated", R"({"cuda_graph_impl": "full_iteration"})", false },
+    { "*", "json", "R26", "-> 'full_iteration', cuda_graph_modules", R"({"cuda_graph_modules": ["full_iteration"]})", true },
+    { "*", "json", "R26", "-> 'full_iteration', cuda_graph_modules", R"({"cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "R27", "must be empty when", R"({"cuda_graph_impl": "full_iteration", "cuda_graph_modules": ["attn"]})", true },
+    { "*", "json", "R27", "must be empty when", R"({"cuda_graph_impl": "full_iteration", "cuda_graph_modules": []})", false },
+    { "*", "json", "R28", "CUDA graphs not supported with CPU", R"({"cuda_graph_impl": "transformer_engine", "cpu_offloading": true})", true },
+    { "*", "json", "R28", "CUDA graphs not supported with CPU", R"({"cuda_graph_impl": "full_iteration", "cpu_offloading": true})", false },
+    { "*", "json", "R29", "captures moe_router and moe_preprocess", R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["moe_router"]})", true },
+    { "*", "json", "R29", "captures moe_router and moe_preprocess", R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["moe_router", "moe_preprocess"]})", false },
+    { "*", "json", "R30", "full iteration CUDA graph", R"({)" FULL1 R"("cuda_graph_impl": "transformer_engine"})", true },
+    { "*", "json", "R30", "full iteration CUDA graph", R"({)" FULL1 R"("cuda_graph_impl": "full_iteration"})", false },
+    { "*", "json", "R31", "moe_router CUDA graph", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_router"]})", true },
+    { "*", "json", "R31", "moe_router CUDA graph", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "R32", "attention dropout", R"({)" SEL R"("recompute_modules": ["core_attn"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", true },
+    { "*", "json", "R32", "attention dropout", R"({)" SEL R"("recompute_modules": ["core_attn"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"], "attention_dropout": 0.0})", false },
+    { "*", "json", "R33", "hidden dropout", R"({)" SEL R"("recompute_modules": ["mlp"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["mlp"]})", true },
+    { "*", "json", "R33", "hidden dropout", R"({)" SEL R"("recompute_modules": ["mlp"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "R34", "moe_input_jitter_eps", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe"], "hidden_dropout": 0.0, "moe_input_jitter_eps": 0.01})", true },
+    { "*", "json", "R34", "moe_input_jitter_eps", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe"], "hidden_dropout": 0.0})", false },
+    { "dev", "json", "G4", "cuda_graph_impl='local'", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "cuda_graph_impl": "local"})", true },
+    { "dev", "json", "G4", "cuda_graph_impl='local'", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "cuda_graph_impl": "transformer_engine"})", false },
+    { "dev", "json", "G5", "needs attention_dropout=0", R"({)" SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "cuda_graph_impl": "full_iteration"})", true },
+    { "dev", "json", "G5", "needs attention_dropout=0", R"({)" SEL NODROP R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "cuda_graph_impl": "full_iteration"})", false },
+    { "dev", "json", "G6", "supports only cuda_graph_impl", R"({)" EPO SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn", "mamba"]})", true },
+    { "dev", "json", "G6", "supports only cuda_graph_impl", R"({)" EPO SEL R"("recompute_modules": ["mhc"], "enable_hyper_connections": true, "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "R36", "virtual_pipeline_model_parallel_size must be specified", R"({)" EPO R"("recompute_modules": [], "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R36", "virtual_pipeline_model_parallel_size must be specified", R"({)" EPO R"("recompute_modules": [], "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R36", "only supported with expert model parallelism", R"({)" EPO R"("recompute_modules": [], "expert_model_parallel_size": 1})", true },
+    { "*", "json", "R36", "only supported with expert model parallelism", R"({)" EPO R"("recompute_modules": []})", false },
+    { "*", "json", "R36", "alltoall/flex token dispatcher", R"({)" EPO R"("recompute_modules": [], "moe_token_dispatcher_type": "allgather"})", true },
+    { "*", "json", "R36", "alltoall/flex token dispatcher", R"({)" EPO R"("recompute_modules": [], "moe_token_dispatcher_type": "flex"})", false },
+    { "bridge-pin,guide,main", "json", "R36", "disable full recomputation", R"({)" EPO FULL1 R"("recompute_modules": []})", true },
+    { "dev", "json", "R36", "disable full recomputation", R"({)" EPO FULL1 R"("recompute_modules": []})", false },
+    { "bridge-pin,guide,main", "json", "R36", "disable full recomputation", R"({)" EPO SEL R"("recompute_modules": []})", false },
+    { "dev", "json", "G7", "distribute_saved_activations=False", R"({)" EPO FULL1 NODROP R"("recompute_modules": [], "distribute_saved_activations": true, "tensor_model_parallel_size": 2})", true },
+    { "dev", "json", "G7", "distribute_saved_activations=False", R"({)" EPO FULL1 NODROP R"("recompute_modules": [], "tensor_model_parallel_size": 2})", false },
+    { "dev", "json", "G7", "requires recompute_num_layers=1", R"({)" EPO NODROP R"("recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 2, "mtp_num_layers": 1, "recompute_modules": []})", true },
+    { "dev", "json", "G7", "requires recompute_num_layers=1", R"({)" EPO FULL1 NODROP R"("mtp_num_layers": 1, "recompute_modules": []})", false },
+    { "dev", "json", "G7", "requires attention_dropout=0", R"({)" EPO FULL1 R"("recompute_modules": []})", true },
+    { "dev", "json", "G7", "requires attention_dropout=0", R"({)" EPO FULL1 NODROP R"("recompute_modules": []})", false },
+    { "dev", "json", "G7", "fp8 delayed scaling", R"({)" EPO FULL1 NODROP R"("recompute_modules": [], "fp8": "e4m3"})", true },
+    { "dev", "json", "G7", "fp8 delayed scaling", R"({)" EPO FULL1 NODROP R"("recompute_modules": [], "fp8": "e4m3", "fp8_recipe": "tensorwise"})", false },
+    { "*", "json", "R36", "disable recomputation method", R"({)" EPO SEL R"("recompute_modules": [], "recompute_method": "uniform"})", true },
+    { "dev", "json", "R36", "disable recomputation method", R"({)" EPO FULL1 NODROP R"("recompute_modules": []})", false },
+    { "*", "json", "R36", "recompute_num_layers must be None", R"({)" EPO SEL R"("recompute_modules": [], "recompute_num_layers": 1})", true },
+    { "dev", "json", "R36", "recompute_num_layers must be None", R"({)" EPO FULL1 NODROP R"("recompute_modules": []})", false },
+    { "*", "json", "R36", "disable moe in recompute_modules", R"({)" EPO SEL R"("recompute_modules": ["moe"]})", true },
+    { "*", "json", "R36", "disable moe in recompute_modules", R"({)" EPO SEL R"("recompute_modules": ["moe_act"]})", false },
+    { "*", "json", "R36", "bf16 or fp16 model", R"({)" EPO R"("recompute_modules": [], "bf16": false})", true },
+    { "*", "json", "R36", "bf16 or fp16 model", R"({)" EPO R"("recompute_modules": [], "bf16": false, "fp16": true})", false },
+    { "*", "json", "R36", "disable moe_shared_expert_overlap", R"({)" EPO R"("recompute_modules": [], "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true})", true },
+    { "*", "json", "R36", "disable moe_shared_expert_overlap", R"({)" EPO R"("recompute_modules": [], "moe_shared_expert_intermediate_size": 512})", false },
+    { "*", "json", "R36", "MTP supports at most one layer", R"({)" EPO R"("recompute_modules": [], "mtp_num_layers": 2})", true },
+    { "*", "json", "R36", "MTP supports at most one layer", R"({)" EPO R"("recompute_modules": [], "mtp_num_layers": 1})", false },
+    { "*", "json", "R36", "CUDA graph scope on moe and mlp", R"({)" EPO R"("recompute_modules": [], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe"]})", true },
+    { "*", "json", "R36", "CUDA graph scope on moe and mlp", R"({)" EPO R"("recompute_modules": [], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "R37", "must be enabled when enabling delay_wgrad", R"({"delay_wgrad_compute": true})", true },
+    { "*", "json", "R37", "must be enabled when enabling delay_wgrad", R"({)" EPO R"("recompute_modules": [], "delay_wgrad_compute": true})", false },
+    // --- build/run time
+    { "*", "json", "RT1", "'layernorm' in recompute_modules has no effect", R"({)" SEL R"("recompute_modules": ["layernorm"]})", true },
+    { "*", "json", "RT1", "'layernorm' in recompute_modules has no effect", R"({)" SEL R"("recompute_modules": ["layernorm"], "multi_latent_attention": true})", false },
+    { "*", "json", "RT2", "shared expert overlap", R"({)" SEL MOE R"("recompute_modules": ["layernorm"], "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "alltoall", "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_router"]})", true },
+    { "*", "json", "RT2", "shared expert overlap", R"({)" SEL MOE R"("recompute_modules": ["layernorm"], "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "alltoall", "cuda_graph_impl": "local", "cuda_graph_modules": ["moe_router"]})", false },
+    { "*", "json", "RT3", "cudagraph will alltoall", R"({)" SEL MOE R"("recompute_modules": ["layernorm"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_router"]})", true },
+    { "*", "json", "RT3", "cudagraph will alltoall", R"({)" SEL MOE R"("recompute_modules": ["layernorm"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_router", "moe_preprocess"], "moe_token_dispatcher_type": "alltoall"})", false },
+    { "*", "json", "RT4", "every layer's MLP is MoE", R"({)" SEL MOE R"("recompute_modules": ["mlp"]})", true },
+    { "*", "json", "RT4", "every layer's MLP is MoE", R"({)" SEL MOE R"("recompute_modules": ["mlp"], "moe_layer_freq": [0, 1, 1, 1, 1, 1, 1, 1]})", false },
+    { "*", "json", "RT4", "acts only on the", R"({)" SEL MOE R"("recompute_modules": ["mlp"], "moe_layer_freq": [0, 1, 1, 1, 1, 1, 1, 1]})", true },
+    { "*", "json", "RT4", "acts only on the", R"({)" SEL MOE R"("recompute_modules": ["mlp"]})", false },
+    { "*", "json", "RT5", "MoELayer-level 'moe' checkpoint is off", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "local", "cuda_graph_modules": ["attn"]})", true },
+    { "*", "json", "RT5", "MoELayer-level 'moe' checkpoint is off", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "RT6", "has no shared expert", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["shared_experts"]})", true },
+    { "*", "json", "RT6", "has no shared expert", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["shared_experts"], "moe_shared_expert_intermediate_size": 512})", false },
+    { "*", "json", "RT7", "AbsorbedMLA", R"({)" SEL R"("recompute_modules": ["mla_up_proj"], "multi_latent_attention": true, "experimental_attention_variant": "dsa", "fp8": "e4m3"})", true },
+    { "*", "json", "RT7", "AbsorbedMLA", R"({)" SEL R"("recompute_modules": ["mla_up_proj"], "multi_latent_attention": true, "experimental_attention_variant": "dsa"})", false },
+    { "*", "json", "RT8", "must be 1 for MTP", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 2, "mtp_num_layers": 1})", true },
+    { "*", "json", "RT8", "must be 1 for MTP", R"({)" FULL1 R"("mtp_num_layers": 1})", false },
+    { "*", "json", "RT9", "not supported for MTP yet", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1, "mtp_num_layers": 1})", true },
+    { "*", "json", "RT9", "not supported for MTP yet", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1})", false },
+    { "*", "json", "RT12", "inside the captured CUDA-graph scope", R"({)" SEL R"("recompute_modules": ["core_attn"], "attention_dropout": 0.0, "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", true },
+    { "*", "json", "RT12", "inside the captured CUDA-graph scope", R"({)" SEL R"("recompute_modules": ["core_attn"], "attention_dropout": 0.0, "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["mlp"]})", false },
+    // --- ours
+    { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
+    { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },
+    { "*", "json", "RS02", "checkpoints no layer", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": -1})", true },
+    { "*", "json", "RS02", "checkpoints no layer", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1})", false },
+    { "*", "json", "RS03", "exceeds the", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 3, "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "RS03", "exceeds the", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 2, "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RS04", "applies per model chunk", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1, "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "RS04", "applies per model chunk", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1, "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RS05", "has no MoE layers", R"({)" SEL R"("recompute_modules": ["moe"]})", true },
+    { "*", "json", "RS05", "has no MoE layers", R"({)" SEL R"("recompute_modules": ["moe"], "num_moe_experts": 8})", false },
+    { "*", "json", "RS06", "must earn its place", R"({)" SEL R"("recompute_modules": ["core_attn"], "attention_backend": "flash"})", true },
+    { "*", "json", "RS06", "must earn its place", R"({)" SEL R"("recompute_modules": ["core_attn"], "attention_backend": "unfused"})", false },
+    { "*", "json", "RS07", "straddles the CUDA-graph boundary", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_preprocess"]})", true },
+    { "*", "json", "RS07", "straddles the CUDA-graph boundary", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", false },
+    { "*", "json", "RS08", "changes RNG execution paths", R"({)" FULL1 R"(})", true },
+    { "*", "json", "RS08", "changes RNG execution paths", R"({)" FULL1 NODROP R"(})", false },
+    { "*", "json", "RS09", "replays the context-parallel communication", R"({)" SEL R"("context_parallel_size": 2})", true },
+    { "*", "json", "RS09", "replays the context-parallel communication", R"({)" SEL R"("context_parallel_size": 2, "recompute_modules": ["mlp"]})", false },
+    { "*", "json", "RS10", "dispatch/combine communication", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"], "expert_model_parallel_size": 2})", true },
+    { "*", "json", "RS10", "dispatch/combine communication", R"({)" SEL R"("num_moe_experts": 8, "recompute_modules": ["moe"]})", false },
+    { "*", "json", "RS11", "has no effect under selective", R"({)" SEL R"("distribute_saved_activations": true})", true },
+    { "*", "json", "RS11", "has no effect under selective", R"({)" FULL1 R"("distribute_saved_activations": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "json", "RS12", "saves nothing", R"({)" FULL1 R"("distribute_saved_activations": true})", true },
+    { "*", "json", "RS12", "saves nothing", R"({)" FULL1 R"("distribute_saved_activations": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "flags", "RS12", "saves nothing", R"({)" FULL1 R"("distribute_saved_activations": true})", false }, // M3 says it
+    { "*", "json", "RS13", "is the alternative to full recompute", R"({)" FULL1 R"(})", true },
+    { "*", "json", "RS13", "is the alternative to full recompute", R"({)" FULL1 R"("pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RS14", "is ignored under selective", R"({)" SEL R"("recompute_method": "block"})", true },
+    { "*", "flags", "RS14", "is ignored under selective", R"({)" SEL R"("recompute_method": "block"})", false }, // M4 says it
+    { "*", "json", "RS14", "is ignored under selective", R"({)" SEL R"(})", false },
+    { "*", "json", "RS15", "has no effect with recompute_granularity", R"({"recompute_modules": ["mlp"]})", true },
+    { "*", "json", "RS15", "has no effect with recompute_granularity", R"({)" SEL R"("recompute_modules": ["mlp"]})", false },
+    { "*", "json", "RS16", "no-recompute control", R"({)" SEL R"("recompute_modules": []})", true },
+    { "*", "json", "RS16", "no-recompute control", R"({"recompute_modules": []})", false },
+    { "*", "json", "RS17", "already wraps", R"({)" SEL MOE R"("recompute_modules": ["moe", "moe_act"]})", true },
+    { "*", "json", "RS17", "already wraps", R"({)" SEL MOE R"("recompute_modules": ["moe", "layernorm"]})", false },
+    { "*", "json", "RS18", "CheckpointWithoutOutput", R"({)" SEL R"("recompute_modules": ["layernorm"], "transformer_impl": "local"})", true },
+    { "*", "json", "RS18", "CheckpointWithoutOutput", R"({)" SEL R"("recompute_modules": ["core_attn"], "transformer_impl": "local"})", false },
+    { "main", "json", "RS19", "does not build", R"({"multi_latent_attention": true, "transformer_impl": "local"})", true },
+    { "main", "json", "RS19", "does not build", R"({"multi_latent_attention": true})", false },
+    { "*", "json", "RS20", "is applied only when", R"({"mixed_precision": "bf16_mixed"})", true },
+    { "*", "bridge", "RS20", "is applied only when", R"({"mixed_precision": "bf16_mixed"})", false },
+    { "*", "json", "RS20", "is applied only when", R"({"fp8": "hybrid"})", false },
+    { "*", "json", "RS21", "common first candidate", R"({)" SEL R"("recompute_modules": ["mlp"], "attention_backend": "unfused"})", true },
+    { "*", "json", "RS21", "common first candidate", R"({)" SEL R"("recompute_modules": ["mlp", "core_attn"], "attention_backend": "unfused"})", false },
+    };
+    return c;
+}
+// clang-format on
+
+InputFormat formatFromName(const std::string& f)
+{
+    if (f == "bridge")
+        return InputFormat::BridgeOverrides;
+    if (f == "flags")
+        return InputFormat::MegatronFlags;
+    return InputFormat::Json;
+}
+
+std::vector<Profile> profilesOf(const std::string& spec)
+{
+    if (spec == "*")
+        return allProfiles();
+    std::vector<Profile> out;
+    size_t start = 0;
+    while (start <= spec.size()) {
+        const size_t end = spec.find(',', start);
+        const std::string name
+            = spec.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        if (auto p = profileFromName(name))
+            out.push_back(*p);
+        if (end == std::string::npos)
+            break;
+        start = end + 1;
+    }
+    return out;
+}
+
+nlohmann::json recipeJson(std::string patch, Profile profile)
+{
+    // The macros above leave ", " before the closing brace: drop it.
+    const size_t close = patch.rfind('}');
+    size_t end = close;
+    while (end > 0 && (patch[end - 1] == ' ' || patch[end - 1] == ','))
+        --end;
+    if (close != std::string::npos)
+        patch.erase(end, close - end);
+    nlohmann::json j = nlohmann::json::parse(kBase);
+    j.merge_patch(nlohmann::json::parse(patch));
+    j["profile"] = profileName(profile);
+    return j;
+}
+
+const Finding* findFinding(const Validation& v, const std::string& id, const std::string& key)
+{
+    for (const auto& f : v.findings)
+        if (f.rule_id == id && f.message.find(key) != std::string::npos)
+            return &f;
+    return nullptr;
+}
+
+// Whether a catalogue row is the one a case aims at: same id and the key is part of its template
+// (placeholders are rendered, so a key must not straddle one).
+bool rowMatches(const rules_detail::Row& row, const Case& c, Profile p)
+{
+    return c.id == std::string(row.id) && std::string(row.message).find(c.key) != std::string::npos
+        && (row.profiles & rules_detail::profileBit(p))
+        && (row.formats & rules_detail::formatBit(formatFromName(c.format)));
+}
+
+QByteArray describe(const Validation& v)
+{
+    QByteArray out;
+    for (const auto& f : v.findings)
+        out += QByteArray("\n  ") + f.rule_id.c_str() + " " + severityName(f.severity) + ": "
+            + f.message.c_str();
+    return out;
+}
+
+int indexOf(const Validation& v, const std::string& id, const std::string& key = "")
+{
+    for (size_t i = 0; i < v.findings.size(); ++i)
+        if (v.findings[i].rule_id == id && v.findings[i].message.find(key) != std::string::npos)
+            return static_cast<int>(i);
+    return -1;
+}
+
+} // namespace
+
+class TestRules : public QObject {
+    Q_OBJECT
+
+private slots:
+    void fires_data();
+    void fires();
+    void everyRuleHasBothCases();
+    void exactMessages_data();
+    void exactMessages();
+    void adjustmentsResolved_data();
+    void adjustmentsResolved();
+    void evaluationOrder();
+    void fixitsClear_data();
+    void fixitsClear();
+    void catalogue();
+    void labelEffects_data();
+    void labelEffects();
+    void findingJsonShape();
+};
+
+void TestRules::fires_data()
+{
+    QTest::addColumn<int>("profile");
+    QTest::addColumn<QByteArray>("format");
+    QTest::addColumn<QByteArray>("id");
+    QTest::addColumn<QByteArray>("key");
+    QTest::addColumn<QByteArray>("patch");
+    QTest::addColumn<bool>("expected");
+    int n = 0;
+    for (const Case& c : cases()) {
+        for (Profile p : profilesOf(c.profiles)) {
+            const QByteArray name = QByteArray(c.id) + (c.fires ? " fires" : " quiet") + " " + profileName(p)
+                + " " + c.format + " #" + QByteArray::number(n++);
+            QTest::newRow(name.constData()) << static_cast<int>(p) << QByteArray(c.format) << QByteArray(c.id)
+                                            << QByteArray(c.key) << QByteArray(c.patch) << c.fires;
+        }
+    }
+}
+
+void TestRules::fires()
+{
+    QFETCH(int, profile);
+    QFETCH(QByteArray, format);
+    QFETCH(QByteArray, id);
+    QFETCH(QByteArray, key);
+    QFETCH(QByteArray, patch);
+    QFETCH(bool, expected);
+    const Recipe r = recipeFromJson(recipeJson(patch.toStdString(), static_cast<Profile>(profile)), "case");
+    const Validation v = validate(r, formatFromName(format.toStdString()));
+    const Finding* f = findFinding(v, id.toStdString(), key.toStdString());
+    if (expected)
+        QVERIFY2(f, QByteArray("expected " + id + " (" + key + ") among:" + describe(v)).constData());
+    else
+        QVERIFY2(!f, QByteArray("did not expect " + id + " (" + key + ") among:" + describe(v)).constData());
+}
+
+// Every row of the table that is evaluated has a case where it fires and one where it does not, on a
+// profile and input format where the row exists.
+void TestRules::everyRuleHasBothCases()
+{
+    QStringList missing;
+    for (const auto& row : rules_detail::ruleRows()) {
+        if (!row.when)
+            continue;
+        bool fires = false, quiet = false;
+        for (const Case& c : cases()) {
+            for (Profile p : profilesOf(c.profiles)) {
+                if (rowMatches(row, c, p))
+                    (c.fires ? fires : quiet) = true;
+            }
+        }
+        if (!fires || !quiet)
+            missing << QString::fromUtf8(row.id) + QStringLiteral(": ")
+                    + QString::fromUtf8(row.message).left(50)
+                    + (fires ? QStringLiteral(" (no quiet case)") : QStringLiteral(" (no firing case)"));
+    }
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
+}
+
+void TestRules::exactMessages_data()
+{
+    QTest::addColumn<int>("profile");
+    QTest::addColumn<QByteArray>("id");
+    QTest::addColumn<QByteArray>("patch");
+    QTest::addColumn<QByteArray>("message");
+    const int main = static_cast<int>(Profile::Main), pin = static_cast<int>(Profile::BridgePin);
+    QTest::newRow("R04 typo and missing space")
+        << main << QByteArray("R04") << QByteArray(R"({"recompute_granularity": "partial"})")
+        << QByteArray(R"(When using recompute_granuarlity: partial must be "full"or "selective".)");
+    QTest::newRow("R07 floor division")
+        << main << QByteArray("R07")
+        << QByteArray(
+               R"({"num_layers": 9, "pipeline_model_parallel_size": 2, "recompute_granularity": "full", "recompute_method": "block"})")
+        << QByteArray("When using recompute_granularity: full recompute_num_layers must be between 1 and "
+                      "num_layers_per_pipeline_rank: 4");
+    QTest::newRow("R09 True/True")
+        << main << QByteArray("R09")
+        << QByteArray(
+               R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1, "distribute_saved_activations": true, "sequence_parallel": true, "tensor_model_parallel_size": 2})")
+        << QByteArray(
+               "distribute_saved_activations: True must be false when sequence parallel is enabled: True");
+    QTest::newRow("R11 pin sets")
+        << pin << QByteArray("R11")
+        << QByteArray(
+               R"({"recompute_granularity": "selective", "recompute_modules": ["mlp", "mhc", "moe_layer", "mhc"]})")
+        << QByteArray("Invalid choices for recompute_modules: {'mhc', 'moe_layer'}. Allowed modules are: "
+                      "{'core_attn', 'moe_act', 'layernorm', 'mla_up_proj', 'mlp', 'moe', 'shared_experts', "
+                      "'gdn_norm_out'}");
+    QTest::newRow("R18 version")
+        << main << QByteArray("R18")
+        << QByteArray(
+               R"({"recompute_granularity": "selective", "recompute_modules": ["layernorm"], "fp8": "e4m3", "fp8_recipe": "mxfp8", "te_version": "2.4.1"})")
+        << QByteArray("moe_act and layernorm recompute for fp8 needs transformer-engine>=2.6.0dev0, but your "
+                      "version is 2.4.1.");
+    QTest::newRow("R19 trailing space")
+        << main << QByteArray("R19")
+        << QByteArray(
+               R"({"moe_layer_recompute": true, "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1})")
+        << QByteArray("Do not set --moe-layer-recompute with full recompute granularity. ");
+    QTest::newRow("R24b set")
+        << main << QByteArray("R24b")
+        << QByteArray(
+               R"({"num_moe_experts": 4, "recompute_granularity": "selective", "recompute_modules": ["moe"], "fine_grained_activation_offloading": true, "offload_modules": ["fused_group_mlp", "moe_act"]})")
+        << QByteArray("Cannot offload {'moe_act', 'fused_group_mlp'} while recomputing the entire MoE layer. "
+                      "'moe' in recompute_modules wraps the full MoE forward in a checkpoint, so offloading "
+                      "activations inside it is redundant and will cause errors. Either remove 'moe' from "
+                      "--recompute-modules or remove {'moe_act', 'fused_group_mlp'} from --offload-modules.");
+    QTest::newRow("R31 dangling with")
+        << main << QByteArray("R31")
+        << QByteArray(
+               R"({"num_moe_experts": 4, "recompute_granularity": "selective", "recompute_modules": ["moe"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_router"]})")
+        << QByteArray("moe recompute is not supported with moe_router CUDA graph with: ");
+    QTest::newRow("R01 num_layers") << main << QByteArray("R01")
+                                    << QByteArray(
+                                           R"({"cpu_offloading": true, "cpu_offloading_num_layers": -1})")
+                                    << QByteArray("CPU offloading can be done only for layers less than 8");
+    QTest::newRow("RT3 will")
+        << main << QByteArray("RT3")
+        << QByteArray(
+               R"({"num_moe_experts": 4, "recompute_granularity": "selective", "recompute_modules": ["layernorm"], "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_router"]})")
+        << QByteArray("pre_mlp_layernorm recompute is only supported with moe router + preprocess cudagraph "
+                      "will alltoall token dispatcher or latent MoE. Disabling pre_mlp_layernorm recompute.");
+}
+
+void TestRules::exactMessages()
+{
+    QFETCH(int, profile);
+    QFETCH(QByteArray, id);
+    QFETCH(QByteArray, patch);
+    QFETCH(QByteArray, message);
+    const Validation v
+        = validate(recipeFromJson(recipeJson(patch.toStdString(), static_cast<Profile>(profile))));
+    const Finding* f = findFinding(v, id.toStdString(), "");
+    QVERIFY2(f, QByteArray("no " + id + " among:" + describe(v)).constData());
+    // Several rows of one rule (R19): look for the exact one.
+    bool found = false;
+    for (const auto& g : v.findings)
+        found = found || (g.rule_id == id.toStdString() && g.message == message.toStdString());
+    QVERIFY2(found, QByteArray("no exact message among:" + describe(v)).constData());
+}
+
+void TestRules::adjustmentsResolved_data()
+{
+    QTest::addColumn<QByteArray>("format");
+    QTest::addColumn<QByteArray>("patch");
+    QTest::addColumn<QByteArray>("id");
+    QTest::addColumn<QByteArray>("resolved"); // a JSON object: these keys of recipeToJson(resolved)
+    QTest::newRow("R10 default modules") << QByteArray("json") << QByteArray("{}") << QByteArray("R10")
+                                         << QByteArray(R"({"recompute_modules": ["core_attn"]})");
+    QTest::newRow("R19 g None -> selective, core_attn + moe")
+        << QByteArray("json") << QByteArray(R"({"moe_layer_recompute": true, "num_moe_experts": 4})")
+        << QByteArray("R19")
+        << QByteArray(
+               R"({"recompute_granularity": "selective", "recompute_modules": ["core_attn", "moe"], "moe_layer_recompute": false})");
+    QTest::newRow("R19 moe not doubled")
+        << QByteArray("json")
+        << QByteArray(R"({"moe_layer_recompute": true, "num_moe_experts": 4, "recompute_modules": ["moe"]})")
+        << QByteArray("R19")
+        << QByteArray(R"({"recompute_granularity": "selective", "recompute_modules": ["moe"]})");
+    QTest::newRow("R25 enable_cuda_graph")
+        << QByteArray("json") << QByteArray(R"({"enable_cuda_graph": true})") << QByteArray("R25")
+        << QByteArray(R"({"cuda_graph_impl": "local", "enable_cuda_graph": false})");
+    QTest::newRow("R25 external_cuda_graph")
+        << QByteArray("json") << QByteArray(R"({"external_cuda_graph": true})") << QByteArray("R25")
+        << QByteArray(R"({"cuda_graph_impl": "transformer_engine"})");
+    QTest::newRow("R26 scope moves")
+        << QByteArray("json") << QByteArray(R"({"cuda_graph_scope": ["attn", "mlp"]})") << QByteArray("R26")
+        << QByteArray(R"({"cuda_graph_modules": ["attn", "mlp"], "cuda_graph_scope": null})");
+    QTest::newRow("R26 full -> []") << QByteArray("json") << QByteArray(R"({"cuda_graph_modules": ["full"]})")
+                                    << QByteArray("R26") << QByteArray(R"({"cuda_graph_modules": []})");
+    QTest::newRow("R26 full_iteration")
+        << QByteArray("json") << QByteArray(R"({"cuda_graph_modules": ["full_iteration"]})")
+        << QByteArray("R26")
+        << QByteArray(R"({"cuda_graph_impl": "full_iteration", "cuda_graph_modules": []})");
+    QTest::newRow("R29 router brings preprocess")
+        << QByteArray("json")
+        << QByteArray(R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["moe_preprocess"]})")
+        << QByteArray("R29") << QByteArray(R"({"cuda_graph_modules": ["moe_preprocess", "moe_router"]})");
+    QTest::newRow("B1 SP off") << QByteArray("bridge") << QByteArray(R"({"sequence_parallel": true})")
+                               << QByteArray("B1") << QByteArray(R"({"sequence_parallel": false})");
+    QTest::newRow("B2 modules cleared")
+        << QByteArray("bridge") << QByteArray(R"({"cuda_graph_modules": ["attn"]})") << QByteArray("B2")
+        << QByteArray(R"({"cuda_graph_modules": []})");
+    QTest::newRow("B8 delayed")
+        << QByteArray("bridge")
+        << QByteArray(
+               R"({"mixed_precision": "bf16_with_fp8_delayed_scaling_mixed", "fp8_recipe": "tensorwise"})")
+        << QByteArray("B8") << QByteArray(R"({"fp8": "hybrid", "fp8_recipe": "delayed", "bf16": true})");
+    QTest::newRow("B8 current -> tensorwise")
+        << QByteArray("bridge") << QByteArray(R"({"mixed_precision": "bf16_with_fp8_current_scaling_mixed"})")
+        << QByteArray("B8") << QByteArray(R"({"fp8": "hybrid", "fp8_recipe": "tensorwise"})");
+    QTest::newRow("B8 nvfp4") << QByteArray("bridge")
+                              << QByteArray(R"({"mixed_precision": "bf16_with_nvfp4_mixed"})")
+                              << QByteArray("B8") << QByteArray(R"({"fp4": "e2m1", "fp8": null})");
+    QTest::newRow("M2 recompute-activations")
+        << QByteArray("flags") << QByteArray(R"({"recompute_activations": true})") << QByteArray("M2")
+        << QByteArray(R"({"recompute_granularity": "selective", "recompute_modules": ["core_attn"]})");
+    QTest::newRow("M5 SP off") << QByteArray("flags") << QByteArray(R"({"sequence_parallel": true})")
+                               << QByteArray("M5") << QByteArray(R"({"sequence_parallel": false})");
+    QTest::newRow("M6 cpu offloading on")
+        << QByteArray("flags") << QByteArray(R"({"cpu_offloading_num_layers": 3})") << QByteArray("M6")
+        << QByteArray(R"({"cpu_offloading": true})");
+}
+
+void TestRules::adjustmentsResolved()
+{
+    QFETCH(QByteArray, format);
+    QFETCH(QByteArray, patch);
+    QFETCH(QByteArray, id);
+    QFETCH(QByteArray, resolved);
+    const Validation v = validate(
+        recipeFromJson(recipeJson(patch.toStdString(), Profile::Main)), formatFromName(format.toStdString()));
+    bool adjusted = false;
+    for (const auto& f : v.findings)
+        adjusted = adjusted || (f.rule_id == id.toStdString() && f.severity == Severity::Adjustment);
+    QVERIFY2(adjusted, QByteArray("no " + id + " adjustment among:" + describe(v)).constData());
+    const nlohmann::json got = recipeToJson(v.resolved);
+    const nlohmann::json want = nlohmann::json::parse(resolved.toStdString());
+    for (auto it = want.begin(); it != want.end(); ++it) {
+        const std::string& key = it.key();
+        const nlohmann::json& value = it.value();
+        QVERIFY2(got.at(key) == value,
+            qPrintable(
+                QString::fromStdString(key + ": got " + got.at(key).dump() + ", expected " + value.dump())));
+    }
+    // The resolved recipe is a fixed point: validating it adjusts nothing more.
+    const Validation again = validate(v.resolved, formatFromName(format.toStdString()));
+    for (const auto& f : again.findings)
+        QVERIFY2(f.severity != Severity::Adjustment,
+            QByteArray("adjusted again: " + QByteArray(f.rule_id.c_str()) + " " + f.message.c_str())
+                .constData());
+}
+
+void TestRules::evaluationOrder()
+{
+    auto run = [](const char* patch, InputFormat fmt = InputFormat::Json, Profile p = Profile::Main) {
+        return validate(recipeFromJson(recipeJson(patch, p)), fmt);
+    };
+    // R19 runs after the label checks: the 'moe' it appends is not label-checked (no RS/R error about a
+    // dense model's 'moe' from R11-R18), but R36, later, sees it.
+    {
+        const Validation v = run(
+            R"({"moe_layer_recompute": true, "num_moe_experts": 8, "moe_grouped_gemm": true, "expert_model_parallel_size": 2,
+            "moe_token_dispatcher_type": "alltoall", "comm_overlap": {"overlap_moe_expert_parallel_comm": true}})");
+        const int r10 = indexOf(v, "R10"), r15 = indexOf(v, "R15"), r19 = indexOf(v, "R19", "-> 'selective'"),
+                  r36 = indexOf(v, "R36", "disable moe");
+        QVERIFY2(r10 >= 0 && r19 > r10 && r36 > r19, describe(v));
+        QCOMPARE(r15, -1); // g was None during the label checks: R15 did not see core_attn under selective
+    }
+    // The same under Bridge: B4 checks the modules as given (no 'moe' yet), R36 still fires at finalize.
+    {
+        const Validation v = run(
+            R"({"moe_layer_recompute": true, "num_moe_experts": 8, "moe_grouped_gemm": true, "expert_model_parallel_size": 2,
+            "moe_token_dispatcher_type": "alltoall", "comm_overlap": {"overlap_moe_expert_parallel_comm": true}})",
+            InputFormat::BridgeOverrides);
+        QCOMPARE(indexOf(v, "B4"), -1);
+        QVERIFY2(indexOf(v, "R36", "disable moe") > indexOf(v, "R19", "-> 'selective'"), describe(v));
+    }
+    // Under Bridge, B4 says it first and R36 does not repeat it.
+    {
+        const Validation v = run(
+            R"({"num_moe_experts": 8, "expert_model_parallel_size": 2, "moe_token_dispatcher_type": "alltoall",
+            "comm_overlap": {"overlap_moe_expert_parallel_comm": true}, "recompute_granularity": "selective", "recompute_modules": ["moe"]})",
+            InputFormat::BridgeOverrides);
+        QVERIFY2(indexOf(v, "B4", "disable moe") >= 0 && indexOf(v, "R36", "disable moe") == -1, describe(v));
+        QVERIFY(indexOf(v, "B4") < indexOf(v, "B2"));
+    }
+    // R10's default is in place before the label checks: R15 sees core_attn.
+    {
+        const Validation v = run(R"({"recompute_granularity": "selective"})");
+        QVERIFY2(indexOf(v, "R10") >= 0 && indexOf(v, "R15") > indexOf(v, "R10"), describe(v));
+    }
+    // Megatron raises the first error listed: R02 comes before R03, MPC before TC.
+    {
+        const Validation v = run(
+            R"({"cpu_offloading": true, "pipeline_model_parallel_size": 2, "recompute_granularity": "selective", "sequence_parallel": true})");
+        QVERIFY2(indexOf(v, "MP1") >= 0 && indexOf(v, "MP1") < indexOf(v, "R02")
+                && indexOf(v, "R02") < indexOf(v, "R03"),
+            describe(v));
+        const auto firstError = std::find_if(v.findings.begin(), v.findings.end(),
+            [](const Finding& f) { return f.severity == Severity::Error; });
+        QCOMPARE(QByteArray(firstError->rule_id.c_str()), QByteArray("MP1"));
+    }
+    // B8 rewrites precision before MCore: delayed scaling from the Bridge recipe triggers R17 ...
+    {
+        const char* p
+            = R"({"mixed_precision": "bf16_with_fp8_delayed_scaling_mixed", "num_moe_experts": 8, "moe_grouped_gemm": true,
+            "recompute_granularity": "selective", "recompute_modules": ["moe_act"]})";
+        const Validation bridge = run(p, InputFormat::BridgeOverrides);
+        QVERIFY2(
+            indexOf(bridge, "B8") >= 0 && indexOf(bridge, "R17") > indexOf(bridge, "B8"), describe(bridge));
+        // ... while JSON keeps the written (unset) fp8 and says that mixed_precision is not applied.
+        const Validation json = run(p);
+        QVERIFY2(indexOf(json, "R17") == -1 && indexOf(json, "RS20") >= 0, describe(json));
+    }
+    // ... and a current-scaling recipe (tensorwise) clears R17 that MCore's default (delayed) would raise.
+    {
+        const char* p
+            = R"({"mixed_precision": "bf16_with_fp8_current_scaling_mixed", "fp8": "hybrid", "num_moe_experts": 8,
+            "moe_grouped_gemm": true, "recompute_granularity": "selective", "recompute_modules": ["moe_act"]})";
+        QCOMPARE(indexOf(run(p, InputFormat::BridgeOverrides), "R17"), -1);
+        QVERIFY(indexOf(run(p), "R17") >= 0);
+    }
+    // Megatron-LM: M2 turns on selective before M4 and before TC's checks.
+    {
+        const Validation v = run(
+            R"({"recompute_activations": true, "recompute_method": "uniform"})", InputFormat::MegatronFlags);
+        QVERIFY2(indexOf(v, "M2") >= 0 && indexOf(v, "M4") > indexOf(v, "M2"), describe(v));
+    }
+    // R29's additions come before the recompute checks: a local moe_preprocess graph gains moe_router.
+    {
+        const Validation v = run(
+            R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["moe_preprocess"], "num_moe_experts": 8,
+            "recompute_granularity": "selective", "recompute_modules": ["moe"], "hidden_dropout": 0.0})");
+        QVERIFY2(indexOf(v, "R29") >= 0 && indexOf(v, "RT5") > indexOf(v, "R29"), describe(v));
+    }
+}
+
+void TestRules::fixitsClear_data()
+{
+    QTest::addColumn<int>("profile");
+    QTest::addColumn<QByteArray>("format");
+    QTest::addColumn<QByteArray>("id");
+    QTest::addColumn<QByteArray>("key");
+    QTest::addColumn<QByteArray>("patch");
+    int n = 0;
+    for (const Case& c : cases()) {
+        if (!c.fires)
+            continue;
+        for (Profile p : profilesOf(c.profiles)) {
+            // Only findings that carry a fix-it (adjustments and notes mostly do not).
+            const Validation v = validate(recipeFromJson(recipeJson(c.patch, p)), formatFromName(c.format));
+            const Finding* f = findFinding(v, c.id, c.key);
+            if (f && !f->fixit)
+                continue;
+            const QByteArray name
+                = QByteArray(c.id) + " " + c.key + " " + profileName(p) + " #" + QByteArray::number(n++);
+            QTest::newRow(name.constData()) << static_cast<int>(p) << QByteArray(c.format) << QByteArray(c.id)
+                                            << QByteArray(c.key) << QByteArray(c.patch);
+        }
+    }
+}
+
+// Applying a fix-it (merge its patch into recipeToJson(input), read it back) removes the finding.
+void TestRules::fixitsClear()
+{
+    QFETCH(int, profile);
+    QFETCH(QByteArray, format);
+    QFETCH(QByteArray, id);
+    QFETCH(QByteArray, key);
+    QFETCH(QByteArray, patch);
+    const InputFormat fmt = formatFromName(format.toStdString());
+    const Recipe input = recipeFromJson(recipeJson(patch.toStdString(), static_cast<Profile>(profile)));
+    const Validation v = validate(input, fmt);
+    const Finding* f = findFinding(v, id.toStdString(), key.toStdString());
+    QVERIFY2(f, describe(v));
+    QVERIFY(f->fixit && !f->fixit->description.empty());
+    QVERIFY(f->fixit->patch.is_object() && !f->fixit->patch.empty());
+    nlohmann::json fixed = recipeToJson(input);
+    fixed.merge_patch(f->fixit->patch);
+    const Validation after = validate(recipeFromJson(fixed, "fixed"), fmt);
+    for (const auto& g : after.findings)
+        QVERIFY2(!(g.rule_id == f->rule_id && g.message == f->message),
+            QByteArray(
+                "still there after " + QByteArray(f->fixit->patch.dump().c_str()) + ":" + describe(after))
+                .constData());
+}
+
+void TestRules::catalogue()
+{
+    const auto& cat = ruleCatalogue();
+    QVERIFY(cat.size() > 80);
+    for (const auto& row : rules_detail::ruleRows()) {
+        const RuleInfo* r = findRule(row.id);
+        QVERIFY2(r, row.id);
+        QVERIFY(!r->message.empty() && !r->source.empty() && !r->summary.empty() && !r->profiles.empty());
+        QVERIFY(!r->variants.empty());
+    }
+    QCOMPARE(findRule("R99"), nullptr);
+    // Per-profile differences are visible: R14's message differs at the guide's commit, R11's sources.
+    const RuleInfo* r14 = findRule("R14");
+    QVERIFY(r14->variants.size() >= 2);
+    QVERIFY(std::any_of(r14->variants.begin(), r14->variants.end(), [](const RuleVariant& v) {
+        return v.message.find("'gated_delta_net'") != std::string::npos
+            && std::find(v.profiles.begin(), v.profiles.end(), Profile::Guide) != v.profiles.end();
+    }));
+    const RuleInfo* r30 = findRule("R30");
+    QCOMPARE(r30->severity, Severity::Error);
+    QVERIFY(r30->source.find("transformer_config.py:2854-2858 @ Megatron-LM d98e8a64") != std::string::npos);
+    bool pin = false;
+    for (const auto& v : r30->variants)
+        pin = pin
+            || v.source.find("transformer_config.py:2613-2617 @ Megatron-LM 2a75ac12") != std::string::npos;
+    QVERIFY(pin);
+    // main-only rules say so.
+    const RuleInfo* r22 = findRule("R22");
+    QCOMPARE(r22->profiles.size(), size_t(1));
+    QCOMPARE(r22->profiles.front(), Profile::Main);
+    QCOMPARE(allowedRecomputeModules(Profile::BridgePin).size(), size_t(8));
+    QCOMPARE(allowedRecomputeModules(Profile::Main).size(), size_t(11));
+    QCOMPARE(allowedRecomputeModules(Profile::Dev).size(), size_t(10));
+}
+
+void TestRules::labelEffects_data()
+{
+    QTest::addColumn<QByteArray>("patch");
+    QTest::addColumn<QByteArray>("label");
+    QTest::addColumn<bool>("exists");
+    QTest::addColumn<bool>("effect");
+    QTest::newRow("mlp dense") << QByteArray("{}") << QByteArray("mlp") << true << true;
+    QTest::newRow("mlp pure MoE") << QByteArray(R"({"num_moe_experts": 8})") << QByteArray("mlp") << true
+                                  << false;
+    QTest::newRow("mlp one dense layer")
+        << QByteArray(R"({"num_moe_experts": 8, "moe_layer_freq": [0,1,1,1,1,1,1,1]})") << QByteArray("mlp")
+        << true << true;
+    QTest::newRow("mlp every 2nd MoE")
+        << QByteArray(R"({"num_moe_experts": 8, "moe_layer_freq": 2})") << QByteArray("mlp") << true << true;
+    QTest::newRow("layernorm TE dense") << QByteArray("{}") << QByteArray("layernorm") << true << false;
+    QTest::newRow("layernorm TE MoE")
+        << QByteArray(R"({"num_moe_experts": 8})") << QByteArray("layernorm") << true << true;
+    QTest::newRow("layernorm TE MLA")
+        << QByteArray(R"({"multi_latent_attention": true})") << QByteArray("layernorm") << true << true;
+    QTest::newRow("layernorm local") << QByteArray(R"({"transformer_impl": "local"})")
+                                     << QByteArray("layernorm") << true << true;
+    QTest::newRow("moe_act dense") << QByteArray("{}") << QByteArray("moe_act") << true << false;
+    QTest::newRow("moe_act grouped") << QByteArray(R"({"num_moe_experts": 8, "moe_grouped_gemm": true})")
+                                     << QByteArray("moe_act") << true << true;
+    QTest::newRow("shared_experts none")
+        << QByteArray(R"({"num_moe_experts": 8})") << QByteArray("shared_experts") << true << false;
+    QTest::newRow("shared_experts overlapped") << QByteArray(
+        R"({"num_moe_experts": 8, "moe_shared_expert_intermediate_size": 256, "moe_shared_expert_overlap": true})")
+                                               << QByteArray("shared_experts") << true << false;
+    QTest::newRow("shared_experts real")
+        << QByteArray(R"({"num_moe_experts": 8, "moe_shared_expert_intermediate_size": 256})")
+        << QByteArray("shared_experts") << true << true;
+    QTest::newRow("mla_up_proj no MLA") << QByteArray("{}") << QByteArray("mla_up_proj") << true << false;
+    QTest::newRow("mhc on pin") << QByteArray(R"({"profile": "bridge-pin"})") << QByteArray("mhc") << false
+                                << false;
+    QTest::newRow("mhc on main, on") << QByteArray(R"({"profile": "main", "enable_mhc_connections": true})")
+                                     << QByteArray("mhc") << true << true;
+    QTest::newRow("mhc on dev needs hyper")
+        << QByteArray(R"({"profile": "dev", "enable_mhc_connections": true})") << QByteArray("mhc") << true
+        << false;
+    QTest::newRow("gdn on main") << QByteArray(R"({"profile": "main"})") << QByteArray("gdn") << false
+                                 << false;
+    QTest::newRow("core_attn fused") << QByteArray("{}") << QByteArray("core_attn") << true << true;
+}
+
+void TestRules::labelEffects()
+{
+    QFETCH(QByteArray, patch);
+    QFETCH(QByteArray, label);
+    QFETCH(bool, exists);
+    QFETCH(bool, effect);
+    nlohmann::json j = nlohmann::json::parse(kBase);
+    j.merge_patch(nlohmann::json::parse(patch.toStdString()));
+    const LabelEffect e = recomputeLabelEffect(recipeFromJson(j), label.toStdString());
+    QCOMPARE(e.exists, exists);
+    QCOMPARE(e.has_effect, effect);
+    QVERIFY(!e.reason.empty());
+}
+
+void TestRules::findingJsonShape()
+{
+    const Validation v = validate(recipeFromJson(recipeJson(
+        R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1, "cuda_graph_impl": "transformer_engine"})",
+        Profile::Main)));
+    QVERIFY(v.hasErrors());
+    const Finding* f = findFinding(v, "R30", "");
+    QVERIFY(f);
+    const nlohmann::json j = findingToJson(*f);
+    QCOMPARE(QByteArray(j.at("rule_id").get<std::string>().c_str()), QByteArray("R30"));
+    QCOMPARE(QByteArray(j.at("severity").get<std::string>().c_str()), QByteArray("error"));
+    QVERIFY(j.at("fields").is_array() && j.at("fields").size() == 2);
+    QCOMPARE(
+        j.at("fixit").at("patch").at("cuda_graph_impl").get<std::string>(), std::string("full_iteration"));
+    QVERIFY(j.at("source").get<std::string>().find("d98e8a64") != std::string::npos);
+    QVERIFY(!validate(Recipe {}).hasErrors());
+}
+
+QTEST_GUILESS_MAIN(TestRules)
+#include "tst_rules.moc"
