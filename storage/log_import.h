@@ -28,9 +28,13 @@ struct ParsedLog {
     bool oom = false;
     std::optional<int> oomIteration; // the iteration that was running when the OOM happened
     QString oomMessage;
-    int skippedIterations = 0; // the last line's counter
+    QString
+        oomStage; // forward | backward | optimizer, from the traceback's innermost known frame; "" unknown
+    // The counters are per log interval (Megatron resets them after each print): these are their sums.
+    int skippedIterations = 0;
     int nanIterations = 0;
     bool lossDroppedSomewhere = false; // an iteration line with no loss (NaN or negative, not printed)
+    bool truncatedLastLine = false; // the file ended without '\n': its last line was not used
     int ignoredLines = 0;
 };
 

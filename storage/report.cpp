@@ -74,10 +74,10 @@ QString timeCell(const ComparisonRow& row)
 QString flagCell(const ComparisonRow& row)
 {
     if (row.isControl)
-        return {};
+        return u"control"_s;
     if (!row.match.matched)
         return u"NOT MATCHED: "_s + row.match.reasons.join(u"; "_s);
-    return row.match.notes.join(u"; "_s);
+    return row.match.notes.isEmpty() ? u"yes"_s : u"yes ("_s + row.match.notes.join(u"; "_s) + u")"_s;
 }
 
 QString controlTitle(const ReportTable& t)

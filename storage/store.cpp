@@ -307,6 +307,8 @@ QString RunRecord::moduleSetLabel() const
     }
     if (recomputeGranularity.isEmpty())
         return u"none"_s;
+    if (recomputeGranularity == u"unknown")
+        return u"unknown"_s;
     if (!recomputeModules)
         return u"core_attn (default)"_s;
     if (recomputeModules->isEmpty())
@@ -1001,8 +1003,7 @@ MatchCheck Store::matchCheck(const RunRecord& r, const RunRecord& c)
             }
         }
     } else {
-        m.notes << u"full recipe not known for both runs: compared the stored shape, precision, parallelism "
-                   "and backend only"_s;
+        m.notes << u"stored fields compared; no full recipe"_s;
     }
     if (r.id != 0 && r.id == c.id)
         m.notes << u"the run is its own control"_s;
@@ -1045,6 +1046,8 @@ QVector<ComparisonRow> Store::compare(qint64 controlRunId, const QVector<qint64>
         row.run = byId.value(id);
         row.isControl = id == controlRunId;
         row.match = matchCheck(row.run, control);
+        if (row.isControl)
+            row.match.notes.clear();
         if (!row.isControl && !control.isExplicitControl())
             row.match.notes << u"the control's recompute choice is %1, not the explicit []"_s.arg(
                 control.moduleSetLabel());

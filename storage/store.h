@@ -77,7 +77,7 @@ struct RunRecord {
     std::optional<bool> sequenceParallel;
 
     // the exact recompute choice
-    QString recomputeGranularity; // "" (none) | selective | full
+    QString recomputeGranularity; // "" (none) | selective | full | "unknown" (an import that cannot tell)
     std::optional<QStringList> recomputeModules; // empty optional: unset; empty list: the explicit [] control
     QString recomputeMethod; // uniform | block
     std::optional<int> recomputeNumLayers;
