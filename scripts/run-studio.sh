@@ -5,6 +5,7 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+export CCACHE_BASEDIR="$PWD"   # clones in other folders share cache hits
 scripts/build.sh dev
 studio=build/dev/app/studio/recompute-studio
 export RS_WORKER="${RS_WORKER:-$PWD/build/dev/app/bench/recompute-bench}"

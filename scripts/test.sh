@@ -4,5 +4,6 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
+export CCACHE_BASEDIR="$PWD"   # clones in other folders share cache hits
 scripts/build.sh ci
 QT_QPA_PLATFORM=offscreen ctest --preset ci -j "$(nproc)" "$@"
