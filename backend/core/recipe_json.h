@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The recipe as JSON: Megatron's field names as keys, "schema_version" first, the two Bridge-only settings
+// The recipe as JSON: Megatron's field names as keys, with "schema_version", the two Bridge-only settings
 // as Bridge nests them ("comm_overlap": {"overlap_moe_expert_parallel_comm": ...},
 // "rerun_state_machine": {"check_for_nan_in_loss": ...}), the profile by its name. Reading is strict:
 // an unknown key, a wrong type or a value outside an enum-like field's allowed set is a RecipeError that
