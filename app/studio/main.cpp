@@ -1,0 +1,55 @@
+// SPDX-License-Identifier: Apache-2.0
+// recompute-studio: the desktop application. Everything lives in rs_ui; this only starts it.
+#include <QApplication>
+#include <QCommandLineParser>
+#include <QIcon>
+#include <QTabWidget>
+#include <QTimer>
+
+#include "mainwindow.h"
+
+int main(int argc, char** argv)
+{
+    QApplication app(argc, argv);
+    QApplication::setApplicationName(QStringLiteral("recompute-studio"));
+    QApplication::setApplicationDisplayName(QStringLiteral("Recompute Studio"));
+    QApplication::setApplicationVersion(QStringLiteral(RS_VERSION));
+    QApplication::setOrganizationName(QStringLiteral("recompute-studio"));
+    QApplication::setDesktopFileName(QStringLiteral("io.github.recompute_studio"));
+    QApplication::setWindowIcon(QIcon(QStringLiteral(":/icons/recompute-studio.svg")));
+
+    QCommandLineParser parser;
+    parser.setApplicationDescription(
+        QStringLiteral("Edit, validate, run and compare activation-recompute recipes"));
+    parser.addHelpOption();
+    parser.addVersionOption();
+    parser.addPositionalArgument(QStringLiteral("recipe"),
+        QStringLiteral("A recipe file (*.recipe.json) to open."), QStringLiteral("[recipe]"));
+    QCommandLineOption dbOption(QStringLiteral("db"),
+        QStringLiteral("The measurement database (default: the per-user one)."), QStringLiteral("file"));
+    parser.addOption(dbOption);
+    // For the user guide's screenshots and smoke tests: show a page, save the window as PNG, quit.
+    QCommandLineOption pageOption(QStringLiteral("page"),
+        QStringLiteral("The page to show first (0, 1, 2, ...)."), QStringLiteral("index"));
+    QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
+        QStringLiteral("Save a PNG of the window after start-up and quit."), QStringLiteral("file"));
+    parser.addOption(pageOption);
+    parser.addOption(screenshotOption);
+    parser.process(app);
+
+    rs::ui::MainWindow window(parser.value(dbOption));
+    const QStringList files = parser.positionalArguments();
+    if (!files.isEmpty())
+        window.openRecipe(files.front());
+    if (parser.isSet(pageOption))
+        window.pages()->setCurrentIndex(parser.value(pageOption).toInt());
+    window.show();
+    if (parser.isSet(screenshotOption)) {
+        const QString path = parser.value(screenshotOption);
+        QTimer::singleShot(1500, &window, [&window, path] {
+            const bool ok = window.grab().save(path, "PNG");
+            QCoreApplication::exit(ok ? 0 : 1);
+        });
+    }
+    return app.exec();
+}

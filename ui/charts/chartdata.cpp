@@ -1,0 +1,234 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "charts/chartdata.h"
+
+#include <algorithm>
+#include <map>
+
+#include <QHash>
+
+namespace rs::ui {
+
+using storage::RunRecord;
+
+namespace {
+
+bool passed(const RunRecord& r)
+{
+    return r.outcome == storage::outcome::Pass;
+}
+
+QString groupName(const RunRecord& control)
+{
+    QString name = !control.model.isEmpty() ? control.model : control.recipeName;
+    if (name.isEmpty())
+        name = QStringLiteral("run %1").arg(control.id);
+    return name;
+}
+
+QString failureText(const RunRecord& r)
+{
+    QString text = r.outcome;
+    if (!r.failureStage.isEmpty())
+        text += QStringLiteral(" in ") + r.failureStage;
+    if (r.failureIteration)
+        text += QStringLiteral(" (iteration %1)").arg(*r.failureIteration);
+    return text;
+}
+
+struct Accumulator {
+    QVector<const RunRecord*> passing;
+    QVector<const RunRecord*> failing;
+};
+
+} // namespace
+
+TradeoffData buildTradeoff(
+    const QVector<RunRecord>& runs, TradeoffAxis axis, std::optional<double> memoryTargetGb)
+{
+    TradeoffData data;
+    const bool delta = axis == TradeoffAxis::VersusControl;
+    data.xTitle
+        = delta ? QStringLiteral("Step time vs control (%)") : QStringLiteral("Steady step time (ms)");
+    data.yTitle
+        = delta ? QStringLiteral("Peak allocated vs control (%)") : QStringLiteral("Peak allocated (GB)");
+
+    QHash<qint64, const RunRecord*> byId;
+    byId.reserve(runs.size());
+    for (const auto& r : runs)
+        byId.insert(r.id, &r);
+
+    // group key: the control run id (a control is its own group); ordered by first appearance
+    std::vector<qint64> groupOrder;
+    std::map<qint64, std::map<QString, Accumulator>> groups;
+    for (const auto& r : runs) {
+        qint64 key = r.id;
+        if (!r.isExplicitControl() && r.controlRunId)
+            key = *r.controlRunId;
+        if (!groups.count(key))
+            groupOrder.push_back(key);
+        auto& acc = groups[key][r.moduleSetLabel()];
+        (passed(r) ? acc.passing : acc.failing).push_back(&r);
+    }
+
+    for (qint64 key : groupOrder) {
+        const RunRecord* control = byId.value(key, nullptr);
+        // A group whose control is not among the runs (filtered out) is still drawn in absolute mode.
+        const QString name = control ? groupName(*control) : QStringLiteral("control %1").arg(key);
+        std::optional<double> controlMs;
+        std::optional<double> controlGb;
+        if (control && passed(*control) && control->steadyStepMs)
+            controlMs = *control->steadyStepMs;
+        if (control && control->peakAllocated)
+            controlGb = double(*control->peakAllocated) / kBytesPerGb;
+        if (delta && (!controlMs || !controlGb))
+            continue;
+        const int groupIndex = int(data.groups.size());
+        data.groups << name;
+        for (const auto& [label, acc] : groups[key]) {
+            const bool failed = acc.passing.isEmpty();
+            const auto& use = failed ? acc.failing : acc.passing;
+            double sumMs = 0.0, sumGb = 0.0;
+            int nMs = 0, nGb = 0;
+            qint64 newest = 0;
+            for (const RunRecord* r : use) {
+                if (r->steadyStepMs && !failed) {
+                    sumMs += *r->steadyStepMs;
+                    ++nMs;
+                }
+                if (r->peakAllocated) {
+                    sumGb += double(*r->peakAllocated) / kBytesPerGb;
+                    ++nGb;
+                }
+                newest = std::max(newest, r->id);
+            }
+            if (nGb == 0)
+                continue; // nothing measured to place it by
+            TradeoffPoint p;
+            p.moduleSet = label;
+            p.group = name;
+            p.groupIndex = groupIndex;
+            p.failed = failed;
+            p.runCount = int(use.size());
+            p.runId = newest;
+            p.isControl
+                = control && control->moduleSetLabel() == label && !failed && control->isExplicitControl();
+            const double ms = nMs ? sumMs / nMs : 0.0;
+            const double gb = sumGb / nGb;
+            if (nMs)
+                p.x = delta ? (ms - *controlMs) / *controlMs * 100.0 : ms;
+            p.y = delta ? (gb - *controlGb) / *controlGb * 100.0 : gb;
+            p.outcome = failed ? failureText(*use.front()) : QStringLiteral("pass");
+            p.tooltip
+                = QStringLiteral("<b>%1</b> — %2<br>%3<br>peak allocated %4 GB%5<br>%6 run(s)")
+                      .arg(label.toHtmlEscaped(), name.toHtmlEscaped(),
+                          p.failed ? QStringLiteral("<span style='color:#c62828'>%1</span>").arg(p.outcome)
+                                   : p.outcome)
+                      .arg(gb, 0, 'f', 3)
+                      .arg(nMs ? QStringLiteral(", step %1 ms").arg(ms, 0, 'f', 1) : QString())
+                      .arg(p.runCount);
+            if (delta && nMs)
+                p.tooltip += QStringLiteral("<br>Δ time %1%, Δ allocated %2%")
+                                 .arg(*p.x, 0, 'f', 2)
+                                 .arg(p.y, 0, 'f', 2);
+            data.points << p;
+        }
+    }
+    markParetoFront(&data.points);
+
+    if (memoryTargetGb) {
+        if (!delta) {
+            data.memoryTarget = *memoryTargetGb;
+        } else if (data.groups.size() == 1) {
+            // One comparison: the target as a change against its control.
+            for (const auto& r : runs) {
+                if (r.isExplicitControl() && r.peakAllocated) {
+                    const double c = double(*r.peakAllocated) / kBytesPerGb;
+                    data.memoryTarget = (*memoryTargetGb - c) / c * 100.0;
+                    break;
+                }
+            }
+        }
+    }
+    return data;
+}
+
+void markParetoFront(QVector<TradeoffPoint>* points)
+{
+    for (auto& p : *points) {
+        p.onFront = false;
+        if (p.failed || !p.x)
+            continue;
+        bool dominated = false;
+        for (const auto& q : *points) {
+            if (&q == &p || q.failed || !q.x || q.groupIndex != p.groupIndex)
+                continue;
+            if (*q.x <= *p.x && q.y <= p.y && (*q.x < *p.x || q.y < p.y)) {
+                dominated = true;
+                break;
+            }
+        }
+        p.onFront = !dominated;
+    }
+}
+
+QVector<RankBar> buildRankBars(const QVector<storage::RankPeak>& peaks)
+{
+    QVector<RankBar> bars;
+    for (const auto& p : peaks) {
+        RankBar b;
+        b.rank = p.rank;
+        b.allocatedGb = p.peakAllocated ? double(*p.peakAllocated) / kBytesPerGb : 0.0;
+        b.reservedGb = p.peakReserved ? double(*p.peakReserved) / kBytesPerGb : 0.0;
+        b.peakPhase = p.peakPhase;
+        bars << b;
+    }
+    std::sort(bars.begin(), bars.end(), [](const RankBar& a, const RankBar& b) { return a.rank < b.rank; });
+    return bars;
+}
+
+QVector<IterationLine> buildIterationLines(const QVector<storage::IterationRow>& rows, int rank)
+{
+    struct Spec {
+        const char* name;
+        QColor color;
+        bool dashed;
+        std::optional<qint64> storage::IterationRow::*member;
+    };
+    const Spec specs[] = {
+        { "forward peak allocated", QColor(0x1f, 0x77, 0xb4), false,
+            &storage::IterationRow::forwardPeakAllocated },
+        { "backward peak allocated", QColor(0xd6, 0x27, 0x28), false,
+            &storage::IterationRow::backwardPeakAllocated },
+        { "optimizer peak allocated", QColor(0x2c, 0xa0, 0x2c), false,
+            &storage::IterationRow::optimizerPeakAllocated },
+        { "forward peak reserved", QColor(0x1f, 0x77, 0xb4), true,
+            &storage::IterationRow::forwardPeakReserved },
+        { "backward peak reserved", QColor(0xd6, 0x27, 0x28), true,
+            &storage::IterationRow::backwardPeakReserved },
+        { "optimizer peak reserved", QColor(0x2c, 0xa0, 0x2c), true,
+            &storage::IterationRow::optimizerPeakReserved },
+        { "allocated after step", QColor(0x7f, 0x7f, 0x7f), false, &storage::IterationRow::allocatedAfter },
+    };
+    QVector<IterationLine> lines;
+    for (const auto& s : specs) {
+        IterationLine line;
+        line.name = QString::fromLatin1(s.name);
+        line.color = s.color;
+        line.dashed = s.dashed;
+        for (const auto& row : rows) {
+            if (row.rank != rank)
+                continue;
+            const auto& v = row.*(s.member);
+            if (v)
+                line.points << QPointF(row.iteration, double(*v) / kBytesPerGb);
+        }
+        if (!line.points.isEmpty()) {
+            std::sort(line.points.begin(), line.points.end(),
+                [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); });
+            lines << line;
+        }
+    }
+    return lines;
+}
+
+} // namespace rs::ui

@@ -1,0 +1,75 @@
+// SPDX-License-Identifier: Apache-2.0
+// What the charts draw, as plain values, and the arithmetic that builds them from stored runs: the
+// trade-off points (one per module set within a matched comparison), the Pareto front, the per-rank
+// allocated/reserved bars and the per-iteration memory lines. No QtCharts here, so this is what the tests
+// check and what a replacement chart library would be fed.
+#pragma once
+
+#include <optional>
+
+#include <QColor>
+#include <QPointF>
+#include <QString>
+#include <QVector>
+
+#include "storage/store.h"
+
+namespace rs::ui {
+
+enum class TradeoffAxis {
+    Absolute, // step time (ms) on x, peak allocated (GB) on y
+    VersusControl, // Δ% against the matched control on both
+};
+
+struct TradeoffPoint {
+    QString moduleSet; // the guide's label: "[]", "moe_act", "layernorm, moe_act", "full uniform 1"
+    QString group; // the comparison it belongs to: the control's recipe/model name
+    int groupIndex = 0;
+    std::optional<double> x; // empty: no steady step time (a failed run)
+    double y = 0.0;
+    bool isControl = false;
+    bool failed = false; // no run of this module set passed
+    bool onFront = false; // on its group's Pareto front (lower is better on both axes)
+    int runCount = 0; // runs averaged into the point
+    qint64 runId = 0; // the newest run of the point
+    QString outcome; // "pass", or the failure ("oom in forward")
+    QString tooltip;
+};
+
+struct TradeoffData {
+    QString xTitle;
+    QString yTitle;
+    QStringList groups;
+    QVector<TradeoffPoint> points;
+    std::optional<double> memoryTarget; // in y's units; empty: none to draw
+};
+
+// Groups runs by matched comparison (a run's stored control, or the run itself when it is a control) and
+// module set; a point is the mean of its passing runs (or, when none passed, of its failed runs' peaks).
+// In VersusControl mode only groups with a passing control with a step time are drawn.
+TradeoffData buildTradeoff(const QVector<storage::RunRecord>& runs, TradeoffAxis axis,
+    std::optional<double> memoryTargetGb = std::nullopt);
+// Marks onFront: the points of each group not dominated by another passing point of the group.
+void markParetoFront(QVector<TradeoffPoint>* points);
+
+struct RankBar {
+    int rank = 0;
+    double allocatedGb = 0.0;
+    double reservedGb = 0.0;
+    QString peakPhase;
+};
+QVector<RankBar> buildRankBars(const QVector<storage::RankPeak>& peaks);
+
+struct IterationLine {
+    QString name; // "forward peak allocated", ...
+    QColor color;
+    bool dashed = false; // reserved lines are dashed
+    QVector<QPointF> points; // (iteration, GB)
+};
+// One line per phase (forward, backward, optimizer) for allocated (solid) and reserved (dashed), plus
+// "allocated after step" where present. Rows of several ranks: rank `rank` only.
+QVector<IterationLine> buildIterationLines(const QVector<storage::IterationRow>& rows, int rank = 0);
+
+constexpr double kBytesPerGb = 1.0e9; // the guide reports decimal GB
+
+} // namespace rs::ui

@@ -1,0 +1,524 @@
+// SPDX-License-Identifier: Apache-2.0
+// The one place QtCharts is used. Everything it draws comes from chartdata.h values; replacing the
+// library (Qt Graphs, once it has widgets) means rewriting this file only.
+#include <cmath>
+
+#include <QBarCategoryAxis>
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChart>
+#include <QChartView>
+#include <QCursor>
+#include <QElapsedTimer>
+#include <QFileInfo>
+#include <QGraphicsSimpleTextItem>
+#include <QHash>
+#include <QLabel>
+#include <QLegendMarker>
+#include <QLineSeries>
+#include <QPainter>
+#include <QScatterSeries>
+#include <QStackedLayout>
+#include <QSvgGenerator>
+#include <QToolTip>
+#include <QValueAxis>
+
+#include "charts/chartview.h"
+
+namespace rs::ui {
+
+struct ChartView::Backend {
+    QChartView* view = nullptr;
+    QChart* chart = nullptr;
+    QLabel* empty = nullptr;
+    QStackedLayout* stack = nullptr;
+    // Point labels drawn over the plot (QtCharts 6.4 has no per-point label text).
+    struct PointLabel {
+        QGraphicsSimpleTextItem* item;
+        QPointF value;
+        QAbstractSeries* series;
+    };
+    QVector<PointLabel> labels;
+
+    void clear()
+    {
+        for (auto& l : labels)
+            delete l.item;
+        labels.clear();
+        chart->removeAllSeries();
+        const auto axes = chart->axes();
+        for (QAbstractAxis* a : axes) {
+            chart->removeAxis(a);
+            delete a;
+        }
+    }
+
+    void placeLabels()
+    {
+        for (auto& l : labels) {
+            const QPointF pos = chart->mapToPosition(l.value, l.series);
+            l.item->setPos(pos + QPointF(7, -l.item->boundingRect().height() - 2));
+            l.item->setVisible(chart->plotArea().contains(pos));
+        }
+    }
+
+    // Renders at `size`: a hidden view is laid out at that size first so labels and ticks fit.
+    void render(QPainter* painter, const QRectF& target, const QSize& size)
+    {
+        if (!view->isVisible() && view->size() != size) {
+            view->resize(size);
+            chart->resize(size);
+            placeLabels();
+        }
+        view->render(painter, target, view->viewport()->rect());
+    }
+};
+
+ChartView::ChartView(QWidget* parent)
+    : QWidget(parent)
+    , m_backend(std::make_unique<Backend>())
+{
+    auto& b = *m_backend;
+    b.chart = new QChart;
+    b.chart->setMargins(QMargins(6, 6, 6, 6));
+    b.chart->legend()->setAlignment(Qt::AlignBottom);
+    b.view = new QChartView(b.chart);
+    b.view->setRenderHint(QPainter::Antialiasing);
+    b.view->setMinimumSize(300, 200);
+    b.empty = new QLabel;
+    b.empty->setAlignment(Qt::AlignCenter);
+    b.empty->setWordWrap(true);
+    b.empty->setStyleSheet(QStringLiteral("color: gray;"));
+    b.stack = new QStackedLayout(this);
+    b.stack->setContentsMargins(0, 0, 0, 0);
+    b.stack->addWidget(b.view);
+    b.stack->addWidget(b.empty);
+    connect(b.chart, &QChart::plotAreaChanged, this, [this] { m_backend->placeLabels(); });
+}
+
+ChartView::~ChartView() = default;
+
+void ChartView::setEmptyMessage(const QString& message)
+{
+    m_backend->empty->setText(message);
+    m_backend->stack->setCurrentWidget(
+        message.isEmpty() ? static_cast<QWidget*>(m_backend->view) : m_backend->empty);
+}
+
+bool ChartView::isEmpty() const
+{
+    return m_backend->stack->currentWidget() == m_backend->empty;
+}
+
+void ChartView::renderTo(QPainter* painter, const QRectF& target, const QSize& size) const
+{
+    m_backend->render(painter, target, size);
+}
+
+QImage ChartView::toImage(const QSize& size) const
+{
+    const QSize s = m_backend->view->isVisible() ? m_backend->view->size() : size;
+    QImage image(s * 2, QImage::Format_ARGB32_Premultiplied);
+    image.setDevicePixelRatio(2.0);
+    image.fill(Qt::white);
+    QPainter painter(&image);
+    m_backend->render(&painter, QRectF(QPointF(0, 0), QSizeF(s)), size);
+    return image;
+}
+
+bool ChartView::exportImage(const QString& path, QString* error, const QSize& size) const
+{
+    const QString suffix = QFileInfo(path).suffix().toLower();
+    if (suffix == QLatin1String("svg")) {
+        const QSize s = m_backend->view->isVisible() ? m_backend->view->size() : size;
+        QSvgGenerator svg;
+        svg.setFileName(path);
+        svg.setSize(s);
+        svg.setViewBox(QRect(QPoint(0, 0), s));
+        svg.setTitle(m_backend->chart->title());
+        svg.setDescription(QStringLiteral("Recompute Studio chart"));
+        QPainter painter;
+        if (!painter.begin(&svg)) {
+            *error = tr("Cannot write %1").arg(path);
+            return false;
+        }
+        m_backend->render(&painter, QRectF(QPointF(0, 0), QSizeF(s)), size);
+        painter.end();
+        return QFileInfo::exists(path) || (*error = tr("Cannot write %1").arg(path), false);
+    }
+    if (suffix == QLatin1String("png")) {
+        if (!toImage(size).save(path, "PNG")) {
+            *error = tr("Cannot write %1").arg(path);
+            return false;
+        }
+        return true;
+    }
+    *error = tr("%1: unknown image type '%2'; use .png or .svg").arg(path, suffix);
+    return false;
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+namespace {
+
+const QColor kGroupColors[] = { QColor(0x1f, 0x77, 0xb4), QColor(0x2c, 0xa0, 0x2c), QColor(0x94, 0x67, 0xbd),
+    QColor(0x8c, 0x56, 0x4b), QColor(0x17, 0xbe, 0xcf), QColor(0xbc, 0xbd, 0x22), QColor(0xe3, 0x77, 0xc2) };
+const QColor kFailed(0xc6, 0x28, 0x28);
+
+QColor groupColor(int i)
+{
+    return kGroupColors[i % int(std::size(kGroupColors))];
+}
+
+// Axis range with a margin, never empty.
+std::pair<double, double> padded(double lo, double hi)
+{
+    if (!(hi > lo)) {
+        const double m = std::max(1.0, std::abs(lo) * 0.05);
+        return { lo - m, hi + m };
+    }
+    const double m = (hi - lo) * 0.08;
+    return { lo - m, hi + m };
+}
+
+} // namespace
+
+TradeoffChart::TradeoffChart(QWidget* parent)
+    : ChartView(parent)
+{
+    setEmptyMessage(tr("No runs to compare."));
+}
+
+void TradeoffChart::setData(const TradeoffData& data)
+{
+    QElapsedTimer timer;
+    timer.start();
+    m_data = data;
+    auto& b = *m_backend;
+    b.view->setUpdatesEnabled(false);
+    b.clear();
+    b.chart->setTitle(tr("Trade-off: replay cost against memory"));
+
+    double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL;
+    for (const auto& p : data.points) {
+        if (p.x) {
+            xmin = std::min(xmin, *p.x);
+            xmax = std::max(xmax, *p.x);
+        }
+        ymin = std::min(ymin, p.y);
+        ymax = std::max(ymax, p.y);
+    }
+    if (data.points.isEmpty()) {
+        b.view->setUpdatesEnabled(true);
+        setEmptyMessage(
+            tr("No runs to compare: import or run a recipe with its [] control, or loosen the filter."));
+        m_lastRebuildMicros = timer.nsecsElapsed() / 1000;
+        return;
+    }
+    setEmptyMessage({});
+    if (xmin > xmax) { // no point has a step time (every module set failed)
+        xmin = 0.0;
+        xmax = 1.0;
+    }
+    if (data.memoryTarget) {
+        ymin = std::min(ymin, *data.memoryTarget);
+        ymax = std::max(ymax, *data.memoryTarget);
+    }
+    auto [x0, x1] = padded(xmin, xmax);
+    // Failed module sets without a step time sit at the right edge, in their own column.
+    bool anyNoTime = false;
+    for (const auto& p : data.points)
+        anyNoTime |= !p.x;
+    const double noTimeX = x1 + (x1 - x0) * 0.06;
+    if (anyNoTime)
+        x1 = noTimeX + (x1 - x0) * 0.06;
+    const auto [y0, y1] = padded(ymin, ymax);
+
+    auto* axisX = new QValueAxis;
+    axisX->setTitleText(data.xTitle + (anyNoTime ? tr("   (right edge: failed, no step time)") : QString()));
+    axisX->setRange(x0, x1);
+    axisX->setLabelFormat(QStringLiteral("%.4g"));
+    auto* axisY = new QValueAxis;
+    axisY->setTitleText(data.yTitle);
+    axisY->setRange(y0, y1);
+    axisY->setLabelFormat(QStringLiteral("%.4g"));
+    b.chart->addAxis(axisX, Qt::AlignBottom);
+    b.chart->addAxis(axisY, Qt::AlignLeft);
+
+    auto attach = [&](QXYSeries* s) {
+        b.chart->addSeries(s);
+        s->attachAxis(axisX);
+        s->attachAxis(axisY);
+    };
+
+    struct SeriesPoints {
+        QVector<QString> tips;
+        QVector<qint64> runs;
+    };
+    auto hookTooltips = [this](QScatterSeries* s, const SeriesPoints& sp) {
+        connect(s, &QScatterSeries::hovered, this, [s, sp](const QPointF& point, bool state) {
+            if (!state) {
+                QToolTip::hideText();
+                return;
+            }
+            const auto pts = s->points();
+            for (int i = 0; i < pts.size(); ++i) {
+                if (pts[i] == point && i < sp.tips.size()) {
+                    QToolTip::showText(QCursor::pos(), sp.tips[i]);
+                    return;
+                }
+            }
+        });
+        connect(s, &QScatterSeries::clicked, this, [this, s, sp](const QPointF& point) {
+            const auto pts = s->points();
+            for (int i = 0; i < pts.size(); ++i) {
+                if (pts[i] == point && i < sp.runs.size()) {
+                    emit runActivated(sp.runs[i]);
+                    return;
+                }
+            }
+        });
+    };
+
+    const bool manyGroups = data.groups.size() > 6;
+    const bool labelPoints = data.points.size() <= 60;
+    for (int g = 0; g < data.groups.size(); ++g) {
+        const QColor color = groupColor(g);
+        auto* pass = new QScatterSeries;
+        pass->setName(data.groups.size() > 1 ? data.groups[g] : tr("module sets"));
+        pass->setMarkerSize(11);
+        pass->setColor(color);
+        pass->setBorderColor(color.darker(130));
+        SeriesPoints passPoints;
+        auto* control = new QScatterSeries;
+        control->setName(
+            tr("control []") + (data.groups.size() > 1 ? QStringLiteral(" — ") + data.groups[g] : QString()));
+        control->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
+        control->setMarkerSize(15);
+        control->setColor(color);
+        control->setBorderColor(Qt::black);
+        QPen controlPen(Qt::black);
+        controlPen.setWidthF(2.0);
+        control->setPen(controlPen);
+        SeriesPoints controlPoints;
+        auto* failed = new QScatterSeries;
+        failed->setName(tr("failed (OOM / error)")
+            + (data.groups.size() > 1 ? QStringLiteral(" — ") + data.groups[g] : QString()));
+        failed->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
+        failed->setMarkerSize(14);
+        failed->setColor(QColor(255, 255, 255, 0));
+        QPen failedPen(kFailed);
+        failedPen.setWidthF(2.0);
+        failed->setPen(failedPen);
+        failed->setBorderColor(kFailed);
+        SeriesPoints failedPoints;
+        QVector<QPointF> front;
+
+        for (const auto& p : data.points) {
+            if (p.groupIndex != g)
+                continue;
+            const QPointF at(p.x ? *p.x : noTimeX, p.y);
+            QScatterSeries* into = p.failed ? failed : p.isControl ? control : pass;
+            SeriesPoints& sp = p.failed ? failedPoints : p.isControl ? controlPoints : passPoints;
+            into->append(at);
+            sp.tips << p.tooltip;
+            sp.runs << p.runId;
+            if (p.onFront)
+                front << at;
+            if (labelPoints) {
+                auto* item = new QGraphicsSimpleTextItem(p.moduleSet, b.chart);
+                item->setBrush(p.failed ? kFailed : QColor(0x30, 0x30, 0x30));
+                QFont f = item->font();
+                f.setPointSizeF(f.pointSizeF() * 0.9);
+                item->setFont(f);
+                item->setZValue(10);
+                b.labels.push_back({ item, at, into });
+            }
+        }
+        std::sort(
+            front.begin(), front.end(), [](const QPointF& a, const QPointF& c) { return a.x() < c.x(); });
+        if (front.size() > 1) {
+            auto* line = new QLineSeries;
+            line->setName(manyGroups ? QString()
+                                     : tr("Pareto front")
+                        + (data.groups.size() > 1 ? QStringLiteral(" — ") + data.groups[g] : QString()));
+            QPen pen(color);
+            pen.setStyle(Qt::DashLine);
+            pen.setWidthF(1.5);
+            line->setPen(pen);
+            line->append(front);
+            attach(line);
+        }
+        const std::pair<QScatterSeries*, const SeriesPoints*> made[]
+            = { { pass, &passPoints }, { control, &controlPoints }, { failed, &failedPoints } };
+        for (const auto& [s, sp] : made) {
+            if (s->count() == 0) {
+                delete s;
+                continue;
+            }
+            attach(s);
+            hookTooltips(s, *sp);
+        }
+    }
+    if (data.memoryTarget) {
+        auto* target = new QLineSeries;
+        target->setName(tr("memory target %1").arg(*data.memoryTarget, 0, 'g', 4));
+        QPen pen(kFailed);
+        pen.setStyle(Qt::DashDotLine);
+        pen.setWidthF(1.5);
+        target->setPen(pen);
+        target->append(x0, *data.memoryTarget);
+        target->append(x1, *data.memoryTarget);
+        attach(target);
+    }
+    // Unnamed series (many groups' fronts) stay out of the legend.
+    for (QLegendMarker* m : b.chart->legend()->markers())
+        m->setVisible(!m->label().isEmpty());
+    b.chart->legend()->setVisible(data.groups.size() <= 12);
+    b.view->setUpdatesEnabled(true);
+    b.placeLabels();
+    m_lastRebuildMicros = timer.nsecsElapsed() / 1000;
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+RankBarsChart::RankBarsChart(QWidget* parent)
+    : ChartView(parent)
+{
+    setEmptyMessage(tr("Select a run to see its per-rank peaks."));
+}
+
+void RankBarsChart::setData(const QString& title, const QVector<RankBar>& bars)
+{
+    auto& b = *m_backend;
+    b.clear();
+    if (bars.isEmpty()) {
+        setEmptyMessage(tr("No per-rank peaks stored for this run."));
+        return;
+    }
+    setEmptyMessage({});
+    b.chart->setTitle(title);
+    auto* allocated = new QBarSet(tr("peak allocated"));
+    allocated->setColor(QColor(0x1f, 0x77, 0xb4));
+    auto* reserved = new QBarSet(tr("peak reserved"));
+    reserved->setColor(QColor(0xff, 0x7f, 0x0e));
+    QStringList categories;
+    double ymax = 0.0;
+    for (const auto& bar : bars) {
+        *allocated << bar.allocatedGb;
+        *reserved << bar.reservedGb;
+        categories << (bar.peakPhase.isEmpty() ? tr("rank %1").arg(bar.rank)
+                                               : tr("rank %1\n(%2)").arg(bar.rank).arg(bar.peakPhase));
+        ymax = std::max({ ymax, bar.allocatedGb, bar.reservedGb });
+    }
+    auto* series = new QBarSeries;
+    series->append(allocated);
+    series->append(reserved);
+    b.chart->addSeries(series);
+    auto* axisX = new QBarCategoryAxis;
+    axisX->append(categories);
+    auto* axisY = new QValueAxis;
+    axisY->setTitleText(tr("GB"));
+    axisY->setRange(0.0, ymax * 1.1 + 1e-9);
+    axisY->setLabelFormat(QStringLiteral("%.4g"));
+    b.chart->addAxis(axisX, Qt::AlignBottom);
+    b.chart->addAxis(axisY, Qt::AlignLeft);
+    series->attachAxis(axisX);
+    series->attachAxis(axisY);
+    connect(series, &QBarSeries::hovered, this, [bars](bool status, int index, QBarSet* set) {
+        if (!status || index < 0 || index >= bars.size()) {
+            QToolTip::hideText();
+            return;
+        }
+        const RankBar& bar = bars[index];
+        QToolTip::showText(QCursor::pos(),
+            QStringLiteral("rank %1 — %2: %3 GB<br>reserved − allocated: %4 GB")
+                .arg(bar.rank)
+                .arg(set->label())
+                .arg(set->at(index), 0, 'f', 3)
+                .arg(bar.reservedGb - bar.allocatedGb, 0, 'f', 3));
+    });
+}
+
+// ---------------------------------------------------------------------------------------------------
+
+MemoryLinesChart::MemoryLinesChart(QWidget* parent)
+    : ChartView(parent)
+{
+    setEmptyMessage(tr("Select a run to see its per-iteration memory."));
+}
+
+void MemoryLinesChart::setData(
+    const QString& title, const QVector<IterationLine>& lines, std::optional<double> targetGb)
+{
+    auto& b = *m_backend;
+    b.clear();
+    if (lines.isEmpty()) {
+        setEmptyMessage(
+            tr("No per-iteration memory for this run (runs imported from the guide carry peaks only)."));
+        return;
+    }
+    setEmptyMessage({});
+    b.chart->setTitle(title);
+    double xmax = 1.0, ymax = 0.0;
+    for (const auto& l : lines) {
+        for (const QPointF& p : l.points) {
+            xmax = std::max(xmax, p.x());
+            ymax = std::max(ymax, p.y());
+        }
+    }
+    if (targetGb)
+        ymax = std::max(ymax, *targetGb);
+    auto* axisX = new QValueAxis;
+    axisX->setTitleText(tr("iteration"));
+    axisX->setRange(0.5, xmax + 0.5);
+    axisX->setLabelFormat(QStringLiteral("%d"));
+    axisX->setTickType(QValueAxis::TicksDynamic);
+    axisX->setTickAnchor(1.0);
+    axisX->setTickInterval(std::max(1.0, std::ceil(xmax / 10.0)));
+    auto* axisY = new QValueAxis;
+    axisY->setTitleText(tr("GB"));
+    axisY->setRange(0.0, ymax * 1.1 + 1e-9);
+    axisY->setLabelFormat(QStringLiteral("%.4g"));
+    b.chart->addAxis(axisX, Qt::AlignBottom);
+    b.chart->addAxis(axisY, Qt::AlignLeft);
+    for (const auto& l : lines) {
+        auto* s = new QLineSeries;
+        s->setName(l.name);
+        QPen pen(l.color);
+        pen.setWidthF(2.0);
+        if (l.dashed)
+            pen.setStyle(Qt::DashLine);
+        s->setPen(pen);
+        s->setPointsVisible(l.points.size() <= 40);
+        s->append(l.points);
+        b.chart->addSeries(s);
+        s->attachAxis(axisX);
+        s->attachAxis(axisY);
+        const QString name = l.name;
+        connect(s, &QLineSeries::hovered, this, [name](const QPointF& p, bool state) {
+            if (state)
+                QToolTip::showText(QCursor::pos(),
+                    QStringLiteral("%1<br>iteration %2: %3 GB")
+                        .arg(name)
+                        .arg(std::lround(p.x()))
+                        .arg(p.y(), 0, 'f', 3));
+            else
+                QToolTip::hideText();
+        });
+    }
+    if (targetGb) {
+        auto* target = new QLineSeries;
+        target->setName(tr("memory target"));
+        QPen pen(kFailed);
+        pen.setStyle(Qt::DashDotLine);
+        target->setPen(pen);
+        target->append(0.5, *targetGb);
+        target->append(xmax + 0.5, *targetGb);
+        b.chart->addSeries(target);
+        target->attachAxis(axisX);
+        target->attachAxis(axisY);
+    }
+}
+
+} // namespace rs::ui

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "mainwindow.h"
+
+#include <QAction>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QFile>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QMenu>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QStatusBar>
+#include <QTabWidget>
+#include <QTemporaryDir>
+
+#include "editorpage.h"
+#include "presets.h"
+#include "recipedocument.h"
+#include "recipeform.h"
+#include "runspage.h"
+#include "storage/store.h"
+
+namespace rs::ui {
+
+MainWindow::MainWindow(const QString& storePath, QWidget* parent)
+    : QMainWindow(parent)
+    , m_document(new RecipeDocument(this))
+    , m_store(std::make_unique<storage::Store>())
+{
+    openStore(storePath.isEmpty() ? storage::Store::defaultPath() : storePath);
+    m_pages = new QTabWidget;
+    m_pages->setDocumentMode(true);
+    m_editor = new EditorPage(m_document);
+    m_pages->addTab(m_editor, tr("Recipe"));
+    m_runs = new RunsPage(m_store.get());
+    m_pages->addTab(m_runs, tr("Runs and charts"));
+    setCentralWidget(m_pages);
+    buildMenus();
+
+    connect(m_document, &RecipeDocument::modifiedChanged, this, &MainWindow::updateTitle);
+    connect(m_document, &RecipeDocument::filePathChanged, this, &MainWindow::updateTitle);
+    connect(m_document, &RecipeDocument::recipeChanged, this, [this] {
+        updateTitle();
+        statusBar()->showMessage(tr("Validated in %1 µs").arg(m_document->lastValidationMicros()));
+    });
+    connect(m_document, &RecipeDocument::recipeChanged, this,
+        [this] { m_runs->setMemoryTarget(m_document->recipe().memory_target_gb); });
+    connect(m_editor->form(), &RecipeForm::editRejected, this,
+        [this](const QString& message) { statusBar()->showMessage(message, 8000); });
+
+    const QStringList presets = presetNames();
+    if (!presets.isEmpty())
+        loadPreset(presets.front());
+    resize(1400, 900);
+    updateTitle();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::openStore(const QString& path)
+{
+    QString error;
+    if (!m_store->open(path, &error)) {
+        statusBar()->showMessage(tr("Cannot open the measurement store %1: %2").arg(path, error));
+        return;
+    }
+    if (m_store->runCount() > 0)
+        return;
+    // First start: the guide's published matched measurements, compiled in from resources/sample/.
+    QString sample = storage::Store::guideSamplePath();
+    QTemporaryDir dir;
+    const QString compiled = QStringLiteral(":/sample/guide-measurements.json");
+    if (QFile::exists(compiled) && dir.isValid()) {
+        const QString copy = dir.filePath(QStringLiteral("guide-measurements.json"));
+        if (QFile::copy(compiled, copy))
+            sample = copy;
+    }
+    const int added = m_store->seedGuideSample(sample, &error);
+    if (added < 0)
+        statusBar()->showMessage(tr("The guide's sample measurements were not loaded: %1").arg(error), 15000);
+}
+
+void MainWindow::buildMenus()
+{
+    QMenu* file = menuBar()->addMenu(tr("&File"));
+    file->addAction(tr("&New recipe"), QKeySequence::New, this, [this] {
+        if (!maybeSave())
+            return;
+        m_document->setRecipe(Recipe {});
+        m_document->setModified(false);
+    });
+    QMenu* presets = file->addMenu(tr("New from &preset"));
+    for (const QString& name : presetNames()) {
+        presets->addAction(presetTitle(name), this, [this, name] {
+            if (maybeSave())
+                loadPreset(name);
+        });
+    }
+    presets->setEnabled(!presets->isEmpty());
+    file->addAction(tr("&Open recipe…"), QKeySequence::Open, this, [this] {
+        if (!maybeSave())
+            return;
+        const QString path = QFileDialog::getOpenFileName(
+            this, tr("Open recipe"), QString(), tr("Recipes (*.recipe.json *.json);;All files (*)"));
+        if (!path.isEmpty())
+            openRecipe(path);
+    });
+    file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { save(); });
+    file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] { saveAs(); });
+    file->addSeparator();
+    file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
+
+    QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->addAction(tr("&About Recompute Studio"), this, [this] {
+        QMessageBox::about(this, tr("About Recompute Studio"),
+            tr("<b>Recompute Studio %1</b><p>Edit activation-recompute recipes for Megatron Core and "
+               "Megatron "
+               "Bridge with live validation, run matched measurements, and compare them.</p>")
+                .arg(QStringLiteral(RS_VERSION)));
+    });
+}
+
+bool MainWindow::openRecipe(const QString& path)
+{
+    QString error;
+    if (!m_document->load(path, &error)) {
+        QMessageBox::warning(this, tr("Open recipe"), error);
+        return false;
+    }
+    return true;
+}
+
+bool MainWindow::loadPreset(const QString& name)
+{
+    try {
+        m_document->setRecipe(presetRecipe(name));
+        m_document->setModified(false);
+        statusBar()->showMessage(tr("Preset %1").arg(presetTitle(name)), 5000);
+        return true;
+    } catch (const std::exception& e) {
+        statusBar()->showMessage(QString::fromStdString(e.what()), 10000);
+        return false;
+    }
+}
+
+void MainWindow::updateTitle()
+{
+    const QString file
+        = m_document->filePath().isEmpty() ? tr("untitled") : QFileInfo(m_document->filePath()).fileName();
+    const QString name = QString::fromStdString(m_document->recipe().name);
+    setWindowTitle((name.isEmpty() ? file : name + QStringLiteral(" — ") + file)
+        + QStringLiteral("[*] — Recompute Studio"));
+    setWindowModified(m_document->isModified());
+}
+
+bool MainWindow::save()
+{
+    if (m_document->filePath().isEmpty())
+        return saveAs();
+    QString error;
+    if (!m_document->save(m_document->filePath(), &error)) {
+        QMessageBox::warning(this, tr("Save recipe"), error);
+        return false;
+    }
+    return true;
+}
+
+bool MainWindow::saveAs()
+{
+    QString path = QFileDialog::getSaveFileName(
+        this, tr("Save recipe"), m_document->filePath(), tr("Recipes (*.recipe.json);;JSON (*.json)"));
+    if (path.isEmpty())
+        return false;
+    if (!path.endsWith(QStringLiteral(".json")))
+        path += QStringLiteral(".recipe.json");
+    QString error;
+    if (!m_document->save(path, &error)) {
+        QMessageBox::warning(this, tr("Save recipe"), error);
+        return false;
+    }
+    return true;
+}
+
+bool MainWindow::maybeSave()
+{
+    if (!m_document->isModified())
+        return true;
+    const auto answer
+        = QMessageBox::question(this, tr("Unsaved recipe"), tr("Save the changes to the recipe first?"),
+            QMessageBox::Save | QMessageBox::Discard | QMessageBox::Cancel);
+    if (answer == QMessageBox::Cancel)
+        return false;
+    return answer == QMessageBox::Discard || save();
+}
+
+void MainWindow::closeEvent(QCloseEvent* event)
+{
+    if (maybeSave())
+        event->accept();
+    else
+        event->ignore();
+}
+
+} // namespace rs::ui

@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "models/runsmodel.h"
+
+#include <QColor>
+#include <QFont>
+
+#include "charts/chartdata.h"
+
+namespace rs::ui {
+
+using storage::RunRecord;
+
+RunsModel::RunsModel(QObject* parent)
+    : QAbstractTableModel(parent)
+{
+}
+
+void RunsModel::setRuns(const QVector<RunRecord>& runs)
+{
+    beginResetModel();
+    m_runs = runs;
+    m_rowById.clear();
+    m_rowById.reserve(m_runs.size());
+    for (int i = 0; i < m_runs.size(); ++i)
+        m_rowById.insert(m_runs[i].id, i);
+    m_deltas.clear();
+    m_deltas.resize(m_runs.size());
+    for (int i = 0; i < m_runs.size(); ++i) {
+        const RunRecord& r = m_runs[i];
+        Delta& d = m_deltas[i];
+        if (r.isExplicitControl()) {
+            d.why = tr("this run is a [] control");
+            continue;
+        }
+        if (!r.controlRunId) {
+            d.why = tr("no matched control stored for this run");
+            continue;
+        }
+        const RunRecord* c = runById(*r.controlRunId);
+        if (!c) {
+            d.why = tr("its control (run %1) is not loaded").arg(*r.controlRunId);
+            continue;
+        }
+        const storage::MatchCheck m = storage::Store::matchCheck(r, *c);
+        if (!m.matched) {
+            d.why = tr("not matched with run %1: %2").arg(c->id).arg(m.reasons.join(QStringLiteral("; ")));
+            continue;
+        }
+        if (r.peakAllocated && c->peakAllocated && *c->peakAllocated > 0)
+            d.allocated = double(*r.peakAllocated - *c->peakAllocated) / double(*c->peakAllocated) * 100.0;
+        if (r.steadyStepMs && c->steadyStepMs && *c->steadyStepMs > 0 && r.outcome == storage::outcome::Pass
+            && c->outcome == storage::outcome::Pass)
+            d.time = (*r.steadyStepMs - *c->steadyStepMs) / *c->steadyStepMs * 100.0;
+        if (!d.allocated && !d.time)
+            d.why = tr("the control (run %1) has no comparable measurement").arg(c->id);
+    }
+    endResetModel();
+}
+
+const RunRecord* RunsModel::run(int row) const
+{
+    return row >= 0 && row < m_runs.size() ? &m_runs[row] : nullptr;
+}
+
+const RunRecord* RunsModel::runById(qint64 id) const
+{
+    const int row = m_rowById.value(id, -1);
+    return run(row);
+}
+
+int RunsModel::rowOfRun(qint64 id) const
+{
+    return m_rowById.value(id, -1);
+}
+
+std::optional<double> RunsModel::allocatedDeltaPct(int row) const
+{
+    return row >= 0 && row < m_deltas.size() ? m_deltas[row].allocated : std::nullopt;
+}
+
+std::optional<double> RunsModel::timeDeltaPct(int row) const
+{
+    return row >= 0 && row < m_deltas.size() ? m_deltas[row].time : std::nullopt;
+}
+
+int RunsModel::rowCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : int(m_runs.size());
+}
+
+int RunsModel::columnCount(const QModelIndex& parent) const
+{
+    return parent.isValid() ? 0 : ColumnCount;
+}
+
+static QString gb(const std::optional<qint64>& bytes)
+{
+    return bytes ? QString::number(double(*bytes) / kBytesPerGb, 'f', 3) : QString();
+}
+
+static QString pct(const std::optional<double>& v)
+{
+    return v ? QString::asprintf("%+.2f%%", *v) : QString();
+}
+
+QVariant RunsModel::data(const QModelIndex& index, int role) const
+{
+    const RunRecord* r = index.isValid() ? run(index.row()) : nullptr;
+    if (!r)
+        return {};
+    const Delta& d = m_deltas[index.row()];
+    const bool control = r->isExplicitControl();
+    switch (role) {
+    case Qt::DisplayRole:
+        switch (index.column()) {
+        case IdColumn:
+            return r->id;
+        case RecipeColumn:
+            return r->recipeName;
+        case ModelColumn:
+            return r->model;
+        case ModuleSetColumn:
+            return r->moduleSetLabel();
+        case OutcomeColumn: {
+            QString text = r->outcome;
+            if (!r->failureStage.isEmpty())
+                text += QStringLiteral(" (") + r->failureStage + QLatin1Char(')');
+            return text;
+        }
+        case PeakAllocatedColumn:
+            return gb(r->peakAllocated);
+        case PeakReservedColumn:
+            return gb(r->peakReserved);
+        case StepTimeColumn:
+            return r->steadyStepMs ? QString::number(*r->steadyStepMs, 'f', 2) : QString();
+        case AllocatedDeltaColumn:
+            return control ? tr("control") : pct(d.allocated);
+        case TimeDeltaColumn:
+            return control ? tr("control") : pct(d.time);
+        case TflopsColumn:
+            return r->modelTflops ? QString::number(*r->modelTflops, 'f', 2) : QString();
+        case HostColumn:
+            return r->host.isEmpty() ? r->device : r->host;
+        case SourceColumn:
+            return r->source;
+        case CreatedColumn:
+            return r->createdAt.toLocalTime().toString(QStringLiteral("yyyy-MM-dd HH:mm"));
+        }
+        break;
+    case SortRole:
+        switch (index.column()) {
+        case IdColumn:
+            return r->id;
+        case PeakAllocatedColumn:
+            return r->peakAllocated ? QVariant(*r->peakAllocated) : QVariant(-1LL);
+        case PeakReservedColumn:
+            return r->peakReserved ? QVariant(*r->peakReserved) : QVariant(-1LL);
+        case StepTimeColumn:
+            return r->steadyStepMs ? *r->steadyStepMs : -1.0;
+        case AllocatedDeltaColumn:
+            return d.allocated ? *d.allocated : -1e9;
+        case TimeDeltaColumn:
+            return d.time ? *d.time : -1e9;
+        case TflopsColumn:
+            return r->modelTflops ? *r->modelTflops : -1.0;
+        case CreatedColumn:
+            return r->createdAt;
+        default:
+            return data(index, Qt::DisplayRole);
+        }
+    case Qt::ToolTipRole:
+        if (index.column() == AllocatedDeltaColumn || index.column() == TimeDeltaColumn) {
+            if (control)
+                return tr("This run is the explicit no-recompute control ([]).");
+            if (!d.why.isEmpty())
+                return tr("No delta: %1").arg(d.why);
+            return tr("Against control run %1").arg(r->controlRunId ? *r->controlRunId : 0);
+        }
+        if (index.column() == OutcomeColumn && !r->message.isEmpty())
+            return r->message;
+        if (index.column() == SourceColumn && !r->provenance.isEmpty())
+            return r->provenance;
+        if (index.column() == PeakAllocatedColumn && !r->peakNote.isEmpty())
+            return r->peakNote;
+        if (index.column() == StepTimeColumn && !r->steadyWindow.isEmpty())
+            return r->steadyWindow;
+        break;
+    case Qt::ForegroundRole:
+        if (index.column() == OutcomeColumn && r->outcome != storage::outcome::Pass)
+            return QColor(0xc6, 0x28, 0x28);
+        if ((index.column() == AllocatedDeltaColumn && d.allocated)
+            || (index.column() == TimeDeltaColumn && d.time)) {
+            const double v = index.column() == AllocatedDeltaColumn ? *d.allocated : *d.time;
+            // lower is better for both
+            return v < 0 ? QColor(0x2e, 0x7d, 0x32) : v > 0 ? QColor(0xb2, 0x6a, 0x00) : QVariant();
+        }
+        break;
+    case Qt::FontRole:
+        if (control) {
+            QFont f;
+            f.setBold(true);
+            return f;
+        }
+        break;
+    case Qt::TextAlignmentRole:
+        switch (index.column()) {
+        case IdColumn:
+        case PeakAllocatedColumn:
+        case PeakReservedColumn:
+        case StepTimeColumn:
+        case AllocatedDeltaColumn:
+        case TimeDeltaColumn:
+        case TflopsColumn:
+            return int(Qt::AlignRight | Qt::AlignVCenter);
+        }
+        break;
+    case RunIdRole:
+        return r->id;
+    case IsControlRole:
+        return control;
+    case OutcomeRole:
+        return r->outcome;
+    case ModuleSetRole:
+        return r->moduleSetLabel();
+    case HostRole:
+        return r->host.isEmpty() ? r->device : r->host;
+    }
+    return {};
+}
+
+QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const
+{
+    if (orientation != Qt::Horizontal)
+        return {};
+    if (role == Qt::ToolTipRole) {
+        switch (section) {
+        case AllocatedDeltaColumn:
+            return tr("Peak allocated against the matched [] control, in percent (lower is better).");
+        case TimeDeltaColumn:
+            return tr("Steady step time against the matched [] control, in percent (lower is better).");
+        case PeakAllocatedColumn:
+            return tr("Peak allocated, max over ranks (GB = 10⁹ bytes).");
+        }
+        return {};
+    }
+    if (role != Qt::DisplayRole)
+        return {};
+    switch (section) {
+    case IdColumn:
+        return tr("Run");
+    case RecipeColumn:
+        return tr("Recipe");
+    case ModelColumn:
+        return tr("Model");
+    case ModuleSetColumn:
+        return tr("Module set");
+    case OutcomeColumn:
+        return tr("Outcome");
+    case PeakAllocatedColumn:
+        return tr("Peak alloc. GB");
+    case PeakReservedColumn:
+        return tr("Peak resv. GB");
+    case StepTimeColumn:
+        return tr("Step ms");
+    case AllocatedDeltaColumn:
+        return tr("Δ alloc.");
+    case TimeDeltaColumn:
+        return tr("Δ time");
+    case TflopsColumn:
+        return tr("TFLOP/s");
+    case HostColumn:
+        return tr("Host");
+    case SourceColumn:
+        return tr("Source");
+    case CreatedColumn:
+        return tr("Created");
+    }
+    return {};
+}
+
+} // namespace rs::ui

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// The stored runs: one row per run with the measurement contract's columns and the deltas against the
+// run's matched control (only when Store::matchCheck says the two are comparable). Fed whole by setRuns;
+// the filter proxy (runsfilterproxy.h) narrows it by recipe, module set, outcome and host.
+#pragma once
+
+#include <optional>
+
+#include <QAbstractTableModel>
+#include <QHash>
+
+#include "storage/store.h"
+
+namespace rs::ui {
+
+class RunsModel : public QAbstractTableModel {
+    Q_OBJECT
+public:
+    enum Column {
+        IdColumn,
+        RecipeColumn,
+        ModelColumn,
+        ModuleSetColumn,
+        OutcomeColumn,
+        PeakAllocatedColumn,
+        PeakReservedColumn,
+        StepTimeColumn,
+        AllocatedDeltaColumn,
+        TimeDeltaColumn,
+        TflopsColumn,
+        HostColumn,
+        SourceColumn,
+        CreatedColumn,
+        ColumnCount
+    };
+    enum Role {
+        SortRole = Qt::UserRole + 1, // numbers as numbers, for sorting
+        RunIdRole,
+        IsControlRole,
+        OutcomeRole, // the stored outcome text
+        ModuleSetRole,
+        HostRole,
+    };
+
+    explicit RunsModel(QObject* parent = nullptr);
+
+    void setRuns(const QVector<storage::RunRecord>& runs);
+    const QVector<storage::RunRecord>& runs() const { return m_runs; }
+    const storage::RunRecord* run(int row) const;
+    const storage::RunRecord* runById(qint64 id) const;
+    int rowOfRun(qint64 id) const;
+    // (run - control) / control * 100 when the run has a matched control among the runs.
+    std::optional<double> allocatedDeltaPct(int row) const;
+    std::optional<double> timeDeltaPct(int row) const;
+
+    int rowCount(const QModelIndex& parent = {}) const override;
+    int columnCount(const QModelIndex& parent = {}) const override;
+    QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+    QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+private:
+    struct Delta {
+        std::optional<double> allocated;
+        std::optional<double> time;
+        QString why; // why there is none, for the tooltip
+    };
+    QVector<storage::RunRecord> m_runs;
+    QVector<Delta> m_deltas;
+    QHash<qint64, int> m_rowById;
+};
+
+} // namespace rs::ui

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "recipetextview.h"
+
+#include <stdexcept>
+
+#include <QApplication>
+#include <QClipboard>
+#include <QFontDatabase>
+#include <QHBoxLayout>
+#include <QLabel>
+#include <QPlainTextEdit>
+#include <QPushButton>
+#include <QVBoxLayout>
+
+#include "core/megatron_flags.h"
+#include "core/overrides.h"
+#include "core/recipe_json.h"
+#include "recipedocument.h"
+#include "shellwords.h"
+
+namespace rs::ui {
+
+RecipeTextView::RecipeTextView(RecipeDocument* document, Syntax syntax, QWidget* parent)
+    : QWidget(parent)
+    , m_document(document)
+    , m_syntax(syntax)
+{
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(0, 0, 0, 0);
+    m_edit = new QPlainTextEdit;
+    m_edit->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    m_edit->setLineWrapMode(QPlainTextEdit::NoWrap);
+    layout->addWidget(m_edit, 1);
+    auto* row = new QHBoxLayout;
+    m_status = new QLabel;
+    m_status->setWordWrap(true);
+    m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    row->addWidget(m_status, 1);
+    auto* copy = new QPushButton(tr("Copy"));
+    copy->setToolTip(tr("Copy the text; it pastes into a shell as one command line."));
+    connect(copy, &QPushButton::clicked, this,
+        [this] { QApplication::clipboard()->setText(m_edit->toPlainText()); });
+    row->addWidget(copy);
+    layout->addLayout(row);
+
+    connect(m_edit, &QPlainTextEdit::textChanged, this, &RecipeTextView::onTextChanged);
+    connect(m_document, &RecipeDocument::recipeChanged, this, &RecipeTextView::refresh);
+    refresh(nullptr);
+}
+
+QString RecipeTextView::errorText() const
+{
+    return m_status->property("rsError").toBool() ? m_status->text() : QString();
+}
+
+QString RecipeTextView::textFor(const Recipe& recipe, Syntax syntax)
+{
+    switch (syntax) {
+    case Syntax::BridgeOverrides: {
+        QList<QStringList> lines;
+        for (const auto& o : recipeToBridgeOverrides(recipe))
+            lines.append(QStringList { QString::fromStdString(o) });
+        return joinShellLines(lines);
+    }
+    case Syntax::MegatronFlags: {
+        QStringList args;
+        for (const auto& f : recipeToMegatronFlags(recipe))
+            args << QString::fromStdString(f);
+        return joinShellLines(groupFlagLines(args));
+    }
+    case Syntax::Json:
+        return QString::fromStdString(recipeToJson(recipe).dump(2));
+    }
+    return {};
+}
+
+Recipe RecipeTextView::recipeFrom(const QString& text, Syntax syntax, const Recipe& current)
+{
+    if (syntax == Syntax::Json)
+        return recipeFromJsonText(text.toStdString(), "JSON text");
+    QStringList words;
+    QString error;
+    if (!splitShellWords(text, &words, &error))
+        throw std::runtime_error(error.toStdString());
+    std::vector<std::string> args;
+    args.reserve(std::size_t(words.size()));
+    for (const QString& w : words)
+        args.push_back(w.toStdString());
+    if (syntax == Syntax::BridgeOverrides)
+        return recipeFromBridgeOverrides(
+            args, Recipe {}); // overrides list every field that differs from Recipe{}
+    // Flags have no place for Bridge-only and Studio settings: those stay as they are; everything else
+    // comes from the flags alone, so deleting a flag line returns that field to Megatron's default.
+    Recipe base;
+    base.name = current.name;
+    base.profile = current.profile;
+    base.memory_target_gb = current.memory_target_gb;
+    base.warmup_iters = current.warmup_iters;
+    base.mixed_precision = current.mixed_precision;
+    base.check_for_nan_in_loss = current.check_for_nan_in_loss;
+    base.te_version = current.te_version;
+    return recipeFromMegatronFlags(args, base);
+}
+
+void RecipeTextView::refresh(QObject* origin)
+{
+    if (origin == this)
+        return;
+    m_updating = true;
+    try {
+        m_edit->setPlainText(textFor(m_document->recipe(), m_syntax));
+        m_status->setProperty("rsError", false);
+        m_status->setStyleSheet(QString());
+        m_status->setText(m_syntax == Syntax::MegatronFlags
+                ? tr("Bridge-only and Studio settings have no flag and are kept as they are.")
+                : QString());
+    } catch (const std::exception& e) {
+        // A recipe this syntax cannot express (Megatron-LM has no spelling for the [] control).
+        m_edit->setPlainText(QStringLiteral("# ") + QString::fromStdString(e.what()));
+        m_status->setProperty("rsError", true);
+        m_status->setStyleSheet(QStringLiteral("color: #b26a00;"));
+        m_status->setText(QString::fromStdString(e.what()));
+    }
+    m_updating = false;
+}
+
+void RecipeTextView::onTextChanged()
+{
+    if (m_updating)
+        return;
+    try {
+        const Recipe r = recipeFrom(m_edit->toPlainText(), m_syntax, m_document->recipe());
+        m_status->setProperty("rsError", false);
+        m_status->setStyleSheet(QString());
+        m_status->setText(tr("Applied."));
+        if (r != m_document->recipe())
+            m_document->setRecipe(r, this);
+    } catch (const std::exception& e) {
+        m_status->setProperty("rsError", true);
+        m_status->setStyleSheet(QStringLiteral("color: #c62828;"));
+        m_status->setText(tr("Not applied: %1").arg(QString::fromStdString(e.what())));
+    }
+}
+
+} // namespace rs::ui

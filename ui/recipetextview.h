@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recipe as text, editable both ways: Megatron Bridge Hydra overrides, Megatron-LM flags, or the
+// recipe JSON. A document change rewrites the text (unless this view made it); an edit of the text that
+// reads as a recipe replaces the document's recipe, and one that does not shows the reader's message
+// (naming the override, flag or field) and leaves the recipe alone.
+#pragma once
+
+#include <QWidget>
+
+#include "core/recipe.h"
+
+class QLabel;
+class QPlainTextEdit;
+
+namespace rs::ui {
+
+class RecipeDocument;
+
+class RecipeTextView : public QWidget {
+    Q_OBJECT
+public:
+    enum class Syntax { BridgeOverrides, MegatronFlags, Json };
+
+    RecipeTextView(RecipeDocument* document, Syntax syntax, QWidget* parent = nullptr);
+
+    Syntax syntax() const { return m_syntax; }
+    QPlainTextEdit* editor() const { return m_edit; }
+    // The reader's message for the current text, or "" when it reads as a recipe.
+    QString errorText() const;
+
+    // The text for a recipe in this syntax; throws RecipeError where the syntax cannot express it.
+    static QString textFor(const Recipe& recipe, Syntax syntax);
+    // Reads text in this syntax; `current` supplies what the syntax has no place for (flags carry no
+    // Bridge-only or Studio settings). Throws RecipeError, or std::runtime_error for bad quoting.
+    static Recipe recipeFrom(const QString& text, Syntax syntax, const Recipe& current);
+
+private:
+    void refresh(QObject* origin);
+    void onTextChanged();
+
+    RecipeDocument* m_document;
+    Syntax m_syntax;
+    QPlainTextEdit* m_edit;
+    QLabel* m_status;
+    bool m_updating = false;
+};
+
+} // namespace rs::ui

@@ -1,0 +1,303 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "runspage.h"
+
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QFileDialog>
+#include <QHBoxLayout>
+#include <QHeaderView>
+#include <QLabel>
+#include <QLineEdit>
+#include <QMessageBox>
+#include <QPushButton>
+#include <QSet>
+#include <QSplitter>
+#include <QTabWidget>
+#include <QTableView>
+#include <QVBoxLayout>
+
+#include "charts/chartview.h"
+#include "models/runsfilterproxy.h"
+#include "models/runsmodel.h"
+#include "storage/store.h"
+
+namespace rs::ui {
+
+RunsPage::RunsPage(storage::Store* store, QWidget* parent)
+    : QWidget(parent)
+    , m_store(store)
+    , m_model(new RunsModel(this))
+    , m_proxy(new RunsFilterProxy(this))
+{
+    m_proxy->setSourceModel(m_model);
+    auto* layout = new QVBoxLayout(this);
+    layout->setContentsMargins(4, 4, 4, 4);
+
+    auto* filters = new QHBoxLayout;
+    m_recipeFilter = new QLineEdit;
+    m_recipeFilter->setPlaceholderText(tr("recipe or model"));
+    m_recipeFilter->setClearButtonEnabled(true);
+    m_moduleFilter = new QComboBox;
+    m_moduleFilter->setMinimumContentsLength(14);
+    m_outcomeFilter = new QComboBox;
+    m_hostFilter = new QComboBox;
+    m_hostFilter->setMinimumContentsLength(10);
+    m_axes = new QComboBox;
+    m_axes->addItem(tr("absolute (ms, GB)"));
+    m_axes->addItem(tr("Δ% vs control"));
+    m_target = new QDoubleSpinBox;
+    m_target->setRange(0.0, 10000.0);
+    m_target->setDecimals(1);
+    m_target->setSpecialValueText(tr("none"));
+    m_target->setSuffix(tr(" GB"));
+    m_target->setToolTip(tr("Per-rank memory target drawn on the charts (the recipe's memory_target_gb)."));
+    auto* reloadButton = new QPushButton(tr("Reload"));
+    filters->addWidget(new QLabel(tr("Filter:")));
+    filters->addWidget(m_recipeFilter, 2);
+    filters->addWidget(new QLabel(tr("module set")));
+    filters->addWidget(m_moduleFilter, 1);
+    filters->addWidget(new QLabel(tr("outcome")));
+    filters->addWidget(m_outcomeFilter);
+    filters->addWidget(new QLabel(tr("host")));
+    filters->addWidget(m_hostFilter, 1);
+    filters->addSpacing(12);
+    filters->addWidget(new QLabel(tr("axes")));
+    filters->addWidget(m_axes);
+    filters->addWidget(new QLabel(tr("target")));
+    filters->addWidget(m_target);
+    filters->addWidget(reloadButton);
+    layout->addLayout(filters);
+
+    m_banner = new QLabel;
+    m_banner->setWordWrap(true);
+    m_banner->setStyleSheet(QStringLiteral("background: #eef4fb; border: 1px solid #b6cde6; padding: 4px;"));
+    layout->addWidget(m_banner);
+
+    auto* split = new QSplitter(Qt::Vertical);
+    m_table = new QTableView;
+    m_table->setModel(m_proxy);
+    m_table->setSortingEnabled(true);
+    m_table->sortByColumn(RunsModel::IdColumn, Qt::AscendingOrder);
+    m_table->setSelectionBehavior(QAbstractItemView::SelectRows);
+    m_table->setSelectionMode(QAbstractItemView::SingleSelection);
+    m_table->setAlternatingRowColors(true);
+    m_table->verticalHeader()->hide();
+    m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
+    m_table->horizontalHeader()->setStretchLastSection(true);
+    m_table->setWordWrap(false);
+    split->addWidget(m_table);
+
+    m_chartTabs = new QTabWidget;
+    m_tradeoff = new TradeoffChart;
+    m_ranks = new RankBarsChart;
+    m_lines = new MemoryLinesChart;
+    m_chartTabs->addTab(m_tradeoff, tr("Trade-off"));
+    m_chartTabs->addTab(m_ranks, tr("Per-rank allocated vs reserved"));
+    m_chartTabs->addTab(m_lines, tr("Per-iteration memory"));
+    auto* exportPng = new QPushButton(tr("Export PNG…"));
+    auto* exportSvg = new QPushButton(tr("Export SVG…"));
+    auto* corner = new QWidget;
+    auto* cornerLayout = new QHBoxLayout(corner);
+    cornerLayout->setContentsMargins(0, 0, 0, 0);
+    cornerLayout->addWidget(exportPng);
+    cornerLayout->addWidget(exportSvg);
+    m_chartTabs->setCornerWidget(corner);
+    split->addWidget(m_chartTabs);
+    split->setStretchFactor(0, 2);
+    split->setStretchFactor(1, 3);
+    split->setSizes({ 300, 480 });
+    layout->addWidget(split, 1);
+
+    connect(m_recipeFilter, &QLineEdit::textChanged, m_proxy, &RunsFilterProxy::setRecipeFilter);
+    connect(m_moduleFilter, &QComboBox::activated, this,
+        [this](int i) { m_proxy->setModuleSetFilter(m_moduleFilter->itemData(i).toString()); });
+    connect(m_outcomeFilter, &QComboBox::activated, this,
+        [this](int i) { m_proxy->setOutcomeFilter(m_outcomeFilter->itemData(i).toString()); });
+    connect(m_hostFilter, &QComboBox::activated, this,
+        [this](int i) { m_proxy->setHostFilter(m_hostFilter->itemData(i).toString()); });
+    connect(m_proxy, &RunsFilterProxy::filterChanged, this, &RunsPage::redrawTradeoff);
+    connect(m_axes, &QComboBox::activated, this, &RunsPage::redrawTradeoff);
+    connect(m_target, &QDoubleSpinBox::valueChanged, this, [this] {
+        redrawTradeoff();
+        showRun(selectedRunId());
+    });
+    connect(reloadButton, &QPushButton::clicked, this, &RunsPage::reload);
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+        [this](const QModelIndex& current) {
+            const qint64 id = current.isValid() ? current.data(RunsModel::RunIdRole).toLongLong() : 0;
+            showRun(id);
+            emit runSelected(id);
+        });
+    connect(m_tradeoff, &TradeoffChart::runActivated, this, &RunsPage::selectRun);
+    connect(exportPng, &QPushButton::clicked, this, [this] {
+        exportChart(static_cast<ChartView*>(m_chartTabs->currentWidget()), QStringLiteral("png"));
+    });
+    connect(exportSvg, &QPushButton::clicked, this, [this] {
+        exportChart(static_cast<ChartView*>(m_chartTabs->currentWidget()), QStringLiteral("svg"));
+    });
+    reload();
+}
+
+void RunsPage::reload()
+{
+    const qint64 selected = selectedRunId();
+    m_model->setRuns(m_store && m_store->isOpen() ? m_store->listRuns() : QVector<storage::RunRecord> {});
+    m_table->resizeColumnsToContents();
+    m_table->horizontalHeader()->resizeSection(RunsModel::RecipeColumn,
+        std::min(260, m_table->horizontalHeader()->sectionSize(RunsModel::RecipeColumn)));
+    refillFilterChoices();
+    int guide = 0;
+    for (const auto& r : m_model->runs())
+        guide += r.source == storage::source::Guide;
+    if (!m_store || !m_store->isOpen()) {
+        m_banner->setText(
+            tr("No measurement store is open: %1").arg(m_store ? m_store->lastError() : QString()));
+    } else if (guide > 0) {
+        m_banner->setText(
+            tr("%1 of %n run(s) are <b>imported from the guide</b> (source “guide”): the published "
+               "matched H100 measurements for Moonlight 16B and Nemotron 3 Nano, not measured on this "
+               "machine. Store: %2",
+                nullptr, m_model->rowCount())
+                .arg(guide)
+                .arg(m_store->path().toHtmlEscaped()));
+    } else {
+        m_banner->setText(
+            tr("%n run(s) in %1", nullptr, m_model->rowCount()).arg(m_store->path().toHtmlEscaped()));
+    }
+    redrawTradeoff();
+    if (selected)
+        selectRun(selected);
+    else
+        showRun(0);
+}
+
+void RunsPage::refillFilterChoices()
+{
+    auto refill = [](QComboBox* box, QStringList values, const QString& anyText, const QString& keep) {
+        values.removeDuplicates();
+        values.sort();
+        box->clear();
+        box->addItem(anyText, QString());
+        for (const QString& v : values)
+            box->addItem(v, v);
+        const int i = box->findData(keep);
+        box->setCurrentIndex(i < 0 ? 0 : i);
+    };
+    QStringList modules, outcomes, hosts;
+    for (const auto& r : m_model->runs()) {
+        modules << r.moduleSetLabel();
+        outcomes << r.outcome;
+        hosts << (r.host.isEmpty() ? r.device : r.host);
+    }
+    refill(m_moduleFilter, modules, tr("any"), m_proxy->moduleSetFilter());
+    refill(m_outcomeFilter, outcomes, tr("any"), m_proxy->outcomeFilter());
+    m_outcomeFilter->insertItem(1, tr("failed (not pass)"), RunsFilterProxy::kFailed);
+    if (m_proxy->outcomeFilter() == RunsFilterProxy::kFailed)
+        m_outcomeFilter->setCurrentIndex(1);
+    hosts.removeAll(QString());
+    refill(m_hostFilter, hosts, tr("any"), m_proxy->hostFilter());
+}
+
+QVector<qint64> RunsPage::visibleRunIds() const
+{
+    QVector<qint64> ids;
+    ids.reserve(m_proxy->rowCount());
+    for (int row = 0; row < m_proxy->rowCount(); ++row)
+        ids << m_proxy->index(row, 0).data(RunsModel::RunIdRole).toLongLong();
+    return ids;
+}
+
+qint64 RunsPage::selectedRunId() const
+{
+    const QModelIndex current = m_table->selectionModel()->currentIndex();
+    return current.isValid() ? current.data(RunsModel::RunIdRole).toLongLong() : 0;
+}
+
+void RunsPage::selectRun(qint64 runId)
+{
+    const int sourceRow = m_model->rowOfRun(runId);
+    if (sourceRow < 0)
+        return;
+    const QModelIndex index = m_proxy->mapFromSource(m_model->index(sourceRow, 0));
+    if (!index.isValid())
+        return;
+    m_table->selectionModel()->setCurrentIndex(
+        index, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    m_table->scrollTo(index);
+}
+
+void RunsPage::setMemoryTarget(std::optional<double> gb)
+{
+    m_target->setValue(gb ? *gb : 0.0);
+}
+
+void RunsPage::redrawTradeoff()
+{
+    QVector<storage::RunRecord> runs;
+    runs.reserve(m_proxy->rowCount());
+    QSet<qint64> shown;
+    for (int row = 0; row < m_proxy->rowCount(); ++row) {
+        const int source = m_proxy->mapToSource(m_proxy->index(row, 0)).row();
+        runs << *m_model->run(source);
+        shown.insert(runs.back().id);
+    }
+    // A filtered-out control still anchors its comparison (Δ% needs it).
+    for (const auto& r : QVector<storage::RunRecord>(runs)) {
+        if (r.controlRunId && !shown.contains(*r.controlRunId)) {
+            if (const auto* c = m_model->runById(*r.controlRunId)) {
+                runs << *c;
+                shown.insert(c->id);
+            }
+        }
+    }
+    const auto axis = m_axes->currentIndex() == 1 ? TradeoffAxis::VersusControl : TradeoffAxis::Absolute;
+    const double target = m_target->value();
+    m_tradeoff->setData(
+        buildTradeoff(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt));
+}
+
+void RunsPage::showRun(qint64 runId)
+{
+    const storage::RunRecord* r = runId ? m_model->runById(runId) : nullptr;
+    if (!r || !m_store) {
+        m_ranks->setData(QString(), {});
+        m_ranks->setEmptyMessage(tr("Select a run to see its per-rank peaks."));
+        m_lines->setData(QString(), {});
+        m_lines->setEmptyMessage(tr("Select a run to see its per-iteration memory."));
+        return;
+    }
+    const QString title = tr("Run %1: %2, %3")
+                              .arg(r->id)
+                              .arg(r->recipeName.isEmpty() ? r->model : r->recipeName, r->moduleSetLabel());
+    QVector<RankBar> bars = buildRankBars(m_store->rankPeaks(runId));
+    if (bars.isEmpty() && (r->peakAllocated || r->peakReserved)) {
+        // Imported and guide runs keep one peak (the hottest or reported rank): show it as that rank's bar.
+        RankBar b;
+        b.rank = r->peakRank.value_or(0);
+        b.allocatedGb = r->peakAllocated ? double(*r->peakAllocated) / kBytesPerGb : 0.0;
+        b.reservedGb = r->peakReserved ? double(*r->peakReserved) / kBytesPerGb : 0.0;
+        bars << b;
+    }
+    m_ranks->setData(title, bars);
+    const double target = m_target->value();
+    m_lines->setData(title, buildIterationLines(m_store->iterations(runId), r->peakRank.value_or(0)),
+        target > 0.0 ? std::optional<double>(target) : std::nullopt);
+}
+
+void RunsPage::exportChart(ChartView* chart, const QString& suffix)
+{
+    if (!chart)
+        return;
+    const QString filter = suffix == QLatin1String("png") ? tr("PNG image (*.png)") : tr("SVG image (*.svg)");
+    QString path
+        = QFileDialog::getSaveFileName(this, tr("Export chart"), QStringLiteral("chart.") + suffix, filter);
+    if (path.isEmpty())
+        return;
+    if (!path.endsWith(QLatin1Char('.') + suffix))
+        path += QLatin1Char('.') + suffix;
+    QString error;
+    if (!chart->exportImage(path, &error))
+        QMessageBox::warning(this, tr("Export chart"), error);
+}
+
+} // namespace rs::ui

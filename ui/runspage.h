@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// The runs page: the stored runs as a sortable, filterable table with deltas against each run's matched
+// control, and the charts of what is shown (the trade-off scatter of the filtered runs; per-rank bars and
+// per-iteration memory of the selected run), each exportable as PNG or SVG.
+#pragma once
+
+#include <QWidget>
+
+class QComboBox;
+class QDoubleSpinBox;
+class QLabel;
+class QLineEdit;
+class QTabWidget;
+class QTableView;
+
+namespace rs::storage {
+class Store;
+}
+
+namespace rs::ui {
+
+class MemoryLinesChart;
+class RankBarsChart;
+class RunsFilterProxy;
+class RunsModel;
+class TradeoffChart;
+class ChartView;
+
+class RunsPage : public QWidget {
+    Q_OBJECT
+public:
+    RunsPage(storage::Store* store, QWidget* parent = nullptr);
+
+    RunsModel* model() const { return m_model; }
+    RunsFilterProxy* proxy() const { return m_proxy; }
+    QTableView* table() const { return m_table; }
+    TradeoffChart* tradeoffChart() const { return m_tradeoff; }
+    RankBarsChart* rankChart() const { return m_ranks; }
+    MemoryLinesChart* linesChart() const { return m_lines; }
+    QTabWidget* chartTabs() const { return m_chartTabs; }
+    // The runs the filter lets through, in table order.
+    QVector<qint64> visibleRunIds() const;
+    qint64 selectedRunId() const;
+
+public slots:
+    // Re-reads the store.
+    void reload();
+    void setMemoryTarget(std::optional<double> gb);
+    void selectRun(qint64 runId);
+    void redrawTradeoff();
+
+signals:
+    void runSelected(qint64 runId);
+
+private:
+    void showRun(qint64 runId);
+    void refillFilterChoices();
+    void exportChart(ChartView* chart, const QString& suffix);
+
+    storage::Store* m_store;
+    RunsModel* m_model;
+    RunsFilterProxy* m_proxy;
+    QTableView* m_table;
+    QLineEdit* m_recipeFilter;
+    QComboBox* m_moduleFilter;
+    QComboBox* m_outcomeFilter;
+    QComboBox* m_hostFilter;
+    QComboBox* m_axes;
+    QDoubleSpinBox* m_target;
+    QLabel* m_banner;
+    QTabWidget* m_chartTabs;
+    TradeoffChart* m_tradeoff;
+    RankBarsChart* m_ranks;
+    MemoryLinesChart* m_lines;
+};
+
+} // namespace rs::ui
