@@ -42,7 +42,7 @@ unsigned formatBit(InputFormat f)
     return kJson;
 }
 
-bool Ctx::has(const char* label) const
+bool Ctx::has(std::string_view label) const
 {
     if (!r.recompute_modules)
         return false;
@@ -52,7 +52,7 @@ bool Ctx::has(const char* label) const
     return false;
 }
 
-bool Ctx::cg(const char* module) const
+bool Ctx::cg(std::string_view module) const
 {
     if (!r.cuda_graph_modules)
         return false;
@@ -297,27 +297,30 @@ const std::vector<RowMeta>& rowMeta()
 std::string renderMessage(const char* tmpl, const Args& args)
 {
     std::string out;
+    out.reserve(std::strlen(tmpl) + 64);
     const char* p = tmpl;
     while (*p) {
-        if (*p == '{') {
-            const char* close = std::strchr(p, '}');
-            if (close) {
-                const size_t len = static_cast<size_t>(close - p - 1);
-                bool done = false;
-                for (size_t i = 0; i < args.n && !done; ++i) {
-                    if (std::strlen(args.kv[i].first) == len
-                        && std::strncmp(args.kv[i].first, p + 1, len) == 0) {
-                        out += args.kv[i].second;
-                        done = true;
-                    }
-                }
-                if (done) {
-                    p = close + 1;
-                    continue;
-                }
-            }
+        const char* open = std::strchr(p, '{');
+        if (!open) {
+            out.append(p);
+            break;
         }
-        out += *p++;
+        out.append(p, open);
+        p = open;
+        const char* close = std::strchr(open, '}');
+        const Args::Value* value = nullptr;
+        if (close) {
+            const std::string_view name(open + 1, static_cast<size_t>(close - open - 1));
+            for (size_t i = 0; i < args.n && !value; ++i)
+                if (name == args.kv[i].first)
+                    value = &args.kv[i];
+        }
+        if (value) {
+            out += value->second;
+            p = close + 1;
+        } else {
+            out += *p++; // a literal brace
+        }
     }
     return out;
 }
@@ -394,6 +397,7 @@ Validation validate(const Recipe& recipe, InputFormat format)
     c.format = format;
     c.modules_given = recipe.recompute_modules.has_value();
     c.out = &v.findings;
+    v.findings.reserve(16);
     const unsigned pbit = profileBit(c.profile);
     const unsigned fbit = formatBit(format);
     const int pi = profileIndex(c.profile);

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -47,16 +48,16 @@ struct Ctx {
     bool modules_given = false; // recompute_modules was set by the input (before R10's default)
     std::vector<Finding>* out = nullptr;
 
-    bool gIs(const char* v) const { return r.recompute_granularity && *r.recompute_granularity == v; }
+    bool gIs(std::string_view v) const { return r.recompute_granularity && *r.recompute_granularity == v; }
     bool gSet() const { return r.recompute_granularity.has_value(); }
     bool selective() const { return gIs("selective"); }
     bool full() const { return gIs("full"); } // Megatron's `g and g != "selective"` for valid values
-    bool has(const char* label) const; // label in recompute_modules (None counts as empty)
-    bool cg(const char* module) const; // module in cuda_graph_modules (None counts as empty)
+    bool has(std::string_view label) const; // label in recompute_modules (None counts as empty)
+    bool cg(std::string_view module) const; // module in cuda_graph_modules (None counts as empty)
     bool cgEmpty() const { return !r.cuda_graph_modules || r.cuda_graph_modules->empty(); }
     bool fp8() const { return r.fp8 && !r.fp8->empty(); }
     bool fp4() const { return r.fp4 && !r.fp4->empty(); }
-    bool impl(const char* v) const { return r.cuda_graph_impl == v; }
+    bool impl(std::string_view v) const { return r.cuda_graph_impl == v; }
     bool fullCudagraph() const { return impl("full_iteration") || cgEmpty(); } // TC:2874-2877
     bool isMoE() const { return r.num_moe_experts.has_value() && *r.num_moe_experts > 0; }
     int moeLayers() const; // layers whose MLP is MoE (moe_layer_freq)
@@ -67,7 +68,8 @@ struct Ctx {
 
 // Placeholder values of one message: {name} -> Python-rendered value.
 struct Args {
-    std::array<std::pair<const char*, std::string>, 4> kv {};
+    using Value = std::pair<const char*, std::string>;
+    std::array<Value, 4> kv {};
     size_t n = 0;
     void set(const char* name, std::string value) { kv[n++] = { name, std::move(value) }; }
 };
