@@ -12,6 +12,7 @@ namespace {
 
 std::atomic<int64_t> g_forward_flops { 0 };
 std::atomic<int64_t> g_replay_flops { 0 };
+std::atomic<int64_t> g_replays { 0 };
 thread_local int t_replay_depth = 0;
 
 struct ReplayScope {
@@ -78,6 +79,7 @@ std::vector<torch::Tensor> replay(const Region& region, const std::vector<torch:
     }
     const RngState current = RngState::capture(inputs);
     rng.restore();
+    g_replays.fetch_add(1);
     std::vector<torch::Tensor> outputs;
     {
         torch::AutoGradMode grad(true);
@@ -298,13 +300,14 @@ void countFlops(int64_t flops)
 
 FlopCount flopCount()
 {
-    return { g_forward_flops.load(), g_replay_flops.load() };
+    return { g_forward_flops.load(), g_replay_flops.load(), g_replays.load() };
 }
 
 void resetFlopCount()
 {
     g_forward_flops = 0;
     g_replay_flops = 0;
+    g_replays = 0;
 }
 
 bool replaying()

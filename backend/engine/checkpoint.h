@@ -50,6 +50,7 @@ private:
 struct FlopCount {
     int64_t forward = 0;
     int64_t replay = 0;
+    int64_t replays = 0; // regions replayed (norm and activation regions replay without matmuls)
 };
 void countFlops(int64_t flops);
 FlopCount flopCount();

@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+// Tiny recipes and one-step runs shared by the engine tests. Torch comes before Qt (Qt's keywords are off
+// in these targets, see CMakeLists.txt).
+#pragma once
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include <torch/torch.h>
+
+#include "core/recipe.h"
+#include "engine/checkpoint.h"
+#include "engine/memory_probe.h"
+#include "engine/model.h"
+
+namespace rs::enginetest {
+
+enum class Arch {
+    DenseUnfused, // LayerNorm, GeLU, MHA, unfused attention
+    DenseFusedGqa, // RMSNorm, SwiGLU, GQA, scaled_dot_product_attention
+    MlaMoe, // MLA with Q compression, first layer dense, then MoE with shared experts (Moonlight-like)
+    MlaNoQLoraUnfused, // MLA without Q compression, unfused attention, dense SwiGLU
+};
+
+inline Recipe tinyRecipe(Arch arch)
+{
+    Recipe r;
+    r.name = "tiny";
+    r.num_layers = 3;
+    r.hidden_size = 32;
+    r.num_attention_heads = 4;
+    r.seq_length = 16;
+    r.micro_batch_size = 2;
+    r.vocab_size = 64;
+    r.ffn_hidden_size = 48;
+    r.attention_dropout = 0.1;
+    r.hidden_dropout = 0.1;
+    r.transformer_impl = "local";
+    switch (arch) {
+    case Arch::DenseUnfused:
+        r.attention_backend = "unfused";
+        break;
+    case Arch::DenseFusedGqa:
+        r.attention_backend = "fused";
+        r.normalization = "RMSNorm";
+        r.gated_linear_unit = true;
+        r.activation_func = "silu";
+        r.num_query_groups = 2;
+        break;
+    case Arch::MlaMoe:
+        r.attention_backend = "fused";
+        r.normalization = "RMSNorm";
+        r.gated_linear_unit = true;
+        r.activation_func = "silu";
+        r.multi_latent_attention = true;
+        r.q_lora_rank = 24;
+        r.kv_lora_rank = 16;
+        r.qk_head_dim = 8;
+        r.qk_pos_emb_head_dim = 4;
+        r.v_head_dim = 8;
+        r.num_moe_experts = 4;
+        r.moe_router_topk = 2;
+        r.moe_ffn_hidden_size = 16;
+        r.moe_shared_expert_intermediate_size = 16;
+        r.moe_grouped_gemm = true;
+        r.moe_layer_freq = { 0, 1, 1 };
+        break;
+    case Arch::MlaNoQLoraUnfused:
+        r.attention_backend = "unfused";
+        r.normalization = "RMSNorm";
+        r.gated_linear_unit = true;
+        r.activation_func = "silu";
+        r.multi_latent_attention = true;
+        r.q_lora_rank = std::nullopt;
+        r.kv_lora_rank = 16;
+        r.qk_head_dim = 8;
+        r.qk_pos_emb_head_dim = 4;
+        r.v_head_dim = 8;
+        break;
+    }
+    return r;
+}
+
+inline Recipe selective(Recipe r, std::vector<std::string> modules)
+{
+    r.recompute_granularity = "selective";
+    r.recompute_modules = std::move(modules);
+    return r;
+}
+
+inline Recipe full(Recipe r, const std::string& method, int k)
+{
+    r.recompute_granularity = "full";
+    r.recompute_method = method;
+    r.recompute_num_layers = k;
+    return r;
+}
+
+struct StepResult {
+    double loss = 0;
+    std::map<std::string, torch::Tensor> grads;
+    engine::FlopCount flops;
+    int64_t retained = 0; // bytes allocated by the forward pass and still held when backward starts
+    int64_t forward_peak = 0; // bytes above the pre-forward level at the forward peak
+};
+
+// One forward + backward of the recipe's stack on CPU in fp32, from fixed seeds: parameters from `seed`,
+// batch from seed + 1, dropout from seed + 2 (as the worker does).
+inline StepResult runStep(const Recipe& r, uint64_t seed = 1234)
+{
+    auto probe = engine::MemoryProbe::create(torch::Device(torch::kCPU));
+    const auto config = engine::modelConfig(r);
+    engine::Model model(config, engine::recomputePlan(r, config), torch::Device(torch::kCPU), seed);
+    const auto [tokens, labels] = model.batch(seed + 1);
+    torch::manual_seed(seed + 2);
+    engine::resetFlopCount();
+    StepResult out;
+    const int64_t before = probe->read().allocated;
+    probe->resetPeak();
+    auto loss = model.loss(tokens, labels);
+    const auto after = probe->read();
+    out.retained = after.allocated - before;
+    out.forward_peak = after.peak_allocated - before;
+    loss.backward();
+    out.loss = loss.item<double>();
+    out.flops = engine::flopCount();
+    for (const auto& [name, p] : model.parameters())
+        out.grads[name] = p.grad().defined() ? p.grad().clone() : torch::Tensor();
+    return out;
+}
+
+} // namespace rs::enginetest

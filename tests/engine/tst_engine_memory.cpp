@@ -1,0 +1,186 @@
+// SPDX-License-Identifier: Apache-2.0
+// Retained activations, measured with the CPU allocator probe, drop where and by about as much as the
+// architecture says: each expectation below is written from the tensors the region keeps for backward
+// (fp32, 4 bytes an element), not from a previous measurement.
+#include <mutex>
+
+#include <QtTest>
+
+#include "engine_test_util.h"
+
+using namespace rs;
+using namespace rs::enginetest;
+
+namespace {
+
+constexpr int64_t kF32 = 4;
+
+QString mb(int64_t bytes)
+{
+    return QString::number(bytes) + QStringLiteral(" B");
+}
+
+// Every checkpoint, normal or output-discard, keeps the CPU generator's state (as Megatron's do) so that the
+// replay draws the same dropout masks: a few kB that the tiny shapes here must account for.
+int64_t rngStateBytes()
+{
+    auto gen = at::globalContext().defaultGenerator(c10::Device(c10::kCPU));
+    std::lock_guard<std::mutex> lock(gen.mutex());
+    return static_cast<int64_t>(gen.get_state().nbytes());
+}
+
+// |measured - expected| <= tolerance * expected
+bool near(int64_t measured, int64_t expected, double tolerance)
+{
+    return std::abs(static_cast<double>(measured - expected)) <= tolerance * std::abs(static_cast<double>(expected));
+}
+
+} // namespace
+
+class TestEngineMemory : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { torch::set_num_threads(1); }
+    void probeSeesAllocationsAndFrees();
+    void unfusedCoreAttnFreesScoresAndProbabilities();
+    void fullUniformKeepsOnlyGroupInputs();
+    void fullBlockIsLinearInK();
+    void layernormDiscardsBothNormOutputs();
+    void moeActDiscardsTheExpertActivation();
+    void mlaUpProjDiscardsExpandedQkv();
+    void mlpFreesTheDenseMlpRegion();
+};
+
+void TestEngineMemory::probeSeesAllocationsAndFrees()
+{
+    auto probe = engine::MemoryProbe::create(torch::Device(torch::kCPU));
+    const auto before = probe->read();
+    {
+        auto t = torch::empty({ 1024, 256 }, torch::kFloat32);
+        QCOMPARE(probe->read().allocated - before.allocated, int64_t(1024 * 256 * kF32));
+    }
+    const auto after = probe->read();
+    QCOMPARE(after.allocated, before.allocated);
+    QCOMPARE(after.peak_allocated - before.allocated, int64_t(1024 * 256 * kF32));
+    probe->resetPeak();
+    QCOMPARE(probe->read().peak_allocated, after.allocated);
+}
+
+void TestEngineMemory::unfusedCoreAttnFreesScoresAndProbabilities()
+{
+    // Unfused attention keeps, per layer, the fp32 softmax output, the dropout mask and the dropped
+    // probabilities ([b, np, s, s] each; the mask is fp32 in LibTorch 1.13's CPU dropout, 1 byte in 2.x's
+    // native_dropout). core_attn keeps only q, k, v, which the projections keep anyway.
+    Recipe r = tinyRecipe(Arch::DenseUnfused);
+    r.seq_length = 64; // make the s^2 tensors dominate
+    const int64_t scores = int64_t(r.micro_batch_size) * r.num_attention_heads * r.seq_length * r.seq_length;
+    const auto none = runStep(r);
+    const auto ckpt = runStep(selective(r, { "core_attn" }));
+    const int64_t saved = none.retained - ckpt.retained;
+    const int64_t low = r.num_layers * scores * (2 * kF32 + 1);
+    const int64_t high = r.num_layers * scores * (3 * kF32);
+    QVERIFY2(saved >= low && saved <= high + high / 50,
+        qPrintable(QStringLiteral("saved %1, expected %2 .. %3").arg(mb(saved), mb(low), mb(high))));
+}
+
+void TestEngineMemory::fullUniformKeepsOnlyGroupInputs()
+{
+    // uniform keeps only each group's input [s, b, h]: k=1 keeps n inputs, k=n keeps one.
+    const Recipe r = tinyRecipe(Arch::DenseUnfused);
+    const int64_t input = int64_t(r.seq_length) * r.micro_batch_size * r.hidden_size * kF32;
+    const int64_t per_group = input + rngStateBytes();
+    const auto k1 = runStep(full(r, "uniform", 1));
+    const auto kn = runStep(full(r, "uniform", r.num_layers));
+    QCOMPARE(k1.retained - kn.retained, (r.num_layers - 1) * per_group);
+    // k=2 of 3 layers: groups [0,1] and [2] keep two inputs.
+    const auto k2 = runStep(full(r, "uniform", 2));
+    QCOMPARE(k2.retained - kn.retained, per_group);
+    // And none of it approaches the no-recompute run.
+    const auto none = runStep(r);
+    QVERIFY(none.retained > k1.retained + r.num_layers * input);
+}
+
+void TestEngineMemory::fullBlockIsLinearInK()
+{
+    // block checkpoints the first k layers one by one: each step of k trades one layer's activations for
+    // its input. k=0 is the no-recompute run; k=n equals uniform k=1.
+    const Recipe r = tinyRecipe(Arch::DenseUnfused);
+    std::vector<int64_t> retained;
+    for (int k = 0; k <= r.num_layers; ++k)
+        retained.push_back(runStep(full(r, "block", k)).retained);
+    QCOMPARE(retained[0], runStep(r).retained);
+    QCOMPARE(retained[r.num_layers], runStep(full(r, "uniform", 1)).retained);
+    const int64_t step = retained[0] - retained[1];
+    QVERIFY(step > 0);
+    for (int k = 1; k < r.num_layers; ++k)
+        QCOMPARE(retained[k] - retained[k + 1], step);
+}
+
+void TestEngineMemory::layernormDiscardsBothNormOutputs()
+{
+    // Output-discard of input_layernorm and pre_mlp_layernorm: both [s, b, h] outputs are freed (their
+    // consumers' saved references stay valid and are refilled in backward), and the norm's own mean/rstd
+    // ([s, b] each) are not kept because the region ran without a graph.
+    Recipe r = tinyRecipe(Arch::DenseUnfused);
+    r.hidden_size = 256; // norm outputs well above the generator states
+    const int64_t tokens = int64_t(r.seq_length) * r.micro_batch_size;
+    const int64_t outputs = r.num_layers * 2 * tokens * r.hidden_size * kF32;
+    const int64_t stats = r.num_layers * 2 * 2 * tokens * kF32;
+    const int64_t expected = outputs + stats - r.num_layers * 2 * rngStateBytes();
+    const auto none = runStep(r);
+    const auto ln = runStep(selective(r, { "layernorm" }));
+    const int64_t saved = none.retained - ln.retained;
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+void TestEngineMemory::moeActDiscardsTheExpertActivation()
+{
+    // SwiGLU experts: without moe_act the activation region keeps silu(a), silu(a)*b and the output
+    // (silu(a)*b)*probs, each [tokens*topk, moe_ffn]; FC1's output and the probabilities are kept by the
+    // region's input either way. Two MoE layers.
+    const Recipe r = tinyRecipe(Arch::MlaMoe);
+    const int64_t routed = int64_t(r.seq_length) * r.micro_batch_size * r.moe_router_topk;
+    const int64_t expected = 2 * (3 * routed * *r.moe_ffn_hidden_size * kF32 - rngStateBytes());
+    const auto none = runStep(r);
+    const auto act = runStep(selective(r, { "moe_act" }));
+    const int64_t saved = none.retained - act.retained;
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+void TestEngineMemory::mlaUpProjDiscardsExpandedQkv()
+{
+    // mla_up_proj frees query and key [s, b, nh, dn+dr] and value [s, b, nh, dv]. Nothing else of the region
+    // was kept without it: the RoPE products keep nothing (the cos/sin tables need no gradient) and the
+    // up-projections' outputs are only narrowed and concatenated.
+    Recipe r = tinyRecipe(Arch::MlaNoQLoraUnfused);
+    const int64_t tokens = int64_t(r.seq_length) * r.micro_batch_size;
+    const int64_t nh = r.num_attention_heads, dn = r.qk_head_dim, dr = r.qk_pos_emb_head_dim,
+                  dv = r.v_head_dim;
+    const int64_t qkv = tokens * nh * (2 * (dn + dr) + dv) * kF32;
+    const auto none = runStep(r);
+    const auto up = runStep(selective(r, { "mla_up_proj" }));
+    const int64_t saved = none.retained - up.retained;
+    const int64_t expected = r.num_layers * (qkv - rngStateBytes());
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+void TestEngineMemory::mlpFreesTheDenseMlpRegion()
+{
+    // GeLU MLP: FC1's output (kept by GeLU) and GeLU's output (kept by FC2), [s, b, ffn] each; the region's
+    // input is the pre-MLP norm output, which FC1 keeps anyway.
+    const Recipe r = tinyRecipe(Arch::DenseUnfused);
+    const int64_t expected = r.num_layers
+        * (2 * int64_t(r.seq_length) * r.micro_batch_size * *r.ffn_hidden_size * kF32 - rngStateBytes());
+    const auto none = runStep(r);
+    const auto mlp = runStep(selective(r, { "mlp" }));
+    const int64_t saved = none.retained - mlp.retained;
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+QTEST_GUILESS_MAIN(TestEngineMemory)
+#include "tst_engine_memory.moc"

@@ -1,0 +1,205 @@
+// SPDX-License-Identifier: Apache-2.0
+// Recompute changes memory, never the numbers: for every label the engine models and for full uniform /
+// block with several recompute_num_layers (divisors and not), the loss and every parameter's gradient
+// equal the no-recompute run's (fp32, dropout on, same seeds), and the replay really ran.
+#include <QtTest>
+
+#include "engine_test_util.h"
+
+using namespace rs;
+using namespace rs::enginetest;
+
+Q_DECLARE_METATYPE(rs::enginetest::Arch)
+
+class TestEngineRecompute : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { torch::set_num_threads(1); } // the same reduction order in every run
+
+    void gradientsMatchNoRecompute_data();
+    void gradientsMatchNoRecompute();
+    void pipelineStageRunsItsChunks();
+    void refusesLabelsItCannotModel_data();
+    void refusesLabelsItCannotModel();
+    void fullRecomputeUnits_data();
+    void fullRecomputeUnits();
+};
+
+void TestEngineRecompute::gradientsMatchNoRecompute_data()
+{
+    QTest::addColumn<Arch>("arch");
+    QTest::addColumn<QString>("granularity");
+    QTest::addColumn<QStringList>("modules"); // selective labels, or {method, k} for full
+    QTest::addColumn<bool>("replays");
+
+    const auto sel = [](const char* name, Arch arch, QStringList labels) {
+        QTest::newRow(name) << arch << QStringLiteral("selective") << labels << true;
+    };
+    const auto fullRow = [](const char* name, Arch arch, const char* method, int k, bool replays) {
+        QTest::newRow(name) << arch << QStringLiteral("full")
+                            << QStringList { QString::fromLatin1(method), QString::number(k) } << replays;
+    };
+    sel("dense unfused core_attn", Arch::DenseUnfused, { QStringLiteral("core_attn") });
+    sel("dense unfused layernorm", Arch::DenseUnfused, { QStringLiteral("layernorm") });
+    sel("dense unfused mlp", Arch::DenseUnfused, { QStringLiteral("mlp") });
+    sel("dense unfused core_attn+layernorm+mlp", Arch::DenseUnfused,
+        { QStringLiteral("core_attn"), QStringLiteral("layernorm"), QStringLiteral("mlp") });
+    sel("dense fused gqa core_attn", Arch::DenseFusedGqa, { QStringLiteral("core_attn") });
+    sel("dense fused gqa layernorm", Arch::DenseFusedGqa, { QStringLiteral("layernorm") });
+    sel("dense fused gqa mlp", Arch::DenseFusedGqa, { QStringLiteral("mlp") });
+    sel("mla moe mla_up_proj", Arch::MlaMoe, { QStringLiteral("mla_up_proj") });
+    sel("mla moe core_attn", Arch::MlaMoe, { QStringLiteral("core_attn") });
+    sel("mla moe layernorm", Arch::MlaMoe, { QStringLiteral("layernorm") });
+    sel("mla moe moe_act", Arch::MlaMoe, { QStringLiteral("moe_act") });
+    sel("mla moe moe", Arch::MlaMoe, { QStringLiteral("moe") });
+    sel("mla moe shared_experts", Arch::MlaMoe, { QStringLiteral("shared_experts") });
+    sel("mla moe mlp (first dense layer)", Arch::MlaMoe, { QStringLiteral("mlp") });
+    sel("mla moe mla_up_proj+core_attn+moe_act+layernorm", Arch::MlaMoe,
+        { QStringLiteral("mla_up_proj"), QStringLiteral("core_attn"), QStringLiteral("moe_act"),
+            QStringLiteral("layernorm") });
+    sel("mla moe moe+moe_act+shared_experts+layernorm (nested)", Arch::MlaMoe,
+        { QStringLiteral("moe"), QStringLiteral("moe_act"), QStringLiteral("shared_experts"),
+            QStringLiteral("layernorm") });
+    sel("mla no q_lora unfused mla_up_proj", Arch::MlaNoQLoraUnfused, { QStringLiteral("mla_up_proj") });
+    sel("mla no q_lora unfused mla_up_proj+core_attn+layernorm", Arch::MlaNoQLoraUnfused,
+        { QStringLiteral("mla_up_proj"), QStringLiteral("core_attn"), QStringLiteral("layernorm") });
+    for (int k : { 1, 2, 3, 5 }) {
+        fullRow(qPrintable(QStringLiteral("dense unfused uniform k=%1").arg(k)), Arch::DenseUnfused,
+            "uniform", k, true);
+        fullRow(qPrintable(QStringLiteral("dense unfused block k=%1").arg(k)), Arch::DenseUnfused, "block", k,
+            true);
+    }
+    fullRow("dense unfused block k=0 (no layer checkpointed)", Arch::DenseUnfused, "block", 0, false);
+    fullRow("dense fused gqa uniform k=2", Arch::DenseFusedGqa, "uniform", 2, true);
+    fullRow("mla moe uniform k=2", Arch::MlaMoe, "uniform", 2, true);
+    fullRow("mla moe block k=2", Arch::MlaMoe, "block", 2, true);
+}
+
+void TestEngineRecompute::gradientsMatchNoRecompute()
+{
+    QFETCH(Arch, arch);
+    QFETCH(QString, granularity);
+    QFETCH(QStringList, modules);
+    QFETCH(bool, replays);
+
+    const Recipe base = tinyRecipe(arch);
+    Recipe recipe = base;
+    if (granularity == QLatin1String("selective")) {
+        std::vector<std::string> labels;
+        for (const auto& m : modules)
+            labels.push_back(m.toStdString());
+        recipe = selective(base, labels);
+    } else {
+        recipe = full(base, modules[0].toStdString(), modules[1].toInt());
+    }
+    const auto reference = runStep(base);
+    const auto run = runStep(recipe);
+
+    QCOMPARE(reference.flops.replays, int64_t(0));
+    if (replays)
+        QVERIFY2(run.flops.replays > 0, "the checkpoint never replayed its region");
+    else
+        QCOMPARE(run.flops.replays, int64_t(0));
+    QVERIFY(std::isfinite(reference.loss));
+    QCOMPARE(run.loss, reference.loss);
+    QCOMPARE(run.grads.size(), reference.grads.size());
+    for (const auto& [name, g0] : reference.grads) {
+        const auto& g = run.grads.at(name);
+        QVERIFY2(g0.defined() && g.defined(), name.c_str());
+        const double scale = g0.abs().max().item<double>();
+        const double diff = (g - g0).abs().max().item<double>();
+        QVERIFY2(scale > 0,
+            qPrintable(QStringLiteral("%1 has a zero gradient").arg(QString::fromStdString(name))));
+        QVERIFY2(diff <= 1e-6 * scale,
+            qPrintable(QStringLiteral("%1: max |diff| %2 (scale %3)")
+                           .arg(QString::fromStdString(name))
+                           .arg(diff)
+                           .arg(scale)));
+    }
+}
+
+void TestEngineRecompute::pipelineStageRunsItsChunks()
+{
+    // PP=2, VPP=2 over 8 layers: the first stage holds global layers 0-1 and 4-5 (two chunks of two).
+    Recipe r = tinyRecipe(Arch::DenseUnfused);
+    r.num_layers = 8;
+    r.pipeline_model_parallel_size = 2;
+    r.virtual_pipeline_model_parallel_size = 2;
+    const auto config = engine::modelConfig(r);
+    QCOMPARE(config.global_layers, (std::vector<int> { 0, 1, 4, 5 }));
+    QCOMPARE(config.chunk, (std::vector<int> { 0, 0, 1, 1 }));
+    QCOMPARE(QString::fromStdString(config.stage_scope),
+        QStringLiteral("first pipeline stage: layers 0-1, 4-5 of 8"));
+    // block k=1 applies per chunk: local layers 0 and 2 (global 0 and 4) are checkpointed.
+    const auto plan = engine::recomputePlan(full(r, "block", 1), config);
+    QCOMPARE(plan.units.size(), size_t(4));
+    QVERIFY(plan.units[0].checkpointed && !plan.units[1].checkpointed);
+    QVERIFY(plan.units[2].checkpointed && !plan.units[3].checkpointed);
+    const auto reference = runStep(r);
+    const auto run = runStep(full(r, "block", 1));
+    QCOMPARE(run.loss, reference.loss);
+    QCOMPARE(run.flops.replays, int64_t(2)); // global layers 0 and 4
+}
+
+void TestEngineRecompute::refusesLabelsItCannotModel_data()
+{
+    QTest::addColumn<QString>("label");
+    QTest::addColumn<QString>("reason");
+    QTest::newRow("gdn_norm_out") << QStringLiteral("gdn_norm_out") << QStringLiteral("GatedDeltaNet");
+    QTest::newRow("gdp_in_proj") << QStringLiteral("gdp_in_proj") << QStringLiteral("GatedDeltaProduct");
+    QTest::newRow("mhc") << QStringLiteral("mhc") << QStringLiteral("hyper-connections");
+    QTest::newRow("unknown") << QStringLiteral("moe_layer") << QStringLiteral("not a label the engine knows");
+}
+
+void TestEngineRecompute::refusesLabelsItCannotModel()
+{
+    QFETCH(QString, label);
+    QFETCH(QString, reason);
+    const Recipe r = selective(tinyRecipe(Arch::DenseUnfused), { "core_attn", label.toStdString() });
+    const auto config = engine::modelConfig(r);
+    try {
+        engine::recomputePlan(r, config);
+        QFAIL("the label was accepted");
+    } catch (const engine::EngineError& e) {
+        QCOMPARE(QString::fromStdString(e.field), QStringLiteral("recompute_modules"));
+        const QString message = QString::fromStdString(e.what());
+        QVERIFY2(message.contains(label) && message.contains(reason), qPrintable(message));
+    }
+}
+
+void TestEngineRecompute::fullRecomputeUnits_data()
+{
+    // megatron-rules.md (d), worked example C and friends: n = 8 layers.
+    QTest::addColumn<QString>("method");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<QString>("units"); // first+count, '*' when checkpointed
+    QTest::newRow("uniform k=3 (non-divisor: 3,3,2)")
+        << QStringLiteral("uniform") << 3 << QStringLiteral("0+3* 3+3* 6+2*");
+    QTest::newRow("uniform k=8 (one group)") << QStringLiteral("uniform") << 8 << QStringLiteral("0+8*");
+    QTest::newRow("uniform k=10 (k > n)") << QStringLiteral("uniform") << 10 << QStringLiteral("0+8*");
+    QTest::newRow("block k=3") << QStringLiteral("block") << 3
+                               << QStringLiteral("0+1* 1+1* 2+1* 3+1 4+1 5+1 6+1 7+1");
+    QTest::newRow("block k=10 (every layer)")
+        << QStringLiteral("block") << 10 << QStringLiteral("0+1* 1+1* 2+1* 3+1* 4+1* 5+1* 6+1* 7+1*");
+    QTest::newRow("block k=0 (none)")
+        << QStringLiteral("block") << 0 << QStringLiteral("0+1 1+1 2+1 3+1 4+1 5+1 6+1 7+1");
+}
+
+void TestEngineRecompute::fullRecomputeUnits()
+{
+    QFETCH(QString, method);
+    QFETCH(int, k);
+    QFETCH(QString, units);
+    Recipe r = tinyRecipe(Arch::DenseUnfused);
+    r.num_layers = 8;
+    const auto plan = engine::recomputePlan(full(r, method.toStdString(), k), engine::modelConfig(r));
+    QStringList got;
+    for (const auto& u : plan.units)
+        got << QStringLiteral("%1+%2%3").arg(u.first).arg(u.count).arg(
+            u.checkpointed ? QStringLiteral("*") : QString());
+    QCOMPARE(got.join(QLatin1Char(' ')), units);
+}
+
+QTEST_GUILESS_MAIN(TestEngineRecompute)
+#include "tst_engine_recompute.moc"
