@@ -233,8 +233,12 @@ class Stack:
             return self.unfused(q, k, v)
         sq, b, np_, hn = q.shape
         FLOPS["forward"] += b * np_ * sq * k.shape[0] * (hn + v.shape[3])
-        out = F.scaled_dot_product_attention(q.permute(1, 2, 0, 3), k.permute(1, 2, 0, 3), v.permute(1, 2, 0, 3),
-                                             dropout_p=self.p_attn, is_causal=True)
+        if hasattr(F, "scaled_dot_product_attention"):
+            out = F.scaled_dot_product_attention(q.permute(1, 2, 0, 3), k.permute(1, 2, 0, 3),
+                                                 v.permute(1, 2, 0, 3), dropout_p=self.p_attn, is_causal=True)
+        else:  # LibTorch 1.13's Python (CPU checks of this script only): the private op, as the worker uses
+            out = torch._scaled_dot_product_attention(q.permute(1, 2, 0, 3), k.permute(1, 2, 0, 3),
+                                                      v.permute(1, 2, 0, 3), None, self.p_attn, False, True)[0]
         return out.permute(2, 0, 1, 3).reshape(sq, b, np_ * v.shape[3])
 
     def attention(self, L, x):
@@ -320,8 +324,8 @@ class AdamW:
     def __init__(self, params):
         self.params = params
         self.main = [p if p.dtype == torch.float32 else p.detach().float() for p in params]
-        self.opt = torch.optim.AdamW(self.main, lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1,
-                                     fused=self.main[0].is_cuda)
+        extra = {"fused": True} if self.main[0].is_cuda else {}
+        self.opt = torch.optim.AdamW(self.main, lr=3e-4, betas=(0.9, 0.95), eps=1e-8, weight_decay=0.1, **extra)
 
     def step(self):
         with torch.no_grad():

@@ -1,0 +1,51 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# The worker's H200 benchmark in one command (docs/benchmarks.md, "Worker on the H200"): builds
+# recompute-bench against the PyTorch wheel's LibTorch, runs a smoke test, measures the bf16 matmul rate,
+# then runs every recompute choice of bench/gpu/make_variants.py with the worker and with the PyTorch eager
+# stack, and prints a summary table. Results go to $OUT (default ./out/h200).
+# Usage: bench/gpu/run_h200.sh [MODEL_OR_VARIANT ...]   (default: all)
+# Needs: CMake, ninja, nvcc, python3 with torch; nlohmann/json.hpp under .deps/include when the host lacks it.
+set -u
+cd "$(dirname "$0")/../.."
+OUT=${OUT:-$PWD/out/h200}
+mkdir -p "$OUT"
+WARMUP=${WARMUP:-2}
+ITERS=${ITERS:-5}
+log() { echo "[$(date +%T)] $*" | tee -a "$OUT/run.log"; }
+
+nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv >"$OUT/gpu.txt" 2>&1
+TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
+NLOHMANN=()
+[ -f .deps/include/nlohmann/json.hpp ] && NLOHMANN=(-DRS_NLOHMANN_INCLUDE_DIR="$PWD/.deps/include")
+log "configure + build"
+if ! { cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DRS_BUILD_GUI=OFF -DRS_BUILD_TESTS=OFF \
+        "${NLOHMANN[@]}" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" &&
+       cmake --build build/gpu --target recompute-bench -j"$(nproc)"; } >"$OUT/build.log" 2>&1; then
+    grep -E "error|Error" "$OUT/build.log" | head -40
+    tail -20 "$OUT/build.log"
+    exit 1
+fi
+BIN=build/gpu/app/bench/recompute-bench
+log "built"
+
+: >"$OUT/worker.jsonl"
+echo '{"event":"variant","name":"smoke"}' >>"$OUT/worker.jsonl"
+timeout 120 "$BIN" bench/gpu/recipes/smoke.json --device cuda --warmup 1 --iters 2 >>"$OUT/worker.jsonl" 2>>"$OUT/run.log"
+log "smoke rc=$? $(tail -1 "$OUT/worker.jsonl" | cut -c1-200)"
+
+python3 bench/torch_eager/eager_stack.py --matmul-rate >"$OUT/eager.jsonl" 2>>"$OUT/run.log"
+log "matmul $(cat "$OUT/eager.jsonl")"
+
+VARIANTS=$(python3 bench/gpu/make_variants.py "$OUT/variants" "$@")
+for v in $VARIANTS; do
+    echo "{\"event\":\"variant\",\"name\":\"$v\"}" >>"$OUT/worker.jsonl"
+    timeout 150 "$BIN" "$OUT/variants/$v.json" --device cuda --warmup "$WARMUP" --iters "$ITERS" \
+        >>"$OUT/worker.jsonl" 2>>"$OUT/run.log"
+    log "worker $v rc=$? $(tail -1 "$OUT/worker.jsonl" | cut -c1-160)"
+    PYTHONUNBUFFERED=1 timeout 200 python3 bench/torch_eager/eager_stack.py --warmup "$WARMUP" --iters "$ITERS" \
+        "$OUT/variants/$v.json" >>"$OUT/eager.jsonl" 2>>"$OUT/run.log"
+    log "eager  $v rc=$? $(tail -1 "$OUT/eager.jsonl" | cut -c1-160)"
+done
+rm -rf "$OUT/variants"
+python3 bench/gpu/summarize.py "$OUT" | tee "$OUT/summary.md"
