@@ -41,7 +41,15 @@ struct Validation {
 };
 
 // Validates under recipe.profile. The format selects the front-end rules: M1-M6 for MegatronFlags,
-// B1-B9 for BridgeOverrides, only the MCore rules for Json.
+// B1-B9 for BridgeOverrides, only the MCore rules for Json (a JSON recipe's mixed_precision is not applied:
+// RS20 says so). Findings come in Megatron's evaluation order; Megatron stops at its first error, the engine
+// goes on, so the first Error listed is the one Megatron raises. Placeholders render as Python's f-strings
+// do: True/False, None, str() of strings, list reprs ['a', 'b'], and set reprs {'a', 'b'} in a fixed order
+// (Python's own order is hash-dependent): a set built from the recipe keeps the recipe's order, a set
+// literal of the source keeps the source's order (R11's allowed labels, R24b's offload modules).
+// `resolved` carries every adjustment; deprecated spellings are migrated there (moe_layer_recompute,
+// enable_cuda_graph, external_cuda_graph, cuda_graph_scope are cleared once their effect is applied), so
+// validating `resolved` again adjusts nothing.
 Validation validate(const Recipe& recipe, InputFormat format = InputFormat::Json);
 
 nlohmann::json findingToJson(const Finding& f);

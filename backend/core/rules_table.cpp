@@ -1188,6 +1188,21 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.selective() && c.r.attention_backend == "unfused" && !c.r.multi_latent_attention && !c.has("core_attn"); }, nullptr, nullptr,
       [](const Ctx& c, FixIt& f) { set(f, "add 'core_attn'", "recompute_modules", modulesWith(c, "core_attn")); },
       "recompute_modules += ['core_attn']", "the guide: 'It is strongest when unfused attention materializes score/probability tensors'" },
+    { "RS22", kPinGuideMain, kAnyFormat, W, "enable_hyper_connections enable_mhc_connections",
+      "enable_hyper_connections (dev's spelling) outside dev",
+      "enable_hyper_connections is the dev branch's spelling (d48bd6be); at {profile} hyper-connections are enable_mhc_connections{where}.",
+      GD, nullptr, nullptr, "megatron-rules.md (c) mhc and (g)", nullptr,
+      [](const Ctx& c) { return c.r.enable_hyper_connections; },
+      [](const Ctx& c, Args& a) { a.set("profile", profileName(c.profile)); a.set("where", c.profile == Profile::Main ? "" : ", which exists only on main"); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "spell it enable_mhc_connections (main)", "enable_hyper_connections", false); f.patch["enable_mhc_connections"] = true; },
+      "enable_mhc_connections=true, enable_hyper_connections=false", "DeepSeek-V4 Bridge providers set enable_hyper_connections, which only the dev branch reads" },
+    { "RS22", kDev, kAnyFormat, W, "enable_mhc_connections enable_hyper_connections",
+      "enable_mhc_connections (main's spelling) on dev",
+      "enable_mhc_connections is main's spelling (d98e8a64); the dev branch reads enable_hyper_connections.",
+      GD, nullptr, nullptr, "megatron-rules.md (c) mhc and (g)", nullptr,
+      [](const Ctx& c) { return c.r.enable_mhc_connections; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "spell it enable_hyper_connections (dev)", "enable_mhc_connections", false); f.patch["enable_hyper_connections"] = true; },
+      "enable_hyper_connections=true, enable_mhc_connections=false", "" },
     };
     // clang-format on
     return rows;

@@ -319,6 +319,10 @@ const std::vector<Case>& cases()
     { "*", "json", "RS20", "is applied only when", R"({"fp8": "hybrid"})", false },
     { "*", "json", "RS21", "common first candidate", R"({)" SEL R"("recompute_modules": ["mlp"], "attention_backend": "unfused"})", true },
     { "*", "json", "RS21", "common first candidate", R"({)" SEL R"("recompute_modules": ["mlp", "core_attn"], "attention_backend": "unfused"})", false },
+        { "bridge-pin,guide,main", "json", "RS22", "dev branch's spelling", R"({"enable_hyper_connections": true})", true },
+        { "bridge-pin,guide,main", "json", "RS22", "dev branch's spelling", R"({"enable_mhc_connections": true})", false },
+        { "dev", "json", "RS22", "main's spelling", R"({"enable_mhc_connections": true})", true },
+        { "dev", "json", "RS22", "main's spelling", R"({"enable_hyper_connections": true})", false },
     };
     return c;
 }
