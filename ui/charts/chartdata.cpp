@@ -118,12 +118,16 @@ TradeoffData buildTradeoff(
                 p.x = delta ? (ms - *controlMs) / *controlMs * 100.0 : ms;
             p.y = delta ? (gb - *controlGb) / *controlGb * 100.0 : gb;
             p.outcome = failed ? failureText(*use.front()) : QStringLiteral("pass");
+            const QString note = use.front()->peakNote.isEmpty()
+                ? QString()
+                : QStringLiteral(" (") + use.front()->peakNote + QLatin1Char(')');
             p.tooltip
-                = QStringLiteral("<b>%1</b> — %2<br>%3<br>peak allocated %4 GB%5<br>%6 run(s)")
+                = QStringLiteral("<b>%1</b> — %2<br>%3<br>peak allocated %4 GB%5%6<br>%7 run(s)")
                       .arg(label.toHtmlEscaped(), name.toHtmlEscaped(),
                           p.failed ? QStringLiteral("<span style='color:#c62828'>%1</span>").arg(p.outcome)
                                    : p.outcome)
                       .arg(gb, 0, 'f', 3)
+                      .arg(note.toHtmlEscaped())
                       .arg(nMs ? QStringLiteral(", step %1 ms").arg(ms, 0, 'f', 1) : QString())
                       .arg(p.runCount);
             if (delta && nMs)

@@ -46,12 +46,14 @@ void RunsModel::setRuns(const QVector<RunRecord>& runs)
             d.why = tr("not matched with run %1: %2").arg(c->id).arg(m.reasons.join(QStringLiteral("; ")));
             continue;
         }
-        if (r.peakAllocated && c->peakAllocated && *c->peakAllocated > 0)
+        // As Store::compare: peaks taken at different points (after iteration 1 vs 2) are not one quantity.
+        if (r.peakAllocated && c->peakAllocated && *c->peakAllocated > 0 && r.peakNote == c->peakNote)
             d.allocated = double(*r.peakAllocated - *c->peakAllocated) / double(*c->peakAllocated) * 100.0;
-        if (r.steadyStepMs && c->steadyStepMs && *c->steadyStepMs > 0 && r.outcome == storage::outcome::Pass
-            && c->outcome == storage::outcome::Pass)
+        if (r.steadyStepMs && c->steadyStepMs && *c->steadyStepMs > 0)
             d.time = (*r.steadyStepMs - *c->steadyStepMs) / *c->steadyStepMs * 100.0;
-        if (!d.allocated && !d.time)
+        if (r.peakAllocated && c->peakAllocated && r.peakNote != c->peakNote)
+            d.why = tr("peak taken %1, the control's %2: not compared").arg(r.peakNote, c->peakNote);
+        else if (!d.allocated && !d.time)
             d.why = tr("the control (run %1) has no comparable measurement").arg(c->id);
     }
     endResetModel();
@@ -172,7 +174,9 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         if (index.column() == AllocatedDeltaColumn || index.column() == TimeDeltaColumn) {
             if (control)
                 return tr("This run is the explicit no-recompute control ([]).");
-            if (!d.why.isEmpty())
+            const bool has
+                = index.column() == AllocatedDeltaColumn ? d.allocated.has_value() : d.time.has_value();
+            if (!has && !d.why.isEmpty())
                 return tr("No delta: %1").arg(d.why);
             return tr("Against control run %1").arg(r->controlRunId ? *r->controlRunId : 0);
         }

@@ -1,0 +1,280 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recipe editor as a user drives it: a form edit updates the findings (and marks the field), a fix-it
+// clears its finding, the override / flag / JSON text and the form stay in step both ways, and a bad edit
+// is refused with a message naming the field.
+#include <QCheckBox>
+#include <QComboBox>
+#include <QDir>
+#include <QFile>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QSpinBox>
+#include <QTest>
+
+#include "core/recipe_json.h"
+#include "editorpage.h"
+#include "findingspanel.h"
+#include "models/findingsmodel.h"
+#include "models/recipediffmodel.h"
+#include "models/recomputelabelsmodel.h"
+#include "presets.h"
+#include "recipedocument.h"
+#include "recipeform.h"
+#include "recipetextview.h"
+
+using namespace rs;
+using namespace rs::ui;
+
+namespace {
+
+bool hasFinding(const FindingsModel* model, const QString& rule)
+{
+    for (int row = 0; row < model->rowCount(); ++row) {
+        if (model->index(row, FindingsModel::RuleColumn).data().toString() == rule)
+            return true;
+    }
+    return false;
+}
+
+int findingRow(const FindingsModel* model, const QString& rule)
+{
+    for (int row = 0; row < model->rowCount(); ++row) {
+        if (model->index(row, FindingsModel::RuleColumn).data().toString() == rule)
+            return row;
+    }
+    return -1;
+}
+
+int labelRow(const RecomputeLabelsModel* model, const QString& label)
+{
+    return int(model->labels().indexOf(label));
+}
+
+} // namespace
+
+class TestRecipeEditor : public QObject {
+    Q_OBJECT
+
+private slots:
+    void init()
+    {
+        m_document = new RecipeDocument;
+        m_page = new EditorPage(m_document);
+    }
+    void cleanup()
+    {
+        delete m_page;
+        delete m_document;
+    }
+
+    void presetsAreCompiledIn()
+    {
+        const QStringList names = presetNames();
+        QVERIFY2(names.contains(QStringLiteral("dense-gqa-swiglu")), qPrintable(names.join(u',')));
+        QVERIFY(names.contains(QStringLiteral("moonlight-mla-moe")));
+        QVERIFY(names.contains(QStringLiteral("gpt-unfused")));
+        for (const QString& n : names)
+            QVERIFY2(!presetRecipe(n).name.empty(), qPrintable(n));
+    }
+
+    // Unchecking moe_grouped_gemm on an MoE recipe recomputing moe_act: R12 appears, the field is marked,
+    // and its fix-it (set moe_grouped_gemm=true) clears it again.
+    void editUpdatesFindingsAndFixItClearsIt()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
+        FindingsModel* findings = m_page->findings()->model();
+        QVERIFY(!hasFinding(findings, QStringLiteral("R12")));
+        QCOMPARE(m_page->form()->marking("moe_grouped_gemm"), QString());
+
+        auto* grouped = qobject_cast<QCheckBox*>(m_page->form()->editor("moe_grouped_gemm"));
+        QVERIFY(grouped);
+        QVERIFY(grouped->isChecked());
+        grouped->click(); // a user's click, through the signal the form listens to
+        QVERIFY(!m_document->recipe().moe_grouped_gemm);
+        const int row = findingRow(findings, QStringLiteral("R12"));
+        QVERIFY2(row >= 0, "R12 (moe_act needs moe_grouped_gemm) expected after the edit");
+        QCOMPARE(
+            findings->index(row, FindingsModel::SeverityColumn).data().toString(), QStringLiteral("error"));
+        QVERIFY(findings->index(row, FindingsModel::MessageColumn)
+                    .data()
+                    .toString()
+                    .contains(QStringLiteral("moe_grouped_gemm")));
+        QVERIFY(!findings->index(row, FindingsModel::SourceColumn).data().toString().isEmpty());
+        QCOMPARE(m_page->form()->marking("moe_grouped_gemm"), QStringLiteral("error"));
+        QVERIFY(findings->data(findings->index(row, 0), FindingsModel::HasFixItRole).toBool());
+
+        QVERIFY(m_page->findings()->applyFixIt(row));
+        QVERIFY(!hasFinding(findings, QStringLiteral("R12")));
+        QVERIFY(m_document->recipe().moe_grouped_gemm);
+        QVERIFY(grouped->isChecked());
+        QCOMPARE(m_page->form()->marking("moe_grouped_gemm"), QString());
+    }
+
+    // Checking a label in the checklist changes recompute_modules and the findings: mla_up_proj on a
+    // dense model without MLA is R13, and the label shows it has no effect there.
+    void labelChecklistEditsModules()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        RecomputeLabelsModel* labels = m_page->form()->labelsModel();
+        const int row = labelRow(labels, QStringLiteral("mla_up_proj"));
+        QVERIFY(row >= 0);
+        QVERIFY(labels->index(row, 0).data(RecomputeLabelsModel::ExistsRole).toBool());
+        QVERIFY(!labels->index(row, 0).data(RecomputeLabelsModel::HasEffectRole).toBool());
+        QVERIFY(labels->setData(labels->index(row, 0), Qt::Checked, Qt::CheckStateRole));
+        const auto& modules = m_document->recipe().recompute_modules;
+        QVERIFY(modules.has_value());
+        QVERIFY(std::find(modules->begin(), modules->end(), "mla_up_proj") != modules->end());
+        QVERIFY(hasFinding(m_page->findings()->model(), QStringLiteral("R13")));
+        QCOMPARE(m_page->form()->marking("recompute_modules"), QStringLiteral("error"));
+        // and off again
+        QVERIFY(labels->setData(labels->index(labelRow(labels, QStringLiteral("mla_up_proj")), 0),
+            Qt::Unchecked, Qt::CheckStateRole));
+        QVERIFY(!hasFinding(m_page->findings()->model(), QStringLiteral("R13")));
+    }
+
+    // A label only the main profile knows is marked as absent on the pinned profile.
+    void labelsShowTheProfile()
+    {
+        Recipe r = presetRecipe(QStringLiteral("dense-gqa-swiglu"));
+        r.profile = Profile::BridgePin;
+        m_document->setRecipe(r);
+        RecomputeLabelsModel* labels = m_page->form()->labelsModel();
+        const int mhc = labelRow(labels, QStringLiteral("mhc"));
+        QVERIFY(mhc >= 0);
+        QVERIFY(!labels->index(mhc, 0).data(RecomputeLabelsModel::ExistsRole).toBool());
+        r.profile = Profile::Main;
+        m_document->setRecipe(r);
+        QVERIFY(labels->index(labelRow(labels, QStringLiteral("mhc")), 0)
+                    .data(RecomputeLabelsModel::ExistsRole)
+                    .toBool());
+    }
+
+    void formEditReachesOverrideAndFlagText()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        auto* layers = qobject_cast<QSpinBox*>(m_page->form()->editor("num_layers"));
+        QVERIFY(layers);
+        layers->setValue(40);
+        QCOMPARE(m_document->recipe().num_layers, 40);
+        QVERIFY2(
+            m_page->overridesView()->editor()->toPlainText().contains(QStringLiteral("model.num_layers=40")),
+            qPrintable(m_page->overridesView()->editor()->toPlainText()));
+        QVERIFY(m_page->flagsView()->editor()->toPlainText().contains(QStringLiteral("--num-layers 40")));
+        QVERIFY(m_page->jsonView()->editor()->toPlainText().contains(QStringLiteral("\"num_layers\": 40")));
+    }
+
+    void overrideTextEditReachesForm_data()
+    {
+        QTest::addColumn<QString>("find");
+        QTest::addColumn<QString>("replace");
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QString>("expected");
+        QTest::addRow("int") << QStringLiteral("model.num_layers=32") << QStringLiteral("model.num_layers=48")
+                             << QStringLiteral("num_layers") << QStringLiteral("48");
+        QTest::addRow("list") << QStringLiteral("'model.recompute_modules=[core_attn]'")
+                              << QStringLiteral("'model.recompute_modules=[core_attn,mlp]'")
+                              << QStringLiteral("recompute_modules") << QStringLiteral("core_attn,mlp");
+        QTest::addRow("repr list") << QStringLiteral("'model.recompute_modules=[core_attn]'")
+                                   << QStringLiteral("\"model.recompute_modules=['mlp']\"")
+                                   << QStringLiteral("recompute_modules") << QStringLiteral("mlp");
+    }
+
+    // Editing the override text moves the form: the spin box, or the checklist.
+    void overrideTextEditReachesForm()
+    {
+        QFETCH(QString, find);
+        QFETCH(QString, replace);
+        QFETCH(QString, key);
+        QFETCH(QString, expected);
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        QPlainTextEdit* text = m_page->overridesView()->editor();
+        QString t = text->toPlainText();
+        QVERIFY2(t.contains(find), qPrintable(t));
+        t.replace(find, replace);
+        text->setPlainText(t); // emits textChanged, as typing does
+        QCOMPARE(m_page->overridesView()->errorText(), QString());
+        if (key == QLatin1String("num_layers")) {
+            QCOMPARE(
+                qobject_cast<QSpinBox*>(m_page->form()->editor("num_layers"))->value(), expected.toInt());
+        } else {
+            QCOMPARE(m_page->form()->labelsModel()->checkedLabels().join(u','), expected);
+        }
+        // the other views follow
+        QVERIFY(m_page->flagsView()->editor()->toPlainText().contains(expected.section(u',', -1)));
+    }
+
+    void badOverrideIsRefusedNamingTheField()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        const Recipe before = m_document->recipe();
+        QPlainTextEdit* text = m_page->overridesView()->editor();
+        text->setPlainText(text->toPlainText() + QStringLiteral(" \\\nmodel.num_layerz=3"));
+        const QString error = m_page->overridesView()->errorText();
+        QVERIFY2(error.contains(QStringLiteral("num_layerz")), qPrintable(error));
+        QVERIFY2(error.contains(QStringLiteral("num_layers")), qPrintable(error)); // the nearest known key
+        QVERIFY(m_document->recipe() == before);
+    }
+
+    void flagTextEditReachesForm()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("gpt-unfused")));
+        QPlainTextEdit* text = m_page->flagsView()->editor();
+        QString t = text->toPlainText();
+        QVERIFY2(t.contains(QStringLiteral("--seq-length 2048")), qPrintable(t));
+        t.replace(QStringLiteral("--seq-length 2048"), QStringLiteral("--seq-length 4096"));
+        text->setPlainText(t);
+        QCOMPARE(m_page->flagsView()->errorText(), QString());
+        QCOMPARE(m_document->recipe().seq_length, 4096);
+        QCOMPARE(qobject_cast<QSpinBox*>(m_page->form()->editor("seq_length"))->value(), 4096);
+        // the name has no flag and is kept
+        QCOMPARE(m_document->recipe().name, presetRecipe(QStringLiteral("gpt-unfused")).name);
+    }
+
+    // The explicit [] control has no Megatron-LM spelling: the flag view says so instead of writing flags.
+    void controlHasNoFlagSpelling()
+    {
+        m_document->setRecipe(RecipeDocument::controlFor(presetRecipe(QStringLiteral("gpt-unfused"))));
+        QVERIFY(!m_page->flagsView()->errorText().isEmpty());
+        QVERIFY(m_page->overridesView()->editor()->toPlainText().contains(
+            QStringLiteral("model.recompute_modules=[]")));
+    }
+
+    void diffAgainstControl()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
+        const auto& diff = m_page->diffModel()->differences();
+        QCOMPARE(int(diff.size()), 1);
+        QCOMPARE(QString::fromStdString(diff.front().key), QStringLiteral("recompute_modules"));
+        QCOMPARE(QString::fromStdString(diff.front().control), QStringLiteral("[]"));
+        QCOMPARE(QString::fromStdString(diff.front().recipe), QStringLiteral("[\"moe_act\"]"));
+    }
+
+    void rejectedFormEditKeepsTheRecipe()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        QString error;
+        QVERIFY(!m_document->setField("fp8_recipe", "quarterwise", nullptr, &error));
+        QVERIFY2(error.contains(QStringLiteral("fp8_recipe")), qPrintable(error));
+        QCOMPARE(QString::fromStdString(m_document->recipe().fp8_recipe), QStringLiteral("delayed"));
+    }
+
+    void saveAndLoadRoundTrip()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
+        const QString path = QDir::temp().filePath(QStringLiteral("tst_recipeeditor.recipe.json"));
+        QString error;
+        QVERIFY2(m_document->save(path, &error), qPrintable(error));
+        QVERIFY(!m_document->isModified());
+        RecipeDocument other;
+        QVERIFY2(other.load(path, &error), qPrintable(error));
+        QVERIFY(other.recipe() == m_document->recipe());
+        QFile::remove(path);
+    }
+
+private:
+    RecipeDocument* m_document = nullptr;
+    EditorPage* m_page = nullptr;
+};
+
+QTEST_MAIN(TestRecipeEditor)
+#include "tst_recipeeditor.moc"
