@@ -31,6 +31,8 @@ def main():
             current = j["name"]
             worker[current] = {}
         elif current:
+            if j["event"] == "iteration" and "first_iteration" not in worker[current]:
+                worker[current]["first_iteration"] = j
             worker[current][j["event"]] = j
     eager, rate = {}, None
     for j in load(os.path.join(d, "eager.jsonl")):
@@ -42,8 +44,9 @@ def main():
     ms = lambda v: f"{v:.1f}" if isinstance(v, (int, float)) else "-"
     print(f"bf16 8192^3 matmul rate on this GPU: {rate:.0f} TFLOP/s\n" if rate else "")
     print("| recipe / choice | worker ms | eager ms | worker/eager | worker TFLOP/s (model) | % of matmul rate "
-          "| worker peak alloc GiB (fwd/bwd/opt) | eager peak alloc GiB (fwd/bwd/opt) | worker / eager peak reserved GiB | status |")
-    print("|---|---|---|---|---|---|---|---|---|---|")
+          "| worker peak alloc GiB (fwd/bwd/opt) | eager peak alloc GiB (fwd/bwd/opt) | worker / eager peak reserved GiB "
+          "| first loss worker / eager | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for name in sorted(set(worker) | set(eager), key=lambda n: (n.split("__")[0], list(worker).index(n) if n in worker else 99)):
         w = worker.get(name, {})
         res, summ = w.get("result", {}), w.get("rank_summary", {})
@@ -54,13 +57,15 @@ def main():
         pct = f"{100 * tf / rate:.0f}%" if tf and rate else "-"
         wp, ep = summ.get("phase_peaks", {}), e.get("phase_peaks", {})
         trio = lambda p: "/".join(g(p.get(k, {}).get("allocated")) for k in ("forward", "backward", "optimizer"))
+        wl, el = w.get("first_iteration", {}).get("loss"), e.get("first_loss")
+        losses = f"{wl:.4f} / {el:.4f}" if isinstance(wl, float) and isinstance(el, float) else "-"
         status = f"{res.get('status', 'none')} / {e.get('status', 'none')}"
         if res.get("status") not in (None, "pass"):
             status += f" ({res.get('stage')}: {res.get('message', '')[:60]})"
         print(f"| {name} | {ms(wms)} | {ms(ems)} | {ratio} | {tf:.0f} | {pct} | {trio(wp)} (max {g(summ.get('peak_allocated'))}) "
-              f"| {trio(ep)} (max {g(e.get('peak_allocated'))}) | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {status} |"
+              f"| {trio(ep)} (max {g(e.get('peak_allocated'))}) | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {losses} | {status} |"
               if tf else
-              f"| {name} | {ms(wms)} | {ms(ems)} | {ratio} | - | - | {trio(wp)} | {trio(ep)} | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {status} |")
+              f"| {name} | {ms(wms)} | {ms(ems)} | {ratio} | - | - | {trio(wp)} | {trio(ep)} | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {losses} | {status} |")
 
 
 if __name__ == "__main__":

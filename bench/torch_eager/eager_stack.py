@@ -134,8 +134,10 @@ class Stack:
             if L["moe"]:
                 L["router"] = P((self.experts, h))
                 mult = 2 if self.gated else 1
-                L["fc1"] = [P((mult * self.moe_ffn, h)) for _ in range(self.experts)]
-                L["fc2"] = [P((h, self.moe_ffn)) for _ in range(self.experts)]
+                L["fc1"], L["fc2"] = [], []
+                for _ in range(self.experts):  # interleaved, in the worker's order, so the draws match
+                    L["fc1"].append(P((mult * self.moe_ffn, h)))
+                    L["fc2"].append(P((h, self.moe_ffn)))
                 if self.shared_ffn:
                     L["sfc1"] = P((mult * self.shared_ffn, h))
                     L["sfc2"] = P((h, self.shared_ffn))
@@ -237,7 +239,7 @@ class Stack:
             out = F.scaled_dot_product_attention(q.permute(1, 2, 0, 3), k.permute(1, 2, 0, 3),
                                                  v.permute(1, 2, 0, 3), dropout_p=self.p_attn, is_causal=True)
         else:  # LibTorch 1.13's Python (CPU checks of this script only): the private op, as the worker uses
-            out = torch._scaled_dot_product_attention(q.permute(1, 2, 0, 3), k.permute(1, 2, 0, 3),
+            out = torch.ops.aten._scaled_dot_product_attention(q.permute(1, 2, 0, 3), k.permute(1, 2, 0, 3),
                                                       v.permute(1, 2, 0, 3), None, self.p_attn, False, True)[0]
         return out.permute(2, 0, 1, 3).reshape(sq, b, np_ * v.shape[3])
 
@@ -392,7 +394,7 @@ def run_recipe(path, device, warmup, iters, seed):
             "phase_peaks": peaks,
             "peak_allocated": max(p["allocated"] for p in peaks.values()) if peaks else None,
             "peak_reserved": max(p["reserved"] for p in peaks.values()) if peaks else None,
-            "loss_finite": all(math.isfinite(v) for v in losses), "last_loss": losses[-1],
+            "loss_finite": all(math.isfinite(v) for v in losses), "first_loss": losses[0], "last_loss": losses[-1],
         })
     except torch.cuda.OutOfMemoryError as e:
         out.update({"status": "oom", "stage": stage, "message": str(e).splitlines()[0]})
