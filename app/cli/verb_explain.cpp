@@ -78,7 +78,7 @@ int explainMain(const std::vector<std::string>& args)
                       << rs::severityName(r.severity)
                       << std::string(
                              12 - std::min<size_t>(11, std::string(rs::severityName(r.severity)).size()), ' ')
-                      << r.summary << "\n";
+                      << r.summary.substr(0, r.summary.find('\n')) << "\n";
         return 0;
     }
     if (id.empty()) {
@@ -113,7 +113,7 @@ int explainMain(const std::vector<std::string>& args)
         return 0;
     }
     std::cout << rule->id << " (" << rs::severityName(rule->severity) << ")\n";
-    indent(rule->summary, "  ");
+    indent(rule->summary, "  - ");
     std::cout << "profiles: " << profiles(rule->profiles) << "\n";
     if (!rule->fields.empty()) {
         std::string f;
@@ -121,8 +121,6 @@ int explainMain(const std::vector<std::string>& args)
             f += (f.empty() ? "" : ", ") + x;
         std::cout << "fields:   " << f << "\n";
     }
-    const bool oneMessage = std::all_of(rule->variants.begin(), rule->variants.end(),
-        [&](const rs::RuleVariant& v) { return v.message == rule->message; });
     std::cout << "message:\n";
     indent(rule->message, "  ");
     if (!rule->fixit.empty())
@@ -132,7 +130,7 @@ int explainMain(const std::vector<std::string>& args)
     std::cout << "sources:\n";
     for (const auto& v : rule->variants) {
         std::cout << "  " << profiles(v.profiles) << ": " << v.source << "\n";
-        if (!oneMessage)
+        if (v.message != rule->message) // this profile's wording differs
             indent(v.message, "    ");
     }
     return 0;

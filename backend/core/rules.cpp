@@ -492,7 +492,7 @@ const std::vector<RuleInfo>& ruleCatalogue()
                     info.source = var.source;
                 }
             }
-            info.summary = join(summaries, "; ");
+            info.summary = join(summaries, "\n");
             info.fixit = join(fixits, "; ");
             info.reason = join(reasons, " ");
             out.push_back(std::move(info));

@@ -66,7 +66,7 @@ struct RuleInfo {
     Severity severity = Severity::Error;
     std::vector<Profile> profiles; // the profiles where the rule exists
     std::vector<std::string> fields;
-    std::string summary; // one line: the condition in words
+    std::string summary; // the condition in words, one line per row of the rule
     std::string message; // the message (main's, or the first profile's) with {x} placeholders
     std::string source; // file:line (main) [pin] [skill] as the reference gives them
     std::vector<RuleVariant> variants; // per profile where it differs from message/source
