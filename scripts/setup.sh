@@ -8,6 +8,7 @@ packages=(
   libtorch-dev                                   # LibTorch 1.13 (CPU) for the worker on dev machines and CI
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev
   libqt6sql6-sqlite libqt6svg6 libgl1-mesa-dev
+  libsqlite3-dev                                 # the store binds iteration rows through SQLite's C API
   sqlite3 xvfb xauth fonts-dejavu-core
   openssh-client
 )

@@ -187,12 +187,25 @@ QVector<ReportTable> buildReport(
         else
             members[*c];
     }
+    // Compared in memory: every run was read once above (a control outside the selection is read here).
+    QHash<qint64, const RunRecord*> byId;
+    for (const RunRecord& r : runs)
+        byId.insert(r.id, &r);
     for (qint64 c : order) {
+        std::optional<RunRecord> outside;
+        const RunRecord* control = byId.value(c, nullptr);
+        if (!control) {
+            outside = store.run(c);
+            if (!outside)
+                continue;
+            control = &*outside;
+        }
+        QVector<RunRecord> compared;
+        for (qint64 id : members.value(c))
+            compared << *byId.value(id);
         ReportTable t;
-        t.rows = store.compare(c, members.value(c));
-        if (t.rows.isEmpty())
-            continue;
-        t.control = t.rows.first().run;
+        t.rows = Store::compareRecords(*control, compared);
+        t.control = *control;
         tables << t;
     }
     if (!orphans.isEmpty()) {

@@ -7,15 +7,21 @@
 #include <functional>
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSqlDriver>
 #include <QSqlError>
 #include <QSqlQuery>
 #include <QSqlRecord>
 #include <QStandardPaths>
 #include <QUuid>
+
+#ifdef RS_HAVE_SQLITE3
+#include <sqlite3.h>
+#endif
 
 using namespace Qt::StringLiterals;
 
@@ -205,6 +211,10 @@ const QVector<Column>& runColumns()
         opt("theoretical_weight_optimizer_mb", "REAL", &RunRecord::theoreticalWeightOptimizerMb, 2),
         opt("theoretical_activation_mb", "REAL", &RunRecord::theoreticalActivationMb, 2),
         opt("theoretical_total_mb", "REAL", &RunRecord::theoreticalTotalMb, 2),
+        // v3: derived from recipe_json on every write
+        { u"recipe_match_key"_s, u"TEXT"_s, 3,
+            [](const RunRecord& r) { return textVar(Store::recipeMatchKey(r.recipeJson)); },
+            [](RunRecord& r, const QVariant& v) { r.recipeMatchKey = v.toString(); } },
     };
     return columns;
 }
@@ -273,7 +283,10 @@ QVector<QStringList> migrations()
           "  allocated INTEGER, max_allocated INTEGER, reserved INTEGER, max_reserved INTEGER,\n"
           "  alloc_retries INTEGER,\n"
           "  PRIMARY KEY (run_id, rank, after_iteration)) WITHOUT ROWID"_s;
-    return { v1, v2 };
+    QStringList v3 { u"ALTER TABLE runs ADD COLUMN recipe_match_key TEXT"_s,
+        u"CREATE INDEX runs_recipe_match_key ON runs(recipe_match_key)"_s };
+    // (the keys of existing rows are computed in C++ after these statements: Store::migrate)
+    return { v1, v2, v3 };
 }
 
 std::atomic<int> g_connectionSerial { 0 };
@@ -291,7 +304,58 @@ QString joinInts(const QVector<qint64>& ids)
     return parts.join(u',');
 }
 
+// The recipe keys that may differ between matched runs: the recompute choice itself, and what is not part
+// of the workload (name, memory target, schema version).
+const QStringList& notMatchedKeys()
+{
+    static const QStringList keys = { u"name"_s, u"recompute_granularity"_s, u"recompute_modules"_s,
+        u"recompute_method"_s, u"recompute_num_layers"_s, u"distribute_saved_activations"_s,
+        u"moe_layer_recompute"_s, u"memory_target_gb"_s, u"checkpoint_activations_flag"_s,
+        u"recompute_activations"_s, u"schema_version"_s };
+    return keys;
+}
+
 } // namespace
+
+QString Store::recipeMatchKey(const QString& recipeJson)
+{
+    if (recipeJson.isEmpty())
+        return {};
+    QJsonObject o = QJsonDocument::fromJson(recipeJson.toUtf8()).object();
+    if (o.isEmpty())
+        return {};
+    for (const QString& key : notMatchedKeys())
+        o.remove(key);
+    // QJsonObject keeps its keys sorted, so the compact text is canonical.
+    return QString::fromLatin1(
+        QCryptographicHash::hash(QJsonDocument(o).toJson(QJsonDocument::Compact), QCryptographicHash::Sha256)
+            .toHex());
+}
+
+bool Store::backfillMatchKeys(QString* error)
+{
+    QSqlQuery read(database());
+    if (!read.exec(u"SELECT id, recipe_json FROM runs WHERE recipe_json IS NOT NULL"_s)) {
+        if (error)
+            *error = sqlError(read);
+        return false;
+    }
+    QVector<QPair<qint64, QString>> keys;
+    while (read.next())
+        keys.append({ read.value(0).toLongLong(), recipeMatchKey(read.value(1).toString()) });
+    QSqlQuery write(database());
+    write.prepare(u"UPDATE runs SET recipe_match_key=? WHERE id=?"_s);
+    for (const auto& [id, key] : keys) {
+        write.addBindValue(textVar(key));
+        write.addBindValue(id);
+        if (!write.exec()) {
+            if (error)
+                *error = sqlError(write);
+            return false;
+        }
+    }
+    return true;
+}
 
 // ---------------------------------------------------------------------------------------------------------
 
@@ -388,6 +452,10 @@ bool Store::openAtVersion(const QString& path, int version, QString* error)
 void Store::close()
 {
     m_iterationInsert.reset();
+#ifdef RS_HAVE_SQLITE3
+    sqlite3_finalize(static_cast<sqlite3_stmt*>(m_iterationStmt));
+#endif
+    m_iterationStmt = nullptr;
     if (QSqlDatabase::contains(m_connection)) {
         {
             QSqlDatabase db = QSqlDatabase::database(m_connection, false);
@@ -464,6 +532,10 @@ bool Store::migrate(int targetVersion, QString* error)
                     *error = u"migration to schema version %1 failed: "_s.arg(v) + *error;
                 return false;
             }
+        }
+        if (v == 3 && !backfillMatchKeys(error)) {
+            exec(u"ROLLBACK"_s);
+            return false;
         }
         if (!exec(u"PRAGMA user_version = %1"_s.arg(v), error)) {
             exec(u"ROLLBACK"_s);
@@ -562,6 +634,28 @@ bool Store::updateRun(const RunRecord& run)
     return true;
 }
 
+#ifdef RS_HAVE_SQLITE3
+namespace {
+// The QSQLITE connection's own sqlite3 handle (the driver links the same system libsqlite3).
+sqlite3* sqliteHandle(const QSqlDatabase& db)
+{
+    const QVariant v = db.driver()->handle();
+    if (!v.isValid() || qstrcmp(v.typeName(), "sqlite3*") != 0)
+        return nullptr;
+    return *static_cast<sqlite3* const*>(v.constData());
+}
+template <typename T> int bindOpt(sqlite3_stmt* st, int i, const std::optional<T>& v)
+{
+    if (!v)
+        return sqlite3_bind_null(st, i);
+    if constexpr (std::is_same_v<T, double>)
+        return sqlite3_bind_double(st, i, *v);
+    else
+        return sqlite3_bind_int64(st, i, sqlite3_int64(*v));
+}
+} // namespace
+#endif
+
 bool Store::insertIteration(const IterationRow& r)
 {
     // One prepared statement per connection: live ingest and bulk replay insert many rows.
@@ -572,6 +666,55 @@ bool Store::insertIteration(const IterationRow& r)
           "allocated_after, reserved_after, alloc_retries, optimizer_init, tflops, "
           "skipped_iterations, nan_iterations) "
           "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"_s;
+#ifdef RS_HAVE_SQLITE3
+    // Iteration rows are the bulk of the store: bound straight through SQLite's API, they go in several
+    // times faster than through QSqlQuery's QVariant binding (docs/benchmarks.md, "## Store").
+    if (!m_iterationStmt) {
+        if (sqlite3* h = sqliteHandle(database())) {
+            sqlite3_stmt* st = nullptr;
+            const QByteArray utf8 = sql.toUtf8();
+            if (sqlite3_prepare_v3(
+                    h, utf8.constData(), int(utf8.size()), SQLITE_PREPARE_PERSISTENT, &st, nullptr)
+                == SQLITE_OK)
+                m_iterationStmt = st;
+        }
+    }
+    if (auto* st = static_cast<sqlite3_stmt*>(m_iterationStmt)) {
+        sqlite3_reset(st);
+        sqlite3_bind_int64(st, 1, r.runId);
+        sqlite3_bind_int(st, 2, r.rank);
+        sqlite3_bind_int(st, 3, r.iteration);
+        if (r.phase.isEmpty()) {
+            sqlite3_bind_null(st, 4);
+        } else {
+            const QByteArray phase = r.phase.toUtf8();
+            sqlite3_bind_text(st, 4, phase.constData(), int(phase.size()), SQLITE_TRANSIENT);
+        }
+        bindOpt(st, 5, r.stepMs);
+        bindOpt(st, 6, r.loss);
+        bindOpt(st, 7, r.lossFinite);
+        bindOpt(st, 8, r.forwardPeakAllocated);
+        bindOpt(st, 9, r.forwardPeakReserved);
+        bindOpt(st, 10, r.backwardPeakAllocated);
+        bindOpt(st, 11, r.backwardPeakReserved);
+        bindOpt(st, 12, r.optimizerPeakAllocated);
+        bindOpt(st, 13, r.optimizerPeakReserved);
+        bindOpt(st, 14, r.allocatedAfter);
+        bindOpt(st, 15, r.reservedAfter);
+        bindOpt(st, 16, r.allocRetries);
+        sqlite3_bind_int(st, 17, r.optimizerInit ? 1 : 0);
+        bindOpt(st, 18, r.tflops);
+        bindOpt(st, 19, r.skippedIterations);
+        bindOpt(st, 20, r.nanIterations);
+        const int rc = sqlite3_step(st);
+        if (rc != SQLITE_DONE) {
+            m_lastError = u"insert iteration: "_s + QString::fromUtf8(sqlite3_errmsg(sqlite3_db_handle(st)));
+            sqlite3_reset(st);
+            return false;
+        }
+        return true;
+    }
+#endif
     if (!m_iterationInsert) {
         m_iterationInsert = std::make_unique<QSqlQuery>(database());
         if (!m_iterationInsert->prepare(sql)) {
@@ -735,12 +878,56 @@ QVector<RunRecord> Store::listRuns(const RunFilter& filter) const
     sql += u" ORDER BY id DESC"_s;
     if (filter.limit >= 0)
         sql += u" LIMIT "_s + QString::number(filter.limit);
+    QVector<RunRecord> out;
+#ifdef RS_HAVE_SQLITE3
+    // Reading every run is what a report over a large store spends its time on: straight from SQLite,
+    // without QSqlQuery's per-row QVariant vector (docs/benchmarks.md, "## Store").
+    if (sqlite3* h = sqliteHandle(database())) {
+        sqlite3_stmt* st = nullptr;
+        const QByteArray utf8 = sql.toUtf8();
+        if (sqlite3_prepare_v2(h, utf8.constData(), int(utf8.size()), &st, nullptr) == SQLITE_OK) {
+            for (int i = 0; i < binds.size(); ++i) {
+                const QByteArray text = binds[i].toString().toUtf8();
+                sqlite3_bind_text(st, i + 1, text.constData(), int(text.size()), SQLITE_TRANSIENT);
+            }
+            int rc;
+            while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+                RunRecord r;
+                r.id = sqlite3_column_int64(st, 0);
+                for (int i = 0; i < cols.size(); ++i) {
+                    const int c = i + 1;
+                    switch (sqlite3_column_type(st, c)) {
+                    case SQLITE_INTEGER:
+                        cols[i]->set(r, QVariant(qlonglong(sqlite3_column_int64(st, c))));
+                        break;
+                    case SQLITE_FLOAT:
+                        cols[i]->set(r, QVariant(sqlite3_column_double(st, c)));
+                        break;
+                    case SQLITE_NULL:
+                        cols[i]->set(r, QVariant());
+                        break;
+                    default:
+                        cols[i]->set(r,
+                            QVariant(
+                                QString::fromUtf8(reinterpret_cast<const char*>(sqlite3_column_text(st, c)),
+                                    sqlite3_column_bytes(st, c))));
+                    }
+                }
+                out << r;
+            }
+            if (rc != SQLITE_DONE)
+                const_cast<Store*>(this)->m_lastError = QString::fromUtf8(sqlite3_errmsg(h));
+            sqlite3_finalize(st);
+            return out;
+        }
+        sqlite3_finalize(st);
+    }
+#endif
     QSqlQuery q(database());
     q.setForwardOnly(true);
     q.prepare(sql);
     for (const auto& b : binds)
         q.addBindValue(b);
-    QVector<RunRecord> out;
     if (!q.exec()) {
         const_cast<Store*>(this)->m_lastError = sqlError(q);
         return out;
@@ -976,13 +1163,13 @@ MatchCheck Store::matchCheck(const RunRecord& r, const RunRecord& c)
     compareField("bridge_revision", r.bridgeRevision, c.bridgeRevision, &m);
 
     // Both recipes known: every other recipe field must agree too (dropout, CUDA graphs, overlap, ...).
-    if (!r.recipeJson.isEmpty() && !c.recipeJson.isEmpty()) {
+    // Equal match keys say so without reading the recipes.
+    if (!r.recipeMatchKey.isEmpty() && r.recipeMatchKey == c.recipeMatchKey) {
+        // matched as far as the recipes go
+    } else if (!r.recipeJson.isEmpty() && !c.recipeJson.isEmpty()) {
         const QJsonObject a = QJsonDocument::fromJson(r.recipeJson.toUtf8()).object();
         const QJsonObject b = QJsonDocument::fromJson(c.recipeJson.toUtf8()).object();
-        static const QStringList ignored = { u"name"_s, u"recompute_granularity"_s, u"recompute_modules"_s,
-            u"recompute_method"_s, u"recompute_num_layers"_s, u"distribute_saved_activations"_s,
-            u"moe_layer_recompute"_s, u"memory_target_gb"_s, u"checkpoint_activations_flag"_s,
-            u"recompute_activations"_s, u"schema_version"_s };
+        const QStringList& ignored = notMatchedKeys();
         QStringList keys = a.keys() + b.keys();
         keys.removeDuplicates();
         keys.sort();
@@ -1025,7 +1212,6 @@ MatchCheck Store::matchCheck(qint64 runId, qint64 controlRunId) const
 
 QVector<ComparisonRow> Store::compare(qint64 controlRunId, const QVector<qint64>& runIds) const
 {
-    QVector<ComparisonRow> out;
     QVector<qint64> all { controlRunId };
     for (qint64 id : runIds) {
         if (id != controlRunId && !all.contains(id))
@@ -1037,21 +1223,34 @@ QVector<ComparisonRow> Store::compare(qint64 controlRunId, const QVector<qint64>
     for (const auto& r : listRuns(f))
         byId.insert(r.id, r);
     if (!byId.contains(controlRunId))
-        return out;
-    const RunRecord control = byId.value(controlRunId);
-    for (qint64 id : all) {
-        if (!byId.contains(id))
+        return {};
+    QVector<RunRecord> runs;
+    for (qint64 id : all.mid(1)) {
+        if (byId.contains(id))
+            runs << byId.value(id);
+    }
+    return compareRecords(byId.value(controlRunId), runs);
+}
+
+QVector<ComparisonRow> Store::compareRecords(const RunRecord& control, const QVector<RunRecord>& runs)
+{
+    QVector<ComparisonRow> out;
+    out.reserve(runs.size() + 1);
+    ComparisonRow head;
+    head.run = control;
+    head.isControl = true;
+    head.match.matched = true;
+    out << head;
+    for (const RunRecord& run : runs) {
+        if (run.id == control.id)
             continue;
         ComparisonRow row;
-        row.run = byId.value(id);
-        row.isControl = id == controlRunId;
+        row.run = run;
         row.match = matchCheck(row.run, control);
-        if (row.isControl)
-            row.match.notes.clear();
-        if (!row.isControl && !control.isExplicitControl())
+        if (!control.isExplicitControl())
             row.match.notes << u"the control's recompute choice is %1, not the explicit []"_s.arg(
                 control.moduleSetLabel());
-        if (row.match.matched && !row.isControl) {
+        if (row.match.matched) {
             if (row.run.peakAllocated && control.peakAllocated && *control.peakAllocated > 0) {
                 // Peaks taken at different points (after iteration 1 vs 2) are not one quantity.
                 if (row.run.peakNote == control.peakNote)

@@ -104,6 +104,9 @@ struct RunRecord {
 
     // schema v2: import provenance and the log's theoretical-memory line
     QString importPath, importSha256, importFormat; // format: megatron-lm | megatron-bridge
+    // schema v3 (derived, read-only): sha256 of the recipe without its recompute choice and name. Two runs
+    // with one key are matched as far as their recipes go, without reading the recipes.
+    QString recipeMatchKey;
     std::optional<double> theoreticalWeightOptimizerMb, theoreticalActivationMb, theoreticalTotalMb;
 
     // the guide's label for the recompute choice: "[]", "core_attn", "layernorm, moe_act",
@@ -191,8 +194,8 @@ struct ComparisonRow {
 class Store {
 public:
     // v1: runs, rank peaks, iterations. v2: per-phase peaks, import provenance, memory reports,
-    // theoretical memory.
-    static constexpr int kSchemaVersion = 2;
+    // theoretical memory. v3: the recipe match key (backfilled from the stored recipes).
+    static constexpr int kSchemaVersion = 3;
 
     Store();
     ~Store();
@@ -247,6 +250,10 @@ public:
     MatchCheck matchCheck(qint64 runId, qint64 controlRunId) const;
     // The guide's table: the control first, then every run in `runIds` (in order) against it.
     QVector<ComparisonRow> compare(qint64 controlRunId, const QVector<qint64>& runIds) const;
+    // The same on records already read (the report reads every run once).
+    static QVector<ComparisonRow> compareRecords(const RunRecord& control, const QVector<RunRecord>& runs);
+    // The match key of a recipe JSON text ("" for an empty text).
+    static QString recipeMatchKey(const QString& recipeJson);
 
     // A run imported from this file content before? (import provenance, v2)
     std::optional<qint64> runByImportDigest(const QString& sha256Hex) const;
@@ -263,12 +270,14 @@ public:
 
 private:
     bool migrate(int targetVersion, QString* error);
+    bool backfillMatchKeys(QString* error);
     bool exec(const QString& sql, QString* error = nullptr);
     QString m_connection;
     QString m_path;
     QString m_lastError;
     bool m_inWrite = false;
     std::unique_ptr<QSqlQuery> m_iterationInsert; // prepared once per connection
+    void* m_iterationStmt = nullptr; // sqlite3_stmt*, when built with the SQLite headers (fast path)
 };
 
 // The run fields that a recipe determines (shape, precision, parallelism, recompute choice, name, hash,

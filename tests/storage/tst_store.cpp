@@ -159,7 +159,8 @@ private slots:
             QVERIFY(runId > 0);
             QCOMPARE(old.iterations(runId).size(), 8);
             QSqlQuery q(old.database());
-            QVERIFY(!q.exec(u"SELECT COUNT(*) FROM phase_peaks"_s)); // not there yet
+            QCOMPARE(q.exec(u"SELECT COUNT(*) FROM phase_peaks"_s), from >= 2); // a v2 table
+            QCOMPARE(q.exec(u"SELECT recipe_match_key FROM runs"_s), from >= 3); // a v3 column
         }
         Store store;
         QString error;
@@ -175,10 +176,13 @@ private slots:
         QVERIFY(run->importSha256.isEmpty());
         QCOMPARE(store.iterations(runId).size(), 8);
         QCOMPARE(store.rankPeaks(runId).size(), 2);
-        QCOMPARE(store.phasePeaks(runId).size(), 0); // not measured into the v1 file
+        QCOMPARE(store.phasePeaks(runId).size(), from == 1 ? 0 : 4); // a v1 file had nowhere to keep them
+        // v3 computed the match key of the stored recipe.
+        QVERIFY(!run->recipeMatchKey.isEmpty());
+        QCOMPARE(run->recipeMatchKey, Store::recipeMatchKey(run->recipeJson));
         // The v2 features work on the upgraded file.
-        QVERIFY(store.insertPhasePeak({ runId, 0, u"forward"_s, 5, 6 }));
-        QCOMPARE(store.phasePeaks(runId).size(), 1);
+        QVERIFY(store.insertPhasePeak({ runId, 0, u"optimizer-init"_s, 5, 6 }));
+        QCOMPARE(store.phasePeaks(runId).size(), from == 1 ? 1 : 5);
         QVERIFY(store.setImportProvenance(runId, u"/x.log"_s, u"deadbeef"_s, u"megatron-lm"_s));
         QCOMPARE(store.runByImportDigest(u"deadbeef"_s).value_or(0), runId);
     }
