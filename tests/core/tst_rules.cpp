@@ -461,6 +461,12 @@ void TestRules::fires()
         QVERIFY2(f, QByteArray("expected " + id + " (" + key + ") among:" + describe(v)).constData());
     else
         QVERIFY2(!f, QByteArray("did not expect " + id + " (" + key + ") among:" + describe(v)).constData());
+    // Whatever fired, `resolved` is a fixed point: validating it again adjusts nothing.
+    const Validation again = validate(v.resolved, formatFromName(format.toStdString()));
+    for (const auto& g : again.findings)
+        QVERIFY2(g.severity != Severity::Adjustment,
+            QByteArray("adjusted again: " + QByteArray(g.rule_id.c_str()) + " " + g.message.c_str())
+                .constData());
 }
 
 // Every row of the table that is evaluated has a case where it fires and one where it does not, on a
