@@ -20,7 +20,7 @@ enum class Profile {
 };
 
 // How the recipe reached us: the Megatron-LM CLI rules (M1-M6) apply only to flags, the Bridge rules
-// (B1-B9) only to Hydra overrides; a JSON recipe is read as Bridge would read it.
+// (B1-B9) only to Hydra overrides; a JSON recipe gets Megatron Core's own rules alone.
 enum class InputFormat { Json, BridgeOverrides, MegatronFlags };
 
 struct Recipe {
