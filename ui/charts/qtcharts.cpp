@@ -8,6 +8,7 @@
 #include <QBarSet>
 #include <QChart>
 #include <QChartView>
+#include <QCoreApplication>
 #include <QCursor>
 #include <QElapsedTimer>
 #include <QFileInfo>
@@ -57,20 +58,24 @@ struct ChartView::Backend {
     {
         for (auto& l : labels) {
             const QPointF pos = chart->mapToPosition(l.value, l.series);
-            l.item->setPos(pos + QPointF(7, -l.item->boundingRect().height() - 2));
+            const QRectF box = l.item->boundingRect();
+            // Right of the point, unless that runs off the plot: then left of it.
+            const bool flip = pos.x() + 7 + box.width() > chart->plotArea().right();
+            l.item->setPos(pos + QPointF(flip ? -7 - box.width() : 7, -box.height() - 2));
             l.item->setVisible(chart->plotArea().contains(pos));
         }
     }
 
-    // Renders at `size`: a hidden view is laid out at that size first so labels and ticks fit.
+    // Renders the chart's scene, not the view: a view that was never shown has no usable viewport. A
+    // hidden chart is laid out at `size` first so labels and ticks fit.
     void render(QPainter* painter, const QRectF& target, const QSize& size)
     {
-        if (!view->isVisible() && view->size() != size) {
-            view->resize(size);
+        if (!view->isVisible() && chart->size() != QSizeF(size)) {
             chart->resize(size);
+            QCoreApplication::sendPostedEvents(nullptr, QEvent::LayoutRequest);
             placeLabels();
         }
-        view->render(painter, target, view->viewport()->rect());
+        chart->scene()->render(painter, target, chart->sceneBoundingRect());
     }
 };
 
@@ -117,7 +122,7 @@ void ChartView::renderTo(QPainter* painter, const QRectF& target, const QSize& s
 
 QImage ChartView::toImage(const QSize& size) const
 {
-    const QSize s = m_backend->view->isVisible() ? m_backend->view->size() : size;
+    const QSize s = m_backend->view->isVisible() ? m_backend->chart->size().toSize() : size;
     QImage image(s * 2, QImage::Format_ARGB32_Premultiplied);
     image.setDevicePixelRatio(2.0);
     image.fill(Qt::white);
@@ -130,7 +135,7 @@ bool ChartView::exportImage(const QString& path, QString* error, const QSize& si
 {
     const QString suffix = QFileInfo(path).suffix().toLower();
     if (suffix == QLatin1String("svg")) {
-        const QSize s = m_backend->view->isVisible() ? m_backend->view->size() : size;
+        const QSize s = m_backend->view->isVisible() ? m_backend->chart->size().toSize() : size;
         QSvgGenerator svg;
         svg.setFileName(path);
         svg.setSize(s);
@@ -242,6 +247,10 @@ void TradeoffChart::setData(const TradeoffData& data)
     axisY->setTitleText(data.yTitle);
     axisY->setRange(y0, y1);
     axisY->setLabelFormat(QStringLiteral("%.4g"));
+    // Round ticks (455.3, 463, ... reads badly); the no-time column keeps its own right edge.
+    if (!anyNoTime)
+        axisX->applyNiceNumbers();
+    axisY->applyNiceNumbers();
     b.chart->addAxis(axisX, Qt::AlignBottom);
     b.chart->addAxis(axisY, Qt::AlignLeft);
 
@@ -367,8 +376,8 @@ void TradeoffChart::setData(const TradeoffData& data)
         pen.setStyle(Qt::DashDotLine);
         pen.setWidthF(1.5);
         target->setPen(pen);
-        target->append(x0, *data.memoryTarget);
-        target->append(x1, *data.memoryTarget);
+        target->append(axisX->min(), *data.memoryTarget);
+        target->append(axisX->max(), *data.memoryTarget);
         attach(target);
     }
     // Unnamed series (many groups' fronts) stay out of the legend.
