@@ -28,7 +28,8 @@ const char* kUsage
       "PATH]\n"
       "  Starts the local worker (recompute-bench; $RS_WORKER overrides where it is found) for the recipe,\n"
       "  shows progress, stores every event in the measurement store and prints the run's summary.\n"
-      "  --iters / --warmup set train_iters / warmup_iters. --control names the run's matched [] control;\n"
+      "  --warmup N: warm-up iterations; --iters N: steady (timed) iterations after them, as the worker\n"
+      "  reads them (train_iters = warmup + iters). --control names the run's matched [] control;\n"
       "  without it the latest stored run that is matched and is the explicit [] control is linked.\n"
       "  Ctrl-C stops the worker and keeps what was measured (the run ends `aborted`).\n"
       "  Exit: 0 pass, 1 the run did not pass, 2 unusable input, 130 interrupted.\n";
@@ -64,6 +65,7 @@ int runMain(const std::vector<std::string>& args)
     }
     QString db, device, worker;
     std::optional<qint64> control;
+    std::optional<int> steadyIters, warmupIters;
     for (size_t i = 0; i < rest.size(); ++i) {
         const std::string& a = rest[i];
         const bool takesValue = a == "--db" || a == "--device" || a == "--iters" || a == "--warmup"
@@ -97,17 +99,26 @@ int runMain(const std::vector<std::string>& args)
             const auto n = positive(false);
             if (!n)
                 return 2;
-            input.recipe.train_iters = int(*n);
+            steadyIters = int(*n);
         } else if (a == "--warmup") {
             const auto n = positive(true);
             if (!n)
                 return 2;
-            input.recipe.warmup_iters = int(*n);
+            warmupIters = int(*n);
         } else {
             control = positive(false);
             if (!control)
                 return 2;
         }
+    }
+
+    // The recipe carries the run length, so the worker, the store and the progress bar agree on it.
+    if (warmupIters || steadyIters) {
+        const int steady
+            = steadyIters.value_or(std::max(1, input.recipe.train_iters - input.recipe.warmup_iters));
+        if (warmupIters)
+            input.recipe.warmup_iters = *warmupIters;
+        input.recipe.train_iters = input.recipe.warmup_iters + steady;
     }
 
     rs::storage::Store store;

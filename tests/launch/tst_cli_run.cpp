@@ -92,7 +92,7 @@ private slots:
         QTemporaryDir dir;
         const QString db = dir.filePath(u"pass.sqlite"_s);
         auto p = startRun(
-            { writeRecipe(dir, 50), u"--db"_s, db, u"--iters"_s, u"6"_s, u"--warmup"_s, u"2"_s }, {});
+            { writeRecipe(dir, 50), u"--db"_s, db, u"--iters"_s, u"4"_s, u"--warmup"_s, u"2"_s }, {});
         QVERIFY(p->waitForFinished(30000));
         const QString out = QString::fromUtf8(p->readAllStandardOutput());
         QVERIFY2(p->exitCode() == 0, qPrintable(out + QString::fromUtf8(p->readAllStandardError())));
@@ -102,7 +102,8 @@ private slots:
         const auto runs = store.listRuns();
         QCOMPARE(runs.size(), 1);
         QCOMPARE(runs[0].outcome, outcome::Pass);
-        QCOMPARE(runs[0].iterationsPlanned.value_or(0), 6); // --iters reached the recipe
+        QCOMPARE(runs[0].iterationsPlanned.value_or(0), 6); // 2 warm-up + 4 steady reached the recipe
+        QCOMPARE(runs[0].warmupIters.value_or(0), 2);
         QCOMPARE(store.iterations(runs[0].id).size(), 6);
         QVERIFY(!runs[0].recipeHash.isEmpty());
     }

@@ -211,9 +211,15 @@ private slots:
 
     void realWorkerStreamIsStored()
     {
-#ifndef RS_REAL_WORKER
-        QSKIP("this build has no recompute-bench target (RS_BUILD_WORKER=OFF or not written yet)");
-#else
+        // The real recompute-bench: this build's target, or $RS_TEST_REAL_WORKER (another build's binary).
+        QString worker = qEnvironmentVariable("RS_TEST_REAL_WORKER");
+#ifdef RS_REAL_WORKER
+        if (worker.isEmpty())
+            worker = QStringLiteral(RS_REAL_WORKER);
+#endif
+        if (worker.isEmpty())
+            QSKIP(
+                "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
         QTemporaryDir dir;
         Store store;
         QVERIFY(store.open(dir.filePath(u"real.sqlite"_s)));
@@ -223,9 +229,10 @@ private slots:
         connect(
             &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
         LaunchOptions o;
-        o.workerPath = QStringLiteral(RS_REAL_WORKER);
+        o.workerPath = worker;
         QJsonObject recipe = tinyRecipe(4);
         recipe.insert(u"ffn_hidden_size"_s, 128);
+        recipe.insert(u"seq_length"_s, 64);
         recipe.insert(u"attention_backend"_s, u"unfused"_s);
         QVERIFY(launcher.start(recipe, o));
         QVERIFY(rec.finished.wait(120000));
@@ -233,11 +240,18 @@ private slots:
         const auto run = store.run(ingest.runId());
         QVERIFY(run);
         QCOMPARE(rec.hello.size(), 1);
+        QCOMPARE(rec.result.size(), 1);
+        QCOMPARE(rec.malformed.size(), 0); // the real stream is clean JSON lines
         QVERIFY2(run->outcome == outcome::Pass, qPrintable(run->outcome + u": "_s + run->message));
+        QCOMPARE(run->deviceKind, u"cpu"_s);
+        QVERIFY(!run->libtorchVersion.isEmpty());
+        QCOMPARE(run->recipeHash.size(), 64);
         QCOMPARE(store.iterations(run->id).size(), 4);
+        QCOMPARE(store.rankPeaks(run->id).size(), 1);
         QVERIFY(run->peakAllocated.value_or(0) > 0);
+        QVERIFY(run->peakReserved.value_or(0) >= run->peakAllocated.value_or(0));
         QVERIFY(run->steadyStepMs.value_or(0) > 0);
-#endif
+        QCOMPARE(run->lossFinite.value_or(false), true);
     }
 };
 
