@@ -15,6 +15,7 @@
 #include <QTemporaryDir>
 
 #include "editorpage.h"
+#include "launchpage.h"
 #include "presets.h"
 #include "recipedocument.h"
 #include "recipeform.h"
@@ -35,6 +36,12 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
     m_pages->addTab(m_editor, tr("Recipe"));
     m_runs = new RunsPage(m_store.get());
     m_pages->addTab(m_runs, tr("Runs and charts"));
+    m_launch = new LaunchPage(m_document, m_store.get());
+    m_pages->addTab(m_launch, tr("Launch"));
+    connect(m_launch, &LaunchPage::runStored, this, [this](qint64 runId) {
+        m_runs->reload();
+        m_runs->selectRun(runId);
+    });
     setCentralWidget(m_pages);
     buildMenus();
 

@@ -18,6 +18,7 @@ namespace rs::ui {
 
 class EditorPage;
 class RecipeDocument;
+class LaunchPage;
 class RunsPage;
 
 class MainWindow : public QMainWindow {
@@ -32,6 +33,7 @@ public:
     EditorPage* editorPage() const { return m_editor; }
     QTabWidget* pages() const { return m_pages; }
     RunsPage* runsPage() const { return m_runs; }
+    LaunchPage* launchPage() const { return m_launch; }
     storage::Store* store() const { return m_store.get(); }
 
     bool openRecipe(const QString& path);
@@ -54,6 +56,7 @@ private:
     QTabWidget* m_pages;
     EditorPage* m_editor;
     RunsPage* m_runs;
+    LaunchPage* m_launch;
 };
 
 } // namespace rs::ui

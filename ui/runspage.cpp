@@ -42,6 +42,10 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     m_outcomeFilter = new QComboBox;
     m_hostFilter = new QComboBox;
     m_hostFilter->setMinimumContentsLength(10);
+    m_comparison = new QComboBox;
+    m_comparison->setToolTip(tr("The matched comparison the trade-off chart shows: a [] control and the runs "
+                                "compared with it. Selecting a run switches to its comparison."));
+    m_comparison->setMinimumContentsLength(16);
     m_axes = new QComboBox;
     m_axes->addItem(tr("absolute (ms, GB)"));
     m_axes->addItem(tr("Δ% vs control"));
@@ -61,6 +65,8 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     filters->addWidget(new QLabel(tr("host")));
     filters->addWidget(m_hostFilter, 1);
     filters->addSpacing(12);
+    filters->addWidget(new QLabel(tr("chart")));
+    filters->addWidget(m_comparison, 1);
     filters->addWidget(new QLabel(tr("axes")));
     filters->addWidget(m_axes);
     filters->addWidget(new QLabel(tr("target")));
@@ -117,6 +123,7 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
         [this](int i) { m_proxy->setHostFilter(m_hostFilter->itemData(i).toString()); });
     connect(m_proxy, &RunsFilterProxy::filterChanged, this, &RunsPage::redrawTradeoff);
     connect(m_axes, &QComboBox::activated, this, &RunsPage::redrawTradeoff);
+    connect(m_comparison, &QComboBox::activated, this, &RunsPage::redrawTradeoff);
     connect(m_target, &QDoubleSpinBox::valueChanged, this, [this] {
         redrawTradeoff();
         showRun(selectedRunId());
@@ -125,6 +132,14 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex& current) {
             const qint64 id = current.isValid() ? current.data(RunsModel::RunIdRole).toLongLong() : 0;
+            if (const auto* r = m_model->runById(id)) {
+                const qint64 group = r->isExplicitControl() || !r->controlRunId ? r->id : *r->controlRunId;
+                const int i = m_comparison->findData(group);
+                if (i >= 0 && i != m_comparison->currentIndex()) {
+                    m_comparison->setCurrentIndex(i);
+                    redrawTradeoff();
+                }
+            }
             showRun(id);
             emit runSelected(id);
         });
@@ -196,6 +211,22 @@ void RunsPage::refillFilterChoices()
         m_outcomeFilter->setCurrentIndex(1);
     hosts.removeAll(QString());
     refill(m_hostFilter, hosts, tr("any"), m_proxy->hostFilter());
+
+    const bool first = m_comparison->count() == 0; // first fill: the first comparison, not "all"
+    const qint64 keep = m_comparison->currentData().toLongLong();
+    m_comparison->clear();
+    for (const auto& r : m_model->runs()) {
+        if (!r.isExplicitControl())
+            continue;
+        int linked = 0;
+        for (const auto& other : m_model->runs())
+            linked += other.controlRunId && *other.controlRunId == r.id;
+        const QString name = r.model.isEmpty() ? r.recipeName : r.model;
+        m_comparison->addItem(tr("%1 (run %2, %n compared)", nullptr, linked).arg(name).arg(r.id), r.id);
+    }
+    m_comparison->addItem(tr("all shown runs"), qint64(0));
+    const int i = m_comparison->findData(keep);
+    m_comparison->setCurrentIndex(first || i < 0 ? 0 : i);
 }
 
 QVector<qint64> RunsPage::visibleRunIds() const
@@ -236,10 +267,13 @@ void RunsPage::redrawTradeoff()
     QVector<storage::RunRecord> runs;
     runs.reserve(m_proxy->rowCount());
     QSet<qint64> shown;
+    const qint64 comparison = m_comparison->currentData().toLongLong();
     for (int row = 0; row < m_proxy->rowCount(); ++row) {
-        const int source = m_proxy->mapToSource(m_proxy->index(row, 0)).row();
-        runs << *m_model->run(source);
-        shown.insert(runs.back().id);
+        const storage::RunRecord* r = m_model->run(m_proxy->mapToSource(m_proxy->index(row, 0)).row());
+        if (comparison && r->id != comparison && r->controlRunId.value_or(0) != comparison)
+            continue;
+        runs << *r;
+        shown.insert(r->id);
     }
     // A filtered-out control still anchors its comparison (Δ% needs it).
     for (const auto& r : QVector<storage::RunRecord>(runs)) {

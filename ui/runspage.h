@@ -66,6 +66,7 @@ private:
     QComboBox* m_outcomeFilter;
     QComboBox* m_hostFilter;
     QComboBox* m_axes;
+    QComboBox* m_comparison; // which matched comparison the trade-off shows (control run id; 0: all)
     QDoubleSpinBox* m_target;
     QLabel* m_banner;
     QTabWidget* m_chartTabs;

@@ -56,12 +56,24 @@ struct ChartView::Backend {
 
     void placeLabels()
     {
+        // Labels that would overlap an earlier one step upwards (a few times at most): close points of
+        // one comparison (mla_up_proj vs mla_up_proj, mlp) stay readable.
+        QVector<QRectF> placed;
         for (auto& l : labels) {
             const QPointF pos = chart->mapToPosition(l.value, l.series);
             const QRectF box = l.item->boundingRect();
             // Right of the point, unless that runs off the plot: then left of it.
             const bool flip = pos.x() + 7 + box.width() > chart->plotArea().right();
-            l.item->setPos(pos + QPointF(flip ? -7 - box.width() : 7, -box.height() - 2));
+            QPointF at = pos + QPointF(flip ? -7 - box.width() : 7, -box.height() - 2);
+            for (int tries = 0; tries < 4; ++tries) {
+                const QRectF r(at, box.size());
+                if (std::none_of(
+                        placed.begin(), placed.end(), [&](const QRectF& p) { return p.intersects(r); }))
+                    break;
+                at.ry() -= box.height();
+            }
+            placed << QRectF(at, box.size());
+            l.item->setPos(at);
             l.item->setVisible(chart->plotArea().contains(pos));
         }
     }
