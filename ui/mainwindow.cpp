@@ -19,6 +19,7 @@
 #include "presets.h"
 #include "recipedocument.h"
 #include "recipeform.h"
+#include "reportwriter.h"
 #include "runspage.h"
 #include "storage/store.h"
 
@@ -116,6 +117,14 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { save(); });
     file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] { saveAs(); });
     file->addSeparator();
+    file->addAction(tr("Export &report…"), this, [this] {
+        const QString path
+            = QFileDialog::getSaveFileName(this, tr("Export report"), QStringLiteral("recompute-report.html"),
+                tr("HTML (*.html);;PDF (*.pdf);;Markdown (*.md);;CSV (*.csv)"));
+        if (!path.isEmpty())
+            exportReport(path);
+    });
+    file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
@@ -126,6 +135,20 @@ void MainWindow::buildMenus()
                "Bridge with live validation, run matched measurements, and compare them.</p>")
                 .arg(QStringLiteral(RS_VERSION)));
     });
+}
+
+bool MainWindow::exportReport(const QString& path)
+{
+    ReportWriter writer(*m_store, m_runs->visibleRunIds());
+    writer.setEditedRecipe(m_document->recipe(), m_document->validation());
+    QString error;
+    if (!writer.write(path, &error)) {
+        QMessageBox::warning(this, tr("Export report"), error);
+        return false;
+    }
+    statusBar()->showMessage(
+        tr("Report written to %1 (%n comparison(s))", nullptr, int(writer.tables().size())).arg(path), 8000);
+    return true;
 }
 
 bool MainWindow::openRecipe(const QString& path)

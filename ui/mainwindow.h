@@ -38,6 +38,8 @@ public:
 
     bool openRecipe(const QString& path);
     bool loadPreset(const QString& name);
+    // The report of the runs the runs page shows (its filter applies), by the file's suffix.
+    bool exportReport(const QString& path);
 
 protected:
     void closeEvent(QCloseEvent* event) override;
