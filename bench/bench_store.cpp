@@ -14,6 +14,7 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
+#include <QJsonDocument>
 #include <QJsonObject>
 #include <QSysInfo>
 #include <QTemporaryDir>
@@ -101,6 +102,33 @@ IngestFigure ingestOnce(const QString& path, const std::vector<QJsonObject>& eve
     return f;
 }
 
+// The same events as JSON lines, as a saved stream holds them (RunIngest::ingestLine).
+IngestFigure ingestLinesOnce(const QString& path, const std::vector<QByteArray>& lines, int commitRows)
+{
+    Store store;
+    if (!store.open(path))
+        std::exit(2);
+    RunIngest ingest(&store);
+    ingest.setCommitPolicy(commitRows, 0);
+    ingest.ingest(hello());
+    ingest.ingest(QJsonObject { { u"event"_s, u"recipe"_s }, { u"recipe"_s, recipe(QJsonArray(), 0) } });
+    QElapsedTimer t;
+    t.start();
+    for (const auto& line : lines) {
+        if (!ingest.ingestLine(line)) {
+            std::fprintf(stderr, "bench_store: %s\n", qPrintable(ingest.error()));
+            std::exit(2);
+        }
+    }
+    ingest.finish();
+    IngestFigure f;
+    f.seconds = t.nsecsElapsed() / 1e9;
+    f.rows = int(lines.size());
+    if (store.iterations(ingest.runId()).size() != f.rows || ingest.malformedLines() != 0)
+        std::exit(2);
+    return f;
+}
+
 double median(std::vector<double> v)
 {
     std::sort(v.begin(), v.end());
@@ -151,12 +179,49 @@ int main(int argc, char** argv)
         int rowsUsed;
     };
     // Live: one transaction per event (what `recompute run` does; a real step takes far longer than this).
-    const Policy policies[] = { { "live: commit every row", 1, std::min(rows, 20000) },
-        { "batched: commit every 1,000 rows", 1000, rows },
-        { "batched: commit every 10,000 rows", 10000, rows } };
+    const Policy policies[]
+        = { { "events (RunIngest::ingest), live: commit every row", 1, std::min(rows, 20000) },
+              { "events (RunIngest::ingest): commit every 1,000 rows", 1000, rows },
+              { "events (RunIngest::ingest): commit every 10,000 rows", 10000, rows } };
     std::printf(
         "| ingest policy | rows | median time (s) | rows/s (median of %d) |\n| --- | --- | --- | --- |\n",
         repeat);
+    {
+        // The store alone (Store::insertIteration in one transaction, no stream decoding): the ceiling.
+        std::vector<double> secs;
+        for (int r = 0; r < repeat; ++r) {
+            Store store;
+            if (!store.open(tmp.filePath(u"raw-%1.sqlite"_s.arg(r))))
+                return 2;
+            RunRecord run;
+            run.source = source::Worker;
+            const qint64 id = store.insertRun(run);
+            IterationRow row;
+            row.runId = id;
+            row.phase = u"steady"_s;
+            QElapsedTimer t;
+            t.start();
+            store.beginWrite();
+            for (int i = 0; i < rows; ++i) {
+                row.rank = i % 8;
+                row.iteration = i / 8 + 1;
+                row.stepMs = 450.0 + (i % 13);
+                row.loss = 9.5;
+                row.lossFinite = true;
+                row.forwardPeakAllocated = row.forwardPeakReserved = row.backwardPeakAllocated
+                    = row.backwardPeakReserved = row.optimizerPeakAllocated = row.optimizerPeakReserved
+                    = row.allocatedAfter = row.reservedAfter = qint64(30e9) + i;
+                row.allocRetries = 0;
+                if (!store.insertIteration(row))
+                    return 2;
+            }
+            store.commitWrite();
+            secs.push_back(t.nsecsElapsed() / 1e9);
+        }
+        const double s = median(secs);
+        std::printf("| store only: Store::insertIteration, one transaction | %d | %.3f | %.0f |\n", rows, s,
+            rows / s);
+    }
     int file = 0;
     for (const Policy& p : policies) {
         const std::vector<QJsonObject> slice(events.begin(), events.begin() + p.rowsUsed);
@@ -167,6 +232,19 @@ int main(int argc, char** argv)
         const double s = median(secs);
         std::printf("| %s | %d | %.3f | %.0f |\n", p.name, p.rowsUsed, s, p.rowsUsed / s);
         std::fflush(stdout);
+    }
+
+    {
+        std::vector<QByteArray> lines;
+        lines.reserve(events.size());
+        for (const auto& e : events)
+            lines.push_back(QJsonDocument(e).toJson(QJsonDocument::Compact));
+        std::vector<double> secs;
+        for (int r = 0; r < repeat; ++r)
+            secs.push_back(ingestLinesOnce(tmp.filePath(u"lines-%1.sqlite"_s.arg(r)), lines, 10000).seconds);
+        const double s = median(secs);
+        std::printf("| JSON lines (RunIngest::ingestLine): commit every 10,000 rows | %d | %.3f | %.0f |\n",
+            rows, s, rows / s);
     }
 
     // --- report over N stored runs ---

@@ -2,6 +2,9 @@
 #include "storage/ingest.h"
 
 #include <algorithm>
+#include <charconv>
+#include <cstring>
+#include <string_view>
 
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -56,6 +59,133 @@ void fillRecipeIdentity(RunRecord* run, const QJsonObject& recipe, const QString
         // A recipe this build cannot read (a newer worker's keys): keep the JSON, leave hash/overrides as
         // given.
     }
+}
+
+// A flat JSON object, one pass: keys and values as byte ranges. Returns false on anything it does not
+// handle (escapes, nested values, syntax errors): the caller then uses the full JSON parser.
+bool decodeIterationLine(const QByteArray& line, IterationRow* row, std::optional<bool>* finite)
+{
+    const char* p = line.constData();
+    const char* const end = p + line.size();
+    auto skipSpace = [&] {
+        while (p < end && (*p == ' ' || *p == '\t' || *p == '\r' || *p == '\n'))
+            ++p;
+    };
+    auto readString = [&](std::string_view* out) {
+        if (p >= end || *p != '"')
+            return false;
+        const char* start = ++p;
+        while (p < end && *p != '"') {
+            if (*p == '\\')
+                return false; // escapes: leave it to the real parser
+            ++p;
+        }
+        if (p >= end)
+            return false;
+        *out = std::string_view(start, size_t(p - start));
+        ++p;
+        return true;
+    };
+    skipSpace();
+    if (p >= end || *p != '{')
+        return false;
+    ++p;
+    bool isIteration = false;
+    bool first = true;
+    for (;;) {
+        skipSpace();
+        if (p < end && *p == '}') {
+            ++p;
+            break;
+        }
+        if (!first) {
+            if (p >= end || *p != ',')
+                return false;
+            ++p;
+            skipSpace();
+        }
+        first = false;
+        std::string_view key;
+        if (!readString(&key))
+            return false;
+        skipSpace();
+        if (p >= end || *p != ':')
+            return false;
+        ++p;
+        skipSpace();
+        if (p >= end)
+            return false;
+        // the value
+        std::string_view text;
+        std::optional<double> number;
+        std::optional<bool> boolean;
+        bool isNull = false;
+        if (*p == '"') {
+            if (!readString(&text))
+                return false;
+        } else if (*p == '{' || *p == '[') {
+            return false;
+        } else if (end - p >= 4 && std::memcmp(p, "true", 4) == 0) {
+            boolean = true;
+            p += 4;
+        } else if (end - p >= 5 && std::memcmp(p, "false", 5) == 0) {
+            boolean = false;
+            p += 5;
+        } else if (end - p >= 4 && std::memcmp(p, "null", 4) == 0) {
+            isNull = true;
+            p += 4;
+        } else {
+            double v = 0;
+            const auto [next, ec] = std::from_chars(p, end, v);
+            if (ec != std::errc() || next == p)
+                return false;
+            number = v;
+            p = next;
+        }
+        const auto asInt64 = [&] { return number ? std::optional<qint64>(qint64(*number)) : std::nullopt; };
+        if (key == "event") {
+            if (text != "iteration")
+                return false;
+            isIteration = true;
+        } else if (key == "rank") {
+            row->rank = number ? int(*number) : 0;
+        } else if (key == "iteration") {
+            row->iteration = number ? int(*number) : 0;
+        } else if (key == "phase") {
+            row->phase = text == "steady" ? u"steady"_s
+                : text == "warmup"        ? u"warmup"_s
+                                          : QString::fromUtf8(text.data(), qsizetype(text.size()));
+        } else if (key == "step_ms") {
+            row->stepMs = number;
+        } else if (key == "loss") {
+            row->loss = number;
+        } else if (key == "loss_finite") {
+            *finite = boolean;
+        } else if (key == "forward_peak_allocated") {
+            row->forwardPeakAllocated = asInt64();
+        } else if (key == "forward_peak_reserved") {
+            row->forwardPeakReserved = asInt64();
+        } else if (key == "backward_peak_allocated") {
+            row->backwardPeakAllocated = asInt64();
+        } else if (key == "backward_peak_reserved") {
+            row->backwardPeakReserved = asInt64();
+        } else if (key == "optimizer_peak_allocated") {
+            row->optimizerPeakAllocated = asInt64();
+        } else if (key == "optimizer_peak_reserved") {
+            row->optimizerPeakReserved = asInt64();
+        } else if (key == "allocated_after") {
+            row->allocatedAfter = asInt64();
+        } else if (key == "reserved_after") {
+            row->reservedAfter = asInt64();
+        } else if (key == "alloc_retries") {
+            row->allocRetries = number ? std::optional<int>(int(*number)) : std::nullopt;
+        } else if (key == "optimizer_init") {
+            row->optimizerInit = boolean.value_or(false);
+        }
+        (void)isNull; // null leaves the field unset, as absent values are
+    }
+    skipSpace();
+    return isIteration && p == end;
 }
 
 void maxInto(std::optional<qint64>* into, std::optional<qint64> v)
@@ -140,6 +270,23 @@ bool RunIngest::maybeCommit(bool force)
 
 bool RunIngest::ingestLine(const QByteArray& line)
 {
+    // Iteration lines are the bulk of a stream: a flat object of numbers, booleans and two short strings.
+    // They are decoded here without building a QJsonObject; anything else (or anything unusual in one:
+    // escapes, nesting) goes through QJsonDocument.
+    IterationRow row;
+    std::optional<bool> finite;
+    if (!m_finished && m_runId != 0 && decodeIterationLine(line, &row, &finite)) {
+        if (!m_store->inWrite() && !m_store->beginWrite()) {
+            m_error = m_store->lastError();
+            return false;
+        }
+        row.runId = m_runId;
+        if (!storeIteration(row, finite)) {
+            m_store->rollbackWrite();
+            return false;
+        }
+        return maybeCommit(false);
+    }
     QJsonParseError err;
     const QJsonDocument doc = QJsonDocument::fromJson(line.trimmed(), &err);
     if (err.error != QJsonParseError::NoError || !doc.isObject()) {
@@ -155,7 +302,7 @@ bool RunIngest::ingest(const QJsonObject& e)
         m_error = u"the run is finished; a new run needs a new RunIngest"_s;
         return false;
     }
-    const QString kind = e.value(u"event"_s).toString();
+    const QString kind = e.value(QLatin1StringView("event")).toString();
     bool ok = true;
     if (kind == u"hello")
         ok = onHello(e);
@@ -229,28 +376,45 @@ bool RunIngest::onIteration(const QJsonObject& e)
         m_error = m_store->lastError();
         return false;
     }
+    // Latin-1 keys: an object stores its keys as Latin-1 when it can, so these lookups compare bytes
+    // (QString keys would be converted for every comparison). This is the hot path of ingest.
+    const auto num = [&e](const char* key) {
+        const QJsonValue v = e.value(QLatin1StringView(key));
+        return v.isDouble() ? std::optional<double>(v.toDouble()) : std::nullopt;
+    };
+    const auto bytes = [&num](const char* key) {
+        const auto v = num(key);
+        return v ? std::optional<qint64>(qint64(*v)) : std::nullopt;
+    };
     IterationRow r;
     r.runId = m_runId;
-    r.rank = integer(e, u"rank"_s).value_or(0);
-    r.iteration = integer(e, u"iteration"_s).value_or(0);
-    r.phase = str(e, u"phase"_s);
-    r.stepMs = number(e, u"step_ms"_s);
-    r.loss = number(e, u"loss"_s);
-    const QJsonValue finite = e.value(u"loss_finite"_s);
-    r.lossFinite
-        = finite.isBool() ? std::optional<bool>(finite.toBool()) : std::optional<bool>(r.loss.has_value());
+    r.rank = e.value(QLatin1StringView("rank")).toInt();
+    r.iteration = e.value(QLatin1StringView("iteration")).toInt();
+    r.phase = e.value(QLatin1StringView("phase")).toString();
+    r.stepMs = num("step_ms");
+    r.loss = num("loss");
+    const QJsonValue finiteValue = e.value(QLatin1StringView("loss_finite"));
+    const std::optional<bool> finite
+        = finiteValue.isBool() ? std::optional<bool>(finiteValue.toBool()) : std::nullopt;
+    r.forwardPeakAllocated = bytes("forward_peak_allocated");
+    r.forwardPeakReserved = bytes("forward_peak_reserved");
+    r.backwardPeakAllocated = bytes("backward_peak_allocated");
+    r.backwardPeakReserved = bytes("backward_peak_reserved");
+    r.optimizerPeakAllocated = bytes("optimizer_peak_allocated");
+    r.optimizerPeakReserved = bytes("optimizer_peak_reserved");
+    r.allocatedAfter = bytes("allocated_after");
+    r.reservedAfter = bytes("reserved_after");
+    const auto retries = num("alloc_retries");
+    r.allocRetries = retries ? std::optional<int>(int(*retries)) : std::nullopt;
+    r.optimizerInit = e.value(QLatin1StringView("optimizer_init")).toBool();
+    return storeIteration(r, finite);
+}
+
+bool RunIngest::storeIteration(IterationRow& r, std::optional<bool> finite)
+{
+    r.lossFinite = finite ? finite : std::optional<bool>(r.loss.has_value());
     if (!*r.lossFinite)
         m_anyNonFinite = true;
-    r.forwardPeakAllocated = bytes(e, u"forward_peak_allocated"_s);
-    r.forwardPeakReserved = bytes(e, u"forward_peak_reserved"_s);
-    r.backwardPeakAllocated = bytes(e, u"backward_peak_allocated"_s);
-    r.backwardPeakReserved = bytes(e, u"backward_peak_reserved"_s);
-    r.optimizerPeakAllocated = bytes(e, u"optimizer_peak_allocated"_s);
-    r.optimizerPeakReserved = bytes(e, u"optimizer_peak_reserved"_s);
-    r.allocatedAfter = bytes(e, u"allocated_after"_s);
-    r.reservedAfter = bytes(e, u"reserved_after"_s);
-    r.allocRetries = integer(e, u"alloc_retries"_s);
-    r.optimizerInit = e.value(u"optimizer_init"_s).toBool();
     if (!m_store->insertIteration(r)) {
         m_error = m_store->lastError();
         return false;

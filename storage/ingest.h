@@ -38,6 +38,7 @@ public:
     // store error (see error()).
     bool ingest(const QJsonObject& event);
     // Parses one JSON line and ingests it; a malformed line is ignored (returns true) and counted.
+    // Iteration lines take a fast path that builds no QJsonObject (bulk ingest of saved streams).
     bool ingestLine(const QByteArray& line);
     // Ends the run: without a `result` event the outcome is `aborted` with `message`. Commits.
     bool finish(const QString& message = {});
@@ -57,6 +58,7 @@ private:
     bool onHello(const QJsonObject& e);
     bool onRecipe(const QJsonObject& e);
     bool onIteration(const QJsonObject& e);
+    bool storeIteration(IterationRow& row, std::optional<bool> lossFinite);
     bool onRankSummary(const QJsonObject& e);
     bool onResult(const QJsonObject& e);
 

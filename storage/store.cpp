@@ -442,7 +442,9 @@ bool Store::openAtVersion(const QString& path, int version, QString* error)
     // journal_mode=WAL persists in the file; synchronous=NORMAL is safe under WAL (a power cut may lose the
     // last commits, never corrupt the file).
     if (!exec(u"PRAGMA journal_mode=WAL"_s, &why) || !exec(u"PRAGMA synchronous=NORMAL"_s, &why)
-        || !exec(u"PRAGMA foreign_keys=ON"_s, &why))
+        || !exec(u"PRAGMA foreign_keys=ON"_s, &why)
+        // 32 MiB of page cache: a batch of iteration rows stays in memory until its commit.
+        || !exec(u"PRAGMA cache_size=-32768"_s, &why))
         return fail(why);
     if (!migrate(version, &why))
         return fail(why);

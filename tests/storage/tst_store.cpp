@@ -245,6 +245,90 @@ private slots:
         QCOMPARE(store.phasePeaks(id).size(), 4);
     }
 
+    void lineFastPathMatchesTheJsonParser_data()
+    {
+        QTest::addColumn<QByteArray>("line");
+        QTest::newRow("full") << QByteArray(
+            "{\"event\":\"iteration\",\"rank\":1,\"iteration\":7,\"phase\":\"steady\",\"step_ms\":812.25,"
+            "\"loss\":10.43,"
+            "\"loss_finite\":true,\"forward_peak_allocated\":123456789012,\"forward_peak_reserved\":"
+            "223456789012,"
+            "\"backward_peak_allocated\":323456789012,\"backward_peak_reserved\":423456789012,"
+            "\"optimizer_peak_allocated\":5,\"optimizer_peak_reserved\":6,\"allocated_after\":7,\"reserved_"
+            "after\":8,"
+            "\"alloc_retries\":3,\"optimizer_init\":false}");
+        QTest::newRow("nulls, not finite")
+            << QByteArray("{\"event\":\"iteration\",\"rank\":0,\"iteration\":2,\"phase\":\"warmup\",\"step_"
+                          "ms\":1e3,\"loss\":null,"
+                          "\"loss_finite\":false,\"forward_peak_allocated\":null,\"alloc_retries\":null,"
+                          "\"optimizer_init\":true}");
+        QTest::newRow("keys in another order, spaces, CRLF") << QByteArray(
+            "{ \"rank\" : 3 , \"loss\": -1.5E-2, \"event\" : \"iteration\", \"iteration\":4 }\r\n");
+        QTest::newRow("unknown keys, an escape")
+            << QByteArray("{\"event\":\"iteration\",\"rank\":0,\"iteration\":5,\"note\":\"a \\\"quoted\\\" "
+                          "word\",\"step_ms\":3}");
+        QTest::newRow("unknown nested key") << QByteArray(
+            "{\"event\":\"iteration\",\"rank\":0,\"iteration\":6,\"extra\":{\"a\":[1,2]},\"step_ms\":4.5}");
+        QTest::newRow("no loss_finite key")
+            << QByteArray("{\"event\":\"iteration\",\"rank\":0,\"iteration\":8,\"loss\":2}");
+    }
+
+    void lineFastPathMatchesTheJsonParser()
+    {
+        QFETCH(QByteArray, line);
+        Store store;
+        QVERIFY(store.open(
+            m_dir.filePath(u"fastpath-%1.sqlite"_s.arg(QString::fromLatin1(QTest::currentDataTag()))
+                               .replace(u' ', u'_')
+                               .replace(u',', u'_'))));
+        const auto events = stream(recipeJson(QJsonArray()), 0, 1000, 10.0, false);
+        RunIngest viaLine(&store);
+        RunIngest viaObject(&store);
+        for (const auto& e : events) {
+            QVERIFY(viaLine.ingest(e));
+            QVERIFY(viaObject.ingest(e));
+        }
+        QVERIFY(viaLine.ingestLine(line));
+        QVERIFY(viaObject.ingest(QJsonDocument::fromJson(line).object()));
+        QCOMPARE(viaLine.malformedLines(), 0);
+        QVERIFY(viaLine.finish() && viaObject.finish());
+        const auto a = store.iterations(viaLine.runId());
+        const auto b = store.iterations(viaObject.runId());
+        QCOMPARE(a.size(), 1);
+        QCOMPARE(b.size(), 1);
+        QCOMPARE(a[0].rank, b[0].rank);
+        QCOMPARE(a[0].iteration, b[0].iteration);
+        QCOMPARE(a[0].phase, b[0].phase);
+        QCOMPARE(a[0].stepMs, b[0].stepMs);
+        QCOMPARE(a[0].loss, b[0].loss);
+        QCOMPARE(a[0].lossFinite, b[0].lossFinite);
+        QCOMPARE(a[0].forwardPeakAllocated, b[0].forwardPeakAllocated);
+        QCOMPARE(a[0].forwardPeakReserved, b[0].forwardPeakReserved);
+        QCOMPARE(a[0].backwardPeakAllocated, b[0].backwardPeakAllocated);
+        QCOMPARE(a[0].backwardPeakReserved, b[0].backwardPeakReserved);
+        QCOMPARE(a[0].optimizerPeakAllocated, b[0].optimizerPeakAllocated);
+        QCOMPARE(a[0].optimizerPeakReserved, b[0].optimizerPeakReserved);
+        QCOMPARE(a[0].allocatedAfter, b[0].allocatedAfter);
+        QCOMPARE(a[0].reservedAfter, b[0].reservedAfter);
+        QCOMPARE(a[0].allocRetries, b[0].allocRetries);
+        QCOMPARE(a[0].optimizerInit, b[0].optimizerInit);
+        QCOMPARE(store.run(viaLine.runId())->lossFinite, store.run(viaObject.runId())->lossFinite);
+    }
+
+    void malformedLinesAreCountedNotStored()
+    {
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(u"malformed.sqlite"_s)));
+        RunIngest ingest(&store);
+        for (const auto& e : stream(recipeJson(QJsonArray()), 1, 1000, 10.0, false))
+            QVERIFY(ingest.ingest(e));
+        QVERIFY(ingest.ingestLine("{\"event\":\"iteration\",\"rank\":0,\"iteration\":9,\"step_ms\":"));
+        QVERIFY(ingest.ingestLine("not json at all"));
+        QCOMPARE(ingest.malformedLines(), 2);
+        QVERIFY(ingest.finish());
+        QCOMPARE(store.iterations(ingest.runId()).size(), 2); // the two of the stream, none of the junk
+    }
+
     void streamWithoutResultEndsAborted()
     {
         Store store;
