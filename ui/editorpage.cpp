@@ -3,12 +3,14 @@
 
 #include <QFile>
 #include <QFileDialog>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
 #include <QPushButton>
 #include <QSplitter>
 #include <QTabWidget>
+#include <QToolButton>
 #include <QTreeView>
 #include <QVBoxLayout>
 
@@ -16,6 +18,7 @@
 #include "findingspanel.h"
 #include "models/recipediffmodel.h"
 #include "recipedocument.h"
+#include "recipefields.h"
 #include "recipeform.h"
 #include "recipetextview.h"
 
@@ -32,7 +35,26 @@ EditorPage::EditorPage(RecipeDocument* document, QWidget* parent)
 
     m_form = new RecipeForm(document);
     m_form->setMinimumWidth(430);
-    split->addWidget(m_form);
+    // A row of jumps to the form's groups: the recompute checklist is several screens down otherwise.
+    auto* left = new QWidget;
+    auto* leftLayout = new QVBoxLayout(left);
+    leftLayout->setContentsMargins(0, 0, 0, 0);
+    leftLayout->setSpacing(2);
+    auto* jumps = new QGridLayout;
+    jumps->setSpacing(2);
+    const QStringList groups = fieldGroups();
+    for (int i = 0; i < groups.size(); ++i) {
+        auto* jump = new QToolButton;
+        jump->setText(groups[i]);
+        jump->setAutoRaise(true);
+        jump->setToolTip(tr("Show the %1 fields").arg(groups[i]));
+        jump->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Fixed);
+        connect(jump, &QToolButton::clicked, m_form, [this, g = groups[i]] { m_form->scrollToGroup(g); });
+        jumps->addWidget(jump, i / 4, i % 4);
+    }
+    leftLayout->addLayout(jumps);
+    leftLayout->addWidget(m_form, 1);
+    split->addWidget(left);
 
     auto* right = new QSplitter(Qt::Vertical);
     m_findings = new FindingsPanel(document);

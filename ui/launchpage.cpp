@@ -70,13 +70,15 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     layout->addLayout(top);
     m_worker = new QLabel;
     m_worker->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    m_worker->setWordWrap(true); // the list of places looked at is long
     layout->addWidget(m_worker);
     m_progress = new QProgressBar;
     m_progress->setRange(0, 1);
     m_progress->setValue(0);
-    m_progress->setFormat(tr("%v of %m iterations"));
+    m_progress->setFormat(tr("idle"));
     layout->addWidget(m_progress);
     m_status = new QLabel(tr("Idle."));
+    m_status->setWordWrap(true);
     layout->addWidget(m_status);
     auto* split = new QSplitter(Qt::Vertical);
     m_chart = new MemoryLinesChart;
@@ -168,6 +170,7 @@ bool LaunchPage::startNext()
     if (!m_current.isControl && m_controlRun)
         m_ingest->setControl(m_controlRun);
     m_progress->setRange(0, std::max(1, m_current.trainIters));
+    m_progress->setFormat(tr("%1: %v of %m iterations").arg(m_current.label));
     m_progress->setValue(0);
     m_chart->setData(QString(), {});
     m_chart->setEmptyMessage(tr("Waiting for the first iteration of %1…").arg(m_current.label));

@@ -12,6 +12,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QScrollBar>
 #include <QSet>
 #include <QSignalBlocker>
 #include <QSpinBox>
@@ -120,13 +121,12 @@ void RecipeForm::build()
         "QLabel[rsFinding=\"note\"] { color: #1e5aa8; font-weight: bold; }"
         "QLabel[rsFinding=\"adjustment\"] { color: #5f5f5f; font-weight: bold; }"
         "QSpinBox[rsFinding=\"error\"], QDoubleSpinBox[rsFinding=\"error\"], QLineEdit[rsFinding=\"error\"],"
-        " QComboBox[rsFinding=\"error\"], QCheckBox[rsFinding=\"error\"], QTreeView[rsFinding=\"error\"]"
-        " { background: #fde2e2; }"
+        " QComboBox[rsFinding=\"error\"], QCheckBox[rsFinding=\"error\"] { background: #fde2e2; }"
         "QSpinBox[rsFinding=\"warning\"], QDoubleSpinBox[rsFinding=\"warning\"], "
         "QLineEdit[rsFinding=\"warning\"],"
-        " QComboBox[rsFinding=\"warning\"], QCheckBox[rsFinding=\"warning\"], "
-        "QTreeView[rsFinding=\"warning\"]"
-        " { background: #fff1d6; }"));
+        " QComboBox[rsFinding=\"warning\"], QCheckBox[rsFinding=\"warning\"] { background: #fff1d6; }"
+        "QTreeView[rsFinding=\"error\"] { border: 2px solid #c62828; }"
+        "QTreeView[rsFinding=\"warning\"] { border: 2px solid #b26a00; }"));
 
     m_errorLabel = new QLabel;
     m_errorLabel->setWordWrap(true);
@@ -157,9 +157,13 @@ void RecipeForm::build()
             auto* label = new QLabel(QString::fromLatin1(spec.label));
             label->setToolTip(QString::fromLatin1(spec.tip));
             label->setBuddy(w);
-            if (spec.kind == FieldKind::RecomputeModules)
+            if (spec.kind == FieldKind::RecomputeModules) {
+                // The checklist spans the form's width: its "effect on this model" column is the point.
                 form->addRow(label);
-            form->addRow(spec.kind == FieldKind::RecomputeModules ? nullptr : label, w);
+                form->addRow(w);
+            } else {
+                form->addRow(label, w);
+            }
             m_editors[spec.key] = w;
             m_labels[spec.key] = label;
         }
@@ -367,12 +371,14 @@ void RecipeForm::setEditorValue(const FieldSpec& spec, QWidget* editor, const nl
     case FieldKind::OptionalText:
         static_cast<QLineEdit*>(editor)->setText(
             value.is_string() ? QString::fromStdString(value.get<std::string>()) : QString());
+        static_cast<QLineEdit*>(editor)->setCursorPosition(0); // show the start of a long value
         break;
     case FieldKind::TextList:
     case FieldKind::OptionalTextList:
     case FieldKind::IntList:
         static_cast<QLineEdit*>(editor)->setText(
             value.is_number() ? QString::number(value.get<int>()) : textListToString(value));
+        static_cast<QLineEdit*>(editor)->setCursorPosition(0);
         break;
     case FieldKind::RecomputeModules: {
         const QSignalBlocker unsetBlocker(m_modulesUnset);
@@ -472,6 +478,12 @@ void RecipeForm::applyMarkings()
         if (it.value()->title() != title)
             it.value()->setTitle(title);
     }
+}
+
+void RecipeForm::scrollToGroup(const QString& group)
+{
+    if (QGroupBox* box = m_groups.value(group))
+        verticalScrollBar()->setValue(box->y());
 }
 
 void RecipeForm::focusField(const std::string& key)

@@ -42,6 +42,8 @@ public:
 public slots:
     // Scrolls to the field and gives it focus.
     void focusField(const std::string& key);
+    // Scrolls so the group's box starts at the top.
+    void scrollToGroup(const QString& group);
 
 signals:
     void editRejected(const QString& message);

@@ -95,14 +95,26 @@ QString ReportWriter::tableHtml(const storage::ReportTable& table) const
     QString html = QStringLiteral("<table class='grid'><tr><th>Run</th><th>Module set</th><th>Outcome</th>"
                                   "<th>Peak allocated (GB)</th><th>Step time (ms)</th><th>TFLOP/s/GPU</th>"
                                   "<th>Allocated vs []</th><th>Time vs []</th><th>Notes</th></tr>");
+    // Notes say what differs from the control; what holds for the whole table is said once below it.
+    const QString controlPeakNote = table.control ? table.control->peakNote : QString();
+    QStringList tableNotes;
     for (const auto& row : table.rows) {
         const RunRecord& r = row.run;
         QString outcome = r.outcome;
         if (!r.failureStage.isEmpty())
             outcome += QStringLiteral(" in ") + r.failureStage;
-        QStringList notes = row.match.reasons + row.match.notes;
-        if (!r.peakNote.isEmpty())
+        QStringList notes = row.match.reasons;
+        for (const QString& n : row.match.notes) {
+            if (!tableNotes.contains(n))
+                tableNotes << n;
+        }
+        if (!r.peakNote.isEmpty() && (row.isControl || r.peakNote != controlPeakNote))
             notes.prepend(QStringLiteral("peak ") + r.peakNote);
+        const QString controlNotes = table.control ? table.control->notes : QString();
+        if (!r.notes.isEmpty() && r.notes != controlNotes)
+            notes << r.notes;
+        else if (!r.notes.isEmpty() && !tableNotes.contains(r.notes))
+            tableNotes.prepend(r.notes);
         if (!row.isControl && !row.match.matched)
             notes.prepend(QStringLiteral("NOT MATCHED with the control: no deltas"));
         html += QStringLiteral("<tr%1><td>%2</td><td>%3</td><td class='%4'>%5</td><td class='num'>%6</td>"
@@ -121,7 +133,10 @@ QString ReportWriter::tableHtml(const storage::ReportTable& table) const
                                        : storage::formatPercent(row.timeVsControlPct),
                         esc(notes.join(QStringLiteral("; "))));
     }
-    return html + QStringLiteral("</table>");
+    html += QStringLiteral("</table>");
+    if (!tableNotes.isEmpty())
+        html += QStringLiteral("<p class='muted'>%1</p>").arg(esc(tableNotes.join(QStringLiteral("; "))));
+    return html;
 }
 
 QString ReportWriter::environmentHtml(const RunRecord& r) const

@@ -38,14 +38,17 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     m_recipeFilter->setPlaceholderText(tr("recipe or model"));
     m_recipeFilter->setClearButtonEnabled(true);
     m_moduleFilter = new QComboBox;
-    m_moduleFilter->setMinimumContentsLength(14);
+    m_moduleFilter->setMinimumContentsLength(12);
+    m_moduleFilter->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_outcomeFilter = new QComboBox;
     m_hostFilter = new QComboBox;
     m_hostFilter->setMinimumContentsLength(10);
+    m_hostFilter->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_comparison = new QComboBox;
     m_comparison->setToolTip(tr("The matched comparison the trade-off chart shows: a [] control and the runs "
                                 "compared with it. Selecting a run switches to its comparison."));
-    m_comparison->setMinimumContentsLength(16);
+    m_comparison->setMinimumContentsLength(24);
+    m_comparison->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
     m_axes = new QComboBox;
     m_axes->addItem(tr("absolute (ms, GB)"));
     m_axes->addItem(tr("Δ% vs control"));
@@ -64,13 +67,6 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     filters->addWidget(m_outcomeFilter);
     filters->addWidget(new QLabel(tr("host")));
     filters->addWidget(m_hostFilter, 1);
-    filters->addSpacing(12);
-    filters->addWidget(new QLabel(tr("chart")));
-    filters->addWidget(m_comparison, 1);
-    filters->addWidget(new QLabel(tr("axes")));
-    filters->addWidget(m_axes);
-    filters->addWidget(new QLabel(tr("target")));
-    filters->addWidget(m_target);
     filters->addWidget(reloadButton);
     layout->addLayout(filters);
 
@@ -108,7 +104,21 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     cornerLayout->addWidget(exportPng);
     cornerLayout->addWidget(exportSvg);
     m_chartTabs->setCornerWidget(corner);
-    split->addWidget(m_chartTabs);
+    // The chart's own controls sit with the charts, so the filter row stays narrow.
+    auto* chartPane = new QWidget;
+    auto* chartLayout = new QVBoxLayout(chartPane);
+    chartLayout->setContentsMargins(0, 0, 0, 0);
+    auto* chartControls = new QHBoxLayout;
+    chartControls->addWidget(new QLabel(tr("Trade-off of")));
+    chartControls->addWidget(m_comparison, 2);
+    chartControls->addWidget(new QLabel(tr("axes")));
+    chartControls->addWidget(m_axes);
+    chartControls->addWidget(new QLabel(tr("memory target")));
+    chartControls->addWidget(m_target);
+    chartControls->addStretch(1);
+    chartLayout->addLayout(chartControls);
+    chartLayout->addWidget(m_chartTabs, 1);
+    split->addWidget(chartPane);
     split->setStretchFactor(0, 2);
     split->setStretchFactor(1, 3);
     split->setSizes({ 300, 480 });
@@ -215,9 +225,15 @@ void RunsPage::refillFilterChoices()
     const bool first = m_comparison->count() == 0; // first fill: the first comparison, not "all"
     const qint64 keep = m_comparison->currentData().toLongLong();
     m_comparison->clear();
+    QVector<const storage::RunRecord*> controls;
     for (const auto& r : m_model->runs()) {
-        if (!r.isExplicitControl())
-            continue;
+        if (r.isExplicitControl())
+            controls << &r;
+    }
+    // Oldest first: the store lists newest first, but the guide's Moonlight table comes first.
+    std::sort(controls.begin(), controls.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
+    for (const storage::RunRecord* c : controls) {
+        const storage::RunRecord& r = *c;
         int linked = 0;
         for (const auto& other : m_model->runs())
             linked += other.controlRunId && *other.controlRunId == r.id;

@@ -6,7 +6,12 @@
 #include <QTabWidget>
 #include <QTimer>
 
+#include "editorpage.h"
 #include "mainwindow.h"
+#include "recipedocument.h"
+#include "recipeform.h"
+#include "reportwriter.h"
+#include "storage/store.h"
 
 int main(int argc, char** argv)
 {
@@ -33,17 +38,39 @@ int main(int argc, char** argv)
         QStringLiteral("The page to show first (0, 1, 2, ...)."), QStringLiteral("index"));
     QCommandLineOption screenshotOption(QStringLiteral("screenshot"),
         QStringLiteral("Save a PNG of the window after start-up and quit."), QStringLiteral("file"));
+    QCommandLineOption reportOption(QStringLiteral("export-report"),
+        QStringLiteral(
+            "Write the report of every stored run (.html, .pdf, .md, .csv, or .png for a preview of its "
+            "first page) and quit."),
+        QStringLiteral("file"));
     parser.addOption(pageOption);
     parser.addOption(screenshotOption);
+    parser.addOption(reportOption);
+    QCommandLineOption groupOption(QStringLiteral("show-group"),
+        QStringLiteral("Scroll the recipe form to a group (\"Recompute\", ...)."), QStringLiteral("group"));
+    parser.addOption(groupOption);
     parser.process(app);
 
     rs::ui::MainWindow window(parser.value(dbOption));
     const QStringList files = parser.positionalArguments();
     if (!files.isEmpty())
         window.openRecipe(files.front());
+    if (parser.isSet(reportOption)) {
+        const QString path = parser.value(reportOption);
+        if (path.endsWith(QStringLiteral(".png"))) {
+            rs::ui::ReportWriter writer(*window.store(), {});
+            writer.setEditedRecipe(window.document()->recipe(), window.document()->validation());
+            return writer.preview(1100, 1400).save(path, "PNG") ? 0 : 1;
+        }
+        return window.exportReport(path) ? 0 : 1;
+    }
     if (parser.isSet(pageOption))
         window.pages()->setCurrentIndex(parser.value(pageOption).toInt());
     window.show();
+    if (parser.isSet(groupOption))
+        QTimer::singleShot(200, &window, [&window, group = parser.value(groupOption)] {
+            window.editorPage()->form()->scrollToGroup(group);
+        });
     if (parser.isSet(screenshotOption)) {
         const QString path = parser.value(screenshotOption);
         QTimer::singleShot(1500, &window, [&window, path] {

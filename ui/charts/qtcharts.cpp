@@ -383,7 +383,10 @@ void TradeoffChart::setData(const TradeoffData& data)
     }
     if (data.memoryTarget) {
         auto* target = new QLineSeries;
-        target->setName(tr("memory target %1").arg(*data.memoryTarget, 0, 'g', 4));
+        target->setName(tr("memory target %1%2")
+                            .arg(*data.memoryTarget, 0, 'g', 4)
+                            .arg(data.yTitle.endsWith(QLatin1String("(%)")) ? QStringLiteral("%")
+                                                                            : QStringLiteral(" GB")));
         QPen pen(kFailed);
         pen.setStyle(Qt::DashDotLine);
         pen.setWidthF(1.5);
