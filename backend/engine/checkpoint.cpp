@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <atomic>
 #include <mutex>
+#include <optional>
 
 #include <ATen/core/ivalue.h>
 
@@ -129,6 +130,7 @@ bool anyNeedsGrad(const std::vector<torch::Tensor>& inputs)
 
 struct CheckpointState : torch::CustomClassHolder {
     Region region;
+    std::optional<Tail> tail;
     RngState rng;
     std::vector<bool> needs_grad;
 };
@@ -144,7 +146,8 @@ public:
         ctx->save_for_backward(in);
         ctx->saved_data["state"] = c10::IValue::make_capsule(state);
         // Function::apply runs forward with grad disabled: no graph, nothing of the region is kept.
-        return state->region(in);
+        auto out = state->region(in);
+        return state->tail ? state->tail->forward(out) : out;
     }
 
     static torch::autograd::variable_list backward(
@@ -155,7 +158,17 @@ public:
         const auto inputs = ctx->get_saved_variables();
         std::vector<torch::Tensor> detached;
         const auto outputs = replay(state->region, inputs, state->needs_grad, state->rng, &detached);
-        return backwardThroughReplay(outputs, grads, detached);
+        if (!state->tail)
+            return backwardThroughReplay(outputs, grads, detached);
+        std::vector<torch::Tensor> defined;
+        for (size_t i = 0; i < grads.size(); ++i)
+            defined.push_back(grads[i].defined() ? grads[i] : torch::Tensor());
+        torch::autograd::variable_list mid_grads;
+        {
+            torch::NoGradGuard no_grad;
+            mid_grads = state->tail->backward(outputs, defined);
+        }
+        return backwardThroughReplay(outputs, mid_grads, detached);
     }
 };
 
@@ -247,6 +260,69 @@ std::vector<torch::Tensor> checkpoint(const Region& region, const std::vector<to
 
 OutputDiscardCheckpoint::OutputDiscardCheckpoint() = default;
 OutputDiscardCheckpoint::~OutputDiscardCheckpoint() = default;
+
+std::vector<torch::Tensor> checkpoint(
+    const Region& head, const Tail& tail, const std::vector<torch::Tensor>& inputs)
+{
+    if (!torch::GradMode::is_enabled() || !anyNeedsGrad(inputs))
+        return tail.forward(head(inputs));
+    auto state = c10::make_intrusive<CheckpointState>();
+    state->region = head;
+    state->tail = tail;
+    return CheckpointFunction::apply(state, at::TensorList(inputs));
+}
+
+namespace {
+
+// x @ W^T's gradients as autograd's linear computes them: dx = g @ W, dW = g^T @ x (flattened to 2-D),
+// dW accumulated into W.grad as AccumulateGrad would.
+torch::Tensor linearBackward(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& g)
+{
+    if (weight.requires_grad()) {
+        auto dw = g.reshape({ -1, g.size(-1) }).t().mm(x.reshape({ -1, x.size(-1) }));
+        if (weight.grad().defined())
+            weight.mutable_grad().add_(dw);
+        else
+            weight.mutable_grad() = dw;
+    }
+    return g.matmul(weight);
+}
+
+} // namespace
+
+Tail linearTail(const torch::Tensor& weight)
+{
+    Tail t;
+    t.forward = [weight](const std::vector<torch::Tensor>& mids) -> std::vector<torch::Tensor> {
+        countFlops(
+            2 * (mids[0].numel() / std::max<int64_t>(1, mids[0].size(-1))) * weight.size(0) * weight.size(1));
+        return { at::linear(mids[0], weight) };
+    };
+    t.backward = [weight](const std::vector<torch::Tensor>& mids,
+                     const std::vector<torch::Tensor>& grads) -> std::vector<torch::Tensor> {
+        if (!grads[0].defined())
+            return { torch::Tensor() };
+        return { linearBackward(mids[0], weight, grads[0]) };
+    };
+    return t;
+}
+
+Tail residualLinearTail(const torch::Tensor& weight)
+{
+    Tail t;
+    t.forward = [weight](const std::vector<torch::Tensor>& mids) -> std::vector<torch::Tensor> {
+        countFlops(
+            2 * (mids[1].numel() / std::max<int64_t>(1, mids[1].size(-1))) * weight.size(0) * weight.size(1));
+        return { mids[0] + at::linear(mids[1], weight) };
+    };
+    t.backward = [weight](const std::vector<torch::Tensor>& mids,
+                     const std::vector<torch::Tensor>& grads) -> std::vector<torch::Tensor> {
+        if (!grads[0].defined())
+            return { torch::Tensor(), torch::Tensor() };
+        return { grads[0], linearBackward(mids[1], weight, grads[0]) };
+    };
+    return t;
+}
 
 std::vector<torch::Tensor> OutputDiscardCheckpoint::run(
     const Region& region, const std::vector<torch::Tensor>& inputs)

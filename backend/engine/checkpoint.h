@@ -26,6 +26,28 @@ using Region = std::function<std::vector<torch::Tensor>(const std::vector<torch:
 // only `inputs`.
 std::vector<torch::Tensor> checkpoint(const Region& region, const std::vector<torch::Tensor>& inputs);
 
+// The last operation of a normal checkpoint's region when it saves nothing the replay must rebuild (a
+// linear layer, a residual add, the probabilities x V product): the first pass runs it, the replay stops
+// before it, and backward applies its gradient by hand. This is what torch.utils.checkpoint's early stop
+// gives PyTorch: the final matrix multiply of the region is not replayed.
+struct Tail {
+    // outputs = forward(mids), where mids are what the head of the region returns.
+    std::function<std::vector<torch::Tensor>(const std::vector<torch::Tensor>& mids)> forward;
+    // Gradients of the mids from the outputs' gradients (accumulating any parameter gradient itself).
+    std::function<std::vector<torch::Tensor>(
+        const std::vector<torch::Tensor>& mids, const std::vector<torch::Tensor>& grad_outputs)>
+        backward;
+};
+
+// Normal checkpoint of head-then-tail: keeps only `inputs`; the replay runs `head` alone.
+std::vector<torch::Tensor> checkpoint(
+    const Region& head, const Tail& tail, const std::vector<torch::Tensor>& inputs);
+
+// Tails the engine uses. y = x @ W^T (the region's single mid is x):
+Tail linearTail(const torch::Tensor& weight);
+// y = base + x @ W^T (mids: base, x), e.g. a layer's residual add after its last linear with no dropout:
+Tail residualLinearTail(const torch::Tensor& weight);
+
 struct DiscardState;
 
 // Output-discard checkpoint: run(), then discardOutputAndRegisterRecompute() once the consumers of the

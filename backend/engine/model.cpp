@@ -321,11 +321,17 @@ Tensor Model::rope(const Tensor& x) const
     return x * rope_cos_ + rotated * rope_sin_;
 }
 
-Tensor Model::unfusedAttention(const Tensor& q, const Tensor& k, const Tensor& v)
+Tensor Model::repeatGroups(const Tensor& t, int64_t heads) const
+{
+    // GQA: each key/value group serves heads / groups queries.
+    return t.size(2) == heads ? t : t.repeat_interleave(heads / t.size(2), 2);
+}
+
+Tensors Model::unfusedAttentionHead(const Tensor& q, const Tensor& k, const Tensor& v)
 {
     // Megatron Core's local DotProductAttention with the unfused path of FusedScaleMaskSoftmax:
     // [s, b, np, hn] -> scores [b*np, sq, sk] by baddbmm, fp32 softmax (attention_softmax_in_fp32) with the
-    // causal mask filled in place, attention dropout, then probabilities x V.
+    // causal mask filled in place, attention dropout; the tail multiplies by V.
     const int64_t sq = q.size(0), b = q.size(1), np = q.size(2), hn = q.size(3);
     const int64_t sk = k.size(0), hv = v.size(3);
     auto query = q.reshape({ sq, b * np, hn }).transpose(0, 1);
@@ -342,23 +348,48 @@ Tensor Model::unfusedAttention(const Tensor& q, const Tensor& k, const Tensor& v
     if (low_precision)
         probs = probs.to(q.scalar_type());
     probs = dropout(probs, config_.attention_dropout);
-    auto value = v.reshape({ sk, b * np, hv }).transpose(0, 1);
-    countFlops(2 * b * np * sq * sk * hv);
-    auto context = at::bmm(probs.view({ b * np, sq, sk }), value);
-    return context.view({ b, np, sq, hv }).permute({ 2, 0, 1, 3 }).reshape({ sq, b, np * hv });
+    return { probs.view({ b * np, sq, sk }), v.reshape({ sk, b * np, hv }).transpose(0, 1) };
+}
+
+Tail Model::unfusedAttentionTail(int64_t b, int64_t np) const
+{
+    Tail t;
+    t.forward = [b, np](const Tensors& mids) -> Tensors {
+        const auto& probs = mids[0];
+        const auto& value = mids[1];
+        const int64_t sq = probs.size(1), sk = probs.size(2), hv = value.size(2);
+        countFlops(2 * b * np * sq * sk * hv);
+        auto context = at::bmm(probs, value);
+        return { context.view({ b, np, sq, hv }).permute({ 2, 0, 1, 3 }).reshape({ sq, b, np * hv }) };
+    };
+    t.backward = [b, np](const Tensors& mids, const Tensors& grads) -> Tensors {
+        if (!grads[0].defined())
+            return { Tensor(), Tensor() };
+        const auto& probs = mids[0];
+        const auto& value = mids[1];
+        const int64_t sq = probs.size(1), hv = value.size(2);
+        // bmm's own backward: d(probs) = g V^T, d(V) = probs^T g.
+        auto g = grads[0].view({ sq, b, np, hv }).permute({ 1, 2, 0, 3 }).reshape({ b * np, sq, hv });
+        return { g.bmm(value.transpose(1, 2)), probs.transpose(1, 2).bmm(g) };
+    };
+    return t;
 }
 
 Tensor Model::coreAttention(const Tensor& q, const Tensor& k, const Tensor& v)
 {
-    Region region = [this](const Tensors& in) -> Tensors {
-        Tensor query = in[0], key = in[1], value = in[2];
-        if (key.size(2) != query.size(2)) { // GQA: each key/value group serves heads / groups queries
-            const int64_t repeat = query.size(2) / key.size(2);
-            key = key.repeat_interleave(repeat, 2);
-            value = value.repeat_interleave(repeat, 2);
-        }
-        if (config_.attention_backend == "unfused")
-            return { unfusedAttention(query, key, value) };
+    const int64_t heads = q.size(2);
+    if (config_.attention_backend == "unfused") {
+        Region head = [this, heads](const Tensors& in) -> Tensors {
+            return unfusedAttentionHead(in[0], repeatGroups(in[1], heads), repeatGroups(in[2], heads));
+        };
+        const Tail tail = unfusedAttentionTail(q.size(1), heads);
+        if (plan_.has("core_attn"))
+            return checkpoint(head, tail, { q, k, v })[0];
+        return tail.forward(head({ q, k, v }))[0];
+    }
+    Region region = [this, heads](const Tensors& in) -> Tensors {
+        const Tensor& query = in[0];
+        const Tensor key = repeatGroups(in[1], heads), value = repeatGroups(in[2], heads);
         const int64_t sq = query.size(0), b = query.size(1), np = query.size(2);
         const int64_t sk = key.size(0), hn = query.size(3), hv = value.size(3);
         countFlops(b * np * sq * sk * (hn + hv)); // causal: the kernels skip the masked half
@@ -455,9 +486,14 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
         act_ckpt.discardOutputAndRegisterRecompute(expert_out);
     auto out = torch::zeros_like(tokens).index_add(0, token_of, expert_out);
     if (c.shared_ffn > 0) {
-        Region shared
-            = [this, &L](const Tensors& in) -> Tensors { return { mlp(in[0], L.shared_fc1, L.shared_fc2) }; };
-        out = out + (plan_.has("shared_experts") ? checkpoint(shared, { tokens }) : shared({ tokens }))[0];
+        if (plan_.has("shared_experts")) {
+            Region head = [this, &L](const Tensors& in) -> Tensors {
+                return { activation(linear(in[0], L.shared_fc1)) };
+            };
+            out = out + checkpoint(head, linearTail(L.shared_fc2), { tokens })[0];
+        } else {
+            out = out + mlp(tokens, L.shared_fc1, L.shared_fc2);
+        }
     }
     return out.view(x.sizes());
 }
@@ -491,18 +527,42 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
     if (L.moe) {
         out = moe(L, ln2);
     } else {
-        Region dense = [this, &L](const Tensors& in) -> Tensors { return { mlp(in[0], L.fc1, L.fc2) }; };
-        out = (plan_.has("mlp") ? checkpoint(dense, { ln2 }) : dense({ ln2 }))[0];
+        if (plan_.has("mlp")) {
+            Region head
+                = [this, &L](const Tensors& in) -> Tensors { return { activation(linear(in[0], L.fc1)) }; };
+            out = checkpoint(head, linearTail(L.fc2), { ln2 })[0];
+        } else {
+            out = mlp(ln2, L.fc1, L.fc2);
+        }
     }
     if (discard_norms)
         ln2_ckpt.discardOutputAndRegisterRecompute(out);
     return x + dropout(out, config_.hidden_dropout);
 }
 
+Tensors Model::denseLayerHead(const Layer& L, Tensor x)
+{
+    // layerForward's ops in the same order, for a layer with no selective labels and no hidden dropout.
+    x = x + attention(L, norm(x, L.ln1_w, L.ln1_b));
+    return { x, activation(linear(norm(x, L.ln2_w, L.ln2_b), L.fc1)) };
+}
+
 Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
 {
     auto x = dropout(at::embedding(embedding_, tokens), config_.hidden_dropout);
     for (const auto& unit : plan_.units) {
+        const int last = unit.first + unit.count - 1;
+        if (unit.checkpointed && !layers_[last].moe && config_.hidden_dropout == 0) {
+            // The unit ends with x + fc2(act): the replay stops at the last layer's activation.
+            Region head = [this, unit, last](const Tensors& in) -> Tensors {
+                Tensor h = in[0];
+                for (int i = unit.first; i < last; ++i)
+                    h = layerForward(layers_[i], h);
+                return denseLayerHead(layers_[last], h);
+            };
+            x = checkpoint(head, residualLinearTail(layers_[last].fc2), { x })[0];
+            continue;
+        }
         Region run = [this, unit](const Tensors& in) -> Tensors {
             Tensor h = in[0];
             for (int i = unit.first; i < unit.first + unit.count; ++i)

@@ -90,7 +90,15 @@ private:
     torch::Tensor dropout(const torch::Tensor& x, double p) const;
     torch::Tensor attention(const Layer& layer, const torch::Tensor& x);
     torch::Tensor coreAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
-    torch::Tensor unfusedAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+    // Unfused attention up to the dropped probabilities and V ([b*np, sq, sk], [b*np, sk, hv]); the tail
+    // multiplies them and lays the context out as [sq, b, np*hv].
+    std::vector<torch::Tensor> unfusedAttentionHead(
+        const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+    struct Tail unfusedAttentionTail(int64_t b, int64_t np) const;
+    torch::Tensor repeatGroups(const torch::Tensor& t, int64_t heads) const;
+    // A dense layer up to its MLP activation: {residual stream before the MLP, activation}. Only for
+    // full-recompute units with no hidden dropout, where the layer ends with x + fc2(act).
+    std::vector<torch::Tensor> denseLayerHead(const Layer& layer, torch::Tensor x);
     torch::Tensor rope(const torch::Tensor& x) const;
     torch::Tensor mlp(const torch::Tensor& x, const torch::Tensor& fc1, const torch::Tensor& fc2) const;
     torch::Tensor activation(const torch::Tensor& fc1_out) const;

@@ -111,32 +111,47 @@ public:
             }
         }
         ++step_;
-        std::vector<torch::Tensor> grads;
-        for (size_t i = 0; i < params_.size(); ++i) {
-            auto g = params_[i].grad();
-            grads.push_back(g.defined() ? g.to(torch::kFloat32) : torch::zeros_like(main_[i]));
-        }
-        if (!compat::fusedAdamW(
-                main_, grads, exp_avg_, exp_avg_sq_, steps_, kLr, kBeta1, kBeta2, kWeightDecay, kEps)) {
-            const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
-            for (size_t i = 0; i < main_.size(); ++i) {
-                auto& m = main_[i];
-                m.mul_(1 - kLr * kWeightDecay);
-                exp_avg_[i].mul_(kBeta1).add_(grads[i], 1 - kBeta1);
-                exp_avg_sq_[i].mul_(kBeta2).addcmul_(grads[i], grads[i], 1 - kBeta2);
-                auto denom = (exp_avg_sq_[i].sqrt() / std::sqrt(bc2)).add_(kEps);
-                m.addcdiv_(exp_avg_[i], denom, -kLr / bc1);
+        // Buckets of parameters: each bucket's gradients are converted to fp32 (the bf16 gradient is freed
+        // as soon as its copy exists), updated, copied back, and released before the next bucket, so the
+        // optimizer never holds a second full set of gradients.
+        size_t first = 0;
+        while (first < params_.size()) {
+            std::vector<torch::Tensor> main, grads, exp_avg, exp_avg_sq, steps;
+            int64_t elements = 0;
+            size_t end = first;
+            for (;
+                 end < params_.size() && (end == first || elements + params_[end].numel() <= kBucketElements);
+                 ++end) {
+                auto g = params_[end].grad();
+                grads.push_back(g.defined() ? g.to(torch::kFloat32) : torch::zeros_like(main_[end]));
+                params_[end].mutable_grad() = torch::Tensor(); // set to none, as zero_grad() does
+                main.push_back(main_[end]);
+                exp_avg.push_back(exp_avg_[end]);
+                exp_avg_sq.push_back(exp_avg_sq_[end]);
+                steps.push_back(steps_[end]);
+                elements += params_[end].numel();
             }
-        }
-        grads.clear();
-        for (size_t i = 0; i < params_.size(); ++i) {
-            if (!params_[i].is_same(main_[i]))
-                params_[i].copy_(main_[i]);
-            params_[i].mutable_grad() = torch::Tensor(); // set to none, as zero_grad() does
+            if (!compat::fusedAdamW(
+                    main, grads, exp_avg, exp_avg_sq, steps, kLr, kBeta1, kBeta2, kWeightDecay, kEps)) {
+                const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
+                for (size_t i = 0; i < main.size(); ++i) {
+                    main[i].mul_(1 - kLr * kWeightDecay);
+                    exp_avg[i].mul_(kBeta1).add_(grads[i], 1 - kBeta1);
+                    exp_avg_sq[i].mul_(kBeta2).addcmul_(grads[i], grads[i], 1 - kBeta2);
+                    auto denom = (exp_avg_sq[i].sqrt() / std::sqrt(bc2)).add_(kEps);
+                    main[i].addcdiv_(exp_avg[i], denom, -kLr / bc1);
+                }
+            }
+            grads.clear();
+            for (size_t i = first; i < end; ++i)
+                if (!params_[i].is_same(main_[i]))
+                    params_[i].copy_(main_[i]);
+            first = end;
         }
     }
 
 private:
+    static constexpr int64_t kBucketElements = int64_t(1) << 27; // 512 MiB of fp32 gradients
     static constexpr double kLr = 3e-4, kBeta1 = 0.9, kBeta2 = 0.95, kWeightDecay = 0.1, kEps = 1e-8;
     std::vector<torch::Tensor> params_, main_, exp_avg_, exp_avg_sq_, steps_;
     int64_t step_ = 0;

@@ -126,6 +126,7 @@ inline bool fusedAdamW(std::vector<torch::Tensor>& params, std::vector<torch::Te
 #if RS_TORCH_AT_LEAST(2, 2) && defined(RS_ENGINE_CUDA)
     if (params.empty() || !params.front().is_cuda())
         return false;
+    at::_foreach_add_(steps, 1); // the kernel reads the step count already advanced, as torch.optim does
     at::_fused_adamw_(params, grads, exp_avgs, exp_avg_sqs, {}, steps, lr, beta1, beta2, weight_decay, eps,
         /*amsgrad=*/false, /*maximize=*/false);
     return true;

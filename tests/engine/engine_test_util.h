@@ -21,6 +21,7 @@ enum class Arch {
     DenseFusedGqa, // RMSNorm, SwiGLU, GQA, scaled_dot_product_attention
     MlaMoe, // MLA with Q compression, first layer dense, then MoE with shared experts (Moonlight-like)
     MlaNoQLoraUnfused, // MLA without Q compression, unfused attention, dense SwiGLU
+    DenseUnfusedNoHiddenDropout, // as DenseUnfused with hidden_dropout 0: full units end in x + fc2(act)
 };
 
 inline Recipe tinyRecipe(Arch arch)
@@ -40,6 +41,10 @@ inline Recipe tinyRecipe(Arch arch)
     switch (arch) {
     case Arch::DenseUnfused:
         r.attention_backend = "unfused";
+        break;
+    case Arch::DenseUnfusedNoHiddenDropout:
+        r.attention_backend = "unfused";
+        r.hidden_dropout = 0;
         break;
     case Arch::DenseFusedGqa:
         r.attention_backend = "fused";

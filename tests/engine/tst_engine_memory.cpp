@@ -32,7 +32,8 @@ int64_t rngStateBytes()
 // |measured - expected| <= tolerance * expected
 bool near(int64_t measured, int64_t expected, double tolerance)
 {
-    return std::abs(static_cast<double>(measured - expected)) <= tolerance * std::abs(static_cast<double>(expected));
+    return std::abs(static_cast<double>(measured - expected))
+        <= tolerance * std::abs(static_cast<double>(expected));
 }
 
 } // namespace

@@ -72,6 +72,15 @@ void TestEngineRecompute::gradientsMatchNoRecompute_data()
     }
     fullRow("dense unfused block k=0 (no layer checkpointed)", Arch::DenseUnfused, "block", 0, false);
     fullRow("dense fused gqa uniform k=2", Arch::DenseFusedGqa, "uniform", 2, true);
+    // No hidden dropout: the replay of a unit stops before its last fc2 (a tail checkpoint).
+    sel("no hidden dropout core_attn", Arch::DenseUnfusedNoHiddenDropout, { QStringLiteral("core_attn") });
+    sel("no hidden dropout mlp", Arch::DenseUnfusedNoHiddenDropout, { QStringLiteral("mlp") });
+    for (int k : { 1, 2 }) {
+        fullRow(qPrintable(QStringLiteral("no hidden dropout uniform k=%1").arg(k)),
+            Arch::DenseUnfusedNoHiddenDropout, "uniform", k, true);
+        fullRow(qPrintable(QStringLiteral("no hidden dropout block k=%1").arg(k)),
+            Arch::DenseUnfusedNoHiddenDropout, "block", k, true);
+    }
     fullRow("mla moe uniform k=2", Arch::MlaMoe, "uniform", 2, true);
     fullRow("mla moe block k=2", Arch::MlaMoe, "block", 2, true);
 }
