@@ -141,6 +141,52 @@ private slots:
         QVERIFY(md.contains(u"| moe_act | 35.941 | 466.26 | 75.50 | -1.85% | +1.99% | pass |"_s));
     }
 
+    void reportFormats()
+    {
+        const auto tables = buildReport(m_store, std::nullopt, {});
+        QCOMPARE(tables.size(), 2);
+        QCOMPARE(unmatchedRows(tables), 0);
+        const QJsonArray json
+            = QJsonDocument::fromJson(formatReport(tables, ReportFormat::Json).toUtf8()).array();
+        QCOMPARE(json.size(), 2);
+        QCOMPARE(json[0].toObject().value(u"rows"_s).toArray().size(), 6);
+        const QJsonObject moeAct = json[0].toObject().value(u"rows"_s).toArray()[4].toObject();
+        QCOMPARE(moeAct.value(u"module_set"_s).toString(), u"moe_act"_s);
+        QCOMPARE(moeAct.value(u"peak_allocated_bytes"_s).toDouble(), 35941000000.0);
+        QCOMPARE(qRound(moeAct.value(u"allocated_vs_control_pct"_s).toDouble() * 100), -185);
+        const QStringList csv = formatReport(tables, ReportFormat::Csv).split(u'\n', Qt::SkipEmptyParts);
+        QCOMPARE(csv.size(), 13); // header + 12 runs
+        QVERIFY(csv[0].startsWith(u"control_run_id,run_id,recipe_name,model,module_set,"_s));
+        QCOMPARE(csv.filter(u",\"layernorm, moe_act\","_s).size(),
+            2); // a comma inside a cell is quoted (both studies)
+        const QString html = formatReport(tables, ReportFormat::Html);
+        QCOMPARE(html.count(u"<table>"_s), 2);
+        QVERIFY(html.contains(u"<td class=\"n\">-6.33%</td>"_s));
+    }
+
+    void exportForPandas()
+    {
+        QTemporaryDir out;
+        QString error;
+        const QStringList files = exportRuns(m_store, {}, out.path(), true, true, &error);
+        QVERIFY2(error.isEmpty(), qPrintable(error));
+        QCOMPARE(files.size(), 8); // runs, rank_peaks, phase_peaks, iterations × csv, json
+        QFile runsCsv(out.filePath(u"runs.csv"_s));
+        QVERIFY(runsCsv.open(QIODevice::ReadOnly));
+        const QList<QByteArray> header = runsCsv.readLine().trimmed().split(',');
+        QVERIFY(header.contains("id") && header.contains("module_set") && header.contains("peak_allocated"));
+        QFile runsJson(out.filePath(u"runs.json"_s));
+        QVERIFY(runsJson.open(QIODevice::ReadOnly));
+        const QJsonArray records = QJsonDocument::fromJson(runsJson.readAll()).array();
+        QCOMPARE(records.size(), 12);
+        QCOMPARE(records[0].toObject().value(u"peak_allocated"_s).toDouble(), 36618000000.0);
+        QCOMPARE(records[0].toObject().value(u"module_set"_s).toString(), u"[]"_s);
+        QVERIFY(records[7].toObject().value(u"peak_allocated"_s).isNull()); // unknown stays null, not 0
+        QFile peaks(out.filePath(u"rank_peaks.csv"_s));
+        QVERIFY(peaks.open(QIODevice::ReadOnly));
+        QCOMPARE(peaks.readAll().count('\n'), 5); // header + rank 0 of the four Nemotron rows with a peak
+    }
+
 private:
     QTemporaryDir m_dir;
     Store m_store;
