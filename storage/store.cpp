@@ -398,14 +398,19 @@ Store::~Store()
 
 QString Store::defaultPath()
 {
-    QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
-    if (dir.isEmpty())
-        dir = QDir::homePath() + u"/.local/share/recompute-studio"_s;
-    // A tool that did not set its application name still gets the product's folder.
-    if (QCoreApplication::applicationName() != u"recompute-studio") {
-        dir = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation) + u"/recompute-studio"_s;
+    // The product's programs (studio and CLI) name themselves "recompute-studio" (application and
+    // organisation), so AppDataLocation is one folder for both. A tool that named itself otherwise still
+    // gets that folder: the same layout under the generic data location.
+    if (QCoreApplication::applicationName() == u"recompute-studio"
+        && QCoreApplication::organizationName() == u"recompute-studio") {
+        const QString dir = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+        if (!dir.isEmpty())
+            return dir + u"/measurements.sqlite"_s;
     }
-    return dir + u"/measurements.sqlite"_s;
+    QString generic = QStandardPaths::writableLocation(QStandardPaths::GenericDataLocation);
+    if (generic.isEmpty())
+        generic = QDir::homePath() + u"/.local/share"_s;
+    return generic + u"/recompute-studio/recompute-studio/measurements.sqlite"_s;
 }
 
 bool Store::open(const QString& path, QString* error)

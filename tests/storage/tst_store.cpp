@@ -4,6 +4,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSqlQuery>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -125,6 +126,21 @@ class TestStore : public QObject {
     Q_OBJECT
 private slots:
     void init() { QVERIFY(m_dir.isValid()); }
+
+    void defaultPathIsTheProductsDataFolder()
+    {
+        QStandardPaths::setTestModeEnabled(true);
+        const QString tool = Store::defaultPath(); // this test names itself otherwise
+        QCoreApplication::setApplicationName(u"recompute-studio"_s);
+        QCoreApplication::setOrganizationName(u"recompute-studio"_s);
+        const QString product = Store::defaultPath();
+        QCOMPARE(product,
+            QStandardPaths::writableLocation(QStandardPaths::AppDataLocation) + u"/measurements.sqlite"_s);
+        QVERIFY2(product.endsWith(u"/recompute-studio/recompute-studio/measurements.sqlite"_s),
+            qPrintable(product));
+        QCOMPARE(tool, product); // one file for the studio, the CLI and any other tool
+        QStandardPaths::setTestModeEnabled(false);
+    }
 
     void opensWithWalForeignKeysAndVersion()
     {
