@@ -2,6 +2,8 @@
 // The local launcher against a fake worker (a test double of the process boundary) and, when this build has
 // it, the real recompute-bench: signals per event kind, SIGKILL mid-run, exit without result, garbage on
 // stdout, cancel(), worker lookup, and the store's ingest fed from the signals.
+#include <csignal>
+
 #include <QDir>
 #include <QJsonArray>
 #include <QSignalSpy>
@@ -33,6 +35,17 @@ LaunchOptions fake(const QStringList& extra = {})
     o.workerPath = QStringLiteral(RS_FAKE_WORKER);
     o.extraArguments = extra;
     return o;
+}
+
+// The real recompute-bench: this build's target, or $RS_TEST_REAL_WORKER (another build's binary).
+QString realWorker()
+{
+    QString worker = qEnvironmentVariable("RS_TEST_REAL_WORKER");
+#ifdef RS_REAL_WORKER
+    if (worker.isEmpty())
+        worker = QStringLiteral(RS_REAL_WORKER);
+#endif
+    return worker;
 }
 
 struct Recorder {
@@ -211,12 +224,7 @@ private slots:
 
     void realWorkerStreamIsStored()
     {
-        // The real recompute-bench: this build's target, or $RS_TEST_REAL_WORKER (another build's binary).
-        QString worker = qEnvironmentVariable("RS_TEST_REAL_WORKER");
-#ifdef RS_REAL_WORKER
-        if (worker.isEmpty())
-            worker = QStringLiteral(RS_REAL_WORKER);
-#endif
+        const QString worker = realWorker();
         if (worker.isEmpty())
             QSKIP(
                 "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
@@ -252,6 +260,42 @@ private slots:
         QVERIFY(run->peakReserved.value_or(0) >= run->peakAllocated.value_or(0));
         QVERIFY(run->steadyStepMs.value_or(0) > 0);
         QCOMPARE(run->lossFinite.value_or(false), true);
+    }
+
+    void realWorkerKilledMidRunEndsAborted()
+    {
+        const QString worker = realWorker();
+        if (worker.isEmpty())
+            QSKIP(
+                "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"real-killed.sqlite"_s)));
+        RunIngest ingest(&store);
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        connect(
+            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+        connect(&launcher, &LocalLauncher::iteration, this, [&](const QJsonObject& e) {
+            if (e.value(u"iteration"_s).toInt() == 3)
+                ::kill(pid_t(launcher.pid()), SIGKILL);
+        });
+        LaunchOptions o;
+        o.workerPath = worker;
+        QJsonObject recipe = tinyRecipe(100000);
+        recipe.insert(u"ffn_hidden_size"_s, 128);
+        recipe.insert(u"seq_length"_s, 64);
+        recipe.insert(u"attention_backend"_s, u"unfused"_s);
+        QVERIFY(launcher.start(recipe, o));
+        QVERIFY(rec.finished.wait(120000));
+        QCOMPARE(rec.finished.first().at(0).toBool(), true);
+        QCOMPARE(rec.result.size(), 0);
+        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
+        const auto run = store.run(ingest.runId());
+        QCOMPARE(run->outcome, outcome::Aborted);
+        const int stored = store.iterations(run->id).size();
+        QVERIFY2(stored >= 3 && stored < 100000, qPrintable(QString::number(stored)));
+        QCOMPARE(store.iterations(run->id).first().iteration, 1);
     }
 };
 
