@@ -258,11 +258,15 @@ int runMain(const std::vector<std::string>& args)
         std::cout << "  losses finite    " << (*run->lossFinite ? "yes" : "NO") << "\n";
     if (run->controlRunId) {
         const auto rows = store.compare(*run->controlRunId, { run->id });
-        if (rows.size() == 2) {
+        if (rows.size() == 2 && rows[1].match.matched) {
             std::cout << "  control          run " << *run->controlRunId << ": Allocated vs [] "
                       << rs::storage::formatPercent(rows[1].allocatedVsControlPct).toStdString()
                       << ", Time vs [] " << rs::storage::formatPercent(rows[1].timeVsControlPct).toStdString()
                       << "\n";
+        } else if (rows.size() == 2) {
+            // Named with --control but not matched: said, never compared.
+            std::cout << "  control          run " << *run->controlRunId << " is NOT MATCHED, not compared: "
+                      << rows[1].match.reasons.join(u"; "_s).toStdString() << "\n";
         }
     } else if (!run->isExplicitControl()) {
         std::cout

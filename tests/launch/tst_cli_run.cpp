@@ -128,6 +128,45 @@ private slots:
         QVERIFY(!runs[0].recipeHash.isEmpty());
     }
 
+    void controlIsLinkedOrRefused()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"control.sqlite"_s);
+        auto control = startRun({ writeRecipe(dir, 4, u"ctl"_s), u"--db"_s, db }, {});
+        QVERIFY(control->waitForFinished(30000));
+        QCOMPARE(control->exitCode(), 0);
+        // The same recipe with another recompute choice: linked to the control automatically.
+        QString candidate = writeRecipe(dir, 4, u"cand"_s);
+        {
+            QFile f(candidate);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            QJsonObject o = QJsonDocument::fromJson(f.readAll()).object();
+            f.close();
+            o.insert(u"recompute_modules"_s, QJsonArray { u"core_attn"_s });
+            QVERIFY(f.open(QIODevice::WriteOnly | QIODevice::Truncate));
+            f.write(QJsonDocument(o).toJson());
+        }
+        auto p = startRun({ candidate, u"--db"_s, db }, u"--peak-scale 0.5"_s);
+        QVERIFY(p->waitForFinished(30000));
+        const QString out = QString::fromUtf8(p->readAllStandardOutput());
+        QVERIFY2(out.contains(u"control          run 1: Allocated vs [] -50.00%"_s), qPrintable(out));
+        // A control named with --control that differs in more than the recompute choice (run length): said,
+        // not compared.
+        auto other = startRun(
+            { writeRecipe(dir, 4, u"other"_s), u"--db"_s, db, u"--iters"_s, u"2"_s, u"--control"_s, u"2"_s },
+            {});
+        QVERIFY(other->waitForFinished(30000));
+        const QString otherOut = QString::fromUtf8(other->readAllStandardOutput());
+        QVERIFY2(otherOut.contains(u"control          run 2 is NOT MATCHED, not compared"_s),
+            qPrintable(otherOut));
+        QCOMPARE(recompute({ u"run"_s, writeRecipe(dir, 4, u"x"_s), u"--db"_s, db, u"--control"_s, u"99"_s })
+                     .exitCode,
+            2);
+        QCOMPARE(recompute({ u"run"_s, writeRecipe(dir, 4, u"y"_s), u"--db"_s, db, u"--iters"_s, u"0"_s })
+                     .exitCode,
+            2);
+    }
+
     void cliKilledMidIngestLeavesAnIntactDatabase()
     {
         QTemporaryDir dir;
