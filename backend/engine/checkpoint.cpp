@@ -7,6 +7,8 @@
 #include <optional>
 
 #include <ATen/core/ivalue.h>
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
 
 namespace rs::engine {
 namespace {
@@ -128,6 +130,24 @@ bool anyNeedsGrad(const std::vector<torch::Tensor>& inputs)
     return false;
 }
 
+// The root of a tail checkpoint's backward: applies the tail's gradient to the replayed mids and hands the
+// results to the replayed graph. It owns the mids and drops them as soon as the tail's gradient exists, so
+// neither they nor their gradients outlive their use (as they would if the caller held them through a
+// torch::autograd::backward call).
+struct TailBackward : torch::autograd::Node {
+    Tail tail;
+    std::vector<torch::Tensor> mids;
+    std::string name() const override { return "TailBackward"; }
+    torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override
+    {
+        torch::NoGradGuard no_grad;
+        auto result = tail.backward(mids, grads);
+        mids.clear();
+        grads.clear();
+        return result;
+    }
+};
+
 struct CheckpointState : torch::CustomClassHolder {
     Region region;
     std::optional<Tail> tail;
@@ -157,18 +177,26 @@ public:
             = c10::static_intrusive_pointer_cast<CheckpointState>(ctx->saved_data["state"].toCapsule());
         const auto inputs = ctx->get_saved_variables();
         std::vector<torch::Tensor> detached;
-        const auto outputs = replay(state->region, inputs, state->needs_grad, state->rng, &detached);
+        auto outputs = replay(state->region, inputs, state->needs_grad, state->rng, &detached);
         if (!state->tail)
             return backwardThroughReplay(outputs, grads, detached);
-        std::vector<torch::Tensor> defined;
-        for (size_t i = 0; i < grads.size(); ++i)
-            defined.push_back(grads[i].defined() ? grads[i] : torch::Tensor());
-        torch::autograd::variable_list mid_grads;
-        {
-            torch::NoGradGuard no_grad;
-            mid_grads = state->tail->backward(outputs, defined);
+        torch::autograd::variable_list result { torch::Tensor() };
+        if (grads.size() == 1 && grads[0].defined()) {
+            auto node = std::make_shared<TailBackward>();
+            node->tail = *state->tail;
+            torch::autograd::edge_list next;
+            for (const auto& m : outputs)
+                next.push_back(
+                    m.requires_grad() ? torch::autograd::impl::gradient_edge(m) : torch::autograd::Edge());
+            node->set_next_edges(std::move(next));
+            node->add_input_metadata(grads[0]);
+            node->mids = std::move(outputs);
+            torch::autograd::Engine::get_default_engine().execute(
+                { torch::autograd::Edge(node, 0) }, { grads[0] }, false, false, true);
         }
-        return backwardThroughReplay(outputs, mid_grads, detached);
+        for (const auto& d : detached)
+            result.push_back(d.requires_grad() ? d.grad() : torch::Tensor());
+        return result;
     }
 };
 
