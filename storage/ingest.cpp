@@ -6,8 +6,10 @@
 #include <cstring>
 #include <string_view>
 
+#include <QCoreApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QSysInfo>
 
 #include "core/overrides.h"
 #include "core/recipe_json.h"
@@ -236,6 +238,8 @@ bool RunIngest::ensureRun()
     if (m_runId != 0)
         return true;
     m_run.createdAt = QDateTime::currentDateTimeUtc();
+    m_run.ingestHost = QSysInfo::machineHostName();
+    m_run.ingestPid = QCoreApplication::applicationPid();
     if (!m_store->beginWrite()) {
         m_error = m_store->lastError();
         return false;

@@ -2,7 +2,8 @@
 // Live ingest of one worker run: feed it the stream's events (docs/stream.md) as they arrive and it
 // writes them to the store in transactions. The run row exists from `hello` on with outcome `running`;
 // `result` sets the outcome; finish() without a `result` ends the run `aborted`, keeping every iteration
-// that was reported. A process that dies mid-ingest leaves its run `running` with every committed row.
+// that was reported. A process that dies mid-ingest leaves its run `running` with every committed row,
+// until the next Store::open on this host sees that process gone and ends the run `aborted`.
 #pragma once
 
 #include <optional>

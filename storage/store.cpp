@@ -17,7 +17,13 @@
 #include <QSqlQuery>
 #include <QSqlRecord>
 #include <QStandardPaths>
+#include <QSysInfo>
 #include <QUuid>
+
+#ifdef Q_OS_UNIX
+#include <cerrno>
+#include <signal.h>
+#endif
 
 #ifdef RS_HAVE_SQLITE3
 #include <sqlite3.h>
@@ -215,6 +221,9 @@ const QVector<Column>& runColumns()
         { u"recipe_match_key"_s, u"TEXT"_s, 3,
             [](const RunRecord& r) { return textVar(Store::recipeMatchKey(r.recipeJson)); },
             [](RunRecord& r, const QVariant& v) { r.recipeMatchKey = v.toString(); } },
+        // v4: who ingests the run
+        text("ingest_host", &RunRecord::ingestHost, 4),
+        opt("ingest_pid", "INTEGER", &RunRecord::ingestPid, 4),
     };
     return columns;
 }
@@ -286,7 +295,9 @@ QVector<QStringList> migrations()
     QStringList v3 { u"ALTER TABLE runs ADD COLUMN recipe_match_key TEXT"_s,
         u"CREATE INDEX runs_recipe_match_key ON runs(recipe_match_key)"_s };
     // (the keys of existing rows are computed in C++ after these statements: Store::migrate)
-    return { v1, v2, v3 };
+    QStringList v4 { u"ALTER TABLE runs ADD COLUMN ingest_host TEXT"_s,
+        u"ALTER TABLE runs ADD COLUMN ingest_pid INTEGER"_s };
+    return { v1, v2, v3, v4 };
 }
 
 std::atomic<int> g_connectionSerial { 0 };
@@ -453,7 +464,60 @@ bool Store::openAtVersion(const QString& path, int version, QString* error)
         return fail(why);
     if (!migrate(version, &why))
         return fail(why);
+    if (version >= 4)
+        recoverInterruptedRuns();
     return true;
+}
+
+int Store::recoverInterruptedRuns()
+{
+    int ended = 0;
+#ifdef Q_OS_UNIX
+    const QString host = QSysInfo::machineHostName();
+    QSqlQuery q(database());
+    q.prepare(
+        u"SELECT id, ingest_pid FROM runs WHERE outcome='running' AND ingest_host=? AND ingest_pid IS NOT NULL"_s);
+    q.addBindValue(host);
+    if (!q.exec())
+        return 0;
+    QVector<QPair<qint64, qint64>> candidates;
+    while (q.next())
+        candidates.append({ q.value(0).toLongLong(), q.value(1).toLongLong() });
+    for (const auto& [id, pid] : candidates) {
+        // kill(pid, 0) probes without signalling: ESRCH means no such process.
+        if (pid <= 0 || pid == QCoreApplication::applicationPid() || ::kill(pid_t(pid), 0) == 0
+            || errno != ESRCH)
+            continue;
+        auto run = this->run(id);
+        if (!run || run->outcome != outcome::Running)
+            continue;
+        run->outcome = outcome::Aborted;
+        run->message = u"the ingesting process (pid %1 on %2) ended before the run did"_s.arg(pid).arg(host);
+        if (!run->peakAllocated) {
+            for (const IterationRow& it : iterations(id)) {
+                for (const auto& v :
+                    { it.forwardPeakAllocated, it.backwardPeakAllocated, it.optimizerPeakAllocated })
+                    if (v && (!run->peakAllocated || *v > *run->peakAllocated))
+                        run->peakAllocated = v;
+            }
+            if (run->peakAllocated)
+                run->peakNote = u"max over the iterations stored before the run ended"_s;
+        }
+        // Only if still `running` at write time: another process may have recovered it first.
+        QSqlQuery claim(database());
+        claim.prepare(u"UPDATE runs SET outcome='aborted' WHERE id=? AND outcome='running'"_s);
+        claim.addBindValue(id);
+        if (!beginWrite())
+            continue;
+        if (claim.exec() && claim.numRowsAffected() == 1 && updateRun(*run)) {
+            commitWrite();
+            ++ended;
+        } else {
+            rollbackWrite();
+        }
+    }
+#endif
+    return ended;
 }
 
 void Store::close()

@@ -107,6 +107,10 @@ struct RunRecord {
     // schema v3 (derived, read-only): sha256 of the recipe without its recompute choice and name. Two runs
     // with one key are matched as far as their recipes go, without reading the recipes.
     QString recipeMatchKey;
+    // schema v4: the process that ingests the run (host, pid), so a run whose ingesting process died can be
+    // told from one still being measured.
+    QString ingestHost;
+    std::optional<qint64> ingestPid;
     std::optional<double> theoreticalWeightOptimizerMb, theoreticalActivationMb, theoreticalTotalMb;
 
     // the guide's label for the recompute choice: "[]", "core_attn", "layernorm, moe_act",
@@ -194,8 +198,9 @@ struct ComparisonRow {
 class Store {
 public:
     // v1: runs, rank peaks, iterations. v2: per-phase peaks, import provenance, memory reports,
-    // theoretical memory. v3: the recipe match key (backfilled from the stored recipes).
-    static constexpr int kSchemaVersion = 3;
+    // theoretical memory. v3: the recipe match key (backfilled from the stored recipes). v4: the ingesting
+    // process of each run.
+    static constexpr int kSchemaVersion = 4;
 
     Store();
     ~Store();
@@ -212,6 +217,9 @@ public:
     bool openAtVersion(const QString& path, int version, QString* error = nullptr);
     void close();
     bool isOpen() const;
+    // Runs left `running` by an ingesting process on this host that no longer exists (killed mid-ingest)
+    // become `aborted`, keeping every committed row. open() does this; returns how many were ended.
+    int recoverInterruptedRuns();
     QString path() const;
     int schemaVersion() const; // PRAGMA user_version of the open file
     QSqlDatabase database() const;

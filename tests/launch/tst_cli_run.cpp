@@ -174,6 +174,7 @@ private slots:
         auto p = startRun({ writeRecipe(dir, 100000), u"--db"_s, db }, u"--delay-ms 2"_s);
         QVERIFY(p->waitForStarted(10000));
         QVERIFY(waitForIterations(db, 200, 30000));
+        const qint64 cliPid = p->processId();
         p->kill(); // SIGKILL to the CLI in the middle of its ingest
         QVERIFY(p->waitForFinished(10000));
         QCOMPARE(p->exitStatus(), QProcess::CrashExit);
@@ -186,8 +187,13 @@ private slots:
         QVERIFY(!q.next());
         const auto runs = store.listRuns();
         QCOMPARE(runs.size(), 1);
-        QCOMPARE(runs[0].outcome, outcome::Running); // nobody was left to finish it
+        // Nobody was left to finish it: the next open sees its ingesting process gone and ends it aborted.
+        QCOMPARE(runs[0].outcome, outcome::Aborted);
+        QVERIFY2(runs[0].message.contains(u"the ingesting process (pid %1"_s.arg(cliPid)),
+            qPrintable(runs[0].message));
+        QVERIFY(runs[0].peakAllocated.value_or(0) > 0);
         QVERIFY(store.iterations(runs[0].id).size() >= 200);
+        QCOMPARE(store.recoverInterruptedRuns(), 0); // once
     }
 
     void ctrlCStopsTheWorkerAndKeepsTheIterations()

@@ -1,10 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // The store on real SQLite files: pragmas, migrations from every earlier schema version, live ingest
 // (pass, aborted, non-finite), queries with filters, matched-control checks and the comparison deltas.
+#include <QCoreApplication>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSqlQuery>
 #include <QStandardPaths>
+#include <QSysInfo>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -343,6 +345,41 @@ private slots:
         QCOMPARE(ingest.malformedLines(), 2);
         QVERIFY(ingest.finish());
         QCOMPARE(store.iterations(ingest.runId()).size(), 2); // the two of the stream, none of the junk
+    }
+
+    void runsOfADeadIngestingProcessEndAborted()
+    {
+        const QString path = m_dir.filePath(u"recover.sqlite"_s);
+        qint64 dead = 0, alive = 0, elsewhere = 0;
+        {
+            Store store;
+            QVERIFY(store.open(path));
+            RunRecord r;
+            r.source = source::Worker;
+            r.outcome = outcome::Running;
+            r.ingestHost = QSysInfo::machineHostName();
+            r.ingestPid = 2147483000; // beyond pid_max: no such process
+            dead = store.insertRun(r);
+            IterationRow it;
+            it.runId = dead;
+            it.iteration = 1;
+            it.backwardPeakAllocated = 4242;
+            QVERIFY(store.insertIteration(it));
+            r.ingestPid = QCoreApplication::applicationPid();
+            alive = store.insertRun(r);
+            r.ingestHost = u"another-host"_s;
+            r.ingestPid = 2147483000;
+            elsewhere = store.insertRun(r);
+        }
+        Store store;
+        QVERIFY(store.open(path)); // recovers
+        QCOMPARE(store.run(dead)->outcome, outcome::Aborted);
+        QVERIFY(store.run(dead)->message.contains(u"ended before the run did"_s));
+        QCOMPARE(store.run(dead)->peakAllocated.value_or(0), qint64(4242));
+        QCOMPARE(store.iterations(dead).size(), 1);
+        QCOMPARE(store.run(alive)->outcome, outcome::Running); // still being measured here
+        QCOMPARE(store.run(elsewhere)->outcome, outcome::Running); // another host's process: cannot tell
+        QCOMPARE(store.recoverInterruptedRuns(), 0);
     }
 
     void streamWithoutResultEndsAborted()
