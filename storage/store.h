@@ -177,8 +177,9 @@ struct RunFilter {
     int limit = -1; // newest first; -1: all
 };
 
-// Whether two runs may be compared: same shape, precision, parallelism, attention backend,
-// seq/mbs/gbs, profile, device; only the recompute choice may differ. `reasons` says why not, one line
+// Whether two runs may be compared: same model and shape, seq/mbs/gbs, precision, attention backend,
+// parallelism, profile, device, world size and Megatron revisions, and (both recipes stored) every other
+// recipe field; only the recompute choice may differ. `reasons` says why not, one line
 // per differing field ("seq_length: 4096 vs 8192"); `notes` lists what could not be checked.
 struct MatchCheck {
     bool matched = false;
@@ -272,8 +273,9 @@ public:
     // `jsonPath` when given) when it holds no guide runs yet. Returns the number of runs added (0 when
     // already seeded), -1 on error.
     int seedGuideSample(const QString& jsonPath = {}, QString* error = nullptr);
-    // Where the sample file is looked for: $RS_SAMPLE_DATA, next to the executable
-    // (../share/recompute-studio/sample/), the source tree.
+    // Where the sample file is looked for: $RS_SAMPLE_DATA, the studio's compiled-in resource
+    // (:/sample/guide-measurements.json), next to the executable (../share/recompute-studio/sample/), the
+    // source tree.
     static QString guideSamplePath();
 
 private:
@@ -288,8 +290,9 @@ private:
     void* m_iterationStmt = nullptr; // sqlite3_stmt*, when built with the SQLite headers (fast path)
 };
 
-// The run fields that a recipe determines (shape, precision, parallelism, recompute choice, name, hash,
-// overrides, recipe JSON), filled from the recipe's JSON (Megatron field names).
+// The run fields that a recipe determines (shape, precision, parallelism, recompute choice, name, run length,
+// the recipe JSON itself), filled from the recipe's JSON (Megatron field names). The hash and the Bridge
+// overrides are the ingest's (RunIngest::setRecipe).
 void fillFromRecipeJson(RunRecord* run, const QJsonObject& recipe);
 // "bf16", "fp16", "fp32", with " fp8 <fp8>/<fp8_recipe>" or " fp4 <fp4>" appended.
 QString precisionLabel(const QJsonObject& recipe);
