@@ -380,37 +380,79 @@ bool RunIngest::onIteration(const QJsonObject& e)
         m_error = m_store->lastError();
         return false;
     }
-    // Latin-1 keys: an object stores its keys as Latin-1 when it can, so these lookups compare bytes
-    // (QString keys would be converted for every comparison). This is the hot path of ingest.
-    const auto num = [&e](const char* key) {
-        const QJsonValue v = e.value(QLatin1StringView(key));
-        return v.isDouble() ? std::optional<double>(v.toDouble()) : std::nullopt;
-    };
-    const auto bytes = [&num](const char* key) {
-        const auto v = num(key);
-        return v ? std::optional<qint64>(qint64(*v)) : std::nullopt;
-    };
+    // One pass over the keys, dispatched on their length: a lookup per field would binary-search the object
+    // 17 times, and this is the hot path of ingest (docs/benchmarks.md, "## Store").
     IterationRow r;
     r.runId = m_runId;
-    r.rank = e.value(QLatin1StringView("rank")).toInt();
-    r.iteration = e.value(QLatin1StringView("iteration")).toInt();
-    r.phase = e.value(QLatin1StringView("phase")).toString();
-    r.stepMs = num("step_ms");
-    r.loss = num("loss");
-    const QJsonValue finiteValue = e.value(QLatin1StringView("loss_finite"));
-    const std::optional<bool> finite
-        = finiteValue.isBool() ? std::optional<bool>(finiteValue.toBool()) : std::nullopt;
-    r.forwardPeakAllocated = bytes("forward_peak_allocated");
-    r.forwardPeakReserved = bytes("forward_peak_reserved");
-    r.backwardPeakAllocated = bytes("backward_peak_allocated");
-    r.backwardPeakReserved = bytes("backward_peak_reserved");
-    r.optimizerPeakAllocated = bytes("optimizer_peak_allocated");
-    r.optimizerPeakReserved = bytes("optimizer_peak_reserved");
-    r.allocatedAfter = bytes("allocated_after");
-    r.reservedAfter = bytes("reserved_after");
-    const auto retries = num("alloc_retries");
-    r.allocRetries = retries ? std::optional<int>(int(*retries)) : std::nullopt;
-    r.optimizerInit = e.value(QLatin1StringView("optimizer_init")).toBool();
+    std::optional<bool> finite;
+    for (auto it = e.constBegin(); it != e.constEnd(); ++it) {
+        const QString k = it.key();
+        const QJsonValue v = it.value();
+        const auto is = [&k](const char* name) { return k == QLatin1StringView(name); };
+        const auto num = [&v] { return v.isDouble() ? std::optional<double>(v.toDouble()) : std::nullopt; };
+        const auto bytes
+            = [&v] { return v.isDouble() ? std::optional<qint64>(qint64(v.toDouble())) : std::nullopt; };
+        switch (k.size()) {
+        case 4:
+            if (is("rank"))
+                r.rank = v.toInt();
+            else if (is("loss"))
+                r.loss = num();
+            break;
+        case 5:
+            if (is("phase"))
+                r.phase = v.toString();
+            break;
+        case 7:
+            if (is("step_ms"))
+                r.stepMs = num();
+            break;
+        case 9:
+            if (is("iteration"))
+                r.iteration = v.toInt();
+            break;
+        case 11:
+            if (is("loss_finite") && v.isBool())
+                finite = v.toBool();
+            break;
+        case 13:
+            if (is("alloc_retries"))
+                r.allocRetries = v.isDouble() ? std::optional<int>(v.toInt()) : std::nullopt;
+            break;
+        case 14:
+            if (is("reserved_after"))
+                r.reservedAfter = bytes();
+            else if (is("optimizer_init"))
+                r.optimizerInit = v.toBool();
+            break;
+        case 15:
+            if (is("allocated_after"))
+                r.allocatedAfter = bytes();
+            break;
+        case 21:
+            if (is("forward_peak_reserved"))
+                r.forwardPeakReserved = bytes();
+            break;
+        case 22:
+            if (is("forward_peak_allocated"))
+                r.forwardPeakAllocated = bytes();
+            else if (is("backward_peak_reserved"))
+                r.backwardPeakReserved = bytes();
+            break;
+        case 23:
+            if (is("backward_peak_allocated"))
+                r.backwardPeakAllocated = bytes();
+            else if (is("optimizer_peak_reserved"))
+                r.optimizerPeakReserved = bytes();
+            break;
+        case 24:
+            if (is("optimizer_peak_allocated"))
+                r.optimizerPeakAllocated = bytes();
+            break;
+        default:
+            break; // unknown keys are ignored (stream contract)
+        }
+    }
     return storeIteration(r, finite);
 }
 
