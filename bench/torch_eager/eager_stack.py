@@ -83,7 +83,8 @@ class Stack:
         self.p_attn = r.get("attention_dropout", 0.1)
         self.p_hidden = r.get("hidden_dropout", 0.1)
         gran = r.get("recompute_granularity")
-        self.modules = set(r.get("recompute_modules") or ["core_attn"]) if gran == "selective" else set()
+        modules = r.get("recompute_modules")
+        self.modules = set(["core_attn"] if modules is None else modules) if gran == "selective" else set()
         self.layers_global, self.chunks = first_stage_layers(r)
         n = len(self.layers_global)
         self.units = []
