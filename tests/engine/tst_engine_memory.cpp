@@ -51,6 +51,8 @@ private Q_SLOTS:
     void moeActDiscardsTheExpertActivation();
     void mlaUpProjDiscardsExpandedQkv();
     void mlpFreesTheDenseMlpRegion();
+    void sharedExpertsFreesTheSharedMlp();
+    void moeFreesMoreThanItsInnerBoundaries();
 };
 
 void TestEngineMemory::probeSeesAllocationsAndFrees()
@@ -181,6 +183,41 @@ void TestEngineMemory::mlpFreesTheDenseMlpRegion()
     const int64_t saved = none.retained - mlp.retained;
     QVERIFY2(near(saved, expected, 0.02),
         qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+void TestEngineMemory::sharedExpertsFreesTheSharedMlp()
+{
+    // SwiGLU shared experts on every token: FC1's output [T, 2F] (kept through its two halves), silu(a) and
+    // silu(a)*b [T, F] each; the region's input is the MoE layer's input, which the router keeps anyway.
+    Recipe r = tinyRecipe(Arch::MlaMoe);
+    r.moe_shared_expert_intermediate_size = 256;
+    const int64_t tokens = int64_t(r.seq_length) * r.micro_batch_size;
+    const int64_t moe_layers = 2;
+    const int64_t expected
+        = moe_layers * (4 * tokens * *r.moe_shared_expert_intermediate_size * kF32 - rngStateBytes());
+    const auto none = runStep(r);
+    const auto shared = runStep(selective(r, { "shared_experts" }));
+    const int64_t saved = none.retained - shared.retained;
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+void TestEngineMemory::moeFreesMoreThanItsInnerBoundaries()
+{
+    // The whole-MoE checkpoint keeps only the layer's input: it frees what moe_act and shared_experts free
+    // and also the router, permutation and FC1/FC2 outputs.
+    Recipe r = tinyRecipe(Arch::MlaMoe);
+    r.moe_shared_expert_intermediate_size = 256;
+    const auto none = runStep(r);
+    const int64_t inner = (none.retained - runStep(selective(r, { "moe_act" })).retained)
+        + (none.retained - runStep(selective(r, { "shared_experts" })).retained);
+    const int64_t whole = none.retained - runStep(selective(r, { "moe" })).retained;
+    QVERIFY2(whole > inner,
+        qPrintable(QStringLiteral("moe saved %1, moe_act + shared_experts %2").arg(mb(whole), mb(inner))));
+    // And the permuted tokens [T*topk, h] alone are part of the difference.
+    const int64_t permuted
+        = int64_t(r.seq_length) * r.micro_batch_size * r.moe_router_topk * r.hidden_size * kF32;
+    QVERIFY(whole - inner > permuted);
 }
 
 QTEST_GUILESS_MAIN(TestEngineMemory)
