@@ -1,0 +1,247 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/advisor.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <set>
+#include <stdexcept>
+#include <tuple>
+
+namespace rs {
+
+namespace {
+
+std::string fixed(double v, int decimals)
+{
+    char buf[64];
+    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
+    return buf;
+}
+
+std::string rankText(int rank)
+{
+    return rank < 0 ? std::string("max over ranks") : "rank " + std::to_string(rank);
+}
+
+// How far a failed run got: iteration first, then the stage within the step (the worker's stages in the
+// order a step runs them).
+int stageOrder(const std::string& stage)
+{
+    static const std::vector<std::string> order
+        = { "validate", "build", "forward", "backward", "optimizer-init", "optimizer" };
+    const auto it = std::find(order.begin(), order.end(), stage);
+    return it == order.end() ? -1 : int(it - order.begin());
+}
+
+std::string failureText(const AdviceCandidate& c)
+{
+    std::string s = c.outcome.empty() ? std::string("unknown outcome") : c.outcome;
+    if (!c.failure_stage.empty())
+        s += " in " + c.failure_stage;
+    if (c.failure_iteration)
+        s += " at iteration " + std::to_string(*c.failure_iteration);
+    return s;
+}
+
+// The largest measured rank peak, and its rank.
+std::optional<RankPeakBytes> worstPeak(const AdviceCandidate& c)
+{
+    std::optional<RankPeakBytes> worst;
+    for (const RankPeakBytes& p : c.rank_peaks) {
+        if (!worst || p.bytes > worst->bytes)
+            worst = p;
+    }
+    return worst;
+}
+
+} // namespace
+
+const char* verdictName(Verdict v)
+{
+    switch (v) {
+    case Verdict::Chosen:
+        return "chosen";
+    case Verdict::NotPassed:
+        return "not-passed";
+    case Verdict::NotMatched:
+        return "not-matched";
+    case Verdict::NoPeak:
+        return "no-peak";
+    case Verdict::OverTarget:
+        return "over-target";
+    case Verdict::NoStepTime:
+        return "no-step-time";
+    case Verdict::Slower:
+        return "slower";
+    }
+    return "unknown";
+}
+
+std::string formatGb(std::int64_t bytes)
+{
+    return fixed(double(bytes) / 1e9, 3);
+}
+
+Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double target_gb)
+{
+    if (!std::isfinite(target_gb) || target_gb <= 0)
+        throw std::invalid_argument("target_gb: " + fixed(target_gb, 3)
+            + " is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)");
+    Advice advice;
+    advice.target_gb = target_gb;
+    advice.verdicts.resize(candidates.size());
+    // Compared in whole bytes, so 36.000 GB admits exactly 36,000,000,000 bytes.
+    const auto targetBytes = std::int64_t(std::llround(target_gb * 1e9));
+    const std::string targetText = fixed(target_gb, 3) + " GB target";
+
+    const AdviceCandidate* control = nullptr;
+    for (const auto& c : candidates) {
+        if (c.is_control) {
+            control = &c;
+            break;
+        }
+    }
+
+    std::vector<std::size_t> eligible;
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const AdviceCandidate& c = candidates[i];
+        CandidateVerdict& v = advice.verdicts[i];
+        std::vector<Verdict> found;
+        if (c.outcome != "pass") {
+            found.push_back(Verdict::NotPassed);
+            std::string reason = "did not pass: " + failureText(c);
+            // The guide: a candidate that gets farther but still OOMs is diagnostic evidence, not a pass.
+            if (control && control != &c && control->outcome != "pass" && control->failure_iteration
+                && c.failure_iteration) {
+                const auto mine = std::make_tuple(*c.failure_iteration, stageOrder(c.failure_stage));
+                const auto theirs
+                    = std::make_tuple(*control->failure_iteration, stageOrder(control->failure_stage));
+                if (mine > theirs)
+                    reason += " (gets farther than the [] control, which failed " + failureText(*control)
+                        + ", but a candidate that still fails is not a pass)";
+            }
+            v.reasons.push_back(reason);
+        }
+        if (!c.matched) {
+            found.push_back(Verdict::NotMatched);
+            std::string reason = "not matched to the control, not compared";
+            for (std::size_t k = 0; k < c.unmatched_reasons.size(); ++k)
+                reason += (k == 0 ? ": " : "; ") + c.unmatched_reasons[k];
+            v.reasons.push_back(reason);
+        }
+        const auto worst = worstPeak(c);
+        if (worst) {
+            v.worst_peak_bytes = worst->bytes;
+            v.worst_rank = worst->rank;
+            if (worst->bytes > targetBytes) {
+                v.over_target_gb = double(worst->bytes - targetBytes) / 1e9;
+                found.push_back(Verdict::OverTarget);
+                v.reasons.push_back("over the " + targetText + " on " + rankText(worst->rank) + " by "
+                    + fixed(*v.over_target_gb, 3) + " GB (" + formatGb(worst->bytes) + " GB)");
+            }
+        } else if (c.outcome == "pass") {
+            found.push_back(Verdict::NoPeak);
+            v.reasons.push_back("no peak allocated was measured: whether it fits is unknown");
+        }
+        if (found.empty() && !c.steady_step_ms) {
+            found.push_back(Verdict::NoStepTime);
+            v.reasons.push_back("fits (" + formatGb(worst->bytes) + " GB on " + rankText(worst->rank)
+                + ") but no steady step time was measured: its replay cost is unknown");
+        }
+        if (found.empty())
+            eligible.push_back(i);
+        else
+            v.verdict = found.front();
+    }
+
+    // Cheapest = lowest steady step time; ties go to the smaller peak, then to the earlier candidate.
+    auto key = [&](std::size_t i) {
+        return std::make_tuple(*candidates[i].steady_step_ms, *advice.verdicts[i].worst_peak_bytes, i);
+    };
+    if (!eligible.empty()) {
+        const std::size_t best = *std::min_element(
+            eligible.begin(), eligible.end(), [&](auto a, auto b) { return key(a) < key(b); });
+        advice.chosen = best;
+        const AdviceCandidate& b = candidates[best];
+        const double bestMs = *b.steady_step_ms;
+        const std::int64_t bestPeak = *advice.verdicts[best].worst_peak_bytes;
+        for (std::size_t i : eligible) {
+            CandidateVerdict& v = advice.verdicts[i];
+            const AdviceCandidate& c = candidates[i];
+            const std::string fits = "fits (" + formatGb(*v.worst_peak_bytes) + " GB on "
+                + rankText(*v.worst_rank) + ", " + fixed(double(targetBytes - *v.worst_peak_bytes) / 1e9, 3)
+                + " GB under the target)";
+            if (i == best) {
+                v.verdict = Verdict::Chosen;
+                v.reasons.push_back(fits + "; " + fixed(bestMs, 2) + " ms, the lowest steady step time of "
+                    + std::to_string(eligible.size()) + " that fit");
+                continue;
+            }
+            v.verdict = Verdict::Slower;
+            v.slower_pct = bestMs > 0 ? (*c.steady_step_ms - bestMs) / bestMs * 100.0 : 0.0;
+            if (*c.steady_step_ms > bestMs)
+                v.reasons.push_back(fits + " but slower than " + b.label + " by " + fixed(*v.slower_pct, 2)
+                    + "% (" + fixed(*c.steady_step_ms, 2) + " vs " + fixed(bestMs, 2) + " ms)");
+            else
+                v.reasons.push_back(fits + " and as fast as " + b.label + " (" + fixed(*c.steady_step_ms, 2)
+                    + " ms) but with a larger peak (" + formatGb(*v.worst_peak_bytes) + " vs "
+                    + formatGb(bestPeak) + " GB)");
+        }
+        advice.summary = "use " + b.label + ": " + formatGb(bestPeak) + " GB on "
+            + rankText(*advice.verdicts[best].worst_rank) + " fits the " + targetText + " at "
+            + fixed(bestMs, 2) + " ms per step, the lowest measured replay cost that fits";
+        // A peak known for fewer ranks than the job had is not the per-rank peak the target is about.
+        if (b.ranks_expected) {
+            std::set<int> ranks;
+            bool maxOverRanks = false;
+            for (const auto& p : b.rank_peaks) {
+                ranks.insert(p.rank);
+                maxOverRanks = maxOverRanks || p.rank < 0;
+            }
+            if (!maxOverRanks && int(ranks.size()) < *b.ranks_expected) {
+                std::string list;
+                for (int r : ranks)
+                    list += (list.empty() ? "" : ", ") + std::to_string(r);
+                advice.notes.push_back("the peak of " + b.label + " is known for rank(s) " + list + " of "
+                    + std::to_string(*b.ranks_expected) + " only: other ranks may peak higher");
+            }
+        }
+    } else {
+        // Nothing fits: the closest measured peak, preferring candidates that passed and are matched.
+        auto tier = [&](std::size_t i) {
+            const AdviceCandidate& c = candidates[i];
+            return c.matched ? (c.outcome == "pass" ? 0 : 1) : 2;
+        };
+        for (std::size_t i = 0; i < candidates.size(); ++i) {
+            if (!advice.verdicts[i].worst_peak_bytes)
+                continue;
+            if (!advice.closest
+                || std::make_tuple(tier(i), *advice.verdicts[i].worst_peak_bytes) < std::make_tuple(
+                       tier(*advice.closest), *advice.verdicts[*advice.closest].worst_peak_bytes))
+                advice.closest = i;
+        }
+        advice.summary = "nothing fits the " + targetText;
+        if (advice.closest) {
+            const CandidateVerdict& v = advice.verdicts[*advice.closest];
+            const AdviceCandidate& c = candidates[*advice.closest];
+            advice.summary += "; closest: " + c.label + " (" + formatGb(*v.worst_peak_bytes) + " GB on "
+                + rankText(*v.worst_rank);
+            if (v.over_target_gb)
+                advice.summary += ", " + fixed(*v.over_target_gb, 3) + " GB over";
+            if (c.outcome != "pass")
+                advice.summary += ", " + failureText(c);
+            if (!c.matched)
+                advice.summary += ", not matched";
+            advice.summary += ")";
+        } else {
+            advice.summary += "; no candidate has a measured peak";
+        }
+    }
+    if (!control)
+        advice.notes.push_back(
+            "no [] control among the candidates: the comparison is not the guide's matched one");
+    return advice;
+}
+
+} // namespace rs

@@ -1,0 +1,77 @@
+// SPDX-License-Identifier: Apache-2.0
+// The recompute advisor: from the candidates of one matched comparison (the [] control and the runs that
+// changed only the recompute choice), choose the cheapest passing candidate whose every rank's peak
+// allocated memory fits a per-rank target, and say for every other candidate why it was not chosen.
+// The guide: "the correct result is the smallest measured replay cost that satisfies the per-rank memory
+// target, not the longest module list", and "a candidate that gets farther but still OOMs" is not a pass.
+// Pure C++: the CLI and the studio fill the candidates from the measurement store.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace rs {
+
+// A measured peak of one rank. rank -1: the maximum over ranks, without knowing which rank held it.
+struct RankPeakBytes {
+    int rank = -1;
+    std::int64_t bytes = 0; // peak allocated (GB = 1e9 bytes, as the guide's tables)
+};
+
+struct AdviceCandidate {
+    std::int64_t run_id = 0; // the stored run; 0 when not stored
+    std::string
+        label; // the guide's module set label: "[]", "moe_act", "layernorm, moe_act", "full uniform 1"
+    std::string outcome; // pass | oom | nonfinite | invalid | error | aborted | running
+    std::string failure_stage; // build, forward, backward, optimizer-init, optimizer ("" on pass)
+    std::optional<int> failure_iteration;
+    std::vector<RankPeakBytes> rank_peaks; // every rank that was measured
+    std::optional<int> ranks_expected; // world size or GPU count, when known (to say when ranks are missing)
+    std::optional<double> steady_step_ms;
+    bool matched = true; // matched to the control (only the recompute choice differs)
+    std::vector<std::string> unmatched_reasons; // why not, one per differing field
+    bool is_control = false;
+};
+
+enum class Verdict {
+    Chosen,
+    NotPassed, // outcome is not pass: an OOM that gets farther is still not a pass
+    NotMatched, // differs from the control in more than the recompute choice: not comparable
+    NoPeak, // passed but no peak allocated was measured: whether it fits is unknown
+    OverTarget, // some rank's peak is above the target
+    NoStepTime, // fits but no steady step time was measured: its replay cost is unknown
+    Slower, // fits but costs more step time than the chosen one (or ties and has a larger peak)
+};
+const char* verdictName(Verdict v); // "chosen", "not-passed", "not-matched", "no-peak", "over-target",
+                                    // "no-step-time", "slower"
+
+struct CandidateVerdict {
+    Verdict verdict = Verdict::NotPassed;
+    // Every reason that applies, the deciding one first, in words ("did not pass: oom in forward at
+    // iteration 2", "over the 36.000 GB target on rank 0 by 0.618 GB (36.618 GB)").
+    std::vector<std::string> reasons;
+    std::optional<std::int64_t> worst_peak_bytes; // the largest measured rank peak
+    std::optional<int> worst_rank; // its rank (-1: max over ranks)
+    std::optional<double> over_target_gb; // worst peak minus the target, when over
+    std::optional<double> slower_pct; // vs the chosen candidate's steady step time
+};
+
+struct Advice {
+    double target_gb = 0;
+    std::optional<std::size_t> chosen; // index into the candidates
+    // When nothing fits: the candidate closest to the target (passing and matched first).
+    std::optional<std::size_t> closest;
+    std::vector<CandidateVerdict> verdicts; // one per candidate, in input order
+    std::string summary; // one line: what to use, or that nothing fits and what came closest
+    std::vector<std::string> notes; // caveats (peaks known for fewer ranks than the job had, no control)
+};
+
+// Throws std::invalid_argument when target_gb is not a positive finite number.
+Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double target_gb);
+
+// "36.618" (3 decimals, GB = 1e9 bytes)
+std::string formatGb(std::int64_t bytes);
+
+} // namespace rs
