@@ -48,6 +48,13 @@ RecipeTextView::RecipeTextView(RecipeDocument* document, Syntax syntax, QWidget*
     refresh(nullptr);
 }
 
+void RecipeTextView::showEvent(QShowEvent* event)
+{
+    QWidget::showEvent(event);
+    if (m_stale)
+        refresh(nullptr);
+}
+
 QString RecipeTextView::errorText() const
 {
     return m_status->property("rsError").toBool() ? m_status->text() : QString();
@@ -106,6 +113,13 @@ void RecipeTextView::refresh(QObject* origin)
 {
     if (origin == this)
         return;
+    // A view on a hidden tab of a shown window catches up when it is shown: three text documents re-laid
+    // out on every keystroke would cost more than the rules engine.
+    if (!isVisible() && window()->isVisible()) {
+        m_stale = true;
+        return;
+    }
+    m_stale = false;
     m_updating = true;
     try {
         m_edit->setPlainText(textFor(m_document->recipe(), m_syntax));

@@ -34,6 +34,9 @@ public:
     // Bridge-only or Studio settings). Throws RecipeError, or std::runtime_error for bad quoting.
     static Recipe recipeFrom(const QString& text, Syntax syntax, const Recipe& current);
 
+protected:
+    void showEvent(QShowEvent* event) override;
+
 private:
     void refresh(QObject* origin);
     void onTextChanged();
@@ -43,6 +46,7 @@ private:
     QPlainTextEdit* m_edit;
     QLabel* m_status;
     bool m_updating = false;
+    bool m_stale = false; // changed while hidden
 };
 
 } // namespace rs::ui

@@ -5,6 +5,7 @@
 #include <QDoubleSpinBox>
 #include <QFileDialog>
 #include <QHBoxLayout>
+#include <QHash>
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
@@ -232,11 +233,14 @@ void RunsPage::refillFilterChoices()
     }
     // Oldest first: the store lists newest first, but the guide's Moonlight table comes first.
     std::sort(controls.begin(), controls.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
+    QHash<qint64, int> linkedCount;
+    for (const auto& other : m_model->runs()) {
+        if (other.controlRunId)
+            linkedCount[*other.controlRunId]++;
+    }
     for (const storage::RunRecord* c : controls) {
         const storage::RunRecord& r = *c;
-        int linked = 0;
-        for (const auto& other : m_model->runs())
-            linked += other.controlRunId && *other.controlRunId == r.id;
+        const int linked = linkedCount.value(r.id);
         const QString name = r.model.isEmpty() ? r.recipeName : r.model;
         m_comparison->addItem(tr("%1 (run %2, %n compared)", nullptr, linked).arg(name).arg(r.id), r.id);
     }

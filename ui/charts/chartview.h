@@ -28,8 +28,12 @@ public:
     void setEmptyMessage(const QString& message);
     bool isEmpty() const;
 
+    QSize sizeHint() const override;
+    QSize minimumSizeHint() const override;
+
 protected:
     explicit ChartView(QWidget* parent);
+    bool event(QEvent* event) override;
     struct Backend;
     std::unique_ptr<Backend> m_backend;
 };

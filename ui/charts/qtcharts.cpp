@@ -2,6 +2,7 @@
 // The one place QtCharts is used. Everything it draws comes from chartdata.h values; replacing the
 // library (Qt Graphs, once it has widgets) means rewriting this file only.
 #include <cmath>
+#include <functional>
 
 #include <QBarCategoryAxis>
 #include <QBarSeries>
@@ -12,6 +13,7 @@
 #include <QCursor>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QGraphicsScene>
 #include <QGraphicsSimpleTextItem>
 #include <QHash>
 #include <QLabel>
@@ -41,17 +43,54 @@ struct ChartView::Backend {
     };
     QVector<PointLabel> labels;
 
+    QValueAxis* valueX = nullptr;
+    QValueAxis* valueY = nullptr;
+    QBarCategoryAxis* categoryX = nullptr;
+    std::function<void()> onPlotAreaChanged;
+
+    QValueAxis* xAxis()
+    {
+        valueX = new QValueAxis;
+        chart->addAxis(valueX, Qt::AlignBottom);
+        return valueX;
+    }
+    QValueAxis* yAxis()
+    {
+        valueY = new QValueAxis;
+        chart->addAxis(valueY, Qt::AlignLeft);
+        return valueY;
+    }
+    QBarCategoryAxis* categoryAxis()
+    {
+        categoryX = new QBarCategoryAxis;
+        chart->addAxis(categoryX, Qt::AlignBottom);
+        return categoryX;
+    }
+
+    QChart* makeChart()
+    {
+        auto* c = new QChart;
+        c->setMargins(QMargins(6, 6, 6, 6));
+        c->legend()->setAlignment(Qt::AlignBottom);
+        QObject::connect(c, &QChart::plotAreaChanged, c, [this] {
+            if (onPlotAreaChanged)
+                onPlotAreaChanged();
+        });
+        return c;
+    }
+
+    // A fresh chart per redraw: QtCharts 6.4 leaves the graphics items of removed series and axes in the
+    // scene (about 25-90 per redraw were counted), so removing series would slow every later redraw; a
+    // deleted chart takes all of its items with it.
     void clear()
     {
-        for (auto& l : labels)
-            delete l.item;
-        labels.clear();
-        chart->removeAllSeries();
-        const auto axes = chart->axes();
-        for (QAbstractAxis* a : axes) {
-            chart->removeAxis(a);
-            delete a;
-        }
+        labels.clear(); // children of the old chart: deleted with it
+        QChart* old = chart;
+        chart = makeChart();
+        view->setChart(chart);
+        delete old;
+        valueX = valueY = nullptr;
+        categoryX = nullptr;
     }
 
     void placeLabels()
@@ -96,11 +135,11 @@ ChartView::ChartView(QWidget* parent)
     , m_backend(std::make_unique<Backend>())
 {
     auto& b = *m_backend;
-    b.chart = new QChart;
-    b.chart->setMargins(QMargins(6, 6, 6, 6));
-    b.chart->legend()->setAlignment(Qt::AlignBottom);
+    b.chart = b.makeChart();
     b.view = new QChartView(b.chart);
     b.view->setRenderHint(QPainter::Antialiasing);
+    // Every redraw replaces all items: a BSP index would be rebuilt each time for nothing.
+    b.view->scene()->setItemIndexMethod(QGraphicsScene::NoIndex);
     b.view->setMinimumSize(300, 200);
     b.empty = new QLabel;
     b.empty->setAlignment(Qt::AlignCenter);
@@ -110,14 +149,39 @@ ChartView::ChartView(QWidget* parent)
     b.stack->setContentsMargins(0, 0, 0, 0);
     b.stack->addWidget(b.view);
     b.stack->addWidget(b.empty);
-    connect(b.chart, &QChart::plotAreaChanged, this, [this] { m_backend->placeLabels(); });
+    b.onPlotAreaChanged = [this] { m_backend->placeLabels(); };
 }
 
 ChartView::~ChartView() = default;
 
+bool ChartView::event(QEvent* event)
+{
+    // QChartView changes its minimum size whenever axes or legend change, which would lay out every
+    // ancestor again (the runs page's 10,000-row table included) on each redraw. A chart fills whatever
+    // room it is given, so the request stops here: the chart is laid out in place.
+    if (event->type() == QEvent::LayoutRequest) {
+        m_backend->stack->setGeometry(rect());
+        return true;
+    }
+    return QWidget::event(event);
+}
+
+QSize ChartView::sizeHint() const
+{
+    return QSize(800, 450);
+}
+
+QSize ChartView::minimumSizeHint() const
+{
+    return QSize(300, 200);
+}
+
 void ChartView::setEmptyMessage(const QString& message)
 {
-    m_backend->empty->setText(message);
+    // setText relayouts every parent (the label wraps): only when it changes, or a redraw inside the runs
+    // page would lay out its 10,000-row table again.
+    if (m_backend->empty->text() != message)
+        m_backend->empty->setText(message);
     m_backend->stack->setCurrentWidget(
         message.isEmpty() ? static_cast<QWidget*>(m_backend->view) : m_backend->empty);
 }
@@ -251,11 +315,11 @@ void TradeoffChart::setData(const TradeoffData& data)
         x1 = noTimeX + (x1 - x0) * 0.06;
     const auto [y0, y1] = padded(ymin, ymax);
 
-    auto* axisX = new QValueAxis;
+    QValueAxis* axisX = b.xAxis();
     axisX->setTitleText(data.xTitle + (anyNoTime ? tr("   (right edge: failed, no step time)") : QString()));
     axisX->setRange(x0, x1);
     axisX->setLabelFormat(QStringLiteral("%.4g"));
-    auto* axisY = new QValueAxis;
+    QValueAxis* axisY = b.yAxis();
     axisY->setTitleText(data.yTitle);
     axisY->setRange(y0, y1);
     axisY->setLabelFormat(QStringLiteral("%.4g"));
@@ -263,8 +327,6 @@ void TradeoffChart::setData(const TradeoffData& data)
     if (!anyNoTime)
         axisX->applyNiceNumbers();
     axisY->applyNiceNumbers();
-    b.chart->addAxis(axisX, Qt::AlignBottom);
-    b.chart->addAxis(axisY, Qt::AlignLeft);
 
     auto attach = [&](QXYSeries* s) {
         b.chart->addSeries(s);
@@ -301,19 +363,24 @@ void TradeoffChart::setData(const TradeoffData& data)
         });
     };
 
+    // Many comparisons at once (a sweep): one series per kind instead of per comparison, no fronts and no
+    // labels. QtCharts' cost grows with the number of series and legend markers, not with points.
     const bool manyGroups = data.groups.size() > 6;
     const bool labelPoints = data.points.size() <= 60;
-    for (int g = 0; g < data.groups.size(); ++g) {
+    const int seriesGroups = manyGroups ? 1 : int(data.groups.size());
+    for (int g = 0; g < seriesGroups; ++g) {
         const QColor color = groupColor(g);
         auto* pass = new QScatterSeries;
-        pass->setName(data.groups.size() > 1 ? data.groups[g] : tr("module sets"));
+        const bool named = data.groups.size() > 1 && !manyGroups; // series carry their comparison's name
+        pass->setName(named  ? data.groups[g]
+                : manyGroups ? tr("module sets (%n comparisons)", nullptr, int(data.groups.size()))
+                             : tr("module sets"));
         pass->setMarkerSize(11);
         pass->setColor(color);
         pass->setBorderColor(color.darker(130));
         SeriesPoints passPoints;
         auto* control = new QScatterSeries;
-        control->setName(
-            tr("control []") + (data.groups.size() > 1 ? QStringLiteral(" — ") + data.groups[g] : QString()));
+        control->setName(tr("control []") + (named ? QStringLiteral(" — ") + data.groups[g] : QString()));
         control->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
         control->setMarkerSize(15);
         control->setColor(color);
@@ -323,8 +390,8 @@ void TradeoffChart::setData(const TradeoffData& data)
         control->setPen(controlPen);
         SeriesPoints controlPoints;
         auto* failed = new QScatterSeries;
-        failed->setName(tr("failed (OOM / error)")
-            + (data.groups.size() > 1 ? QStringLiteral(" — ") + data.groups[g] : QString()));
+        failed->setName(
+            tr("failed (OOM / error)") + (named ? QStringLiteral(" — ") + data.groups[g] : QString()));
         failed->setMarkerShape(QScatterSeries::MarkerShapeTriangle);
         failed->setMarkerSize(14);
         failed->setColor(QColor(255, 255, 255, 0));
@@ -336,7 +403,7 @@ void TradeoffChart::setData(const TradeoffData& data)
         QVector<QPointF> front;
 
         for (const auto& p : data.points) {
-            if (p.groupIndex != g)
+            if (!manyGroups && p.groupIndex != g)
                 continue;
             const QPointF at(p.x ? *p.x : noTimeX, p.y);
             QScatterSeries* into = p.failed ? failed : p.isControl ? control : pass;
@@ -344,7 +411,7 @@ void TradeoffChart::setData(const TradeoffData& data)
             into->append(at);
             sp.tips << p.tooltip;
             sp.runs << p.runId;
-            if (p.onFront)
+            if (p.onFront && !manyGroups)
                 front << at;
             if (labelPoints) {
                 auto* item = new QGraphicsSimpleTextItem(p.moduleSet, b.chart);
@@ -360,9 +427,9 @@ void TradeoffChart::setData(const TradeoffData& data)
             front.begin(), front.end(), [](const QPointF& a, const QPointF& c) { return a.x() < c.x(); });
         if (front.size() > 1) {
             auto* line = new QLineSeries;
-            line->setName(manyGroups ? QString()
-                                     : tr("Pareto front")
-                        + (data.groups.size() > 1 ? QStringLiteral(" — ") + data.groups[g] : QString()));
+            line->setName(manyGroups
+                    ? QString()
+                    : tr("Pareto front") + (named ? QStringLiteral(" — ") + data.groups[g] : QString()));
             QPen pen(color);
             pen.setStyle(Qt::DashLine);
             pen.setWidthF(1.5);
@@ -398,7 +465,7 @@ void TradeoffChart::setData(const TradeoffData& data)
     // Unnamed series (many groups' fronts) stay out of the legend.
     for (QLegendMarker* m : b.chart->legend()->markers())
         m->setVisible(!m->label().isEmpty());
-    b.chart->legend()->setVisible(data.groups.size() <= 12);
+    b.chart->legend()->setVisible(true);
     b.view->setUpdatesEnabled(true);
     b.placeLabels();
     m_lastRebuildMicros = timer.nsecsElapsed() / 1000;
@@ -439,14 +506,12 @@ void RankBarsChart::setData(const QString& title, const QVector<RankBar>& bars)
     series->append(allocated);
     series->append(reserved);
     b.chart->addSeries(series);
-    auto* axisX = new QBarCategoryAxis;
+    QBarCategoryAxis* axisX = b.categoryAxis();
     axisX->append(categories);
-    auto* axisY = new QValueAxis;
+    QValueAxis* axisY = b.yAxis();
     axisY->setTitleText(tr("GB"));
     axisY->setRange(0.0, ymax * 1.1 + 1e-9);
     axisY->setLabelFormat(QStringLiteral("%.4g"));
-    b.chart->addAxis(axisX, Qt::AlignBottom);
-    b.chart->addAxis(axisY, Qt::AlignLeft);
     series->attachAxis(axisX);
     series->attachAxis(axisY);
     connect(series, &QBarSeries::hovered, this, [bars](bool status, int index, QBarSet* set) {
@@ -493,19 +558,17 @@ void MemoryLinesChart::setData(
     }
     if (targetGb)
         ymax = std::max(ymax, *targetGb);
-    auto* axisX = new QValueAxis;
+    QValueAxis* axisX = b.xAxis();
     axisX->setTitleText(tr("iteration"));
     axisX->setRange(0.5, xmax + 0.5);
     axisX->setLabelFormat(QStringLiteral("%d"));
     axisX->setTickType(QValueAxis::TicksDynamic);
     axisX->setTickAnchor(1.0);
     axisX->setTickInterval(std::max(1.0, std::ceil(xmax / 10.0)));
-    auto* axisY = new QValueAxis;
+    QValueAxis* axisY = b.yAxis();
     axisY->setTitleText(tr("GB"));
     axisY->setRange(0.0, ymax * 1.1 + 1e-9);
     axisY->setLabelFormat(QStringLiteral("%.4g"));
-    b.chart->addAxis(axisX, Qt::AlignBottom);
-    b.chart->addAxis(axisY, Qt::AlignLeft);
     for (const auto& l : lines) {
         auto* s = new QLineSeries;
         s->setName(l.name);
