@@ -21,6 +21,7 @@
 #include "recipeform.h"
 #include "reportwriter.h"
 #include "runspage.h"
+#include "storage/log_import.h"
 #include "storage/store.h"
 
 namespace rs::ui {
@@ -117,6 +118,16 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { save(); });
     file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] { saveAs(); });
     file->addSeparator();
+    file->addAction(tr("&Import training log…"), this, [this] {
+        const QString path
+            = QFileDialog::getOpenFileName(this, tr("Import a Megatron-LM or Megatron Bridge training log"),
+                QString(), tr("Logs (*.log *.txt *.out);;All files (*)"));
+        if (path.isEmpty())
+            return;
+        QString error;
+        if (!importLog(path, &error))
+            QMessageBox::warning(this, tr("Import training log"), error);
+    });
     file->addAction(tr("Export &report…"), this, [this] {
         const QString path
             = QFileDialog::getSaveFileName(this, tr("Export report"), QStringLiteral("recompute-report.html"),
@@ -135,6 +146,23 @@ void MainWindow::buildMenus()
                "Bridge with live validation, run matched measurements, and compare them.</p>")
                 .arg(QStringLiteral(RS_VERSION)));
     });
+}
+
+qint64 MainWindow::importLog(const QString& path, QString* error)
+{
+    const storage::ImportResult result = storage::importTrainingLog(m_store.get(), path);
+    if (!result.runId) {
+        *error = result.error.isEmpty() ? tr("%1: nothing could be imported").arg(path) : result.error;
+        return 0;
+    }
+    m_runs->reload();
+    m_runs->selectRun(result.runId);
+    m_pages->setCurrentWidget(m_runs);
+    statusBar()->showMessage(result.duplicate
+            ? tr("%1 was imported before, as run %2").arg(path).arg(result.runId)
+            : tr("Imported %1 as run %2").arg(path).arg(result.runId),
+        8000);
+    return result.runId;
 }
 
 bool MainWindow::exportReport(const QString& path)

@@ -40,6 +40,9 @@ public:
     bool loadPreset(const QString& name);
     // The report of the runs the runs page shows (its filter applies), by the file's suffix.
     bool exportReport(const QString& path);
+    // Stores a Megatron-LM / Bridge training log as a run (source "import") and shows it; 0 and *error on
+    // failure.
+    qint64 importLog(const QString& path, QString* error);
 
 protected:
     void closeEvent(QCloseEvent* event) override;

@@ -41,6 +41,17 @@ private slots:
         const QString report = dir.filePath(QStringLiteral("report.md"));
         QVERIFY(window.exportReport(report));
         QVERIFY(QFileInfo(report).size() > 200);
+
+        // a Megatron Bridge log imported from the File menu's action lands in the table, selected
+        QString error;
+        const qint64 imported = window.importLog(
+            QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/bridge_moe_pass.log"), &error);
+        QVERIFY2(imported > 0, qPrintable(error));
+        QCOMPARE(window.runsPage()->model()->rowCount(), 13);
+        QCOMPARE(window.runsPage()->selectedRunId(), imported);
+        QCOMPARE(window.runsPage()->model()->runById(imported)->source, QStringLiteral("import"));
+        QVERIFY(!window.importLog(dir.filePath(QStringLiteral("missing.log")), &error));
+        QVERIFY(error.contains(QStringLiteral("missing.log")));
     }
 };
 
