@@ -158,20 +158,28 @@ TradeoffData buildTradeoff(
 
 void markParetoFront(QVector<TradeoffPoint>* points)
 {
-    for (auto& p : *points) {
+    // Per comparison: a point is on the front when no other passing point of its comparison is at least as
+    // good on both axes and better on one. Bucketed by comparison so a sweep of many stays linear in them.
+    QHash<int, QVector<int>> byGroup;
+    for (int i = 0; i < points->size(); ++i) {
+        TradeoffPoint& p = (*points)[i];
         p.onFront = false;
-        if (p.failed || !p.x)
-            continue;
-        bool dominated = false;
-        for (const auto& q : *points) {
-            if (&q == &p || q.failed || !q.x || q.groupIndex != p.groupIndex)
-                continue;
-            if (*q.x <= *p.x && q.y <= p.y && (*q.x < *p.x || q.y < p.y)) {
-                dominated = true;
-                break;
+        if (!p.failed && p.x)
+            byGroup[p.groupIndex] << i;
+    }
+    for (const QVector<int>& members : std::as_const(byGroup)) {
+        for (int i : members) {
+            TradeoffPoint& p = (*points)[i];
+            bool dominated = false;
+            for (int j : members) {
+                const TradeoffPoint& q = (*points)[j];
+                if (j != i && *q.x <= *p.x && q.y <= p.y && (*q.x < *p.x || q.y < p.y)) {
+                    dominated = true;
+                    break;
+                }
             }
+            p.onFront = !dominated;
         }
-        p.onFront = !dominated;
     }
 }
 

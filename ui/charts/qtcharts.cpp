@@ -262,6 +262,26 @@ std::pair<double, double> padded(double lo, double hi)
     return { lo - m, hi + m };
 }
 
+// The series' marker drawn once into an image (for light markers).
+QImage markerImage(const QScatterSeries* s)
+{
+    const int size = int(s->markerSize());
+    QImage image(size, size, QImage::Format_ARGB32_Premultiplied);
+    image.fill(Qt::transparent);
+    QPainter painter(&image);
+    painter.setRenderHint(QPainter::Antialiasing);
+    painter.setPen(s->pen());
+    painter.setBrush(s->brush());
+    const QRectF r(1, 1, size - 2, size - 2);
+    if (s->markerShape() == QScatterSeries::MarkerShapeRectangle)
+        painter.drawRect(r);
+    else if (s->markerShape() == QScatterSeries::MarkerShapeTriangle)
+        painter.drawPolygon(QPolygonF { QPointF(r.center().x(), r.top()), r.bottomRight(), r.bottomLeft() });
+    else
+        painter.drawEllipse(r);
+    return image;
+}
+
 } // namespace
 
 TradeoffChart::TradeoffChart(QWidget* parent)
@@ -444,6 +464,9 @@ void TradeoffChart::setData(const TradeoffData& data)
                 delete s;
                 continue;
             }
+            // Hundreds of points: QtCharts' "light" markers are painted, not one graphics item each.
+            if (s->count() > 200)
+                s->setLightMarker(markerImage(s));
             attach(s);
             hookTooltips(s, *sp);
         }
