@@ -235,6 +235,11 @@ int main(int argc, char** argv)
             all.push_back(t.nsecsElapsed() / 1e6);
         }
         const int pointsAll = page.tradeoffChart()->data().points.size();
+        // To look at what was timed: BENCH_GUI_CHART=file.png saves the all-runs chart.
+        if (qEnvironmentVariableIsSet("BENCH_GUI_CHART")) {
+            QString ignored;
+            page.tradeoffChart()->exportImage(qEnvironmentVariable("BENCH_GUI_CHART"), &ignored);
+        }
         std::printf("| first load of the runs page (10,000 runs) | 1 | %.3f | | |\n", firstLoad);
         print("reload: 10,000 runs re-read, table, filters, chart, repaint", reloads);
         char label[160];

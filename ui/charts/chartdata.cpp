@@ -61,9 +61,9 @@ TradeoffData buildTradeoff(
     std::vector<qint64> groupOrder;
     std::map<qint64, std::map<QString, Accumulator>> groups;
     for (const auto& r : runs) {
-        qint64 key = r.id;
-        if (!r.isExplicitControl() && r.controlRunId)
-            key = *r.controlRunId;
+        // A run linked to a control joins its comparison, a repeated [] control too; an unlinked run (a
+        // control itself) starts its own.
+        const qint64 key = r.controlRunId ? *r.controlRunId : r.id;
         if (!groups.count(key))
             groupOrder.push_back(key);
         auto& acc = groups[key][r.moduleSetLabel()];
