@@ -79,6 +79,26 @@ private slots:
         QVERIFY(!point(d, QStringLiteral("core_attn"))->onFront);
     }
 
+    // A repeat of the control, linked to the first one, is the same point of the same comparison.
+    void repeatedControlJoinsItsComparison()
+    {
+        QVector<RunRecord> runs = moonlight();
+        RunRecord repeat = run(7, {}, 36.620, 459.18);
+        repeat.controlRunId = 1;
+        runs << repeat;
+        const TradeoffData d = buildTradeoff(runs, TradeoffAxis::Absolute);
+        QCOMPARE(d.groups.size(), 1);
+        QCOMPARE(d.points.size(), 5);
+        const TradeoffPoint* control = point(d, QStringLiteral("[]"));
+        QVERIFY(control && control->isControl);
+        QCOMPARE(control->runCount, 2);
+        QCOMPARE(*control->x, 458.18);
+        // against the control, the control sits at 0 %: its repeats are the reference
+        const TradeoffData delta = buildTradeoff(runs, TradeoffAxis::VersusControl);
+        QCOMPARE(*point(delta, QStringLiteral("[]"))->x, 0.0);
+        QCOMPARE(point(delta, QStringLiteral("[]"))->y, 0.0);
+    }
+
     void tradeoffVersusControl()
     {
         const TradeoffData d = buildTradeoff(moonlight(), TradeoffAxis::VersusControl, 36.0);

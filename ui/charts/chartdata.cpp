@@ -80,6 +80,26 @@ TradeoffData buildTradeoff(
             controlMs = *control->steadyStepMs;
         if (control && control->peakAllocated)
             controlGb = double(*control->peakAllocated) / kBytesPerGb;
+        // Repeats of the control: the reference is their mean, the same value the control's point shows.
+        if (control && control->isExplicitControl() && passed(*control)) {
+            const auto& repeats = groups[key][control->moduleSetLabel()].passing;
+            double ms = 0.0, gb = 0.0;
+            int nMs = 0, nGb = 0;
+            for (const RunRecord* r : repeats) {
+                if (r->steadyStepMs) {
+                    ms += *r->steadyStepMs;
+                    ++nMs;
+                }
+                if (r->peakAllocated) {
+                    gb += double(*r->peakAllocated) / kBytesPerGb;
+                    ++nGb;
+                }
+            }
+            if (nMs)
+                controlMs = ms / nMs;
+            if (nGb)
+                controlGb = gb / nGb;
+        }
         if (delta && (!controlMs || !controlGb))
             continue;
         const int groupIndex = int(data.groups.size());
