@@ -1,19 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `recompute run`: run one recipe on this host's worker, store everything as it arrives, print a summary.
-#include <atomic>
-#include <csignal>
-#include <cstdio>
+#include <algorithm>
 #include <iostream>
-#include <unistd.h>
-
-#include <QCoreApplication>
-#include <QJsonDocument>
-#include <QTimer>
 
 #include "core/recipe_input.h"
-#include "core/recipe_json.h"
-#include "launch/local_launcher.h"
-#include "storage/ingest.h"
+#include "run_session.h"
 #include "storage/report.h"
 #include "storage/store.h"
 #include "verbs.h"
@@ -33,12 +24,6 @@ const char* kUsage
       "  without it the latest stored run that is matched and is the explicit [] control is linked.\n"
       "  Ctrl-C stops the worker and keeps what was measured (the run ends `aborted`).\n"
       "  Exit: 0 pass, 1 the run did not pass, 2 unusable input, 130 interrupted.\n";
-
-std::atomic<int> g_interrupts { 0 };
-extern "C" void onSigint(int)
-{
-    g_interrupts.fetch_add(1);
-}
 
 QString gb(std::optional<qint64> bytes)
 {
@@ -133,98 +118,15 @@ int runMain(const std::vector<std::string>& args)
         return 2;
     }
 
-    const QByteArray recipeText = QByteArray::fromStdString(rs::recipeToJson(input.recipe).dump(2));
-    const QJsonObject recipeObject = QJsonDocument::fromJson(recipeText).object();
-    rs::storage::RunIngest ingest(&store);
-    ingest.setRecipe(recipeObject);
-    ingest.setProvenance(u"recompute run "_s + QString::fromStdString(input.origin));
-    if (control)
-        ingest.setControl(control);
-
-    rs::launch::LocalLauncher launcher;
-    rs::launch::LaunchOptions options;
+    rs::cli::RunSessionOptions options;
     options.workerPath = worker;
-    if (!device.isEmpty())
-        options.extraArguments << u"--device"_s << device;
-
-    const int total = input.recipe.train_iters;
-    const bool tty = ::isatty(STDERR_FILENO);
-    int exitCode = 0;
-    bool storeFailed = false;
-    QString finishReason;
-    QObject::connect(&launcher, &rs::launch::LocalLauncher::event, [&](const QJsonObject& e) {
-        if (!storeFailed && !ingest.ingest(e)) {
-            storeFailed = true;
-            std::cerr << "\nrecompute run: the store refused a row: " << ingest.error().toStdString() << "\n";
-        }
-    });
-    QObject::connect(&launcher, &rs::launch::LocalLauncher::iteration, [&](const QJsonObject& e) {
-        const int it = e.value(u"iteration"_s).toInt();
-        const int rank = e.value(u"rank"_s).toInt();
-        if (rank != 0)
-            return;
-        const int width = 30;
-        const int filled = total > 0 ? std::min(width, it * width / total) : 0;
-        const QString bar = QString(filled, u'#') + QString(width - filled, u'.');
-        const QString text = u"[%1] iteration %2/%3  %4  peak allocated %5"_s.arg(bar)
-                                 .arg(it)
-                                 .arg(total)
-                                 .arg(e.value(u"phase"_s).toString())
-                                 .arg(gb(ingest.currentPeakAllocated()));
-        if (tty)
-            std::cerr << "\r" << text.toStdString() << std::flush;
-        else
-            std::cerr << text.toStdString() << "\n";
-    });
-    QObject::connect(&launcher, &rs::launch::LocalLauncher::stderrText, [&](const QString& text) {
-        if (tty)
-            std::cerr << "\r\033[K";
-        std::cerr << text.toStdString() << std::flush;
-    });
-    QObject::connect(&launcher, &rs::launch::LocalLauncher::malformedLine,
-        [&](const QByteArray& line, const QString& why) {
-            std::cerr << "recompute run: ignored a worker stdout line (" << why.toStdString()
-                      << "): " << line.left(200).toStdString() << "\n";
-        });
-    QObject::connect(
-        &launcher, &rs::launch::LocalLauncher::finished, [&](bool aborted, int, const QString& reason) {
-            finishReason = aborted ? reason : QString();
-            QCoreApplication::exit(0);
-        });
-
-    auto previous = std::signal(SIGINT, onSigint);
-    std::signal(SIGTERM, onSigint);
-    QTimer poll;
-    int seenInterrupts = 0;
-    QObject::connect(&poll, &QTimer::timeout, [&] {
-        const int n = g_interrupts.load();
-        if (n == seenInterrupts)
-            return;
-        seenInterrupts = n;
-        std::cerr << (tty ? "\n" : "")
-                  << "recompute run: interrupted; stopping the worker (what was measured is kept)\n";
-        launcher.cancel(n > 1 ? 0 : 2000);
-    });
-    poll.start(50);
-
-    if (!launcher.start(recipeObject, options, &error)) {
-        std::cerr << "recompute run: " << error.toStdString() << "\n";
-        ingest.finish(error);
-        std::cerr << "recompute run: stored as run " << ingest.runId() << " (aborted)\n";
-        std::signal(SIGINT, previous);
+    options.device = device;
+    options.control = control;
+    options.provenance = u"recompute run "_s + QString::fromStdString(input.origin);
+    const rs::cli::RunSessionResult session = rs::cli::runSession(store, input.recipe, options);
+    if (!session.started)
         return 2;
-    }
-    QCoreApplication::exec();
-    poll.stop();
-    std::signal(SIGINT, previous);
-    std::signal(SIGTERM, SIG_DFL);
-    if (tty)
-        std::cerr << "\n";
-
-    if (!ingest.finish(
-            finishReason.isEmpty() ? u"the worker's stream ended without a result"_s : finishReason))
-        std::cerr << "recompute run: " << ingest.error().toStdString() << "\n";
-    const auto run = store.run(ingest.runId());
+    const auto run = store.run(session.runId);
     if (!run) {
         std::cerr << "recompute run: the run was not stored: " << store.lastError().toStdString() << "\n";
         return 2;
@@ -242,7 +144,7 @@ int runMain(const std::vector<std::string>& args)
     std::cout << "  worker           " << run->workerVersion.toStdString() << " on "
               << run->device.toStdString() << " (" << run->host.toStdString() << "), libtorch "
               << run->libtorchVersion.toStdString() << "\n";
-    std::cout << "  iterations       " << ingest.iterationCount() << " rows stored\n";
+    std::cout << "  iterations       " << session.iterationsStored << " rows stored\n";
     for (const auto& p : store.rankPeaks(run->id))
         std::cout << "  rank " << p.rank << "           peak allocated " << gb(p.peakAllocated).toStdString()
                   << ", reserved " << gb(p.peakReserved).toStdString() << " (" << p.peakPhase.toStdString()
@@ -273,11 +175,9 @@ int runMain(const std::vector<std::string>& args)
             << "  control          none matched in the store (run the [] control with the same recipe)\n";
     }
     std::cout << "  stored in        " << store.path().toStdString() << "\n";
-    if (g_interrupts.load() > 0)
-        exitCode = 130;
-    else if (run->outcome != rs::storage::outcome::Pass || storeFailed)
-        exitCode = 1;
-    return exitCode;
+    if (session.interrupted)
+        return 130;
+    return run->outcome != rs::storage::outcome::Pass || session.storeFailed ? 1 : 0;
 }
 
 } // namespace

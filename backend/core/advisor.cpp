@@ -78,11 +78,6 @@ const char* verdictName(Verdict v)
     return "unknown";
 }
 
-std::string formatGb(std::int64_t bytes)
-{
-    return fixed(double(bytes) / 1e9, 3);
-}
-
 Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double target_gb)
 {
     if (!std::isfinite(target_gb) || target_gb <= 0)
@@ -93,7 +88,10 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
     advice.verdicts.resize(candidates.size());
     // Compared in whole bytes, so 36.000 GB admits exactly 36,000,000,000 bytes.
     const auto targetBytes = std::int64_t(std::llround(target_gb * 1e9));
-    const std::string targetText = fixed(target_gb, 3) + " GB target";
+    // The guide's tables print 3 decimals; a sub-GB target (a CPU smoke test) needs more to say anything.
+    const int dp = target_gb < 1.0 ? 6 : 3;
+    auto gbText = [dp](std::int64_t bytes) { return fixed(double(bytes) / 1e9, dp); };
+    const std::string targetText = fixed(target_gb, dp) + " GB target";
 
     const AdviceCandidate* control = nullptr;
     for (const auto& c : candidates) {
@@ -138,7 +136,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
                 v.over_target_gb = double(worst->bytes - targetBytes) / 1e9;
                 found.push_back(Verdict::OverTarget);
                 v.reasons.push_back("over the " + targetText + " on " + rankText(worst->rank) + " by "
-                    + fixed(*v.over_target_gb, 3) + " GB (" + formatGb(worst->bytes) + " GB)");
+                    + fixed(*v.over_target_gb, dp) + " GB (" + gbText(worst->bytes) + " GB)");
             }
         } else if (c.outcome == "pass") {
             found.push_back(Verdict::NoPeak);
@@ -146,7 +144,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
         }
         if (found.empty() && !c.steady_step_ms) {
             found.push_back(Verdict::NoStepTime);
-            v.reasons.push_back("fits (" + formatGb(worst->bytes) + " GB on " + rankText(worst->rank)
+            v.reasons.push_back("fits (" + gbText(worst->bytes) + " GB on " + rankText(worst->rank)
                 + ") but no steady step time was measured: its replay cost is unknown");
         }
         if (found.empty())
@@ -169,8 +167,8 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
         for (std::size_t i : eligible) {
             CandidateVerdict& v = advice.verdicts[i];
             const AdviceCandidate& c = candidates[i];
-            const std::string fits = "fits (" + formatGb(*v.worst_peak_bytes) + " GB on "
-                + rankText(*v.worst_rank) + ", " + fixed(double(targetBytes - *v.worst_peak_bytes) / 1e9, 3)
+            const std::string fits = "fits (" + gbText(*v.worst_peak_bytes) + " GB on "
+                + rankText(*v.worst_rank) + ", " + fixed(double(targetBytes - *v.worst_peak_bytes) / 1e9, dp)
                 + " GB under the target)";
             if (i == best) {
                 v.verdict = Verdict::Chosen;
@@ -185,10 +183,10 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
                     + "% (" + fixed(*c.steady_step_ms, 2) + " vs " + fixed(bestMs, 2) + " ms)");
             else
                 v.reasons.push_back(fits + " and as fast as " + b.label + " (" + fixed(*c.steady_step_ms, 2)
-                    + " ms) but with a larger peak (" + formatGb(*v.worst_peak_bytes) + " vs "
-                    + formatGb(bestPeak) + " GB)");
+                    + " ms) but with a larger peak (" + gbText(*v.worst_peak_bytes) + " vs "
+                    + gbText(bestPeak) + " GB)");
         }
-        advice.summary = "use " + b.label + ": " + formatGb(bestPeak) + " GB on "
+        advice.summary = "use " + b.label + ": " + gbText(bestPeak) + " GB on "
             + rankText(*advice.verdicts[best].worst_rank) + " fits the " + targetText + " at "
             + fixed(bestMs, 2) + " ms per step, the lowest measured replay cost that fits";
         // A peak known for fewer ranks than the job had is not the per-rank peak the target is about.
@@ -225,10 +223,10 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
         if (advice.closest) {
             const CandidateVerdict& v = advice.verdicts[*advice.closest];
             const AdviceCandidate& c = candidates[*advice.closest];
-            advice.summary += "; closest: " + c.label + " (" + formatGb(*v.worst_peak_bytes) + " GB on "
+            advice.summary += "; closest: " + c.label + " (" + gbText(*v.worst_peak_bytes) + " GB on "
                 + rankText(*v.worst_rank);
             if (v.over_target_gb)
-                advice.summary += ", " + fixed(*v.over_target_gb, 3) + " GB over";
+                advice.summary += ", " + fixed(*v.over_target_gb, dp) + " GB over";
             if (c.outcome != "pass")
                 advice.summary += ", " + failureText(c);
             if (!c.matched)

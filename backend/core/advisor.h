@@ -64,14 +64,13 @@ struct Advice {
     // When nothing fits: the candidate closest to the target (passing and matched first).
     std::optional<std::size_t> closest;
     std::vector<CandidateVerdict> verdicts; // one per candidate, in input order
-    std::string summary; // one line: what to use, or that nothing fits and what came closest
+    // One line: what to use, or that nothing fits and what came closest. GB with 3 decimals as the guide's
+    // tables, 6 when the target is under 1 GB.
+    std::string summary;
     std::vector<std::string> notes; // caveats (peaks known for fewer ranks than the job had, no control)
 };
 
 // Throws std::invalid_argument when target_gb is not a positive finite number.
 Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double target_gb);
-
-// "36.618" (3 decimals, GB = 1e9 bytes)
-std::string formatGb(std::int64_t bytes);
 
 } // namespace rs

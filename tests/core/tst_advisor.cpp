@@ -198,6 +198,15 @@ void TestAdvisor::choice_data()
             << QStringList { u"1:did not pass: nonfinite"_s, u"2:did not pass: aborted"_s }
             << u"nothing fits the 45.000 GB target; closest: [] (50.000 GB on rank 0, 5.000 GB over)"_s;
     }
+    {
+        // A CPU smoke test's peaks are megabytes: a sub-GB target is shown with 6 decimals.
+        Candidates c { cand("[]", "pass", { { 0, 0.002417 } }, 34.76, true),
+            cand("mlp", "pass", { { 0, 0.001903 } }, 45.05) };
+        QTest::newRow("sub-GB target")
+            << c << 0.002 << u"mlp"_s << QString() << QStringList { u"over-target"_s, u"chosen"_s }
+            << QStringList { u"0:over the 0.002000 GB target on rank 0 by 0.000417 GB (0.002417 GB)"_s }
+            << u"use mlp: 0.001903 GB on rank 0 fits the 0.002000 GB target"_s;
+    }
     QTest::newRow("no candidates")
         << Candidates {} << 10.0 << QString() << QString() << QStringList {} << QStringList {}
         << u"nothing fits the 10.000 GB target; no candidate has a measured peak"_s;

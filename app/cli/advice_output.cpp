@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "advice_output.h"
+
+#include <QJsonArray>
+#include <QJsonDocument>
+
+using namespace Qt::StringLiterals;
+
+namespace rs::cli {
+
+namespace {
+
+QJsonValue optionalNumber(const std::optional<double>& v)
+{
+    return v ? QJsonValue(*v) : QJsonValue();
+}
+
+QJsonObject candidateJson(const StoredAdvice& a, std::size_t i)
+{
+    const storage::RunRecord& run = a.rows[int(i)].run;
+    const AdviceCandidate& c = a.candidates[i];
+    const CandidateVerdict& v = a.advice.verdicts[i];
+    QJsonArray reasons;
+    for (const auto& r : v.reasons)
+        reasons << QString::fromStdString(r);
+    QJsonArray peaks;
+    for (const auto& p : c.rank_peaks)
+        peaks << QJsonObject { { u"rank"_s, p.rank < 0 ? QJsonValue() : QJsonValue(p.rank) },
+            { u"peak_allocated_gb"_s, double(p.bytes) / 1e9 } };
+    return QJsonObject {
+        { u"run_id"_s, run.id },
+        { u"module_set"_s, QString::fromStdString(c.label) },
+        { u"is_control"_s, c.is_control },
+        { u"matched"_s, c.matched },
+        { u"outcome"_s, run.outcome },
+        { u"failure_stage"_s, run.failureStage.isEmpty() ? QJsonValue() : QJsonValue(run.failureStage) },
+        { u"failure_iteration"_s, run.failureIteration ? QJsonValue(*run.failureIteration) : QJsonValue() },
+        { u"rank_peaks"_s, peaks },
+        { u"peak_allocated_gb"_s,
+            v.worst_peak_bytes ? QJsonValue(double(*v.worst_peak_bytes) / 1e9) : QJsonValue() },
+        { u"peak_rank"_s, v.worst_rank && *v.worst_rank >= 0 ? QJsonValue(*v.worst_rank) : QJsonValue() },
+        { u"steady_step_ms"_s, optionalNumber(c.steady_step_ms) },
+        { u"verdict"_s, QString::fromLatin1(verdictName(v.verdict)) },
+        { u"reasons"_s, reasons },
+        { u"over_target_gb"_s, optionalNumber(v.over_target_gb) },
+        { u"slower_pct"_s, optionalNumber(v.slower_pct) },
+        { u"recompute_overrides"_s, recomputeOverrides(run) },
+    };
+}
+
+} // namespace
+
+StoredAdvice adviseOnComparison(
+    const storage::Store& store, const QVector<storage::ComparisonRow>& rows, double targetGb)
+{
+    StoredAdvice out;
+    out.rows = rows;
+    for (const storage::ComparisonRow& row : rows) {
+        const storage::RunRecord& run = row.run;
+        AdviceCandidate c;
+        c.run_id = run.id;
+        c.label = run.moduleSetLabel().toStdString();
+        c.outcome = run.outcome.toStdString();
+        c.failure_stage = run.failureStage.toStdString();
+        c.failure_iteration = run.failureIteration;
+        for (const storage::RankPeak& p : store.rankPeaks(run.id)) {
+            if (p.peakAllocated)
+                c.rank_peaks.push_back({ p.rank, *p.peakAllocated });
+        }
+        if (c.rank_peaks.empty() && run.peakAllocated)
+            c.rank_peaks.push_back({ run.peakRank.value_or(-1), *run.peakAllocated });
+        c.ranks_expected = run.worldSize ? run.worldSize : run.gpuCount;
+        c.steady_step_ms = run.steadyStepMs;
+        c.matched = row.isControl || row.match.matched;
+        for (const QString& r : row.match.reasons)
+            c.unmatched_reasons.push_back(r.toStdString());
+        c.is_control = row.isControl && run.isExplicitControl();
+        out.candidates.push_back(std::move(c));
+    }
+    out.advice = adviseRecompute(out.candidates, targetGb);
+    return out;
+}
+
+std::optional<double> recipeMemoryTarget(const QString& recipeJson)
+{
+    if (recipeJson.isEmpty())
+        return std::nullopt;
+    const QJsonValue v = QJsonDocument::fromJson(recipeJson.toUtf8()).object().value(u"memory_target_gb"_s);
+    if (!v.isDouble() || v.toDouble() <= 0)
+        return std::nullopt;
+    return v.toDouble();
+}
+
+QString recomputeOverrides(const storage::RunRecord& run)
+{
+    if (run.recomputeGranularity == u"full") {
+        QString s = u"model.recompute_granularity=full"_s;
+        if (!run.recomputeMethod.isEmpty())
+            s += u" model.recompute_method="_s + run.recomputeMethod;
+        if (run.recomputeNumLayers)
+            s += u" model.recompute_num_layers="_s + QString::number(*run.recomputeNumLayers);
+        return s;
+    }
+    // The [] control recomputes nothing: Megatron's default, no recompute at all, is what to set.
+    if (run.isExplicitControl())
+        return u"model.recompute_granularity=null"_s;
+    if (run.recomputeGranularity == u"selective" && run.recomputeModules)
+        return u"model.recompute_granularity=selective model.recompute_modules=["_s
+            + run.recomputeModules->join(u","_s) + u"]"_s;
+    return {};
+}
+
+QByteArray adviceText(const StoredAdvice& a)
+{
+    QString s;
+    const Advice& adv = a.advice;
+    if (!a.rows.isEmpty()) {
+        const storage::RunRecord& control = a.rows.first().run;
+        s += u"%1: control run %2 (%3), %4 candidate(s), target %5 GB per rank\n"_s
+                 .arg(control.recipeName.isEmpty() ? control.model : control.recipeName)
+                 .arg(control.id)
+                 .arg(control.moduleSetLabel())
+                 .arg(a.rows.size())
+                 .arg(adv.target_gb, 0, 'f', adv.target_gb < 1.0 ? 6 : 3);
+    }
+    s += QString::fromStdString(adv.summary) + u"\n"_s;
+    if (adv.chosen) {
+        const QString overrides = recomputeOverrides(a.rows[int(*adv.chosen)].run);
+        if (!overrides.isEmpty())
+            s += u"  Megatron Bridge overrides: "_s + overrides + u"\n"_s;
+    }
+    for (const auto& n : adv.notes)
+        s += u"  note: "_s + QString::fromStdString(n) + u"\n"_s;
+    int width = 10;
+    for (const auto& c : a.candidates)
+        width = std::max(width, int(c.label.size()));
+    for (std::size_t i = 0; i < a.candidates.size(); ++i) {
+        const CandidateVerdict& v = adv.verdicts[i];
+        QString reasons;
+        for (const auto& r : v.reasons)
+            reasons += (reasons.isEmpty() ? QString() : u"; "_s) + QString::fromStdString(r);
+        s += u"  run %1 %2  %3  %4\n"_s.arg(a.rows[int(i)].run.id, -4)
+                 .arg(QString::fromStdString(a.candidates[i].label), -width)
+                 .arg(QString::fromLatin1(verdictName(v.verdict)), -12)
+                 .arg(reasons);
+    }
+    return s.toUtf8();
+}
+
+QJsonObject adviceJson(const StoredAdvice& a)
+{
+    const Advice& adv = a.advice;
+    QJsonArray candidates;
+    for (std::size_t i = 0; i < a.candidates.size(); ++i)
+        candidates << candidateJson(a, i);
+    QJsonArray notes;
+    for (const auto& n : adv.notes)
+        notes << QString::fromStdString(n);
+    QJsonObject o { { u"target_gb"_s, adv.target_gb }, { u"fits"_s, adv.chosen.has_value() },
+        { u"summary"_s, QString::fromStdString(adv.summary) }, { u"notes"_s, notes },
+        { u"candidates"_s, candidates } };
+    if (!a.rows.isEmpty()) {
+        const storage::RunRecord& control = a.rows.first().run;
+        o.insert(u"control_run_id"_s, control.id);
+        o.insert(u"recipe_name"_s, control.recipeName);
+        o.insert(u"model"_s, control.model);
+    }
+    o.insert(u"chosen"_s, adv.chosen ? QJsonValue(candidateJson(a, *adv.chosen)) : QJsonValue());
+    o.insert(u"closest"_s, adv.closest ? QJsonValue(candidateJson(a, *adv.closest)) : QJsonValue());
+    return o;
+}
+
+} // namespace rs::cli

@@ -1,0 +1,171 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "run_session.h"
+
+#include <algorithm>
+#include <atomic>
+#include <csignal>
+#include <iostream>
+#include <unistd.h>
+
+#include <QEventLoop>
+#include <QJsonDocument>
+#include <QTimer>
+
+#include "core/recipe_json.h"
+#include "launch/local_launcher.h"
+#include "storage/ingest.h"
+
+using namespace Qt::StringLiterals;
+
+namespace rs::cli {
+
+namespace {
+
+std::atomic<int> g_interrupts { 0 };
+extern "C" void onInterrupt(int)
+{
+    g_interrupts.fetch_add(1);
+}
+
+int g_scopeDepth = 0;
+void (*g_previousSigint)(int) = SIG_DFL;
+void (*g_previousSigterm)(int) = SIG_DFL;
+
+QString gb(std::optional<qint64> bytes)
+{
+    return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3) + u" GB"_s : u"-"_s;
+}
+
+} // namespace
+
+InterruptScope::InterruptScope()
+{
+    if (g_scopeDepth++ == 0) {
+        g_previousSigint = std::signal(SIGINT, onInterrupt);
+        g_previousSigterm = std::signal(SIGTERM, onInterrupt);
+    }
+}
+
+InterruptScope::~InterruptScope()
+{
+    if (--g_scopeDepth == 0) {
+        std::signal(SIGINT, g_previousSigint);
+        std::signal(SIGTERM, g_previousSigterm);
+    }
+}
+
+int InterruptScope::count()
+{
+    return g_interrupts.load();
+}
+
+RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const RunSessionOptions& options)
+{
+    const std::string prefix = "recompute " + options.verb.toStdString() + ": ";
+    RunSessionResult result;
+    InterruptScope interrupts;
+    const int interruptsBefore = InterruptScope::count();
+
+    const QByteArray recipeText = QByteArray::fromStdString(recipeToJson(recipe).dump(2));
+    const QJsonObject recipeObject = QJsonDocument::fromJson(recipeText).object();
+    storage::RunIngest ingest(&store);
+    ingest.setRecipe(recipeObject);
+    ingest.setProvenance(options.provenance);
+    if (options.control)
+        ingest.setControl(options.control);
+
+    launch::LocalLauncher launcher;
+    launch::LaunchOptions launchOptions;
+    launchOptions.workerPath = options.workerPath;
+    if (!options.device.isEmpty())
+        launchOptions.extraArguments << u"--device"_s << options.device;
+
+    const int total = recipe.train_iters;
+    const bool tty = ::isatty(STDERR_FILENO);
+    const QString label = options.progressLabel.isEmpty() ? QString() : options.progressLabel + u" "_s;
+    QString finishReason;
+    QEventLoop loop;
+    bool done = false;
+    QObject::connect(&launcher, &launch::LocalLauncher::event, [&](const QJsonObject& e) {
+        if (!result.storeFailed && !ingest.ingest(e)) {
+            result.storeFailed = true;
+            std::cerr << "\n"
+                      << prefix << "the store refused a row: " << ingest.error().toStdString() << "\n";
+        }
+    });
+    QObject::connect(&launcher, &launch::LocalLauncher::iteration, [&](const QJsonObject& e) {
+        const int it = e.value(u"iteration"_s).toInt();
+        const int rank = e.value(u"rank"_s).toInt();
+        if (rank != 0)
+            return;
+        const int width = 30;
+        const int filled = total > 0 ? std::min(width, it * width / total) : 0;
+        const QString bar = QString(filled, u'#') + QString(width - filled, u'.');
+        const QString text = u"%1[%2] iteration %3/%4  %5  peak allocated %6"_s.arg(label, bar)
+                                 .arg(it)
+                                 .arg(total)
+                                 .arg(e.value(u"phase"_s).toString())
+                                 .arg(gb(ingest.currentPeakAllocated()));
+        if (tty)
+            std::cerr << "\r" << text.toStdString() << std::flush;
+        else
+            std::cerr << text.toStdString() << "\n";
+    });
+    QObject::connect(&launcher, &launch::LocalLauncher::stderrText, [&](const QString& text) {
+        if (tty)
+            std::cerr << "\r\033[K";
+        std::cerr << text.toStdString() << std::flush;
+    });
+    QObject::connect(
+        &launcher, &launch::LocalLauncher::malformedLine, [&](const QByteArray& line, const QString& why) {
+            std::cerr << prefix << "ignored a worker stdout line (" << why.toStdString()
+                      << "): " << line.left(200).toStdString() << "\n";
+        });
+    QObject::connect(
+        &launcher, &launch::LocalLauncher::finished, [&](bool aborted, int, const QString& reason) {
+            finishReason = aborted ? reason : QString();
+            done = true;
+            loop.quit();
+        });
+
+    QTimer poll;
+    int seenInterrupts = interruptsBefore;
+    QObject::connect(&poll, &QTimer::timeout, [&] {
+        const int n = InterruptScope::count();
+        if (n == seenInterrupts)
+            return;
+        seenInterrupts = n;
+        std::cerr << (tty ? "\n" : "") << prefix
+                  << "interrupted; stopping the worker (what was measured is kept)\n";
+        // A second Ctrl-C does not wait for the worker's grace period.
+        launcher.cancel(n - interruptsBefore > 1 ? 0 : 2000);
+    });
+    poll.start(50);
+
+    QString error;
+    if (!launcher.start(recipeObject, launchOptions, &error)) {
+        std::cerr << prefix << error.toStdString() << "\n";
+        ingest.finish(error);
+        std::cerr << prefix << "stored as run " << ingest.runId() << " (aborted)\n";
+        result.error = error;
+        result.runId = ingest.runId();
+        result.interrupted = InterruptScope::count() > interruptsBefore;
+        return result;
+    }
+    result.started = true;
+    if (!done)
+        loop.exec();
+    poll.stop();
+    if (tty)
+        std::cerr << "\n";
+
+    if (!ingest.finish(
+            finishReason.isEmpty() ? u"the worker's stream ended without a result"_s : finishReason))
+        std::cerr << prefix << ingest.error().toStdString() << "\n";
+    result.runId = ingest.runId();
+    result.iterationsStored = ingest.iterationCount();
+    result.interrupted = InterruptScope::count() > interruptsBefore;
+    return result;
+}
+
+} // namespace rs::cli

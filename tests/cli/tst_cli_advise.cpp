@@ -1,0 +1,226 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute advise` on the guide's sample data: the product must reach the guide's own conclusions
+// (Moonlight 16B at 36 GB: moe_act; Nemotron 3 Nano at 65 GB: moe, at 64 GB: moe, layernorm; OOM rows are
+// not passes), exit 1 when nothing fits, refuse an unmatched run, and exit 2 on unusable input.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "storage/store.h"
+
+using namespace Qt::StringLiterals;
+using namespace rs::storage;
+
+namespace {
+
+struct Cli {
+    int code = -1;
+    QString out, err;
+};
+
+Cli recompute(const QStringList& args)
+{
+    QProcess p;
+    p.start(QStringLiteral(RS_RECOMPUTE_EXE), QStringList { u"advise"_s } + args);
+    if (!p.waitForFinished(30000))
+        return {};
+    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
+        QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError()) };
+}
+
+} // namespace
+
+class TestCliAdvise : public QObject {
+    Q_OBJECT
+
+    QTemporaryDir m_dir;
+    QString m_db;
+
+private slots:
+    void initTestCase()
+    {
+        QVERIFY(m_dir.isValid());
+        m_db = m_dir.filePath(u"guide.sqlite"_s);
+        Store store;
+        QString error;
+        QVERIFY2(store.open(m_db, &error), qPrintable(error));
+        QCOMPARE(store.seedGuideSample(
+                     QStringLiteral(RS_SOURCE_DIR "/resources/sample/guide-measurements.json"), &error),
+            12);
+        // Runs 1-6: Moonlight 16B (control 1); 7-12: Nemotron 3 Nano (control 7).
+        QCOMPARE(store.run(1)->model, u"Moonlight 16B"_s);
+        QVERIFY(store.run(1)->isExplicitControl());
+        QVERIFY(store.run(7)->isExplicitControl());
+    }
+
+    void guideConclusions_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<int>("code");
+        QTest::addColumn<QString>("chosen"); // module set; "" when nothing fits
+        QTest::addColumn<QString>("closest"); // module set when nothing fits
+        QTest::addColumn<QStringList>("verdicts"); // "module set=verdict"
+        QTest::addColumn<QString>("summary");
+
+        QTest::newRow("Moonlight 36 GB: moe_act")
+            << QStringList { u"--control"_s, u"1"_s, u"--target-gb"_s, u"36.0"_s } << 0 << u"moe_act"_s
+            << QString()
+            << QStringList { u"[]=over-target"_s, u"core_attn=over-target"_s, u"mla_up_proj=slower"_s,
+                   u"mla_up_proj, mlp=slower"_s, u"moe_act=chosen"_s, u"layernorm, moe_act=slower"_s }
+            << u"use moe_act: 35.941 GB"_s;
+        QTest::newRow("Moonlight by recipe name")
+            << QStringList { u"--recipe-name"_s, u"moonlight"_s, u"--target-gb"_s, u"36"_s } << 0
+            << u"moe_act"_s << QString() << QStringList { u"mla_up_proj=slower"_s }
+            << u"at 466.26 ms per step"_s;
+        QTest::newRow("Nemotron 65 GB: moe")
+            << QStringList { u"--recipe-name"_s, u"Nemotron 3 Nano"_s, u"--target-gb"_s, u"65"_s } << 0
+            << u"moe"_s << QString()
+            << QStringList { u"[]=not-passed"_s, u"core_attn=not-passed"_s, u"moe_act=not-passed"_s,
+                   u"layernorm, moe_act=not-passed"_s, u"moe=chosen"_s, u"moe, layernorm=slower"_s }
+            << u"use moe: 64.653 GB on rank 0"_s;
+        QTest::newRow("Nemotron 64 GB: moe, layernorm")
+            << QStringList { u"--control"_s, u"7"_s, u"--target-gb"_s, u"64"_s } << 0 << u"moe, layernorm"_s
+            << QString() << QStringList { u"moe=over-target"_s, u"moe_act=not-passed"_s }
+            << u"use moe, layernorm: 63.639 GB on rank 0"_s;
+        QTest::newRow("Nemotron 60 GB: nothing fits")
+            << QStringList { u"--control"_s, u"7"_s, u"--target-gb"_s, u"60"_s } << 1 << QString()
+            << u"moe, layernorm"_s << QStringList { u"moe=over-target"_s, u"moe, layernorm=over-target"_s }
+            << u"nothing fits the 60.000 GB target; closest: moe, layernorm (63.639 GB on rank 0, 3.639 GB over)"_s;
+        QTest::newRow("no selection: the newest comparison (Nemotron)") << QStringList { u"--target-gb"_s,
+            u"65"_s } << 0 << u"moe"_s << QString() << QStringList {} << u"use moe"_s;
+    }
+
+    void guideConclusions()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(int, code);
+        QFETCH(QString, chosen);
+        QFETCH(QString, closest);
+        QFETCH(QStringList, verdicts);
+        QFETCH(QString, summary);
+
+        const Cli json = recompute(QStringList { u"--db"_s, m_db, u"--format"_s, u"json"_s } + args);
+        QVERIFY2(json.code == code, qPrintable(json.out + json.err));
+        const QJsonObject o = QJsonDocument::fromJson(json.out.toUtf8()).object();
+        QCOMPARE(o.value(u"fits"_s).toBool(), !chosen.isEmpty());
+        QCOMPARE(o.value(u"chosen"_s).toObject().value(u"module_set"_s).toString(), chosen);
+        QCOMPARE(o.value(u"closest"_s).toObject().value(u"module_set"_s).toString(), closest);
+        QVERIFY2(
+            o.value(u"summary"_s).toString().contains(summary), qPrintable(o.value(u"summary"_s).toString()));
+        QHash<QString, QString> verdictOf;
+        for (const QJsonValue& c : o.value(u"candidates"_s).toArray()) {
+            const QJsonObject co = c.toObject();
+            verdictOf.insert(co.value(u"module_set"_s).toString(), co.value(u"verdict"_s).toString());
+            QVERIFY(!co.value(u"reasons"_s).toArray().isEmpty());
+        }
+        QCOMPARE(verdictOf.size(), 6);
+        for (const QString& v : verdicts) {
+            const auto parts = v.split(u'=');
+            QCOMPARE(verdictOf.value(parts[0]), parts[1]);
+        }
+
+        // The text form says the same, with every candidate on a line.
+        const Cli text = recompute(QStringList { u"--db"_s, m_db } + args);
+        QCOMPARE(text.code, code);
+        QVERIFY2(text.out.contains(summary), qPrintable(text.out));
+        QCOMPARE(text.out.count(u"\n  run "_s), 6);
+    }
+
+    void textExplainsEachRejection()
+    {
+        const Cli c = recompute({ u"--db"_s, m_db, u"--control"_s, u"1"_s, u"--target-gb"_s, u"36"_s });
+        QCOMPARE(c.code, 0);
+        QVERIFY2(c.out.contains(u"Megatron Bridge overrides: model.recompute_granularity=selective "
+                                "model.recompute_modules=[moe_act]"_s),
+            qPrintable(c.out));
+        QVERIFY(c.out.contains(u"over the 36.000 GB target on max over ranks by 0.618 GB (36.618 GB)"_s));
+        QVERIFY(
+            c.out.contains(u"fits (35.902 GB on max over ranks, 0.098 GB under the target) but slower than "
+                           "moe_act by 3.14% (480.89 vs 466.26 ms)"_s));
+        const Cli n = recompute({ u"--db"_s, m_db, u"--control"_s, u"7"_s, u"--target-gb"_s, u"65"_s });
+        QVERIFY(n.out.contains(u"did not pass: oom in forward at iteration 2"_s));
+        QVERIFY(n.out.contains(u"did not pass: oom at iteration 1"_s));
+        QVERIFY(n.out.contains(u"note: the peak of moe is known for rank(s) 0 of 16 only"_s));
+        // Without a selection the newest comparison is used, and the other one is named.
+        const Cli d = recompute({ u"--db"_s, m_db, u"--target-gb"_s, u"65"_s });
+        QVERIFY2(d.err.contains(u"control run 7); other controls: 1 (Moonlight 16B)"_s), qPrintable(d.err));
+    }
+
+    void unmatchedRunIsNotCompared()
+    {
+        // A faster, smaller run at another sequence length, linked to the Moonlight control: the store's
+        // match check refuses it and the advisor says why.
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"unmatched.sqlite"_s);
+        QVERIFY(QFile::copy(m_db, db));
+        {
+            Store store;
+            QVERIFY(store.open(db));
+            RunRecord r = *store.run(2);
+            r.seqLength = 8192;
+            r.peakAllocated = qint64(30e9);
+            r.steadyStepMs = 300.0;
+            const qint64 id = store.insertRun(r);
+            QVERIFY(id > 0);
+            QVERIFY(store.setControl(id, 1));
+        }
+        const Cli c = recompute(
+            { u"--db"_s, db, u"--control"_s, u"1"_s, u"--target-gb"_s, u"36"_s, u"--format"_s, u"json"_s });
+        QCOMPARE(c.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(c.out.toUtf8()).object();
+        QCOMPARE(o.value(u"chosen"_s).toObject().value(u"module_set"_s).toString(), u"moe_act"_s);
+        const QJsonArray candidates = o.value(u"candidates"_s).toArray();
+        QCOMPARE(candidates.size(), 7);
+        const QJsonObject last = candidates.last().toObject();
+        QCOMPARE(last.value(u"verdict"_s).toString(), u"not-matched"_s);
+        QCOMPARE(last.value(u"matched"_s).toBool(), false);
+        QVERIFY2(last.value(u"reasons"_s).toArray()[0].toString().contains(u"seq_length: 8192 vs 4096"_s),
+            qPrintable(last.value(u"reasons"_s).toArray()[0].toString()));
+    }
+
+    void unusableInput_data()
+    {
+        QTest::addColumn<QStringList>("args");
+        QTest::addColumn<QString>("mentions");
+        QTest::newRow("zero target") << QStringList { u"--control"_s, u"1"_s, u"--target-gb"_s, u"0"_s }
+                                     << u"--target-gb: '0' is not a per-rank memory target"_s;
+        QTest::newRow("text target") << QStringList { u"--target-gb"_s, u"lots"_s }
+                                     << u"--target-gb: 'lots'"_s;
+        QTest::newRow("no target") << QStringList { u"--control"_s, u"1"_s } << u"--target-gb is needed"_s;
+        QTest::newRow("missing control") << QStringList { u"--control"_s, u"99"_s, u"--target-gb"_s, u"36"_s }
+                                         << u"--control: run 99 is not in"_s;
+        QTest::newRow("bad control") << QStringList { u"--control"_s, u"x"_s, u"--target-gb"_s, u"36"_s }
+                                     << u"--control: 'x' is not a run id"_s;
+        QTest::newRow("both selections") << QStringList { u"--control"_s, u"1"_s, u"--recipe-name"_s, u"M"_s,
+            u"--target-gb"_s, u"36"_s } << u"not both"_s;
+        QTest::newRow("unknown name") << QStringList { u"--recipe-name"_s, u"Llama"_s, u"--target-gb"_s,
+            u"36"_s } << u"no stored run's recipe name contains 'Llama'"_s;
+        QTest::newRow("bad format") << QStringList { u"--target-gb"_s, u"36"_s, u"--format"_s, u"xml"_s }
+                                    << u"--format: 'xml' is not one of text, json"_s;
+        QTest::newRow("unknown option")
+            << QStringList { u"--target"_s, u"36"_s } << u"unknown argument --target"_s;
+    }
+
+    void unusableInput()
+    {
+        QFETCH(QStringList, args);
+        QFETCH(QString, mentions);
+        const Cli c = recompute(QStringList { u"--db"_s, m_db } + args);
+        QCOMPARE(c.code, 2);
+        QVERIFY2(c.err.contains(mentions), qPrintable(c.err));
+    }
+
+    void emptyStoreHasNothingToAdvise()
+    {
+        QTemporaryDir dir;
+        const Cli c = recompute({ u"--db"_s, dir.filePath(u"empty.sqlite"_s), u"--target-gb"_s, u"36"_s });
+        QCOMPARE(c.code, 2);
+        QVERIFY2(c.err.contains(u"no matched comparison"_s), qPrintable(c.err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliAdvise)
+#include "tst_cli_advise.moc"
