@@ -85,6 +85,47 @@ private slots:
         QVERIFY(m_store.iterations(run->id).size() >= 2); // what it measured is kept
     }
 
+    // End to end with the real worker (this build's recompute-bench, or $RS_TEST_REAL_WORKER): a tiny GPT on
+    // the CPU, its [] control first; both runs pass and the candidate has measured per-iteration memory.
+    void realWorkerTinyModel()
+    {
+        QString worker = qEnvironmentVariable("RS_TEST_REAL_WORKER");
+#ifdef RS_REAL_WORKER
+        if (worker.isEmpty())
+            worker = QStringLiteral(RS_REAL_WORKER);
+#endif
+        if (worker.isEmpty())
+            QSKIP("no recompute-bench in this build (set RS_TEST_REAL_WORKER to run this)");
+        const QByteArray saved = qgetenv("RS_WORKER");
+        qputenv("RS_WORKER", worker.toLocal8Bit());
+        RecipeDocument document;
+        Recipe recipe = presetRecipe(QStringLiteral("gpt-unfused"));
+        recipe.num_layers = 2;
+        recipe.hidden_size = 64;
+        recipe.ffn_hidden_size.reset();
+        recipe.num_attention_heads = 4;
+        recipe.seq_length = 32;
+        recipe.vocab_size = 128;
+        recipe.warmup_iters = 1;
+        recipe.train_iters = 3;
+        document.setRecipe(recipe);
+        LaunchPage page(&document, &m_store);
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(120000));
+        qputenv("RS_WORKER", saved);
+        QCOMPARE(page.storedRuns().size(), 2);
+        const auto control = m_store.run(page.storedRuns()[0]);
+        const auto candidate = m_store.run(page.storedRuns()[1]);
+        QVERIFY(control && candidate);
+        QCOMPARE(control->outcome, QStringLiteral("pass"));
+        QCOMPARE(candidate->outcome, QStringLiteral("pass"));
+        QCOMPARE(candidate->controlRunId.value_or(0), control->id);
+        QVERIFY(candidate->peakAllocated.value_or(0) > 0);
+        QCOMPARE(m_store.iterations(candidate->id).size(), 3);
+        QVERIFY(!page.memoryChart()->isEmpty());
+    }
+
 private:
     QTemporaryDir m_dir;
     storage::Store m_store;
