@@ -119,6 +119,11 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
                     reason += " (gets farther than the [] control, which failed " + failureText(*control)
                         + ", but a candidate that still fails is not a pass)";
             }
+            // A peak read before the failure says nothing about the peak the full step needs.
+            const auto partial = worstPeak(c);
+            if (partial && partial->bytes <= targetBytes)
+                reason += "; its " + gbText(partial->bytes) + " GB on " + rankText(partial->rank)
+                    + " before it stopped is under the target but is not the peak of a completed step";
             v.reasons.push_back(reason);
         }
         if (!c.matched) {

@@ -33,8 +33,8 @@ QString writeRecipe(const QTemporaryDir& dir)
     const QJsonObject recipe { { u"name"_s, u"sweep-tiny"_s }, { u"num_layers"_s, 2 },
         { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 32 },
         { u"micro_batch_size"_s, 1 }, { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
-        { u"recompute_granularity"_s, u"full"_s }, { u"recompute_method"_s, u"uniform"_s },
-        { u"recompute_num_layers"_s, 1 } };
+        { u"memory_target_gb"_s, 100.0 }, { u"recompute_granularity"_s, u"full"_s },
+        { u"recompute_method"_s, u"uniform"_s }, { u"recompute_num_layers"_s, 1 } };
     const QString path = dir.filePath(u"tiny.json"_s);
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly))
@@ -82,9 +82,8 @@ private slots:
             QSKIP("this build has no recompute-bench (set RS_TEST_REAL_WORKER)");
         QTemporaryDir dir;
         const QString db = dir.filePath(u"sweep.sqlite"_s);
-        const Cli c = sweep(
-            { writeRecipe(dir), u"--db"_s, db, u"--device"_s, u"cpu"_s, u"--warmup"_s, u"1"_s, u"--iters"_s,
-                u"2"_s, u"--modules"_s, u"core_attn"_s, u"layernorm,mlp"_s, u"--target-gb"_s, u"100"_s },
+        const Cli c = sweep({ writeRecipe(dir), u"--db"_s, db, u"--device"_s, u"cpu"_s, u"--warmup"_s, u"1"_s,
+                                u"--iters"_s, u"2"_s, u"--modules"_s, u"core_attn"_s, u"layernorm,mlp"_s },
             worker);
         QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
 
@@ -115,7 +114,8 @@ private slots:
                 QVERIFY2(m.matched, qPrintable(m.reasons.join(u"; "_s)));
             }
         }
-        // The comparison table of the report, then the advice (everything fits 100 GB: the cheapest wins).
+        // The comparison table of the report, then the advice on the recipe's memory_target_gb (everything
+        // fits 100 GB: the cheapest wins).
         QVERIFY2(c.out.contains(u"| [] |"_s) && c.out.contains(u"| core_attn |"_s)
                 && c.out.contains(u"| layernorm, mlp |"_s),
             qPrintable(c.out));
@@ -124,15 +124,15 @@ private slots:
             qPrintable(c.out));
         QVERIFY(c.out.contains(u"the lowest measured replay cost that fits"_s));
 
-        // `recompute advise` reads the same comparison back by recipe name.
+        // `recompute advise` reads the same comparison back by recipe name, and the target from its recipe.
         QProcess advise;
         advise.start(QStringLiteral(RS_RECOMPUTE_EXE),
-            { u"advise"_s, u"--db"_s, db, u"--recipe-name"_s, u"sweep-tiny"_s, u"--target-gb"_s, u"100"_s,
-                u"--format"_s, u"json"_s });
+            { u"advise"_s, u"--db"_s, db, u"--recipe-name"_s, u"sweep-tiny"_s, u"--format"_s, u"json"_s });
         QVERIFY(advise.waitForFinished(30000));
         QCOMPARE(advise.exitCode(), 0);
         const QJsonObject o = QJsonDocument::fromJson(advise.readAllStandardOutput()).object();
         QCOMPARE(o.value(u"control_run_id"_s).toInteger(), control.id);
+        QCOMPARE(o.value(u"target_gb"_s).toDouble(), 100.0);
         QCOMPARE(o.value(u"candidates"_s).toArray().size(), 3);
         // The choice is the fastest of the three measured step times.
         double fastest = 1e300;
