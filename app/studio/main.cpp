@@ -7,6 +7,7 @@
 #include <QTimer>
 
 #include "editorpage.h"
+#include "launchpage.h"
 #include "mainwindow.h"
 #include "recipedocument.h"
 #include "recipeform.h"
@@ -49,6 +50,9 @@ int main(int argc, char** argv)
     QCommandLineOption groupOption(QStringLiteral("show-group"),
         QStringLiteral("Scroll the recipe form to a group (\"Recompute\", ...)."), QStringLiteral("group"));
     parser.addOption(groupOption);
+    QCommandLineOption launchOption(QStringLiteral("launch"),
+        QStringLiteral("Run the opened recipe (after its [] control) on this host at start-up."));
+    parser.addOption(launchOption);
     parser.process(app);
 
     rs::ui::MainWindow window(parser.value(dbOption));
@@ -71,12 +75,24 @@ int main(int argc, char** argv)
         QTimer::singleShot(200, &window, [&window, group = parser.value(groupOption)] {
             window.editorPage()->form()->scrollToGroup(group);
         });
+    // Runs the opened recipe (with its [] control) at start-up; with --screenshot, the picture is taken
+    // when the launch is over.
+    const bool launch = parser.isSet(launchOption);
+    if (launch) {
+        window.pages()->setCurrentWidget(window.launchPage());
+        QTimer::singleShot(0, window.launchPage(), &rs::ui::LaunchPage::start);
+    }
     if (parser.isSet(screenshotOption)) {
         const QString path = parser.value(screenshotOption);
-        QTimer::singleShot(1500, &window, [&window, path] {
+        auto shoot = [&window, path] {
             const bool ok = window.grab().save(path, "PNG");
             QCoreApplication::exit(ok ? 0 : 1);
-        });
+        };
+        if (launch)
+            QObject::connect(window.launchPage(), &rs::ui::LaunchPage::launchFinished, &window,
+                [&window, shoot] { QTimer::singleShot(500, &window, shoot); });
+        else
+            QTimer::singleShot(1500, &window, shoot);
     }
     return app.exec();
 }

@@ -581,6 +581,10 @@ void MemoryLinesChart::setData(
     }
     if (targetGb)
         ymax = std::max(ymax, *targetGb);
+    // Small models (CPU runs) read better in MB than as 0.0756 GB.
+    const double scale = ymax < 1.0 ? 1000.0 : 1.0;
+    const QString unit = scale > 1.0 ? tr("MB") : tr("GB");
+    ymax *= scale;
     QValueAxis* axisX = b.xAxis();
     axisX->setTitleText(tr("iteration"));
     axisX->setRange(0.5, xmax + 0.5);
@@ -589,9 +593,10 @@ void MemoryLinesChart::setData(
     axisX->setTickAnchor(1.0);
     axisX->setTickInterval(std::max(1.0, std::ceil(xmax / 10.0)));
     QValueAxis* axisY = b.yAxis();
-    axisY->setTitleText(tr("GB"));
+    axisY->setTitleText(unit);
     axisY->setRange(0.0, ymax * 1.1 + 1e-9);
     axisY->setLabelFormat(QStringLiteral("%.4g"));
+    axisY->applyNiceNumbers();
     for (const auto& l : lines) {
         auto* s = new QLineSeries;
         s->setName(l.name);
@@ -601,18 +606,22 @@ void MemoryLinesChart::setData(
             pen.setStyle(Qt::DashLine);
         s->setPen(pen);
         s->setPointsVisible(l.points.size() <= 40);
-        s->append(l.points);
+        QVector<QPointF> points = l.points;
+        for (QPointF& p : points)
+            p.ry() *= scale;
+        s->append(points);
         b.chart->addSeries(s);
         s->attachAxis(axisX);
         s->attachAxis(axisY);
         const QString name = l.name;
-        connect(s, &QLineSeries::hovered, this, [name](const QPointF& p, bool state) {
+        connect(s, &QLineSeries::hovered, this, [name, unit](const QPointF& p, bool state) {
             if (state)
                 QToolTip::showText(QCursor::pos(),
-                    QStringLiteral("%1<br>iteration %2: %3 GB")
+                    QStringLiteral("%1<br>iteration %2: %3 %4")
                         .arg(name)
                         .arg(std::lround(p.x()))
-                        .arg(p.y(), 0, 'f', 3));
+                        .arg(p.y(), 0, 'f', 3)
+                        .arg(unit));
             else
                 QToolTip::hideText();
         });
@@ -623,8 +632,8 @@ void MemoryLinesChart::setData(
         QPen pen(kFailed);
         pen.setStyle(Qt::DashDotLine);
         target->setPen(pen);
-        target->append(0.5, *targetGb);
-        target->append(xmax + 0.5, *targetGb);
+        target->append(0.5, *targetGb * scale);
+        target->append(xmax + 0.5, *targetGb * scale);
         b.chart->addSeries(target);
         target->attachAxis(axisX);
         target->attachAxis(axisY);
