@@ -113,7 +113,8 @@ void TestAdvisor::choice_data()
                u"slower"_s }
         << QStringList { u"0:did not pass: oom in forward at iteration 2"_s,
                u"0:over the 65.000 GB target on rank 0 by 1.297 GB"_s,
-               u"1:did not pass: oom at iteration 1"_s, u"2:did not pass: oom at iteration 2"_s,
+               u"1:did not pass: oom at iteration 1"_s,
+               u"2:did not pass: oom at iteration 2; its 62.103 GB on rank 0 before it stopped is under the target but is not the peak of a completed step"_s,
                u"5:slower than moe by 3.07%"_s }
         << u"use moe: 64.653 GB on rank 0"_s;
     QTest::newRow("guide Nemotron 64 GB: moe, layernorm")
@@ -127,7 +128,8 @@ void TestAdvisor::choice_data()
         << nemotron() << 63.0 << QString() << u"moe, layernorm"_s
         << QStringList { u"not-passed"_s, u"not-passed"_s, u"not-passed"_s, u"not-passed"_s, u"over-target"_s,
                u"over-target"_s }
-        << QStringList {} << u"closest: moe, layernorm (63.639 GB on rank 0, 0.639 GB over)"_s;
+        << QStringList { u"2:its 62.103 GB on rank 0 before it stopped is under the target"_s }
+        << u"closest: moe, layernorm (63.639 GB on rank 0, 0.639 GB over)"_s;
     {
         // A candidate that gets farther than the failing control but still OOMs is not a pass.
         Candidates c { failed("[]", "forward", 1, { { 0, 70.0 } }, true),
