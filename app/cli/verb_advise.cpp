@@ -95,10 +95,18 @@ int adviseMain(const std::vector<std::string>& args)
 
     QVector<rs::storage::ReportTable> tables;
     if (control) {
-        if (!store.run(*control)) {
+        const auto named = store.run(*control);
+        if (!named) {
             std::cerr << "recompute advise: --control: run " << *control << " is not in "
                       << store.path().toStdString() << "\n";
             return 2;
+        }
+        // A candidate named instead of its control: its comparison is the one meant.
+        if (!named->isExplicitControl() && named->controlRunId) {
+            std::cerr << "recompute advise: run " << *control
+                      << " is a candidate linked to the [] control run " << *named->controlRunId
+                      << ": advising on that comparison\n";
+            control = named->controlRunId;
         }
         tables = rs::storage::buildReport(store, control, {});
     } else {

@@ -89,6 +89,9 @@ private slots:
             << QStringList { u"--control"_s, u"7"_s, u"--target-gb"_s, u"60"_s } << 1 << QString()
             << u"moe, layernorm"_s << QStringList { u"moe=over-target"_s, u"moe, layernorm=over-target"_s }
             << u"nothing fits the 60.000 GB target; closest: moe, layernorm (63.639 GB on rank 0, 3.639 GB over)"_s;
+        QTest::newRow("a candidate named as --control: its control's comparison")
+            << QStringList { u"--control"_s, u"5"_s, u"--target-gb"_s, u"36"_s } << 0 << u"moe_act"_s
+            << QString() << QStringList { u"[]=over-target"_s } << u"use moe_act"_s;
         QTest::newRow("no selection: the newest comparison (Nemotron)") << QStringList { u"--target-gb"_s,
             u"65"_s } << 0 << u"moe"_s << QString() << QStringList {} << u"use moe"_s;
     }
@@ -144,6 +147,11 @@ private slots:
         QVERIFY(n.out.contains(u"did not pass: oom in forward at iteration 2"_s));
         QVERIFY(n.out.contains(u"did not pass: oom at iteration 1"_s));
         QVERIFY(n.out.contains(u"note: the peak of moe is known for rank(s) 0 of 16 only"_s));
+        const Cli candidate
+            = recompute({ u"--db"_s, m_db, u"--control"_s, u"5"_s, u"--target-gb"_s, u"36"_s });
+        QVERIFY2(candidate.err.contains(u"run 5 is a candidate linked to the [] control run 1"_s),
+            qPrintable(candidate.err));
+        QVERIFY(candidate.out.startsWith(u"Moonlight 16B: control run 1 ([]), 6 candidate(s)"_s));
         // Without a selection the newest comparison is used, and the other one is named.
         const Cli d = recompute({ u"--db"_s, m_db, u"--target-gb"_s, u"65"_s });
         QVERIFY2(d.err.contains(u"control run 7); other controls: 1 (Moonlight 16B)"_s), qPrintable(d.err));
