@@ -9,6 +9,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QSpinBox>
+#include <QTemporaryDir>
 #include <QTest>
 
 #include "core/recipe_json.h"
@@ -261,14 +262,15 @@ private slots:
     void saveAndLoadRoundTrip()
     {
         m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
-        const QString path = QDir::temp().filePath(QStringLiteral("tst_recipeeditor.recipe.json"));
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const QString path = dir.filePath(QStringLiteral("saved.recipe.json"));
         QString error;
         QVERIFY2(m_document->save(path, &error), qPrintable(error));
         QVERIFY(!m_document->isModified());
         RecipeDocument other;
         QVERIFY2(other.load(path, &error), qPrintable(error));
         QVERIFY(other.recipe() == m_document->recipe());
-        QFile::remove(path);
     }
 
 private:
