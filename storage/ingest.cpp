@@ -372,19 +372,11 @@ bool RunIngest::onRecipe(const QJsonObject& e)
     return true;
 }
 
-bool RunIngest::onIteration(const QJsonObject& e)
+IterationRow iterationRowFromEvent(const QJsonObject& e, std::optional<bool>* finite)
 {
-    if (!ensureRun())
-        return false;
-    if (!m_store->inWrite() && !m_store->beginWrite()) {
-        m_error = m_store->lastError();
-        return false;
-    }
     // One pass over the keys, dispatched on their length: a lookup per field would binary-search the object
     // 17 times, and this is the hot path of ingest (docs/benchmarks.md, "## Store").
     IterationRow r;
-    r.runId = m_runId;
-    std::optional<bool> finite;
     for (auto it = e.constBegin(); it != e.constEnd(); ++it) {
         const QString k = it.key();
         const QJsonValue v = it.value();
@@ -413,7 +405,8 @@ bool RunIngest::onIteration(const QJsonObject& e)
             break;
         case 11:
             if (is("loss_finite") && v.isBool())
-                finite = v.toBool();
+                if (finite)
+                    *finite = v.toBool();
             break;
         case 13:
             if (is("alloc_retries"))
@@ -453,6 +446,20 @@ bool RunIngest::onIteration(const QJsonObject& e)
             break; // unknown keys are ignored (stream contract)
         }
     }
+    return r;
+}
+
+bool RunIngest::onIteration(const QJsonObject& e)
+{
+    if (!ensureRun())
+        return false;
+    if (!m_store->inWrite() && !m_store->beginWrite()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    std::optional<bool> finite;
+    IterationRow r = iterationRowFromEvent(e, &finite);
+    r.runId = m_runId;
     return storeIteration(r, finite);
 }
 

@@ -81,4 +81,8 @@ private:
     QString m_error;
 };
 
+// One `iteration` event of the stream as a row (runId left 0); `finite` receives `loss_finite` when the
+// event carries it. Ingest and the GUI's live curve decode iterations with this one function.
+IterationRow iterationRowFromEvent(const QJsonObject& event, std::optional<bool>* finite = nullptr);
+
 } // namespace rs::storage

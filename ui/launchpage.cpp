@@ -28,14 +28,6 @@ QJsonObject toQJson(const Recipe& r)
     return QJsonDocument::fromJson(QByteArray::fromStdString(recipeToJson(r).dump())).object();
 }
 
-std::optional<qint64> bytes(const QJsonObject& e, const char* key)
-{
-    const QJsonValue v = e.value(QLatin1String(key));
-    if (!v.isDouble())
-        return std::nullopt;
-    return qint64(v.toDouble());
-}
-
 QString gbText(std::optional<qint64> b)
 {
     return b ? QString::number(double(*b) / kBytesPerGb, 'f', 3) + QStringLiteral(" GB")
@@ -216,18 +208,7 @@ void LaunchPage::onEvent(const QJsonObject& e)
         m_status->setText(
             tr("%1: phase %2").arg(m_current.label, e.value(QLatin1String("phase")).toString()));
     } else if (kind == QLatin1String("iteration")) {
-        storage::IterationRow row;
-        row.rank = e.value(QLatin1String("rank")).toInt();
-        row.iteration = e.value(QLatin1String("iteration")).toInt();
-        row.phase = e.value(QLatin1String("phase")).toString();
-        row.stepMs = e.value(QLatin1String("step_ms")).toDouble();
-        row.forwardPeakAllocated = bytes(e, "forward_peak_allocated");
-        row.forwardPeakReserved = bytes(e, "forward_peak_reserved");
-        row.backwardPeakAllocated = bytes(e, "backward_peak_allocated");
-        row.backwardPeakReserved = bytes(e, "backward_peak_reserved");
-        row.optimizerPeakAllocated = bytes(e, "optimizer_peak_allocated");
-        row.optimizerPeakReserved = bytes(e, "optimizer_peak_reserved");
-        row.allocatedAfter = bytes(e, "allocated_after");
+        const storage::IterationRow row = storage::iterationRowFromEvent(e);
         m_rows << row;
         if (row.rank == 0)
             m_progress->setValue(std::min(row.iteration, m_progress->maximum()));
