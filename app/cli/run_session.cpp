@@ -59,6 +59,36 @@ int InterruptScope::count()
     return g_interrupts.load();
 }
 
+std::optional<int> readRunRecipe(const char* verb, const char* usage, const std::vector<std::string>& args,
+    RecipeInput* input, std::vector<std::string>* rest)
+{
+    for (const auto& a : args) {
+        if (a == "--help" || a == "-h") {
+            std::cout << usage;
+            return 0;
+        }
+        if (a == "--mlm-args")
+            break; // the rest are Megatron-LM's flags
+    }
+    try {
+        *input = readRecipeInput(args, rest);
+    } catch (const std::exception& e) {
+        std::cerr << "recompute " << verb << ": " << e.what() << "\n" << usage;
+        return 2;
+    }
+    return std::nullopt;
+}
+
+void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optional<int> steadyIters)
+{
+    if (!warmupIters && !steadyIters)
+        return;
+    const int steady = steadyIters.value_or(std::max(1, recipe.train_iters - recipe.warmup_iters));
+    if (warmupIters)
+        recipe.warmup_iters = *warmupIters;
+    recipe.train_iters = recipe.warmup_iters + steady;
+}
+
 RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const RunSessionOptions& options)
 {
     const std::string prefix = "recompute " + options.verb.toStdString() + ": ";

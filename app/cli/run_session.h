@@ -6,10 +6,13 @@
 #pragma once
 
 #include <optional>
+#include <string>
+#include <vector>
 
 #include <QString>
 
 #include "core/recipe.h"
+#include "core/recipe_input.h"
 #include "storage/store.h"
 
 namespace rs::cli {
@@ -43,6 +46,16 @@ struct RunSessionResult {
     int iterationsStored = 0;
     QString error; // why the worker did not start
 };
+
+// Reads the recipe arguments of a verb that runs the worker (`run`, `sweep`). Returns an exit code when the
+// verb is done: 0 after printing `usage` for --help, 2 after naming what is unusable; nullopt when `input`
+// holds the recipe and `rest` the arguments the verb parses itself.
+std::optional<int> readRunRecipe(const char* verb, const char* usage, const std::vector<std::string>& args,
+    RecipeInput* input, std::vector<std::string>* rest);
+
+// --warmup / --iters of a run verb: the recipe carries the run length (warmup_iters, train_iters), so the
+// worker, the store and the progress bar agree on it; --iters counts steady iterations as the worker does.
+void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optional<int> steadyIters);
 
 // Runs `recipe` (its train_iters / warmup_iters decide the run length) and stores it in `store`.
 RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const RunSessionOptions& options);

@@ -32,22 +32,10 @@ QString gb(std::optional<qint64> bytes)
 
 int runMain(const std::vector<std::string>& args)
 {
-    for (const auto& a : args) {
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (a == "--mlm-args")
-            break;
-    }
     std::vector<std::string> rest;
     rs::RecipeInput input;
-    try {
-        input = rs::readRecipeInput(args, &rest);
-    } catch (const std::exception& e) {
-        std::cerr << "recompute run: " << e.what() << "\n" << kUsage;
-        return 2;
-    }
+    if (const auto done = rs::cli::readRunRecipe("run", kUsage, args, &input, &rest))
+        return *done;
     QString db, device, worker;
     std::optional<qint64> control;
     std::optional<int> steadyIters, warmupIters;
@@ -97,14 +85,7 @@ int runMain(const std::vector<std::string>& args)
         }
     }
 
-    // The recipe carries the run length, so the worker, the store and the progress bar agree on it.
-    if (warmupIters || steadyIters) {
-        const int steady
-            = steadyIters.value_or(std::max(1, input.recipe.train_iters - input.recipe.warmup_iters));
-        if (warmupIters)
-            input.recipe.warmup_iters = *warmupIters;
-        input.recipe.train_iters = input.recipe.warmup_iters + steady;
-    }
+    rs::cli::applyRunLength(input.recipe, warmupIters, steadyIters);
 
     rs::storage::Store store;
     QString error;

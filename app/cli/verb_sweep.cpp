@@ -123,22 +123,10 @@ QString oneLine(const rs::storage::Store& store, qint64 runId)
 
 int sweepMain(const std::vector<std::string>& args)
 {
-    for (const auto& a : args) {
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (a == "--mlm-args")
-            break;
-    }
     std::vector<std::string> rest;
     rs::RecipeInput input;
-    try {
-        input = rs::readRecipeInput(args, &rest);
-    } catch (const std::exception& e) {
-        std::cerr << "recompute sweep: " << e.what() << "\n" << kUsage;
-        return 2;
-    }
+    if (const auto done = rs::cli::readRunRecipe("sweep", kUsage, args, &input, &rest))
+        return *done;
     QString db, device, worker;
     std::optional<int> steadyIters, warmupIters;
     std::optional<double> target = input.recipe.memory_target_gb;
@@ -193,12 +181,7 @@ int sweepMain(const std::vector<std::string>& args)
 
     // The recipe carries the run length, so every run of the sweep has the same one (a match condition).
     rs::Recipe base = input.recipe;
-    if (warmupIters || steadyIters) {
-        const int steady = steadyIters.value_or(std::max(1, base.train_iters - base.warmup_iters));
-        if (warmupIters)
-            base.warmup_iters = *warmupIters;
-        base.train_iters = base.warmup_iters + steady;
-    }
+    rs::cli::applyRunLength(base, warmupIters, steadyIters);
 
     const rs::Recipe controlRecipe = withRecompute(base, "selective", std::vector<std::string> {}, {}, {});
     if (sets.empty()) {
