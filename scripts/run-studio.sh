@@ -6,7 +6,7 @@ cd "$(dirname "$0")/.."
 scripts/setup.sh
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 export CCACHE_BASEDIR="$PWD"   # clones in other folders share cache hits
-scripts/build.sh dev
+scripts/build.sh dev recompute-studio recompute recompute-bench   # the programs, not the tests
 studio=build/dev/app/studio/recompute-studio
 export RS_WORKER="${RS_WORKER:-$PWD/build/dev/app/bench/recompute-bench}"
 if [ -z "${DISPLAY:-}" ] && [ -z "${WAYLAND_DISPLAY:-}" ]; then
