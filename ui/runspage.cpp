@@ -284,7 +284,8 @@ void RunsPage::setMemoryTarget(std::optional<double> gb)
 
 void RunsPage::redrawTradeoff()
 {
-    QVector<storage::RunRecord> runs;
+    // Pointers into the model: copying 10,000 RunRecords per redraw cost about 10 ms.
+    QVector<const storage::RunRecord*> runs;
     runs.reserve(m_proxy->rowCount());
     QSet<qint64> shown;
     const qint64 comparison = m_comparison->currentData().toLongLong();
@@ -292,14 +293,16 @@ void RunsPage::redrawTradeoff()
         const storage::RunRecord* r = m_model->run(m_proxy->mapToSource(m_proxy->index(row, 0)).row());
         if (comparison && r->id != comparison && r->controlRunId.value_or(0) != comparison)
             continue;
-        runs << *r;
+        runs << r;
         shown.insert(r->id);
     }
     // A filtered-out control still anchors its comparison (Δ% needs it).
-    for (const auto& r : QVector<storage::RunRecord>(runs)) {
-        if (r.controlRunId && !shown.contains(*r.controlRunId)) {
-            if (const auto* c = m_model->runById(*r.controlRunId)) {
-                runs << *c;
+    const qsizetype filtered = runs.size();
+    for (qsizetype i = 0; i < filtered; ++i) {
+        const storage::RunRecord* r = runs[i];
+        if (r->controlRunId && !shown.contains(*r->controlRunId)) {
+            if (const auto* c = m_model->runById(*r->controlRunId)) {
+                runs << c;
                 shown.insert(c->id);
             }
         }
@@ -307,7 +310,7 @@ void RunsPage::redrawTradeoff()
     const auto axis = m_axes->currentIndex() == 1 ? TradeoffAxis::VersusControl : TradeoffAxis::Absolute;
     const double target = m_target->value();
     m_tradeoff->setData(
-        buildTradeoff(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt));
+        buildTradeoffFrom(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt));
 }
 
 void RunsPage::showRun(qint64 runId)

@@ -45,6 +45,16 @@ struct Accumulator {
 TradeoffData buildTradeoff(
     const QVector<RunRecord>& runs, TradeoffAxis axis, std::optional<double> memoryTargetGb)
 {
+    QVector<const RunRecord*> pointers;
+    pointers.reserve(runs.size());
+    for (const auto& r : runs)
+        pointers << &r;
+    return buildTradeoffFrom(pointers, axis, memoryTargetGb);
+}
+
+TradeoffData buildTradeoffFrom(
+    const QVector<const RunRecord*>& runs, TradeoffAxis axis, std::optional<double> memoryTargetGb)
+{
     TradeoffData data;
     const bool delta = axis == TradeoffAxis::VersusControl;
     data.xTitle
@@ -54,20 +64,21 @@ TradeoffData buildTradeoff(
 
     QHash<qint64, const RunRecord*> byId;
     byId.reserve(runs.size());
-    for (const auto& r : runs)
-        byId.insert(r.id, &r);
+    for (const RunRecord* r : runs)
+        byId.insert(r->id, r);
 
     // group key: the control run id (a control is its own group); ordered by first appearance
     std::vector<qint64> groupOrder;
     std::map<qint64, std::map<QString, Accumulator>> groups;
-    for (const auto& r : runs) {
+    for (const RunRecord* run : runs) {
+        const RunRecord& r = *run;
         // A run linked to a control joins its comparison, a repeated [] control too; an unlinked run (a
         // control itself) starts its own.
         const qint64 key = r.controlRunId ? *r.controlRunId : r.id;
         if (!groups.count(key))
             groupOrder.push_back(key);
         auto& acc = groups[key][r.moduleSetLabel()];
-        (passed(r) ? acc.passing : acc.failing).push_back(&r);
+        (passed(r) ? acc.passing : acc.failing).push_back(run);
     }
 
     for (qint64 key : groupOrder) {
@@ -164,9 +175,9 @@ TradeoffData buildTradeoff(
             data.memoryTarget = *memoryTargetGb;
         } else if (data.groups.size() == 1) {
             // One comparison: the target as a change against its control.
-            for (const auto& r : runs) {
-                if (r.isExplicitControl() && r.peakAllocated) {
-                    const double c = double(*r.peakAllocated) / kBytesPerGb;
+            for (const RunRecord* r : runs) {
+                if (r->isExplicitControl() && r->peakAllocated) {
+                    const double c = double(*r->peakAllocated) / kBytesPerGb;
                     data.memoryTarget = (*memoryTargetGb - c) / c * 100.0;
                     break;
                 }

@@ -49,6 +49,9 @@ struct TradeoffData {
 // In VersusControl mode only groups with a passing control with a step time are drawn.
 TradeoffData buildTradeoff(const QVector<storage::RunRecord>& runs, TradeoffAxis axis,
     std::optional<double> memoryTargetGb = std::nullopt);
+// The same over runs held elsewhere (the runs page's model): no copy of 10,000 records per redraw.
+TradeoffData buildTradeoffFrom(const QVector<const storage::RunRecord*>& runs, TradeoffAxis axis,
+    std::optional<double> memoryTargetGb = std::nullopt);
 // Marks onFront: the points of each group not dominated by another passing point of the group.
 void markParetoFront(QVector<TradeoffPoint>* points);
 

@@ -14,9 +14,12 @@
 #include <QElapsedTimer>
 #include <QFileInfo>
 #include <QGraphicsScene>
+#include <QGraphicsSceneHoverEvent>
+#include <QGraphicsSceneMouseEvent>
 #include <QGraphicsSimpleTextItem>
 #include <QHash>
 #include <QLabel>
+#include <QLegend>
 #include <QLegendMarker>
 #include <QLineSeries>
 #include <QPainter>
@@ -42,6 +45,9 @@ struct ChartView::Backend {
         QAbstractSeries* series;
     };
     QVector<PointLabel> labels;
+    // Scatter points drawn by one item per series (see PointCloud); children of the chart.
+    QVector<QGraphicsItem*> clouds;
+    std::function<void()> onCloudsMoved;
 
     QValueAxis* valueX = nullptr;
     QValueAxis* valueY = nullptr;
@@ -85,6 +91,7 @@ struct ChartView::Backend {
     void clear()
     {
         labels.clear(); // children of the old chart: deleted with it
+        clouds.clear();
         QChart* old = chart;
         chart = makeChart();
         view->setChart(chart);
@@ -149,7 +156,11 @@ ChartView::ChartView(QWidget* parent)
     b.stack->setContentsMargins(0, 0, 0, 0);
     b.stack->addWidget(b.view);
     b.stack->addWidget(b.empty);
-    b.onPlotAreaChanged = [this] { m_backend->placeLabels(); };
+    b.onPlotAreaChanged = [this] {
+        m_backend->placeLabels();
+        if (m_backend->onCloudsMoved)
+            m_backend->onCloudsMoved();
+    };
 }
 
 ChartView::~ChartView() = default;
@@ -245,6 +256,8 @@ namespace {
 const QColor kGroupColors[] = { QColor(0x1f, 0x77, 0xb4), QColor(0x2c, 0xa0, 0x2c), QColor(0x94, 0x67, 0xbd),
     QColor(0x8c, 0x56, 0x4b), QColor(0x17, 0xbe, 0xcf), QColor(0xbc, 0xbd, 0x22), QColor(0xe3, 0x77, 0xc2) };
 const QColor kFailed(0xc6, 0x28, 0x28);
+// The [] control's fill where one series holds every comparison's controls: orange is in no group colour.
+const QColor kControl(0xff, 0x7f, 0x0e);
 
 QColor groupColor(int i)
 {
@@ -282,12 +295,117 @@ QImage markerImage(const QScatterSeries* s)
     return image;
 }
 
+// Hundreds of points of one scatter series, painted by one item. QtCharts 6.4 makes a graphics item per
+// point even for light markers, and places each again on every axis attach and layout: about 45 ms for
+// 2000 points. The series stays in the chart, empty, for its legend entry and axes; this item paints its
+// marker image at each point, shows the point's tooltip on hover and reports the point's run on click.
+class PointCloud : public QGraphicsItem {
+public:
+    PointCloud(QChart* chart, QScatterSeries* series, QVector<QPointF> values, QVector<QString> tips,
+        QVector<qint64> runs, std::function<void(qint64)> activated)
+        : QGraphicsItem(chart)
+        , m_chart(chart)
+        , m_series(series)
+        , m_marker(markerImage(series))
+        , m_values(std::move(values))
+        , m_tips(std::move(tips))
+        , m_runs(std::move(runs))
+        , m_activated(std::move(activated))
+    {
+        setAcceptHoverEvents(true);
+        setFlag(QGraphicsItem::ItemClipsToShape);
+        setZValue(9); // above QtCharts' series and grid, under the legend
+        m_rect = chart->plotArea();
+    }
+
+    void plotAreaChanged()
+    {
+        prepareGeometryChange();
+        m_rect = m_chart->plotArea();
+        update();
+    }
+    QRectF boundingRect() const override { return m_rect; }
+    void paint(QPainter* painter, const QStyleOptionGraphicsItem*, QWidget*) override
+    {
+        painter->save();
+        painter->setClipRect(m_rect);
+        const qreal half = m_marker.width() / 2.0;
+        for (const QPointF& v : m_values) {
+            const QPointF at = m_chart->mapToPosition(v, m_series);
+            painter->drawImage(
+                QRectF(at.x() - half, at.y() - half, m_marker.width(), m_marker.height()), m_marker);
+        }
+        painter->restore();
+    }
+
+protected:
+    void hoverMoveEvent(QGraphicsSceneHoverEvent* event) override
+    {
+        const int i = pointAt(event->pos());
+        if (i == m_hovered)
+            return;
+        m_hovered = i;
+        if (i < 0)
+            QToolTip::hideText();
+        else
+            QToolTip::showText(QCursor::pos(), m_tips[i]);
+    }
+    void hoverLeaveEvent(QGraphicsSceneHoverEvent*) override
+    {
+        if (m_hovered >= 0)
+            QToolTip::hideText();
+        m_hovered = -1;
+    }
+    void mousePressEvent(QGraphicsSceneMouseEvent* event) override
+    {
+        m_pressed = pointAt(event->pos());
+        if (m_pressed < 0)
+            event->ignore();
+    }
+    void mouseReleaseEvent(QGraphicsSceneMouseEvent* event) override
+    {
+        if (m_pressed >= 0 && m_pressed == pointAt(event->pos()) && m_activated)
+            m_activated(m_runs[m_pressed]);
+        m_pressed = -1;
+    }
+
+private:
+    // The topmost (last drawn) point whose marker covers pos, or -1.
+    int pointAt(const QPointF& pos) const
+    {
+        if (!m_rect.contains(pos))
+            return -1;
+        const qreal half = m_marker.width() / 2.0;
+        for (int i = int(m_values.size()) - 1; i >= 0; --i) {
+            const QPointF at = m_chart->mapToPosition(m_values[i], m_series);
+            if (std::abs(pos.x() - at.x()) <= half && std::abs(pos.y() - at.y()) <= half)
+                return i;
+        }
+        return -1;
+    }
+
+    QChart* m_chart;
+    QScatterSeries* m_series;
+    QImage m_marker;
+    QVector<QPointF> m_values;
+    QVector<QString> m_tips;
+    QVector<qint64> m_runs;
+    std::function<void(qint64)> m_activated;
+    QRectF m_rect;
+    int m_hovered = -1;
+    int m_pressed = -1;
+};
+
 } // namespace
 
 TradeoffChart::TradeoffChart(QWidget* parent)
     : ChartView(parent)
 {
     setEmptyMessage(tr("No runs to compare."));
+    m_backend->onCloudsMoved = [this] {
+        for (QGraphicsItem* cloud : std::as_const(m_backend->clouds))
+            static_cast<PointCloud*>(cloud)->plotAreaChanged();
+    };
 }
 
 void TradeoffChart::setData(const TradeoffData& data)
@@ -299,6 +417,9 @@ void TradeoffChart::setData(const TradeoffData& data)
     b.view->setUpdatesEnabled(false);
     b.clear();
     b.chart->setTitle(tr("Trade-off: replay cost against memory"));
+    // Legend entries in their series' own marker (circle, square, triangle, dashed line): with QtCharts'
+    // default square, module sets, control and front of one comparison all read as the same blue box.
+    b.chart->legend()->setMarkerShape(QLegend::MarkerShapeFromSeries);
 
     double xmin = HUGE_VAL, xmax = -HUGE_VAL, ymin = HUGE_VAL, ymax = -HUGE_VAL;
     for (const auto& p : data.points) {
@@ -355,6 +476,7 @@ void TradeoffChart::setData(const TradeoffData& data)
     };
 
     struct SeriesPoints {
+        QVector<QPointF> values;
         QVector<QString> tips;
         QVector<qint64> runs;
     };
@@ -403,7 +525,8 @@ void TradeoffChart::setData(const TradeoffData& data)
         control->setName(tr("control []") + (named ? QStringLiteral(" — ") + data.groups[g] : QString()));
         control->setMarkerShape(QScatterSeries::MarkerShapeRectangle);
         control->setMarkerSize(15);
-        control->setColor(color);
+        // Named per comparison, a control keeps its comparison's colour; otherwise it gets its own.
+        control->setColor(named ? color : kControl);
         control->setBorderColor(Qt::black);
         QPen controlPen(Qt::black);
         controlPen.setWidthF(2.0);
@@ -428,7 +551,7 @@ void TradeoffChart::setData(const TradeoffData& data)
             const QPointF at(p.x ? *p.x : noTimeX, p.y);
             QScatterSeries* into = p.failed ? failed : p.isControl ? control : pass;
             SeriesPoints& sp = p.failed ? failedPoints : p.isControl ? controlPoints : passPoints;
-            into->append(at);
+            sp.values << at;
             sp.tips << p.tooltip;
             sp.runs << p.runId;
             if (p.onFront && !manyGroups)
@@ -460,13 +583,18 @@ void TradeoffChart::setData(const TradeoffData& data)
         const std::pair<QScatterSeries*, const SeriesPoints*> made[]
             = { { pass, &passPoints }, { control, &controlPoints }, { failed, &failedPoints } };
         for (const auto& [s, sp] : made) {
-            if (s->count() == 0) {
+            if (sp->values.isEmpty()) {
                 delete s;
                 continue;
             }
-            // Hundreds of points: QtCharts' "light" markers are painted, not one graphics item each.
-            if (s->count() > 200)
-                s->setLightMarker(markerImage(s));
+            // Hundreds of points: painted by one item of ours, not one QtCharts graphics item each.
+            if (sp->values.size() > 200) {
+                attach(s);
+                b.clouds << new PointCloud(b.chart, s, sp->values, sp->tips, sp->runs,
+                    [this](qint64 run) { emit runActivated(run); });
+                continue;
+            }
+            s->append(sp->values);
             attach(s);
             hookTooltips(s, *sp);
         }
