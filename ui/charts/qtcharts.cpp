@@ -275,7 +275,7 @@ std::pair<double, double> padded(double lo, double hi)
     return { lo - m, hi + m };
 }
 
-// The series' marker drawn once into an image (for light markers).
+// The series' marker drawn once into an image (what a PointCloud paints at each point).
 QImage markerImage(const QScatterSeries* s)
 {
     const int size = int(s->markerSize());
