@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 
 #include <QCryptographicHash>
 #include <QFile>
@@ -28,15 +29,15 @@ const QString kFloat = u"([-+]?(?:[0-9]+\\.?[0-9]*|\\.[0-9]+)(?:[eE][-+]?[0-9]+)
 
 const QRegularExpression& re(const QString& pattern)
 {
-    // One compiled expression per pattern text, kept for the process.
-    static QHash<QString, QRegularExpression*> cache;
+    // One compiled expression per pattern text, kept for the process; std::map's nodes do not move, so the
+    // references handed out stay valid as the cache grows, and the expressions are freed at exit.
+    static std::map<QString, QRegularExpression> cache;
     auto it = cache.find(pattern);
     if (it == cache.end()) {
-        auto* r = new QRegularExpression(pattern);
-        r->optimize();
-        it = cache.insert(pattern, r);
+        it = cache.emplace(pattern, QRegularExpression(pattern)).first;
+        it->second.optimize();
     }
-    return **it;
+    return it->second;
 }
 
 std::optional<double> parseFloat(const QString& text)
