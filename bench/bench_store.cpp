@@ -70,7 +70,10 @@ struct IngestFigure {
     int rows = 0;
 };
 
-IngestFigure ingestOnce(const QString& path, const std::vector<QJsonObject>& events, int commitRows)
+// One timed ingest of `items` into a fresh run: `feed` hands one item to the ingest (an event object, or a
+// JSON line as a saved stream holds it). The rows are read back and counted after the timer stops.
+template <typename Item, typename Feed>
+IngestFigure timedIngest(const QString& path, const std::vector<Item>& items, int commitRows, Feed feed)
 {
     Store store;
     QString error;
@@ -84,8 +87,8 @@ IngestFigure ingestOnce(const QString& path, const std::vector<QJsonObject>& eve
     ingest.ingest(QJsonObject { { u"event"_s, u"recipe"_s }, { u"recipe"_s, recipe(QJsonArray(), 0) } });
     QElapsedTimer t;
     t.start();
-    for (const auto& e : events) {
-        if (!ingest.ingest(e)) {
+    for (const auto& item : items) {
+        if (!feed(ingest, item)) {
             std::fprintf(stderr, "bench_store: %s\n", qPrintable(ingest.error()));
             std::exit(2);
         }
@@ -93,40 +96,27 @@ IngestFigure ingestOnce(const QString& path, const std::vector<QJsonObject>& eve
     ingest.finish();
     IngestFigure f;
     f.seconds = t.nsecsElapsed() / 1e9;
-    f.rows = int(events.size());
-    if (store.iterations(ingest.runId()).size() != f.rows) {
-        std::fprintf(stderr, "bench_store: stored %lld rows, expected %d\n",
-            static_cast<long long>(store.iterations(ingest.runId()).size()), f.rows);
+    f.rows = int(items.size());
+    const auto stored = store.iterations(ingest.runId()).size();
+    if (stored != f.rows || ingest.malformedLines() != 0) {
+        std::fprintf(stderr, "bench_store: stored %lld rows (%d malformed lines), expected %d\n",
+            static_cast<long long>(stored), int(ingest.malformedLines()), f.rows);
         std::exit(2);
     }
     return f;
 }
 
+IngestFigure ingestOnce(const QString& path, const std::vector<QJsonObject>& events, int commitRows)
+{
+    return timedIngest(
+        path, events, commitRows, [](RunIngest& in, const QJsonObject& e) { return in.ingest(e); });
+}
+
 // The same events as JSON lines, as a saved stream holds them (RunIngest::ingestLine).
 IngestFigure ingestLinesOnce(const QString& path, const std::vector<QByteArray>& lines, int commitRows)
 {
-    Store store;
-    if (!store.open(path))
-        std::exit(2);
-    RunIngest ingest(&store);
-    ingest.setCommitPolicy(commitRows, 0);
-    ingest.ingest(hello());
-    ingest.ingest(QJsonObject { { u"event"_s, u"recipe"_s }, { u"recipe"_s, recipe(QJsonArray(), 0) } });
-    QElapsedTimer t;
-    t.start();
-    for (const auto& line : lines) {
-        if (!ingest.ingestLine(line)) {
-            std::fprintf(stderr, "bench_store: %s\n", qPrintable(ingest.error()));
-            std::exit(2);
-        }
-    }
-    ingest.finish();
-    IngestFigure f;
-    f.seconds = t.nsecsElapsed() / 1e9;
-    f.rows = int(lines.size());
-    if (store.iterations(ingest.runId()).size() != f.rows || ingest.malformedLines() != 0)
-        std::exit(2);
-    return f;
+    return timedIngest(
+        path, lines, commitRows, [](RunIngest& in, const QByteArray& line) { return in.ingestLine(line); });
 }
 
 double median(std::vector<double> v)
