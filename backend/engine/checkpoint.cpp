@@ -93,21 +93,75 @@ std::vector<torch::Tensor> replay(const Region& region, const std::vector<torch:
     return outputs;
 }
 
-// Back-propagates `grads` through the replayed outputs; returns the inputs' gradients, preceded by an
-// undefined entry for the state argument of the Function.
-torch::autograd::variable_list backwardThroughReplay(const std::vector<torch::Tensor>& outputs,
-    const torch::autograd::variable_list& grads, const std::vector<torch::Tensor>& detached)
-{
-    torch::autograd::variable_list roots;
-    torch::autograd::variable_list root_grads;
-    for (size_t i = 0; i < outputs.size() && i < grads.size(); ++i) {
-        if (outputs[i].defined() && outputs[i].requires_grad() && grads[i].defined()) {
-            roots.push_back(outputs[i]);
-            root_grads.push_back(grads[i]);
+// The root of a checkpoint's backward through its replay. It owns the gradients it hands to the replayed
+// graph (for a tail checkpoint: the tail's gradients of the replayed mids, which it computes and then drops
+// with the mids) and lets go of them as soon as they are handed over. The engine's own root input is a
+// scalar placeholder, so nothing the caller holds keeps an output gradient alive while the replayed graph
+// runs backward: an [s, b, h] gradient held that long was the difference between this checkpoint's
+// backward peak and non-reentrant torch.utils.checkpoint's.
+struct ReplayRoot : torch::autograd::Node {
+    std::optional<Tail> tail;
+    std::vector<torch::Tensor> mids; // tail checkpoints only
+    torch::autograd::variable_list grads;
+    std::string name() const override { return "ReplayRoot"; }
+    torch::autograd::variable_list apply(torch::autograd::variable_list&& /*placeholder*/) override
+    {
+        torch::autograd::variable_list result;
+        if (tail) {
+            torch::NoGradGuard no_grad;
+            result = tail->backward(mids, grads);
+        } else {
+            result = std::move(grads);
         }
+        mids.clear();
+        grads.clear();
+        return result;
     }
-    if (!roots.empty())
-        torch::autograd::backward(roots, root_grads);
+};
+
+// Back-propagates `grads` (taken from the caller, which keeps no reference) through the replayed
+// `outputs` (released here: only their graph edges are needed) and returns the inputs' gradients,
+// preceded by an undefined entry for the state argument of the Function.
+torch::autograd::variable_list backwardThroughReplay(std::vector<torch::Tensor>&& outputs,
+    torch::autograd::variable_list&& grads, const std::vector<torch::Tensor>& detached,
+    const std::optional<Tail>& tail = std::nullopt)
+{
+    auto root = std::make_shared<ReplayRoot>();
+    torch::autograd::edge_list next;
+    torch::Tensor placeholder;
+    bool any = false;
+    if (tail) {
+        // The tail turns the one output gradient into the mids' gradients.
+        if (grads.size() == 1 && grads[0].defined()) {
+            for (const auto& m : outputs)
+                next.push_back(
+                    m.requires_grad() ? torch::autograd::impl::gradient_edge(m) : torch::autograd::Edge());
+            placeholder = torch::zeros({}, grads[0].options());
+            root->tail = tail;
+            root->mids = std::move(outputs);
+            root->grads = std::move(grads);
+            any = true;
+        }
+    } else {
+        for (size_t i = 0; i < outputs.size(); ++i) {
+            const bool flows = i < grads.size() && outputs[i].defined() && outputs[i].requires_grad()
+                && grads[i].defined();
+            next.push_back(
+                flows ? torch::autograd::impl::gradient_edge(outputs[i]) : torch::autograd::Edge());
+            root->grads.push_back(flows ? std::move(grads[i]) : torch::Tensor());
+            if (flows && !placeholder.defined())
+                placeholder = torch::zeros({}, root->grads.back().options());
+            any = any || flows;
+        }
+        outputs.clear();
+    }
+    grads.clear();
+    if (any) {
+        root->set_next_edges(std::move(next));
+        root->add_input_metadata(placeholder);
+        torch::autograd::Engine::get_default_engine().execute(
+            { torch::autograd::Edge(std::move(root), 0) }, { placeholder }, false, false, true);
+    }
     torch::autograd::variable_list result { torch::Tensor() };
     for (const auto& d : detached)
         result.push_back(d.requires_grad() ? d.grad() : torch::Tensor());
@@ -129,24 +183,6 @@ bool anyNeedsGrad(const std::vector<torch::Tensor>& inputs)
             return true;
     return false;
 }
-
-// The root of a tail checkpoint's backward: applies the tail's gradient to the replayed mids and hands the
-// results to the replayed graph. It owns the mids and drops them as soon as the tail's gradient exists, so
-// neither they nor their gradients outlive their use (as they would if the caller held them through a
-// torch::autograd::backward call).
-struct TailBackward : torch::autograd::Node {
-    Tail tail;
-    std::vector<torch::Tensor> mids;
-    std::string name() const override { return "TailBackward"; }
-    torch::autograd::variable_list apply(torch::autograd::variable_list&& grads) override
-    {
-        torch::NoGradGuard no_grad;
-        auto result = tail.backward(mids, grads);
-        mids.clear();
-        grads.clear();
-        return result;
-    }
-};
 
 struct CheckpointState : torch::CustomClassHolder {
     Region region;
@@ -170,33 +206,16 @@ public:
         return state->tail ? state->tail->forward(out) : out;
     }
 
+    // grads by reference: the node moved them in, and backwardThroughReplay takes them from here.
     static torch::autograd::variable_list backward(
-        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list& grads)
     {
         auto state
             = c10::static_intrusive_pointer_cast<CheckpointState>(ctx->saved_data["state"].toCapsule());
         const auto inputs = ctx->get_saved_variables();
         std::vector<torch::Tensor> detached;
         auto outputs = replay(state->region, inputs, state->needs_grad, state->rng, &detached);
-        if (!state->tail)
-            return backwardThroughReplay(outputs, grads, detached);
-        torch::autograd::variable_list result { torch::Tensor() };
-        if (grads.size() == 1 && grads[0].defined()) {
-            auto node = std::make_shared<TailBackward>();
-            node->tail = *state->tail;
-            torch::autograd::edge_list next;
-            for (const auto& m : outputs)
-                next.push_back(
-                    m.requires_grad() ? torch::autograd::impl::gradient_edge(m) : torch::autograd::Edge());
-            node->set_next_edges(std::move(next));
-            node->add_input_metadata(grads[0]);
-            node->mids = std::move(outputs);
-            torch::autograd::Engine::get_default_engine().execute(
-                { torch::autograd::Edge(node, 0) }, { grads[0] }, false, false, true);
-        }
-        for (const auto& d : detached)
-            result.push_back(d.requires_grad() ? d.grad() : torch::Tensor());
-        return result;
+        return backwardThroughReplay(std::move(outputs), std::move(grads), detached, state->tail);
     }
 };
 
@@ -261,11 +280,11 @@ public:
     }
 
     static torch::autograd::variable_list backward(
-        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list& grads)
     {
         auto state = c10::static_intrusive_pointer_cast<DiscardState>(ctx->saved_data["state"].toCapsule());
         state->recompute(); // normally done already by the hook
-        auto result = backwardThroughReplay(state->recomputed, grads, state->detached);
+        auto result = backwardThroughReplay(std::move(state->recomputed), std::move(grads), state->detached);
         // Drop everything now rather than when the graph is freed, so backward's peak is the real one.
         state->recomputed.clear();
         state->detached.clear();

@@ -17,6 +17,7 @@
 #include "engine/checkpoint.h"
 #include "engine/memory_probe.h"
 #include "engine/model.h"
+#include "engine/optimizer.h"
 #include "engine/torch_compat.h"
 
 namespace rs::engine {
@@ -85,77 +86,6 @@ std::string firstLine(const std::string& text)
 {
     return text.substr(0, text.find('\n'));
 }
-
-// AdamW with fp32 main parameters when the model runs in bf16/fp16 (Megatron's mixed-precision
-// optimizer): the moments are allocated at the first step, which is the optimizer-init phase.
-class AdamW {
-public:
-    AdamW(const std::vector<std::pair<std::string, torch::Tensor>>& named)
-    {
-        for (const auto& [name, p] : named) {
-            params_.push_back(p);
-            main_.push_back(p.scalar_type() == torch::kFloat32 ? p : p.detach().to(torch::kFloat32));
-        }
-    }
-
-    bool initialized() const { return !exp_avg_.empty(); }
-
-    void step()
-    {
-        torch::NoGradGuard no_grad;
-        if (!initialized()) {
-            for (const auto& m : main_) {
-                exp_avg_.push_back(torch::zeros_like(m));
-                exp_avg_sq_.push_back(torch::zeros_like(m));
-                steps_.push_back(torch::zeros({}, m.options()));
-            }
-        }
-        ++step_;
-        // Buckets of parameters: each bucket's gradients are converted to fp32 (the bf16 gradient is freed
-        // as soon as its copy exists), updated, copied back, and released before the next bucket, so the
-        // optimizer never holds a second full set of gradients.
-        size_t first = 0;
-        while (first < params_.size()) {
-            std::vector<torch::Tensor> main, grads, exp_avg, exp_avg_sq, steps;
-            int64_t elements = 0;
-            size_t end = first;
-            for (;
-                 end < params_.size() && (end == first || elements + params_[end].numel() <= kBucketElements);
-                 ++end) {
-                auto g = params_[end].grad();
-                grads.push_back(g.defined() ? g.to(torch::kFloat32) : torch::zeros_like(main_[end]));
-                params_[end].mutable_grad() = torch::Tensor(); // set to none, as zero_grad() does
-                main.push_back(main_[end]);
-                exp_avg.push_back(exp_avg_[end]);
-                exp_avg_sq.push_back(exp_avg_sq_[end]);
-                steps.push_back(steps_[end]);
-                elements += params_[end].numel();
-            }
-            if (!compat::fusedAdamW(
-                    main, grads, exp_avg, exp_avg_sq, steps, kLr, kBeta1, kBeta2, kWeightDecay, kEps)) {
-                const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
-                for (size_t i = 0; i < main.size(); ++i) {
-                    main[i].mul_(1 - kLr * kWeightDecay);
-                    exp_avg[i].mul_(kBeta1).add_(grads[i], 1 - kBeta1);
-                    exp_avg_sq[i].mul_(kBeta2).addcmul_(grads[i], grads[i], 1 - kBeta2);
-                    auto denom = (exp_avg_sq[i].sqrt() / std::sqrt(bc2)).add_(kEps);
-                    main[i].addcdiv_(exp_avg[i], denom, -kLr / bc1);
-                }
-            }
-            grads.clear();
-            for (size_t i = first; i < end; ++i)
-                if (!params_[i].is_same(main_[i]))
-                    params_[i].copy_(main_[i]);
-            first = end;
-        }
-    }
-
-private:
-    static constexpr int64_t kBucketElements = int64_t(1) << 27; // 512 MiB of fp32 gradients
-    static constexpr double kLr = 3e-4, kBeta1 = 0.9, kBeta2 = 0.95, kWeightDecay = 0.1, kEps = 1e-8;
-    std::vector<torch::Tensor> params_, main_, exp_avg_, exp_avg_sq_, steps_;
-    int64_t step_ = 0;
-};
 
 struct Peak {
     int64_t allocated = 0;
@@ -235,7 +165,7 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         auto probe = MemoryProbe::create(device);
         stream.emit({ { "event", "phase" }, { "phase", "build" }, { "rank", rank } });
         Model model(config, plan, device, options.seed);
-        AdamW optimizer(model.parameters());
+        MainParamAdamW optimizer(model.parameters());
         const auto [tokens, labels] = model.batch(options.seed + 1);
         torch::manual_seed(options.seed + 2); // dropout draws from here on
 
@@ -257,6 +187,8 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             overall.reserved = std::max(overall.reserved, s.peak_reserved);
         };
 
+        // Marks: step start, forward done, backward done, optimizer done.
+        compat::PhaseClock clock(device, 4);
         for (int it = 1; it <= warmup + steady; ++it) {
             iteration = it;
             const bool is_steady = it > warmup;
@@ -267,11 +199,13 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             sync();
             resetFlopCount();
             const auto t0 = std::chrono::steady_clock::now();
+            clock.mark(0);
 
             stage = "forward";
             probe->resetPeak();
             auto loss = model.loss(tokens, labels);
             const auto fwd = probe->read();
+            clock.mark(1);
 
             stage = "backward";
             probe->resetPeak();
@@ -279,6 +213,7 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             const auto loss_value = loss.detach();
             loss = torch::Tensor(); // frees what is left of the graph
             const auto bwd = probe->read();
+            clock.mark(2);
 
             const bool init = !optimizer.initialized();
             stage = init ? "optimizer-init" : "optimizer";
@@ -286,6 +221,7 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
                 stream.emit({ { "event", "phase" }, { "phase", "optimizer-init" }, { "rank", rank } });
             probe->resetPeak();
             optimizer.step();
+            clock.mark(3);
             sync();
             const auto opt = probe->read();
             const double ms
@@ -301,8 +237,9 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
                 steady_ms.push_back(ms);
             stream.emit({ { "event", "iteration" }, { "rank", rank }, { "iteration", it },
                 { "phase", is_steady ? "steady" : "warmup" }, { "step_ms", ms },
-                { "loss", finite ? json(lv) : json(nullptr) }, { "loss_finite", finite },
-                { "forward_peak_allocated", fwd.peak_allocated },
+                { "forward_ms", clock.ms(0, 1) }, { "backward_ms", clock.ms(1, 2) },
+                { "optimizer_ms", clock.ms(2, 3) }, { "loss", finite ? json(lv) : json(nullptr) },
+                { "loss_finite", finite }, { "forward_peak_allocated", fwd.peak_allocated },
                 { "forward_peak_reserved", fwd.peak_reserved },
                 { "backward_peak_allocated", bwd.peak_allocated },
                 { "backward_peak_reserved", bwd.peak_reserved },

@@ -3,14 +3,18 @@
 // (CPU, dev machines and CI) and the 2.x inside the PyTorch wheel on GPU hosts.
 #pragma once
 
+#include <chrono>
 #include <cstdint>
+#include <memory>
 #include <string>
+#include <vector>
 
 #include <torch/torch.h>
 #include <torch/version.h>
 
 #if defined(RS_ENGINE_CUDA)
 #include <ATen/cuda/CUDAContext.h>
+#include <ATen/cuda/CUDAEvent.h>
 #include <c10/cuda/CUDACachingAllocator.h>
 #include <c10/cuda/CUDAFunctions.h>
 #endif
@@ -98,6 +102,16 @@ inline void cudaSynchronize()
 #endif
 }
 
+// The current CUDA stream of the current device, as a cudaStream_t (null without CUDA).
+inline void* currentCudaStream()
+{
+#if defined(RS_ENGINE_CUDA)
+    return at::cuda::getCurrentCUDAStream().stream();
+#else
+    return nullptr;
+#endif
+}
+
 inline std::string cudaDeviceName(int device)
 {
 #if defined(RS_ENGINE_CUDA)
@@ -116,6 +130,51 @@ inline std::string cudaRuntimeVersion()
     return {};
 #endif
 }
+
+// Time marks within a step, read after the step's final synchronisation: CUDA events on the device's
+// current stream (no synchronisation between phases, so the step runs as it would unmeasured), host
+// clock readings on CPU, where every operation has finished when it returns.
+class PhaseClock {
+public:
+    PhaseClock(const torch::Device& device, size_t marks)
+        : cuda_(device.is_cuda())
+        , host_(marks)
+    {
+#if defined(RS_ENGINE_CUDA)
+        if (cuda_)
+            for (size_t i = 0; i < marks; ++i)
+                events_.push_back(std::make_unique<at::cuda::CUDAEvent>(0 /* timing enabled */));
+#endif
+    }
+
+    void mark(size_t i)
+    {
+#if defined(RS_ENGINE_CUDA)
+        if (cuda_) {
+            events_.at(i)->record();
+            return;
+        }
+#endif
+        host_.at(i) = std::chrono::steady_clock::now();
+    }
+
+    // Milliseconds from mark `from` to mark `to`; both must have been reached (synchronise first).
+    double ms(size_t from, size_t to) const
+    {
+#if defined(RS_ENGINE_CUDA)
+        if (cuda_)
+            return events_.at(from)->elapsed_time(*events_.at(to));
+#endif
+        return std::chrono::duration<double, std::milli>(host_.at(to) - host_.at(from)).count();
+    }
+
+private:
+    bool cuda_;
+    std::vector<std::chrono::steady_clock::time_point> host_;
+#if defined(RS_ENGINE_CUDA)
+    std::vector<std::unique_ptr<at::cuda::CUDAEvent>> events_;
+#endif
+};
 
 // AdamW over lists of fp32 tensors in one fused kernel where LibTorch has one (2.x on CUDA); returns
 // false when the caller must use the per-tensor path.

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The worker's H200 benchmark in one command (docs/benchmarks.md, "Worker on the H200"): builds
-# recompute-bench against the PyTorch wheel's LibTorch, runs a smoke test, measures the bf16 matmul rate,
+# recompute-bench against the PyTorch wheel's LibTorch, runs a smoke test, checks and times the optimizer
+# step (bench_optimizer), measures the bf16 matmul rate,
 # then runs every recompute choice of bench/gpu/make_variants.py with the worker and with the PyTorch eager
 # stack, and prints a summary table. Results go to $OUT (default ./out/h200).
 # Usage: bench/gpu/run_h200.sh [MODEL_OR_VARIANT ...]   (default: all)
@@ -21,7 +22,7 @@ NLOHMANN=()
 log "configure + build"
 if ! { cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DRS_BUILD_GUI=OFF -DRS_BUILD_TESTS=OFF \
         "${NLOHMANN[@]}" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" &&
-       cmake --build build/gpu --target recompute-bench -j"$(nproc)"; } >"$OUT/build.log" 2>&1; then
+       cmake --build build/gpu --target recompute-bench bench_optimizer -j"$(nproc)"; } >"$OUT/build.log" 2>&1; then
     grep -E "error|Error" "$OUT/build.log" | head -40
     tail -20 "$OUT/build.log"
     exit 1
@@ -33,6 +34,9 @@ log "built"
 echo '{"event":"variant","name":"smoke"}' >>"$OUT/worker.jsonl"
 timeout 120 "$BIN" bench/gpu/recipes/smoke.json --device cuda --warmup 1 --iters 2 >>"$OUT/worker.jsonl" 2>>"$OUT/run.log"
 log "smoke rc=$? $(tail -1 "$OUT/worker.jsonl" | cut -c1-200)"
+
+timeout 120 build/gpu/bench/bench_optimizer --device cuda >"$OUT/optimizer.jsonl" 2>>"$OUT/run.log"
+log "optimizer rc=$? $(tr '\n' ' ' <"$OUT/optimizer.jsonl")"
 
 python3 bench/torch_eager/eager_stack.py --matmul-rate >"$OUT/eager.jsonl" 2>>"$OUT/run.log"
 log "matmul $(cat "$OUT/eager.jsonl")"

@@ -33,6 +33,8 @@ def main():
         elif current:
             if j["event"] == "iteration" and "first_iteration" not in worker[current]:
                 worker[current]["first_iteration"] = j
+            if j["event"] == "iteration" and j.get("phase") == "steady":
+                worker[current].setdefault("steady", []).append(j)
             worker[current][j["event"]] = j
     eager, rate = {}, None
     for j in load(os.path.join(d, "eager.jsonl")):
@@ -45,8 +47,8 @@ def main():
     print(f"bf16 8192^3 matmul rate on this GPU: {rate:.0f} TFLOP/s\n" if rate else "")
     print("| recipe / choice | worker ms | eager ms | worker/eager | worker TFLOP/s (model) | % of matmul rate "
           "| worker peak alloc GiB (fwd/bwd/opt) | eager peak alloc GiB (fwd/bwd/opt) | worker / eager peak reserved GiB "
-          "| first loss worker / eager | status |")
-    print("|---|---|---|---|---|---|---|---|---|---|---|")
+          "| worker fwd/bwd/opt ms | first loss worker / eager | status |")
+    print("|---|---|---|---|---|---|---|---|---|---|---|---|")
     for name in sorted(set(worker) | set(eager), key=lambda n: (n.split("__")[0], list(worker).index(n) if n in worker else 99)):
         w = worker.get(name, {})
         res, summ = w.get("result", {}), w.get("rank_summary", {})
@@ -59,13 +61,16 @@ def main():
         trio = lambda p: "/".join(g(p.get(k, {}).get("allocated")) for k in ("forward", "backward", "optimizer"))
         wl, el = w.get("first_iteration", {}).get("loss"), e.get("first_loss")
         losses = f"{wl:.4f} / {el:.4f}" if isinstance(wl, float) and isinstance(el, float) else "-"
+        steady = w.get("steady", [])
+        mean = lambda k: sum(i[k] for i in steady) / len(steady) if steady and all(k in i for i in steady) else None
+        phases = "/".join(ms(mean(k)) for k in ("forward_ms", "backward_ms", "optimizer_ms"))
         status = f"{res.get('status', 'none')} / {e.get('status', 'none')}"
         if res.get("status") not in (None, "pass"):
             status += f" ({res.get('stage')}: {res.get('message', '')[:60]})"
         print(f"| {name} | {ms(wms)} | {ms(ems)} | {ratio} | {tf:.0f} | {pct} | {trio(wp)} (max {g(summ.get('peak_allocated'))}) "
-              f"| {trio(ep)} (max {g(e.get('peak_allocated'))}) | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {losses} | {status} |"
+              f"| {trio(ep)} (max {g(e.get('peak_allocated'))}) | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {phases} | {losses} | {status} |"
               if tf else
-              f"| {name} | {ms(wms)} | {ms(ems)} | {ratio} | - | - | {trio(wp)} | {trio(ep)} | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {losses} | {status} |")
+              f"| {name} | {ms(wms)} | {ms(ems)} | {ratio} | - | - | {trio(wp)} | {trio(ep)} | {g(summ.get('peak_reserved'))} / {g(e.get('peak_reserved'))} | {phases} | {losses} | {status} |")
 
 
 if __name__ == "__main__":

@@ -94,10 +94,10 @@ void TestEngineStream::passingRunFollowsTheContract()
 
     const json& first = lines[5];
     expectKeys(first,
-        { "rank", "iteration", "phase", "step_ms", "loss", "loss_finite", "forward_peak_allocated",
-            "forward_peak_reserved", "backward_peak_allocated", "backward_peak_reserved",
-            "optimizer_peak_allocated", "optimizer_peak_reserved", "allocated_after", "reserved_after",
-            "alloc_retries", "optimizer_init" });
+        { "rank", "iteration", "phase", "step_ms", "forward_ms", "backward_ms", "optimizer_ms", "loss",
+            "loss_finite", "forward_peak_allocated", "forward_peak_reserved", "backward_peak_allocated",
+            "backward_peak_reserved", "optimizer_peak_allocated", "optimizer_peak_reserved",
+            "allocated_after", "reserved_after", "alloc_retries", "optimizer_init" });
     QCOMPARE(first.at("iteration").get<int>(), 1);
     QCOMPARE(first.at("phase").get<std::string>(), std::string("warmup"));
     QVERIFY(first.at("optimizer_init").get<bool>());
@@ -105,6 +105,15 @@ void TestEngineStream::passingRunFollowsTheContract()
     for (const char* k : { "forward_peak_allocated", "backward_peak_allocated", "optimizer_peak_allocated",
              "allocated_after", "reserved_after" })
         QVERIFY2(first.at(k).is_number_integer() && first.at(k).get<int64_t>() > 0, k);
+    // The phases' times are parts of the step: each positive, together no more than the step.
+    for (int i : { 5, 7, 8 }) {
+        double phases = 0;
+        for (const char* k : { "forward_ms", "backward_ms", "optimizer_ms" }) {
+            QVERIFY2(lines[i].at(k).get<double>() > 0, k);
+            phases += lines[i].at(k).get<double>();
+        }
+        QVERIFY(phases <= lines[i].at("step_ms").get<double>());
+    }
     // The moments allocated at the first step stay: later steps start above the first one's forward.
     QVERIFY(lines[7].at("forward_peak_allocated").get<int64_t>()
         > first.at("forward_peak_allocated").get<int64_t>());
