@@ -6,6 +6,7 @@ packages=(
   build-essential cmake ninja-build ccache pkg-config git
   nlohmann-json3-dev
   libtorch-dev                                   # LibTorch 1.13 (CPU) for the worker on dev machines and CI
+  libgloo-dev                                    # c10d's Gloo headers: several worker ranks on CPU
   libopenblas0-pthread                           # LibTorch's BLAS: without it Debian's reference BLAS makes
                                                  # CPU runs about 25x slower
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev

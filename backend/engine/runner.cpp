@@ -5,7 +5,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstdlib>
+#include <iostream>
 #include <map>
+#include <mutex>
 #include <new>
 #include <unistd.h>
 
@@ -15,6 +17,7 @@
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "engine/checkpoint.h"
+#include "engine/distributed.h"
 #include "engine/memory_probe.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
@@ -27,39 +30,45 @@ using nlohmann::json;
 
 class Stream {
 public:
-    explicit Stream(std::ostream& out)
+    Stream(std::ostream& out, bool enabled)
         : out_(out)
+        , enabled_(enabled)
     {
     }
+    // Whole lines only, also when a rank's failure watcher emits the result from its own thread.
     void emit(const json& j)
     {
+        std::lock_guard<std::mutex> lock(mutex_);
+        if (!enabled_) {
+            // A quiet rank's own ending still reaches whoever reads its diagnostics.
+            if (j.value("event", "") == "result" && j.value("status", "") != "pass")
+                std::cerr << "recompute-bench: " << j.value("status", "") << ": " << j.value("message", "")
+                          << '\n';
+            return;
+        }
         out_ << j.dump() << '\n';
         out_.flush();
     }
 
 private:
     std::ostream& out_;
+    bool enabled_;
+    std::mutex mutex_;
 };
 
-int envInt(const char* name, int fallback)
-{
-    const char* v = std::getenv(name);
-    return v && *v ? std::atoi(v) : fallback;
-}
-
-json hello(const Recipe& recipe, const torch::Device& device)
+json hello(const Recipe& recipe, const torch::Device& device, const RankInfo& ranks)
 {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     const bool cuda = device.is_cuda();
     return { { "event", "hello" }, { "worker_version", RS_VERSION }, { "libtorch_version", TORCH_VERSION },
         { "cuda_version", cuda ? json(compat::cudaRuntimeVersion()) : json(nullptr) },
-        { "nccl_version", nullptr },
+        { "nccl_version", cuda && !ncclVersion().empty() ? json(ncclVersion()) : json(nullptr) },
         { "device", cuda ? compat::cudaDeviceName(device.index()) : std::string("cpu") },
         { "device_kind", cuda ? "cuda" : "cpu" }, { "host", host }, { "pid", static_cast<int64_t>(getpid()) },
-        { "rank", envInt("RANK", 0) }, { "world_size", envInt("WORLD_SIZE", 1) },
-        { "local_rank", envInt("LOCAL_RANK", 0) }, { "profile", profileName(recipe.profile) },
-        { "stream_version", 1 }, { "cpu_threads", at::get_num_threads() } };
+        { "rank", ranks.rank }, { "world_size", ranks.world_size }, { "local_rank", ranks.local_rank },
+        { "profile", profileName(recipe.profile) }, { "stream_version", 1 },
+        { "cpu_threads", at::get_num_threads() } };
 }
 
 json result(const std::string& status, const std::optional<std::string>& stage, std::optional<int> iteration,
@@ -92,26 +101,106 @@ struct Peak {
     int64_t reserved = 0;
 };
 
+// One rank's figures of one step, in the order they travel between ranks (DataParallelGroup::gather).
+struct StepFigures {
+    enum Index {
+        StepMs,
+        ForwardMs,
+        BackwardMs,
+        GradReduceMs,
+        OptimizerMs,
+        Loss,
+        LossFinite,
+        ForwardPeakAllocated,
+        ForwardPeakReserved,
+        BackwardPeakAllocated,
+        BackwardPeakReserved,
+        OptimizerPeakAllocated,
+        OptimizerPeakReserved,
+        AllocatedAfter,
+        ReservedAfter,
+        AllocRetries,
+        ForwardAllocatedAfter,
+        Count
+    };
+};
+
+// Per-rank bookkeeping for the summary: phase peaks, the overall peak and where it happened, steady times.
+struct RankRecord {
+    std::map<std::string, Peak> phase_peaks;
+    Peak overall;
+    std::string overall_phase;
+    int overall_iteration = 0;
+    std::vector<double> steady_ms;
+
+    void note(const std::string& phase, int64_t allocated, int64_t reserved, int it)
+    {
+        auto& p = phase_peaks[phase];
+        p.allocated = std::max(p.allocated, allocated);
+        p.reserved = std::max(p.reserved, reserved);
+        if (allocated > overall.allocated) {
+            overall.allocated = allocated;
+            overall_phase = phase;
+            overall_iteration = it;
+        }
+        overall.reserved = std::max(overall.reserved, reserved);
+    }
+};
+
+double meanOf(const std::vector<double>& v)
+{
+    double sum = 0;
+    for (double x : v)
+        sum += x;
+    return v.empty() ? 0 : sum / static_cast<double>(v.size());
+}
+
+double medianOf(std::vector<double> v)
+{
+    if (v.empty())
+        return 0;
+    std::sort(v.begin(), v.end());
+    const size_t n = v.size();
+    return n % 2 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
+}
+
+int exitCodeOf(const std::string& status)
+{
+    return status == "oom"      ? kOom
+        : status == "nonfinite" ? kNonfinite
+        : status == "invalid"   ? kInvalid
+                                : kError;
+}
+
 } // namespace
 
 int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& options, std::ostream& out,
     const std::string& input_error)
 {
-    Stream stream(out);
+    const RankInfo ranks = rankInfoFromEnvironment();
+    // Rank 0 writes the stream for every rank; the others keep stdout quiet (their lines would interleave
+    // with rank 0's under torchrun or srun) and send their figures to rank 0.
+    Stream stream(out, ranks.rank == 0);
     torch::Device device(torch::kCPU);
     std::string device_error;
     try {
         device = torch::Device(options.device);
         if (device.is_cuda() && !device.has_index())
-            device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(envInt("LOCAL_RANK", 0)));
+            device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ranks.local_rank));
         if (device.is_cuda() && !(compat::cudaBuilt() && torch::cuda::is_available()))
             device_error = "--device cuda: this worker has no CUDA device (built with CUDA: "
                 + std::string(compat::cudaBuilt() ? "yes" : "no") + ")";
+        else if (device.is_cuda() && device.index() >= static_cast<int>(torch::cuda::device_count()))
+            device_error = "--device cuda:" + std::to_string(device.index()) + " (LOCAL_RANK "
+                + std::to_string(ranks.local_rank) + "): this host has "
+                + std::to_string(torch::cuda::device_count()) + " CUDA devices";
+        else if (device.is_cuda())
+            compat::cudaSetDevice(device.index());
     } catch (const std::exception& e) {
         device_error = "--device: " + firstLine(e.what());
         device = torch::Device(torch::kCPU);
     }
-    stream.emit(hello(recipe, device));
+    stream.emit(hello(recipe, device, ranks));
     if (!input_error.empty()) {
         stream.emit(result("invalid", "validate", std::nullopt, input_error));
         return kInvalid;
@@ -143,6 +232,12 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     RecomputePlan plan;
     try {
         plan = recomputePlan(resolved, config);
+        if (ranks.world_size > 1 && resolved.pipeline_model_parallel_size > 1)
+            throw EngineError("pipeline_model_parallel_size",
+                "pipeline_model_parallel_size " + std::to_string(resolved.pipeline_model_parallel_size)
+                    + " with " + std::to_string(ranks.world_size)
+                    + " ranks: the worker runs the first pipeline stage on one rank; several ranks are "
+                      "data-parallel replicas and need pipeline_model_parallel_size 1");
     } catch (const EngineError& e) {
         auto r = result("error", "build", std::nullopt, e.what());
         r["field"] = e.field;
@@ -153,7 +248,8 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     const int warmup = std::max(0, options.warmup.value_or(resolved.warmup_iters));
     const int steady
         = std::max(1, options.iters.value_or(std::max(1, resolved.train_iters - resolved.warmup_iters)));
-    const int rank = envInt("RANK", 0);
+    const int rank = ranks.rank;
+    const int world = std::max(1, ranks.world_size);
     const auto sync = [&] {
         if (device.is_cuda())
             compat::cudaSynchronize();
@@ -161,34 +257,49 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
 
     std::string stage = "build";
     int iteration = 0; // 0: not inside a step
+    std::unique_ptr<DataParallelGroup> group;
+    // Several ranks end with _Exit once the stream is flushed: the order in which the ranks tear down their
+    // process groups is not worth waiting on, and a rank whose peer failed may be blocked in a collective.
+    const auto finish = [&](int code) {
+        out.flush();
+        if (world > 1)
+            std::_Exit(code);
+        return code;
+    };
     try {
-        auto probe = MemoryProbe::create(device);
         stream.emit({ { "event", "phase" }, { "phase", "build" }, { "rank", rank } });
+        if (world > 1) {
+            group = DataParallelGroup::join(ranks, device);
+            // A rank that fails reports through the store; rank 0 turns the first report into the
+            // stream's result, every rank then ends.
+            group->watch([&stream, rank](int failed_rank, const std::string& report) {
+                json r = json::parse(report, nullptr, false);
+                const std::string status = r.is_object() ? r.value("status", "error") : "error";
+                if (rank == 0 && r.is_object()) {
+                    r["message"] = "rank " + std::to_string(failed_rank) + ": " + r.value("message", "");
+                    r["rank"] = failed_rank;
+                    stream.emit(r);
+                }
+                std::cerr << "recompute-bench: rank " << failed_rank << " failed (" << status << "), rank "
+                          << rank << " ends\n";
+                std::cout.flush();
+                std::_Exit(exitCodeOf(status));
+            });
+        }
+        auto probe = MemoryProbe::create(device);
         Model model(config, plan, device, options.seed);
+        std::vector<torch::Tensor> params;
+        for (const auto& [name, p] : model.parameters())
+            params.push_back(p);
         MainParamAdamW optimizer(model.parameters());
-        const auto [tokens, labels] = model.batch(options.seed + 1);
+        // Each data-parallel replica trains on its own micro-batch.
+        const auto [tokens, labels] = model.batch(options.seed + 1 + static_cast<uint64_t>(rank));
         torch::manual_seed(options.seed + 2); // dropout draws from here on
 
-        std::map<std::string, Peak> phase_peaks;
-        Peak overall;
-        std::string overall_phase;
-        int overall_iteration = 0;
-        std::vector<double> steady_ms;
+        std::vector<RankRecord> records(static_cast<size_t>(world));
         FlopCount flops;
-        const auto note = [&](const std::string& phase, const MemorySnapshot& s, int it) {
-            auto& p = phase_peaks[phase];
-            p.allocated = std::max(p.allocated, s.peak_allocated);
-            p.reserved = std::max(p.reserved, s.peak_reserved);
-            if (s.peak_allocated > overall.allocated) {
-                overall.allocated = s.peak_allocated;
-                overall_phase = phase;
-                overall_iteration = it;
-            }
-            overall.reserved = std::max(overall.reserved, s.peak_reserved);
-        };
-
-        // Marks: step start, forward done, backward done, optimizer done.
-        compat::PhaseClock clock(device, 4);
+        // Marks: step start, forward done, backward done, gradients averaged, optimizer done.
+        compat::PhaseClock clock(device, 5);
         for (int it = 1; it <= warmup + steady; ++it) {
             iteration = it;
             const bool is_steady = it > warmup;
@@ -215,13 +326,18 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             const auto bwd = probe->read();
             clock.mark(2);
 
+            // The optimizer phase holds the gradient average too (Megatron's finalize_model_grads runs
+            // between backward and the optimizer step when the reduce is not overlapped).
             const bool init = !optimizer.initialized();
             stage = init ? "optimizer-init" : "optimizer";
             if (init)
                 stream.emit({ { "event", "phase" }, { "phase", "optimizer-init" }, { "rank", rank } });
             probe->resetPeak();
-            optimizer.step();
+            if (group)
+                group->averageGradients(params);
             clock.mark(3);
+            optimizer.step();
+            clock.mark(4);
             sync();
             const auto opt = probe->read();
             const double ms
@@ -229,71 +345,138 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             flops = flopCount();
 
             const double lv = loss_value.item<double>();
-            const bool finite = std::isfinite(lv);
-            note("forward", fwd, it);
-            note("backward", bwd, it);
-            note(stage, opt, it);
-            if (is_steady)
-                steady_ms.push_back(ms);
-            stream.emit({ { "event", "iteration" }, { "rank", rank }, { "iteration", it },
-                { "phase", is_steady ? "steady" : "warmup" }, { "step_ms", ms },
-                { "forward_ms", clock.ms(0, 1) }, { "backward_ms", clock.ms(1, 2) },
-                { "optimizer_ms", clock.ms(2, 3) }, { "loss", finite ? json(lv) : json(nullptr) },
-                { "loss_finite", finite }, { "forward_peak_allocated", fwd.peak_allocated },
-                { "forward_peak_reserved", fwd.peak_reserved },
-                { "backward_peak_allocated", bwd.peak_allocated },
-                { "backward_peak_reserved", bwd.peak_reserved },
-                { "optimizer_peak_allocated", opt.peak_allocated },
-                { "optimizer_peak_reserved", opt.peak_reserved }, { "allocated_after", opt.allocated },
-                { "reserved_after", opt.reserved }, { "alloc_retries", opt.alloc_retries },
-                { "optimizer_init", init }, { "forward_allocated_after", fwd.allocated } });
-            if (!finite) {
-                stream.emit(result(
-                    "nonfinite", "forward", it, "loss is not finite at iteration " + std::to_string(it)));
-                return kNonfinite;
+            std::vector<double> mine(StepFigures::Count);
+            mine[StepFigures::StepMs] = ms;
+            mine[StepFigures::ForwardMs] = clock.ms(0, 1);
+            mine[StepFigures::BackwardMs] = clock.ms(1, 2);
+            mine[StepFigures::GradReduceMs] = clock.ms(2, 3);
+            mine[StepFigures::OptimizerMs] = clock.ms(3, 4);
+            mine[StepFigures::Loss] = std::isfinite(lv) ? lv : 0.0;
+            mine[StepFigures::LossFinite] = std::isfinite(lv) ? 1 : 0;
+            mine[StepFigures::ForwardPeakAllocated] = double(fwd.peak_allocated);
+            mine[StepFigures::ForwardPeakReserved] = double(fwd.peak_reserved);
+            mine[StepFigures::BackwardPeakAllocated] = double(bwd.peak_allocated);
+            mine[StepFigures::BackwardPeakReserved] = double(bwd.peak_reserved);
+            mine[StepFigures::OptimizerPeakAllocated] = double(opt.peak_allocated);
+            mine[StepFigures::OptimizerPeakReserved] = double(opt.peak_reserved);
+            mine[StepFigures::AllocatedAfter] = double(opt.allocated);
+            mine[StepFigures::ReservedAfter] = double(opt.reserved);
+            mine[StepFigures::AllocRetries] = double(opt.alloc_retries);
+            mine[StepFigures::ForwardAllocatedAfter] = double(fwd.allocated);
+            const auto all = group ? group->gather(mine) : std::vector<std::vector<double>> { mine };
+
+            int nonfinite_rank = -1;
+            for (int r = 0; r < world; ++r) {
+                const auto& f = all[static_cast<size_t>(r)];
+                const auto bytes = [&f](int i) { return static_cast<int64_t>(f[static_cast<size_t>(i)]); };
+                auto& record = records[static_cast<size_t>(r)];
+                record.note("forward", bytes(StepFigures::ForwardPeakAllocated),
+                    bytes(StepFigures::ForwardPeakReserved), it);
+                record.note("backward", bytes(StepFigures::BackwardPeakAllocated),
+                    bytes(StepFigures::BackwardPeakReserved), it);
+                record.note(stage, bytes(StepFigures::OptimizerPeakAllocated),
+                    bytes(StepFigures::OptimizerPeakReserved), it);
+                if (is_steady)
+                    record.steady_ms.push_back(f[StepFigures::StepMs]);
+                const bool finite = f[StepFigures::LossFinite] != 0;
+                if (!finite && nonfinite_rank < 0)
+                    nonfinite_rank = r;
+                json event = { { "event", "iteration" }, { "rank", r }, { "iteration", it },
+                    { "phase", is_steady ? "steady" : "warmup" }, { "step_ms", f[StepFigures::StepMs] },
+                    { "forward_ms", f[StepFigures::ForwardMs] },
+                    { "backward_ms", f[StepFigures::BackwardMs] },
+                    { "optimizer_ms", f[StepFigures::OptimizerMs] },
+                    { "loss", finite ? json(f[StepFigures::Loss]) : json(nullptr) },
+                    { "loss_finite", finite },
+                    { "forward_peak_allocated", bytes(StepFigures::ForwardPeakAllocated) },
+                    { "forward_peak_reserved", bytes(StepFigures::ForwardPeakReserved) },
+                    { "backward_peak_allocated", bytes(StepFigures::BackwardPeakAllocated) },
+                    { "backward_peak_reserved", bytes(StepFigures::BackwardPeakReserved) },
+                    { "optimizer_peak_allocated", bytes(StepFigures::OptimizerPeakAllocated) },
+                    { "optimizer_peak_reserved", bytes(StepFigures::OptimizerPeakReserved) },
+                    { "allocated_after", bytes(StepFigures::AllocatedAfter) },
+                    { "reserved_after", bytes(StepFigures::ReservedAfter) },
+                    { "alloc_retries", bytes(StepFigures::AllocRetries) }, { "optimizer_init", init },
+                    { "forward_allocated_after", bytes(StepFigures::ForwardAllocatedAfter) } };
+                if (group)
+                    event["grad_reduce_ms"] = f[StepFigures::GradReduceMs];
+                stream.emit(event);
+            }
+            if (nonfinite_rank >= 0) {
+                // Every rank saw the same gathered figures, so every rank ends here the same way.
+                stream.emit(result("nonfinite", "forward", it,
+                    "loss is not finite at iteration " + std::to_string(it)
+                        + (world > 1 ? " on rank " + std::to_string(nonfinite_rank) : std::string())));
+                return finish(kNonfinite);
             }
         }
         iteration = 0;
 
-        std::vector<double> sorted = steady_ms;
-        std::sort(sorted.begin(), sorted.end());
-        double mean = 0;
-        for (double v : steady_ms)
-            mean += v;
-        mean /= static_cast<double>(steady_ms.size());
-        const size_t n = sorted.size();
-        const double median = n % 2 ? sorted[n / 2] : 0.5 * (sorted[n / 2 - 1] + sorted[n / 2]);
-        json peaks = json::object();
-        for (const auto& [phase, p] : phase_peaks)
-            peaks[phase] = { { "allocated", p.allocated }, { "reserved", p.reserved } };
-        stream.emit({ { "event", "rank_summary" }, { "rank", rank }, { "peak_allocated", overall.allocated },
-            { "peak_reserved", overall.reserved }, { "peak_phase", overall_phase },
-            { "peak_iteration", overall_iteration }, { "steady_step_ms", mean },
-            { "steady_step_ms_median", median }, { "phase_peaks", peaks } });
+        // Data-parallel replicas must hold the same parameters after the same averaged steps (Megatron
+        // checks the same with --check-weight-hash-across-dp-replicas-interval): compared once, after
+        // the last step, outside the timed steps.
+        std::optional<bool> replicas_identical;
+        if (group) {
+            torch::NoGradGuard no_grad;
+            std::vector<double> sums;
+            for (const auto& p : params) {
+                const auto d = p.detach().to(torch::kFloat64);
+                sums.push_back(d.sum().item<double>());
+                sums.push_back(d.abs().sum().item<double>());
+            }
+            const auto all = group->gather(sums);
+            replicas_identical = true;
+            for (const auto& row : all)
+                replicas_identical = *replicas_identical && row == all.front();
+        }
 
+        // The step of several ranks ends with the slowest: per iteration the largest of the ranks' times.
+        std::vector<double> step_ms(records.front().steady_ms.size(), 0.0);
+        for (const auto& record : records)
+            for (size_t i = 0; i < step_ms.size() && i < record.steady_ms.size(); ++i)
+                step_ms[i] = std::max(step_ms[i], record.steady_ms[i]);
+        for (int r = 0; r < world; ++r) {
+            const auto& record = records[static_cast<size_t>(r)];
+            json peaks = json::object();
+            for (const auto& [phase, p] : record.phase_peaks)
+                peaks[phase] = { { "allocated", p.allocated }, { "reserved", p.reserved } };
+            stream.emit({ { "event", "rank_summary" }, { "rank", r },
+                { "peak_allocated", record.overall.allocated }, { "peak_reserved", record.overall.reserved },
+                { "peak_phase", record.overall_phase }, { "peak_iteration", record.overall_iteration },
+                { "steady_step_ms", meanOf(record.steady_ms) },
+                { "steady_step_ms_median", medianOf(record.steady_ms) }, { "phase_peaks", peaks } });
+        }
+
+        const double mean = meanOf(step_ms);
         const double model_flops = modelFlops(resolved, config.global_layers).per_step;
         const double executed_flops
             = 3.0 * static_cast<double>(flops.forward) + static_cast<double>(flops.replay);
         auto r = result("pass", std::nullopt, std::nullopt, "");
         const double seconds = mean / 1000.0;
         r["steady_step_ms"] = mean;
-        r["tokens_per_s"] = static_cast<double>(config.seq) * config.micro_batch / seconds;
+        r["tokens_per_s"] = static_cast<double>(config.seq) * config.micro_batch * world / seconds;
         r["model_tflops"] = model_flops / seconds / 1e12;
         r["executed_tflops"] = executed_flops / seconds / 1e12;
         r["model_flops_per_step"] = model_flops;
         r["executed_flops_per_step"] = executed_flops;
         r["replay_flops_per_step"] = static_cast<double>(flops.replay);
-        stream.emit(r);
-        return kPass;
-    } catch (const std::exception& e) {
-        if (isOutOfMemory(e)) {
-            stream.emit(result(
-                "oom", stage, iteration ? std::optional<int>(iteration) : std::nullopt, firstLine(e.what())));
-            return kOom;
+        if (group) {
+            r["world_size"] = world;
+            r["collective_backend"] = group->backend();
+            r["dp_replicas_identical"] = *replicas_identical;
         }
-        stream.emit(result(
-            "error", stage, iteration ? std::optional<int>(iteration) : std::nullopt, firstLine(e.what())));
-        return kError;
+        stream.emit(r);
+        return finish(kPass);
+    } catch (const std::exception& e) {
+        const std::string status = isOutOfMemory(e) ? "oom" : "error";
+        auto r = result(
+            status, stage, iteration ? std::optional<int>(iteration) : std::nullopt, firstLine(e.what()));
+        if (group)
+            group->fail(r.dump()); // the other ranks' watchers end them
+        if (world > 1)
+            r["rank"] = rank;
+        stream.emit(r);
+        return finish(exitCodeOf(status));
     }
 }
 

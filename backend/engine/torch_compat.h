@@ -95,6 +95,17 @@ inline void cudaEmptyCache()
 #endif
 }
 
+// Makes `device` the current one: streams, events, kernels and synchronisation without an explicit device
+// all go to the current device, which must be the rank's own (LOCAL_RANK) when several share a host.
+inline void cudaSetDevice(int device)
+{
+#if defined(RS_ENGINE_CUDA)
+    c10::cuda::set_device(static_cast<c10::DeviceIndex>(device));
+#else
+    (void)device;
+#endif
+}
+
 inline void cudaSynchronize()
 {
 #if defined(RS_ENGINE_CUDA)
