@@ -70,7 +70,9 @@ c10::intrusive_ptr<c10d::TCPStore> connectStore(const RankInfo& info, bool rende
 {
     c10d::TCPStoreOptions o;
     o.port = static_cast<std::uint16_t>(info.master_port);
-    o.isServer = rendezvous && info.rank == 0;
+    // Under torchrun the agent already serves a store at MASTER_PORT (TORCHELASTIC_USE_AGENT_STORE): join it.
+    const char* agent = env("TORCHELASTIC_USE_AGENT_STORE");
+    o.isServer = rendezvous && info.rank == 0 && !(agent && std::string(agent) == "True");
     if (rendezvous)
         o.numWorkers = static_cast<std::size_t>(info.world_size);
     o.waitWorkers = rendezvous;
