@@ -10,6 +10,7 @@
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSpinBox>
 #include <QSplitter>
 #include <QVBoxLayout>
 
@@ -53,11 +54,17 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     m_controlFirst->setChecked(true);
     m_controlFirst->setToolTip(tr("The guide's measurement contract: compare every candidate with a matched "
                                   "no-recompute control (recompute_modules=[]) from the same host."));
+    m_ranks = new QSpinBox;
+    m_ranks->setRange(1, 64);
+    m_ranks->setPrefix(tr("Ranks: "));
+    m_ranks->setToolTip(tr("Worker processes on this host, as data-parallel replicas (one GPU each with "
+                           "--device cuda, Gloo on CPU). Every rank's iterations and peaks are stored."));
     m_extraArgs = new QLineEdit;
-    m_extraArgs->setPlaceholderText(tr("extra worker arguments, e.g. --device cuda:0"));
+    m_extraArgs->setPlaceholderText(tr("extra worker arguments, e.g. --device cuda"));
     top->addWidget(m_run);
     top->addWidget(m_cancel);
     top->addWidget(m_controlFirst);
+    top->addWidget(m_ranks);
     top->addWidget(m_extraArgs, 1);
     layout->addLayout(top);
     m_worker = new QLabel;
@@ -168,6 +175,7 @@ bool LaunchPage::startNext()
     m_chart->setEmptyMessage(tr("Waiting for the first iteration of %1…").arg(m_current.label));
     launch::LaunchOptions options;
     options.extraArguments = m_extraArgs->text().split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    options.ranks = m_ranks->value();
     QString error;
     appendLog(tr("— %1: starting").arg(m_current.label));
     if (!m_launcher->start(m_current.recipe, options, &error)) {

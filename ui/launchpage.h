@@ -16,6 +16,7 @@
 class QCheckBox;
 class QLabel;
 class QLineEdit;
+class QSpinBox;
 class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
@@ -43,6 +44,7 @@ public:
     MemoryLinesChart* memoryChart() const { return m_chart; }
     QCheckBox* controlFirstBox() const { return m_controlFirst; }
     QLineEdit* workerArgumentsEdit() const { return m_extraArgs; }
+    QSpinBox* ranksBox() const { return m_ranks; }
     QString statusText() const;
     // Ids of the runs stored by the last launch, in order (the control first when it ran).
     QVector<qint64> storedRuns() const { return m_stored; }
@@ -86,6 +88,7 @@ private:
     QPushButton* m_cancel;
     QCheckBox* m_controlFirst;
     QLineEdit* m_extraArgs;
+    QSpinBox* m_ranks;
     QLabel* m_worker;
     QLabel* m_status;
     QProgressBar* m_progress;

@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `recompute`: the headless twin of Recompute Studio, with git-style verbs.
-#include "verbs.h"
-
 #include <algorithm>
 #include <cstring>
 #include <iostream>
 
 #include <QCoreApplication>
+
+#include "verbs.h"
 
 namespace rs::cli {
 std::vector<Verb>& verbRegistry()
@@ -20,7 +20,7 @@ static void printUsage(std::ostream& out)
 {
     auto verbs = rs::cli::verbRegistry();
     std::sort(verbs.begin(), verbs.end(),
-              [](const rs::cli::Verb& a, const rs::cli::Verb& b) { return std::strcmp(a.name, b.name) < 0; });
+        [](const rs::cli::Verb& a, const rs::cli::Verb& b) { return std::strcmp(a.name, b.name) < 0; });
     out << "usage: recompute <verb> [args...]   (recompute <verb> --help for each verb)\n\nverbs:\n";
     for (const auto& verb : verbs)
         out << "  " << verb.name << std::string(10 - std::min<size_t>(9, std::strlen(verb.name)), ' ')
@@ -33,7 +33,8 @@ int main(int argc, char** argv)
     QCoreApplication::setApplicationName(QStringLiteral("recompute-studio"));
     QCoreApplication::setOrganizationName(QStringLiteral("recompute-studio"));
     QCoreApplication::setApplicationVersion(QStringLiteral(RS_VERSION));
-    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h") || !std::strcmp(argv[1], "help")) {
+    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")
+        || !std::strcmp(argv[1], "help")) {
         printUsage(argc < 2 ? std::cerr : std::cout);
         return argc < 2 ? 2 : 0;
     }

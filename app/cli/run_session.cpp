@@ -109,6 +109,7 @@ RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const R
     launchOptions.workerPath = options.workerPath;
     if (!options.device.isEmpty())
         launchOptions.extraArguments << u"--device"_s << options.device;
+    launchOptions.ranks = options.ranks;
 
     const int total = recipe.train_iters;
     const bool tty = ::isatty(STDERR_FILENO);

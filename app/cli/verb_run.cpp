@@ -15,13 +15,15 @@ namespace {
 
 const char* kUsage
     = "usage: recompute run (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
-      "                     [--db PATH] [--device DEV] [--iters N] [--warmup N] [--control RUN] [--worker "
-      "PATH]\n"
+      "                     [--db PATH] [--device DEV] [--ranks N] [--iters N] [--warmup N] [--control RUN]\n"
+      "                     [--worker PATH]\n"
       "  Starts the local worker (recompute-bench; $RS_WORKER overrides where it is found) for the recipe,\n"
       "  shows progress, stores every event in the measurement store and prints the run's summary.\n"
       "  --warmup N: warm-up iterations; --iters N: steady (timed) iterations after them, as the worker\n"
       "  reads them (train_iters = warmup + iters). --control names the run's matched [] control;\n"
       "  without it the latest stored run that is matched and is the explicit [] control is linked.\n"
+      "  --ranks N starts N worker processes on this host as data-parallel replicas (one GPU each with\n"
+      "  --device cuda, Gloo on CPU); every rank's iterations and peaks are stored.\n"
       "  Ctrl-C stops the worker and keeps what was measured (the run ends `aborted`).\n"
       "  Exit: 0 pass, 1 the run did not pass, 2 unusable input, 130 interrupted.\n";
 
@@ -39,10 +41,11 @@ int runMain(const std::vector<std::string>& args)
     QString db, device, worker;
     std::optional<qint64> control;
     std::optional<int> steadyIters, warmupIters;
+    int ranks = 1;
     for (size_t i = 0; i < rest.size(); ++i) {
         const std::string& a = rest[i];
         const bool takesValue = a == "--db" || a == "--device" || a == "--iters" || a == "--warmup"
-            || a == "--control" || a == "--worker";
+            || a == "--control" || a == "--worker" || a == "--ranks";
         if (!takesValue) {
             std::cerr << "recompute run: unknown argument " << a << "\n" << kUsage;
             return 2;
@@ -78,6 +81,11 @@ int runMain(const std::vector<std::string>& args)
             if (!n)
                 return 2;
             warmupIters = int(*n);
+        } else if (a == "--ranks") {
+            const auto n = positive(false);
+            if (!n)
+                return 2;
+            ranks = int(*n);
         } else {
             control = positive(false);
             if (!control)
@@ -102,6 +110,7 @@ int runMain(const std::vector<std::string>& args)
     rs::cli::RunSessionOptions options;
     options.workerPath = worker;
     options.device = device;
+    options.ranks = ranks;
     options.control = control;
     options.provenance = u"recompute run "_s + QString::fromStdString(input.origin);
     const rs::cli::RunSessionResult session = rs::cli::runSession(store, input.recipe, options);

@@ -21,7 +21,7 @@ namespace {
 const char* kUsage
     = "usage: recompute sweep (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
       "                       [--modules SET...] [--target-gb X] [--db PATH] [--device D] [--iters N]\n"
-      "                       [--warmup N] [--worker PATH]\n"
+      "                       [--warmup N] [--ranks N] [--worker PATH]\n"
       "  The guide's matched runs: first the explicit no-recompute control (the recipe with\n"
       "  recompute_granularity=selective, recompute_modules=[]), then one run per SET, changing only the\n"
       "  recompute choice, each linked to the control. SET: comma-separated labels (moe_act,\n"
@@ -29,6 +29,7 @@ const char* kUsage
       "  --modules takes one or more SETs and may repeat. Without --modules: one run per label that has an\n"
       "  effect on the model. Each choice is validated first; one with rule errors is reported and skipped.\n"
       "  Then the comparison table, and with --target-gb (or the recipe's memory_target_gb) the advice.\n"
+      "  --ranks N runs every choice as N data-parallel worker processes on this host (as recompute run).\n"
       "  Ctrl-C stops the current worker, keeps what was measured and runs no further choice.\n"
       "  Exit: 0 every choice ran (and, with a target, one fits), 1 a choice was skipped or nothing fits,\n"
       "  2 unusable input or the worker did not start, 130 interrupted.\n";
@@ -129,6 +130,7 @@ int sweepMain(const std::vector<std::string>& args)
         return *done;
     QString db, device, worker;
     std::optional<int> steadyIters, warmupIters;
+    int ranks = 1;
     std::optional<double> target = input.recipe.memory_target_gb;
     std::vector<ModuleSet> sets;
     try {
@@ -146,7 +148,7 @@ int sweepMain(const std::vector<std::string>& args)
                 continue;
             }
             if (a != "--db" && a != "--device" && a != "--iters" && a != "--warmup" && a != "--worker"
-                && a != "--target-gb")
+                && a != "--target-gb" && a != "--ranks")
                 throw std::invalid_argument("unknown argument " + a);
             if (i + 1 >= rest.size())
                 throw std::invalid_argument(a + " needs a value");
@@ -164,6 +166,13 @@ int sweepMain(const std::vector<std::string>& args)
                     throw std::invalid_argument("--target-gb: '" + v.toStdString()
                         + "' is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)");
                 target = gb;
+            } else if (a == "--ranks") {
+                bool ok = false;
+                const int n = v.toInt(&ok);
+                if (!ok || n < 1)
+                    throw std::invalid_argument(
+                        "--ranks: '" + v.toStdString() + "' is not a positive integer");
+                ranks = n;
             } else {
                 bool ok = false;
                 const int n = v.toInt(&ok);
@@ -240,6 +249,7 @@ int sweepMain(const std::vector<std::string>& args)
     options.verb = u"sweep"_s;
     options.workerPath = worker;
     options.device = device;
+    options.ranks = ranks;
     options.provenance = u"recompute sweep "_s + QString::fromStdString(input.origin);
     options.progressLabel = u"[]"_s;
     std::cerr << "recompute sweep: the [] control, then " << runnable.size() << " recompute choice(s), "

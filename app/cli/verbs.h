@@ -29,5 +29,8 @@ struct VerbRegistration {
 
 } // namespace rs::cli
 
-#define RS_REGISTER_VERB(name, summary, fn) \
-    static const ::rs::cli::VerbRegistration rsVerbRegistration_##fn { name, summary, fn }
+#define RS_REGISTER_VERB(name, summary, fn)                                                                  \
+    static const ::rs::cli::VerbRegistration rsVerbRegistration_##fn                                         \
+    {                                                                                                        \
+        name, summary, fn                                                                                    \
+    }

@@ -250,7 +250,10 @@ void DataParallelGroup::averageGradients(const std::vector<torch::Tensor>& param
             elements += params[end].numel();
             ++end;
         }
-        auto flat = impl_->bucketOf(dtype, elements);
+        // Gloo (LibTorch 1.13) has no 16-bit reductions: those gradients travel as fp32 there, as with
+        // Megatron's grad_reduce_in_fp32.
+        const bool widen = impl_->backend == "gloo" && (dtype == torch::kBFloat16 || dtype == torch::kHalf);
+        auto flat = impl_->bucketOf(widen ? torch::kFloat32 : dtype, elements);
         int64_t offset = 0;
         for (size_t i = first; i < end; ++i) {
             auto part = flat.narrow(0, offset, params[i].numel());

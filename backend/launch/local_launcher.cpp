@@ -1,6 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/local_launcher.h"
 
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QFileInfo>
@@ -15,6 +19,25 @@ using namespace Qt::StringLiterals;
 namespace rs::launch {
 
 static const QString kWorkerName = u"recompute-bench"_s;
+
+// A loopback port nobody listens on now, for the ranks' rendezvous: bind to port 0 and read what the
+// kernel chose.
+static int freeLoopbackPort()
+{
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    if (fd < 0)
+        return 29500;
+    sockaddr_in a {};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof a;
+    int port = 29500;
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0
+        && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+        port = ntohs(a.sin_port);
+    ::close(fd);
+    return port;
+}
 
 QString findWorker(QStringList* searched)
 {
@@ -63,6 +86,13 @@ LocalLauncher::~LocalLauncher()
         m_process->kill();
         m_process->waitForFinished(2000);
     }
+    for (auto& peer : m_peers) {
+        if (peer->state() != QProcess::NotRunning) {
+            peer->disconnect(this);
+            peer->kill();
+            peer->waitForFinished(2000);
+        }
+    }
 }
 
 bool LocalLauncher::start(const QJsonObject& recipe, const LaunchOptions& options, QString* error)
@@ -80,6 +110,8 @@ bool LocalLauncher::startWithRecipeText(
     };
     if (isRunning())
         return fail(u"a worker is already running"_s);
+    if (options.ranks < 1)
+        return fail(u"ranks: %1; at least 1"_s.arg(options.ranks));
     QStringList searched;
     m_workerPath = options.workerPath.isEmpty() ? findWorker(&searched) : options.workerPath;
     if (m_workerPath.isEmpty())
@@ -98,20 +130,31 @@ bool LocalLauncher::startWithRecipeText(
     m_finishedEmitted = false;
     m_arguments = QStringList { m_recipeFile->fileName() } + options.extraArguments;
 
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    for (const QString& kv : options.environment) {
+        const qsizetype eq = kv.indexOf(u'=');
+        if (eq > 0)
+            env.insert(kv.left(eq), kv.mid(eq + 1));
+    }
+    const int port = options.ranks > 1 ? freeLoopbackPort() : 0;
+    const auto rankEnvironment = [&](int rank) {
+        QProcessEnvironment e = env;
+        if (options.ranks > 1) {
+            e.insert(u"RANK"_s, QString::number(rank));
+            e.insert(u"LOCAL_RANK"_s, QString::number(rank));
+            e.insert(u"WORLD_SIZE"_s, QString::number(options.ranks));
+            e.insert(u"MASTER_ADDR"_s, u"127.0.0.1"_s);
+            e.insert(u"MASTER_PORT"_s, QString::number(port));
+        }
+        return e;
+    };
+
     m_process = std::make_unique<QProcess>();
     m_process->setProgram(m_workerPath);
     m_process->setArguments(m_arguments);
     if (!options.workingDirectory.isEmpty())
         m_process->setWorkingDirectory(options.workingDirectory);
-    if (!options.environment.isEmpty()) {
-        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
-        for (const QString& kv : options.environment) {
-            const qsizetype eq = kv.indexOf(u'=');
-            if (eq > 0)
-                env.insert(kv.left(eq), kv.mid(eq + 1));
-        }
-        m_process->setProcessEnvironment(env);
-    }
+    m_process->setProcessEnvironment(rankEnvironment(0));
     m_process->setProcessChannelMode(QProcess::SeparateChannels);
     connect(m_process.get(), &QProcess::readyReadStandardOutput, this, &LocalLauncher::onStdout);
     connect(m_process.get(), &QProcess::readyReadStandardError, this, &LocalLauncher::onStderr);
@@ -119,7 +162,41 @@ bool LocalLauncher::startWithRecipeText(
     connect(m_process.get(), &QProcess::errorOccurred, this, &LocalLauncher::onError);
     connect(m_process.get(), &QProcess::started, this, &LocalLauncher::started);
     m_process->start(QIODevice::ReadOnly);
+
+    m_peers.clear();
+    for (int rank = 1; rank < options.ranks; ++rank) {
+        auto peer = std::make_unique<QProcess>();
+        peer->setProgram(m_workerPath);
+        peer->setArguments(m_arguments);
+        if (!options.workingDirectory.isEmpty())
+            peer->setWorkingDirectory(options.workingDirectory);
+        peer->setProcessEnvironment(rankEnvironment(rank));
+        peer->setStandardOutputFile(QProcess::nullDevice()); // rank 0 writes the stream for all
+        QProcess* raw = peer.get();
+        connect(raw, &QProcess::readyReadStandardError, this, [this, raw, rank] {
+            const QByteArray bytes = raw->readAllStandardError();
+            if (!bytes.isEmpty())
+                emit stderrText(u"rank %1: "_s.arg(rank) + QString::fromLocal8Bit(bytes));
+        });
+        peer->start(QIODevice::ReadOnly);
+        m_peers.push_back(std::move(peer));
+    }
     return true;
+}
+
+void LocalLauncher::stopPeers(int graceMs, bool terminateNow)
+{
+    for (auto& peer : m_peers) {
+        if (peer->state() == QProcess::NotRunning)
+            continue;
+        if (terminateNow)
+            peer->terminate();
+        QPointer<QProcess> p = peer.get();
+        QTimer::singleShot(graceMs, this, [p] {
+            if (p && p->state() != QProcess::NotRunning)
+                p->kill();
+        });
+    }
 }
 
 void LocalLauncher::cancel(int graceMs)
@@ -128,6 +205,7 @@ void LocalLauncher::cancel(int graceMs)
         return;
     m_cancelled = true;
     m_process->terminate();
+    stopPeers(graceMs, true);
     QPointer<QProcess> process = m_process.get();
     QTimer::singleShot(graceMs, this, [process] {
         if (process && process->state() != QProcess::NotRunning)
@@ -183,6 +261,9 @@ void LocalLauncher::dispatch(const QJsonObject& e)
 
 void LocalLauncher::onFinished(int exitCode, QProcess::ExitStatus status)
 {
+    // The other ranks end on their own once rank 0 is done (or has told them it failed); any left after
+    // a short grace are stopped, so no rank outlives the run.
+    stopPeers(5000, false);
     // Drain what is left, including a last line without '\n'.
     onStdout();
     onStderr();

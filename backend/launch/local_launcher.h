@@ -5,6 +5,7 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 #include <QJsonObject>
 #include <QObject>
@@ -27,6 +28,10 @@ struct LaunchOptions {
     QStringList extraArguments; // appended after the recipe file (e.g. --device cuda:0)
     QString workingDirectory; // empty: inherit
     QStringList environment; // extra VAR=value entries
+    // Ranks on this host (data-parallel replicas, docs/engine.md "Several ranks"): one worker process each,
+    // with RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT set as torchrun would; rank 0's
+    // stream carries every rank's events, the others' stderr comes through stderrText() prefixed.
+    int ranks = 1;
 };
 
 class LocalLauncher : public QObject {
@@ -73,8 +78,10 @@ private:
     void onError(QProcess::ProcessError error);
     void dispatch(const QJsonObject& e);
     void emitFinished(bool aborted, int exitCode, const QString& reason);
+    void stopPeers(int graceMs, bool terminateNow);
 
-    std::unique_ptr<QProcess> m_process;
+    std::unique_ptr<QProcess> m_process; // rank 0
+    std::vector<std::unique_ptr<QProcess>> m_peers; // ranks 1..N-1
     std::unique_ptr<QTemporaryFile> m_recipeFile;
     JsonLinesReader m_reader;
     QString m_workerPath;

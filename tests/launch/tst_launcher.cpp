@@ -222,8 +222,17 @@ private slots:
         QVERIFY(rec.finished.first().at(2).toString().contains(u"cannot start"_s));
     }
 
+    void realWorkerStreamIsStored_data()
+    {
+        QTest::addColumn<int>("ranks");
+        QTest::newRow("one rank") << 1;
+        // Two worker processes meeting over Gloo: rank 0's stream carries both ranks' rows.
+        QTest::newRow("two ranks") << 2;
+    }
+
     void realWorkerStreamIsStored()
     {
+        QFETCH(int, ranks);
         const QString worker = realWorker();
         if (worker.isEmpty())
             QSKIP(
@@ -238,6 +247,7 @@ private slots:
             &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
         LaunchOptions o;
         o.workerPath = worker;
+        o.ranks = ranks;
         QJsonObject recipe = tinyRecipe(4);
         recipe.insert(u"ffn_hidden_size"_s, 128);
         recipe.insert(u"seq_length"_s, 64);
@@ -247,6 +257,8 @@ private slots:
         QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
         const auto run = store.run(ingest.runId());
         QVERIFY(run);
+        if (run->message.contains(u"built without Gloo"_s))
+            QSKIP("this worker was built without Gloo (libgloo-dev): several ranks on CPU are refused");
         QCOMPARE(rec.hello.size(), 1);
         QCOMPARE(rec.result.size(), 1);
         QCOMPARE(rec.malformed.size(), 0); // the real stream is clean JSON lines
@@ -254,8 +266,9 @@ private slots:
         QCOMPARE(run->deviceKind, u"cpu"_s);
         QVERIFY(!run->libtorchVersion.isEmpty());
         QCOMPARE(run->recipeHash.size(), 64);
-        QCOMPARE(store.iterations(run->id).size(), 4);
-        QCOMPARE(store.rankPeaks(run->id).size(), 1);
+        QCOMPARE(store.iterations(run->id).size(), 4 * ranks);
+        QCOMPARE(store.rankPeaks(run->id).size(), ranks);
+        QCOMPARE(rec.result.first().at(0).toJsonObject().value(u"world_size"_s).toInt(1), ranks);
         QVERIFY(run->peakAllocated.value_or(0) > 0);
         QVERIFY(run->peakReserved.value_or(0) >= run->peakAllocated.value_or(0));
         QVERIFY(run->steadyStepMs.value_or(0) > 0);
