@@ -3,6 +3,7 @@
 #include <QApplication>
 #include <QCommandLineParser>
 #include <QIcon>
+#include <QSpinBox>
 #include <QTabWidget>
 #include <QTimer>
 
@@ -53,6 +54,9 @@ int main(int argc, char** argv)
     QCommandLineOption launchOption(QStringLiteral("launch"),
         QStringLiteral("Run the opened recipe (after its [] control) on this host at start-up."));
     parser.addOption(launchOption);
+    QCommandLineOption ranksOption(QStringLiteral("ranks"),
+        QStringLiteral("Worker processes per launch (the launch page's Ranks)."), QStringLiteral("n"));
+    parser.addOption(ranksOption);
     parser.process(app);
 
     rs::ui::MainWindow window(parser.value(dbOption));
@@ -77,6 +81,8 @@ int main(int argc, char** argv)
         });
     // Runs the opened recipe (with its [] control) at start-up; with --screenshot, the picture is taken
     // when the launch is over.
+    if (parser.isSet(ranksOption))
+        window.launchPage()->ranksBox()->setValue(parser.value(ranksOption).toInt());
     const bool launch = parser.isSet(launchOption);
     if (launch) {
         window.pages()->setCurrentWidget(window.launchPage());

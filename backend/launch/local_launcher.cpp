@@ -149,6 +149,14 @@ bool LocalLauncher::startWithRecipeText(
         return e;
     };
 
+    // The previous run's other ranks end right after its rank 0 (they only wait for the last gather).
+    for (auto& peer : m_peers) {
+        if (peer->state() != QProcess::NotRunning && !peer->waitForFinished(5000)) {
+            peer->kill();
+            peer->waitForFinished(2000);
+        }
+    }
+    m_peers.clear();
     m_process = std::make_unique<QProcess>();
     m_process->setProgram(m_workerPath);
     m_process->setArguments(m_arguments);
@@ -163,7 +171,6 @@ bool LocalLauncher::startWithRecipeText(
     connect(m_process.get(), &QProcess::started, this, &LocalLauncher::started);
     m_process->start(QIODevice::ReadOnly);
 
-    m_peers.clear();
     for (int rank = 1; rank < options.ranks; ++rank) {
         auto peer = std::make_unique<QProcess>();
         peer->setProgram(m_workerPath);
