@@ -14,7 +14,7 @@ namespace {
 
 constexpr const char* kHelp
     = R"(Usage: recompute-bench RECIPE.json | - | --overrides ARGS... [--mlm-args ARGS...]
-                       [--profile P] [--device cpu|cuda|cuda:N] [--warmup N] [--iters N] [--seed S]
+                       [--profile P] [--device auto|cpu|cuda|cuda:N] [--warmup N] [--iters N] [--seed S]
 
 Runs one recipe: validates it with the rules of its profile, builds the transformer layer stack it
 describes (the first pipeline stage when pipeline_model_parallel_size > 1), trains it with AdamW for N
@@ -30,7 +30,8 @@ Recipe (exactly one, as `recompute validate` reads it):
   --profile P          rules profile: bridge-pin, guide, main, dev (overrides the recipe's)
 
 Run settings:
-  --device D           cpu (default), cuda (the device LOCAL_RANK names, else 0) or cuda:N
+  --device D           auto (default: cuda when this worker was built with CUDA and sees a GPU, else cpu),
+                       cpu, cuda (the device LOCAL_RANK names, else 0) or cuda:N
   --warmup N           warm-up iterations (default: the recipe's warmup_iters)
   --iters N            steady iterations, timed (default: train_iters - warmup_iters)
   --seed S             seed of the parameters, the batch and dropout (default 1234)

@@ -184,7 +184,9 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     torch::Device device(torch::kCPU);
     std::string device_error;
     try {
-        device = torch::Device(options.device);
+        const bool gpu = compat::cudaBuilt() && torch::cuda::is_available();
+        device = options.device == "auto" ? (gpu ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU))
+                                          : torch::Device(options.device);
         if (device.is_cuda() && !device.has_index())
             device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ranks.local_rank));
         if (device.is_cuda() && !(compat::cudaBuilt() && torch::cuda::is_available()))

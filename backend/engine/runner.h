@@ -14,7 +14,8 @@
 namespace rs::engine {
 
 struct RunOptions {
-    std::string device = "cpu"; // cpu | cuda | cuda:N
+    std::string device
+        = "auto"; // auto (cuda when this build has a GPU to use, else cpu) | cpu | cuda | cuda:N
     std::optional<int> warmup; // default: the recipe's warmup_iters
     std::optional<int> iters; // steady iterations; default: train_iters - warmup_iters
     uint64_t seed = 1234;
