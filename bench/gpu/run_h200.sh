@@ -13,20 +13,11 @@ OUT=${OUT:-$PWD/out/h200}
 mkdir -p "$OUT"
 WARMUP=${WARMUP:-2}
 ITERS=${ITERS:-5}
-log() { echo "[$(date +%T)] $*" | tee -a "$OUT/run.log"; }
+. bench/gpu/common.sh
 
 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.sm --format=csv >"$OUT/gpu.txt" 2>&1
-TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-NLOHMANN=()
-[ -f .deps/include/nlohmann/json.hpp ] && NLOHMANN=(-DRS_NLOHMANN_INCLUDE_DIR="$PWD/.deps/include")
 log "configure + build"
-if ! { cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DRS_BUILD_GUI=OFF -DRS_BUILD_TESTS=OFF \
-        "${NLOHMANN[@]}" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" &&
-       cmake --build build/gpu --target recompute-bench bench_optimizer -j"$(nproc)"; } >"$OUT/build.log" 2>&1; then
-    grep -E "error|Error" "$OUT/build.log" | head -40
-    tail -20 "$OUT/build.log"
-    exit 1
-fi
+build_worker recompute-bench bench_optimizer
 BIN=build/gpu/app/bench/recompute-bench
 log "built"
 

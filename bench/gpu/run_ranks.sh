@@ -12,19 +12,10 @@ mkdir -p "$OUT"
 WARMUP=${WARMUP:-2}
 ITERS=${ITERS:-8}
 NPROC=${NPROC:-$(nvidia-smi -L | wc -l)}
-log() { echo "[$(date +%T)] $*" | tee -a "$OUT/run.log"; }
+. bench/gpu/common.sh
 
-TORCH_PREFIX=$(python3 -c 'import torch;print(torch.utils.cmake_prefix_path)')
-NLOHMANN=()
-[ -f .deps/include/nlohmann/json.hpp ] && NLOHMANN=(-DRS_NLOHMANN_INCLUDE_DIR="$PWD/.deps/include")
 log "configure + build ($NPROC GPUs)"
-if ! { cmake -S . -B build/gpu -G Ninja -DCMAKE_BUILD_TYPE=Release -DRS_BUILD_GUI=OFF -DRS_BUILD_TESTS=OFF \
-        "${NLOHMANN[@]}" -DCMAKE_CUDA_ARCHITECTURES=90 -DCMAKE_PREFIX_PATH="$TORCH_PREFIX" &&
-       cmake --build build/gpu --target recompute-bench -j"$(nproc)"; } >"$OUT/build.log" 2>&1; then
-    grep -E "error|Error" "$OUT/build.log" | head -40
-    tail -20 "$OUT/build.log"
-    exit 1
-fi
+build_worker recompute-bench
 grep -E "engine:|NCCL|nccl" "$OUT/build.log" | head -5 | tee -a "$OUT/run.log"
 BIN=$PWD/build/gpu/app/bench/recompute-bench
 
