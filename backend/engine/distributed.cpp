@@ -273,7 +273,7 @@ void DataParallelGroup::averageGradients(const std::vector<torch::Tensor>& param
             if (p.grad().defined())
                 p.mutable_grad().copy_(part);
             else
-                p.mutable_grad() = part.clone();
+                p.mutable_grad() = part.to(p.scalar_type(), /*non_blocking=*/false, /*copy=*/true);
             offset += p.numel();
         }
         first = end;
