@@ -14,6 +14,7 @@ packages=(
   libsqlite3-dev                                 # the store binds iteration rows through SQLite's C API
   sqlite3 xvfb xauth fonts-dejavu-core
   openssh-client
+  openssh-server                                 # tests: the remote launch goes through a real sshd
 )
 missing=()
 for p in "${packages[@]}"; do

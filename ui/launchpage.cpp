@@ -59,12 +59,19 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     m_ranks->setPrefix(tr("Ranks: "));
     m_ranks->setToolTip(tr("Worker processes on this host, as data-parallel replicas (one GPU each with "
                            "--device cuda, Gloo on CPU). Every rank's iterations and peaks are stored."));
+    m_host = new QLineEdit;
+    m_host->setPlaceholderText(tr("this host"));
+    m_host->setToolTip(tr("Run the worker on another host over ssh: [user@]host, as your ssh config knows it "
+                          "(keys, ports; no password prompts). The worker there is recompute-bench on its "
+                          "PATH, or $RS_REMOTE_WORKER."));
     m_extraArgs = new QLineEdit;
     m_extraArgs->setPlaceholderText(tr("extra worker arguments, e.g. --device cuda"));
     top->addWidget(m_run);
     top->addWidget(m_cancel);
     top->addWidget(m_controlFirst);
     top->addWidget(m_ranks);
+    top->addWidget(new QLabel(tr("Host:")));
+    top->addWidget(m_host);
     top->addWidget(m_extraArgs, 1);
     layout->addLayout(top);
     m_worker = new QLabel;
@@ -176,6 +183,8 @@ bool LaunchPage::startNext()
     launch::LaunchOptions options;
     options.extraArguments = m_extraArgs->text().split(QLatin1Char(' '), Qt::SkipEmptyParts);
     options.ranks = m_ranks->value();
+    options.sshHost = m_host->text().trimmed();
+    options.remoteWorker = qEnvironmentVariable("RS_REMOTE_WORKER");
     QString error;
     appendLog(tr("— %1: starting").arg(m_current.label));
     if (!m_launcher->start(m_current.recipe, options, &error)) {

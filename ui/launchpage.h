@@ -45,6 +45,7 @@ public:
     QCheckBox* controlFirstBox() const { return m_controlFirst; }
     QLineEdit* workerArgumentsEdit() const { return m_extraArgs; }
     QSpinBox* ranksBox() const { return m_ranks; }
+    QLineEdit* hostEdit() const { return m_host; }
     QString statusText() const;
     // Ids of the runs stored by the last launch, in order (the control first when it ran).
     QVector<qint64> storedRuns() const { return m_stored; }
@@ -89,6 +90,7 @@ private:
     QCheckBox* m_controlFirst;
     QLineEdit* m_extraArgs;
     QSpinBox* m_ranks;
+    QLineEdit* m_host;
     QLabel* m_worker;
     QLabel* m_status;
     QProgressBar* m_progress;

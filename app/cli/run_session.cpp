@@ -110,6 +110,9 @@ RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const R
     if (!options.device.isEmpty())
         launchOptions.extraArguments << u"--device"_s << options.device;
     launchOptions.ranks = options.ranks;
+    launchOptions.sshHost = options.sshHost;
+    launchOptions.sshOptions = options.sshOptions;
+    launchOptions.remoteWorker = options.remoteWorker;
 
     const int total = recipe.train_iters;
     const bool tty = ::isatty(STDERR_FILENO);

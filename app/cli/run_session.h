@@ -34,6 +34,9 @@ struct RunSessionOptions {
     QString workerPath; // empty: LocalLauncher's search ($RS_WORKER, next to the CLI, build tree, PATH)
     QString device; // passed as --device to the worker when set
     int ranks = 1; // worker processes on this host, data-parallel replicas (LaunchOptions::ranks)
+    QString sshHost; // run the worker on this host over ssh (LaunchOptions::sshHost)
+    QStringList sshOptions;
+    QString remoteWorker;
     std::optional<qint64> control; // the matched [] control to link; empty: the store's latest matched one
     QString provenance; // stored with the run
     QString progressLabel; // shown before the progress bar (sweep: the module set)

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <iostream>
 
+#include <QProcess>
+
 #include "core/recipe_input.h"
 #include "run_session.h"
 #include "storage/report.h"
@@ -16,7 +18,7 @@ namespace {
 const char* kUsage
     = "usage: recompute run (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
       "                     [--db PATH] [--device DEV] [--ranks N] [--iters N] [--warmup N] [--control RUN]\n"
-      "                     [--worker PATH]\n"
+      "                     [--worker PATH] [--host HOST [--ssh-options OPTS] [--remote-worker PATH]]\n"
       "  Starts the local worker (recompute-bench; $RS_WORKER overrides where it is found) for the recipe,\n"
       "  shows progress, stores every event in the measurement store and prints the run's summary.\n"
       "  --warmup N: warm-up iterations; --iters N: steady (timed) iterations after them, as the worker\n"
@@ -24,6 +26,9 @@ const char* kUsage
       "  without it the latest stored run that is matched and is the explicit [] control is linked.\n"
       "  --ranks N starts N worker processes on this host as data-parallel replicas (one GPU each with\n"
       "  --device cuda, Gloo on CPU); every rank's iterations and peaks are stored.\n"
+      "  --host runs the worker on HOST over ssh (BatchMode: your keys and ~/.ssh/config), the recipe on\n"
+      "  its stdin; --ssh-options adds ssh options ('-p 2222 -i KEY'); --remote-worker names the worker's\n"
+      "  path there (default: recompute-bench on its PATH).\n"
       "  Ctrl-C stops the worker and keeps what was measured (the run ends `aborted`).\n"
       "  Exit: 0 pass, 1 the run did not pass, 2 unusable input, 130 interrupted.\n";
 
@@ -42,10 +47,13 @@ int runMain(const std::vector<std::string>& args)
     std::optional<qint64> control;
     std::optional<int> steadyIters, warmupIters;
     int ranks = 1;
+    QString host, remoteWorker;
+    QStringList sshOptions;
     for (size_t i = 0; i < rest.size(); ++i) {
         const std::string& a = rest[i];
         const bool takesValue = a == "--db" || a == "--device" || a == "--iters" || a == "--warmup"
-            || a == "--control" || a == "--worker" || a == "--ranks";
+            || a == "--control" || a == "--worker" || a == "--ranks" || a == "--host" || a == "--ssh-options"
+            || a == "--remote-worker";
         if (!takesValue) {
             std::cerr << "recompute run: unknown argument " << a << "\n" << kUsage;
             return 2;
@@ -81,6 +89,12 @@ int runMain(const std::vector<std::string>& args)
             if (!n)
                 return 2;
             warmupIters = int(*n);
+        } else if (a == "--host") {
+            host = v;
+        } else if (a == "--ssh-options") {
+            sshOptions = QProcess::splitCommand(v);
+        } else if (a == "--remote-worker") {
+            remoteWorker = v;
         } else if (a == "--ranks") {
             const auto n = positive(false);
             if (!n)
@@ -111,6 +125,9 @@ int runMain(const std::vector<std::string>& args)
     options.workerPath = worker;
     options.device = device;
     options.ranks = ranks;
+    options.sshHost = host;
+    options.sshOptions = sshOptions;
+    options.remoteWorker = remoteWorker;
     options.control = control;
     options.provenance = u"recompute run "_s + QString::fromStdString(input.origin);
     const rs::cli::RunSessionResult session = rs::cli::runSession(store, input.recipe, options);
@@ -131,9 +148,12 @@ int runMain(const std::vector<std::string>& args)
     if (!run->message.isEmpty())
         std::cout << ": " << run->message.toStdString();
     std::cout << "\n";
-    std::cout << "  worker           " << run->workerVersion.toStdString() << " on "
-              << run->device.toStdString() << " (" << run->host.toStdString() << "), libtorch "
-              << run->libtorchVersion.toStdString() << "\n";
+    if (run->workerVersion.isEmpty()) // the worker never said hello (it did not start, or ssh failed)
+        std::cout << "  worker           never reported\n";
+    else
+        std::cout << "  worker           " << run->workerVersion.toStdString() << " on "
+                  << run->device.toStdString() << " (" << run->host.toStdString() << "), libtorch "
+                  << run->libtorchVersion.toStdString() << "\n";
     std::cout << "  iterations       " << session.iterationsStored << " rows stored\n";
     for (const auto& p : store.rankPeaks(run->id))
         std::cout << "  rank " << p.rank << "           peak allocated " << gb(p.peakAllocated).toStdString()

@@ -6,6 +6,8 @@
 #include <cmath>
 #include <iostream>
 
+#include <QProcess>
+
 #include "advice_output.h"
 #include "core/recipe_input.h"
 #include "core/rules.h"
@@ -22,6 +24,7 @@ const char* kUsage
     = "usage: recompute sweep (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
       "                       [--modules SET...] [--target-gb X] [--db PATH] [--device D] [--iters N]\n"
       "                       [--warmup N] [--ranks N] [--worker PATH]\n"
+      "                       [--host HOST [--ssh-options OPTS] [--remote-worker PATH]]\n"
       "  The guide's matched runs: first the explicit no-recompute control (the recipe with\n"
       "  recompute_granularity=selective, recompute_modules=[]), then one run per SET, changing only the\n"
       "  recompute choice, each linked to the control. SET: comma-separated labels (moe_act,\n"
@@ -29,7 +32,8 @@ const char* kUsage
       "  --modules takes one or more SETs and may repeat. Without --modules: one run per label that has an\n"
       "  effect on the model. Each choice is validated first; one with rule errors is reported and skipped.\n"
       "  Then the comparison table, and with --target-gb (or the recipe's memory_target_gb) the advice.\n"
-      "  --ranks N runs every choice as N data-parallel worker processes on this host (as recompute run).\n"
+      "  --ranks N runs every choice as N data-parallel worker processes on this host, --host on HOST over\n"
+      "  ssh (both as recompute run).\n"
       "  Ctrl-C stops the current worker, keeps what was measured and runs no further choice.\n"
       "  Exit: 0 every choice ran (and, with a target, one fits), 1 a choice was skipped or nothing fits,\n"
       "  2 unusable input or the worker did not start, 130 interrupted.\n";
@@ -131,6 +135,8 @@ int sweepMain(const std::vector<std::string>& args)
     QString db, device, worker;
     std::optional<int> steadyIters, warmupIters;
     int ranks = 1;
+    QString host, remoteWorker;
+    QStringList sshOptions;
     std::optional<double> target = input.recipe.memory_target_gb;
     std::vector<ModuleSet> sets;
     try {
@@ -148,7 +154,8 @@ int sweepMain(const std::vector<std::string>& args)
                 continue;
             }
             if (a != "--db" && a != "--device" && a != "--iters" && a != "--warmup" && a != "--worker"
-                && a != "--target-gb" && a != "--ranks")
+                && a != "--target-gb" && a != "--ranks" && a != "--host" && a != "--ssh-options"
+                && a != "--remote-worker")
                 throw std::invalid_argument("unknown argument " + a);
             if (i + 1 >= rest.size())
                 throw std::invalid_argument(a + " needs a value");
@@ -166,6 +173,12 @@ int sweepMain(const std::vector<std::string>& args)
                     throw std::invalid_argument("--target-gb: '" + v.toStdString()
                         + "' is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)");
                 target = gb;
+            } else if (a == "--host") {
+                host = v;
+            } else if (a == "--ssh-options") {
+                sshOptions = QProcess::splitCommand(v);
+            } else if (a == "--remote-worker") {
+                remoteWorker = v;
             } else if (a == "--ranks") {
                 bool ok = false;
                 const int n = v.toInt(&ok);
@@ -250,6 +263,9 @@ int sweepMain(const std::vector<std::string>& args)
     options.workerPath = worker;
     options.device = device;
     options.ranks = ranks;
+    options.sshHost = host;
+    options.sshOptions = sshOptions;
+    options.remoteWorker = remoteWorker;
     options.provenance = u"recompute sweep "_s + QString::fromStdString(input.origin);
     options.progressLabel = u"[]"_s;
     std::cerr << "recompute sweep: the [] control, then " << runnable.size() << " recompute choice(s), "

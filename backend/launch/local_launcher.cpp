@@ -74,6 +74,14 @@ QString findWorker(QStringList* searched)
     return onPath;
 }
 
+// One word for a POSIX shell on the remote host: single-quoted, with embedded quotes closed and escaped.
+static QString remoteShellWord(const QString& word)
+{
+    QString quoted = word;
+    quoted.replace(u'\'', u"'\\''"_s);
+    return u'\'' + quoted + u'\'';
+}
+
 LocalLauncher::LocalLauncher(QObject* parent)
     : QObject(parent)
 {
@@ -112,23 +120,45 @@ bool LocalLauncher::startWithRecipeText(
         return fail(u"a worker is already running"_s);
     if (options.ranks < 1)
         return fail(u"ranks: %1; at least 1"_s.arg(options.ranks));
-    QStringList searched;
-    m_workerPath = options.workerPath.isEmpty() ? findWorker(&searched) : options.workerPath;
-    if (m_workerPath.isEmpty())
-        return fail(u"recompute-bench not found; set RS_WORKER to its path (looked at: %1)"_s.arg(
-            searched.join(u", "_s)));
-
-    m_recipeFile = std::make_unique<QTemporaryFile>(QDir::tempPath() + u"/recompute-recipe-XXXXXX.json"_s);
-    if (!m_recipeFile->open() || m_recipeFile->write(recipeJson) != recipeJson.size()
-        || !m_recipeFile->flush())
-        return fail(u"cannot write the recipe to a temporary file: "_s + m_recipeFile->errorString());
-    m_recipeFile->close();
+    m_sshHost = options.sshHost;
+    m_lastStderr.clear();
+    QString program;
+    if (!m_sshHost.isEmpty()) {
+        if (options.ranks > 1)
+            return fail(u"ranks: %1 on the remote host %2: start several ranks there with torchrun or srun "
+                        "(the worker reads their variables)"_s.arg(options.ranks)
+                            .arg(m_sshHost));
+        program = QStandardPaths::findExecutable(u"ssh"_s);
+        if (program.isEmpty())
+            return fail(u"ssh not found on PATH: install the OpenSSH client (openssh-client)"_s);
+        const QString remote = options.remoteWorker.isEmpty() ? kWorkerName : options.remoteWorker;
+        m_workerPath = m_sshHost + u':' + remote;
+        m_recipeFile.reset();
+        m_arguments = options.sshOptions;
+        m_arguments << u"-o"_s << u"BatchMode=yes"_s << u"-T"_s << m_sshHost << u"--"_s
+                    << remoteShellWord(remote) << remoteShellWord(u"-"_s);
+        for (const QString& a : options.extraArguments)
+            m_arguments << remoteShellWord(a);
+    } else {
+        QStringList searched;
+        m_workerPath = options.workerPath.isEmpty() ? findWorker(&searched) : options.workerPath;
+        if (m_workerPath.isEmpty())
+            return fail(u"recompute-bench not found; set RS_WORKER to its path (looked at: %1)"_s.arg(
+                searched.join(u", "_s)));
+        program = m_workerPath;
+        m_recipeFile
+            = std::make_unique<QTemporaryFile>(QDir::tempPath() + u"/recompute-recipe-XXXXXX.json"_s);
+        if (!m_recipeFile->open() || m_recipeFile->write(recipeJson) != recipeJson.size()
+            || !m_recipeFile->flush())
+            return fail(u"cannot write the recipe to a temporary file: "_s + m_recipeFile->errorString());
+        m_recipeFile->close();
+        m_arguments = QStringList { m_recipeFile->fileName() } + options.extraArguments;
+    }
 
     m_reader = JsonLinesReader();
     m_gotResult = false;
     m_cancelled = false;
     m_finishedEmitted = false;
-    m_arguments = QStringList { m_recipeFile->fileName() } + options.extraArguments;
 
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     for (const QString& kv : options.environment) {
@@ -158,7 +188,7 @@ bool LocalLauncher::startWithRecipeText(
     }
     m_peers.clear();
     m_process = std::make_unique<QProcess>();
-    m_process->setProgram(m_workerPath);
+    m_process->setProgram(program);
     m_process->setArguments(m_arguments);
     if (!options.workingDirectory.isEmpty())
         m_process->setWorkingDirectory(options.workingDirectory);
@@ -169,7 +199,14 @@ bool LocalLauncher::startWithRecipeText(
     connect(m_process.get(), &QProcess::finished, this, &LocalLauncher::onFinished);
     connect(m_process.get(), &QProcess::errorOccurred, this, &LocalLauncher::onError);
     connect(m_process.get(), &QProcess::started, this, &LocalLauncher::started);
-    m_process->start(QIODevice::ReadOnly);
+    if (m_sshHost.isEmpty()) {
+        m_process->start(QIODevice::ReadOnly);
+    } else {
+        // The recipe on stdin, buffered until ssh has started, then end of input.
+        m_process->start(QIODevice::ReadWrite);
+        m_process->write(recipeJson);
+        m_process->closeWriteChannel();
+    }
 
     for (int rank = 1; rank < options.ranks; ++rank) {
         auto peer = std::make_unique<QProcess>();
@@ -242,8 +279,11 @@ void LocalLauncher::onStdout()
 void LocalLauncher::onStderr()
 {
     const QByteArray bytes = m_process->readAllStandardError();
-    if (!bytes.isEmpty())
-        emit stderrText(QString::fromLocal8Bit(bytes));
+    if (!bytes.isEmpty()) {
+        const QString text = QString::fromLocal8Bit(bytes);
+        m_lastStderr = text.trimmed().split(u'\n').last();
+        emit stderrText(text);
+    }
 }
 
 void LocalLauncher::dispatch(const QJsonObject& e)
@@ -285,9 +325,12 @@ void LocalLauncher::onFinished(int exitCode, QProcess::ExitStatus status)
         return;
     }
     if (!m_gotResult) {
+        // ssh's own failures (unreachable host, refused key, unknown host key) exit 255.
+        const bool sshFailed = !m_sshHost.isEmpty() && exitCode == 255;
         emitFinished(true, exitCode,
-            m_cancelled ? u"cancelled: the worker was stopped"_s
-                        : u"the worker exited with code %1 without a result"_s.arg(exitCode));
+            m_cancelled     ? u"cancelled: the worker was stopped"_s
+                : sshFailed ? u"ssh to %1 failed (exit 255): %2"_s.arg(m_sshHost, m_lastStderr)
+                            : u"the worker exited with code %1 without a result"_s.arg(exitCode));
         return;
     }
     emitFinished(

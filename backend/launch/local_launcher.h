@@ -32,6 +32,12 @@ struct LaunchOptions {
     // with RANK / WORLD_SIZE / LOCAL_RANK / MASTER_ADDR / MASTER_PORT set as torchrun would; rank 0's
     // stream carries every rank's events, the others' stderr comes through stderrText() prefixed.
     int ranks = 1;
+    // A remote GPU host: the worker runs there through the OpenSSH client (`ssh -o BatchMode=yes -T HOST --
+    // WORKER - ARGS...`, every word quoted for the remote shell); the recipe travels on ssh's stdin, never on
+    // a command line. Keys and host keys are the user's ssh setup (sshOptions adds e.g. -p 2222 -i KEY).
+    QString sshHost; // [user@]host; empty: this host
+    QStringList sshOptions;
+    QString remoteWorker; // the worker's path on that host; empty: recompute-bench on its PATH
 };
 
 class LocalLauncher : public QObject {
@@ -89,6 +95,8 @@ private:
     bool m_gotResult = false;
     bool m_cancelled = false;
     bool m_finishedEmitted = false;
+    QString m_sshHost; // non-empty while the run is remote
+    QString m_lastStderr; // the last stderr text, to name why ssh gave up
 };
 
 } // namespace rs::launch

@@ -3,11 +3,15 @@
 // it, the real recompute-bench: signals per event kind, SIGKILL mid-run, exit without result, garbage on
 // stdout, cancel(), worker lookup, and the store's ingest fed from the signals.
 #include <csignal>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <QDir>
 #include <QJsonArray>
 #include <QSignalSpy>
 #include <QSqlQuery>
+#include <QStandardPaths>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -62,6 +66,96 @@ struct Recorder {
     {
     }
     QSignalSpy hello, recipe, phase, iteration, rankSummary, result, finished, malformed, stderrText;
+};
+
+// A real OpenSSH server on a loopback port, for the remote launch: its own host key, one user key, this user
+// allowed in. Not started (a reason in skipReason) when sshd or ssh is missing or privilege separation has no
+// /run/sshd.
+class Sshd {
+public:
+    Sshd()
+    {
+        const QString sshd = QStandardPaths::findExecutable(u"sshd"_s, { u"/usr/sbin"_s, u"/usr/bin"_s });
+        const QString keygen = QStandardPaths::findExecutable(u"ssh-keygen"_s);
+        if (sshd.isEmpty() || keygen.isEmpty() || QStandardPaths::findExecutable(u"ssh"_s).isEmpty()) {
+            skipReason = "no sshd / ssh / ssh-keygen (openssh-server, openssh-client)";
+            return;
+        }
+        if (!QDir(u"/run/sshd"_s).exists() && !QDir().mkpath(u"/run/sshd"_s)) {
+            skipReason = "sshd's privilege separation needs /run/sshd, which this user cannot create";
+            return;
+        }
+        for (const char* key : { "host_key", "user_key" }) {
+            QProcess k;
+            k.start(keygen,
+                { u"-q"_s, u"-t"_s, u"ed25519"_s, u"-N"_s, QString(), u"-f"_s,
+                    m_dir.filePath(QLatin1String(key)) });
+            if (!k.waitForFinished(20000) || k.exitCode() != 0) {
+                skipReason = "ssh-keygen failed";
+                return;
+            }
+        }
+        QFile::copy(m_dir.filePath(u"user_key.pub"_s), m_dir.filePath(u"authorized_keys"_s));
+        port = freePort();
+        QFile config(m_dir.filePath(u"sshd_config"_s));
+        config.open(QIODevice::WriteOnly);
+        config.write(
+            QStringLiteral("Port %1\nListenAddress 127.0.0.1\nHostKey %2\nAuthorizedKeysFile %3\n"
+                           "PasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\n"
+                           "UsePAM no\nPermitRootLogin prohibit-password\nPidFile %4\n")
+                .arg(port)
+                .arg(m_dir.filePath(u"host_key"_s), m_dir.filePath(u"authorized_keys"_s),
+                    m_dir.filePath(u"sshd.pid"_s))
+                .toUtf8());
+        config.close();
+        m_server.start(sshd, { u"-D"_s, u"-e"_s, u"-f"_s, config.fileName() });
+        if (!m_server.waitForStarted(5000)) {
+            skipReason = "sshd did not start";
+            return;
+        }
+        // Ready once a login runs a command.
+        for (int attempt = 0; attempt < 50; ++attempt) {
+            QProcess probe;
+            probe.start(u"ssh"_s, options() + QStringList { u"127.0.0.1"_s, u"true"_s });
+            if (probe.waitForFinished(5000) && probe.exitCode() == 0)
+                return;
+            QTest::qWait(100);
+        }
+        skipReason = "sshd never accepted the test key: " + m_server.readAllStandardError().left(300);
+    }
+    ~Sshd()
+    {
+        m_server.terminate();
+        m_server.waitForFinished(3000);
+    }
+    QStringList options() const
+    {
+        return { u"-p"_s, QString::number(port), u"-i"_s, m_dir.filePath(u"user_key"_s), u"-o"_s,
+            u"StrictHostKeyChecking=no"_s, u"-o"_s, u"UserKnownHostsFile=/dev/null"_s, u"-o"_s,
+            u"LogLevel=ERROR"_s };
+    }
+    static int freePort()
+    {
+        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+        sockaddr_in a {};
+        a.sin_family = AF_INET;
+        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+        socklen_t len = sizeof a;
+        int port = 22000 + int(::getpid() % 1000);
+        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0
+            && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
+            port = ntohs(a.sin_port);
+        if (fd >= 0)
+            ::close(fd);
+        return port;
+    }
+
+    QByteArray skipReason;
+    int port = 0;
+
+private:
+    QTemporaryDir m_dir;
+    QProcess m_server;
 };
 } // namespace
 
@@ -309,6 +403,66 @@ private slots:
         const int stored = store.iterations(run->id).size();
         QVERIFY2(stored >= 3 && stored < 100000, qPrintable(QString::number(stored)));
         QCOMPARE(store.iterations(run->id).first().iteration, 1);
+    }
+
+    // The worker on a "remote" host through a real sshd: the recipe goes over ssh's stdin, the stream comes
+    // back on its stdout and is stored like a local one.
+    void realWorkerOverSsh()
+    {
+        const QString worker = realWorker();
+        if (worker.isEmpty())
+            QSKIP(
+                "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
+        Sshd sshd;
+        if (!sshd.skipReason.isEmpty())
+            QSKIP(sshd.skipReason.constData());
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"ssh.sqlite"_s)));
+        RunIngest ingest(&store);
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        connect(
+            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+        LaunchOptions o;
+        o.sshHost = u"127.0.0.1"_s;
+        o.sshOptions = sshd.options();
+        o.remoteWorker = worker;
+        o.extraArguments = { u"--seed"_s, u"7"_s };
+        QJsonObject recipe = tinyRecipe(3, u"name with 'quotes' and $(no expansion)"_s);
+        QVERIFY(launcher.start(recipe, o));
+        QVERIFY(rec.finished.wait(120000));
+        QVERIFY2(!rec.finished.first().at(0).toBool(), qPrintable(rec.finished.first().at(2).toString()));
+        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
+        const auto run = store.run(ingest.runId());
+        QVERIFY2(run->outcome == outcome::Pass, qPrintable(run->outcome + u": "_s + run->message));
+        QCOMPARE(store.iterations(run->id).size(), 3);
+        QCOMPARE(launcher.workerPath(), u"127.0.0.1:"_s + worker);
+        // The recipe travelled on stdin: nothing of it is on ssh's command line.
+        QVERIFY(!launcher.lastArguments().join(u' ').contains(u"quotes"_s));
+    }
+
+    void sshFailureIsNamed()
+    {
+        if (QStandardPaths::findExecutable(u"ssh"_s).isEmpty())
+            QSKIP("no ssh client (openssh-client)");
+        LocalLauncher launcher;
+        Recorder rec(&launcher);
+        LaunchOptions o;
+        o.sshHost = u"127.0.0.1"_s;
+        o.sshOptions = { u"-p"_s, QString::number(Sshd::freePort()), u"-o"_s, u"ConnectTimeout=5"_s };
+        QVERIFY(launcher.start(tinyRecipe(3), o));
+        QVERIFY(rec.finished.wait(30000));
+        QVERIFY(rec.finished.first().at(0).toBool()); // aborted
+        const QString reason = rec.finished.first().at(2).toString();
+        QVERIFY2(reason.startsWith(u"ssh to 127.0.0.1 failed (exit 255)"_s), qPrintable(reason));
+        QVERIFY2(reason.contains(u"Connection refused"_s), qPrintable(reason));
+
+        LaunchOptions ranks = o;
+        ranks.ranks = 2;
+        QString error;
+        QVERIFY(!launcher.start(tinyRecipe(3), ranks, &error));
+        QVERIFY2(error.contains(u"torchrun"_s), qPrintable(error));
     }
 };
 
