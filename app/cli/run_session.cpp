@@ -5,10 +5,12 @@
 #include <atomic>
 #include <csignal>
 #include <iostream>
+#include <stdexcept>
 #include <unistd.h>
 
 #include <QEventLoop>
 #include <QJsonDocument>
+#include <QProcess>
 #include <QTimer>
 
 #include "core/recipe_json.h"
@@ -200,6 +202,39 @@ RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const R
     result.iterationsStored = ingest.iterationCount();
     result.interrupted = InterruptScope::count() > interruptsBefore;
     return result;
+}
+
+} // namespace rs::cli
+
+namespace rs::cli {
+
+bool isWorkerFlag(const std::string& flag)
+{
+    return flag == "--device" || flag == "--worker" || flag == "--ranks" || flag == "--host"
+        || flag == "--ssh-options" || flag == "--remote-worker";
+}
+
+void takeWorkerFlag(const std::string& flag, const QString& value, RunSessionOptions* options)
+{
+    if (flag == "--device") {
+        options->device = value;
+    } else if (flag == "--worker") {
+        options->workerPath = value;
+    } else if (flag == "--host") {
+        options->sshHost = value;
+    } else if (flag == "--ssh-options") {
+        options->sshOptions = QProcess::splitCommand(value);
+    } else if (flag == "--remote-worker") {
+        options->remoteWorker = value;
+    } else if (flag == "--ranks") {
+        bool ok = false;
+        const int n = value.toInt(&ok);
+        if (!ok || n < 1)
+            throw std::invalid_argument("--ranks: '" + value.toStdString() + "' is not a positive integer");
+        options->ranks = n;
+    } else {
+        throw std::invalid_argument("not a worker flag: " + flag);
+    }
 }
 
 } // namespace rs::cli

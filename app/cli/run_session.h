@@ -61,6 +61,12 @@ std::optional<int> readRunRecipe(const char* verb, const char* usage, const std:
 // worker, the store and the progress bar agree on it; --iters counts steady iterations as the worker does.
 void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optional<int> steadyIters);
 
+// Where the worker runs, as run and sweep both take it: --device, --worker, --ranks, --host, --ssh-options,
+// --remote-worker (each with a value). takeWorkerFlag stores the value in *options, or throws
+// std::invalid_argument naming the flag and what it allows.
+bool isWorkerFlag(const std::string& flag);
+void takeWorkerFlag(const std::string& flag, const QString& value, RunSessionOptions* options);
+
 // Runs `recipe` (its train_iters / warmup_iters decide the run length) and stores it in `store`.
 RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const RunSessionOptions& options);
 

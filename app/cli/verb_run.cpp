@@ -2,8 +2,7 @@
 // `recompute run`: run one recipe on this host's worker, store everything as it arrives, print a summary.
 #include <algorithm>
 #include <iostream>
-
-#include <QProcess>
+#include <stdexcept>
 
 #include "core/recipe_input.h"
 #include "run_session.h"
@@ -43,17 +42,14 @@ int runMain(const std::vector<std::string>& args)
     rs::RecipeInput input;
     if (const auto done = rs::cli::readRunRecipe("run", kUsage, args, &input, &rest))
         return *done;
-    QString db, device, worker;
+    QString db;
     std::optional<qint64> control;
     std::optional<int> steadyIters, warmupIters;
-    int ranks = 1;
-    QString host, remoteWorker;
-    QStringList sshOptions;
+    rs::cli::RunSessionOptions options;
     for (size_t i = 0; i < rest.size(); ++i) {
         const std::string& a = rest[i];
-        const bool takesValue = a == "--db" || a == "--device" || a == "--iters" || a == "--warmup"
-            || a == "--control" || a == "--worker" || a == "--ranks" || a == "--host" || a == "--ssh-options"
-            || a == "--remote-worker";
+        const bool takesValue = rs::cli::isWorkerFlag(a) || a == "--db" || a == "--iters" || a == "--warmup"
+            || a == "--control";
         if (!takesValue) {
             std::cerr << "recompute run: unknown argument " << a << "\n" << kUsage;
             return 2;
@@ -63,6 +59,15 @@ int runMain(const std::vector<std::string>& args)
             return 2;
         }
         const QString v = QString::fromStdString(rest[++i]);
+        if (rs::cli::isWorkerFlag(a)) {
+            try {
+                rs::cli::takeWorkerFlag(a, v, &options);
+            } catch (const std::invalid_argument& e) {
+                std::cerr << "recompute run: " << e.what() << "\n";
+                return 2;
+            }
+            continue;
+        }
         auto positive = [&](bool allowZero) -> std::optional<qint64> {
             bool ok = false;
             const qint64 n = v.toLongLong(&ok);
@@ -75,10 +80,6 @@ int runMain(const std::vector<std::string>& args)
         };
         if (a == "--db") {
             db = v;
-        } else if (a == "--device") {
-            device = v;
-        } else if (a == "--worker") {
-            worker = v;
         } else if (a == "--iters") {
             const auto n = positive(false);
             if (!n)
@@ -89,17 +90,6 @@ int runMain(const std::vector<std::string>& args)
             if (!n)
                 return 2;
             warmupIters = int(*n);
-        } else if (a == "--host") {
-            host = v;
-        } else if (a == "--ssh-options") {
-            sshOptions = QProcess::splitCommand(v);
-        } else if (a == "--remote-worker") {
-            remoteWorker = v;
-        } else if (a == "--ranks") {
-            const auto n = positive(false);
-            if (!n)
-                return 2;
-            ranks = int(*n);
         } else {
             control = positive(false);
             if (!control)
@@ -121,13 +111,6 @@ int runMain(const std::vector<std::string>& args)
         return 2;
     }
 
-    rs::cli::RunSessionOptions options;
-    options.workerPath = worker;
-    options.device = device;
-    options.ranks = ranks;
-    options.sshHost = host;
-    options.sshOptions = sshOptions;
-    options.remoteWorker = remoteWorker;
     options.control = control;
     options.provenance = u"recompute run "_s + QString::fromStdString(input.origin);
     const rs::cli::RunSessionResult session = rs::cli::runSession(store, input.recipe, options);

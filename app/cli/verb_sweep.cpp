@@ -6,8 +6,6 @@
 #include <cmath>
 #include <iostream>
 
-#include <QProcess>
-
 #include "advice_output.h"
 #include "core/recipe_input.h"
 #include "core/rules.h"
@@ -132,11 +130,9 @@ int sweepMain(const std::vector<std::string>& args)
     rs::RecipeInput input;
     if (const auto done = rs::cli::readRunRecipe("sweep", kUsage, args, &input, &rest))
         return *done;
-    QString db, device, worker;
+    QString db;
     std::optional<int> steadyIters, warmupIters;
-    int ranks = 1;
-    QString host, remoteWorker;
-    QStringList sshOptions;
+    rs::cli::RunSessionOptions options;
     std::optional<double> target = input.recipe.memory_target_gb;
     std::vector<ModuleSet> sets;
     try {
@@ -153,19 +149,16 @@ int sweepMain(const std::vector<std::string>& args)
                         "--modules needs one or more SETs (e.g. moe_act layernorm,moe_act)");
                 continue;
             }
-            if (a != "--db" && a != "--device" && a != "--iters" && a != "--warmup" && a != "--worker"
-                && a != "--target-gb" && a != "--ranks" && a != "--host" && a != "--ssh-options"
-                && a != "--remote-worker")
+            if (!rs::cli::isWorkerFlag(a) && a != "--db" && a != "--iters" && a != "--warmup"
+                && a != "--target-gb")
                 throw std::invalid_argument("unknown argument " + a);
             if (i + 1 >= rest.size())
                 throw std::invalid_argument(a + " needs a value");
             const QString v = QString::fromStdString(rest[++i]);
-            if (a == "--db") {
+            if (rs::cli::isWorkerFlag(a)) {
+                rs::cli::takeWorkerFlag(a, v, &options);
+            } else if (a == "--db") {
                 db = v;
-            } else if (a == "--device") {
-                device = v;
-            } else if (a == "--worker") {
-                worker = v;
             } else if (a == "--target-gb") {
                 bool ok = false;
                 const double gb = v.toDouble(&ok);
@@ -173,19 +166,6 @@ int sweepMain(const std::vector<std::string>& args)
                     throw std::invalid_argument("--target-gb: '" + v.toStdString()
                         + "' is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)");
                 target = gb;
-            } else if (a == "--host") {
-                host = v;
-            } else if (a == "--ssh-options") {
-                sshOptions = QProcess::splitCommand(v);
-            } else if (a == "--remote-worker") {
-                remoteWorker = v;
-            } else if (a == "--ranks") {
-                bool ok = false;
-                const int n = v.toInt(&ok);
-                if (!ok || n < 1)
-                    throw std::invalid_argument(
-                        "--ranks: '" + v.toStdString() + "' is not a positive integer");
-                ranks = n;
             } else {
                 bool ok = false;
                 const int n = v.toInt(&ok);
@@ -258,14 +238,7 @@ int sweepMain(const std::vector<std::string>& args)
     }
 
     rs::cli::InterruptScope interrupts;
-    rs::cli::RunSessionOptions options;
     options.verb = u"sweep"_s;
-    options.workerPath = worker;
-    options.device = device;
-    options.ranks = ranks;
-    options.sshHost = host;
-    options.sshOptions = sshOptions;
-    options.remoteWorker = remoteWorker;
     options.provenance = u"recompute sweep "_s + QString::fromStdString(input.origin);
     options.progressLabel = u"[]"_s;
     std::cerr << "recompute sweep: the [] control, then " << runnable.size() << " recompute choice(s), "
