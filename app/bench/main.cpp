@@ -38,9 +38,10 @@ Run settings:
   --help               this text
 
 Several ranks (data-parallel replicas, one process each, started by torchrun --no-python, srun or mpirun):
-  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR (default 127.0.0.1), MASTER_PORT (default 29500), or
-  SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID. The ranks meet at a TCPStore on rank 0 and average their
-  gradients through c10d (NCCL on CUDA, Gloo on CPU); rank 0 writes the stream for all of them.
+  RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR (default 127.0.0.1; across nodes, rank 0's host), MASTER_PORT
+  (default 29500), or SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID (srun sets no MASTER_ADDR: set it yourself).
+  The ranks meet at a TCPStore on rank 0 and average their gradients through c10d (NCCL on CUDA, Gloo on
+  CPU); rank 0 writes the stream for all of them.
   RS_RENDEZVOUS_TIMEOUT_S (default 300) and RS_COLLECTIVE_TIMEOUT_S (default 600) bound the waits.
 
 Output: one JSON object a line on stdout, flushed as it happens: hello, recipe, phase, iteration,
