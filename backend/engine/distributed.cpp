@@ -293,12 +293,11 @@ std::vector<std::vector<double>> DataParallelGroup::gather(const std::vector<dou
     mine.copy_(torch::from_blob(const_cast<double*>(values.data()), { static_cast<int64_t>(values.size()) },
         torch::TensorOptions().dtype(torch::kFloat64)));
     impl_->collective->allGather(all, mine);
+    const auto host = torch::stack(all).to(torch::kCPU).contiguous(); // one copy for every rank's row
+    const double* data = host.data_ptr<double>();
     std::vector<std::vector<double>> rows;
-    for (const auto& t : all) {
-        const auto host = t.to(torch::kCPU);
-        const double* data = host.data_ptr<double>();
-        rows.emplace_back(data, data + values.size());
-    }
+    for (int r = 0; r < impl_->info.world_size; ++r)
+        rows.emplace_back(data + r * values.size(), data + (r + 1) * values.size());
     return rows;
 }
 

@@ -420,12 +420,15 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         std::optional<bool> replicas_identical;
         if (group) {
             torch::NoGradGuard no_grad;
-            std::vector<double> sums;
+            // Summed on the device, copied to the host once.
+            std::vector<torch::Tensor> on_device;
             for (const auto& p : params) {
                 const auto d = p.detach().to(torch::kFloat64);
-                sums.push_back(d.sum().item<double>());
-                sums.push_back(d.abs().sum().item<double>());
+                on_device.push_back(d.sum());
+                on_device.push_back(d.abs().sum());
             }
+            const auto host = torch::stack(on_device).to(torch::kCPU).contiguous();
+            const std::vector<double> sums(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
             const auto all = group->gather(sums);
             replicas_identical = true;
             for (const auto& row : all)
