@@ -20,9 +20,7 @@ namespace rs::launch {
 
 static const QString kWorkerName = u"recompute-bench"_s;
 
-// A loopback port nobody listens on now, for the ranks' rendezvous: bind to port 0 and read what the
-// kernel chose.
-static int freeLoopbackPort()
+int freeLoopbackPort()
 {
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     if (fd < 0)

@@ -23,6 +23,10 @@ namespace rs::launch {
 // found; *searched (when given) lists the places looked at.
 QString findWorker(QStringList* searched = nullptr);
 
+// A loopback port nobody listens on now (bind to port 0, read what the kernel chose, let it go): the ranks'
+// rendezvous port. 29500 when no socket can be had.
+int freeLoopbackPort();
+
 struct LaunchOptions {
     QString workerPath; // empty: findWorker()
     QStringList extraArguments; // appended after the recipe file (e.g. --device cuda:0)

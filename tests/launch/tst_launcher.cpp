@@ -3,9 +3,6 @@
 // it, the real recompute-bench: signals per event kind, SIGKILL mid-run, exit without result, garbage on
 // stdout, cancel(), worker lookup, and the store's ingest fed from the signals.
 #include <csignal>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <QDir>
 #include <QJsonArray>
@@ -96,7 +93,7 @@ public:
             }
         }
         QFile::copy(m_dir.filePath(u"user_key.pub"_s), m_dir.filePath(u"authorized_keys"_s));
-        port = freePort();
+        port = freeLoopbackPort();
         QFile config(m_dir.filePath(u"sshd_config"_s));
         config.open(QIODevice::WriteOnly);
         config.write(
@@ -134,22 +131,6 @@ public:
             u"StrictHostKeyChecking=no"_s, u"-o"_s, u"UserKnownHostsFile=/dev/null"_s, u"-o"_s,
             u"LogLevel=ERROR"_s };
     }
-    static int freePort()
-    {
-        const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-        sockaddr_in a {};
-        a.sin_family = AF_INET;
-        a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-        socklen_t len = sizeof a;
-        int port = 22000 + int(::getpid() % 1000);
-        if (fd >= 0 && ::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0
-            && ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0)
-            port = ntohs(a.sin_port);
-        if (fd >= 0)
-            ::close(fd);
-        return port;
-    }
-
     QByteArray skipReason;
     int port = 0;
 
@@ -450,7 +431,7 @@ private slots:
         Recorder rec(&launcher);
         LaunchOptions o;
         o.sshHost = u"127.0.0.1"_s;
-        o.sshOptions = { u"-p"_s, QString::number(Sshd::freePort()), u"-o"_s, u"ConnectTimeout=5"_s };
+        o.sshOptions = { u"-p"_s, QString::number(freeLoopbackPort()), u"-o"_s, u"ConnectTimeout=5"_s };
         QVERIFY(launcher.start(tinyRecipe(3), o));
         QVERIFY(rec.finished.wait(30000));
         QVERIFY(rec.finished.first().at(0).toBool()); // aborted
