@@ -65,6 +65,24 @@ struct Recorder {
     QSignalSpy hello, recipe, phase, iteration, rankSummary, result, finished, malformed, stderrText;
 };
 
+// A launcher whose every event goes into a fresh store, each row accepted (a refused row fails the test).
+struct StoredLaunch {
+    StoredLaunch(QObject* context, const QString& dbName)
+        : opened(store.open(dir.filePath(dbName)))
+        , ingest(&store)
+        , rec(&launcher)
+    {
+        QObject::connect(&launcher, &LocalLauncher::event, context,
+            [this](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+    }
+    QTemporaryDir dir;
+    Store store;
+    bool opened;
+    RunIngest ingest;
+    LocalLauncher launcher;
+    Recorder rec;
+};
+
 // A real OpenSSH server on a loopback port, for the remote launch: its own host key, one user key, this user
 // allowed in. Not started (a reason in skipReason) when sshd or ssh is missing or privilege separation has no
 // /run/sshd.
@@ -184,29 +202,23 @@ private slots:
 
     void sigkillMidRunLeavesAnAbortedRunWithItsIterations()
     {
-        QTemporaryDir dir;
-        Store store;
-        QVERIFY(store.open(dir.filePath(u"killed.sqlite"_s)));
-        RunIngest ingest(&store);
-        LocalLauncher launcher;
-        Recorder rec(&launcher);
-        connect(
-            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
-        QVERIFY(launcher.start(tinyRecipe(10), fake({ u"--kill-after"_s, u"4"_s })));
-        QVERIFY(rec.finished.wait(20000));
-        QCOMPARE(rec.finished.first().at(0).toBool(), true); // aborted
-        QCOMPARE(rec.finished.first().at(1).toInt(), -1); // killed by a signal
-        QCOMPARE(rec.result.size(), 0);
-        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
-        const auto run = store.run(ingest.runId());
+        StoredLaunch s(this, u"killed.sqlite"_s);
+        QVERIFY(s.opened);
+        QVERIFY(s.launcher.start(tinyRecipe(10), fake({ u"--kill-after"_s, u"4"_s })));
+        QVERIFY(s.rec.finished.wait(20000));
+        QCOMPARE(s.rec.finished.first().at(0).toBool(), true); // aborted
+        QCOMPARE(s.rec.finished.first().at(1).toInt(), -1); // killed by a signal
+        QCOMPARE(s.rec.result.size(), 0);
+        QVERIFY(s.ingest.finish(s.rec.finished.first().at(2).toString()));
+        const auto run = s.store.run(s.ingest.runId());
         QVERIFY(run);
         QCOMPARE(run->outcome, outcome::Aborted);
         QVERIFY2(run->message.contains(u"killed"_s), qPrintable(run->message));
-        QCOMPARE(store.iterations(run->id).size(), 4);
-        QCOMPARE(store.iterations(run->id).last().iteration, 4);
+        QCOMPARE(s.store.iterations(run->id).size(), 4);
+        QCOMPARE(s.store.iterations(run->id).last().iteration, 4);
         QCOMPARE(run->device, u"cpu"_s);
         QCOMPARE(run->peakAllocated.value_or(0), qint64(1500004)); // max of what was reported
-        QSqlQuery q(store.database());
+        QSqlQuery q(s.store.database());
         QVERIFY(q.exec(u"PRAGMA integrity_check"_s) && q.next());
         QCOMPARE(q.value(0).toString(), u"ok"_s);
     }
@@ -312,14 +324,8 @@ private slots:
         if (worker.isEmpty())
             QSKIP(
                 "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
-        QTemporaryDir dir;
-        Store store;
-        QVERIFY(store.open(dir.filePath(u"real.sqlite"_s)));
-        RunIngest ingest(&store);
-        LocalLauncher launcher;
-        Recorder rec(&launcher);
-        connect(
-            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+        StoredLaunch s(this, u"real.sqlite"_s);
+        QVERIFY(s.opened);
         LaunchOptions o;
         o.workerPath = worker;
         o.ranks = ranks;
@@ -327,23 +333,23 @@ private slots:
         recipe.insert(u"ffn_hidden_size"_s, 128);
         recipe.insert(u"seq_length"_s, 64);
         recipe.insert(u"attention_backend"_s, u"unfused"_s);
-        QVERIFY(launcher.start(recipe, o));
-        QVERIFY(rec.finished.wait(120000));
-        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
-        const auto run = store.run(ingest.runId());
+        QVERIFY(s.launcher.start(recipe, o));
+        QVERIFY(s.rec.finished.wait(120000));
+        QVERIFY(s.ingest.finish(s.rec.finished.first().at(2).toString()));
+        const auto run = s.store.run(s.ingest.runId());
         QVERIFY(run);
         if (run->message.contains(u"built without Gloo"_s))
             QSKIP("this worker was built without Gloo (libgloo-dev): several ranks on CPU are refused");
-        QCOMPARE(rec.hello.size(), 1);
-        QCOMPARE(rec.result.size(), 1);
-        QCOMPARE(rec.malformed.size(), 0); // the real stream is clean JSON lines
+        QCOMPARE(s.rec.hello.size(), 1);
+        QCOMPARE(s.rec.result.size(), 1);
+        QCOMPARE(s.rec.malformed.size(), 0); // the real stream is clean JSON lines
         QVERIFY2(run->outcome == outcome::Pass, qPrintable(run->outcome + u": "_s + run->message));
         QCOMPARE(run->deviceKind, u"cpu"_s);
         QVERIFY(!run->libtorchVersion.isEmpty());
         QCOMPARE(run->recipeHash.size(), 64);
-        QCOMPARE(store.iterations(run->id).size(), 4 * ranks);
-        QCOMPARE(store.rankPeaks(run->id).size(), ranks);
-        QCOMPARE(rec.result.first().at(0).toJsonObject().value(u"world_size"_s).toInt(1), ranks);
+        QCOMPARE(s.store.iterations(run->id).size(), 4 * ranks);
+        QCOMPARE(s.store.rankPeaks(run->id).size(), ranks);
+        QCOMPARE(s.rec.result.first().at(0).toJsonObject().value(u"world_size"_s).toInt(1), ranks);
         QVERIFY(run->peakAllocated.value_or(0) > 0);
         QVERIFY(run->peakReserved.value_or(0) >= run->peakAllocated.value_or(0));
         QVERIFY(run->steadyStepMs.value_or(0) > 0);
@@ -356,17 +362,11 @@ private slots:
         if (worker.isEmpty())
             QSKIP(
                 "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
-        QTemporaryDir dir;
-        Store store;
-        QVERIFY(store.open(dir.filePath(u"real-killed.sqlite"_s)));
-        RunIngest ingest(&store);
-        LocalLauncher launcher;
-        Recorder rec(&launcher);
-        connect(
-            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
-        connect(&launcher, &LocalLauncher::iteration, this, [&](const QJsonObject& e) {
+        StoredLaunch s(this, u"real-killed.sqlite"_s);
+        QVERIFY(s.opened);
+        connect(&s.launcher, &LocalLauncher::iteration, this, [&](const QJsonObject& e) {
             if (e.value(u"iteration"_s).toInt() == 3)
-                ::kill(pid_t(launcher.pid()), SIGKILL);
+                ::kill(pid_t(s.launcher.pid()), SIGKILL);
         });
         LaunchOptions o;
         o.workerPath = worker;
@@ -374,16 +374,16 @@ private slots:
         recipe.insert(u"ffn_hidden_size"_s, 128);
         recipe.insert(u"seq_length"_s, 64);
         recipe.insert(u"attention_backend"_s, u"unfused"_s);
-        QVERIFY(launcher.start(recipe, o));
-        QVERIFY(rec.finished.wait(120000));
-        QCOMPARE(rec.finished.first().at(0).toBool(), true);
-        QCOMPARE(rec.result.size(), 0);
-        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
-        const auto run = store.run(ingest.runId());
+        QVERIFY(s.launcher.start(recipe, o));
+        QVERIFY(s.rec.finished.wait(120000));
+        QCOMPARE(s.rec.finished.first().at(0).toBool(), true);
+        QCOMPARE(s.rec.result.size(), 0);
+        QVERIFY(s.ingest.finish(s.rec.finished.first().at(2).toString()));
+        const auto run = s.store.run(s.ingest.runId());
         QCOMPARE(run->outcome, outcome::Aborted);
-        const int stored = store.iterations(run->id).size();
+        const int stored = s.store.iterations(run->id).size();
         QVERIFY2(stored >= 3 && stored < 100000, qPrintable(QString::number(stored)));
-        QCOMPARE(store.iterations(run->id).first().iteration, 1);
+        QCOMPARE(s.store.iterations(run->id).first().iteration, 1);
     }
 
     // The worker on a "remote" host through a real sshd: the recipe goes over ssh's stdin, the stream comes
@@ -397,30 +397,24 @@ private slots:
         Sshd sshd;
         if (!sshd.skipReason.isEmpty())
             QSKIP(sshd.skipReason.constData());
-        QTemporaryDir dir;
-        Store store;
-        QVERIFY(store.open(dir.filePath(u"ssh.sqlite"_s)));
-        RunIngest ingest(&store);
-        LocalLauncher launcher;
-        Recorder rec(&launcher);
-        connect(
-            &launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+        StoredLaunch s(this, u"ssh.sqlite"_s);
+        QVERIFY(s.opened);
         LaunchOptions o;
         o.sshHost = u"127.0.0.1"_s;
         o.sshOptions = sshd.options();
         o.remoteWorker = worker;
         o.extraArguments = { u"--seed"_s, u"7"_s };
         QJsonObject recipe = tinyRecipe(3, u"name with 'quotes' and $(no expansion)"_s);
-        QVERIFY(launcher.start(recipe, o));
-        QVERIFY(rec.finished.wait(120000));
-        QVERIFY2(!rec.finished.first().at(0).toBool(), qPrintable(rec.finished.first().at(2).toString()));
-        QVERIFY(ingest.finish(rec.finished.first().at(2).toString()));
-        const auto run = store.run(ingest.runId());
+        QVERIFY(s.launcher.start(recipe, o));
+        QVERIFY(s.rec.finished.wait(120000));
+        QVERIFY2(!s.rec.finished.first().at(0).toBool(), qPrintable(s.rec.finished.first().at(2).toString()));
+        QVERIFY(s.ingest.finish(s.rec.finished.first().at(2).toString()));
+        const auto run = s.store.run(s.ingest.runId());
         QVERIFY2(run->outcome == outcome::Pass, qPrintable(run->outcome + u": "_s + run->message));
-        QCOMPARE(store.iterations(run->id).size(), 3);
-        QCOMPARE(launcher.workerPath(), u"127.0.0.1:"_s + worker);
+        QCOMPARE(s.store.iterations(run->id).size(), 3);
+        QCOMPARE(s.launcher.workerPath(), u"127.0.0.1:"_s + worker);
         // The recipe travelled on stdin: nothing of it is on ssh's command line.
-        QVERIFY(!launcher.lastArguments().join(u' ').contains(u"quotes"_s));
+        QVERIFY(!s.launcher.lastArguments().join(u' ').contains(u"quotes"_s));
     }
 
     void sshFailureIsNamed()
