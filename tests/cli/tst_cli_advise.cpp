@@ -10,25 +10,18 @@
 #include <QtTest>
 
 #include "storage/store.h"
+#include "tests/cli_process.h"
 
 using namespace Qt::StringLiterals;
 using namespace rs::storage;
 
 namespace {
 
-struct Cli {
-    int code = -1;
-    QString out, err;
-};
+using Cli = rs::test::CliRun;
 
 Cli recompute(const QStringList& args)
 {
-    QProcess p;
-    p.start(QStringLiteral(RS_RECOMPUTE_EXE), QStringList { u"advise"_s } + args);
-    if (!p.waitForFinished(30000))
-        return {};
-    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-        QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError()) };
+    return rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE), QStringList { u"advise"_s } + args, 30000);
 }
 
 } // namespace

@@ -15,16 +15,14 @@
 #include <QtTest>
 
 #include "storage/store.h"
+#include "tests/cli_process.h"
 
 using namespace Qt::StringLiterals;
 using namespace rs::storage;
 
 namespace {
 
-struct Cli {
-    int code = -1;
-    QString out, err;
-};
+using Cli = rs::test::CliRun;
 
 // The tiny recipe of the brief: 2 layers, hidden 64, seq 32; its own recompute choice is overwritten by the
 // sweep.
@@ -45,17 +43,12 @@ QString writeRecipe(const QTemporaryDir& dir)
 
 Cli sweep(const QStringList& args, const QString& worker, const QString& fakeArgs = {})
 {
-    QProcess p;
     QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
     env.insert(u"RS_WORKER"_s, worker);
     if (!fakeArgs.isEmpty())
         env.insert(u"FAKE_WORKER_ARGS"_s, fakeArgs);
-    p.setProcessEnvironment(env);
-    p.start(QStringLiteral(RS_RECOMPUTE_EXE), QStringList { u"sweep"_s } + args);
-    if (!p.waitForFinished(300000))
-        return {};
-    return { p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1,
-        QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError()) };
+    return rs::test::runToEnd(
+        QStringLiteral(RS_RECOMPUTE_EXE), QStringList { u"sweep"_s } + args, 300000, env);
 }
 
 QString realWorker()
@@ -125,12 +118,11 @@ private slots:
         QVERIFY(c.out.contains(u"the lowest measured replay cost that fits"_s));
 
         // `recompute advise` reads the same comparison back by recipe name, and the target from its recipe.
-        QProcess advise;
-        advise.start(QStringLiteral(RS_RECOMPUTE_EXE),
-            { u"advise"_s, u"--db"_s, db, u"--recipe-name"_s, u"sweep-tiny"_s, u"--format"_s, u"json"_s });
-        QVERIFY(advise.waitForFinished(30000));
-        QCOMPARE(advise.exitCode(), 0);
-        const QJsonObject o = QJsonDocument::fromJson(advise.readAllStandardOutput()).object();
+        const Cli advise = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
+            { u"advise"_s, u"--db"_s, db, u"--recipe-name"_s, u"sweep-tiny"_s, u"--format"_s, u"json"_s },
+            30000);
+        QCOMPARE(advise.code, 0);
+        const QJsonObject o = QJsonDocument::fromJson(advise.out.toUtf8()).object();
         QCOMPARE(o.value(u"control_run_id"_s).toInteger(), control.id);
         QCOMPARE(o.value(u"target_gb"_s).toDouble(), 100.0);
         QCOMPARE(o.value(u"candidates"_s).toArray().size(), 3);

@@ -16,6 +16,7 @@
 #include <QTest>
 
 #include "storage/store.h"
+#include "tests/cli_process.h"
 
 using namespace Qt::StringLiterals;
 using namespace rs::storage;
@@ -82,24 +83,11 @@ QString integrity(Store& store)
     return q.value(0).toString();
 }
 
-struct Cli {
-    int exitCode = -1;
-    QString out, err;
-};
+using Cli = rs::test::CliRun;
 
 Cli recompute(const QStringList& args)
 {
-    QProcess p;
-    p.setProgram(QStringLiteral(RS_RECOMPUTE));
-    p.setArguments(args);
-    p.start();
-    Cli r;
-    if (!p.waitForFinished(60000))
-        return r;
-    r.exitCode = p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -1;
-    r.out = QString::fromUtf8(p.readAllStandardOutput());
-    r.err = QString::fromUtf8(p.readAllStandardError());
-    return r;
+    return rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE), args, 60000);
 }
 
 } // namespace
@@ -159,11 +147,11 @@ private slots:
         const QString otherOut = QString::fromUtf8(other->readAllStandardOutput());
         QVERIFY2(otherOut.contains(u"control          run 2 is NOT MATCHED, not compared"_s),
             qPrintable(otherOut));
-        QCOMPARE(recompute({ u"run"_s, writeRecipe(dir, 4, u"x"_s), u"--db"_s, db, u"--control"_s, u"99"_s })
-                     .exitCode,
+        QCOMPARE(
+            recompute({ u"run"_s, writeRecipe(dir, 4, u"x"_s), u"--db"_s, db, u"--control"_s, u"99"_s }).code,
             2);
-        QCOMPARE(recompute({ u"run"_s, writeRecipe(dir, 4, u"y"_s), u"--db"_s, db, u"--iters"_s, u"0"_s })
-                     .exitCode,
+        QCOMPARE(
+            recompute({ u"run"_s, writeRecipe(dir, 4, u"y"_s), u"--db"_s, db, u"--iters"_s, u"0"_s }).code,
             2);
     }
 
@@ -222,43 +210,43 @@ private slots:
         const QString db = dir.filePath(u"verbs.sqlite"_s);
         const QString logs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/");
         Cli c = recompute({ u"import"_s, u"--db"_s, db, u"--sample"_s });
-        QVERIFY2(c.exitCode == 0, qPrintable(c.err));
+        QVERIFY2(c.code == 0, qPrintable(c.err));
         QVERIFY(c.out.contains(u"12 runs imported from the guide"_s));
         c = recompute({ u"import"_s, u"--db"_s, db, u"--sample"_s });
         QVERIFY(c.out.contains(u"already in the store"_s));
         c = recompute({ u"import"_s, u"--db"_s, db, logs + u"bridge_moe_act_oom.log"_s, u"--overrides"_s,
             u"model.recompute_granularity=selective"_s, u"model.recompute_modules=[moe_act]"_s });
-        QVERIFY2(c.exitCode == 0, qPrintable(c.err));
+        QVERIFY2(c.code == 0, qPrintable(c.err));
         QVERIFY2(c.out.contains(u"run 13 [moe_act] oom at iteration 2, peak allocated 66.297 GB"_s),
             qPrintable(c.out));
         c = recompute({ u"import"_s, u"--db"_s, db, logs + u"bridge_moe_act_oom.log"_s });
         QVERIFY(c.out.contains(u"already imported as run 13"_s));
         c = recompute({ u"import"_s, u"--db"_s, db, dir.filePath(u"missing.log"_s) });
-        QCOMPARE(c.exitCode, 2);
+        QCOMPARE(c.code, 2);
 
         // The guide's table, as JSON; the unmatched import is flagged, and --strict says so in the exit code.
         c = recompute({ u"report"_s, u"--db"_s, db, u"--format"_s, u"json"_s });
-        QCOMPARE(c.exitCode, 0);
+        QCOMPARE(c.code, 0);
         const QJsonArray tables = QJsonDocument::fromJson(c.out.toUtf8()).array();
         QCOMPARE(tables.size(), 3); // Moonlight, Nemotron, and the import with no [] control
         QCOMPARE(tables[2].toObject().value(u"rows"_s).toArray()[0].toObject().value(u"matched"_s).toBool(),
             false);
         QVERIFY(c.err.contains(u"1 row(s) are not matched"_s));
-        QCOMPARE(recompute({ u"report"_s, u"--db"_s, db, u"--strict"_s }).exitCode, 1);
+        QCOMPARE(recompute({ u"report"_s, u"--db"_s, db, u"--strict"_s }).code, 1);
         c = recompute({ u"report"_s, u"--db"_s, db, u"--control"_s, u"1"_s, u"2"_s, u"5"_s });
-        QCOMPARE(c.exitCode, 0);
+        QCOMPARE(c.code, 0);
         QVERIFY2(c.out.contains(u"| moe_act | 35.941 | 466.26 | 75.50 | -1.85% | +1.99% | pass | 5 |"_s),
             qPrintable(c.out));
         // A Nemotron run against the Moonlight control: refused row by row, with the reasons.
         c = recompute({ u"report"_s, u"--db"_s, db, u"--control"_s, u"1"_s, u"11"_s });
         QVERIFY(c.out.contains(u"NOT MATCHED: model: Nemotron 3 Nano vs Moonlight 16B"_s));
         QVERIFY(c.out.contains(u"seq_length: 8192 vs 4096"_s));
-        QCOMPARE(recompute({ u"report"_s, u"--db"_s, db, u"--format"_s, u"xml"_s }).exitCode, 2);
-        QCOMPARE(recompute({ u"report"_s, u"--db"_s, db, u"--control"_s, u"999"_s }).exitCode, 2);
+        QCOMPARE(recompute({ u"report"_s, u"--db"_s, db, u"--format"_s, u"xml"_s }).code, 2);
+        QCOMPARE(recompute({ u"report"_s, u"--db"_s, db, u"--control"_s, u"999"_s }).code, 2);
 
         c = recompute(
             { u"export"_s, u"--db"_s, db, u"--out"_s, dir.filePath(u"export"_s), u"--format"_s, u"csv"_s });
-        QVERIFY2(c.exitCode == 0, qPrintable(c.err));
+        QVERIFY2(c.code == 0, qPrintable(c.err));
         QCOMPARE(c.out.split(u'\n', Qt::SkipEmptyParts).size(), 4);
         QFile runs(dir.filePath(u"export/runs.csv"_s));
         QVERIFY(runs.open(QIODevice::ReadOnly));
