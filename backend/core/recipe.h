@@ -41,7 +41,20 @@ struct Recipe {
     std::string normalization = "LayerNorm"; // LayerNorm | RMSNorm
     bool gated_linear_unit = false; // true + activation_func silu = SwiGLU
     std::string activation_func = "gelu"; // gelu | silu
-    int vocab_size = 32000; // ours: the engine's loss head; not part of recompute choices
+    int vocab_size = 32000; // the tokenizer's vocabulary; padded as Megatron pads it (below)
+    int make_vocab_size_divisible_by = 128; // Megatron-LM: padded to a multiple of this x TP
+
+    // --- what the front end builds around the layers (defaults: TransformerConfig / GPTModel; a recipe
+    // read from Megatron-LM flags or Bridge overrides starts from that front end's own defaults) ---
+    bool add_bias_linear = true;
+    bool add_qkv_bias = false;
+    std::string position_embedding_type = "learned_absolute"; // learned_absolute | rope | mrope | none
+    std::optional<int> max_position_embeddings; // None: seq_length (learned absolute needs a table)
+    double rotary_percent = 1.0;
+    int rotary_base = 10000;
+    bool untie_embeddings_and_output_weights = false; // false: the output layer reuses the embedding
+    bool attention_softmax_in_fp32 = true; // TransformerConfig True; Megatron-LM's flag default is False
+    bool apply_query_key_layer_scaling = false;
 
     // --- multi-latent attention (MLATransformerConfig defaults) ---
     bool multi_latent_attention = false;
@@ -61,10 +74,13 @@ struct Recipe {
     bool moe_shared_expert_overlap = false;
     // 1: every layer is MoE; N: every N-th; a pattern list of 0/1 gives it layer by layer
     // (e.g. one dense first layer: [0,1,1,...]).
-    std::vector<int> moe_layer_freq = {1};
+    std::vector<int> moe_layer_freq = { 1 };
     std::string moe_token_dispatcher_type = "allgather"; // allgather | alltoall | flex
     std::optional<double> moe_input_jitter_eps;
     std::optional<int> mtp_num_layers;
+    double moe_aux_loss_coeff = 0.0;
+    std::string moe_router_load_balancing_type = "aux_loss"; // aux_loss | seq_aux_loss | sinkhorn | none
+    std::optional<double> moe_expert_capacity_factor; // None: dropless
 
     // --- hyper-connections (main: enable_mhc_connections; dev: enable_hyper_connections) ---
     bool enable_mhc_connections = false;
@@ -78,6 +94,16 @@ struct Recipe {
     int context_parallel_size = 1;
     int expert_model_parallel_size = 1;
     bool sequence_parallel = false;
+    int data_parallel_size = 1; // world size / (TP x PP x CP): shards the distributed optimizer
+
+    // --- the training job's memory layout (DistributedDataParallelConfig / OptimizerConfig) ---
+    bool use_distributed_optimizer = false;
+    // The DDP gradient buffer's dtype: fp32 when grad_reduce_in_fp32 (Megatron-LM turns it on under bf16
+    // unless --main-grads-dtype says otherwise), else the parameters' dtype.
+    bool grad_reduce_in_fp32 = false;
+    std::string main_grads_dtype = "fp32"; // fp32 | bf16 (--main-grads-dtype)
+    std::string main_params_dtype = "fp32"; // fp32 | fp16 (--main-params-dtype)
+    bool use_precision_aware_optimizer = false;
 
     // --- precision ---
     bool bf16 = false;
@@ -126,7 +152,8 @@ struct Recipe {
     std::optional<double> memory_target_gb; // per-rank target for the advisor
     int warmup_iters = 3;
     int train_iters = 10;
-    std::optional<std::string> checkpoint_activations_flag; // set only when --checkpoint-activations was read (M1)
+    std::optional<std::string>
+        checkpoint_activations_flag; // set only when --checkpoint-activations was read (M1)
     bool recompute_activations = false; // --recompute-activations (M2)
 
     bool operator==(const Recipe& other) const;

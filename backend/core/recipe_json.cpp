@@ -41,6 +41,10 @@ const std::vector<std::string> kCudaGraphImpl = { "none", "local", "transformer_
 const std::vector<std::string> kFp8 = { "e4m3", "hybrid" };
 const std::vector<std::string> kFp8Recipe = { "delayed", "tensorwise", "blockwise", "mxfp8" };
 const std::vector<std::string> kDispatcher = { "allgather", "alltoall", "flex" };
+const std::vector<std::string> kPositionEmbedding = { "learned_absolute", "rope", "mrope", "none" };
+const std::vector<std::string> kLoadBalancing = { "aux_loss", "seq_aux_loss", "sinkhorn", "none" };
+const std::vector<std::string> kMainGradsDtype = { "fp32", "bf16" };
+const std::vector<std::string> kMainParamsDtype = { "fp32", "fp16" };
 
 std::vector<std::string> profileNames()
 {
@@ -67,6 +71,16 @@ const std::vector<FieldDef>& fieldDefs()
         { "gated_linear_unit", &Recipe::gated_linear_unit },
         { "activation_func", &Recipe::activation_func },
         { "vocab_size", &Recipe::vocab_size },
+        { "make_vocab_size_divisible_by", &Recipe::make_vocab_size_divisible_by },
+        { "add_bias_linear", &Recipe::add_bias_linear },
+        { "add_qkv_bias", &Recipe::add_qkv_bias },
+        { "position_embedding_type", &Recipe::position_embedding_type },
+        { "max_position_embeddings", &Recipe::max_position_embeddings },
+        { "rotary_percent", &Recipe::rotary_percent },
+        { "rotary_base", &Recipe::rotary_base },
+        { "untie_embeddings_and_output_weights", &Recipe::untie_embeddings_and_output_weights },
+        { "attention_softmax_in_fp32", &Recipe::attention_softmax_in_fp32 },
+        { "apply_query_key_layer_scaling", &Recipe::apply_query_key_layer_scaling },
         { "multi_latent_attention", &Recipe::multi_latent_attention },
         { "q_lora_rank", &Recipe::q_lora_rank },
         { "kv_lora_rank", &Recipe::kv_lora_rank },
@@ -84,6 +98,9 @@ const std::vector<FieldDef>& fieldDefs()
         { "moe_token_dispatcher_type", &Recipe::moe_token_dispatcher_type },
         { "moe_input_jitter_eps", &Recipe::moe_input_jitter_eps },
         { "mtp_num_layers", &Recipe::mtp_num_layers },
+        { "moe_aux_loss_coeff", &Recipe::moe_aux_loss_coeff },
+        { "moe_router_load_balancing_type", &Recipe::moe_router_load_balancing_type },
+        { "moe_expert_capacity_factor", &Recipe::moe_expert_capacity_factor },
         { "enable_mhc_connections", &Recipe::enable_mhc_connections },
         { "enable_hyper_connections", &Recipe::enable_hyper_connections },
         { "mhc_recompute_layer_num", &Recipe::mhc_recompute_layer_num },
@@ -93,6 +110,12 @@ const std::vector<FieldDef>& fieldDefs()
         { "context_parallel_size", &Recipe::context_parallel_size },
         { "expert_model_parallel_size", &Recipe::expert_model_parallel_size },
         { "sequence_parallel", &Recipe::sequence_parallel },
+        { "data_parallel_size", &Recipe::data_parallel_size },
+        { "use_distributed_optimizer", &Recipe::use_distributed_optimizer },
+        { "grad_reduce_in_fp32", &Recipe::grad_reduce_in_fp32 },
+        { "main_grads_dtype", &Recipe::main_grads_dtype },
+        { "main_params_dtype", &Recipe::main_params_dtype },
+        { "use_precision_aware_optimizer", &Recipe::use_precision_aware_optimizer },
         { "bf16", &Recipe::bf16 },
         { "fp16", &Recipe::fp16 },
         { "fp8", &Recipe::fp8 },
@@ -358,6 +381,14 @@ const std::vector<std::string>* allowedValues(const std::string& key)
     static const std::vector<std::string> kProfiles = profileNames();
     if (key == "normalization")
         return &kNormalization;
+    if (key == "position_embedding_type")
+        return &kPositionEmbedding;
+    if (key == "moe_router_load_balancing_type")
+        return &kLoadBalancing;
+    if (key == "main_grads_dtype")
+        return &kMainGradsDtype;
+    if (key == "main_params_dtype")
+        return &kMainParamsDtype;
     if (key == "activation_func")
         return &kActivation;
     if (key == "attention_backend")
