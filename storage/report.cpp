@@ -13,6 +13,8 @@
 #include <QSqlQuery>
 #include <QSqlRecord>
 
+#include "core/units.h"
+
 using namespace Qt::StringLiterals;
 
 namespace rs::storage {
@@ -32,7 +34,7 @@ std::optional<ReportFormat> reportFormatFromName(const QString& name)
 
 QString formatGigabytes(std::optional<qint64> bytes)
 {
-    return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3) : QString();
+    return QString::fromStdString(rs::formatGb(bytes));
 }
 
 QString formatPercent(std::optional<double> pct)

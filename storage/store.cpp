@@ -20,6 +20,8 @@
 #include <QSysInfo>
 #include <QUuid>
 
+#include "core/comparison.h"
+
 #ifdef Q_OS_UNIX
 #include <cerrno>
 #include <signal.h>
@@ -315,14 +317,15 @@ QString joinInts(const QVector<qint64>& ids)
     return parts.join(u',');
 }
 
-// The recipe keys that may differ between matched runs: the recompute choice itself, and what is not part
-// of the workload (name, memory target, schema version).
+// The recipe keys that may differ between matched runs (core/comparison.h).
 const QStringList& notMatchedKeys()
 {
-    static const QStringList keys = { u"name"_s, u"recompute_granularity"_s, u"recompute_modules"_s,
-        u"recompute_method"_s, u"recompute_num_layers"_s, u"distribute_saved_activations"_s,
-        u"moe_layer_recompute"_s, u"memory_target_gb"_s, u"checkpoint_activations_flag"_s,
-        u"recompute_activations"_s, u"schema_version"_s };
+    static const QStringList keys = [] {
+        QStringList k;
+        for (const std::string& key : rs::fieldsThatMayDiffer())
+            k << QString::fromStdString(key);
+        return k;
+    }();
     return keys;
 }
 
@@ -1180,92 +1183,83 @@ std::optional<qint64> Store::findLatestControlFor(qint64 runId) const
 }
 
 namespace {
-template <typename T> QString show(const std::optional<T>& v)
+template <typename T> std::optional<std::string> fact(const std::optional<T>& v)
 {
     if (!v)
-        return u"unknown"_s;
+        return std::nullopt;
     if constexpr (std::is_same_v<T, bool>)
-        return *v ? u"true"_s : u"false"_s;
+        return std::string(*v ? "true" : "false");
     else
-        return QString::number(*v);
+        return std::to_string(*v);
 }
-QString show(const QString& v)
+std::optional<std::string> fact(const QString& v)
 {
-    return v.isEmpty() ? u"unknown"_s : v;
+    return v.isEmpty() ? std::nullopt : std::optional<std::string>(v.toStdString());
 }
-
-template <typename T> void compareField(const char* field, const T& a, const T& b, MatchCheck* m)
+QStringList qStrings(const std::vector<std::string>& v)
 {
-    if (a != b)
-        m->reasons << QString::fromLatin1(field) + u": "_s + show(a) + u" vs "_s + show(b);
+    QStringList out;
+    for (const auto& s : v)
+        out << QString::fromStdString(s);
+    return out;
 }
 } // namespace
 
+rs::RunFacts matchFacts(const RunRecord& r, bool withRecipe)
+{
+    rs::RunFacts f;
+    f.run_id = r.id;
+    f.recipe_match_key = r.recipeMatchKey.toStdString();
+    f.fields = {
+        { "model", fact(r.model) },
+        { "num_layers", fact(r.numLayers) },
+        { "hidden_size", fact(r.hiddenSize) },
+        { "ffn_hidden_size", fact(r.ffnHiddenSize) },
+        { "num_attention_heads", fact(r.numAttentionHeads) },
+        { "num_query_groups", fact(r.numQueryGroups) },
+        { "num_moe_experts", fact(r.numMoeExperts) },
+        { "moe_router_topk", fact(r.moeRouterTopk) },
+        { "multi_latent_attention", fact(r.multiLatentAttention) },
+        { "seq_length", fact(r.seqLength) },
+        { "micro_batch_size", fact(r.microBatchSize) },
+        { "global_batch_size", fact(r.globalBatchSize) },
+        { "precision", fact(r.precision) },
+        { "attention_backend", fact(r.attentionBackend) },
+        { "tensor_model_parallel_size", fact(r.tensorModelParallelSize) },
+        { "pipeline_model_parallel_size", fact(r.pipelineModelParallelSize) },
+        { "virtual_pipeline_model_parallel_size", fact(r.virtualPipelineModelParallelSize) },
+        { "context_parallel_size", fact(r.contextParallelSize) },
+        { "expert_model_parallel_size", fact(r.expertModelParallelSize) },
+        { "sequence_parallel", fact(r.sequenceParallel) },
+        { "profile", fact(r.profile) },
+        { "device", fact(r.device) },
+        { "world_size", fact(r.worldSize) },
+        { "gpu_count", fact(r.gpuCount) },
+        { "megatron_core_revision", fact(r.megatronCoreRevision) },
+        { "bridge_revision", fact(r.bridgeRevision) },
+    };
+    if (withRecipe && !r.recipeJson.isEmpty()) {
+        // Text that does not parse compares as an empty recipe (every key absent), never as a match.
+        nlohmann::json j = nlohmann::json::parse(r.recipeJson.toStdString(), nullptr, false);
+        f.recipe = j.is_discarded() ? nlohmann::json::object() : std::move(j);
+    }
+    return f;
+}
+
+rs::MeasuredRun measuredRun(const RunRecord& r)
+{
+    return { r.peakAllocated, r.peakNote.toStdString(), r.steadyStepMs };
+}
+
 MatchCheck Store::matchCheck(const RunRecord& r, const RunRecord& c)
 {
+    // The recipes are parsed only when their match keys do not already say they agree.
+    const bool keysAgree = !r.recipeMatchKey.isEmpty() && r.recipeMatchKey == c.recipeMatchKey;
+    const rs::MatchResult result = rs::matchRuns(matchFacts(r, !keysAgree), matchFacts(c, !keysAgree));
     MatchCheck m;
-    compareField("model", r.model, c.model, &m);
-    compareField("num_layers", r.numLayers, c.numLayers, &m);
-    compareField("hidden_size", r.hiddenSize, c.hiddenSize, &m);
-    compareField("ffn_hidden_size", r.ffnHiddenSize, c.ffnHiddenSize, &m);
-    compareField("num_attention_heads", r.numAttentionHeads, c.numAttentionHeads, &m);
-    compareField("num_query_groups", r.numQueryGroups, c.numQueryGroups, &m);
-    compareField("num_moe_experts", r.numMoeExperts, c.numMoeExperts, &m);
-    compareField("moe_router_topk", r.moeRouterTopk, c.moeRouterTopk, &m);
-    compareField("multi_latent_attention", r.multiLatentAttention, c.multiLatentAttention, &m);
-    compareField("seq_length", r.seqLength, c.seqLength, &m);
-    compareField("micro_batch_size", r.microBatchSize, c.microBatchSize, &m);
-    compareField("global_batch_size", r.globalBatchSize, c.globalBatchSize, &m);
-    compareField("precision", r.precision, c.precision, &m);
-    compareField("attention_backend", r.attentionBackend, c.attentionBackend, &m);
-    compareField("tensor_model_parallel_size", r.tensorModelParallelSize, c.tensorModelParallelSize, &m);
-    compareField(
-        "pipeline_model_parallel_size", r.pipelineModelParallelSize, c.pipelineModelParallelSize, &m);
-    compareField("virtual_pipeline_model_parallel_size", r.virtualPipelineModelParallelSize,
-        c.virtualPipelineModelParallelSize, &m);
-    compareField("context_parallel_size", r.contextParallelSize, c.contextParallelSize, &m);
-    compareField("expert_model_parallel_size", r.expertModelParallelSize, c.expertModelParallelSize, &m);
-    compareField("sequence_parallel", r.sequenceParallel, c.sequenceParallel, &m);
-    compareField("profile", r.profile, c.profile, &m);
-    compareField("device", r.device, c.device, &m);
-    compareField("world_size", r.worldSize, c.worldSize, &m);
-    compareField("gpu_count", r.gpuCount, c.gpuCount, &m);
-    compareField("megatron_core_revision", r.megatronCoreRevision, c.megatronCoreRevision, &m);
-    compareField("bridge_revision", r.bridgeRevision, c.bridgeRevision, &m);
-
-    // Both recipes known: every other recipe field must agree too (dropout, CUDA graphs, overlap, ...).
-    // Equal match keys say so without reading the recipes.
-    if (!r.recipeMatchKey.isEmpty() && r.recipeMatchKey == c.recipeMatchKey) {
-        // matched as far as the recipes go
-    } else if (!r.recipeJson.isEmpty() && !c.recipeJson.isEmpty()) {
-        const QJsonObject a = QJsonDocument::fromJson(r.recipeJson.toUtf8()).object();
-        const QJsonObject b = QJsonDocument::fromJson(c.recipeJson.toUtf8()).object();
-        const QStringList& ignored = notMatchedKeys();
-        QStringList keys = a.keys() + b.keys();
-        keys.removeDuplicates();
-        keys.sort();
-        for (const QString& key : keys) {
-            if (ignored.contains(key))
-                continue;
-            if (a.value(key) != b.value(key)) {
-                auto text = [](const QJsonValue& v) {
-                    if (v.isUndefined())
-                        return u"absent"_s;
-                    QJsonArray wrap { v };
-                    QString s = QString::fromUtf8(QJsonDocument(wrap).toJson(QJsonDocument::Compact));
-                    return s.mid(1, s.size() - 2);
-                };
-                const QString line = key + u": "_s + text(a.value(key)) + u" vs "_s + text(b.value(key));
-                if (!m.reasons.contains(line))
-                    m.reasons << line;
-            }
-        }
-    } else {
-        m.notes << u"stored fields compared; no full recipe"_s;
-    }
-    if (r.id != 0 && r.id == c.id)
-        m.notes << u"the run is its own control"_s;
-    m.matched = m.reasons.isEmpty();
+    m.matched = result.matched;
+    m.reasons = qStrings(result.reasons);
+    m.notes = qStrings(result.notes);
     return m;
 }
 
@@ -1322,19 +1316,10 @@ QVector<ComparisonRow> Store::compareRecords(const RunRecord& control, const QVe
             row.match.notes << u"the control's recompute choice is %1, not the explicit []"_s.arg(
                 control.moduleSetLabel());
         if (row.match.matched) {
-            if (row.run.peakAllocated && control.peakAllocated && *control.peakAllocated > 0) {
-                // Peaks taken at different points (after iteration 1 vs 2) are not one quantity.
-                if (row.run.peakNote == control.peakNote)
-                    row.allocatedVsControlPct
-                        = (double(*row.run.peakAllocated) - double(*control.peakAllocated))
-                        / *control.peakAllocated * 100.0;
-                else
-                    row.match.notes << u"peak taken %1, the control's %2: not compared"_s.arg(
-                        show(row.run.peakNote), show(control.peakNote));
-            }
-            if (row.run.steadyStepMs && control.steadyStepMs && *control.steadyStepMs > 0)
-                row.timeVsControlPct
-                    = (*row.run.steadyStepMs - *control.steadyStepMs) / *control.steadyStepMs * 100.0;
+            const rs::ControlDeltas d = rs::deltasAgainstControl(measuredRun(row.run), measuredRun(control));
+            row.allocatedVsControlPct = d.allocated_pct;
+            row.timeVsControlPct = d.time_pct;
+            row.match.notes << qStrings(d.notes);
         }
         out << row;
     }

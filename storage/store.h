@@ -21,6 +21,11 @@
 
 class QSqlQuery;
 
+namespace rs {
+struct RunFacts;
+struct MeasuredRun;
+} // namespace rs
+
 namespace rs::storage {
 
 // Outcome of a run, as stored (text): the worker's result statuses plus `aborted` (the stream ended without
@@ -289,6 +294,11 @@ private:
     std::unique_ptr<QSqlQuery> m_iterationInsert; // prepared once per connection
     void* m_iterationStmt = nullptr; // sqlite3_stmt*, when built with the SQLite headers (fast path)
 };
+
+// A stored run as the guide's comparison (core/comparison.h) reads it: its facts for the match check (the
+// full recipe only when `withRecipe`), and the measurements its deltas are computed from.
+rs::RunFacts matchFacts(const RunRecord& run, bool withRecipe = true);
+rs::MeasuredRun measuredRun(const RunRecord& run);
 
 // The run fields that a recipe determines (shape, precision, parallelism, recompute choice, name, run length,
 // the recipe JSON itself), filled from the recipe's JSON (Megatron field names). The hash and the Bridge

@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launchpage.h"
 
+#include <algorithm>
+
 #include <QCheckBox>
 #include <QDateTime>
 #include <QHBoxLayout>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -15,8 +16,8 @@
 #include <QVBoxLayout>
 
 #include "charts/chartview.h"
-#include "core/recipe_json.h"
-#include "launch/local_launcher.h"
+#include "core/units.h"
+#include "launch/run_session.h"
 #include "recipedocument.h"
 #include "storage/ingest.h"
 
@@ -24,15 +25,48 @@ namespace rs::ui {
 
 namespace {
 
-QJsonObject toQJson(const Recipe& r)
-{
-    return QJsonDocument::fromJson(QByteArray::fromStdString(recipeToJson(r).dump())).object();
-}
-
 QString gbText(std::optional<qint64> b)
 {
-    return b ? QString::number(double(*b) / kBytesPerGb, 'f', 3) + QStringLiteral(" GB")
-             : QStringLiteral("?");
+    return QString::fromStdString(formatGbUnit(b, "?"));
+}
+
+// Reserved memory in its own colours (allocated keeps the charts' blue / red / green), so the two never
+// read as one series.
+QColor reservedColor(const QString& name)
+{
+    if (name.startsWith(QLatin1String("forward")))
+        return QColor(0x94, 0x67, 0xbd); // purple
+    if (name.startsWith(QLatin1String("backward")))
+        return QColor(0xff, 0x7f, 0x0e); // orange
+    return QColor(0x8c, 0x56, 0x4b); // brown
+}
+
+QVector<IterationLine> linesOf(const QVector<storage::IterationRow>& rows)
+{
+    QVector<IterationLine> lines = buildIterationLines(rows, 0);
+    for (IterationLine& l : lines) {
+        if (l.dashed)
+            l.color = reservedColor(l.name);
+    }
+    return lines;
+}
+
+struct Spread {
+    int n = 0;
+    double mean = 0, min = 0, max = 0;
+};
+Spread spreadOf(const QVector<double>& v)
+{
+    Spread s;
+    if (v.isEmpty())
+        return s;
+    s.n = int(v.size());
+    s.min = *std::min_element(v.begin(), v.end());
+    s.max = *std::max_element(v.begin(), v.end());
+    for (double x : v)
+        s.mean += x;
+    s.mean /= double(v.size());
+    return s;
 }
 
 } // namespace
@@ -41,7 +75,7 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     : QWidget(parent)
     , m_document(document)
     , m_store(store)
-    , m_launcher(std::make_unique<launch::LocalLauncher>())
+    , m_session(std::make_unique<launch::RunSession>(store))
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -54,6 +88,16 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     m_controlFirst->setChecked(true);
     m_controlFirst->setToolTip(tr("The guide's measurement contract: compare every candidate with a matched "
                                   "no-recompute control (recompute_modules=[]) from the same host."));
+    m_reuseControl = new QCheckBox(tr("Reuse a stored one"));
+    m_reuseControl->setChecked(true);
+    m_reuseControl->setToolTip(
+        tr("Link a stored passing [] control of the same recipe, measured with the same "
+           "worker, arguments, ranks and host, instead of running it again."));
+    m_repeats = new QSpinBox;
+    m_repeats->setRange(1, 20);
+    m_repeats->setPrefix(tr("Repeats: "));
+    m_repeats->setToolTip(tr("Run the recipe this many times (each against the same control) to see how much "
+                             "its step time and peak vary."));
     m_ranks = new QSpinBox;
     m_ranks->setRange(1, 64);
     m_ranks->setPrefix(tr("Ranks: "));
@@ -69,6 +113,8 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     top->addWidget(m_run);
     top->addWidget(m_cancel);
     top->addWidget(m_controlFirst);
+    top->addWidget(m_reuseControl);
+    top->addWidget(m_repeats);
     top->addWidget(m_ranks);
     top->addWidget(new QLabel(tr("Host:")));
     top->addWidget(m_host);
@@ -86,6 +132,14 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     m_status = new QLabel(tr("Idle."));
     m_status->setWordWrap(true);
     layout->addWidget(m_status);
+    m_control = new QLabel;
+    m_control->setWordWrap(true);
+    m_control->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_control);
+    m_summary = new QLabel;
+    m_summary->setWordWrap(true);
+    m_summary->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_summary);
     auto* split = new QSplitter(Qt::Vertical);
     m_chart = new MemoryLinesChart;
     m_chart->setEmptyMessage(tr("The live per-iteration memory curve appears here while a run streams."));
@@ -106,13 +160,18 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
 
     connect(m_run, &QPushButton::clicked, this, &LaunchPage::start);
     connect(m_cancel, &QPushButton::clicked, this, &LaunchPage::cancel);
-    connect(m_launcher.get(), &launch::LocalLauncher::event, this, &LaunchPage::onEvent);
-    connect(m_launcher.get(), &launch::LocalLauncher::finished, this, &LaunchPage::onFinished);
-    connect(m_launcher.get(), &launch::LocalLauncher::stderrText, this, [this](const QString& text) {
+    connect(m_controlFirst, &QCheckBox::toggled, m_reuseControl, &QCheckBox::setEnabled);
+    launch::RunSession* session = m_session.get();
+    connect(session, &launch::RunSession::message, this, [this](const QString& text) { appendLog(text); });
+    connect(session, &launch::RunSession::jobStarted, this, &LaunchPage::onJobStarted);
+    connect(session, &launch::RunSession::event, this, &LaunchPage::onEvent);
+    connect(session, &launch::RunSession::jobFinished, this, &LaunchPage::onJobFinished);
+    connect(session, &launch::RunSession::finished, this, &LaunchPage::onSessionFinished);
+    connect(session, &launch::RunSession::stderrText, this, [this](const QString& text) {
         for (const QString& line : text.split(QLatin1Char('\n'), Qt::SkipEmptyParts))
             appendLog(QStringLiteral("stderr: ") + line);
     });
-    connect(m_launcher.get(), &launch::LocalLauncher::malformedLine, this,
+    connect(session, &launch::RunSession::malformedLine, this,
         [this](const QByteArray& line, const QString& why) {
             appendLog(tr("ignored line (%1): %2").arg(why, QString::fromUtf8(line.left(200))));
         });
@@ -122,7 +181,7 @@ LaunchPage::~LaunchPage() = default;
 
 bool LaunchPage::isRunning() const
 {
-    return m_launcher->isRunning() || !m_queue.isEmpty();
+    return m_session->isRunning();
 }
 
 QString LaunchPage::statusText() const
@@ -130,11 +189,28 @@ QString LaunchPage::statusText() const
     return m_status->text();
 }
 
+QString LaunchPage::controlText() const
+{
+    return m_control->text();
+}
+
+QString LaunchPage::summaryText() const
+{
+    return m_summary->text();
+}
+
+QVector<qint64> LaunchPage::storedRuns() const
+{
+    return m_session->storedRuns();
+}
+
 void LaunchPage::setRunning(bool running)
 {
     m_run->setEnabled(!running);
     m_cancel->setEnabled(running);
     m_controlFirst->setEnabled(!running);
+    m_reuseControl->setEnabled(!running && m_controlFirst->isChecked());
+    m_repeats->setEnabled(!running);
 }
 
 bool LaunchPage::start()
@@ -145,74 +221,99 @@ bool LaunchPage::start()
         m_status->setText(tr("No measurement store is open; nothing would be kept."));
         return false;
     }
-    const Recipe recipe = m_document->recipe();
-    m_queue.clear();
-    m_stored.clear();
-    m_controlRun.reset();
-    if (m_controlFirst->isChecked() && !(recipe.recompute_modules && recipe.recompute_modules->empty())) {
-        const Recipe control = RecipeDocument::controlFor(recipe);
-        m_queue.push_back({ tr("control []"), toQJson(control), control.train_iters, true });
+    launch::SessionOptions options;
+    options.launch.extraArguments = m_extraArgs->text().split(QLatin1Char(' '), Qt::SkipEmptyParts);
+    options.launch.ranks = m_ranks->value();
+    options.launch.sshHost = m_host->text().trimmed();
+    options.launch.remoteWorker = qEnvironmentVariable("RS_REMOTE_WORKER");
+    options.controlFirst = m_controlFirst->isChecked();
+    options.reuseControl = m_reuseControl->isChecked();
+    options.repeats = m_repeats->value();
+    options.format = m_document->inputFormat();
+    options.provenance = tr("recompute-studio local run");
+    m_rows.clear();
+    m_controlRows.clear();
+    m_lines.clear();
+    m_control->clear();
+    m_summary->clear();
+    if (!m_session->start({ m_document->recipe() }, options)) {
+        // Refused before anything started: nothing is stored, and the page says why.
+        m_status->setText(tr("Not started: %1").arg(m_session->refusal()));
+        appendLog(m_session->refusal());
+        m_chart->setData(QString(), {});
+        m_chart->setEmptyMessage(tr("Not started: fix the recipe's rule errors (Editor, findings) first."));
+        m_progress->setRange(0, 1);
+        m_progress->setValue(0);
+        m_progress->setFormat(tr("not started"));
+        return false;
     }
-    m_queue.push_back({ QString::fromStdString(recipe.name.empty() ? std::string("recipe") : recipe.name),
-        toQJson(recipe), recipe.train_iters, false });
-    if (m_document->validation().hasErrors())
-        appendLog(tr("The recipe has validation errors; the worker will refuse it (outcome 'invalid')."));
+    if (m_session->controlReused() && m_session->controlRunId()) {
+        const qint64 id = *m_session->controlRunId();
+        m_control->setText(
+            tr("Control []: run %1 of %2 (stored, reused: same recipe, same launch settings)")
+                .arg(id)
+                .arg(m_session->reusedControlDate().toString(QStringLiteral("yyyy-MM-dd HH:mm 'UTC'"))));
+        for (const storage::IterationRow& row : m_store->iterations(id, 0))
+            m_controlRows << row;
+    } else if (options.controlFirst) {
+        m_control->setText(tr("Control []: measured first in this launch."));
+    } else {
+        m_control->setText(tr("Control []: the latest stored matched one, if any, is linked."));
+    }
+    m_chart->setData(QString(), {});
+    m_chart->setEmptyMessage(tr("Starting…"));
     setRunning(true);
     emit runStarted();
-    return startNext();
-}
-
-bool LaunchPage::startNext()
-{
-    if (m_queue.isEmpty()) {
-        setRunning(false);
-        emit launchFinished();
-        return false;
-    }
-    m_current = m_queue.takeFirst();
-    m_rows.clear();
-    m_ingest = std::make_unique<storage::RunIngest>(m_store);
-    m_ingest->setProvenance(tr("recompute-studio local run"));
-    if (!m_current.isControl && m_controlRun)
-        m_ingest->setControl(m_controlRun);
-    m_progress->setRange(0, std::max(1, m_current.trainIters));
-    m_progress->setFormat(tr("%1: %v of %m iterations").arg(m_current.label));
-    m_progress->setValue(0);
-    m_chart->setData(QString(), {});
-    m_chart->setEmptyMessage(tr("Waiting for the first iteration of %1…").arg(m_current.label));
-    launch::LaunchOptions options;
-    options.extraArguments = m_extraArgs->text().split(QLatin1Char(' '), Qt::SkipEmptyParts);
-    options.ranks = m_ranks->value();
-    options.sshHost = m_host->text().trimmed();
-    options.remoteWorker = qEnvironmentVariable("RS_REMOTE_WORKER");
-    QString error;
-    appendLog(tr("— %1: starting").arg(m_current.label));
-    if (!m_launcher->start(m_current.recipe, options, &error)) {
-        m_status->setText(tr("Not started: %1").arg(error));
-        appendLog(error);
-        m_queue.clear();
-        m_ingest.reset();
-        setRunning(false);
-        emit launchFinished();
-        return false;
-    }
-    m_status->setText(tr("%1: starting %2").arg(m_current.label, m_launcher->workerPath()));
     return true;
 }
 
 void LaunchPage::cancel()
 {
-    m_queue.clear();
-    if (m_launcher->isRunning()) {
+    if (m_session->isRunning()) {
         appendLog(tr("— cancelled by the user"));
-        m_launcher->cancel();
+        m_session->cancel();
     }
+}
+
+void LaunchPage::onJobStarted(int index)
+{
+    const launch::SessionJob& job = m_session->jobs()[index];
+    m_currentLabel = job.label;
+    if (job.repeats > 1)
+        m_currentLabel += tr(" (run %1 of %2)").arg(job.repeat).arg(job.repeats);
+    m_rows.clear();
+    m_progress->setRange(0, std::max(1, job.recipe.train_iters));
+    m_progress->setFormat(tr("%1: %v of %m iterations").arg(m_currentLabel));
+    m_progress->setValue(0);
+    if (m_controlRows.isEmpty()) {
+        m_chart->setData(QString(), {});
+        m_chart->setEmptyMessage(tr("Waiting for the first iteration of %1…").arg(m_currentLabel));
+    } else {
+        redrawChart(tr("Live: %1 (the [] control's curve pale)").arg(m_currentLabel));
+    }
+    appendLog(tr("— %1: starting").arg(m_currentLabel));
+    m_status->setText(tr("%1: starting").arg(m_currentLabel));
+}
+
+void LaunchPage::redrawChart(const QString& title)
+{
+    m_lines = linesOf(m_rows);
+    const launch::SessionJob* job = m_session->currentJob();
+    if (!(job && job->isControl)) {
+        // The control's curve stays while the candidate runs: its allocated lines, pale.
+        for (IterationLine l : linesOf(m_controlRows)) {
+            if (l.dashed)
+                continue;
+            l.name = tr("[] %1").arg(l.name);
+            l.color = l.color.lighter(170);
+            m_lines << l;
+        }
+    }
+    m_chart->setData(title, m_lines, m_document->recipe().memory_target_gb);
 }
 
 void LaunchPage::onEvent(const QJsonObject& e)
 {
-    if (m_ingest && !m_ingest->ingest(e))
-        appendLog(tr("store: %1").arg(m_ingest->error()));
     const QString kind = e.value(QLatin1String("event")).toString();
     if (kind == QLatin1String("hello")) {
         appendLog(tr("worker %1, LibTorch %2, device %3, rank %4 of %5")
@@ -222,25 +323,26 @@ void LaunchPage::onEvent(const QJsonObject& e)
                       .arg(e.value(QLatin1String("rank")).toInt())
                       .arg(e.value(QLatin1String("world_size")).toInt()));
     } else if (kind == QLatin1String("phase")) {
-        m_status->setText(
-            tr("%1: phase %2").arg(m_current.label, e.value(QLatin1String("phase")).toString()));
+        m_status->setText(tr("%1: phase %2").arg(m_currentLabel, e.value(QLatin1String("phase")).toString()));
     } else if (kind == QLatin1String("iteration")) {
         const storage::IterationRow row = storage::iterationRowFromEvent(e);
+        if (row.rank != 0)
+            return;
         m_rows << row;
-        if (row.rank == 0)
-            m_progress->setValue(std::min(row.iteration, m_progress->maximum()));
+        const launch::SessionJob* job = m_session->currentJob();
+        if (job && job->isControl)
+            m_controlRows << row;
+        m_progress->setValue(std::min(row.iteration, m_progress->maximum()));
         m_status->setText(tr("%1: iteration %2 (%3), %4 ms, peak so far %5")
-                              .arg(m_current.label)
+                              .arg(m_currentLabel)
                               .arg(row.iteration)
                               .arg(row.phase)
                               .arg(row.stepMs.value_or(0.0), 0, 'f', 1)
-                              .arg(gbText(m_ingest ? m_ingest->currentPeakAllocated() : std::nullopt)));
-        const Recipe& r = m_document->recipe();
-        m_chart->setData(
-            tr("Live: %1").arg(m_current.label), buildIterationLines(m_rows, 0), r.memory_target_gb);
+                              .arg(gbText(m_session->currentPeakAllocated())));
+        redrawChart(tr("Live: %1").arg(m_currentLabel));
     } else if (kind == QLatin1String("result")) {
         const QString status = e.value(QLatin1String("status")).toString();
-        QString text = tr("%1: %2").arg(m_current.label, status);
+        QString text = tr("%1: %2").arg(m_currentLabel, status);
         if (!e.value(QLatin1String("stage")).toString().isEmpty())
             text += tr(" in %1").arg(e.value(QLatin1String("stage")).toString());
         if (!e.value(QLatin1String("message")).toString().isEmpty())
@@ -250,27 +352,85 @@ void LaunchPage::onEvent(const QJsonObject& e)
     }
 }
 
-void LaunchPage::onFinished(bool aborted, int exitCode, const QString& reason)
+void LaunchPage::onJobFinished(int index)
 {
-    if (aborted)
-        appendLog(
-            tr("%1 ended without a result (exit %2): %3").arg(m_current.label).arg(exitCode).arg(reason));
-    qint64 runId = 0;
-    if (m_ingest) {
-        m_ingest->finish(aborted ? reason : QString());
-        runId = m_ingest->runId();
-        m_ingest.reset();
+    const launch::SessionJob& job = m_session->jobs()[index];
+    if (job.aborted) {
+        appendLog(tr("%1 ended without a result: %2").arg(m_currentLabel, job.reason));
+        m_status->setText(tr("%1: aborted (%2)").arg(m_currentLabel, job.reason));
     }
-    if (runId) {
-        m_stored << runId;
-        if (m_current.isControl)
-            m_controlRun = runId;
-        appendLog(tr("— %1 stored as run %2").arg(m_current.label).arg(runId));
-        emit runStored(runId);
+    if (job.runId) {
+        appendLog(tr("— %1 stored as run %2").arg(m_currentLabel).arg(job.runId));
+        if (job.isControl)
+            m_control->setText(tr("Control []: run %1, measured in this launch.").arg(job.runId));
+        emit runStored(job.runId);
     }
-    if (aborted && m_status->text().indexOf(tr("aborted")) < 0)
-        m_status->setText(tr("%1: aborted (%2)").arg(m_current.label, reason));
-    startNext();
+}
+
+void LaunchPage::onSessionFinished()
+{
+    setRunning(false);
+    showSummary();
+    emit launchFinished();
+}
+
+void LaunchPage::showSummary()
+{
+    const QVector<qint64> runs = m_session->candidateRuns();
+    const std::optional<qint64> control = m_session->controlRunId();
+    if (runs.isEmpty() || !m_store)
+        return;
+    QVector<double> ms, gb, dTime, dAlloc;
+    QString label;
+    const QVector<storage::ComparisonRow> rows
+        = control ? m_store->compare(*control, runs) : QVector<storage::ComparisonRow> {};
+    for (qint64 id : runs) {
+        const auto r = m_store->run(id);
+        if (!r || r->outcome != storage::outcome::Pass)
+            continue;
+        label = r->moduleSetLabel();
+        if (r->steadyStepMs)
+            ms << *r->steadyStepMs;
+        if (r->peakAllocated)
+            gb << bytesToGb(*r->peakAllocated);
+        for (const storage::ComparisonRow& row : rows) {
+            if (row.run.id != id || row.isControl || !row.match.matched)
+                continue;
+            if (row.timeVsControlPct)
+                dTime << *row.timeVsControlPct;
+            if (row.allocatedVsControlPct)
+                dAlloc << *row.allocatedVsControlPct;
+        }
+    }
+    if (ms.isEmpty() && gb.isEmpty()) {
+        m_summary->setText(tr("No run of the recipe passed: nothing to compare."));
+        return;
+    }
+    auto range = [](const Spread& s, int decimals, const QString& unit) {
+        QString t = QStringLiteral("%1%2").arg(s.mean, 0, 'f', decimals).arg(unit);
+        if (s.n > 1)
+            t += QStringLiteral(" (%1–%2 over %3 runs)")
+                     .arg(s.min, 0, 'f', decimals)
+                     .arg(s.max, 0, 'f', decimals)
+                     .arg(s.n);
+        return t;
+    };
+    auto pct = [](const Spread& s) {
+        QString t = QString::asprintf("%+.2f%%", s.mean);
+        if (s.n > 1)
+            t += QString::asprintf(" (%+.2f%% to %+.2f%%)", s.min, s.max);
+        return t;
+    };
+    QString text = tr("[%1]: steady step %2, peak allocated %3")
+                       .arg(label, range(spreadOf(ms), 2, QStringLiteral(" ms")),
+                           range(spreadOf(gb), 3, QStringLiteral(" GB")));
+    if (control) {
+        text += tr("; against the [] control (run %1): ").arg(*control);
+        text += dTime.isEmpty() && dAlloc.isEmpty()
+            ? tr("not compared (not matched, or the control has no figures)")
+            : tr("Δ time %1, Δ allocated %2").arg(pct(spreadOf(dTime)), pct(spreadOf(dAlloc)));
+    }
+    m_summary->setText(text);
 }
 
 void LaunchPage::appendLog(const QString& line)

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runs the recipe being edited on this host through rs_launch (the worker recompute-bench as a child
-// process: the GUI never runs LibTorch itself), with a progress bar, a live per-iteration memory curve,
-// cancel, and every event ingested into the store as it arrives. Optionally the matched [] control runs
-// first and becomes the recipe run's control.
+// Runs the recipe being edited through launch::RunSession (the worker recompute-bench as a child process:
+// the GUI never runs LibTorch itself), with a progress bar, a live per-iteration memory curve in GB, cancel,
+// and every event stored as it arrives. The session refuses a recipe with rule errors before anything starts,
+// runs the matched [] control first or reuses a stored one measured the same way (the page says which run,
+// and when), and can run the candidate several times; the page then shows the spread of its figures.
 #pragma once
 
 #include <memory>
@@ -11,6 +12,7 @@
 #include <QVector>
 #include <QWidget>
 
+#include "charts/chartdata.h"
 #include "storage/store.h"
 
 class QCheckBox;
@@ -22,10 +24,7 @@ class QProgressBar;
 class QPushButton;
 
 namespace rs::launch {
-class LocalLauncher;
-}
-namespace rs::storage {
-class RunIngest;
+class RunSession;
 }
 
 namespace rs::ui {
@@ -43,15 +42,25 @@ public:
     QProgressBar* progressBar() const { return m_progress; }
     MemoryLinesChart* memoryChart() const { return m_chart; }
     QCheckBox* controlFirstBox() const { return m_controlFirst; }
+    QCheckBox* reuseControlBox() const { return m_reuseControl; }
+    QSpinBox* repeatsBox() const { return m_repeats; }
     QLineEdit* workerArgumentsEdit() const { return m_extraArgs; }
     QSpinBox* ranksBox() const { return m_ranks; }
     QLineEdit* hostEdit() const { return m_host; }
     QString statusText() const;
+    // Which control the launch compares with: "run 3 of 2026-12-01 09:40 UTC (stored, reused)".
+    QString controlText() const;
+    // The candidate's figures over its runs: mean and spread of step time and peak, Δ against the control.
+    QString summaryText() const;
+    // What the live chart was last given (the current run's lines, then the control's).
+    const QVector<IterationLine>& liveLines() const { return m_lines; }
     // Ids of the runs stored by the last launch, in order (the control first when it ran).
-    QVector<qint64> storedRuns() const { return m_stored; }
+    QVector<qint64> storedRuns() const;
+    launch::RunSession* session() const { return m_session.get(); }
 
 public slots:
-    // Starts the current recipe (after its control, when asked). False with the reason in the page.
+    // Starts the current recipe (after its control, when asked). False with the reason in the page: a
+    // recipe with rule errors is refused and nothing is stored.
     bool start();
     void cancel();
 
@@ -63,36 +72,35 @@ signals:
     void launchFinished();
 
 private:
-    struct Job {
-        QString label;
-        QJsonObject recipe;
-        int trainIters = 0;
-        bool isControl = false;
-    };
-    bool startNext();
+    void onJobStarted(int index);
     void onEvent(const QJsonObject& event);
-    void onFinished(bool aborted, int exitCode, const QString& reason);
+    void onJobFinished(int index);
+    void onSessionFinished();
+    void redrawChart(const QString& title);
+    void showSummary();
     void appendLog(const QString& line);
     void setRunning(bool running);
 
     RecipeDocument* m_document;
     storage::Store* m_store;
-    std::unique_ptr<launch::LocalLauncher> m_launcher;
-    std::unique_ptr<storage::RunIngest> m_ingest;
-    QVector<Job> m_queue;
-    Job m_current;
-    std::optional<qint64> m_controlRun;
-    QVector<qint64> m_stored;
-    QVector<storage::IterationRow> m_rows;
+    std::unique_ptr<launch::RunSession> m_session;
+    QString m_currentLabel;
+    QVector<storage::IterationRow> m_rows; // the current run's, rank 0
+    QVector<storage::IterationRow> m_controlRows; // the control's (measured now or stored), rank 0
+    QVector<IterationLine> m_lines;
 
     QPushButton* m_run;
     QPushButton* m_cancel;
     QCheckBox* m_controlFirst;
+    QCheckBox* m_reuseControl;
+    QSpinBox* m_repeats;
     QLineEdit* m_extraArgs;
     QSpinBox* m_ranks;
     QLineEdit* m_host;
     QLabel* m_worker;
     QLabel* m_status;
+    QLabel* m_control;
+    QLabel* m_summary;
     QProgressBar* m_progress;
     MemoryLinesChart* m_chart;
     QPlainTextEdit* m_log;

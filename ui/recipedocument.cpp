@@ -6,6 +6,7 @@
 #include <QFileInfo>
 #include <QSaveFile>
 
+#include "core/comparison.h"
 #include "core/recipe_json.h"
 #include "recipefields.h"
 
@@ -28,17 +29,8 @@ void RecipeDocument::setInputFormat(InputFormat format)
 
 Recipe RecipeDocument::controlFor(const Recipe& recipe)
 {
-    Recipe control = recipe;
-    control.recompute_granularity = std::string("selective");
-    control.recompute_modules = std::vector<std::string> {};
-    control.recompute_method.reset();
-    control.recompute_num_layers.reset();
-    control.distribute_saved_activations = false;
-    control.moe_layer_recompute = false;
-    control.recompute_activations = false;
-    if (!control.name.empty())
-        control.name += " (control)";
-    return control;
+    // The one definition of the guide's [] control, shared with `recompute sweep` (same recipe hash).
+    return controlRecipe(recipe);
 }
 
 Recipe RecipeDocument::control() const

@@ -52,6 +52,7 @@ public:
     bool applyPatch(const nlohmann::json& patch, QObject* origin, QString* error);
     bool applyFixIt(const FixIt& fixit, QString* error);
 
+    // The explicit [] control of a recipe: rs::controlRecipe (core/comparison.h), the same as the CLI's.
     static Recipe controlFor(const Recipe& recipe);
 
 signals:

@@ -4,6 +4,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 
+#include "core/units.h"
+
 using namespace Qt::StringLiterals;
 
 namespace rs::cli {
@@ -26,7 +28,7 @@ QJsonObject candidateJson(const StoredAdvice& a, std::size_t i)
     QJsonArray peaks;
     for (const auto& p : c.rank_peaks)
         peaks << QJsonObject { { u"rank"_s, p.rank < 0 ? QJsonValue() : QJsonValue(p.rank) },
-            { u"peak_allocated_gb"_s, double(p.bytes) / 1e9 } };
+            { u"peak_allocated_gb"_s, rs::bytesToGb(p.bytes) } };
     return QJsonObject {
         { u"run_id"_s, run.id },
         { u"module_set"_s, QString::fromStdString(c.label) },
@@ -37,7 +39,7 @@ QJsonObject candidateJson(const StoredAdvice& a, std::size_t i)
         { u"failure_iteration"_s, run.failureIteration ? QJsonValue(*run.failureIteration) : QJsonValue() },
         { u"rank_peaks"_s, peaks },
         { u"peak_allocated_gb"_s,
-            v.worst_peak_bytes ? QJsonValue(double(*v.worst_peak_bytes) / 1e9) : QJsonValue() },
+            v.worst_peak_bytes ? QJsonValue(rs::bytesToGb(*v.worst_peak_bytes)) : QJsonValue() },
         { u"peak_rank"_s, v.worst_rank && *v.worst_rank >= 0 ? QJsonValue(*v.worst_rank) : QJsonValue() },
         { u"steady_step_ms"_s, optionalNumber(c.steady_step_ms) },
         { u"verdict"_s, QString::fromLatin1(verdictName(v.verdict)) },

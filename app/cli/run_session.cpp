@@ -14,8 +14,7 @@
 #include <QTimer>
 
 #include "core/recipe_json.h"
-#include "launch/local_launcher.h"
-#include "storage/ingest.h"
+#include "core/units.h"
 
 using namespace Qt::StringLiterals;
 
@@ -32,11 +31,6 @@ extern "C" void onInterrupt(int)
 int g_scopeDepth = 0;
 void (*g_previousSigint)(int) = SIG_DFL;
 void (*g_previousSigterm)(int) = SIG_DFL;
-
-QString gb(std::optional<qint64> bytes)
-{
-    return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3) + u" GB"_s : u"-"_s;
-}
 
 } // namespace
 
@@ -91,78 +85,103 @@ void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optiona
     recipe.train_iters = recipe.warmup_iters + steady;
 }
 
-RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const RunSessionOptions& options)
+QVector<qint64> RunSessionResult::candidateRuns() const
+{
+    QVector<qint64> out;
+    for (const auto& j : jobs) {
+        if (!j.isControl && j.runId)
+            out << j.runId;
+    }
+    return out;
+}
+
+bool refuseRuleErrors(const QString& verb, const QVector<Recipe>& recipes, InputFormat format)
+{
+    const QStringList errors = launch::RunSession::ruleErrors(recipes, format);
+    if (errors.isEmpty())
+        return true;
+    std::cerr << "recompute " << verb.toStdString()
+              << ": refused: the recipe has rule errors, nothing was started or stored:\n";
+    for (const QString& e : errors)
+        std::cerr << "  " << e.toStdString() << "\n";
+    return false;
+}
+
+RunSessionResult runSession(
+    storage::Store& store, const QVector<Recipe>& candidates, const RunSessionOptions& options)
 {
     const std::string prefix = "recompute " + options.verb.toStdString() + ": ";
     RunSessionResult result;
     InterruptScope interrupts;
     const int interruptsBefore = InterruptScope::count();
 
-    const QByteArray recipeText = QByteArray::fromStdString(recipeToJson(recipe).dump(2));
-    const QJsonObject recipeObject = QJsonDocument::fromJson(recipeText).object();
-    storage::RunIngest ingest(&store);
-    ingest.setRecipe(recipeObject);
-    ingest.setProvenance(options.provenance);
-    if (options.control)
-        ingest.setControl(options.control);
-
-    launch::LocalLauncher launcher;
-    launch::LaunchOptions launchOptions;
-    launchOptions.workerPath = options.workerPath;
+    launch::SessionOptions so;
+    so.launch.workerPath = options.workerPath;
     if (!options.device.isEmpty())
-        launchOptions.extraArguments << u"--device"_s << options.device;
-    launchOptions.ranks = options.ranks;
-    launchOptions.sshHost = options.sshHost;
-    launchOptions.sshOptions = options.sshOptions;
-    launchOptions.remoteWorker = options.remoteWorker;
+        so.launch.extraArguments << u"--device"_s << options.device;
+    so.launch.ranks = options.ranks;
+    so.launch.sshHost = options.sshHost;
+    so.launch.sshOptions = options.sshOptions;
+    so.launch.remoteWorker = options.remoteWorker;
+    so.controlFirst = options.controlFirst;
+    so.reuseControl = options.reuseControl;
+    so.control = options.control;
+    so.repeats = options.repeats;
+    so.format = options.format;
+    so.provenance = options.provenance;
 
-    const int total = recipe.train_iters;
+    launch::RunSession session(&store);
     const bool tty = ::isatty(STDERR_FILENO);
-    const QString label = options.progressLabel.isEmpty() ? QString() : options.progressLabel + u" "_s;
-    QString finishReason;
+    QString label;
+    int total = 0;
     QEventLoop loop;
-    bool done = false;
-    QObject::connect(&launcher, &launch::LocalLauncher::event, [&](const QJsonObject& e) {
-        if (!result.storeFailed && !ingest.ingest(e)) {
-            result.storeFailed = true;
-            std::cerr << "\n"
-                      << prefix << "the store refused a row: " << ingest.error().toStdString() << "\n";
-        }
+    QObject::connect(&session, &launch::RunSession::message, [&](const QString& text) {
+        std::cerr << (tty ? "\r\033[K" : "") << prefix << text.toStdString() << "\n";
     });
-    QObject::connect(&launcher, &launch::LocalLauncher::iteration, [&](const QJsonObject& e) {
+    QObject::connect(&session, &launch::RunSession::jobStarted, [&](int index) {
+        const launch::SessionJob& job = session.jobs()[index];
+        label = u"["_s + job.label + u"]"_s;
+        if (job.repeats > 1)
+            label += u" %1/%2"_s.arg(job.repeat).arg(job.repeats);
+        total = job.recipe.train_iters;
+    });
+    QObject::connect(&session, &launch::RunSession::iteration, [&](const QJsonObject& e) {
         const int it = e.value(u"iteration"_s).toInt();
-        const int rank = e.value(u"rank"_s).toInt();
-        if (rank != 0)
+        if (e.value(u"rank"_s).toInt() != 0)
             return;
         const int width = 30;
         const int filled = total > 0 ? std::min(width, it * width / total) : 0;
         const QString bar = QString(filled, u'#') + QString(width - filled, u'.');
-        const QString text = u"%1[%2] iteration %3/%4  %5  peak allocated %6"_s.arg(label, bar)
+        const QString text = u"%1 [%2] iteration %3/%4  %5  peak allocated %6"_s.arg(label, bar)
                                  .arg(it)
                                  .arg(total)
                                  .arg(e.value(u"phase"_s).toString())
-                                 .arg(gb(ingest.currentPeakAllocated()));
+                                 .arg(QString::fromStdString(formatGbUnit(session.currentPeakAllocated())));
         if (tty)
             std::cerr << "\r" << text.toStdString() << std::flush;
         else
             std::cerr << text.toStdString() << "\n";
     });
-    QObject::connect(&launcher, &launch::LocalLauncher::stderrText, [&](const QString& text) {
+    QObject::connect(&session, &launch::RunSession::stderrText, [&](const QString& text) {
         if (tty)
             std::cerr << "\r\033[K";
         std::cerr << text.toStdString() << std::flush;
     });
     QObject::connect(
-        &launcher, &launch::LocalLauncher::malformedLine, [&](const QByteArray& line, const QString& why) {
+        &session, &launch::RunSession::malformedLine, [&](const QByteArray& line, const QString& why) {
             std::cerr << prefix << "ignored a worker stdout line (" << why.toStdString()
                       << "): " << line.left(200).toStdString() << "\n";
         });
-    QObject::connect(
-        &launcher, &launch::LocalLauncher::finished, [&](bool aborted, int, const QString& reason) {
-            finishReason = aborted ? reason : QString();
-            done = true;
-            loop.quit();
-        });
+    QObject::connect(&session, &launch::RunSession::jobFinished, [&](int index) {
+        if (tty)
+            std::cerr << "\n";
+        const launch::SessionJob& job = session.jobs()[index];
+        if (session.startFailed() && job.runId)
+            std::cerr << prefix << "stored as run " << job.runId << " (aborted)\n";
+        if (options.onStored && job.runId)
+            options.onStored(job);
+    });
+    QObject::connect(&session, &launch::RunSession::finished, &loop, &QEventLoop::quit);
 
     QTimer poll;
     int seenInterrupts = interruptsBefore;
@@ -174,32 +193,24 @@ RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const R
         std::cerr << (tty ? "\n" : "") << prefix
                   << "interrupted; stopping the worker (what was measured is kept)\n";
         // A second Ctrl-C does not wait for the worker's grace period.
-        launcher.cancel(n - interruptsBefore > 1 ? 0 : 2000);
+        session.cancel(n - interruptsBefore > 1 ? 0 : 2000);
     });
-    poll.start(50);
 
-    QString error;
-    if (!launcher.start(recipeObject, launchOptions, &error)) {
-        std::cerr << prefix << error.toStdString() << "\n";
-        ingest.finish(error);
-        std::cerr << prefix << "stored as run " << ingest.runId() << " (aborted)\n";
-        result.error = error;
-        result.runId = ingest.runId();
-        result.interrupted = InterruptScope::count() > interruptsBefore;
+    if (!session.start(candidates, so)) {
+        std::cerr << prefix << session.refusal().toStdString() << "\n";
+        result.refused = true;
         return result;
     }
-    result.started = true;
-    if (!done)
+    poll.start(50);
+    if (session.isRunning())
         loop.exec();
     poll.stop();
-    if (tty)
-        std::cerr << "\n";
 
-    if (!ingest.finish(
-            finishReason.isEmpty() ? u"the worker's stream ended without a result"_s : finishReason))
-        std::cerr << prefix << ingest.error().toStdString() << "\n";
-    result.runId = ingest.runId();
-    result.iterationsStored = ingest.iterationCount();
+    result.startFailed = session.startFailed();
+    result.storeFailed = session.storeFailed();
+    result.controlRunId = session.controlRunId();
+    result.controlReused = session.controlReused();
+    result.jobs = session.jobs();
     result.interrupted = InterruptScope::count() > interruptsBefore;
     return result;
 }

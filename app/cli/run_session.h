@@ -1,18 +1,21 @@
 // SPDX-License-Identifier: Apache-2.0
-// One run of one recipe on this host's worker, stored as it arrives: the loop that `recompute run` and
-// `recompute sweep` share. It starts a LocalLauncher, feeds every event to a RunIngest, shows progress on
-// stderr, and on Ctrl-C (SIGINT/SIGTERM) stops the worker and keeps what was measured (the run ends
-// `aborted`).
+// The command-line face of launch::RunSession, shared by `recompute run` and `recompute sweep`: the recipe
+// and worker arguments, progress on stderr, and Ctrl-C (SIGINT/SIGTERM), which stops the worker and keeps
+// what was measured (the run ends `aborted`). Launching, ingest, the control first and its reuse, and the
+// refusal of a recipe with rule errors are the session's.
 #pragma once
 
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
 
 #include <QString>
+#include <QVector>
 
 #include "core/recipe.h"
 #include "core/recipe_input.h"
+#include "launch/run_session.h"
 #include "storage/store.h"
 
 namespace rs::cli {
@@ -31,25 +34,36 @@ public:
 
 struct RunSessionOptions {
     QString verb = QStringLiteral("run"); // names the messages: "recompute <verb>: ..."
-    QString workerPath; // empty: LocalLauncher's search ($RS_WORKER, next to the CLI, build tree, PATH)
+    QString workerPath; // empty: WorkerLauncher's search ($RS_WORKER, next to the CLI, build tree, PATH)
     QString device; // passed as --device to the worker when set
     int ranks = 1; // worker processes on this host, data-parallel replicas (LaunchOptions::ranks)
     QString sshHost; // run the worker on this host over ssh (LaunchOptions::sshHost)
     QStringList sshOptions;
     QString remoteWorker;
     std::optional<qint64> control; // the matched [] control to link; empty: the store's latest matched one
+    bool controlFirst = false; // sweep: the candidates' [] control first (run, or a stored one reused)
+    bool reuseControl = true; // sweep: a stored matched control measured the same way is not run again
+    int repeats = 1; // runs of every candidate
+    InputFormat format = InputFormat::Json; // the rules that judge the recipes
     QString provenance; // stored with the run
-    QString progressLabel; // shown before the progress bar (sweep: the module set)
+    // Called once per stored run, as it is stored (sweep prints its line).
+    std::function<void(const launch::SessionJob& job)> onStored;
 };
 
 struct RunSessionResult {
-    qint64 runId = 0; // 0: nothing was stored
-    bool started = false; // the worker process started
-    bool interrupted = false; // a Ctrl-C arrived during the run
+    bool refused = false; // rule errors: nothing started, nothing stored (said on stderr)
+    bool startFailed = false; // the worker did not start (said on stderr; an aborted run names why)
+    bool interrupted = false; // a Ctrl-C arrived during the session
     bool storeFailed = false; // the store refused a row (said on stderr)
-    int iterationsStored = 0;
-    QString error; // why the worker did not start
+    std::optional<qint64> controlRunId; // the candidates' control (run now, reused, or given)
+    bool controlReused = false;
+    QVector<launch::SessionJob> jobs; // in order: the control (when it ran), then the candidates
+    QVector<qint64> candidateRuns() const;
 };
+
+// Prints every rule error of `recipes` ("recompute <verb>: refused: ..."); true when there are none. The
+// verbs call it before they open the store, so a refused recipe leaves no trace.
+bool refuseRuleErrors(const QString& verb, const QVector<Recipe>& recipes, InputFormat format);
 
 // Reads the recipe arguments of a verb that runs the worker (`run`, `sweep`). Returns an exit code when the
 // verb is done: 0 after printing `usage` for --help, 2 after naming what is unusable; nullopt when `input`
@@ -67,7 +81,9 @@ void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optiona
 bool isWorkerFlag(const std::string& flag);
 void takeWorkerFlag(const std::string& flag, const QString& value, RunSessionOptions* options);
 
-// Runs `recipe` (its train_iters / warmup_iters decide the run length) and stores it in `store`.
-RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const RunSessionOptions& options);
+// Runs the candidates through one launch::RunSession (the control first when asked, every event stored as it
+// arrives), with progress on stderr; Ctrl-C stops the current worker and runs nothing further.
+RunSessionResult runSession(
+    storage::Store& store, const QVector<Recipe>& candidates, const RunSessionOptions& options);
 
 } // namespace rs::cli

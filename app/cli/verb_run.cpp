@@ -5,6 +5,7 @@
 #include <stdexcept>
 
 #include "core/recipe_input.h"
+#include "core/units.h"
 #include "run_session.h"
 #include "storage/report.h"
 #include "storage/store.h"
@@ -28,12 +29,14 @@ const char* kUsage
       "  --host runs the worker on HOST over ssh (BatchMode: your keys and ~/.ssh/config), the recipe on\n"
       "  its stdin; --ssh-options adds ssh options ('-p 2222 -i KEY'); --remote-worker names the worker's\n"
       "  path there (default: recompute-bench on its PATH).\n"
+      "  A recipe with rule errors is refused before the worker starts (nothing is stored).\n"
       "  Ctrl-C stops the worker and keeps what was measured (the run ends `aborted`).\n"
-      "  Exit: 0 pass, 1 the run did not pass, 2 unusable input, 130 interrupted.\n";
+      "  Exit: 0 pass, 1 the run did not pass, 2 unusable input (rule errors included) or the worker did\n"
+      "  not start, 130 interrupted.\n";
 
 QString gb(std::optional<qint64> bytes)
 {
-    return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3) + u" GB"_s : u"-"_s;
+    return QString::fromStdString(rs::formatGbUnit(bytes));
 }
 
 int runMain(const std::vector<std::string>& args)
@@ -98,6 +101,9 @@ int runMain(const std::vector<std::string>& args)
     }
 
     rs::cli::applyRunLength(input.recipe, warmupIters, steadyIters);
+    // A recipe with rule errors never reaches the worker, nor the store.
+    if (!rs::cli::refuseRuleErrors(u"run"_s, { input.recipe }, input.format))
+        return 2;
 
     rs::storage::Store store;
     QString error;
@@ -112,11 +118,13 @@ int runMain(const std::vector<std::string>& args)
     }
 
     options.control = control;
+    options.format = input.format;
     options.provenance = u"recompute run "_s + QString::fromStdString(input.origin);
-    const rs::cli::RunSessionResult session = rs::cli::runSession(store, input.recipe, options);
-    if (!session.started)
+    const rs::cli::RunSessionResult session = rs::cli::runSession(store, { input.recipe }, options);
+    if (session.refused || session.startFailed || session.jobs.isEmpty())
         return 2;
-    const auto run = store.run(session.runId);
+    const rs::launch::SessionJob& job = session.jobs.front();
+    const auto run = store.run(job.runId);
     if (!run) {
         std::cerr << "recompute run: the run was not stored: " << store.lastError().toStdString() << "\n";
         return 2;
@@ -137,7 +145,7 @@ int runMain(const std::vector<std::string>& args)
         std::cout << "  worker           " << run->workerVersion.toStdString() << " on "
                   << run->device.toStdString() << " (" << run->host.toStdString() << "), libtorch "
                   << run->libtorchVersion.toStdString() << "\n";
-    std::cout << "  iterations       " << session.iterationsStored << " rows stored\n";
+    std::cout << "  iterations       " << store.iterations(run->id).size() << " rows stored\n";
     for (const auto& p : store.rankPeaks(run->id))
         std::cout << "  rank " << p.rank << "           peak allocated " << gb(p.peakAllocated).toStdString()
                   << ", reserved " << gb(p.peakReserved).toStdString() << " (" << p.peakPhase.toStdString()

@@ -7,8 +7,10 @@
 #include <iostream>
 
 #include "advice_output.h"
+#include "core/comparison.h"
 #include "core/recipe_input.h"
 #include "core/rules.h"
+#include "core/units.h"
 #include "run_session.h"
 #include "storage/report.h"
 #include "storage/store.h"
@@ -21,7 +23,7 @@ namespace {
 const char* kUsage
     = "usage: recompute sweep (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
       "                       [--modules SET...] [--target-gb X] [--db PATH] [--device D] [--iters N]\n"
-      "                       [--warmup N] [--ranks N] [--worker PATH]\n"
+      "                       [--warmup N] [--repeats N] [--rerun-control] [--ranks N] [--worker PATH]\n"
       "                       [--host HOST [--ssh-options OPTS] [--remote-worker PATH]]\n"
       "  The guide's matched runs: first the explicit no-recompute control (the recipe with\n"
       "  recompute_granularity=selective, recompute_modules=[]), then one run per SET, changing only the\n"
@@ -30,70 +32,28 @@ const char* kUsage
       "  --modules takes one or more SETs and may repeat. Without --modules: one run per label that has an\n"
       "  effect on the model. Each choice is validated first; one with rule errors is reported and skipped.\n"
       "  Then the comparison table, and with --target-gb (or the recipe's memory_target_gb) the advice.\n"
+      "  A stored passing [] control of the same recipe, measured with the same worker, arguments, ranks\n"
+      "  and host, is reused (said on stderr) instead of run again; --rerun-control runs it anyway.\n"
+      "  --repeats N runs every choice N times (each linked to the control), to see the spread.\n"
       "  --ranks N runs every choice as N data-parallel worker processes on this host, --host on HOST over\n"
       "  ssh (both as recompute run).\n"
       "  Ctrl-C stops the current worker, keeps what was measured and runs no further choice.\n"
       "  Exit: 0 every choice ran (and, with a target, one fits), 1 a choice was skipped or nothing fits,\n"
       "  2 unusable input or the worker did not start, 130 interrupted.\n";
 
-struct ModuleSet {
-    QString text; // as given
-    std::string granularity; // selective | full
-    std::vector<std::string> modules; // selective
-    std::string method; // full
-    int numLayers = 0; // full
-    QString label() const
-    {
-        if (granularity == "full")
-            return u"full %1 %2"_s.arg(QString::fromStdString(method)).arg(numLayers);
-        QStringList l;
-        for (const auto& m : modules)
-            l << QString::fromStdString(m);
-        return l.join(u", "_s);
-    }
-};
-
 // "moe_act" | "layernorm,moe_act" | "full:uniform:1" | "full:block:2"; throws with a message naming the set.
-ModuleSet parseModuleSet(const QString& text)
+rs::RecomputeChoice parseModuleSet(const QString& text)
 {
-    ModuleSet s;
-    s.text = text;
-    const QString t = text.trimmed();
-    if (t.startsWith(u"full"_s) && (t.size() == 4 || t[4] == u':')) {
-        const QStringList parts = t.split(u':');
-        bool ok = false;
-        const int n = parts.size() == 3 ? parts[2].toInt(&ok) : 0;
-        if (parts.size() != 3 || (parts[1] != u"uniform" && parts[1] != u"block") || !ok || n < 1)
-            throw std::invalid_argument("--modules: '" + text.toStdString()
-                + "': full recompute is full:METHOD:N with recompute_method uniform or block and "
-                  "recompute_num_layers a positive integer (e.g. full:uniform:1)");
-        s.granularity = "full";
-        s.method = parts[1].toStdString();
-        s.numLayers = n;
-        return s;
+    try {
+        return rs::parseRecomputeChoice(text.toStdString());
+    } catch (const std::invalid_argument& e) {
+        throw std::invalid_argument(std::string("--modules: ") + e.what());
     }
-    s.granularity = "selective";
-    for (const QString& part : t.split(u',')) {
-        const QString label = part.trimmed();
-        if (label.isEmpty() || label == u"[]")
-            throw std::invalid_argument("--modules: '" + text.toStdString()
-                + "': a set is one or more recompute_modules labels separated by commas (e.g. "
-                  "layernorm,moe_act); the [] control is always run first");
-        s.modules.push_back(label.toStdString());
-    }
-    return s;
 }
 
-// Only the recompute choice differs from the recipe: the contract of a matched comparison.
-rs::Recipe withRecompute(rs::Recipe r, const std::string& granularity,
-    std::optional<std::vector<std::string>> modules, std::optional<std::string> method,
-    std::optional<int> numLayers)
+QString label(const rs::RecomputeChoice& c)
 {
-    r.recompute_granularity = granularity;
-    r.recompute_modules = std::move(modules);
-    r.recompute_method = std::move(method);
-    r.recompute_num_layers = numLayers;
-    return r;
+    return QString::fromStdString(c.label());
 }
 
 // Prints the rule errors; true when there are none.
@@ -118,7 +78,7 @@ QString oneLine(const rs::storage::Store& store, qint64 runId)
     QString s = u"run %1 (%2): %3"_s.arg(run->id).arg(run->moduleSetLabel(), run->outcome);
     if (!run->failureStage.isEmpty())
         s += u" in "_s + run->failureStage;
-    s += u", peak allocated %1 GB"_s.arg(rs::storage::formatGigabytes(run->peakAllocated));
+    s += u", peak allocated %1"_s.arg(QString::fromStdString(rs::formatGbUnit(run->peakAllocated)));
     if (run->steadyStepMs)
         s += u", %1 ms/step"_s.arg(*run->steadyStepMs, 0, 'f', 2);
     return s;
@@ -134,7 +94,7 @@ int sweepMain(const std::vector<std::string>& args)
     std::optional<int> steadyIters, warmupIters;
     rs::cli::RunSessionOptions options;
     std::optional<double> target = input.recipe.memory_target_gb;
-    std::vector<ModuleSet> sets;
+    std::vector<rs::RecomputeChoice> sets;
     try {
         for (size_t i = 0; i < rest.size(); ++i) {
             const std::string& a = rest[i];
@@ -149,8 +109,12 @@ int sweepMain(const std::vector<std::string>& args)
                         "--modules needs one or more SETs (e.g. moe_act layernorm,moe_act)");
                 continue;
             }
+            if (a == "--rerun-control") {
+                options.reuseControl = false;
+                continue;
+            }
             if (!rs::cli::isWorkerFlag(a) && a != "--db" && a != "--iters" && a != "--warmup"
-                && a != "--target-gb")
+                && a != "--target-gb" && a != "--repeats")
                 throw std::invalid_argument("unknown argument " + a);
             if (i + 1 >= rest.size())
                 throw std::invalid_argument(a + " needs a value");
@@ -166,6 +130,13 @@ int sweepMain(const std::vector<std::string>& args)
                     throw std::invalid_argument("--target-gb: '" + v.toStdString()
                         + "' is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)");
                 target = gb;
+            } else if (a == "--repeats") {
+                bool ok = false;
+                const int n = v.toInt(&ok);
+                if (!ok || n < 1)
+                    throw std::invalid_argument(
+                        "--repeats: '" + v.toStdString() + "' is not a positive integer");
+                options.repeats = n;
             } else {
                 bool ok = false;
                 const int n = v.toInt(&ok);
@@ -185,31 +156,26 @@ int sweepMain(const std::vector<std::string>& args)
     rs::Recipe base = input.recipe;
     rs::cli::applyRunLength(base, warmupIters, steadyIters);
 
-    const rs::Recipe controlRecipe = withRecompute(base, "selective", std::vector<std::string> {}, {}, {});
+    // The guide's control, built by the same core function as the launch page's (one recipe hash for both).
+    const rs::Recipe controlRecipe = rs::controlRecipe(base);
     if (sets.empty()) {
         // The guide: one label at a time, and only labels that act on this architecture.
-        for (const auto& label : rs::allowedRecomputeModules(base.profile)) {
-            if (rs::recomputeLabelEffect(controlRecipe, label).has_effect)
-                sets.push_back(parseModuleSet(QString::fromStdString(label)));
+        for (const auto& l : rs::allowedRecomputeModules(base.profile)) {
+            if (rs::recomputeLabelEffect(controlRecipe, l).has_effect)
+                sets.push_back(parseModuleSet(QString::fromStdString(l)));
         }
         QStringList names;
         for (const auto& s : sets)
-            names << s.label();
+            names << label(s);
         std::cerr << "recompute sweep: no --modules given: one run per label with an effect on this model: "
                   << names.join(u" | "_s).toStdString() << "\n";
     }
     // The same choice twice would be two runs of one thing.
-    std::vector<ModuleSet> unique;
+    std::vector<rs::RecomputeChoice> unique;
     for (const auto& s : sets) {
-        auto same = [&](const ModuleSet& o) {
-            auto a = o.modules, b = s.modules;
-            std::sort(a.begin(), a.end());
-            std::sort(b.begin(), b.end());
-            return o.granularity == s.granularity && a == b && o.method == s.method
-                && o.numLayers == s.numLayers;
-        };
-        if (std::any_of(unique.begin(), unique.end(), same))
-            std::cerr << "recompute sweep: [" << s.label().toStdString() << "] given twice, run once\n";
+        if (std::any_of(
+                unique.begin(), unique.end(), [&](const rs::RecomputeChoice& o) { return o.sameAs(s); }))
+            std::cerr << "recompute sweep: [" << s.label() << "] given twice, run once\n";
         else
             unique.push_back(s);
     }
@@ -218,14 +184,13 @@ int sweepMain(const std::vector<std::string>& args)
         std::cerr << "recompute sweep: the [] control of this recipe does not validate: nothing was run\n";
         return 1;
     }
-    std::vector<std::pair<ModuleSet, rs::Recipe>> runnable;
+    // Each candidate is the control with only its recompute choice set (rs::candidateRecipe).
+    QVector<rs::Recipe> runnable;
     int skipped = 0;
     for (const auto& s : unique) {
-        rs::Recipe r = s.granularity == "full"
-            ? withRecompute(base, "full", std::nullopt, s.method, s.numLayers)
-            : withRecompute(base, "selective", s.modules, {}, {});
-        if (validated(r, input.format, s.label()))
-            runnable.emplace_back(s, r);
+        const rs::Recipe r = rs::candidateRecipe(base, s);
+        if (validated(r, input.format, label(s)))
+            runnable << r;
         else
             ++skipped;
     }
@@ -239,34 +204,36 @@ int sweepMain(const std::vector<std::string>& args)
 
     rs::cli::InterruptScope interrupts;
     options.verb = u"sweep"_s;
+    options.format = input.format;
+    options.controlFirst = true;
     options.provenance = u"recompute sweep "_s + QString::fromStdString(input.origin);
-    options.progressLabel = u"[]"_s;
-    std::cerr << "recompute sweep: the [] control, then " << runnable.size() << " recompute choice(s), "
-              << base.train_iters << " iterations each (" << base.warmup_iters << " warm-up)\n";
-    const rs::cli::RunSessionResult controlRun = rs::cli::runSession(store, controlRecipe, options);
-    if (!controlRun.started)
-        return 2;
-    std::cout << oneLine(store, controlRun.runId).toStdString() << "\n" << std::flush;
-    const qint64 controlId = controlRun.runId;
-    QVector<qint64> ids;
-    bool interrupted = controlRun.interrupted;
-    for (const auto& [set, recipe] : runnable) {
-        if (interrupted || rs::cli::InterruptScope::count() > 0) {
-            interrupted = true;
-            break;
-        }
-        options.control = controlId;
-        options.progressLabel = u"["_s + set.label() + u"]"_s;
-        const rs::cli::RunSessionResult r = rs::cli::runSession(store, recipe, options);
-        if (!r.started) {
-            std::cerr << "recompute sweep: the worker did not start for [" << set.label().toStdString()
+    options.onStored = [&store](const rs::launch::SessionJob& job) {
+        std::cout << oneLine(store, job.runId).toStdString() << "\n" << std::flush;
+    };
+    std::cerr << "recompute sweep: the [] control, then " << runnable.size() << " recompute choice(s)"
+              << (options.repeats > 1 ? " " + std::to_string(options.repeats) + " times each" : std::string())
+              << ", " << base.train_iters << " iterations each (" << base.warmup_iters << " warm-up)\n";
+    const rs::cli::RunSessionResult session = rs::cli::runSession(
+        store, runnable.isEmpty() ? QVector<rs::Recipe> { controlRecipe } : runnable, options);
+    if (session.refused)
+        return 1;
+    if (session.controlReused && session.controlRunId)
+        std::cout << oneLine(store, *session.controlRunId).toStdString() << " (reused)\n" << std::flush;
+    if (session.startFailed) {
+        const auto failed = std::find_if(session.jobs.begin(), session.jobs.end(),
+            [](const rs::launch::SessionJob& j) { return j.aborted && !j.reason.isEmpty() && j.runId; });
+        if (failed != session.jobs.end() && !failed->isControl)
+            std::cerr << "recompute sweep: the worker did not start for [" << failed->label.toStdString()
                       << "]; the sweep stops\n";
-            return 2;
-        }
-        ids << r.runId;
-        interrupted = r.interrupted;
-        std::cout << oneLine(store, r.runId).toStdString() << "\n" << std::flush;
+        return 2;
     }
+    if (!session.controlRunId) {
+        std::cerr << "recompute sweep: the [] control was not stored\n";
+        return 2;
+    }
+    const qint64 controlId = *session.controlRunId;
+    const QVector<qint64> ids = session.candidateRuns();
+    const bool interrupted = session.interrupted;
 
     std::cout << "\n"
               << rs::storage::formatReport(
@@ -281,8 +248,8 @@ int sweepMain(const std::vector<std::string>& args)
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << controlId << ")\n";
     if (interrupted) {
-        std::cerr << "recompute sweep: interrupted; " << ids.size() << " of " << runnable.size()
-                  << " recompute choice(s) were run\n";
+        std::cerr << "recompute sweep: interrupted; " << ids.size() << " of "
+                  << runnable.size() * options.repeats << " recompute choice(s) were run\n";
         return 130;
     }
     return skipped > 0 || !fits ? 1 : 0;

@@ -8,15 +8,15 @@
 #include <stdexcept>
 #include <tuple>
 
+#include "core/units.h"
+
 namespace rs {
 
 namespace {
 
 std::string fixed(double v, int decimals)
 {
-    char buf[64];
-    std::snprintf(buf, sizeof buf, "%.*f", decimals, v);
-    return buf;
+    return formatFixed(v, decimals);
 }
 
 std::string rankText(int rank)
@@ -90,7 +90,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
     const auto targetBytes = std::int64_t(std::llround(target_gb * 1e9));
     // The guide's tables print 3 decimals; a sub-GB target (a CPU smoke test) needs more to say anything.
     const int dp = target_gb < 1.0 ? 6 : 3;
-    auto gbText = [dp](std::int64_t bytes) { return fixed(double(bytes) / 1e9, dp); };
+    auto gbText = [dp](std::int64_t bytes) { return formatGb(bytes, dp); };
     const std::string targetText = fixed(target_gb, dp) + " GB target";
 
     const AdviceCandidate* control = nullptr;

@@ -10,7 +10,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "launch/local_launcher.h"
+#include "launch/worker_launcher.h"
 
 namespace rs::launch::test {
 

@@ -12,7 +12,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "launch/local_launcher.h"
+#include "launch/worker_launcher.h"
 #include "sshd_fixture.h"
 #include "storage/ingest.h"
 #include "storage/store.h"
@@ -52,16 +52,16 @@ QString realWorker()
 }
 
 struct Recorder {
-    explicit Recorder(LocalLauncher* l)
-        : hello(l, &LocalLauncher::hello)
-        , recipe(l, &LocalLauncher::recipe)
-        , phase(l, &LocalLauncher::phase)
-        , iteration(l, &LocalLauncher::iteration)
-        , rankSummary(l, &LocalLauncher::rankSummary)
-        , result(l, &LocalLauncher::result)
-        , finished(l, &LocalLauncher::finished)
-        , malformed(l, &LocalLauncher::malformedLine)
-        , stderrText(l, &LocalLauncher::stderrText)
+    explicit Recorder(WorkerLauncher* l)
+        : hello(l, &WorkerLauncher::hello)
+        , recipe(l, &WorkerLauncher::recipe)
+        , phase(l, &WorkerLauncher::phase)
+        , iteration(l, &WorkerLauncher::iteration)
+        , rankSummary(l, &WorkerLauncher::rankSummary)
+        , result(l, &WorkerLauncher::result)
+        , finished(l, &WorkerLauncher::finished)
+        , malformed(l, &WorkerLauncher::malformedLine)
+        , stderrText(l, &WorkerLauncher::stderrText)
     {
     }
     QSignalSpy hello, recipe, phase, iteration, rankSummary, result, finished, malformed, stderrText;
@@ -74,14 +74,14 @@ struct StoredLaunch {
         , ingest(&store)
         , rec(&launcher)
     {
-        QObject::connect(&launcher, &LocalLauncher::event, context,
+        QObject::connect(&launcher, &WorkerLauncher::event, context,
             [this](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
     }
     QTemporaryDir dir;
     Store store;
     bool opened;
     RunIngest ingest;
-    LocalLauncher launcher;
+    WorkerLauncher launcher;
     Recorder rec;
 };
 
@@ -92,7 +92,7 @@ class TestLauncher : public QObject {
 private slots:
     void passRunEmitsOneSignalPerEventKind()
     {
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
         QString error;
         QVERIFY2(launcher.start(tinyRecipe(5), fake({ u"--stderr"_s, u"diagnostic line"_s }), &error),
@@ -116,7 +116,7 @@ private slots:
     {
         // A name a shell would act on reaches the worker unchanged: the argv is a vector.
         const QString name = u"x'; touch /tmp/rs-pwned; echo \"$HOME\" `id`"_s;
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
         QVERIFY(launcher.start(tinyRecipe(2, name), fake()));
         QVERIFY(rec.finished.wait(20000));
@@ -154,7 +154,7 @@ private slots:
 
     void exitWithoutResultIsAborted()
     {
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
         QVERIFY(launcher.start(tinyRecipe(10), fake({ u"--exit-after"_s, u"2"_s })));
         QVERIFY(rec.finished.wait(20000));
@@ -166,7 +166,7 @@ private slots:
 
     void garbageOnStdoutIsReportedNotFatal()
     {
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
         QVERIFY(launcher.start(tinyRecipe(3), fake({ u"--garbage"_s, u"--no-newline-end"_s })));
         QVERIFY(rec.finished.wait(20000));
@@ -178,7 +178,7 @@ private slots:
 
     void failingResultIsNotAborted()
     {
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
         QVERIFY(launcher.start(tinyRecipe(3), fake({ u"--status"_s, u"oom"_s })));
         QVERIFY(rec.finished.wait(20000));
@@ -192,10 +192,10 @@ private slots:
         Store store;
         QVERIFY(store.open(dir.filePath(u"cancel.sqlite"_s)));
         RunIngest ingest(&store);
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
-        connect(&launcher, &LocalLauncher::event, this, [&](const QJsonObject& e) { ingest.ingest(e); });
-        connect(&launcher, &LocalLauncher::iteration, this, [&](const QJsonObject& e) {
+        connect(&launcher, &WorkerLauncher::event, this, [&](const QJsonObject& e) { ingest.ingest(e); });
+        connect(&launcher, &WorkerLauncher::iteration, this, [&](const QJsonObject& e) {
             if (e.value(u"iteration"_s).toInt() == 2)
                 launcher.cancel(500);
         });
@@ -218,7 +218,7 @@ private slots:
         searched.clear();
         QCOMPARE(findWorker(&searched), QString());
         QCOMPARE(searched, QStringList { u"/nonexistent/recompute-bench"_s });
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         QString error;
         QVERIFY(!launcher.start(tinyRecipe(1), {}, &error));
         QVERIFY2(error.contains(u"RS_WORKER"_s) && error.contains(u"/nonexistent/recompute-bench"_s),
@@ -228,7 +228,7 @@ private slots:
 
     void unstartableWorkerFinishesAborted()
     {
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
         LaunchOptions o;
         o.workerPath = QDir::tempPath() + u"/no-such-worker-binary"_s;
@@ -293,7 +293,7 @@ private slots:
                 "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
         StoredLaunch s(this, u"real-killed.sqlite"_s);
         QVERIFY(s.opened);
-        connect(&s.launcher, &LocalLauncher::iteration, this, [&](const QJsonObject& e) {
+        connect(&s.launcher, &WorkerLauncher::iteration, this, [&](const QJsonObject& e) {
             if (e.value(u"iteration"_s).toInt() == 3)
                 ::kill(pid_t(s.launcher.pid()), SIGKILL);
         });
@@ -350,7 +350,7 @@ private slots:
     {
         if (QStandardPaths::findExecutable(u"ssh"_s).isEmpty())
             QSKIP("no ssh client (openssh-client)");
-        LocalLauncher launcher;
+        WorkerLauncher launcher;
         Recorder rec(&launcher);
         LaunchOptions o;
         o.sshHost = u"127.0.0.1"_s;

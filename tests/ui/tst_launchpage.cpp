@@ -2,8 +2,15 @@
 // The launch page end to end against the launcher's test double (tests/launch/fake_worker.cpp): the
 // control runs first and becomes the recipe run's control, the progress bar and the live memory curve
 // follow the stream, every run lands in the store, and cancel ends a run as aborted with what it measured.
+// A recipe with rule errors is refused before anything starts (nothing stored); a stored matched control is
+// reused (the worker starts for the candidate only), also one that `recompute sweep` measured, whose [] is
+// the page's own (same recipe hash); repeats show their spread; the live chart keeps the control's curve and
+// draws reserved memory in its own colours.
 #include <QCheckBox>
+#include <QFile>
+#include <QJsonDocument>
 #include <QLineEdit>
+#include <QProcess>
 #include <QProgressBar>
 #include <QSignalSpy>
 #include <QSpinBox>
@@ -11,6 +18,8 @@
 #include <QTest>
 
 #include "charts/chartview.h"
+#include "core/recipe_json.h"
+#include "launch/run_session.h"
 #include "launchpage.h"
 #include "presets.h"
 #include "recipedocument.h"
@@ -63,6 +72,181 @@ private slots:
         QVERIFY(!page.memoryChart()->isEmpty());
         QVERIFY(!m_store.iterations(runs[1]).isEmpty());
         QVERIFY(!page.isRunning());
+        // The control's curve stayed while the candidate ran, and reserved lines have their own colours.
+        bool controlCurve = false;
+        QSet<QRgb> allocated, reserved;
+        for (const IterationLine& l : page.liveLines()) {
+            controlCurve |= l.name.startsWith(QStringLiteral("[] "));
+            (l.dashed ? reserved : allocated).insert(l.color.rgb());
+        }
+        QVERIFY(controlCurve);
+        QVERIFY(!reserved.isEmpty() && !allocated.isEmpty());
+        QVERIFY(!reserved.intersects(allocated));
+        QVERIFY2(page.summaryText().contains(QStringLiteral("[moe_act]")), qPrintable(page.summaryText()));
+    }
+
+    // Refused before anything starts: nothing stored, the findings named, no "waiting" left on screen.
+    void refusesARecipeWithRuleErrors_data()
+    {
+        QTest::addColumn<QStringList>("modules");
+        QTest::addColumn<bool>("controlFirst");
+        QTest::addColumn<QString>("rule");
+        QTest::newRow("unknown label, control first")
+            << QStringList { QStringLiteral("bogus_label") } << true << QStringLiteral("R11");
+        QTest::newRow("typo, no control")
+            << QStringList { QStringLiteral("core_atn") } << false << QStringLiteral("R11");
+    }
+
+    void refusesARecipeWithRuleErrors()
+    {
+        QFETCH(QStringList, modules);
+        QFETCH(bool, controlFirst);
+        QFETCH(QString, rule);
+        RecipeDocument document;
+        Recipe recipe = presetRecipe(QStringLiteral("gpt-unfused"));
+        recipe.recompute_granularity = "selective";
+        recipe.recompute_modules = std::vector<std::string> {};
+        for (const QString& m : modules)
+            recipe.recompute_modules->push_back(m.toStdString());
+        document.setRecipe(recipe);
+        QVERIFY(document.validation().hasErrors());
+        LaunchPage page(&document, &m_store);
+        page.controlFirstBox()->setChecked(controlFirst);
+        const int before = m_store.runCount();
+        QSignalSpy started(page.session()->launcher(), &launch::WorkerLauncher::started);
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QVERIFY(!page.start());
+        QVERIFY(!page.isRunning());
+        QVERIFY2(
+            page.statusText().contains(QStringLiteral("rule errors")) && page.statusText().contains(rule),
+            qPrintable(page.statusText()));
+        QTest::qWait(200);
+        QCOMPARE(started.count(), 0);
+        QCOMPARE(finished.count(), 0);
+        QCOMPARE(m_store.runCount(), before);
+        QVERIFY(page.storedRuns().isEmpty());
+        QVERIFY(page.memoryChart()->isEmpty());
+    }
+
+    // The second launch of one recipe links the control the first one measured: the worker starts once.
+    void reusesAStoredMatchedControl()
+    {
+        QTemporaryDir dir;
+        storage::Store store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("reuse.sqlite"))));
+        RecipeDocument document;
+        Recipe recipe = presetRecipe(QStringLiteral("gpt-unfused"));
+        recipe.train_iters = 4;
+        recipe.warmup_iters = 1;
+        document.setRecipe(recipe);
+        LaunchPage page(&document, &store);
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(page.storedRuns().size(), 2);
+        const qint64 control = page.storedRuns().front();
+
+        QSignalSpy started(page.session()->launcher(), &launch::WorkerLauncher::started);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(started.count(), 1); // the candidate only
+        QCOMPARE(page.storedRuns().size(), 1);
+        const auto candidate = store.run(page.storedRuns().front());
+        QVERIFY(candidate);
+        QCOMPARE(candidate->controlRunId.value_or(0), control);
+        const QString date = store.run(control)->createdAt.toString(QStringLiteral("yyyy-MM-dd HH:mm"));
+        QVERIFY2(page.controlText().contains(QStringLiteral("run %1 of %2").arg(control).arg(date)),
+            qPrintable(page.controlText()));
+        // The control's stored curve is drawn beside the candidate's.
+        bool controlCurve = false;
+        for (const IterationLine& l : page.liveLines())
+            controlCurve |= l.name.startsWith(QStringLiteral("[] "));
+        QVERIFY(controlCurve);
+
+        // Unchecked: the control runs again.
+        page.reuseControlBox()->setChecked(false);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(page.storedRuns().size(), 2);
+        QVERIFY(page.storedRuns().front() != control);
+    }
+
+    // Repeats: every run linked to one control, the spread of the figures shown.
+    void repeatsShowTheirSpread()
+    {
+        QTemporaryDir dir;
+        storage::Store store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("repeats.sqlite"))));
+        RecipeDocument document;
+        Recipe recipe = presetRecipe(QStringLiteral("gpt-unfused"));
+        recipe.train_iters = 3;
+        recipe.warmup_iters = 1;
+        document.setRecipe(recipe);
+        LaunchPage page(&document, &store);
+        page.repeatsBox()->setValue(3);
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(page.storedRuns().size(), 4);
+        for (qint64 id : page.storedRuns().mid(1))
+            QCOMPARE(store.run(id)->controlRunId.value_or(0), page.storedRuns().front());
+        QVERIFY2(page.summaryText().contains(QStringLiteral("over 3 runs")), qPrintable(page.summaryText()));
+        QVERIFY2(page.summaryText().contains(QStringLiteral("Δ time")), qPrintable(page.summaryText()));
+    }
+
+    // `recompute sweep` and the page build one [] control for a recipe with moe_layer_recompute (R19): the
+    // page reuses the sweep's control, and, run again, stores one with the same recipe hash.
+    void cliSweepControlIsThePagesControl()
+    {
+#ifndef RS_RECOMPUTE_EXE
+        QSKIP("this build has no recompute CLI");
+#else
+        QTemporaryDir dir;
+        const QString db = dir.filePath(QStringLiteral("sweep.sqlite"));
+        Recipe recipe = presetRecipe(QStringLiteral("moonlight-mla-moe"));
+        recipe.train_iters = 3;
+        recipe.warmup_iters = 1;
+        recipe.moe_layer_recompute = true;
+        const QString path = dir.filePath(QStringLiteral("moe.json"));
+        {
+            QFile f(path);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(QByteArray::fromStdString(recipeToJson(recipe).dump(2)));
+        }
+        QProcess cli;
+        cli.start(QStringLiteral(RS_RECOMPUTE_EXE),
+            { QStringLiteral("sweep"), path, QStringLiteral("--db"), db, QStringLiteral("--modules"),
+                QStringLiteral("moe_act") });
+        QVERIFY(cli.waitForFinished(60000));
+        QVERIFY2(cli.exitCode() == 0, cli.readAllStandardError().constData());
+        storage::Store store;
+        QVERIFY(store.open(db));
+        storage::RunFilter controls;
+        controls.moduleSet = QStringList {};
+        const auto cliControls = store.listRuns(controls);
+        QCOMPARE(cliControls.size(), 1);
+        const storage::RunRecord cliControl = cliControls.front();
+
+        RecipeDocument document;
+        QString error;
+        QVERIFY2(document.load(path, &error), qPrintable(error));
+        LaunchPage page(&document, &store);
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QSignalSpy started(page.session()->launcher(), &launch::WorkerLauncher::started);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(started.count(), 1); // the sweep's control is the page's: reused
+        QCOMPARE(page.session()->controlRunId().value_or(0), cliControl.id);
+
+        page.reuseControlBox()->setChecked(false);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        const auto pageControl = store.run(page.storedRuns().front());
+        QVERIFY(pageControl && pageControl->isExplicitControl());
+        QVERIFY(pageControl->id != cliControl.id);
+        QCOMPARE(pageControl->recipeHash, cliControl.recipeHash);
+        QCOMPARE(pageControl->recipeJson, cliControl.recipeJson);
+#endif
     }
 
     void cancelEndsTheRunAborted()

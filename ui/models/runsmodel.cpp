@@ -5,6 +5,8 @@
 #include <QFont>
 
 #include "charts/chartdata.h"
+#include "core/comparison.h"
+#include "core/units.h"
 
 namespace rs::ui {
 
@@ -46,13 +48,12 @@ void RunsModel::setRuns(const QVector<RunRecord>& runs)
             d.why = tr("not matched with run %1: %2").arg(c->id).arg(m.reasons.join(QStringLiteral("; ")));
             continue;
         }
-        // As Store::compare: peaks taken at different points (after iteration 1 vs 2) are not one quantity.
-        if (r.peakAllocated && c->peakAllocated && *c->peakAllocated > 0 && r.peakNote == c->peakNote)
-            d.allocated = double(*r.peakAllocated - *c->peakAllocated) / double(*c->peakAllocated) * 100.0;
-        if (r.steadyStepMs && c->steadyStepMs && *c->steadyStepMs > 0)
-            d.time = (*r.steadyStepMs - *c->steadyStepMs) / *c->steadyStepMs * 100.0;
-        if (r.peakAllocated && c->peakAllocated && r.peakNote != c->peakNote)
-            d.why = tr("peak taken %1, the control's %2: not compared").arg(r.peakNote, c->peakNote);
+        // The guide's deltas, as the store's comparison and the reports compute them (core/comparison.h).
+        const ControlDeltas deltas = deltasAgainstControl(storage::measuredRun(r), storage::measuredRun(*c));
+        d.allocated = deltas.allocated_pct;
+        d.time = deltas.time_pct;
+        if (!deltas.notes.empty())
+            d.why = QString::fromStdString(deltas.notes.front());
         else if (!d.allocated && !d.time)
             d.why = tr("the control (run %1) has no comparable measurement").arg(c->id);
     }
@@ -97,7 +98,7 @@ int RunsModel::columnCount(const QModelIndex& parent) const
 
 static QString gb(const std::optional<qint64>& bytes)
 {
-    return bytes ? QString::number(double(*bytes) / kBytesPerGb, 'f', 3) : QString();
+    return QString::fromStdString(formatGb(bytes));
 }
 
 static QString pct(const std::optional<double>& v)

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runs the worker `recompute-bench` on this host as a child process (an argument vector, never a shell
-// string) for one recipe, and turns its JSON-lines stdout into one signal per event kind. The recipe is
-// passed as a temporary JSON file that lives as long as the run.
+// Runs the worker `recompute-bench` for one recipe and turns its JSON-lines stdout into one signal per event
+// kind: on this host as a child process (an argument vector, never a shell string; the recipe as a
+// temporary JSON file that lives as long as the run), as N local ranks, or on another host through the
+// OpenSSH client (the recipe on ssh's stdin). RunSession (run_session.h) is the loop above it.
 #pragma once
 
 #include <memory>
@@ -44,11 +45,11 @@ struct LaunchOptions {
     QString remoteWorker; // the worker's path on that host; empty: recompute-bench on its PATH
 };
 
-class LocalLauncher : public QObject {
+class WorkerLauncher : public QObject {
     Q_OBJECT
 public:
-    explicit LocalLauncher(QObject* parent = nullptr);
-    ~LocalLauncher() override; // kills a running worker
+    explicit WorkerLauncher(QObject* parent = nullptr);
+    ~WorkerLauncher() override; // kills a running worker
 
     // Starts the worker for this recipe JSON (an object with Megatron field names). Returns false (and sets
     // *error) when the worker cannot be found or the temp file cannot be written; a worker that fails to

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "launch/local_launcher.h"
+#include "launch/worker_launcher.h"
 
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -80,12 +80,12 @@ static QString remoteShellWord(const QString& word)
     return u'\'' + quoted + u'\'';
 }
 
-LocalLauncher::LocalLauncher(QObject* parent)
+WorkerLauncher::WorkerLauncher(QObject* parent)
     : QObject(parent)
 {
 }
 
-LocalLauncher::~LocalLauncher()
+WorkerLauncher::~WorkerLauncher()
 {
     if (m_process && m_process->state() != QProcess::NotRunning) {
         m_process->disconnect(this);
@@ -101,12 +101,12 @@ LocalLauncher::~LocalLauncher()
     }
 }
 
-bool LocalLauncher::start(const QJsonObject& recipe, const LaunchOptions& options, QString* error)
+bool WorkerLauncher::start(const QJsonObject& recipe, const LaunchOptions& options, QString* error)
 {
     return startWithRecipeText(QJsonDocument(recipe).toJson(QJsonDocument::Indented), options, error);
 }
 
-bool LocalLauncher::startWithRecipeText(
+bool WorkerLauncher::startWithRecipeText(
     const QByteArray& recipeJson, const LaunchOptions& options, QString* error)
 {
     auto fail = [&](const QString& why) {
@@ -192,11 +192,11 @@ bool LocalLauncher::startWithRecipeText(
         m_process->setWorkingDirectory(options.workingDirectory);
     m_process->setProcessEnvironment(rankEnvironment(0));
     m_process->setProcessChannelMode(QProcess::SeparateChannels);
-    connect(m_process.get(), &QProcess::readyReadStandardOutput, this, &LocalLauncher::onStdout);
-    connect(m_process.get(), &QProcess::readyReadStandardError, this, &LocalLauncher::onStderr);
-    connect(m_process.get(), &QProcess::finished, this, &LocalLauncher::onFinished);
-    connect(m_process.get(), &QProcess::errorOccurred, this, &LocalLauncher::onError);
-    connect(m_process.get(), &QProcess::started, this, &LocalLauncher::started);
+    connect(m_process.get(), &QProcess::readyReadStandardOutput, this, &WorkerLauncher::onStdout);
+    connect(m_process.get(), &QProcess::readyReadStandardError, this, &WorkerLauncher::onStderr);
+    connect(m_process.get(), &QProcess::finished, this, &WorkerLauncher::onFinished);
+    connect(m_process.get(), &QProcess::errorOccurred, this, &WorkerLauncher::onError);
+    connect(m_process.get(), &QProcess::started, this, &WorkerLauncher::started);
     if (m_sshHost.isEmpty()) {
         m_process->start(QIODevice::ReadOnly);
     } else {
@@ -226,7 +226,7 @@ bool LocalLauncher::startWithRecipeText(
     return true;
 }
 
-void LocalLauncher::stopPeers(int graceMs, bool terminateNow)
+void WorkerLauncher::stopPeers(int graceMs, bool terminateNow)
 {
     for (auto& peer : m_peers) {
         if (peer->state() == QProcess::NotRunning)
@@ -241,7 +241,7 @@ void LocalLauncher::stopPeers(int graceMs, bool terminateNow)
     }
 }
 
-void LocalLauncher::cancel(int graceMs)
+void WorkerLauncher::cancel(int graceMs)
 {
     if (!isRunning())
         return;
@@ -255,17 +255,17 @@ void LocalLauncher::cancel(int graceMs)
     });
 }
 
-bool LocalLauncher::isRunning() const
+bool WorkerLauncher::isRunning() const
 {
     return m_process && m_process->state() != QProcess::NotRunning;
 }
 
-qint64 LocalLauncher::pid() const
+qint64 WorkerLauncher::pid() const
 {
     return m_process ? m_process->processId() : 0;
 }
 
-void LocalLauncher::onStdout()
+void WorkerLauncher::onStdout()
 {
     const auto events = m_reader.feed(m_process->readAllStandardOutput());
     for (const auto& e : events)
@@ -274,7 +274,7 @@ void LocalLauncher::onStdout()
         emit malformedLine(bad.line, bad.why);
 }
 
-void LocalLauncher::onStderr()
+void WorkerLauncher::onStderr()
 {
     const QByteArray bytes = m_process->readAllStandardError();
     if (!bytes.isEmpty()) {
@@ -284,7 +284,7 @@ void LocalLauncher::onStderr()
     }
 }
 
-void LocalLauncher::dispatch(const QJsonObject& e)
+void WorkerLauncher::dispatch(const QJsonObject& e)
 {
     const QString kind = e.value(u"event"_s).toString();
     if (kind == u"result")
@@ -304,7 +304,7 @@ void LocalLauncher::dispatch(const QJsonObject& e)
         emit result(e);
 }
 
-void LocalLauncher::onFinished(int exitCode, QProcess::ExitStatus status)
+void WorkerLauncher::onFinished(int exitCode, QProcess::ExitStatus status)
 {
     // The other ranks end on their own once rank 0 is done (or has told them it failed); any left after
     // a short grace are stopped, so no rank outlives the run.
@@ -335,13 +335,13 @@ void LocalLauncher::onFinished(int exitCode, QProcess::ExitStatus status)
         false, exitCode, exitCode == 0 ? QString() : u"the worker exited with code %1"_s.arg(exitCode));
 }
 
-void LocalLauncher::onError(QProcess::ProcessError error)
+void WorkerLauncher::onError(QProcess::ProcessError error)
 {
     if (error == QProcess::FailedToStart)
         emitFinished(true, -1, u"cannot start %1: %2"_s.arg(m_workerPath, m_process->errorString()));
 }
 
-void LocalLauncher::emitFinished(bool aborted, int exitCode, const QString& reason)
+void WorkerLauncher::emitFinished(bool aborted, int exitCode, const QString& reason)
 {
     if (m_finishedEmitted)
         return;

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/units.h"
+
+#include <charconv>
+#include <cmath>
+
+namespace rs {
+
+std::string formatFixed(double value, int decimals)
+{
+    if (!std::isfinite(value))
+        return std::isnan(value) ? "nan" : (value > 0 ? "inf" : "-inf");
+    char buf[128];
+    const auto r = std::to_chars(buf, buf + sizeof buf, value, std::chars_format::fixed, decimals);
+    return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string();
+}
+
+std::string formatGb(std::optional<std::int64_t> bytes, int decimals)
+{
+    return bytes ? formatFixed(bytesToGb(*bytes), decimals) : std::string();
+}
+
+std::string formatGbUnit(std::optional<std::int64_t> bytes, const std::string& unknown, int decimals)
+{
+    return bytes ? formatGb(bytes, decimals) + " GB" : unknown;
+}
+
+} // namespace rs

@@ -1,0 +1,28 @@
+// SPDX-License-Identifier: Apache-2.0
+// Memory units as the guide writes them: decimal GB (1 GB = 1e9 bytes), three decimals ("36.618"). Every
+// program prints bytes through these, so the CLI, the studio and the reports never disagree on a figure.
+// The text never depends on the locale (a decimal point, always).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+
+namespace rs {
+
+inline constexpr double kBytesPerGb = 1.0e9;
+
+inline double bytesToGb(std::int64_t bytes)
+{
+    return double(bytes) / kBytesPerGb;
+}
+
+// `value` with `decimals` places and a decimal point: "457.18".
+std::string formatFixed(double value, int decimals);
+// "36.618" (`decimals` places); "" when unknown.
+std::string formatGb(std::optional<std::int64_t> bytes, int decimals = 3);
+// "36.618 GB"; `unknown` when unknown.
+std::string formatGbUnit(
+    std::optional<std::int64_t> bytes, const std::string& unknown = "-", int decimals = 3);
+
+} // namespace rs

@@ -1,0 +1,367 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "launch/run_session.h"
+
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QSysInfo>
+#include <QTimer>
+
+#include "core/comparison.h"
+#include "core/recipe_json.h"
+#include "core/rules.h"
+#include "core/sha256.h"
+#include "storage/ingest.h"
+#include "storage/store.h"
+
+using namespace Qt::StringLiterals;
+
+namespace rs::launch {
+
+namespace {
+
+const QString kSignatureMark = u" | launch: "_s;
+
+QJsonObject toQJson(const Recipe& r)
+{
+    return QJsonDocument::fromJson(QByteArray::fromStdString(recipeToJson(r).dump())).object();
+}
+
+// The hashes a stored recipe may carry for one recipe: of the recipe as sent and as the rules resolve it
+// (the real worker stores the resolved one; a recipe without silent adjustments has one hash).
+QStringList recipeHashes(const Recipe& r)
+{
+    QStringList out { QString::fromStdString(sha256Hex(recipeCanonicalText(r))) };
+    const QString resolved
+        = QString::fromStdString(sha256Hex(recipeCanonicalText(validate(r, InputFormat::Json).resolved)));
+    if (!out.contains(resolved))
+        out << resolved;
+    return out;
+}
+
+} // namespace
+
+RunSession::RunSession(storage::Store* store, QObject* parent)
+    : QObject(parent)
+    , m_store(store)
+    , m_launcher(std::make_unique<WorkerLauncher>())
+{
+    connect(m_launcher.get(), &WorkerLauncher::event, this, [this](const QJsonObject& e) {
+        if (m_ingest && !m_ingest->ingest(e) && !m_storeFailed) {
+            m_storeFailed = true;
+            emit message(tr("the store refused a row: %1").arg(m_ingest->error()));
+        }
+        emit event(e);
+    });
+    connect(m_launcher.get(), &WorkerLauncher::started, this, [this] { m_workerStarted = true; });
+    connect(m_launcher.get(), &WorkerLauncher::iteration, this, &RunSession::iteration);
+    connect(m_launcher.get(), &WorkerLauncher::stderrText, this, &RunSession::stderrText);
+    connect(m_launcher.get(), &WorkerLauncher::malformedLine, this, &RunSession::malformedLine);
+    connect(m_launcher.get(), &WorkerLauncher::finished, this, &RunSession::onLauncherFinished);
+}
+
+RunSession::~RunSession()
+{
+    // The launcher kills a running worker; what was measured is kept (the ingest ends the run aborted).
+    m_launcher.reset();
+    m_ingest.reset();
+}
+
+QStringList RunSession::ruleErrors(const QVector<Recipe>& recipes, InputFormat format)
+{
+    QStringList out;
+    for (const Recipe& r : recipes) {
+        const Validation v = validate(r, format);
+        for (const Finding& f : v.findings) {
+            if (f.severity == Severity::Error)
+                out << u"[%1] %2 error: %3"_s.arg(
+                    recomputeLabel(r), QString::fromStdString(f.rule_id), QString::fromStdString(f.message));
+        }
+    }
+    out.removeDuplicates();
+    return out;
+}
+
+QString RunSession::recomputeLabel(const Recipe& r)
+{
+    const std::string g = r.recompute_granularity.value_or("");
+    if (g == "full") {
+        QString label = u"full"_s;
+        if (r.recompute_method)
+            label += u' ' + QString::fromStdString(*r.recompute_method);
+        if (r.recompute_num_layers)
+            label += u' ' + QString::number(*r.recompute_num_layers);
+        return label;
+    }
+    if (g.empty())
+        return u"none"_s;
+    if (!r.recompute_modules)
+        return u"core_attn (default)"_s;
+    RecomputeChoice c;
+    c.modules = *r.recompute_modules;
+    return QString::fromStdString(c.label());
+}
+
+QString RunSession::launchSignature(const LaunchOptions& o)
+{
+    QString worker;
+    if (!o.sshHost.isEmpty()) {
+        worker
+            = u"ssh %1 %2"_s.arg(o.sshHost, o.remoteWorker.isEmpty() ? u"recompute-bench"_s : o.remoteWorker);
+        if (!o.sshOptions.isEmpty())
+            worker += u" (ssh "_s + o.sshOptions.join(u' ') + u')';
+    } else {
+        const QString path = o.workerPath.isEmpty() ? findWorker() : o.workerPath;
+        worker = path.isEmpty() ? u"recompute-bench"_s : QFileInfo(path).absoluteFilePath();
+    }
+    QString s = u"worker %1, ranks %2"_s.arg(worker).arg(o.ranks);
+    if (!o.extraArguments.isEmpty())
+        s += u", arguments "_s + o.extraArguments.join(u' ');
+    return s;
+}
+
+std::optional<qint64> RunSession::findReusableControl(
+    const Recipe& control, const LaunchOptions& options) const
+{
+    if (!m_store || !m_store->isOpen())
+        return std::nullopt;
+    const QStringList wanted = recipeHashes(control);
+    const QString signature = kSignatureMark + launchSignature(options);
+    storage::RunFilter f;
+    f.moduleSet = QStringList {}; // explicit [] controls, newest first
+    f.source = storage::source::Worker;
+    f.outcome = storage::outcome::Pass;
+    const QString thisHost = QSysInfo::machineHostName();
+    for (const storage::RunRecord& r : m_store->listRuns(f)) {
+        // Launched from this machine (a store copied from elsewhere names other paths and hosts).
+        if (!r.isExplicitControl() || r.worldSize.value_or(1) != options.ranks || r.ingestHost != thisHost
+            || !r.provenance.endsWith(signature))
+            continue;
+        if (wanted.contains(r.recipeHash))
+            return r.id;
+        try {
+            // The stored (resolved) recipe, hashed as ours: a worker that hashes differently still matches.
+            const Recipe stored = recipeFromJsonText(r.recipeJson.toStdString(), "stored run");
+            for (const QString& h : recipeHashes(stored)) {
+                if (wanted.contains(h))
+                    return r.id;
+            }
+        } catch (const std::exception&) {
+            // a recipe this build cannot read is not reused
+        }
+    }
+    return std::nullopt;
+}
+
+bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& options)
+{
+    m_refusal.clear();
+    if (m_running) {
+        m_refusal = tr("a launch is already running");
+        return false;
+    }
+    if (!m_store || !m_store->isOpen()) {
+        m_refusal = tr("no measurement store is open; nothing would be kept");
+        return false;
+    }
+    if (candidates.isEmpty()) {
+        m_refusal = tr("nothing to run");
+        return false;
+    }
+    if (options.repeats < 1) {
+        m_refusal = tr("repeats: %1; at least 1").arg(options.repeats);
+        return false;
+    }
+    m_options = options;
+    m_jobs.clear();
+    m_current = -1;
+    m_cancelled = false;
+    m_storeFailed = false;
+    m_controlReused = false;
+    m_reusedDate = {};
+    m_controlRun = options.control;
+    m_startError.clear();
+
+    const bool withControl = options.controlFirst && !options.control;
+    const Recipe control = controlRecipe(candidates.front());
+    QVector<Recipe> checked;
+    if (withControl)
+        checked << control;
+    for (const Recipe& r : candidates) {
+        // The [] control as a candidate is the control itself: run (or reused) once.
+        if (!(withControl && isControlRecipe(r)))
+            checked << r;
+    }
+    const QStringList errors = ruleErrors(checked, options.format);
+    if (!errors.isEmpty()) {
+        m_refusal = tr("refused: the recipe has rule errors, nothing was started or stored:\n  %1")
+                        .arg(errors.join(u"\n  "_s));
+        return false;
+    }
+
+    if (withControl) {
+        const std::optional<qint64> reuse
+            = options.reuseControl ? findReusableControl(control, options.launch) : std::nullopt;
+        if (reuse) {
+            const auto run = m_store->run(*reuse);
+            m_controlRun = reuse;
+            m_controlReused = true;
+            m_reusedDate = run ? run->createdAt : QDateTime();
+            emit message(tr("[] control: reusing stored run %1 of %2 (same recipe, same launch settings); "
+                            "not run again")
+                             .arg(*reuse)
+                             .arg(m_reusedDate.toString(u"yyyy-MM-dd HH:mm 'UTC'"_s)));
+        } else {
+            SessionJob job;
+            job.label = u"[]"_s;
+            job.recipe = control;
+            job.isControl = true;
+            m_jobs.push_back(job);
+        }
+    }
+    for (const Recipe& r : candidates) {
+        if (withControl && isControlRecipe(r))
+            continue;
+        for (int i = 1; i <= options.repeats; ++i) {
+            SessionJob job;
+            job.label = recomputeLabel(r);
+            job.recipe = r;
+            job.repeat = i;
+            job.repeats = options.repeats;
+            m_jobs.push_back(job);
+        }
+    }
+    m_running = true;
+    QTimer::singleShot(0, this, &RunSession::startNext);
+    return true;
+}
+
+void RunSession::cancel(int graceMs)
+{
+    if (!m_running)
+        return;
+    m_cancelled = true;
+    if (m_launcher->isRunning())
+        m_launcher->cancel(graceMs);
+    else if (!m_ingest)
+        QTimer::singleShot(0, this, &RunSession::finish);
+}
+
+const SessionJob* RunSession::currentJob() const
+{
+    return m_current >= 0 && m_current < m_jobs.size() ? &m_jobs[m_current] : nullptr;
+}
+
+QVector<qint64> RunSession::storedRuns() const
+{
+    QVector<qint64> out;
+    for (const SessionJob& j : m_jobs) {
+        if (j.runId)
+            out << j.runId;
+    }
+    return out;
+}
+
+QVector<qint64> RunSession::candidateRuns() const
+{
+    QVector<qint64> out;
+    for (const SessionJob& j : m_jobs) {
+        if (j.runId && !j.isControl)
+            out << j.runId;
+    }
+    return out;
+}
+
+std::optional<qint64> RunSession::currentPeakAllocated() const
+{
+    return m_ingest ? m_ingest->currentPeakAllocated() : std::nullopt;
+}
+
+int RunSession::currentIterations() const
+{
+    return m_ingest ? m_ingest->iterationCount() : 0;
+}
+
+void RunSession::startNext()
+{
+    if (!m_running)
+        return;
+    if (m_cancelled || m_current + 1 >= m_jobs.size()) {
+        finish();
+        return;
+    }
+    ++m_current;
+    SessionJob& job = m_jobs[m_current];
+    const QJsonObject recipe = toQJson(job.recipe);
+    m_ingest = std::make_unique<storage::RunIngest>(m_store);
+    m_ingest->setRecipe(recipe);
+    QString provenance = m_options.provenance;
+    if (job.repeats > 1)
+        provenance += u" (repeat %1 of %2)"_s.arg(job.repeat).arg(job.repeats);
+    m_ingest->setProvenance(provenance + kSignatureMark + launchSignature(m_options.launch));
+    if (job.isControl)
+        m_ingest->setControl(std::nullopt);
+    else if (m_controlRun)
+        m_ingest->setControl(m_controlRun);
+    emit jobStarted(m_current);
+    m_workerStarted = false;
+    QString error;
+    if (!m_launcher->start(recipe, m_options.launch, &error)) {
+        // Said and stored (an aborted run that names why), and nothing further runs.
+        m_startError = error;
+        emit message(error);
+        m_ingest->finish(error);
+        job.runId = m_ingest->runId();
+        job.aborted = true;
+        job.reason = error;
+        m_ingest.reset();
+        emit jobFinished(m_current);
+        finish();
+    }
+}
+
+void RunSession::onLauncherFinished(bool aborted, int, const QString& reason)
+{
+    if (m_current < 0 || m_current >= m_jobs.size() || !m_ingest)
+        return;
+    SessionJob& job = m_jobs[m_current];
+    job.aborted = aborted;
+    job.reason = aborted ? reason : QString();
+    if (!m_ingest->finish(aborted
+                ? (reason.isEmpty() ? u"the worker's stream ended without a result"_s : reason)
+                : QString()))
+        emit message(m_ingest->error());
+    job.runId = m_ingest->runId();
+    m_ingest.reset();
+    if (job.isControl && job.runId)
+        m_controlRun = job.runId;
+    if (!m_workerStarted && aborted) {
+        // The process never started (a path that is not an executable): said, and nothing further runs.
+        m_startError = reason;
+        emit message(reason);
+        emit jobFinished(m_current);
+        finish();
+        return;
+    }
+    if (!job.isControl && job.runId && m_controlRun) {
+        const storage::MatchCheck m = m_store->matchCheck(job.runId, *m_controlRun);
+        if (!m.matched)
+            emit message(tr("run %1 [%2] is NOT MATCHED with the control run %3, not compared: %4")
+                             .arg(job.runId)
+                             .arg(job.label)
+                             .arg(*m_controlRun)
+                             .arg(m.reasons.join(u"; "_s)));
+    }
+    emit jobFinished(m_current);
+    // The next worker starts from the event loop, not inside the finished process's own signal.
+    QTimer::singleShot(0, this, &RunSession::startNext);
+}
+
+void RunSession::finish()
+{
+    if (!m_running)
+        return;
+    m_running = false;
+    emit finished();
+}
+
+} // namespace rs::launch

@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: Apache-2.0
+// One launch of the guide's matched runs, without a GUI: the loop that `recompute run`, `recompute sweep` and
+// the studio's launch page share. Given the candidate recipes it
+//   1. refuses the whole launch when any recipe (the [] control included) has rule errors: nothing starts,
+//      nothing is stored, refusal() names every finding;
+//   2. runs the [] control of the candidates first (core's controlRecipe), unless a stored run can stand in
+//      for it: a passing [] control with the same recipe (hash of the resolved recipe) measured with the
+//      same launch settings (worker, its arguments, ranks, host). That run is linked, not re-run, and a
+//      message says which run it is and when it was measured;
+//   3. runs every candidate `repeats` times, each linked to that control, storing every event through a
+//      RunIngest as it arrives (a killed run keeps what was measured and ends `aborted`).
+// cancel() stops the current worker (its run ends `aborted`) and runs nothing further.
+//
+// It lives here, above rs_launch (the process) and rs_storage (the store), in its own library rs_session:
+// the launcher stays free of QtSql, the store free of processes, and the GUI only shows what it reports.
+#pragma once
+
+#include <memory>
+#include <optional>
+
+#include <QDateTime>
+#include <QJsonObject>
+#include <QObject>
+#include <QStringList>
+#include <QVector>
+
+#include "core/recipe.h"
+#include "launch/worker_launcher.h"
+
+namespace rs::storage {
+class Store;
+class RunIngest;
+struct RunRecord;
+} // namespace rs::storage
+
+namespace rs::launch {
+
+struct SessionOptions {
+    LaunchOptions launch; // where and how the worker runs
+    bool controlFirst = true; // the candidates' [] control first (run, or reused)
+    bool reuseControl = true; // a stored matched control measured with the same settings is linked instead
+    // Link this stored run as every candidate's control (no control job). Without it and without
+    // controlFirst the store's latest matched [] control is linked (RunIngest's default).
+    std::optional<qint64> control;
+    int repeats = 1; // runs of every candidate
+    InputFormat format = InputFormat::Json; // which front-end rules judge the recipes
+    QString provenance; // stored with every run (the launch settings are appended)
+};
+
+struct SessionJob {
+    QString label; // the guide's label of the recompute choice: "[]", "moe_act", "full uniform 1"
+    Recipe recipe;
+    bool isControl = false;
+    int repeat = 1; // 1..repeats
+    int repeats = 1;
+    qint64 runId = 0; // once stored
+    bool aborted = false;
+    QString reason; // why it ended without a result
+};
+
+class RunSession : public QObject {
+    Q_OBJECT
+public:
+    explicit RunSession(storage::Store* store, QObject* parent = nullptr);
+    ~RunSession() override;
+
+    // Every rule error of `recipes` as "[label] R11 error: message"; empty when every one may run.
+    static QStringList ruleErrors(const QVector<Recipe>& recipes, InputFormat format);
+    // The guide's label of a recipe's recompute choice ("[]", "core_attn", "full uniform 1", "none").
+    static QString recomputeLabel(const Recipe& recipe);
+    // The launch settings a stored control must share to be reused: worker (local path or ssh host and
+    // remote worker), its extra arguments, ranks. Stored at the end of every run's provenance.
+    static QString launchSignature(const LaunchOptions& options);
+    // The newest stored run that may stand in for running `control` with these settings; nullopt if none.
+    std::optional<qint64> findReusableControl(const Recipe& control, const LaunchOptions& options) const;
+
+    // Plans the jobs and starts the first. False when the launch is refused (rule errors, no store, already
+    // running): refusal() says why and nothing was started or stored. When it returns true, finished()
+    // follows (always later, from the event loop), also when nothing needed to run.
+    bool start(const QVector<Recipe>& candidates, const SessionOptions& options);
+    void cancel(int graceMs = 2000);
+    bool isRunning() const { return m_running; }
+
+    QString refusal() const { return m_refusal; }
+    const QVector<SessionJob>& jobs() const { return m_jobs; }
+    int currentJobIndex() const { return m_current; } // -1 before the first
+    const SessionJob* currentJob() const;
+    std::optional<qint64> controlRunId() const { return m_controlRun; }
+    bool controlReused() const { return m_controlReused; }
+    QDateTime reusedControlDate() const { return m_reusedDate; } // UTC
+    QVector<qint64> storedRuns() const; // stored by this session, in order (a reused control is not)
+    QVector<qint64> candidateRuns() const;
+    bool cancelled() const { return m_cancelled; }
+    // The worker could not be started (not found, temp file): the session stopped there.
+    bool startFailed() const { return !m_startError.isEmpty(); }
+    QString startError() const { return m_startError; }
+    bool storeFailed() const { return m_storeFailed; }
+    // The running maximum of allocated bytes of the current run (progress displays).
+    std::optional<qint64> currentPeakAllocated() const;
+    int currentIterations() const;
+    WorkerLauncher* launcher() const { return m_launcher.get(); }
+
+signals:
+    // A sentence for the user: the control reused, a start failure, a store error, a run not matched.
+    void message(const QString& text);
+    void jobStarted(int index);
+    void event(const QJsonObject& event); // every event of the current run, after it was stored
+    void iteration(const QJsonObject& event);
+    void stderrText(const QString& text);
+    void malformedLine(const QByteArray& line, const QString& why);
+    void jobFinished(int index); // its run is complete in the store (jobs()[index].runId)
+    void finished();
+
+private:
+    void startNext();
+    void onLauncherFinished(bool aborted, int exitCode, const QString& reason);
+    void finish();
+
+    storage::Store* m_store;
+    std::unique_ptr<WorkerLauncher> m_launcher;
+    std::unique_ptr<storage::RunIngest> m_ingest;
+    SessionOptions m_options;
+    QVector<SessionJob> m_jobs;
+    int m_current = -1;
+    bool m_running = false;
+    bool m_workerStarted = false; // the current job's process started
+    bool m_cancelled = false;
+    bool m_storeFailed = false;
+    bool m_controlReused = false;
+    QDateTime m_reusedDate;
+    std::optional<qint64> m_controlRun;
+    QString m_refusal;
+    QString m_startError;
+};
+
+} // namespace rs::launch
