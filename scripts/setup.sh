@@ -15,6 +15,7 @@ packages=(
   sqlite3 xvfb xauth fonts-dejavu-core
   openssh-client
   openssh-server                                 # tests: the remote launch goes through a real sshd
+  python3-omegaconf                              # tests: written Bridge overrides parse as Hydra/OmegaConf reads them
 )
 missing=()
 for p in "${packages[@]}"; do
