@@ -16,6 +16,7 @@ packages=(
   openssh-client
   openssh-server                                 # tests: the remote launch goes through a real sshd
   slurm-wlm munge                                # tests: Slurm jobs against a real slurmctld / slurmd
+  python3-omegaconf                              # tests: written Bridge overrides parse as Hydra/OmegaConf reads them
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -114,7 +114,10 @@ bool RecipeDocument::applyPatch(const nlohmann::json& patch, QObject* origin, QS
     nlohmann::json j = recipeToJson(m_recipe);
     applyRecipePatch(j, patch);
     try {
-        setRecipe(recipeFromJson(j, "form"), origin);
+        Recipe r = recipeFromJson(j, "form");
+        for (auto it = patch.begin(); it != patch.end(); ++it)
+            markExplicit(r, it.key()); // a value the user (or a fix-it) set is written even at its default
+        setRecipe(r, origin);
         return true;
     } catch (const std::exception& e) {
         if (error)

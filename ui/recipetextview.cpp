@@ -67,7 +67,8 @@ QString RecipeTextView::textFor(const Recipe& recipe, Syntax syntax)
         QList<QStringList> lines;
         for (const auto& o : recipeToBridgeOverrides(recipe))
             lines.append(QStringList { QString::fromStdString(o) });
-        return joinShellLines(lines);
+        // Our own settings ride in a comment line, which the shell drops before Bridge sees the line.
+        return QString::fromStdString(studioCommentLine(recipe)) + QLatin1Char('\n') + joinShellLines(lines);
     }
     case Syntax::MegatronFlags: {
         QStringList args;
@@ -85,6 +86,14 @@ Recipe RecipeTextView::recipeFrom(const QString& text, Syntax syntax, const Reci
 {
     if (syntax == Syntax::Json)
         return recipeFromJsonText(text.toStdString(), "JSON text");
+    // '# studio:' lines first: they name the profile, whose Megatron tables the readers use.
+    Recipe studio = frontEndDefaults(
+        syntax == Syntax::BridgeOverrides ? InputFormat::BridgeOverrides : InputFormat::MegatronFlags,
+        current.profile);
+    for (const QString& line : text.split(QLatin1Char('\n'))) {
+        if (line.trimmed().startsWith(QStringLiteral("# studio:")))
+            applyStudioComment(studio, line.trimmed().toStdString());
+    }
     QStringList words;
     QString error;
     if (!splitShellWords(text, &words, &error))
@@ -94,18 +103,20 @@ Recipe RecipeTextView::recipeFrom(const QString& text, Syntax syntax, const Reci
     for (const QString& w : words)
         args.push_back(w.toStdString());
     if (syntax == Syntax::BridgeOverrides)
-        return recipeFromBridgeOverrides(
-            args, Recipe {}); // overrides list every field that differs from Recipe{}
+        return recipeFromBridgeOverrides(args, studio); // every field that differs from Bridge's defaults
     // Flags have no place for Bridge-only and Studio settings: those stay as they are; everything else
     // comes from the flags alone, so deleting a flag line returns that field to Megatron's default.
-    Recipe base;
+    Recipe base = frontEndDefaults(InputFormat::MegatronFlags, current.profile);
     base.name = current.name;
-    base.profile = current.profile;
     base.memory_target_gb = current.memory_target_gb;
     base.warmup_iters = current.warmup_iters;
     base.mixed_precision = current.mixed_precision;
     base.check_for_nan_in_loss = current.check_for_nan_in_loss;
     base.te_version = current.te_version;
+    base.extra_overrides = current.extra_overrides;
+    base.data_parallel_size = current.data_parallel_size;
+    if (args.empty() || args.front().rfind("--", 0) == 0)
+        base.launch_command = current.launch_command; // unless the text names its own launcher
     return recipeFromMegatronFlags(args, base);
 }
 

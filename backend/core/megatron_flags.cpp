@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 
+#include "core/megatron_arg_table.h"
 #include "core/recipe_json.h"
 
 namespace rs {
@@ -41,6 +42,16 @@ const std::vector<FlagDef>& flagDefs()
         { "--normalization", Arity::Value, "normalization" },
         { "--swiglu", Arity::Switch, "" },
         { "--vocab-size", Arity::Value, "vocab_size" },
+        { "--make-vocab-size-divisible-by", Arity::Value, "make_vocab_size_divisible_by" },
+        { "--disable-bias-linear", Arity::Switch, "" },
+        { "--add-qkv-bias", Arity::Switch, "add_qkv_bias" },
+        { "--position-embedding-type", Arity::Value, "position_embedding_type" },
+        { "--max-position-embeddings", Arity::Value, "max_position_embeddings" },
+        { "--rotary-percent", Arity::Value, "rotary_percent" },
+        { "--rotary-base", Arity::Value, "rotary_base" },
+        { "--untie-embeddings-and-output-weights", Arity::Switch, "untie_embeddings_and_output_weights" },
+        { "--attention-softmax-in-fp32", Arity::Switch, "attention_softmax_in_fp32" },
+        { "--apply-query-key-layer-scaling", Arity::Switch, "apply_query_key_layer_scaling" },
         { "--multi-latent-attention", Arity::Switch, "multi_latent_attention" },
         { "--q-lora-rank", Arity::Value, "q_lora_rank" },
         { "--kv-lora-rank", Arity::Value, "kv_lora_rank" },
@@ -58,6 +69,9 @@ const std::vector<FlagDef>& flagDefs()
         { "--moe-token-dispatcher-type", Arity::Value, "moe_token_dispatcher_type" },
         { "--moe-input-jitter-eps", Arity::Value, "moe_input_jitter_eps" },
         { "--mtp-num-layers", Arity::Value, "mtp_num_layers" },
+        { "--moe-aux-loss-coeff", Arity::Value, "moe_aux_loss_coeff" },
+        { "--moe-router-load-balancing-type", Arity::Value, "moe_router_load_balancing_type" },
+        { "--moe-expert-capacity-factor", Arity::Value, "moe_expert_capacity_factor" },
         { "--enable-mhc-connections", Arity::Switch, "enable_mhc_connections" },
         { "--enable-hyper-connections", Arity::Switch, "enable_hyper_connections" },
         { "--mhc-recompute-layer-num", Arity::Value, "mhc_recompute_layer_num" },
@@ -69,6 +83,12 @@ const std::vector<FlagDef>& flagDefs()
         { "--context-parallel-size", Arity::Value, "context_parallel_size" },
         { "--expert-model-parallel-size", Arity::Value, "expert_model_parallel_size" },
         { "--sequence-parallel", Arity::Switch, "sequence_parallel" },
+        { "--use-distributed-optimizer", Arity::Switch, "use_distributed_optimizer" },
+        { "--accumulate-allreduce-grads-in-fp32", Arity::Switch, "" },
+        { "--grad-reduce-in-bf16", Arity::Switch, "" },
+        { "--main-grads-dtype", Arity::Value, "main_grads_dtype" },
+        { "--main-params-dtype", Arity::Value, "main_params_dtype" },
+        { "--use-precision-aware-optimizer", Arity::Switch, "use_precision_aware_optimizer" },
         { "--bf16", Arity::Switch, "bf16" },
         { "--fp16", Arity::Switch, "fp16" },
         { "--fp8-format", Arity::Value, "fp8" },
@@ -112,19 +132,6 @@ const FlagDef* findFlag(const std::string& flag)
             return &d;
     }
     return nullptr;
-}
-
-const std::vector<std::string>& allKnownFlags()
-{
-    static const std::vector<std::string> flags = [] {
-        std::vector<std::string> f;
-        for (const FlagDef& d : flagDefs())
-            f.emplace_back(d.flag);
-        for (const auto& [flag, count] : knownIrrelevantFlags())
-            f.push_back(flag);
-        return f;
-    }();
-    return flags;
 }
 
 bool isFlag(const std::string& arg)
@@ -284,123 +291,44 @@ std::string layerFreqText(const std::vector<int>& pattern)
     return out;
 }
 
+bool endsWithPy(const std::string& word)
+{
+    return word.size() > 3 && word.compare(word.size() - 3, 3, ".py") == 0;
+}
+
 } // namespace
 
-const std::vector<std::pair<std::string, int>>& knownIrrelevantFlags()
+Recipe recipeFromMegatronFlags(const std::vector<std::string>& args)
 {
-    // Flags of a real pretrain_gpt.py command line that change neither activation memory nor recompute
-    // behaviour (optimizer, data, checkpointing, logging, initialization, fusions). -1: takes every value
-    // up to the next flag (argparse nargs='*' / '+').
-    static const std::vector<std::pair<std::string, int>> flags = {
-        { "--lr", 1 },
-        { "--min-lr", 1 },
-        { "--lr-decay-style", 1 },
-        { "--lr-decay-iters", 1 },
-        { "--lr-warmup-iters", 1 },
-        { "--lr-warmup-fraction", 1 },
-        { "--lr-warmup-init", 1 },
-        { "--weight-decay", 1 },
-        { "--start-weight-decay", 1 },
-        { "--end-weight-decay", 1 },
-        { "--clip-grad", 1 },
-        { "--adam-beta1", 1 },
-        { "--adam-beta2", 1 },
-        { "--adam-eps", 1 },
-        { "--optimizer", 1 },
-        { "--init-method-std", 1 },
-        { "--seed", 1 },
-        { "--data-path", -1 },
-        { "--train-data-path", -1 },
-        { "--valid-data-path", -1 },
-        { "--test-data-path", -1 },
-        { "--data-cache-path", 1 },
-        { "--split", 1 },
-        { "--mock-data", 0 },
-        { "--num-workers", 1 },
-        { "--dataloader-type", 1 },
-        { "--tokenizer-type", 1 },
-        { "--tokenizer-model", 1 },
-        { "--vocab-file", 1 },
-        { "--merge-file", 1 },
-        { "--make-vocab-size-divisible-by", 1 },
-        { "--save", 1 },
-        { "--load", 1 },
-        { "--save-interval", 1 },
-        { "--ckpt-format", 1 },
-        { "--no-load-optim", 0 },
-        { "--no-load-rng", 0 },
-        { "--finetune", 0 },
-        { "--eval-interval", 1 },
-        { "--eval-iters", 1 },
-        { "--log-interval", 1 },
-        { "--log-throughput", 0 },
-        { "--log-timers-to-tensorboard", 0 },
-        { "--log-memory-to-tensorboard", 0 },
-        { "--log-params-norm", 0 },
-        { "--log-num-zeros-in-grad", 0 },
-        { "--log-validation-ppl-to-tensorboard", 0 },
-        { "--timing-log-level", 1 },
-        { "--tensorboard-dir", 1 },
-        { "--tensorboard-log-interval", 1 },
-        { "--wandb-project", 1 },
-        { "--wandb-exp-name", 1 },
-        { "--wandb-save-dir", 1 },
-        { "--exit-duration-in-mins", 1 },
-        { "--exit-interval", 1 },
-        { "--manual-gc", 0 },
-        { "--manual-gc-interval", 1 },
-        { "--distributed-backend", 1 },
-        { "--distributed-timeout-minutes", 1 },
-        { "--use-mcore-models", 0 },
-        { "--use-distributed-optimizer", 0 },
-        { "--overlap-grad-reduce", 0 },
-        { "--overlap-param-gather", 0 },
-        { "--accumulate-allreduce-grads-in-fp32", 0 },
-        { "--attention-softmax-in-fp32", 0 },
-        { "--no-masked-softmax-fusion", 0 },
-        { "--no-bias-gelu-fusion", 0 },
-        { "--no-bias-dropout-fusion", 0 },
-        { "--no-gradient-accumulation-fusion", 0 },
-        { "--no-rope-fusion", 0 },
-        { "--position-embedding-type", 1 },
-        { "--use-rotary-position-embeddings", 0 },
-        { "--rotary-base", 1 },
-        { "--rotary-percent", 1 },
-        { "--rotary-scaling-factor", 1 },
-        { "--max-position-embeddings", 1 },
-        { "--untie-embeddings-and-output-weights", 0 },
-        { "--disable-bias-linear", 0 },
-        { "--add-qkv-bias", 0 },
-        { "--qk-layernorm", 0 },
-        { "--norm-epsilon", 1 },
-        { "--apply-layernorm-1p", 0 },
-        { "--no-create-attention-mask-in-dataloader", 0 },
-        { "--moe-router-load-balancing-type", 1 },
-        { "--moe-aux-loss-coeff", 1 },
-        { "--moe-z-loss-coeff", 1 },
-        { "--moe-router-score-function", 1 },
-        { "--moe-router-pre-softmax", 0 },
-        { "--moe-router-dtype", 1 },
-        { "--moe-router-enable-expert-bias", 0 },
-        { "--moe-router-bias-update-rate", 1 },
-        { "--moe-router-topk-scaling-factor", 1 },
-        { "--moe-permute-fusion", 0 },
-        { "--profile", 0 },
-        { "--profile-step-start", 1 },
-        { "--profile-step-end", 1 },
-        { "--profile-ranks", -1 },
-    };
-    return flags;
+    return recipeFromMegatronFlags(args, frontEndDefaults(InputFormat::MegatronFlags));
 }
 
 Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base)
 {
+    const MegatronArgTable table = megatronArgTable(base.profile);
     bool groupQueryAttention = false;
     std::optional<int> numQueryGroups;
     std::optional<int> layersPerVirtualStage;
     bool vppGiven = false, qLoraGiven = false, kvLoraGiven = false;
+    bool accumulateInFp32 = false, gradReduceInBf16 = false;
 
-    for (std::size_t i = 0; i < args.size(); ++i) {
+    std::size_t first = 0;
+    // The launcher and the script: everything up to the first word that names a .py file.
+    if (!args.empty() && !isFlag(args[0])) {
+        std::size_t script = 0;
+        while (script < args.size() && !endsWithPy(args[script]))
+            ++script;
+        if (script == args.size()) {
+            throw RecipeError("", "argument 1",
+                "unexpected argument '" + args[0]
+                    + "': a Megatron-LM command line is [launcher and its options] SCRIPT.py --flags..., "
+                      "and no .py script was found");
+        }
+        base.launch_command.assign(args.begin(), args.begin() + std::ptrdiff_t(script) + 1);
+        first = script + 1;
+    }
+
+    for (std::size_t i = first; i < args.size(); ++i) {
         const std::string& arg = args[i];
         if (!isFlag(arg)) {
             throw RecipeError("", "argument " + std::to_string(i + 1),
@@ -411,57 +339,65 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         const std::optional<std::string> inlineValue
             = eq == std::string::npos ? std::nullopt : std::optional<std::string>(arg.substr(eq + 1));
         const std::string where = "flag " + flag;
+        const MegatronArg* row = table.find(flag);
+        if (!row) {
+            throw RecipeError(flag, where,
+                std::string("Megatron-LM has no such flag at profile ") + profileName(base.profile)
+                    + " (arguments.py at " + std::string(table.commit).substr(0, 8) + "); did you mean '"
+                    + nearestName(flag, table.flags()) + "'?");
+        }
         const FlagDef* def = findFlag(flag);
+        const std::string fieldName = def ? def->field : row->dest;
 
-        if (!def) {
-            const auto& irrelevant = knownIrrelevantFlags();
-            const auto it = std::find_if(irrelevant.begin(), irrelevant.end(),
-                [&](const std::pair<std::string, int>& f) { return f.first == flag; });
-            if (it == irrelevant.end()) {
-                throw RecipeError(flag, where,
-                    "unknown Megatron-LM flag; did you mean '" + nearestName(flag, allKnownFlags()) + "'?");
+        // Gather the values as argparse does, by the flag's nargs.
+        std::vector<std::string> values;
+        const int minValues = row->minValues();
+        const int maxValues = row->maxValues();
+        const std::size_t start = i;
+        if (inlineValue) {
+            if (maxValues == 0)
+                throw RecipeError(fieldName, where, "takes no value, got '" + *inlineValue + "'");
+            values.push_back(*inlineValue);
+        } else {
+            while (i + 1 < args.size() && !isFlag(args[i + 1])
+                && (maxValues < 0 || int(values.size()) < maxValues))
+                values.push_back(args[++i]);
+        }
+        if (int(values.size()) < minValues) {
+            throw RecipeError(fieldName, where,
+                minValues == 1 && maxValues == 1
+                    ? std::string("expects a value")
+                    : "expects at least " + std::to_string(minValues) + " value(s)");
+        }
+        if (row->has_choices && std::string(row->choices) != "?") {
+            const std::vector<std::string> choices = row->choiceList();
+            for (const std::string& v : values) {
+                if (std::find(choices.begin(), choices.end(), stripQuotes(v)) == choices.end())
+                    throw RecipeError(fieldName, where,
+                        "invalid choice '" + v + "' (Megatron-LM allows " + joinNames(choices) + ")");
             }
-            if (it->second == 1 && !inlineValue) {
-                if (i + 1 >= args.size() || isFlag(args[i + 1]))
-                    throw RecipeError(flag, where, "expects a value");
-                ++i;
-            } else if (it->second < 0 && !inlineValue) {
-                while (i + 1 < args.size() && !isFlag(args[i + 1]))
-                    ++i;
-            }
+        }
+        if (!def || (flag == "--moe-aux-loss-coeff" && values.size() != 1)
+            || (flag == "--moe-router-load-balancing-type" && values.size() != 1)) {
+            // A flag of Megatron-LM's that no field models (or a per-layer list of one that does): kept.
+            base.extra_flags.insert(base.extra_flags.end(), args.begin() + std::ptrdiff_t(start),
+                args.begin() + std::ptrdiff_t(i) + 1);
             continue;
         }
-
-        // Gather the flag's values.
-        std::vector<std::string> values;
-        if (def->arity == Arity::Switch) {
-            if (inlineValue)
-                throw RecipeError(def->field, where, "takes no value, got '" + *inlineValue + "'");
-        } else if (def->arity == Arity::Value) {
-            if (inlineValue) {
-                values.push_back(*inlineValue);
-            } else {
-                if (i + 1 >= args.size() || isFlag(args[i + 1]))
-                    throw RecipeError(def->field, where, "expects a value");
-                values.push_back(args[++i]);
-            }
-        } else {
-            if (inlineValue)
-                values.push_back(*inlineValue);
-            while (i + 1 < args.size() && !isFlag(args[i + 1]))
-                values.push_back(args[++i]);
-            if (values.empty() && def->arity == Arity::List)
-                throw RecipeError(def->field, where, "expects at least one value");
-        }
+        if (def->field[0] != '\0')
+            markExplicit(base, def->field);
 
         // The flags Megatron-LM resolves itself.
         if (flag == "--group-query-attention") {
             groupQueryAttention = true;
         } else if (flag == "--num-query-groups") {
             numQueryGroups = parseInt(values[0], "num_query_groups", where).get<int>();
+            markExplicit(base, "num_query_groups");
         } else if (flag == "--swiglu") {
             base.gated_linear_unit = true;
             base.activation_func = "silu";
+            markExplicit(base, "gated_linear_unit");
+            markExplicit(base, "activation_func");
         } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
             layersPerVirtualStage
                 = parseInt(values[0], "virtual_pipeline_model_parallel_size", where).get<int>();
@@ -473,6 +409,7 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
             else
                 freq = FreqExpression(text, where).parse();
             setRecipeField(base, "moe_layer_freq", freq, where);
+            markExplicit(base, "moe_layer_freq");
         } else if (flag == "--attention-backend") {
             // Megatron's AttnBackend enum; ours names what runs: local is the unfused path, auto lets TE
             // pick (fused on the GPUs we run on).
@@ -482,10 +419,19 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
             else if (v == "auto")
                 v = "fused";
             setRecipeField(base, "attention_backend", v, where);
+            markExplicit(base, "attention_backend");
         } else if (flag == "--checkpoint-activations") {
             base.checkpoint_activations_flag = flag; // the rules engine raises M1 for it
         } else if (flag == "--no-check-for-nan-in-loss-and-grad") {
             base.check_for_nan_in_loss = false;
+            markExplicit(base, "rerun_state_machine.check_for_nan_in_loss");
+        } else if (flag == "--disable-bias-linear") {
+            base.add_bias_linear = false;
+            markExplicit(base, "add_bias_linear");
+        } else if (flag == "--accumulate-allreduce-grads-in-fp32") {
+            accumulateInFp32 = true;
+        } else if (flag == "--grad-reduce-in-bf16") {
+            gradReduceInBf16 = true;
         } else {
             const std::string field = def->field;
             const RecipeFieldType type = *recipeFieldType(field);
@@ -547,6 +493,34 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         }
         base.virtual_pipeline_model_parallel_size = perRank / *layersPerVirtualStage;
     }
+    // validate_args: under bf16, gradients accumulate and all-reduce in fp32 unless --grad-reduce-in-bf16
+    // or --main-grads-dtype bf16 says otherwise; --accumulate-allreduce-grads-in-fp32 asks for it always.
+    if (accumulateInFp32 || gradReduceInBf16) {
+        base.grad_reduce_in_fp32 = accumulateInFp32 && !gradReduceInBf16;
+        markExplicit(base, "grad_reduce_in_fp32");
+    } else if (base.bf16 && base.main_grads_dtype == "fp32") {
+        base.grad_reduce_in_fp32 = true;
+    }
+    // The data-parallel size from torchrun's --nproc-per-node and --nnodes, when the launcher says them.
+    int procs = 0, nodes = 1;
+    for (std::size_t i = 0; i < base.launch_command.size(); ++i) {
+        const std::string& w = base.launch_command[i];
+        for (const char* name : { "--nproc-per-node", "--nproc_per_node", "--nnodes" }) {
+            const std::string n = name;
+            std::string v;
+            if (w == n && i + 1 < base.launch_command.size())
+                v = base.launch_command[i + 1];
+            else if (w.rfind(n + "=", 0) == 0)
+                v = w.substr(n.size() + 1);
+            if (v.empty() || v.find_first_not_of("0123456789") != std::string::npos || v.size() > 6)
+                continue;
+            (n == "--nnodes" ? nodes : procs) = std::stoi(v);
+        }
+    }
+    const int modelParallel
+        = base.tensor_model_parallel_size * base.pipeline_model_parallel_size * base.context_parallel_size;
+    if (procs > 0 && nodes > 0 && modelParallel > 0 && (procs * nodes) % modelParallel == 0)
+        base.data_parallel_size = procs * nodes / modelParallel;
     // Megatron-LM's MLA argparse defaults differ from MLATransformerConfig's: --q-lora-rank None (no Q
     // compression) and --kv-lora-rank 32.
     if (base.multi_latent_attention) {
@@ -560,7 +534,8 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
 
 std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
 {
-    static const Recipe defaults;
+    const Recipe defaults = frontEndDefaults(InputFormat::MegatronFlags, r.profile);
+    const MegatronArgTable table = megatronArgTable(r.profile);
     const std::string where = "Megatron-LM flags";
     if (r.mixed_precision) {
         throw RecipeError("mixed_precision", where,
@@ -583,11 +558,17 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
     }
 
     std::vector<std::string> out;
+    // Megatron-LM derives grad_reduce_in_fp32 (validate_args); a flag only where the recipe differs.
+    const bool derivedFp32 = r.bf16 && r.main_grads_dtype == "fp32";
     for (const FlagDef& def : flagDefs()) {
         const std::string flag = def.flag;
+        if (!table.find(flag))
+            continue; // no such flag at this profile (--cpu-offloading: derived from the layer count)
         if (flag == "--group-query-attention" || flag == "--virtual-pipeline-model-parallel-size"
             || flag == "--num-layers-per-virtual-pipeline-stage")
             continue; // written with --num-query-groups; one spelling of the virtual stages is enough
+        if (flag == "--num-virtual-stages-per-pipeline-rank" && !table.find(flag))
+            continue;
         if (flag == "--num-query-groups") {
             if (r.num_query_groups)
                 out.insert(
@@ -599,14 +580,28 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
                 out.push_back(flag);
             continue;
         }
+        if (flag == "--disable-bias-linear") {
+            if (!r.add_bias_linear)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--accumulate-allreduce-grads-in-fp32") {
+            if (r.grad_reduce_in_fp32 && !derivedFp32)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--grad-reduce-in-bf16") {
+            if (!r.grad_reduce_in_fp32 && derivedFp32)
+                out.push_back(flag);
+            continue;
+        }
         if (flag == "--moe-layer-freq") {
-            if (r.moe_layer_freq != defaults.moe_layer_freq)
+            if (r.moe_layer_freq != defaults.moe_layer_freq || isExplicit(r, "moe_layer_freq"))
                 out.insert(out.end(), { flag, layerFreqText(r.moe_layer_freq) });
             continue;
         }
         if (flag == "--attention-backend") {
-            if (r.attention_backend != defaults.attention_backend)
-                out.insert(out.end(), { flag, r.attention_backend });
+            out.insert(out.end(), { flag, r.attention_backend }); // always: Megatron-LM's default is auto
             continue;
         }
         if (flag == "--checkpoint-activations") {
@@ -621,7 +616,10 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
         }
         const std::string field = def.field;
         const nlohmann::json value = recipeFieldValue(r, field);
-        bool write = value != recipeFieldValue(defaults, field);
+        bool write = value != recipeFieldValue(defaults, field) || isExplicit(r, field);
+        // Megatron-LM needs these (its defaults are None): always written.
+        if (field == "seq_length" || field == "micro_batch_size")
+            write = true;
         // With MLA on, the ranks are always written: Megatron-LM's argparse defaults differ from ours.
         if (r.multi_latent_attention && (field == "q_lora_rank" || field == "kv_lora_rank"))
             write = !value.is_null();
@@ -640,6 +638,33 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
             out.insert(out.end(), { flag, flagValueText(value) });
         }
     }
+    // Every value we write must be one Megatron-LM's argparse takes at this profile.
+    for (std::size_t i = 0; i < out.size(); ++i) {
+        const MegatronArg* row = table.find(out[i]);
+        if (!row || !row->has_choices || std::string(row->choices) == "?")
+            continue;
+        const std::vector<std::string> choices = row->choiceList();
+        for (std::size_t j = i + 1; j < out.size() && !isFlag(out[j]); ++j) {
+            if (std::find(choices.begin(), choices.end(), out[j]) == choices.end())
+                throw RecipeError(row->dest, where,
+                    out[i] + " " + out[j] + ": Megatron-LM at profile " + profileName(r.profile)
+                        + " allows only " + joinNames(choices));
+        }
+    }
+    out.insert(out.end(), r.extra_flags.begin(), r.extra_flags.end());
+    return out;
+}
+
+std::vector<std::string> recipeToMegatronCommand(const Recipe& r)
+{
+    std::vector<std::string> out = r.launch_command;
+    if (out.empty())
+        out = { "torchrun", "--nproc-per-node",
+            std::to_string(r.data_parallel_size * r.tensor_model_parallel_size
+                * r.pipeline_model_parallel_size * r.context_parallel_size),
+            "pretrain_gpt.py" };
+    const std::vector<std::string> flags = recipeToMegatronFlags(r);
+    out.insert(out.end(), flags.begin(), flags.end());
     return out;
 }
 

@@ -1,35 +1,37 @@
 // SPDX-License-Identifier: Apache-2.0
 // Megatron-LM command-line flags (pretrain_gpt.py's argparse spellings) to and from a recipe.
 //
-// Reading accepts `--flag value` and `--flag=value`; list flags (--recompute-modules, --cuda-graph-modules,
-// --cuda-graph-scope, --offload-modules) take the following arguments up to the next `--flag`. Flags not
-// given keep the base recipe's values, except where Megatron-LM itself derives a value:
-// - --swiglu sets gated_linear_unit=true and activation_func=silu;
+// Reading takes a whole command line: an optional launcher with its options and the script
+// (torchrun --nproc-per-node 8 pretrain_gpt.py, python -m torch.distributed.run ..., srun ..., python
+// pretrain_gpt.py: every word up to the first *.py, kept in Recipe::launch_command), then every flag of the
+// profile's megatron/training/arguments.py (megatron_arg_table.h), each with argparse's arity (nargs) and
+// choices; `--flag value` and `--flag=value`. A flag Megatron-LM does not have is a RecipeError naming
+// the nearest flag; one it has that no field models is kept verbatim in Recipe::extra_flags. It starts from
+// Megatron-LM's defaults (frontEndDefaults(MegatronFlags)) and derives what Megatron-LM derives:
+// - --swiglu sets gated_linear_unit=true and activation_func=silu; --disable-bias-linear
+// add_bias_linear=false;
 // - --num-query-groups counts only with --group-query-attention (alone, that means 1 group); without it
 //   Megatron-LM ignores the groups, which is a RecipeError here rather than a silent MHA model;
 // - --num-layers-per-virtual-pipeline-stage N becomes virtual_pipeline_model_parallel_size =
-//   num_layers / pipeline_model_parallel_size / N (--num-virtual-stages-per-pipeline-rank and
-//   --virtual-pipeline-model-parallel-size give it directly);
-// - with --multi-latent-attention, an absent --q-lora-rank is None and an absent --kv-lora-rank is 32
-//   (Megatron-LM's argparse defaults, unlike MLATransformerConfig's 512/512);
+//   num_layers / pipeline_model_parallel_size / N;
+// - with --multi-latent-attention, an absent --q-lora-rank is None and an absent --kv-lora-rank is 32;
 // - --attention-backend takes Megatron's enum: local and unfused -> unfused, auto -> fused;
+// - grad_reduce_in_fp32 as validate_args sets it: bf16 with --main-grads-dtype fp32 turns it on unless
+//   --grad-reduce-in-bf16; --accumulate-allreduce-grads-in-fp32 turns it on;
+// - data_parallel_size from torchrun's --nproc-per-node x --nnodes over TP x PP x CP;
 // - --checkpoint-activations is stored (checkpoint_activations_flag) so the rules engine raises M1, and
-//   --recompute-activations is stored as recompute_activations for M2;
-// - --no-check-for-nan-in-loss-and-grad sets check_for_nan_in_loss=false.
-// Flags that change neither activation memory nor recompute (--lr, --data-path, --save, ...) are ignored
-// with their values (knownIrrelevantFlags); any other flag is a RecipeError naming the nearest known flag.
+//   --recompute-activations is stored as recompute_activations for M2.
 //
-// Writing gives only what differs from Recipe{} (MLA ranks always, see above), and
-// recipeFromMegatronFlags(recipeToMegatronFlags(r)) == r except for these, which have no flag:
-// - not written, they come back at the base recipe's values: name, profile, memory_target_gb,
-//   warmup_iters, te_version (ours); a non-MLA recipe's q_lora_rank=None;
+// Writing gives what differs from Megatron-LM's defaults or was set explicitly, always --seq-length,
+// --micro-batch-size and --attention-backend, then Recipe::extra_flags; flags the profile's Megatron-LM
+// lacks are not written (--cpu-offloading: Megatron-LM derives it from --cpu-offloading-num-layers), and a
+// value outside the flag's choices at the profile is a RecipeError (--fp4-format nvfp4 where only e2m1
+// is allowed). recipeFromMegatronFlags(recipeToMegatronFlags(r)) == r except for these, which have no flag:
+// - name, profile, memory_target_gb, warmup_iters, te_version (ours); a non-MLA recipe's q_lora_rank=None;
 // - an empty list for a list flag (argparse nargs='+' cannot say []): cuda_graph_modules=[] and
-//   cuda_graph_scope=[] come back unset (R26 turns the unset default "full" into [] anyway), and
-//   recompute_modules=[] without selective granularity comes back unset (it is not read then).
+//   cuda_graph_scope=[] come back unset, and recompute_modules=[] without selective granularity too.
 // And these throw RecipeError instead of writing something that trains differently:
-// - recompute_granularity=selective with recompute_modules=[] (megatron-rules.md (i)): Megatron-LM's
-//   --recompute-modules needs at least one label; as flags the no-recompute control is the absence of
-//   --recompute-granularity;
+// - recompute_granularity=selective with recompute_modules=[] (megatron-rules.md (i));
 // - mixed_precision set (a Bridge recipe name; apply B8 first);
 // - gated_linear_unit/activation_func other than SwiGLU or plain GeLU.
 #pragma once
@@ -43,9 +45,11 @@
 namespace rs {
 
 std::vector<std::string> recipeToMegatronFlags(const Recipe& r);
-// Errors name the flag: RecipeError::where is "flag --seq-length", field the recipe key.
-Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base = Recipe {});
-// Flags accepted and ignored, each with the number of values it takes: 0, 1, or -1 (all up to the next flag).
-const std::vector<std::pair<std::string, int>>& knownIrrelevantFlags();
+// Recipe::launch_command (or torchrun --nproc-per-node <world size> pretrain_gpt.py) and the flags.
+std::vector<std::string> recipeToMegatronCommand(const Recipe& r);
+// Errors name the flag: RecipeError::where is "flag --seq-length", field the recipe key. The default base
+// is Megatron-LM's defaults at the bridge-pin profile; a base's profile picks the flag table.
+Recipe recipeFromMegatronFlags(const std::vector<std::string>& args);
+Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base);
 
 } // namespace rs

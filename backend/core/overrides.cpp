@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-// A subset of Hydra's override grammar, enough for every value a recipe holds: each override's value is
-// parsed into JSON and then set through the JSON reader's field access, so the type and allowed-value
-// checks (and their messages) are the JSON reader's.
+// Hydra's override grammar, enough for every value a recipe holds: each override's value is parsed into
+// JSON and then set through the JSON reader's field access, so the type and allowed-value checks (and
+// their messages) are the JSON reader's. Keys outside the recipe are checked against Megatron's
+// dataclasses (megatron_arg_table.h) and Bridge's ConfigContainer sections, then kept verbatim.
 #include "core/overrides.h"
 
 #include <algorithm>
 #include <cctype>
 #include <regex>
 
+#include "core/megatron_arg_table.h"
 #include "core/mixed_precision.h"
 #include "core/recipe_json.h"
 
@@ -15,59 +17,83 @@ namespace rs {
 
 namespace {
 
-// Our own settings, which Bridge's ConfigContainer has no place for: written under "studio.".
+// Our own settings, which Bridge's ConfigContainer has no place for: written in the '# studio:' comment.
 const std::vector<std::string> kStudioFields = { "name", "profile", "memory_target_gb", "warmup_iters",
-    "te_version", "checkpoint_activations_flag", "recompute_activations" };
+    "te_version", "checkpoint_activations_flag", "recompute_activations", "data_parallel_size",
+    "main_grads_dtype", "main_params_dtype", "front_end" };
+// Fields that are no setting at all (how the recipe was read); never written as overrides.
+const std::vector<std::string> kBookkeeping
+    = { "extra_overrides", "extra_flags", "launch_command", "explicit_keys" };
+
+bool contains(const std::vector<std::string>& v, const std::string& s)
+{
+    return std::find(v.begin(), v.end(), s) != v.end();
+}
 
 bool isStudioField(const std::string& key)
 {
-    return std::find(kStudioFields.begin(), kStudioFields.end(), key) != kStudioFields.end();
+    return contains(kStudioFields, key);
 }
 
-// The override key recipeToBridgeOverrides writes for a field.
-std::string overrideKey(const std::string& field)
+// The Bridge keys a field is written under (ConfigContainer section.field); empty for ours.
+std::vector<std::string> bridgeKeys(const std::string& field)
 {
+    if (isStudioField(field) || contains(kBookkeeping, field))
+        return {};
     if (field.find('.') != std::string::npos || field == "mixed_precision")
-        return field; // comm_overlap.*, rerun_state_machine.*, and the top-level mixed_precision
-    if (field == "train_iters")
-        return "train.train_iters"; // Bridge's own place for it
-    if (isStudioField(field))
-        return "studio." + field;
-    return "model." + field;
+        return { field }; // comm_overlap.*, rerun_state_machine.*, and the top-level mixed_precision
+    if (field == "train_iters" || field == "global_batch_size" || field == "micro_batch_size")
+        return { "train." + field };
+    if (field == "seq_length")
+        return { "model.seq_length", "dataset.seq_length" }; // Bridge checks that the two agree
+    if (field == "use_distributed_optimizer" || field == "grad_reduce_in_fp32")
+        return { "ddp." + field };
+    if (field == "use_precision_aware_optimizer")
+        return { "optimizer." + field };
+    if (field == "untie_embeddings_and_output_weights")
+        return { "model.share_embeddings_and_output_weights" };
+    return { "model." + field };
 }
 
-// Every key the reader accepts, for the nearest-key suggestion.
-const std::vector<std::string>& knownOverrideKeys()
+// The recipe field an override key sets; "" when none.
+std::string fieldForKey(const std::string& key)
 {
-    static const std::vector<std::string> keys = [] {
-        std::vector<std::string> k;
-        for (const std::string& field : recipeFieldKeys())
-            k.push_back(overrideKey(field));
-        return k;
-    }();
+    if (key == "optimizer.use_distributed_optimizer")
+        return "use_distributed_optimizer";
+    for (const std::string& field : recipeFieldKeys()) {
+        for (const std::string& k : bridgeKeys(field)) {
+            if (k == key)
+                return field;
+        }
+    }
+    return {};
+}
+
+std::vector<std::string> knownOverrideKeys(const MegatronArgTable& table)
+{
+    std::vector<std::string> keys;
+    for (const std::string& field : recipeFieldKeys()) {
+        for (const std::string& k : bridgeKeys(field))
+            keys.push_back(k);
+    }
+    for (const std::string& f : table.fieldNames())
+        keys.push_back("model." + f);
+    for (const ConfigField& f : bridgeProviderFields())
+        keys.push_back("model." + std::string(f.name));
     return keys;
 }
 
-// The field an override key names; "" when none.
-std::string fieldForKey(const std::string& key)
+// A model.<name> field that Megatron / Bridge has (modelled or not); nullptr when none.
+const ConfigField* modelField(const MegatronArgTable& table, const std::string& name)
 {
-    for (const std::string& field : recipeFieldKeys()) {
-        if (key == overrideKey(field))
-            return field;
+    if (const ConfigField* f = table.field(name))
+        return f;
+    static const std::vector<ConfigField> provider = bridgeProviderFields();
+    for (const ConfigField& f : provider) {
+        if (name == f.name)
+            return &f;
     }
-    const auto dot = key.find('.');
-    if (dot == std::string::npos)
-        return {};
-    const std::string prefix = key.substr(0, dot);
-    const std::string rest = key.substr(dot + 1);
-    if (rest.find('.') != std::string::npos || !recipeFieldType(rest))
-        return {};
-    // Our own fields are accepted under model. too; train_iters and attention_backend under studio.
-    if (prefix == "model" && rest != "mixed_precision")
-        return rest;
-    if (prefix == "studio" && (isStudioField(rest) || rest == "train_iters" || rest == "attention_backend"))
-        return rest;
-    return {};
+    return nullptr;
 }
 
 struct HydraValue {
@@ -113,11 +139,12 @@ HydraValue parseScalar(const std::string& raw, const std::string& where)
         const std::string text = unquote(s, where);
         return { nlohmann::json(text), text };
     }
-    if (s == "null" || s == "None" || s == "NULL")
-        return { nlohmann::json(nullptr), s };
     std::string lower = s;
     std::transform(
         lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
+    // Hydra's grammar: null in any case is null, as YAML's ~; None is a plain string.
+    if (lower == "null" || s == "~")
+        return { nlohmann::json(nullptr), s };
     if (lower == "true")
         return { nlohmann::json(true), s };
     if (lower == "false")
@@ -197,7 +224,8 @@ std::string scalarText(const nlohmann::json& v)
     std::transform(
         lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return char(std::tolower(c)); });
     const bool plain = !s.empty() && s.find_first_of("[]{}()'\",=:\\ \t") == std::string::npos
-        && lower != "null" && lower != "none" && lower != "true" && lower != "false"
+        && lower != "null" && lower != "none" && lower != "true" && lower != "false" && s != "~"
+        && s.front() != '+' && s.front() != '#' && s.find('$') == std::string::npos
         && !std::regex_match(s, kNumber);
     if (plain)
         return s;
@@ -223,86 +251,329 @@ std::string valueText(const nlohmann::json& v)
     return out + "]";
 }
 
-} // namespace
-
-std::vector<std::string> recipeToBridgeOverrides(const Recipe& r)
+std::string kindOf(const nlohmann::json& v)
 {
-    static const Recipe defaults;
-    std::vector<std::string> out;
-    for (const std::string& field : recipeFieldKeys()) {
-        const nlohmann::json value = recipeFieldValue(r, field);
-        if (value != recipeFieldValue(defaults, field))
-            out.push_back(overrideKey(field) + "=" + valueText(value));
-    }
-    return out;
+    if (v.is_null())
+        return "none";
+    if (v.is_boolean())
+        return "bool";
+    if (v.is_number_integer())
+        return "int";
+    if (v.is_number())
+        return "float";
+    if (v.is_array())
+        return "list";
+    return "str";
 }
 
-Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe base)
-{
-    for (std::size_t n = 0; n < args.size(); ++n) {
-        const std::string where = "override " + std::to_string(n + 1);
-        std::string arg = trim(args[n]);
-        // A shell that did not strip the quotes: 'model.recompute_modules=[core_attn,moe_act]'.
-        if (isQuoted(arg) && arg.find('=') != std::string::npos)
-            arg = arg.substr(1, arg.size() - 2);
-        const auto eq = arg.find('=');
-        if (eq == std::string::npos)
-            throw RecipeError("", where, "expected KEY=VALUE, got '" + args[n] + "'");
-        std::string key = trim(arg.substr(0, eq));
-        if (!key.empty() && key.front() == '~')
-            throw RecipeError(key, where, "deleting a key (~) is not supported: every field has a value");
-        // Hydra's +key (add) and ++key (add or override) mean the same here: every field exists.
-        if (key.rfind("++", 0) == 0)
-            key.erase(0, 2);
-        else if (key.rfind("+", 0) == 0)
-            key.erase(0, 1);
-        if (key.empty())
-            throw RecipeError("", where, "expected KEY=VALUE, got '" + args[n] + "'");
-        const std::string field = fieldForKey(key);
-        if (field.empty()) {
-            throw RecipeError(key, where,
-                "unknown override key; did you mean '" + nearestName(key, knownOverrideKeys()) + "'?");
-        }
+// An override split into its parts.
+struct Override {
+    std::string prefix; // "", "+", "++" or "~"
+    std::string key;
+    std::optional<std::string> value; // absent for ~KEY
+};
 
-        bool isList = false;
-        std::pair<HydraValue, std::vector<HydraValue>> parsed;
-        try {
-            parsed = parseValue(arg.substr(eq + 1), where, &isList);
-        } catch (const RecipeError& e) {
-            throw RecipeError(field, where, e.message);
+Override splitOverride(const std::string& raw, const std::string& where)
+{
+    std::string arg = trim(raw);
+    // A shell that did not strip the quotes: 'model.recompute_modules=[core_attn,moe_act]'.
+    if (isQuoted(arg) && arg.find('=') != std::string::npos)
+        arg = arg.substr(1, arg.size() - 2);
+    Override o;
+    for (const char* p : { "++", "+", "~" }) {
+        if (arg.rfind(p, 0) == 0) {
+            o.prefix = p;
+            arg.erase(0, std::string(p).size());
+            break;
         }
-        nlohmann::json value = parsed.first.value;
-        const RecipeFieldType type = *recipeFieldType(field);
-        // Hydra reads model.name=123 as an int and [1,2] as ints: a string field keeps the text.
-        if ((type == RecipeFieldType::String || type == RecipeFieldType::OptionalString
-                || type == RecipeFieldType::Profile)
-            && !isList && !value.is_null() && !value.is_string())
-            value = parsed.first.text;
-        if ((type == RecipeFieldType::StringList || type == RecipeFieldType::OptionalStringList) && isList) {
+    }
+    const auto eq = arg.find('=');
+    o.key = trim(arg.substr(0, eq));
+    if (eq != std::string::npos)
+        o.value = arg.substr(eq + 1);
+    if (o.key.empty() || (!o.value && o.prefix != "~"))
+        throw RecipeError("", where, "expected KEY=VALUE, got '" + raw + "'");
+    return o;
+}
+
+// Sets a recipe field from an override's value text, with Hydra's meanings.
+void setFromHydra(Recipe& r, const std::string& field, const std::string& text, const std::string& where)
+{
+    bool isList = false;
+    std::pair<HydraValue, std::vector<HydraValue>> parsed;
+    try {
+        parsed = parseValue(text, where, &isList);
+    } catch (const RecipeError& e) {
+        throw RecipeError(field, where, e.message);
+    }
+    nlohmann::json value = parsed.first.value;
+    const RecipeFieldType type = *recipeFieldType(field);
+    const bool quoted = isQuoted(trim(text));
+    if (!quoted && !isList && value == "None"
+        && (type == RecipeFieldType::OptionalString || type == RecipeFieldType::OptionalInt
+            || type == RecipeFieldType::OptionalDouble || type == RecipeFieldType::OptionalStringList
+            || type == RecipeFieldType::StringList)) {
+        std::string why = "Hydra reads None as the string 'None', not as null";
+        if (field == "recompute_granularity")
+            why += ", and Megatron rejects recompute_granularity='None' (TransformerConfig allows 'full', "
+                   "'selective' or None)";
+        throw RecipeError(field, where, why + "; write " + field + "=null for None");
+    }
+    // Hydra reads model.name=123 as an int and [1,2] as ints: a string field keeps the text.
+    if ((type == RecipeFieldType::String || type == RecipeFieldType::OptionalString
+            || type == RecipeFieldType::Profile || type == RecipeFieldType::FrontEnd)
+        && !isList && !value.is_null() && !value.is_string())
+        value = parsed.first.text;
+    if (type == RecipeFieldType::StringList || type == RecipeFieldType::OptionalStringList) {
+        if (isList) {
             value = nlohmann::json::array();
             for (const HydraValue& item : parsed.second)
                 value.push_back(
                     item.value.is_string() || item.value.is_null() ? item.value : nlohmann::json(item.text));
+        } else if (value.is_null() && type == RecipeFieldType::StringList) {
+            value = nlohmann::json::array(); // offload_modules=None: Megatron's Optional list, nothing
+        } else if (value.is_string()) {
+            // Megatron's annotations allow one string where a list is usual (cuda_graph_scope="full"):
+            // "full" is the dataclass default, anything else one label.
+            if (value == "full" && type == RecipeFieldType::OptionalStringList)
+                value = nullptr;
+            else
+                value = nlohmann::json::array({ value });
         }
-        if (field == "mixed_precision" && value.is_string()
-            && !findMixedPrecision(value.get<std::string>())) {
-            std::vector<std::string> names;
-            for (const MixedPrecisionRecipe& m : mixedPrecisionRecipes())
-                names.emplace_back(m.name);
-            throw RecipeError(field, where,
-                "unknown mixed-precision recipe '" + value.get<std::string>() + "'; did you mean '"
-                    + nearestName(value.get<std::string>(), names) + "'? Known: " + joinNames(names));
+    }
+    if (field == "mixed_precision" && value.is_string() && !findMixedPrecision(value.get<std::string>())) {
+        std::vector<std::string> names;
+        for (const MixedPrecisionRecipe& m : mixedPrecisionRecipes())
+            names.emplace_back(m.name);
+        throw RecipeError(field, where,
+            "unknown mixed-precision recipe '" + value.get<std::string>() + "'; did you mean '"
+                + nearestName(value.get<std::string>(), names) + "'? Known: " + joinNames(names));
+    }
+    // Bridge's attention_backend is Megatron's AttnBackend enum; ours has no local/auto.
+    if (field == "attention_backend" && value.is_string()) {
+        if (value == "local")
+            value = "unfused";
+        else if (value == "auto")
+            value = "fused";
+    }
+    setRecipeField(r, field, value, where); // its errors name the recipe key, as the JSON reader's do
+}
+
+} // namespace
+
+std::string studioCommentLine(const Recipe& r)
+{
+    static const Recipe defaults;
+    std::string out = "# studio:";
+    for (const std::string& field : kStudioFields) {
+        const nlohmann::json value = recipeFieldValue(r, field);
+        bool write = value != recipeFieldValue(defaults, field) || isExplicit(r, field);
+        if (field == "profile")
+            write = true;
+        else if (field == "front_end")
+            write = r.front_end != InputFormat::BridgeOverrides; // reading overrides sets Bridge's
+        if (!write)
+            continue;
+        out += " " + field + "=" + valueText(value);
+    }
+    return out;
+}
+
+void applyStudioComment(Recipe& r, const std::string& line, const std::string& where)
+{
+    std::string rest = trim(line);
+    static const std::string kTag = "# studio:";
+    if (rest.rfind(kTag, 0) == 0)
+        rest = rest.substr(kTag.size());
+    // Words split on blanks outside quotes and brackets.
+    std::vector<std::string> words;
+    std::string current;
+    char quote = 0;
+    int depth = 0;
+    for (std::size_t i = 0; i < rest.size(); ++i) {
+        const char c = rest[i];
+        if (quote) {
+            current.push_back(c);
+            if (c == '\\' && i + 1 < rest.size())
+                current.push_back(rest[++i]);
+            else if (c == quote)
+                quote = 0;
+        } else if (c == '\'' || c == '"') {
+            quote = c;
+            current.push_back(c);
+        } else if (c == '[') {
+            ++depth;
+            current.push_back(c);
+        } else if (c == ']') {
+            --depth;
+            current.push_back(c);
+        } else if ((c == ' ' || c == '\t') && depth == 0) {
+            if (!current.empty())
+                words.push_back(current);
+            current.clear();
+        } else {
+            current.push_back(c);
         }
-        // Bridge's attention_backend is Megatron's AttnBackend enum; ours has no local/auto.
-        if (field == "attention_backend" && value.is_string()) {
-            if (value == "local")
-                value = "unfused";
-            else if (value == "auto")
-                value = "fused";
+    }
+    if (!current.empty())
+        words.push_back(current);
+    for (const std::string& w : words) {
+        const auto eq = w.find('=');
+        const std::string key = w.substr(0, eq);
+        if (eq == std::string::npos || !isStudioField(key))
+            throw RecipeError(key, where,
+                "a '# studio:' comment holds KEY=VALUE words of our own settings (" + joinNames(kStudioFields)
+                    + ")");
+        setFromHydra(r, key, w.substr(eq + 1), where);
+        markExplicit(r, key);
+    }
+}
+
+std::vector<std::string> recipeToBridgeOverrides(const Recipe& r)
+{
+    const Recipe defaults = frontEndDefaults(InputFormat::BridgeOverrides, r.profile);
+    std::vector<std::string> out;
+    for (const std::string& field : recipeFieldKeys()) {
+        const std::vector<std::string> keys = bridgeKeys(field);
+        if (keys.empty())
+            continue;
+        nlohmann::json value = recipeFieldValue(r, field);
+        if (value == recipeFieldValue(defaults, field) && !isExplicit(r, field))
+            continue;
+        if (field == "untie_embeddings_and_output_weights")
+            value = !value.get<bool>();
+        for (const std::string& key : keys)
+            out.push_back(key + "=" + valueText(value));
+    }
+    out.insert(out.end(), r.extra_overrides.begin(), r.extra_overrides.end());
+    return out;
+}
+
+Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args)
+{
+    return recipeFromBridgeOverrides(args, frontEndDefaults(InputFormat::BridgeOverrides));
+}
+
+Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe base)
+{
+    static const std::vector<std::string> sections = bridgeConfigSections();
+    for (std::size_t n = 0; n < args.size(); ++n) {
+        // A '# studio:' comment may name the profile: the tables follow it.
+        const MegatronArgTable table = megatronArgTable(base.profile);
+        const Recipe defaults = frontEndDefaults(base.front_end, base.profile);
+        const std::string where = "override " + std::to_string(n + 1);
+        const std::string arg = trim(args[n]);
+        if (arg.empty())
+            continue;
+        if (arg.front() == '#') {
+            if (arg.rfind("# studio:", 0) == 0)
+                applyStudioComment(base, arg, where);
+            continue; // a comment: the shell would have dropped it
         }
-        setRecipeField(base, field, value, where); // its errors name the recipe key, as the JSON reader's do
+        const Override o = splitOverride(arg, where);
+        const std::string field = fieldForKey(o.key);
+        const auto dot = o.key.find('.');
+        const std::string section = o.key.substr(0, dot);
+        const std::string rest = dot == std::string::npos ? std::string() : o.key.substr(dot + 1);
+        const std::string head = rest.substr(0, rest.find('.'));
+        const ConfigField* unmodelled
+            = field.empty() && section == "model" ? modelField(table, head) : nullptr;
+        // Another section's field, by Bridge's dataclasses (none listed: the section takes any key).
+        static const std::vector<SectionField> sectionFields = bridgeSectionFields();
+        std::vector<std::string> ofSection;
+        ConfigField sectionField { nullptr, nullptr, nullptr };
+        for (const SectionField& f : sectionFields) {
+            if (section != f.section)
+                continue;
+            ofSection.push_back(section + "." + f.name);
+            if (head == f.name)
+                sectionField = ConfigField { f.name, f.kinds, "" };
+        }
+        if (field.empty() && section != "model" && !rest.empty() && !ofSection.empty() && !sectionField.name)
+            throw RecipeError(o.key, where,
+                "Bridge's " + section + " section has no field '" + head + "'; did you mean '"
+                    + nearestName(o.key, ofSection) + "'?");
+        if (sectionField.name && rest.find('.') == std::string::npos)
+            unmodelled = nullptr; // checked below with the section's own annotation
+
+        if (field.empty() && !unmodelled) {
+            if (section == "studio")
+                throw RecipeError(o.key, where,
+                    "Bridge has no 'studio' section: our own settings go in a '# studio: KEY=VALUE' comment "
+                    "line");
+            if (section == "model" || (dot == std::string::npos && section != "mixed_precision"))
+                throw RecipeError(o.key, where,
+                    std::string(section == "model"
+                            ? "Megatron's TransformerConfig and Bridge's GPTModelProvider "
+                              "have no such field"
+                            : "not a key of Bridge's ConfigContainer")
+                        + "; did you mean '" + nearestName(o.key, knownOverrideKeys(table)) + "'?");
+            if (!contains(sections, section))
+                throw RecipeError(o.key, where,
+                    "Bridge's ConfigContainer has no section '" + section + "'; did you mean '"
+                        + nearestName(section, sections) + "'?");
+        }
+        const bool exists = !field.empty() || unmodelled || sectionField.name;
+        if (o.prefix == "+" && exists)
+            throw RecipeError(o.key, where,
+                "Hydra refuses +" + o.key + ": the key exists already (Could not append to config); write "
+                    + o.key + "=VALUE, or ++" + o.key + "=VALUE");
+        if (o.prefix == "~") {
+            if (!field.empty()) {
+                setRecipeField(base, field, recipeFieldValue(defaults, field), where);
+                base.explicit_keys.erase(
+                    std::remove(base.explicit_keys.begin(), base.explicit_keys.end(), field),
+                    base.explicit_keys.end());
+            }
+            base.extra_overrides.push_back(arg);
+            continue;
+        }
+        if (!field.empty()) {
+            if (field == "untie_embeddings_and_output_weights") {
+                Recipe probe;
+                setFromHydra(probe, "sequence_parallel", *o.value, where); // a bool, Hydra's way
+                base.untie_embeddings_and_output_weights = !probe.sequence_parallel;
+            } else {
+                setFromHydra(base, field, *o.value, where);
+            }
+            markExplicit(base, field);
+            continue;
+        }
+        const ConfigField* annotated = unmodelled ? unmodelled : sectionField.name ? &sectionField : nullptr;
+        if (annotated && rest.find('.') == std::string::npos) {
+            // A Megatron / Bridge field we do not model: its value must be one its annotation allows.
+            bool isList = false;
+            std::pair<HydraValue, std::vector<HydraValue>> parsed;
+            try {
+                parsed = parseValue(*o.value, where, &isList);
+            } catch (const RecipeError& e) {
+                throw RecipeError(o.key, where, e.message);
+            }
+            const nlohmann::json& v = parsed.first.value;
+            const std::string text = v.is_string() ? v.get<std::string>() : parsed.first.text;
+            if (!configFieldAllows(*annotated, kindOf(v), text)) {
+                throw RecipeError(o.key, where,
+                    "the field's annotation allows " + std::string(annotated->kinds) + " here, got "
+                        + parsed.first.text);
+            }
+        }
+        base.extra_overrides.push_back(arg);
     }
     return base;
+}
+
+std::string keptSettingsNote(const Recipe& r)
+{
+    std::vector<std::string> kept;
+    for (const std::string& o : r.extra_overrides)
+        kept.push_back(o.substr(0, o.find('=')));
+    for (const std::string& w : r.extra_flags) {
+        if (w.rfind("--", 0) == 0)
+            kept.push_back(w);
+    }
+    if (kept.empty())
+        return {};
+    return "kept as given and written back, not modelled by the estimate: " + joinNames(kept);
 }
 
 } // namespace rs

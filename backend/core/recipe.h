@@ -156,6 +156,21 @@ struct Recipe {
         checkpoint_activations_flag; // set only when --checkpoint-activations was read (M1)
     bool recompute_activations = false; // --recompute-activations (M2)
 
+    // --- ours: how the recipe was read, and what is kept to be written back ---
+    // The front end whose defaults the recipe started from: Json (TransformerConfig's, as above),
+    // MegatronFlags (Megatron-LM's argparse defaults and validate_args), BridgeOverrides (Megatron Bridge's
+    // GPTModelProvider and ConfigContainer); frontEndDefaults() in recipe_json.h gives each.
+    InputFormat front_end = InputFormat::Json;
+    // Bridge overrides that no field models, verbatim and in order (KEY=VALUE, ++KEY=VALUE, ~KEY).
+    std::vector<std::string> extra_overrides;
+    // Megatron-LM argv words that no field models: each kept flag followed by its values, in order.
+    std::vector<std::string> extra_flags;
+    // What ran the flags: launcher, its options and the script (torchrun --nproc-per-node 8 pretrain_gpt.py).
+    std::vector<std::string> launch_command;
+    // Recipe keys the user set (sorted, unique): written back even when they equal the front end's
+    // default. Neither equality nor the recipe hash looks at it.
+    std::vector<std::string> explicit_keys;
+
     bool operator==(const Recipe& other) const;
     bool operator!=(const Recipe& other) const { return !(*this == other); }
 };

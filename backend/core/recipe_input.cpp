@@ -42,6 +42,17 @@ RecipeInput readRecipeInput(const std::vector<std::string>& args, std::vector<st
 {
     std::optional<std::string> profile;
     std::optional<RecipeInput> input;
+    // The profile picks Megatron's tables, so the readers need it first: it may come after the recipe.
+    Profile readProfile = Profile::BridgePin;
+    for (std::size_t i = 0; i < args.size() && args[i] != "--mlm-args"; ++i) {
+        std::string name;
+        if (args[i] == "--profile" && i + 1 < args.size())
+            name = args[i + 1];
+        else if (args[i].rfind("--profile=", 0) == 0)
+            name = args[i].substr(std::string("--profile=").size());
+        if (const auto p = profileFromName(name))
+            readProfile = *p;
+    }
     auto claim = [&](const std::string& origin) {
         if (input) {
             throw RecipeError("", origin,
@@ -74,21 +85,24 @@ RecipeInput readRecipeInput(const std::vector<std::string>& args, std::vector<st
             claim("mlm-args");
             // Everything after it is Megatron-LM's, including its own --profile flag.
             const std::vector<std::string> flags(args.begin() + std::ptrdiff_t(i) + 1, args.end());
-            input = RecipeInput { recipeFromMegatronFlags(flags), InputFormat::MegatronFlags, "mlm-args" };
+            input = RecipeInput { recipeFromMegatronFlags(
+                                      flags, frontEndDefaults(InputFormat::MegatronFlags, readProfile)),
+                InputFormat::MegatronFlags, "mlm-args", "" };
             break;
         } else if (arg == "--overrides") {
             claim("overrides");
             std::vector<std::string> overrides;
             while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0)
                 overrides.push_back(args[++i]);
-            input = RecipeInput { recipeFromBridgeOverrides(overrides), InputFormat::BridgeOverrides,
-                "overrides" };
+            input = RecipeInput { recipeFromBridgeOverrides(
+                                      overrides, frontEndDefaults(InputFormat::BridgeOverrides, readProfile)),
+                InputFormat::BridgeOverrides, "overrides", "" };
         } else if (arg == "-" && !input) {
             const std::string text { std::istreambuf_iterator<char>(std::cin),
                 std::istreambuf_iterator<char>() };
-            input = RecipeInput { recipeFromJsonText(text, "stdin"), InputFormat::Json, "stdin" };
+            input = RecipeInput { recipeFromJsonText(text, "stdin"), InputFormat::Json, "stdin", "" };
         } else if (endsWithJson(arg) && arg.front() != '-' && !input) {
-            input = RecipeInput { recipeFromJsonText(readFile(arg), arg), InputFormat::Json, arg };
+            input = RecipeInput { recipeFromJsonText(readFile(arg), arg), InputFormat::Json, arg, "" };
         } else if (rest) {
             rest->push_back(arg);
         } else {
@@ -102,6 +116,7 @@ RecipeInput readRecipeInput(const std::vector<std::string>& args, std::vector<st
     }
     if (profile)
         input->recipe.profile = *profileFromName(*profile);
+    input->note = keptSettingsNote(input->recipe);
     return *input;
 }
 

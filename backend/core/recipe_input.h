@@ -21,6 +21,8 @@ struct RecipeInput {
     Recipe recipe;
     InputFormat format;
     std::string origin; // file path, "stdin", "overrides" or "mlm-args"
+    std::string
+        note; // the settings kept verbatim and not modelled, in one line (keptSettingsNote); "" if none
 };
 
 // Throws RecipeError: no recipe given, --overrides/--mlm-args after another recipe, unknown profile

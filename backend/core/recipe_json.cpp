@@ -25,7 +25,8 @@ namespace {
 using Member = std::variant<int Recipe::*, std::optional<int> Recipe::*, double Recipe::*,
     std::optional<double> Recipe::*, bool Recipe::*, std::string Recipe::*,
     std::optional<std::string> Recipe::*, std::vector<std::string> Recipe::*,
-    std::optional<std::vector<std::string>> Recipe::*, std::vector<int> Recipe::*, Profile Recipe::*>;
+    std::optional<std::vector<std::string>> Recipe::*, std::vector<int> Recipe::*, Profile Recipe::*,
+    InputFormat Recipe::*>;
 
 struct FieldDef {
     const char* key;
@@ -39,10 +40,15 @@ const std::vector<std::string> kAttentionBackend = { "fused", "flash", "unfused"
 const std::vector<std::string> kTransformerImpl = { "transformer_engine", "local" };
 const std::vector<std::string> kCudaGraphImpl = { "none", "local", "transformer_engine", "full_iteration" };
 const std::vector<std::string> kFp8 = { "e4m3", "hybrid" };
-const std::vector<std::string> kFp8Recipe = { "delayed", "tensorwise", "blockwise", "mxfp8" };
+// Megatron-LM's --fp8-recipe choices (custom: a user-supplied quantization factory).
+const std::vector<std::string> kFp8Recipe = { "delayed", "tensorwise", "blockwise", "mxfp8", "custom" };
+const std::vector<std::string> kFrontEnd = { "json", "bridge_overrides", "megatron_flags" };
 const std::vector<std::string> kDispatcher = { "allgather", "alltoall", "flex" };
-const std::vector<std::string> kPositionEmbedding = { "learned_absolute", "rope", "mrope", "none" };
-const std::vector<std::string> kLoadBalancing = { "aux_loss", "seq_aux_loss", "sinkhorn", "none" };
+// Megatron-LM's --position-embedding-type and --moe-router-load-balancing-type choices (main).
+const std::vector<std::string> kPositionEmbedding
+    = { "learned_absolute", "rope", "yarn", "mrope", "relative", "none" };
+const std::vector<std::string> kLoadBalancing
+    = { "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none" };
 const std::vector<std::string> kMainGradsDtype = { "fp32", "bf16" };
 const std::vector<std::string> kMainParamsDtype = { "fp32", "fp16" };
 
@@ -152,6 +158,11 @@ const std::vector<FieldDef>& fieldDefs()
         { "train_iters", &Recipe::train_iters },
         { "checkpoint_activations_flag", &Recipe::checkpoint_activations_flag },
         { "recompute_activations", &Recipe::recompute_activations },
+        { "front_end", &Recipe::front_end },
+        { "extra_overrides", &Recipe::extra_overrides },
+        { "extra_flags", &Recipe::extra_flags },
+        { "launch_command", &Recipe::launch_command },
+        { "explicit_keys", &Recipe::explicit_keys },
     };
     return defs;
 }
@@ -288,6 +299,7 @@ std::optional<RecipeFieldType> recipeFieldType(const std::string& key)
             },
             [](std::vector<int> Recipe::*) { return RecipeFieldType::LayerFreq; },
             [](Profile Recipe::*) { return RecipeFieldType::Profile; },
+            [](InputFormat Recipe::*) { return RecipeFieldType::FrontEnd; },
         },
         f->member);
 }
@@ -324,6 +336,7 @@ nlohmann::json recipeFieldValue(const Recipe& r, const std::string& key)
                               return nlohmann::json(v);
                           },
                           [&](Profile Recipe::*m) { return nlohmann::json(profileName(r.*m)); },
+                          [&](InputFormat Recipe::*m) { return nlohmann::json(frontEndName(r.*m)); },
                       },
         f->member);
 }
@@ -360,6 +373,10 @@ void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& v, 
                    },
                    [&](std::vector<std::string> Recipe::*m) {
                        r.*m = readStringList(key, where, v, "a list of strings");
+                       if (key == "explicit_keys") {
+                           std::sort((r.*m).begin(), (r.*m).end());
+                           (r.*m).erase(std::unique((r.*m).begin(), (r.*m).end()), (r.*m).end());
+                       }
                    },
                    [&](std::optional<std::vector<std::string>> Recipe::*m) {
                        if (v.is_null())
@@ -371,6 +388,10 @@ void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& v, 
                    [&](Profile Recipe::*m) {
                        const std::string name = readString(key, where, v, "a string");
                        r.*m = *profileFromName(name); // readString checked it against the profile names
+                   },
+                   [&](InputFormat Recipe::*m) {
+                       const std::string name = readString(key, where, v, "a string");
+                       r.*m = *frontEndFromName(name);
                    },
                },
         f->member);
@@ -405,6 +426,8 @@ const std::vector<std::string>* allowedValues(const std::string& key)
         return &kDispatcher;
     if (key == "profile")
         return &kProfiles;
+    if (key == "front_end")
+        return &kFrontEnd;
     return nullptr;
 }
 
@@ -457,6 +480,8 @@ std::string joinNames(const std::vector<std::string>& names)
 bool Recipe::operator==(const Recipe& other) const
 {
     for (const FieldDef& f : fieldDefs()) {
+        if (std::string(f.key) == "explicit_keys")
+            continue; // how a value was set, not what the recipe is
         const bool same = std::visit([&](auto m) { return this->*m == other.*m; }, f.member);
         if (!same)
             return false;
@@ -595,7 +620,70 @@ nlohmann::json recipeToJson(const Recipe& r)
 
 std::string recipeCanonicalText(const Recipe& r)
 {
-    return recipeToJson(r).dump();
+    nlohmann::json j = recipeToJson(r);
+    j.erase("explicit_keys");
+    return j.dump();
+}
+
+const char* frontEndName(InputFormat f)
+{
+    switch (f) {
+    case InputFormat::Json:
+        return "json";
+    case InputFormat::BridgeOverrides:
+        return "bridge_overrides";
+    case InputFormat::MegatronFlags:
+        return "megatron_flags";
+    }
+    return "json";
+}
+
+std::optional<InputFormat> frontEndFromName(const std::string& name)
+{
+    for (InputFormat f : { InputFormat::Json, InputFormat::BridgeOverrides, InputFormat::MegatronFlags }) {
+        if (name == frontEndName(f))
+            return f;
+    }
+    return std::nullopt;
+}
+
+Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
+{
+    Recipe r;
+    r.profile = profile;
+    r.front_end = frontEnd;
+    switch (frontEnd) {
+    case InputFormat::Json:
+        break;
+    case InputFormat::MegatronFlags:
+        // megatron/training/arguments.py: --attention-softmax-in-fp32 is a store_true flag (default
+        // False), where TransformerConfig's field defaults to True. Every other modelled default
+        // (learned_absolute positions, biases on, tied embeddings, dropout 0.1, padded vocabulary to 128,
+        // allgather dispatcher, top-2 router) is the same as TransformerConfig's. grad_reduce_in_fp32 is
+        // derived after the flags are read (bf16 with fp32 main grads: validate_args turns it on).
+        r.attention_softmax_in_fp32 = false;
+        break;
+    case InputFormat::BridgeOverrides:
+        // Megatron Bridge's GPTModelProvider (src/megatron/bridge/models/gpt_provider.py): seq_length 1024;
+        // share_embeddings_and_output_weights True, make_vocab_size_divisible_by 128, learned_absolute,
+        // rotary 10000 / 1.0 as TransformerConfig. DistributedDataParallelConfig: grad_reduce_in_fp32
+        // False, use_distributed_optimizer False.
+        r.seq_length = 1024;
+        break;
+    }
+    return r;
+}
+
+void markExplicit(Recipe& r, const std::string& key)
+{
+    auto it = std::lower_bound(r.explicit_keys.begin(), r.explicit_keys.end(), key);
+    if (it == r.explicit_keys.end() || *it != key)
+        r.explicit_keys.insert(it, key);
+}
+
+bool isExplicit(const Recipe& r, const std::string& key)
+{
+    return std::binary_search(r.explicit_keys.begin(), r.explicit_keys.end(), key);
 }
 
 } // namespace rs

@@ -59,6 +59,7 @@ enum class RecipeFieldType {
     OptionalStringList,
     LayerFreq, // moe_layer_freq: an int or a list of 0/1
     Profile,
+    FrontEnd, // front_end: json | bridge_overrides | megatron_flags
 };
 // Every key, in the order recipe.h declares the fields.
 const std::vector<std::string>& recipeFieldKeys();
@@ -75,5 +76,14 @@ const std::vector<std::string>* allowedValues(const std::string& key);
 std::string nearestName(const std::string& name, const std::vector<std::string>& candidates);
 // "a, b, c"
 std::string joinNames(const std::vector<std::string>& names);
+
+// --- front ends and explicitly set keys ---
+const char* frontEndName(InputFormat f); // json | bridge_overrides | megatron_flags
+std::optional<InputFormat> frontEndFromName(const std::string& name);
+// The recipe a reader starts from: the front end's own defaults (see Recipe::front_end), at a profile.
+Recipe frontEndDefaults(InputFormat frontEnd, Profile profile = Profile::BridgePin);
+// Records that the user set `key` (a recipe key); writers then write it even at its default.
+void markExplicit(Recipe& r, const std::string& key);
+bool isExplicit(const Recipe& r, const std::string& key);
 
 } // namespace rs
