@@ -878,6 +878,10 @@ ImportResult importTrainingLog(Store* store, const QString& path, const ImportOp
         }
     }
     checkRecipe(&recipe, &notes);
+    // Without a granularity Megatron recomputes nothing, whatever recompute_modules says (Bridge prints
+    // TransformerConfig's ['core_attn'], set in __post_init__).
+    if (recipe.contains(u"recompute_granularity"_s) && recipe.value(u"recompute_granularity"_s).isNull())
+        recipe.insert(u"recompute_modules"_s, QJsonValue());
     if (!options.overrides.isEmpty()) {
         std::vector<std::string> overrides;
         for (const QString& o : options.overrides)
