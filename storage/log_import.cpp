@@ -334,10 +334,14 @@ void LogParser::oomLine(const QString& line)
     for (const auto& m : std::as_const(m_log.memory))
         done = std::max(done, m.afterIteration);
     m_log.oomIteration = done < INT_MAX ? done + 1 : done;
-    static const QRegularExpression message
-        = compiled(u"((?:[A-Za-z_][\\w.:]*(?:Error|Exception): )?(?:"_s + kOomAlternatives + u").*)$"_s);
-    const auto msg = message.match(line);
-    m_log.oomMessage = (msg.hasMatch() ? msg.captured(1) : line.trimmed()).trimmed().left(400);
+    // The whole line, without the launcher's prefix ("[rank0]: ", "[default0]:", "0: ").
+    static const QRegularExpression prefix
+        = compiled(u"^\\s*(?:\\[(?:[Rr]ank|default) ?\\d+\\]:\\s*|\\d+:\\s+)"_s);
+    QString message = line;
+    const auto p = prefix.match(message);
+    if (p.hasMatch())
+        message.remove(0, p.capturedLength());
+    m_log.oomMessage = message.trimmed().left(400);
     // The innermost frame that names a stage.
     for (qsizetype i = m_traceback.size() - 1; i >= 0 && m_log.oomStage.isEmpty(); --i) {
         const QString& frame = m_traceback[i];
