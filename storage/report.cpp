@@ -602,9 +602,13 @@ QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const 
                 row << moduleSets.value(row.first().toLongLong());
         }
         {
+            // Every column but created_at, which pandas.read_json reads as datetime64 by itself (and
+            // read_csv as text, or a date with parse_dates).
             QByteArray dtypes = "{";
             for (int i = 0; i < t.columns.size(); ++i) {
-                if (i)
+                if (t.columns[i].name == u"created_at")
+                    continue;
+                if (dtypes.size() > 1)
                     dtypes += ',';
                 dtypes += '\n';
                 dtypes += "  \"" + t.columns[i].exported.toUtf8() + "\": \"" + pandasDtype(t.columns[i].kind)
