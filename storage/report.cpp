@@ -2,7 +2,9 @@
 #include "storage/report.h"
 
 #include <algorithm>
+#include <charconv>
 #include <cmath>
+#include <cstdlib>
 
 #include <QDir>
 #include <QFile>
@@ -10,6 +12,7 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSet>
 #include <QSqlQuery>
 #include <QSqlRecord>
 
@@ -43,6 +46,20 @@ QString formatPercent(std::optional<double> pct)
         return {};
     // Rounded first, so -0.004 prints as -0.00% and keeps its sign as the guide does.
     return (*pct >= 0 ? u"+"_s : u"-"_s) + QString::number(std::abs(*pct), 'f', 2) + u"%"_s;
+}
+
+QString shortestDouble(double v)
+{
+    if (!std::isfinite(v))
+        return {};
+    char buf[400];
+    // Shortest text that reads back as the same double (321.4, not 321.39999999999998); fixed notation in
+    // the range where it is short, else the shortest of fixed and scientific.
+    const double a = std::abs(v);
+    const auto format = (a == 0 || (a >= 1e-5 && a < 1e16)) ? std::chars_format::fixed : std::chars_format {};
+    const auto r = format == std::chars_format::fixed ? std::to_chars(buf, buf + sizeof buf, v, format)
+                                                      : std::to_chars(buf, buf + sizeof buf, v);
+    return QString::fromLatin1(buf, r.ptr - buf);
 }
 
 namespace {
@@ -87,7 +104,7 @@ QString controlTitle(const ReportTable& t)
     if (!t.control)
         return u"Runs with no matched [] control stored (no deltas)"_s;
     const RunRecord& c = *t.control;
-    QStringList parts;
+    QStringList parts { c.controlKindLabel() };
     if (!c.model.isEmpty())
         parts << c.model;
     if (!c.recipeName.isEmpty() && c.recipeName != c.model)
@@ -122,8 +139,16 @@ QString htmlEscape(const QString& s)
     return s.toHtmlEscaped();
 }
 
-const QStringList kHeader = { u"Selective modules"_s, u"Peak allocated (GB)"_s, u"Step time (ms)"_s,
-    u"TFLOP/s/GPU"_s, u"Allocated vs []"_s, u"Time vs []"_s, u"Outcome"_s, u"Run"_s, u"Matched?"_s };
+// "vs []" against the explicit [] (the guide's header), "vs None" against Megatron's no-recompute,
+// "vs control" against a control the user chose that recomputes something.
+QStringList header(const ReportTable& t)
+{
+    const QString kind = !t.control || t.control->isExplicitControl() ? u"[]"_s
+        : t.control->controlKind() == u"megatron-none"                ? u"None"_s
+                                                                      : u"control"_s;
+    return { u"Selective modules"_s, u"Peak allocated (GB)"_s, u"Step time (ms)"_s, u"TFLOP/s/GPU"_s,
+        u"Allocated vs "_s + kind, u"Time vs "_s + kind, u"Outcome"_s, u"Run"_s, u"Matched?"_s };
+}
 
 QStringList cells(const ComparisonRow& row)
 {
@@ -139,7 +164,15 @@ QJsonValue jsonOpt(std::optional<double> v)
 }
 QJsonValue jsonOpt(std::optional<qint64> v)
 {
-    return v ? QJsonValue(double(*v)) : QJsonValue();
+    return v ? QJsonValue(*v) : QJsonValue();
+}
+QJsonValue jsonOpt(std::optional<int> v)
+{
+    return v ? QJsonValue(*v) : QJsonValue();
+}
+QString csvNum(std::optional<double> v)
+{
+    return v ? shortestDouble(*v) : QString();
 }
 } // namespace
 
@@ -170,14 +203,20 @@ QVector<ReportTable> buildReport(
     f.ids = runIds;
     QVector<RunRecord> runs = store.listRuns(f);
     std::reverse(runs.begin(), runs.end()); // oldest first, as a study is read
-    QHash<qint64, int> tableOfControl;
     QVector<qint64> order;
     QHash<qint64, QVector<qint64>> members;
     QVector<qint64> orphans;
+    // A run is a table's control when it is the explicit [] or when another selected run names it as its
+    // control (Megatron's None of a batch of imports, or a control the user chose).
+    QSet<qint64> named;
     for (const RunRecord& r : runs) {
-        const std::optional<qint64> c = r.controlRunId ? r.controlRunId
-            : r.isExplicitControl()                    ? std::optional<qint64>(r.id)
-                                                       : std::nullopt;
+        if (r.controlRunId)
+            named.insert(*r.controlRunId);
+    }
+    for (const RunRecord& r : runs) {
+        const std::optional<qint64> c = r.controlRunId        ? r.controlRunId
+            : (r.isExplicitControl() || named.contains(r.id)) ? std::optional<qint64>(r.id)
+                                                              : std::nullopt;
         if (!c) {
             orphans << r.id;
             continue;
@@ -245,9 +284,10 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
     switch (format) {
     case ReportFormat::Markdown:
         for (const auto& t : tables) {
+            const QStringList head = header(t);
             out += u"### "_s + controlTitle(t) + u"\n\n"_s;
-            out += u"| "_s + kHeader.join(u" | "_s) + u" |\n"_s;
-            out += u"|"_s + QStringList(kHeader.size(), u" --- "_s).join(u"|"_s) + u"|\n"_s;
+            out += u"| "_s + head.join(u" | "_s) + u" |\n"_s;
+            out += u"|"_s + QStringList(head.size(), u" --- "_s).join(u"|"_s) + u"|\n"_s;
             for (const auto& row : t.rows) {
                 QStringList c = cells(row);
                 for (auto& s : c)
@@ -260,24 +300,28 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
             out += u"No runs.\n"_s;
         break;
     case ReportFormat::Csv: {
-        QStringList header = { u"control_run_id"_s, u"run_id"_s, u"recipe_name"_s, u"model"_s,
-            u"module_set"_s, u"peak_allocated_bytes"_s, u"peak_allocated_gb"_s, u"steady_step_ms"_s,
-            u"tflops_per_gpu"_s, u"allocated_vs_control_pct"_s, u"time_vs_control_pct"_s, u"outcome"_s,
-            u"failure_stage"_s, u"failure_iteration"_s, u"is_control"_s, u"matched"_s,
-            u"not_matched_reasons"_s, u"notes"_s };
-        out += header.join(u',') + u"\n"_s;
+        // pandas.read_csv reads it as it is: integers without ".0", booleans true/false, doubles in their
+        // shortest round-trip text, byte counts in *_bytes columns.
+        QStringList head = { u"control_run_id"_s, u"run_id"_s, u"recipe_name"_s, u"model"_s, u"module_set"_s,
+            u"peak_allocated_bytes"_s, u"peak_allocated_gb"_s, u"steady_step_ms"_s, u"tflops_per_gpu"_s,
+            u"allocated_vs_control_pct"_s, u"time_vs_control_pct"_s, u"outcome"_s, u"failure_stage"_s,
+            u"failure_iteration"_s, u"is_control"_s, u"matched"_s, u"not_matched_reasons"_s, u"notes"_s,
+            u"control_kind"_s };
+        out += head.join(u',') + u"\n"_s;
         for (const auto& t : tables) {
             for (const auto& row : t.rows) {
                 const RunRecord& r = row.run;
                 QStringList c = { t.control ? QString::number(t.control->id) : QString(),
                     QString::number(r.id), r.recipeName, r.model, r.moduleSetLabel(),
                     r.peakAllocated ? QString::number(*r.peakAllocated) : QString(),
-                    formatGigabytes(r.peakAllocated), num(r.steadyStepMs, 3), num(r.modelTflops, 3),
-                    num(row.allocatedVsControlPct, 4), num(row.timeVsControlPct, 4), r.outcome,
-                    r.failureStage, r.failureIteration ? QString::number(*r.failureIteration) : QString(),
+                    r.peakAllocated ? shortestDouble(double(*r.peakAllocated) / 1e9) : QString(),
+                    csvNum(r.steadyStepMs), csvNum(r.modelTflops), csvNum(row.allocatedVsControlPct),
+                    csvNum(row.timeVsControlPct), r.outcome, r.failureStage,
+                    r.failureIteration ? QString::number(*r.failureIteration) : QString(),
                     row.isControl ? u"true"_s : u"false"_s,
                     row.isControl || row.match.matched ? u"true"_s : u"false"_s,
-                    row.match.reasons.join(u"; "_s), row.match.notes.join(u"; "_s) };
+                    row.match.reasons.join(u"; "_s), row.match.notes.join(u"; "_s),
+                    t.control ? t.control->controlKind() : QString() };
                 for (auto& s : c)
                     s = csvCell(s);
                 out += c.join(u',') + u"\n"_s;
@@ -292,10 +336,13 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
             for (const auto& row : t.rows) {
                 const RunRecord& r = row.run;
                 rows.append(QJsonObject {
-                    { u"run_id"_s, double(r.id) },
+                    { u"run_id"_s, r.id },
                     { u"recipe_name"_s, r.recipeName },
                     { u"model"_s, r.model },
                     { u"module_set"_s, r.moduleSetLabel() },
+                    { u"recompute_granularity"_s,
+                        r.recomputeGranularity.isEmpty() ? QJsonValue()
+                                                         : QJsonValue(r.recomputeGranularity) },
                     { u"recompute_modules"_s,
                         r.recomputeModules ? QJsonValue(QJsonArray::fromStringList(*r.recomputeModules))
                                            : QJsonValue() },
@@ -307,15 +354,17 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
                     { u"outcome"_s, r.outcome },
                     { u"failure_stage"_s,
                         r.failureStage.isEmpty() ? QJsonValue() : QJsonValue(r.failureStage) },
+                    { u"failure_iteration"_s, jsonOpt(r.failureIteration) },
                     { u"is_control"_s, row.isControl },
                     { u"matched"_s, row.isControl || row.match.matched },
                     { u"not_matched_reasons"_s, QJsonArray::fromStringList(row.match.reasons) },
                     { u"notes"_s, QJsonArray::fromStringList(row.match.notes) },
                 });
             }
-            arr.append(QJsonObject {
-                { u"control_run_id"_s, t.control ? QJsonValue(double(t.control->id)) : QJsonValue() },
-                { u"title"_s, controlTitle(t) }, { u"rows"_s, rows } });
+            arr.append(
+                QJsonObject { { u"control_run_id"_s, t.control ? QJsonValue(t.control->id) : QJsonValue() },
+                    { u"control_kind"_s, t.control ? QJsonValue(t.control->controlKind()) : QJsonValue() },
+                    { u"title"_s, controlTitle(t) }, { u"rows"_s, rows } });
         }
         out = QString::fromUtf8(QJsonDocument(arr).toJson(QJsonDocument::Indented));
         break;
@@ -328,7 +377,7 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
                "tr.unmatched{background:#fdd}</style></head><body>\n"_s;
         for (const auto& t : tables) {
             out += u"<h3>"_s + htmlEscape(controlTitle(t)) + u"</h3>\n<table>\n<tr>"_s;
-            for (const auto& h : kHeader)
+            for (const auto& h : header(t))
                 out += u"<th>"_s + htmlEscape(h) + u"</th>"_s;
             out += u"</tr>\n"_s;
             for (const auto& row : t.rows) {
@@ -351,16 +400,67 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
 // --- export ----------------------------------------------------------------------------------------------
 
 namespace {
+enum class Kind { Integer, Real, Text, Boolean, Array };
+
+struct ExportColumn {
+    QString name; // stored name
+    QString exported; // name in the export (byte counts get "_bytes")
+    Kind kind;
+};
+
 struct Table {
-    QStringList columns;
+    QVector<ExportColumn> columns;
     QVector<QVariantList> rows;
 };
+
+// What the stored columns hold beyond their SQLite type.
+const QSet<QString>& booleanColumns()
+{
+    static const QSet<QString> names
+        = { u"multi_latent_attention"_s, u"sequence_parallel"_s, u"loss_finite"_s, u"optimizer_init"_s };
+    return names;
+}
+const QSet<QString>& arrayColumns()
+{
+    static const QSet<QString> names = { u"overrides"_s, u"recompute_modules"_s };
+    return names;
+}
+bool isByteColumn(const QString& table, const QString& name)
+{
+    if (table == u"phase_peaks" || table == u"memory_reports")
+        return name == u"allocated" || name == u"reserved" || name == u"max_allocated"
+            || name == u"max_reserved";
+    return name.endsWith(u"_allocated"_s) || name.endsWith(u"_reserved"_s) || name == u"allocated_after"
+        || name == u"reserved_after";
+}
 
 Table selectTable(const Store& store, const QString& table, const QVector<qint64>& ids,
     const QString& idColumn, const QString& orderBy)
 {
     Table t;
-    QString sql = u"SELECT * FROM "_s + table;
+    QSqlQuery info(store.database());
+    if (!info.exec(u"PRAGMA table_info("_s + table + u")"_s))
+        return t;
+    QStringList names;
+    while (info.next()) {
+        const QString name = info.value(1).toString();
+        if (name == u"module_key") // derived, for filtering; module_set is the label
+            continue;
+        const QString type = info.value(2).toString().toUpper();
+        ExportColumn c { name, name,
+            type.contains(u"INT"_s) ? Kind::Integer
+                : type == u"REAL"   ? Kind::Real
+                                    : Kind::Text };
+        if (booleanColumns().contains(name))
+            c.kind = Kind::Boolean;
+        else if (arrayColumns().contains(name))
+            c.kind = Kind::Array;
+        if (isByteColumn(table, name))
+            c.exported = name + u"_bytes"_s;
+        t.columns << c;
+        names << name;
+    }
+    QString sql = u"SELECT "_s + names.join(u',') + u" FROM "_s + table;
     if (!ids.isEmpty()) {
         QStringList parts;
         for (qint64 id : ids)
@@ -372,41 +472,85 @@ Table selectTable(const Store& store, const QString& table, const QVector<qint64
     q.setForwardOnly(true);
     if (!q.exec(sql))
         return t;
-    const QSqlRecord rec = q.record();
-    for (int i = 0; i < rec.count(); ++i)
-        t.columns << rec.fieldName(i);
     while (q.next()) {
         QVariantList row;
-        row.reserve(rec.count());
-        for (int i = 0; i < rec.count(); ++i)
+        row.reserve(t.columns.size());
+        for (int i = 0; i < t.columns.size(); ++i)
             row << q.value(i);
         t.rows << row;
     }
     return t;
 }
 
-QString csvValue(const QVariant& v)
+QString csvValue(const QVariant& v, Kind kind)
 {
-    if (v.isNull())
+    if (v.isNull() || !v.isValid())
         return {};
-    if (v.typeId() == QMetaType::Double)
-        return QString::number(v.toDouble(), 'g', 17);
+    switch (kind) {
+    case Kind::Integer:
+        return QString::number(v.toLongLong());
+    case Kind::Real:
+        return shortestDouble(v.toDouble());
+    case Kind::Boolean:
+        return v.toLongLong() != 0 ? u"true"_s : u"false"_s;
+    case Kind::Array: // the stored JSON text: json.loads reads it
+    case Kind::Text:
+        break;
+    }
     return csvCell(v.toString());
 }
 
-QJsonValue jsonValue(const QVariant& v)
+void appendJsonString(QByteArray* out, const QString& text)
 {
-    if (v.isNull())
-        return QJsonValue();
-    switch (v.typeId()) {
-    case QMetaType::Double:
-        return v.toDouble();
-    case QMetaType::LongLong:
-    case QMetaType::Int:
-        return double(v.toLongLong());
-    default:
-        return v.toString();
+    const QByteArray s = QJsonDocument(QJsonArray { text }).toJson(QJsonDocument::Compact);
+    *out += s.mid(1, s.size() - 2);
+}
+
+// One cell as JSON, written here rather than by QJsonDocument so that doubles are the shortest round-trip
+// text and integers stay integers.
+void appendJsonCell(QByteArray* out, const QVariant& v, Kind kind)
+{
+    if (v.isNull() || !v.isValid()) {
+        *out += "null";
+        return;
     }
+    switch (kind) {
+    case Kind::Integer:
+        *out += QByteArray::number(v.toLongLong());
+        return;
+    case Kind::Real: {
+        const QString s = shortestDouble(v.toDouble());
+        *out += s.isEmpty() ? QByteArray("null") : s.toLatin1();
+        return;
+    }
+    case Kind::Boolean:
+        *out += v.toLongLong() != 0 ? "true" : "false";
+        return;
+    case Kind::Array: {
+        const QJsonDocument doc = QJsonDocument::fromJson(v.toString().toUtf8());
+        *out += doc.isArray() ? doc.toJson(QJsonDocument::Compact) : QByteArray("null");
+        return;
+    }
+    case Kind::Text:
+        break;
+    }
+    appendJsonString(out, v.toString());
+}
+
+const char* pandasDtype(Kind kind)
+{
+    switch (kind) {
+    case Kind::Integer:
+        return "Int64";
+    case Kind::Real:
+        return "float64";
+    case Kind::Boolean:
+        return "boolean";
+    case Kind::Array:
+    case Kind::Text:
+        break;
+    }
+    return "object";
 }
 
 bool writeFile(const QString& path, const QByteArray& bytes, QString* error)
@@ -419,6 +563,7 @@ bool writeFile(const QString& path, const QByteArray& bytes, QString* error)
     }
     return true;
 }
+
 } // namespace
 
 QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const QString& dir, bool csv,
@@ -442,27 +587,51 @@ QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const 
         const char* name;
         const char* idColumn;
         const char* orderBy;
-    } tables[] = { { "runs", "id", "id" }, { "rank_peaks", "run_id", "run_id, rank" },
-        { "phase_peaks", "run_id", "run_id, rank, phase" },
-        { "iterations", "run_id", "run_id, iteration, rank" } };
+        int sinceVersion;
+    } tables[] = { { "runs", "id", "id", 1 }, { "rank_peaks", "run_id", "run_id, rank", 1 },
+        { "phase_peaks", "run_id", "run_id, rank, phase", 2 },
+        { "memory_reports", "run_id", "run_id, after_iteration, rank", 2 },
+        { "iterations", "run_id", "run_id, iteration, rank", 1 } };
     for (const auto& spec : tables) {
         const QString name = QString::fromLatin1(spec.name);
-        if (name == u"phase_peaks" && store.schemaVersion() < 2)
+        if (store.schemaVersion() < spec.sinceVersion)
             continue;
         Table t = selectTable(
             store, name, runIds, QString::fromLatin1(spec.idColumn), QString::fromLatin1(spec.orderBy));
         if (name == u"runs") {
-            t.columns << u"module_set"_s;
+            t.columns << ExportColumn { u"module_set"_s, u"module_set"_s, Kind::Text };
             for (auto& row : t.rows)
                 row << moduleSets.value(row.first().toLongLong());
         }
+        {
+            // Every column but created_at, which pandas.read_json reads as datetime64 by itself (and
+            // read_csv as text, or a date with parse_dates).
+            QByteArray dtypes = "{";
+            for (int i = 0; i < t.columns.size(); ++i) {
+                if (t.columns[i].name == u"created_at")
+                    continue;
+                if (dtypes.size() > 1)
+                    dtypes += ',';
+                dtypes += '\n';
+                dtypes += "  \"" + t.columns[i].exported.toUtf8() + "\": \"" + pandasDtype(t.columns[i].kind)
+                    + '"';
+            }
+            dtypes += "\n}\n";
+            const QString path = dir + u'/' + name + u".dtypes.json"_s;
+            if (!writeFile(path, dtypes, error))
+                return written;
+            written << path;
+        }
         if (csv) {
-            QString text = t.columns.join(u',') + u"\n"_s;
+            QStringList head;
+            for (const auto& c : t.columns)
+                head << c.exported;
+            QString text = head.join(u',') + u"\n"_s;
             for (const auto& row : t.rows) {
                 QStringList c;
                 c.reserve(row.size());
-                for (const auto& v : row)
-                    c << csvValue(v);
+                for (int i = 0; i < row.size(); ++i)
+                    c << csvValue(row[i], t.columns[i].kind);
                 text += c.join(u',') + u"\n"_s;
             }
             const QString path = dir + u'/' + name + u".csv"_s;
@@ -471,15 +640,21 @@ QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const 
             written << path;
         }
         if (json) {
-            QJsonArray arr;
-            for (const auto& row : t.rows) {
-                QJsonObject o;
-                for (int i = 0; i < t.columns.size(); ++i)
-                    o.insert(t.columns[i], jsonValue(row[i]));
-                arr.append(o);
+            QByteArray text = "[";
+            for (qsizetype r = 0; r < t.rows.size(); ++r) {
+                text += r ? ",\n{" : "\n{";
+                for (int i = 0; i < t.columns.size(); ++i) {
+                    if (i)
+                        text += ',';
+                    appendJsonString(&text, t.columns[i].exported);
+                    text += ':';
+                    appendJsonCell(&text, t.rows[r][i], t.columns[i].kind);
+                }
+                text += '}';
             }
+            text += "\n]\n";
             const QString path = dir + u'/' + name + u".json"_s;
-            if (!writeFile(path, QJsonDocument(arr).toJson(QJsonDocument::Compact), error))
+            if (!writeFile(path, text, error))
                 return written;
             written << path;
         }

@@ -36,10 +36,19 @@ int unmatchedRows(const QVector<ReportTable>& tables);
 // Cells as the guide writes them: "36.618" (GB = 1e9 bytes, 3 decimals), "457.18" (ms), "-0.01%", "control".
 QString formatGigabytes(std::optional<qint64> bytes);
 QString formatPercent(std::optional<double> pct);
+// The shortest text that reads back as the same double ("321.4", never "321.39999999999998"); "" for NaN
+// and infinities.
+QString shortestDouble(double v);
 
-// Export: runs.<ext>, rank_peaks.<ext>, phase_peaks.<ext>, iterations.<ext> in `dir` for the runs (all
-// when empty). CSV has a header row and empty cells for unknown values; JSON is an array of records
-// (pandas.read_json(path, orient="records")). Returns the files written; on failure sets *error.
+// Export: runs, rank_peaks, phase_peaks, memory_reports and iterations (.csv and/or .json) in `dir` for the
+// runs (all when empty), each with <table>.dtypes.json, its columns' pandas dtypes, so that
+//   pd.read_json("runs.json", dtype=json.load(open("runs.dtypes.json")))
+//   pd.read_csv("runs.csv", dtype=json.load(open("runs.dtypes.json")))
+// give nullable integers (Int64), nullable booleans (boolean), float64 and text as they are stored.
+// JSON is an array of records with arrays as arrays (overrides, recompute_modules), booleans as booleans and
+// integers as integers; CSV has a header row, empty cells for unknown values, integers without ".0",
+// booleans true/false, arrays as JSON text. Doubles are the shortest text that reads back the same. Byte
+// counts are in columns named *_bytes. Returns the files written; on failure sets *error.
 QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const QString& dir, bool csv,
     bool json, QString* error = nullptr);
 

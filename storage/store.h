@@ -123,6 +123,15 @@ struct RunRecord {
     QString moduleSetLabel() const;
     // true for selective granularity with recompute_modules == [] (the explicit no-recompute control)
     bool isExplicitControl() const;
+    // true when the run recomputes nothing: Megatron's recompute_granularity None (stored as NULL), or the
+    // explicit [] (store_links.cpp)
+    bool isNoRecompute() const;
+    // How the run stands as a control: "explicit-[]" (selective with recompute_modules=[]),
+    // "megatron-none" (recompute_granularity None: Megatron's own no-recompute, not the explicit []), or
+    // "recompute" (a run that recomputes something, made a control by the user).
+    QString controlKind() const;
+    // The same in words, for report titles: "no recompute (Megatron's recompute_granularity None)".
+    QString controlKindLabel() const;
 };
 
 struct RankPeak {
@@ -268,6 +277,27 @@ public:
     static QVector<ComparisonRow> compareRecords(const RunRecord& control, const QVector<RunRecord>& runs);
     // The match key of a recipe JSON text ("" for an empty text).
     static QString recipeMatchKey(const QString& recipeJson);
+
+    // --- control links (store_links.cpp): imports compare themselves, and the user can pick a control ---
+    // The newest finished run that can be `runId`'s control: matched with it (Store::matchCheck), its shape
+    // known on both sides (layers, hidden size, heads, sequence length), recomputing nothing: the explicit
+    // [] first, then Megatron's recompute_granularity None.
+    std::optional<qint64> findNoRecomputeControlFor(qint64 runId) const;
+    struct AutoLink {
+        std::optional<qint64> control; // the control `runId` was linked to
+        QVector<qint64> linked; // the runs that took `runId` as their control
+    };
+    // Links `runId` to findNoRecomputeControlFor (when it has no control yet) and, when `runId` itself
+    // recomputes nothing, every finished matched run with known shape and no control yet to it: a batch of
+    // imports forms one comparison whatever order its files come in. Uses the caller's write if one is
+    // open.
+    AutoLink autoLinkControl(qint64 runId);
+    // The user's choice: `controlRunId` becomes the run's control (empty: unlinked). Refuses a run that is
+    // not stored, the run itself, and a loop (the control's chain of controls reaching the run); an
+    // unmatched control is allowed (the report flags it NOT MATCHED). On failure sets *error.
+    bool linkControl(qint64 runId, std::optional<qint64> controlRunId, QString* error = nullptr);
+    // The runs whose control is `controlRunId`, oldest first.
+    QVector<qint64> runsControlledBy(qint64 controlRunId) const;
 
     // A run imported from this file content before? (import provenance, v2)
     std::optional<qint64> runByImportDigest(const QString& sha256Hex) const;

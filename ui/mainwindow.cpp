@@ -16,11 +16,13 @@
 
 #include "editorpage.h"
 #include "launchpage.h"
+#include "logimportdialog.h"
 #include "presets.h"
 #include "recipedocument.h"
 #include "recipeform.h"
 #include "reportwriter.h"
 #include "runspage.h"
+#include "setcontroldialog.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
 
@@ -118,15 +120,27 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { save(); });
     file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] { saveAs(); });
     file->addSeparator();
-    file->addAction(tr("&Import training log…"), this, [this] {
-        const QString path
-            = QFileDialog::getOpenFileName(this, tr("Import a Megatron-LM or Megatron Bridge training log"),
+    file->addAction(tr("&Import training logs…"), this, [this] {
+        // Several at once (the logs of one shape compare themselves), with progress (ui/logimportdialog).
+        const QStringList paths
+            = QFileDialog::getOpenFileNames(this, tr("Import Megatron-LM or Megatron Bridge training logs"),
                 QString(), tr("Logs (*.log *.txt *.out);;All files (*)"));
-        if (path.isEmpty())
+        if (paths.isEmpty())
             return;
-        QString error;
-        if (!importLog(path, &error))
-            QMessageBox::warning(this, tr("Import training log"), error);
+        const LogImportSummary imported = importLogsWithProgress(m_store.get(), paths, this);
+        m_runs->reload();
+        if (!imported.runIds.isEmpty()) {
+            m_runs->selectRun(imported.runIds.last());
+            m_pages->setCurrentWidget(m_runs);
+        }
+        statusBar()->showMessage(imported.lines.join(QStringLiteral("; ")), 15000);
+        if (!imported.errors.isEmpty())
+            QMessageBox::warning(
+                this, tr("Import training logs"), imported.errors.join(QStringLiteral("\n")));
+    });
+    file->addAction(tr("Set &control of the selected run…"), this, [this] {
+        if (SetControlDialog::edit(m_store.get(), { m_runs->selectedRunId() }, this))
+            m_runs->reload();
     });
     file->addAction(tr("Export &report…"), this, [this] {
         const QString path

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// `recompute export`: runs, per-rank peaks and iterations as CSV and JSON that pandas reads.
+// `recompute export`: runs, per-rank peaks, memory reports and iterations as CSV and JSON that pandas reads
+// as they are (storage/report.h, exportRuns).
 #include <iostream>
 
 #include "storage/report.h"
@@ -13,8 +14,13 @@ namespace {
 const char* kUsage
     = "usage: recompute export [--db PATH] [--out DIR] [--format csv|json|both] [--recipe-name NAME]\n"
       "                        [RUN...]\n"
-      "  Writes runs, rank_peaks, phase_peaks and iterations (.csv and/or .json, records) to DIR\n"
-      "  (default: the current folder), for the runs given or every stored run.\n";
+      "  Writes runs, rank_peaks, phase_peaks, memory_reports and iterations (.csv and/or .json records)\n"
+      "  to DIR (default: the current folder), for the runs given or every stored run, each with\n"
+      "  <table>.dtypes.json, the pandas dtypes of its columns:\n"
+      "    dt = json.load(open('runs.dtypes.json'))\n"
+      "    pd.read_json('runs.json', dtype=dt)  # or pd.read_csv('runs.csv', dtype=dt)\n"
+      "  gives nullable integers (Int64) and booleans (boolean) as stored; JSON has arrays as arrays, CSV\n"
+      "  as JSON text; doubles are written shortest round-trip; byte counts are the *_bytes columns.\n";
 
 int exportMain(const std::vector<std::string>& args)
 {

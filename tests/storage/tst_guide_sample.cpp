@@ -170,18 +170,18 @@ private slots:
         QString error;
         const QStringList files = exportRuns(m_store, {}, out.path(), true, true, &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
-        QCOMPARE(files.size(), 8); // runs, rank_peaks, phase_peaks, iterations × csv, json
+        QCOMPARE(files.size(), 15); // runs, rank_peaks, phase_peaks, memory_reports, iterations × csv, json, dtypes
         QFile runsCsv(out.filePath(u"runs.csv"_s));
         QVERIFY(runsCsv.open(QIODevice::ReadOnly));
         const QList<QByteArray> header = runsCsv.readLine().trimmed().split(',');
-        QVERIFY(header.contains("id") && header.contains("module_set") && header.contains("peak_allocated"));
+        QVERIFY(header.contains("id") && header.contains("module_set") && header.contains("peak_allocated_bytes"));
         QFile runsJson(out.filePath(u"runs.json"_s));
         QVERIFY(runsJson.open(QIODevice::ReadOnly));
         const QJsonArray records = QJsonDocument::fromJson(runsJson.readAll()).array();
         QCOMPARE(records.size(), 12);
-        QCOMPARE(records[0].toObject().value(u"peak_allocated"_s).toDouble(), 36618000000.0);
+        QCOMPARE(records[0].toObject().value(u"peak_allocated_bytes"_s).toInteger(), qint64(36618000000));
         QCOMPARE(records[0].toObject().value(u"module_set"_s).toString(), u"[]"_s);
-        QVERIFY(records[7].toObject().value(u"peak_allocated"_s).isNull()); // unknown stays null, not 0
+        QVERIFY(records[7].toObject().value(u"peak_allocated_bytes"_s).isNull()); // unknown stays null, not 0
         QFile peaks(out.filePath(u"rank_peaks.csv"_s));
         QVERIFY(peaks.open(QIODevice::ReadOnly));
         QCOMPARE(peaks.readAll().count('\n'), 5); // header + rank 0 of the four Nemotron rows with a peak

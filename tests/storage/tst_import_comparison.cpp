@@ -1,0 +1,213 @@
+// SPDX-License-Identifier: Apache-2.0
+// Imports compare themselves: every folder of logs under tests/fixtures/logs/ (one shape, several recompute
+// choices: mlm-tp2pp2-comparison, bridge-summary-comparison, and the real Megatron-LM logs of one H200 shape
+// in megatron-lm-h200/ once they are there) is imported with no manual step, in name order and in reverse,
+// and must come out as one comparison: the run without recompute is the control (labelled as the explicit
+// [] or as Megatron's recompute_granularity None), every other run is linked to it, every row is matched,
+// and the report gives deltas for every run that passed.
+#include <QDir>
+#include <QTemporaryDir>
+#include <QTest>
+
+#include "storage/log_import.h"
+#include "storage/report.h"
+#include "storage/store.h"
+
+using namespace Qt::StringLiterals;
+using namespace rs::storage;
+
+namespace {
+const QString kLogs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs");
+
+QStringList logsIn(const QString& folder)
+{
+    QStringList out;
+    const QDir dir(folder);
+    for (const QString& name : dir.entryList({ u"*.log"_s, u"*.txt"_s, u"*.out"_s }, QDir::Files, QDir::Name))
+        out << dir.filePath(name);
+    return out;
+}
+} // namespace
+
+class TestImportComparison : public QObject {
+    Q_OBJECT
+private slots:
+    void everyFolderIsOneComparison_data()
+    {
+        QTest::addColumn<QStringList>("files");
+        const QDir root(kLogs);
+        int folders = 0;
+        for (const QString& sub : root.entryList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+            QStringList files = logsIn(root.filePath(sub));
+            if (files.size() < 2)
+                continue;
+            ++folders;
+            QTest::newRow(qPrintable(sub + u", in name order"_s)) << files;
+            std::reverse(files.begin(), files.end());
+            QTest::newRow(qPrintable(sub + u", in reverse"_s)) << files;
+        }
+        QVERIFY2(folders >= 2, "the comparison fixtures are missing");
+    }
+
+    void everyFolderIsOneComparison()
+    {
+        QFETCH(QStringList, files);
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"comparison.sqlite"_s)));
+        QVector<qint64> ids;
+        for (const QString& file : files) {
+            const ImportResult r = importTrainingLog(&store, file);
+            QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+            QVERIFY2(!r.duplicate, qPrintable(file));
+            ids << r.runId;
+        }
+        const QVector<RunRecord> runs = store.listRuns();
+        QCOMPARE(runs.size(), files.size());
+        QVector<RunRecord> controls;
+        for (const RunRecord& r : runs) {
+            QVERIFY2(r.recomputeGranularity != u"unknown", qPrintable(r.provenance));
+            QVERIFY2(r.numLayers && r.hiddenSize && r.seqLength, qPrintable(r.provenance));
+            if (r.isNoRecompute())
+                controls << r;
+        }
+        QCOMPARE(controls.size(), 1);
+        const RunRecord& control = controls.first();
+        QVERIFY(!control.controlRunId);
+        QVERIFY(control.controlKind() == u"explicit-[]" || control.controlKind() == u"megatron-none");
+        for (const RunRecord& r : runs) {
+            if (r.id != control.id)
+                QCOMPARE(r.controlRunId.value_or(0), control.id);
+        }
+        QCOMPARE(store.runsControlledBy(control.id).size(), runs.size() - 1);
+
+        const QVector<ReportTable> tables = buildReport(store, std::nullopt, {});
+        QCOMPARE(tables.size(), 1);
+        QCOMPARE(tables[0].control->id, control.id);
+        QCOMPARE(tables[0].rows.size(), runs.size());
+        QCOMPARE(unmatchedRows(tables), 0);
+        int deltas = 0;
+        for (const ComparisonRow& row : tables[0].rows) {
+            if (row.isControl || row.run.outcome != outcome::Pass)
+                continue;
+            if (row.run.peakAllocated && row.run.peakNote == control.peakNote)
+                QVERIFY2(row.allocatedVsControlPct, qPrintable(row.run.provenance));
+            if (row.run.steadyStepMs && control.steadyStepMs)
+                QVERIFY2(row.timeVsControlPct, qPrintable(row.run.provenance));
+            deltas += row.allocatedVsControlPct.has_value();
+        }
+        QVERIFY(deltas >= 1);
+        const QString md = formatReport(tables, ReportFormat::Markdown);
+        const QString vs = control.isExplicitControl() ? u"Allocated vs []"_s : u"Allocated vs None"_s;
+        QVERIFY2(md.contains(vs), qPrintable(md));
+        QVERIFY(md.contains(control.controlKindLabel()));
+    }
+
+    // The synthetic folders' own values: what each recompute choice costs against Megatron's None.
+    void knownDeltas_data()
+    {
+        QTest::addColumn<QString>("folder");
+        QTest::addColumn<QString>("moduleSet");
+        QTest::addColumn<QString>("outcome");
+        QTest::addColumn<int>("failureIteration");
+        QTest::addColumn<double>("allocatedPct"); // NaN: no delta
+        const double none = std::nan("");
+        QTest::newRow("mlm full") << u"mlm-tp2pp2-comparison"_s << u"full uniform 1"_s << outcome::Pass << 0
+                                  << -47.46;
+        QTest::newRow("mlm core_attn")
+            << u"mlm-tp2pp2-comparison"_s << u"core_attn"_s << outcome::Pass << 0 << -15.25;
+        QTest::newRow("mlm mlp, RuntimeError: CUDA error: out of memory")
+            << u"mlm-tp2pp2-comparison"_s << u"mlp"_s << outcome::Oom << 2 << none;
+        QTest::newRow("bridge moe_act")
+            << u"bridge-summary-comparison"_s << u"moe_act"_s << outcome::Pass << 0 << -13.39;
+        QTest::newRow("bridge layernorm, moe_act, NCCL out of memory")
+            << u"bridge-summary-comparison"_s << u"layernorm, moe_act"_s << outcome::Oom << 3 << -10.71;
+    }
+
+    void knownDeltas()
+    {
+        QFETCH(QString, folder);
+        QFETCH(QString, moduleSet);
+        QFETCH(QString, outcome);
+        QFETCH(int, failureIteration);
+        QFETCH(double, allocatedPct);
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"known.sqlite"_s)));
+        for (const QString& file : logsIn(kLogs + u'/' + folder))
+            QVERIFY(importTrainingLog(&store, file).error.isEmpty());
+        const auto tables = buildReport(store, std::nullopt, {});
+        QCOMPARE(tables.size(), 1);
+        const auto row = std::find_if(tables[0].rows.begin(), tables[0].rows.end(),
+            [&](const ComparisonRow& r) { return r.run.moduleSetLabel() == moduleSet; });
+        QVERIFY(row != tables[0].rows.end());
+        QCOMPARE(row->run.outcome, outcome);
+        QCOMPARE(row->run.failureIteration.value_or(0), failureIteration);
+        if (std::isnan(allocatedPct)) {
+            QVERIFY(!row->allocatedVsControlPct);
+        } else {
+            QVERIFY(row->allocatedVsControlPct);
+            QCOMPARE(qRound(*row->allocatedVsControlPct * 100), qRound(allocatedPct * 100));
+        }
+        QCOMPARE(tables[0].control->moduleSetLabel(), u"none"_s);
+        QCOMPARE(tables[0].control->controlKind(), u"megatron-none"_s);
+    }
+
+    // A control the user picks wins over the automatic one, and a later import does not undo it.
+    void userControlIsKept()
+    {
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"user.sqlite"_s)));
+        const QString folder = kLogs + u"/mlm-tp2pp2-comparison/"_s;
+        const auto core = importTrainingLog(&store, folder + u"selective_core_attn.log"_s);
+        const auto full = importTrainingLog(&store, folder + u"full_uniform_1.log"_s);
+        QVERIFY(!full.controlRunId); // no run without recompute yet
+        QString error;
+        QVERIFY2(store.linkControl(full.runId, core.runId, &error), qPrintable(error));
+        QVERIFY(!store.linkControl(core.runId, full.runId, &error)); // a loop
+        QVERIFY2(error.contains(u"loop"_s), qPrintable(error));
+        QVERIFY(!store.linkControl(core.runId, core.runId, &error));
+        QVERIFY(!store.linkControl(core.runId, 999, &error));
+        const auto none = importTrainingLog(&store, folder + u"none.log"_s);
+        QCOMPARE(none.runsLinkedToIt, 1); // core_attn; full keeps the user's control
+        QCOMPARE(store.run(full.runId)->controlRunId.value_or(0), core.runId);
+        QCOMPARE(store.run(core.runId)->controlRunId.value_or(0), none.runId);
+        const auto tables = buildReport(store, std::nullopt, {});
+        QCOMPARE(tables.size(), 2);
+        QVERIFY(formatReport(tables, ReportFormat::Markdown).contains(u"Allocated vs control"_s));
+        // --control at import
+        ImportOptions options;
+        options.control = full.runId;
+        const auto mlp = importTrainingLog(&store, folder + u"selective_core_attn_mlp.log"_s, options);
+        QVERIFY2(mlp.error.isEmpty(), qPrintable(mlp.error));
+        QCOMPARE(store.run(mlp.runId)->controlRunId.value_or(0), full.runId);
+        options.control = 12345;
+        QVERIFY(importTrainingLog(&store, folder + u"selective_mlp_oom.log"_s, options)
+                    .error.contains(u"not in"_s));
+        QVERIFY(store.linkControl(mlp.runId, std::nullopt, &error));
+        QVERIFY(!store.run(mlp.runId)->controlRunId);
+    }
+
+    // Runs whose shape the log does not tell are never linked without being asked.
+    void unknownShapeIsNotLinked()
+    {
+        QTemporaryDir dir;
+        Store store;
+        QVERIFY(store.open(dir.filePath(u"unknown.sqlite"_s)));
+        ImportOptions none;
+        none.overrides = { u"model.recompute_granularity=null"_s };
+        const auto a = importTrainingLog(&store, kLogs + u"/bridge_moe_pass.log"_s, none);
+        QVERIFY2(a.error.isEmpty(), qPrintable(a.error));
+        QCOMPARE(store.run(a.runId)->moduleSetLabel(), u"none"_s);
+        ImportOptions moe;
+        moe.overrides
+            = { u"model.recompute_granularity=selective"_s, u"model.recompute_modules=[moe_act]"_s };
+        const auto b = importTrainingLog(&store, kLogs + u"/bridge_moe_act_oom.log"_s, moe);
+        QVERIFY(!b.controlRunId);
+        QCOMPARE(a.runsLinkedToIt, 0);
+    }
+};
+
+QTEST_GUILESS_MAIN(TestImportComparison)
+#include "tst_import_comparison.moc"
