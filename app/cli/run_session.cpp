@@ -105,6 +105,10 @@ RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const R
     ingest.setProvenance(options.provenance);
     if (options.control)
         ingest.setControl(options.control);
+    const bool ttyErr = ::isatty(STDERR_FILENO);
+    ingest.setNotifier([&](const QString& message) {
+        std::cerr << (ttyErr ? "\r\033[K" : "") << prefix << message.toStdString() << "\n" << std::flush;
+    });
 
     launch::LocalLauncher launcher;
     launch::LaunchOptions launchOptions;
@@ -201,6 +205,13 @@ RunSessionResult runSession(storage::Store& store, const Recipe& recipe, const R
     result.runId = ingest.runId();
     result.iterationsStored = ingest.iterationCount();
     result.interrupted = InterruptScope::count() > interruptsBefore;
+    result.spoolPath = ingest.spoolPath();
+    if (!result.spoolPath.isEmpty()) {
+        result.storeFailed = true;
+        std::cerr << prefix << "the run is not in the store (" << ingest.spoolReason().toStdString()
+                  << "); every event the worker sent is kept in " << result.spoolPath.toStdString()
+                  << "; `recompute import " << result.spoolPath.toStdString() << "` stores it\n";
+    }
     return result;
 }
 

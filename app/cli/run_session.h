@@ -49,6 +49,7 @@ struct RunSessionResult {
     bool storeFailed = false; // the store refused a row (said on stderr)
     int iterationsStored = 0;
     QString error; // why the worker did not start
+    QString spoolPath; // the store could not take the run: its whole stream is in this file (import it)
 };
 
 // Reads the recipe arguments of a verb that runs the worker (`run`, `sweep`). Returns an exit code when the

@@ -2,6 +2,7 @@
 // `recompute import`: real Megatron-LM / Megatron Bridge training logs, or the guide's sample measurements.
 #include <iostream>
 
+#include "storage/ingest.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
 #include "verbs.h"
@@ -84,6 +85,22 @@ int importMain(const std::vector<std::string>& args)
     }
     int failures = 0;
     for (const QString& log : logs) {
+        // A saved worker stream (the spool of a run whose store could not take it): stored as that run.
+        if (rs::storage::isWorkerStreamFile(log)) {
+            const auto stream = rs::storage::importWorkerStream(&store, log);
+            if (!stream.error.isEmpty()) {
+                std::cerr << "recompute import: " << stream.error.toStdString() << "\n";
+                ++failures;
+            } else if (stream.duplicate) {
+                std::cout << log.toStdString() << ": already imported as run " << stream.runId << "\n";
+            } else {
+                const auto run = store.run(stream.runId);
+                std::cout << log.toStdString() << ": worker stream, run " << stream.runId << " ("
+                          << (run ? run->outcome.toStdString() : std::string("?")) << ", "
+                          << stream.iterations << " iterations)\n";
+            }
+            continue;
+        }
         rs::storage::ImportOptions options;
         options.overrides = overrides;
         options.recipeName = name;

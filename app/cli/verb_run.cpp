@@ -102,8 +102,14 @@ int runMain(const std::vector<std::string>& args)
     rs::storage::Store store;
     QString error;
     if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
-        std::cerr << "recompute run: " << error.toStdString() << "\n";
-        return 2;
+        // The measurement is not given up for a store that cannot be opened: the run's stream is spooled
+        // (RunIngest) and `recompute import SPOOL` stores it once the store is usable.
+        std::cerr << "recompute run: " << error.toStdString()
+                  << "\nrecompute run: running anyway; the stream will be spooled to a file\n";
+        if (control) {
+            std::cerr << "recompute run: --control needs a readable store\n";
+            return 2;
+        }
     }
     if (control && !store.run(*control)) {
         std::cerr << "recompute run: --control: run " << *control << " is not in "
@@ -116,6 +122,12 @@ int runMain(const std::vector<std::string>& args)
     const rs::cli::RunSessionResult session = rs::cli::runSession(store, input.recipe, options);
     if (!session.started)
         return 2;
+    if (!session.spoolPath.isEmpty()) {
+        std::cout << "run not stored: every event is kept in " << session.spoolPath.toStdString()
+                  << "\n  store it with   recompute import " << session.spoolPath.toStdString()
+                  << (db.isEmpty() ? "" : " --db " + db.toStdString()) << "\n";
+        return session.interrupted ? 130 : 1;
+    }
     const auto run = store.run(session.runId);
     if (!run) {
         std::cerr << "recompute run: the run was not stored: " << store.lastError().toStdString() << "\n";
