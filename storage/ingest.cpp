@@ -7,8 +7,13 @@
 #include <string_view>
 
 #include <QCoreApplication>
+#include <QCryptographicHash>
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QStandardPaths>
 #include <QSysInfo>
 
 #include "core/overrides.h"
@@ -202,12 +207,147 @@ RunIngest::RunIngest(Store* store)
 {
     m_run.source = source::Worker;
     m_run.outcome = outcome::Running;
+    // Short waits per attempt, so a lock held by another process is waited on in steps that are reported
+    // (begin()), not in one silent 30 s busy timeout.
+    if (m_store->isOpen())
+        m_store->setBusyTimeout(kLockStepMs);
 }
 
 RunIngest::~RunIngest()
 {
-    if (m_runId != 0 && !m_finished)
+    if ((m_runId != 0 || m_spooling) && !m_finished)
         finish(u"the ingest ended before the stream did"_s);
+    if (m_store->isOpen())
+        m_store->setBusyTimeout(Store::kBusyTimeoutMs);
+}
+
+void RunIngest::setNotifier(std::function<void(const QString&)> notify)
+{
+    m_notify = std::move(notify);
+}
+
+void RunIngest::setSpoolEnabled(bool enabled)
+{
+    m_spoolEnabled = enabled;
+    if (!enabled)
+        m_lines.clear();
+}
+
+void RunIngest::setMaxLockWait(int ms)
+{
+    m_maxLockWaitMs = std::max(0, ms);
+}
+
+void RunIngest::notify(const QString& message)
+{
+    if (m_notify)
+        m_notify(message);
+}
+
+bool RunIngest::begin()
+{
+    if (m_store->inWrite())
+        return true;
+    if (m_store->beginWrite())
+        return true;
+    if (!m_store->lastErrorIsBusy()) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    // Another process holds the write lock: wait, bounded and said, then go on with every row kept.
+    QElapsedTimer waited;
+    waited.start();
+    qint64 said = 0;
+    while (waited.elapsed() + kLockStepMs <= m_maxLockWaitMs) {
+        const qint64 seconds = (waited.elapsed() + kLockStepMs) / 1000;
+        if (seconds >= said + 5 || said == 0) {
+            said = std::max<qint64>(seconds, 1);
+            notify(u"store locked by another process, waiting (%1 s)\u2026"_s.arg(said));
+        }
+        if (m_store->beginWrite()) {
+            notify(u"store unlocked after %1 s; storing the rows that waited"_s.arg(
+                (waited.elapsed() + kLockStepMs) / 1000));
+            return true;
+        }
+        if (!m_store->lastErrorIsBusy()) {
+            m_error = m_store->lastError();
+            return false;
+        }
+    }
+    m_error = u"store locked by another process for more than %1 s: "_s.arg(m_maxLockWaitMs / 1000)
+        + m_store->lastError();
+    return false;
+}
+
+QString RunIngest::spoolPathFor(const QString& storePath)
+{
+    const QString stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s);
+    const QString name = (storePath.isEmpty() ? u"measurements.sqlite"_s : QFileInfo(storePath).fileName())
+        + u".spool-"_s + stamp + u'-' + QString::number(QCoreApplication::applicationPid()) + u".jsonl"_s;
+    QStringList dirs;
+    if (!storePath.isEmpty())
+        dirs << QFileInfo(storePath).absolutePath();
+    QString data = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (data.isEmpty())
+        data = QDir::homePath() + u"/.local/share/recompute-studio"_s;
+    dirs << data + u"/spool"_s << QDir::tempPath();
+    for (const QString& dir : dirs) {
+        if (!QDir().mkpath(dir))
+            continue;
+        const QString candidate = dir + u'/' + name;
+        QFile probe(candidate);
+        if (probe.open(QIODevice::WriteOnly | QIODevice::Append)) {
+            probe.close();
+            return candidate;
+        }
+    }
+    return {};
+}
+
+bool RunIngest::startSpool()
+{
+    if (!m_spoolEnabled)
+        return false;
+    const QString reason = m_error.isEmpty() ? m_store->lastError() : m_error;
+    if (m_store->inWrite())
+        m_store->rollbackWrite();
+    const QString path = spoolPathFor(m_store->path().isEmpty() ? m_store->requestedPath() : m_store->path());
+    auto file = std::make_unique<QFile>(path);
+    if (path.isEmpty() || !file->open(QIODevice::WriteOnly | QIODevice::Append)) {
+        m_error = reason + u"; and no folder could take a spool of the stream"_s;
+        return false;
+    }
+    m_spoolFile = std::move(file);
+    m_spoolPath = path;
+    m_spoolReason = reason;
+    m_spooling = true;
+    for (const QByteArray& line : m_lines) {
+        m_spoolFile->write(line);
+        m_spoolFile->write("\n");
+    }
+    m_spoolFile->flush();
+    m_lines.clear();
+    // What the store took before it failed is dropped, best effort: the spool has all of it, and importing
+    // the spool must not leave a second, partial copy. A store that takes nothing keeps it (aborted later).
+    if (m_runId != 0 && m_store->deleteRun(m_runId))
+        m_runId = 0;
+    m_error.clear();
+    notify(u"the store cannot take the run (%1); its stream is spooled to %2"_s.arg(reason, path));
+    return true;
+}
+
+bool RunIngest::spool(const QByteArray& line)
+{
+    if (!m_spoolFile)
+        return false;
+    if (line.isEmpty())
+        return true;
+    // Line by line and flushed, so a process killed mid-run still leaves every event it received.
+    const bool ok
+        = m_spoolFile->write(line) == line.size() && m_spoolFile->write("\n") == 1 && m_spoolFile->flush();
+    if (!ok)
+        m_error = u"writing the spool %1 failed: %2"_s.arg(m_spoolPath, m_spoolFile->errorString());
+    return ok;
 }
 
 void RunIngest::setCommitPolicy(int rows, int ms)
@@ -240,10 +380,8 @@ bool RunIngest::ensureRun()
     m_run.createdAt = QDateTime::currentDateTimeUtc();
     m_run.ingestHost = QSysInfo::machineHostName();
     m_run.ingestPid = QCoreApplication::applicationPid();
-    if (!m_store->beginWrite()) {
-        m_error = m_store->lastError();
+    if (!begin())
         return false;
-    }
     m_runId = m_store->insertRun(m_run);
     if (m_runId == 0) {
         m_error = m_store->lastError();
@@ -274,16 +412,30 @@ bool RunIngest::maybeCommit(bool force)
 
 bool RunIngest::ingestLine(const QByteArray& line)
 {
+    if (m_finished) {
+        m_error = u"the run is finished; a new run needs a new RunIngest"_s;
+        return false;
+    }
+    const QByteArray trimmed = line.trimmed();
+    if (m_spooling)
+        return spool(trimmed);
+    if (m_spoolEnabled && !trimmed.isEmpty())
+        m_lines.append(trimmed);
+    if (ingestLineToStore(trimmed))
+        return true;
+    return startSpool();
+}
+
+bool RunIngest::ingestLineToStore(const QByteArray& line)
+{
     // Iteration lines are the bulk of a stream: a flat object of numbers, booleans and two short strings.
     // They are decoded here without building a QJsonObject; anything else (or anything unusual in one:
     // escapes, nesting) goes through QJsonDocument.
     IterationRow row;
     std::optional<bool> finite;
     if (!m_finished && m_runId != 0 && decodeIterationLine(line, &row, &finite)) {
-        if (!m_store->inWrite() && !m_store->beginWrite()) {
-            m_error = m_store->lastError();
+        if (!begin())
             return false;
-        }
         row.runId = m_runId;
         if (!storeIteration(row, finite)) {
             m_store->rollbackWrite();
@@ -292,12 +444,12 @@ bool RunIngest::ingestLine(const QByteArray& line)
         return maybeCommit(false);
     }
     QJsonParseError err;
-    const QJsonDocument doc = QJsonDocument::fromJson(line.trimmed(), &err);
+    const QJsonDocument doc = QJsonDocument::fromJson(line, &err);
     if (err.error != QJsonParseError::NoError || !doc.isObject()) {
         ++m_malformed;
         return true;
     }
-    return ingest(doc.object());
+    return ingestToStore(doc.object());
 }
 
 bool RunIngest::ingest(const QJsonObject& e)
@@ -306,6 +458,17 @@ bool RunIngest::ingest(const QJsonObject& e)
         m_error = u"the run is finished; a new run needs a new RunIngest"_s;
         return false;
     }
+    if (m_spooling)
+        return spool(QJsonDocument(e).toJson(QJsonDocument::Compact));
+    if (m_spoolEnabled)
+        m_lines.append(QJsonDocument(e).toJson(QJsonDocument::Compact));
+    if (ingestToStore(e))
+        return true;
+    return startSpool();
+}
+
+bool RunIngest::ingestToStore(const QJsonObject& e)
+{
     const QString kind = e.value(QLatin1StringView("event")).toString();
     bool ok = true;
     if (kind == u"hello")
@@ -453,10 +616,8 @@ bool RunIngest::onIteration(const QJsonObject& e)
 {
     if (!ensureRun())
         return false;
-    if (!m_store->inWrite() && !m_store->beginWrite()) {
-        m_error = m_store->lastError();
+    if (!begin())
         return false;
-    }
     std::optional<bool> finite;
     IterationRow r = iterationRowFromEvent(e, &finite);
     r.runId = m_runId;
@@ -484,10 +645,8 @@ bool RunIngest::onRankSummary(const QJsonObject& e)
 {
     if (!ensureRun())
         return false;
-    if (!m_store->inWrite() && !m_store->beginWrite()) {
-        m_error = m_store->lastError();
+    if (!begin())
         return false;
-    }
     RankPeak p;
     p.runId = m_runId;
     p.rank = integer(e, u"rank"_s).value_or(0);
@@ -529,10 +688,8 @@ bool RunIngest::onResult(const QJsonObject& e)
 {
     if (!ensureRun())
         return false;
-    if (!m_store->inWrite() && !m_store->beginWrite()) {
-        m_error = m_store->lastError();
+    if (!begin())
         return false;
-    }
     m_hasResult = true;
     const QString status = str(e, u"status"_s);
     static const QStringList known
@@ -558,13 +715,21 @@ bool RunIngest::finish(const QString& message)
 {
     if (m_finished)
         return true;
-    if (!ensureRun())
-        return false;
-    m_finished = true;
-    if (!m_store->inWrite() && !m_store->beginWrite()) {
-        m_error = m_store->lastError();
+    if (m_spooling) {
+        // Everything the stream said is in the spool; importing it ends the run as the stream did.
+        m_finished = true;
+        m_spoolFile.reset();
+        return true;
+    }
+    if (!ensureRun() || !begin()) {
+        if (startSpool()) {
+            m_finished = true;
+            m_spoolFile.reset();
+            return true;
+        }
         return false;
     }
+    m_finished = true;
     if (!m_hasResult) {
         m_run.outcome = outcome::Aborted;
         m_run.message = message.isEmpty() ? u"the stream ended without a result"_s : message;
@@ -590,6 +755,68 @@ bool RunIngest::finish(const QString& message)
         return false;
     }
     return maybeCommit(true);
+}
+
+bool isWorkerStreamFile(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return false;
+    for (int n = 0; n < 20 && !f.atEnd(); ++n) {
+        const QByteArray line = f.readLine(1 << 20).trimmed();
+        if (line.isEmpty())
+            continue;
+        const QJsonDocument doc = QJsonDocument::fromJson(line);
+        return doc.isObject() && doc.object().value(u"event"_s).toString() == u"hello";
+    }
+    return false;
+}
+
+StreamImport importWorkerStream(Store* store, const QString& path)
+{
+    StreamImport out;
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly)) {
+        out.error = path + u": "_s + f.errorString();
+        return out;
+    }
+    QCryptographicHash hash(QCryptographicHash::Sha256);
+    if (!hash.addData(&f)) {
+        out.error = path + u": cannot read it"_s;
+        return out;
+    }
+    const QString digest = QString::fromLatin1(hash.result().toHex());
+    if (const auto existing = store->runByImportDigest(digest)) {
+        out.runId = *existing;
+        out.duplicate = true;
+        return out;
+    }
+    f.seek(0);
+    RunIngest ingest(store);
+    ingest.setSpoolEnabled(false); // a spool that cannot be stored stays where it is; no second copy
+    ingest.setCommitPolicy(500, 1000);
+    ingest.setProvenance(u"worker stream "_s + QFileInfo(path).absoluteFilePath());
+    while (!f.atEnd()) {
+        const QByteArray line = f.readLine();
+        if (line.trimmed().isEmpty())
+            continue;
+        if (!ingest.ingestLine(line)) {
+            out.error = path + u": "_s + ingest.error();
+            return out;
+        }
+    }
+    if (!ingest.finish(u"the stream ended without a result (imported from %1)"_s.arg(path))
+        || ingest.runId() == 0) {
+        out.error = path + u": "_s + (ingest.error().isEmpty() ? u"no run in the stream"_s : ingest.error());
+        return out;
+    }
+    out.runId = ingest.runId();
+    out.iterations = ingest.iterationCount();
+    out.malformedLines = ingest.malformedLines();
+    if (!store->setImportProvenance(
+            out.runId, QFileInfo(path).absoluteFilePath(), digest, u"worker-stream"_s))
+        out.error = path + u": " + store->lastError();
+    return out;
 }
 
 } // namespace rs::storage

@@ -6,9 +6,13 @@
 // until the next Store::open on this host sees that process gone and ends the run `aborted`.
 #pragma once
 
+#include <functional>
+#include <memory>
 #include <optional>
 
+#include <QByteArrayList>
 #include <QElapsedTimer>
+#include <QFile>
 #include <QJsonObject>
 #include <QString>
 
@@ -35,8 +39,22 @@ public:
     // replaces them (a run that fails before that event still says what it was for).
     void setRecipe(const QJsonObject& recipe);
 
+    // Measurements are never lost to the store. A write lock held by another process is waited on (up to
+    // setMaxLockWait, default 10 min) in steps that are reported through the notifier ("store locked by
+    // another process, waiting (12 s)…"), and every row is stored once it is free. A store that cannot
+    // take the run (read-only, damaged, missing, or locked past the wait) switches the ingest to spooling:
+    // every event of the run so far and from then on is written, line by line, to a JSON-lines file beside
+    // the store (else in the user's data folder, else the temp folder), said through the notifier and
+    // named by spoolPath(); `recompute import SPOOL` (importWorkerStream) stores it later.
+    void setNotifier(std::function<void(const QString&)> notify);
+    void setSpoolEnabled(bool enabled); // default on; off: a store error is returned as before
+    void setMaxLockWait(int ms);
+    QString spoolPath() const { return m_spoolPath; } // "" unless the stream was spooled
+    QString spoolReason() const { return m_spoolReason; } // the store's error that started the spool
+    static constexpr int kLockStepMs = 1000; // one wait step: the busy timeout while ingesting
+
     // One stream event (an object with "event"). Unknown events and keys are ignored. Returns false on a
-    // store error (see error()).
+    // store error that could not be spooled either (see error()).
     bool ingest(const QJsonObject& event);
     // Parses one JSON line and ingests it; a malformed line is ignored (returns true) and counted.
     // Iteration lines take a fast path that builds no QJsonObject (bulk ingest of saved streams).
@@ -54,6 +72,13 @@ public:
     std::optional<qint64> currentPeakAllocated() const { return m_currentPeak; }
 
 private:
+    bool ingestToStore(const QJsonObject& event);
+    bool ingestLineToStore(const QByteArray& line);
+    bool begin(); // BEGIN IMMEDIATE, waiting (bounded, reported) while another process holds the lock
+    bool startSpool();
+    bool spool(const QByteArray& line);
+    void notify(const QString& message);
+    static QString spoolPathFor(const QString& storePath);
     bool ensureRun();
     bool maybeCommit(bool force);
     bool onHello(const QJsonObject& e);
@@ -79,7 +104,29 @@ private:
     bool m_anyNonFinite = false;
     std::optional<qint64> m_currentPeak;
     QString m_error;
+    std::function<void(const QString&)> m_notify;
+    bool m_spoolEnabled = true;
+    bool m_spooling = false;
+    int m_maxLockWaitMs = 600000;
+    QByteArrayList m_lines; // every event of the run, as received, until it is finished or spooled
+    std::unique_ptr<QFile> m_spoolFile;
+    QString m_spoolPath;
+    QString m_spoolReason;
 };
+
+// A worker stream saved as JSON lines (a spool, or `recompute-bench ... > run.jsonl`): its first event is
+// `hello`.
+bool isWorkerStreamFile(const QString& path);
+struct StreamImport {
+    qint64 runId = 0;
+    bool duplicate = false; // this very file was imported before (by content)
+    int iterations = 0;
+    int malformedLines = 0;
+    QString error;
+};
+// Stores a saved worker stream as one run (a stream without `result` ends `aborted`); the same file twice
+// is one run.
+StreamImport importWorkerStream(Store* store, const QString& path);
 
 // One `iteration` event of the stream as a row (runId left 0); `finite` receives `loss_finite` when the
 // event carries it. Ingest and the GUI's live curve decode iterations with this one function.

@@ -9,15 +9,18 @@
 #include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QDir>
+#include <QElapsedTimer>
 #include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QRandomGenerator>
 #include <QSqlDriver>
 #include <QSqlError>
 #include <QSqlQuery>
 #include <QSqlRecord>
 #include <QStandardPaths>
 #include <QSysInfo>
+#include <QThread>
 #include <QUuid>
 
 #include "core/comparison.h"
@@ -435,6 +438,7 @@ bool Store::open(const QString& path, QString* error)
 bool Store::openAtVersion(const QString& path, int version, QString* error)
 {
     close();
+    m_requestedPath = path;
     auto fail = [&](const QString& why) {
         m_lastError = path + u": "_s + why;
         if (error)
@@ -452,15 +456,20 @@ bool Store::openAtVersion(const QString& path, int version, QString* error)
         if (!db.isValid())
             return fail(u"the Qt SQLite driver (QSQLITE) is not available"_s);
         db.setDatabaseName(path);
-        db.setConnectOptions(u"QSQLITE_BUSY_TIMEOUT=30000"_s);
+        db.setConnectOptions(u"QSQLITE_BUSY_TIMEOUT=%1"_s.arg(kBusyTimeoutMs));
         if (!db.open())
             return fail(db.lastError().text());
     }
     m_path = path;
     QString why;
     // journal_mode=WAL persists in the file; synchronous=NORMAL is safe under WAL (a power cut may lose the
-    // last commits, never corrupt the file).
-    if (!exec(u"PRAGMA journal_mode=WAL"_s, &why) || !exec(u"PRAGMA synchronous=NORMAL"_s, &why)
+    // last commits, never corrupt the file). Switching a new file to WAL needs an exclusive lock, and
+    // SQLite answers "database is locked" at once (no busy wait) when another connection is opening the
+    // same new file: retry for as long as the busy timeout, with a little jitter. A file that cannot be
+    // written keeps its journal mode and stays readable (a run then spools its stream: RunIngest).
+    if (!setWalMode(&why))
+        return fail(why);
+    if (!exec(u"PRAGMA synchronous=NORMAL"_s, &why)
         || !exec(u"PRAGMA foreign_keys=ON"_s, &why)
         // 32 MiB of page cache: a batch of iteration rows stays in memory until its commit.
         || !exec(u"PRAGMA cache_size=-32768"_s, &why))
@@ -573,8 +582,10 @@ int Store::schemaVersion() const
 bool Store::exec(const QString& sql, QString* error)
 {
     QSqlQuery q(database());
+    m_lastBusy = false;
     if (!q.exec(sql)) {
         m_lastError = sqlError(q);
+        m_lastBusy = isBusyError(q.lastError());
         if (error)
             *error = m_lastError;
         return false;
@@ -582,12 +593,140 @@ bool Store::exec(const QString& sql, QString* error)
     return true;
 }
 
+bool Store::setWalMode(QString* error)
+{
+    QElapsedTimer waited;
+    waited.start();
+    for (;;) {
+        {
+            // Read, then finish the statement: an unfinished one keeps a read transaction open, and the
+            // journal mode cannot change inside a transaction.
+            QSqlQuery mode(database());
+            const bool wal = mode.exec(u"PRAGMA journal_mode"_s) && mode.next()
+                && mode.value(0).toString().compare(u"wal"_s, Qt::CaseInsensitive) == 0;
+            mode.finish();
+            if (wal)
+                return true; // already WAL (it persists in the file): nothing to take a lock for
+        }
+        QSqlQuery q(database());
+        if (q.exec(u"PRAGMA journal_mode=WAL"_s))
+            return true;
+        m_lastError = sqlError(q);
+        if (isReadOnlyError(q.lastError()))
+            return true; // readable, not writable: reading still works
+        if (!isBusyError(q.lastError()) || waited.elapsed() > kBusyTimeoutMs) {
+            if (error)
+                *error = m_lastError;
+            return false;
+        }
+        QThread::msleep(static_cast<unsigned long>(20 + QRandomGenerator::global()->bounded(60)));
+    }
+}
+
+bool Store::isBusyError(const QSqlError& e)
+{
+    // SQLITE_BUSY (5) / SQLITE_LOCKED (6), extended codes included (5 + 256 k).
+    bool ok = false;
+    const int code = e.nativeErrorCode().toInt(&ok);
+    if (ok && ((code & 0xff) == 5 || (code & 0xff) == 6))
+        return true;
+    return e.text().contains(u"database is locked"_s) || e.text().contains(u"database table is locked"_s);
+}
+
+bool Store::isReadOnlyError(const QSqlError& e)
+{
+    bool ok = false;
+    const int code = e.nativeErrorCode().toInt(&ok);
+    return (ok && (code & 0xff) == 8) || e.text().contains(u"readonly database"_s); // SQLITE_READONLY
+}
+
+bool Store::lastErrorIsBusy() const
+{
+    return m_lastBusy;
+}
+
+bool Store::setBusyTimeout(int ms)
+{
+    return exec(u"PRAGMA busy_timeout = %1"_s.arg(std::max(0, ms)));
+}
+
+bool Store::openReadOnly(const QString& path, QString* error)
+{
+    close();
+    m_requestedPath = path;
+    // A file that is not there, is older than this build or cannot be opened read-only (a WAL file whose
+    // -shm cannot be made) is opened the usual way: created or migrated.
+    if (!QFileInfo::exists(path))
+        return open(path, error);
+    {
+        QSqlDatabase db = QSqlDatabase::addDatabase(u"QSQLITE"_s, m_connection);
+        if (!db.isValid())
+            return open(path, error);
+        db.setDatabaseName(path);
+        db.setConnectOptions(u"QSQLITE_OPEN_READONLY;QSQLITE_BUSY_TIMEOUT=%1"_s.arg(kBusyTimeoutMs));
+        if (!db.open())
+            return open(path, error);
+    }
+    m_path = path;
+    QSqlQuery q(database());
+    if (!q.exec(u"PRAGMA user_version"_s) || !q.next()) // e.g. WAL without a -shm it may create
+        return open(path, error);
+    const int version = q.value(0).toInt();
+    q.finish();
+    if (version < 0 || version > kSchemaVersion) {
+        m_lastError = path + u": "_s + schemaVersionProblem(version);
+        if (error)
+            *error = m_lastError;
+        close();
+        return false;
+    }
+    if (version < kSchemaVersion)
+        return open(path, error);
+    exec(u"PRAGMA foreign_keys=ON"_s);
+    return true;
+}
+
+QString Store::schemaVersionProblem(int version)
+{
+    if (version < 0)
+        return u"schema version %1 (PRAGMA user_version) is not a version this program wrote: the file is "
+               "not a Recompute Studio store, or it is damaged"_s.arg(version);
+    return u"schema version %1 is newer than this build understands (%2); use a newer Recompute Studio"_s
+        .arg(version)
+        .arg(kSchemaVersion);
+}
+
 bool Store::migrate(int targetVersion, QString* error)
 {
+    // Nothing to do (the usual case): no write lock is taken, so opening never waits for a writer and a
+    // file that cannot be written still opens for reading.
+    {
+        QSqlQuery q(database());
+        if (!q.exec(u"PRAGMA user_version"_s) || !q.next()) {
+            if (error)
+                *error = sqlError(q);
+            return false;
+        }
+        const int current = q.value(0).toInt();
+        q.finish();
+        if (current < 0 || current > kSchemaVersion) {
+            if (error)
+                *error = schemaVersionProblem(current);
+            return false;
+        }
+        if (current >= targetVersion)
+            return true;
+    }
     // Inside one IMMEDIATE transaction: two processes opening a new file at once migrate it once.
     if (!exec(u"BEGIN IMMEDIATE"_s, error))
         return false;
     const int current = schemaVersion();
+    if (current < 0) {
+        exec(u"ROLLBACK"_s);
+        if (error)
+            *error = schemaVersionProblem(current);
+        return false;
+    }
     if (current > kSchemaVersion) {
         exec(u"ROLLBACK"_s);
         if (error)
@@ -783,6 +922,7 @@ bool Store::insertIteration(const IterationRow& r)
         const int rc = sqlite3_step(st);
         if (rc != SQLITE_DONE) {
             m_lastError = u"insert iteration: "_s + QString::fromUtf8(sqlite3_errmsg(sqlite3_db_handle(st)));
+            m_lastBusy = (rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED;
             sqlite3_reset(st);
             return false;
         }

@@ -19,6 +19,7 @@
 #include <QStringList>
 #include <QVector>
 
+class QSqlError;
 class QSqlQuery;
 
 namespace rs {
@@ -228,6 +229,10 @@ public:
     // Opens (creating folders and file as needed), sets WAL, foreign_keys=ON, a busy timeout, and migrates
     // to kSchemaVersion. A file newer than this build is refused. On failure returns false and sets *error.
     bool open(const QString& path, QString* error = nullptr);
+    // For reading only (report, export): SQLite's read-only mode, no migration, no recovery, no write lock
+    // ever taken, so it never waits for a writer. A file that is missing, older than this build or not
+    // openable read-only is opened with open() instead. A negative or newer schema version is refused.
+    bool openReadOnly(const QString& path, QString* error = nullptr);
     // Tests and tools: create or migrate the file only up to `version` (1..kSchemaVersion).
     bool openAtVersion(const QString& path, int version, QString* error = nullptr);
     void close();
@@ -236,11 +241,22 @@ public:
     // become `aborted`, keeping every committed row. open() does this; returns how many were ended.
     int recoverInterruptedRuns();
     QString path() const;
+    QString requestedPath() const { return m_requestedPath; } // the path last given to open, opened or not
     int schemaVersion() const; // PRAGMA user_version of the open file
     QSqlDatabase database() const;
     QString lastError() const;
 
     // --- writing (ingest and import use these; each is its own transaction unless one is open) ---
+    // How long one statement waits for another process's write lock (SQLite's busy timeout).
+    static constexpr int kBusyTimeoutMs = 30000;
+    bool setBusyTimeout(int ms);
+    // Whether the last failed statement failed because another connection held a lock (SQLITE_BUSY /
+    // SQLITE_LOCKED): worth waiting for, unlike a file that cannot be written.
+    bool lastErrorIsBusy() const;
+    static bool isBusyError(const QSqlError& e);
+    static bool isReadOnlyError(const QSqlError& e);
+    // Why a schema version cannot be opened (negative: not ours or damaged; newer: this build is older).
+    static QString schemaVersionProblem(int version);
     bool beginWrite(); // BEGIN IMMEDIATE
     bool commitWrite();
     void rollbackWrite();
@@ -315,12 +331,15 @@ public:
 
 private:
     bool migrate(int targetVersion, QString* error);
+    bool setWalMode(QString* error);
     bool backfillMatchKeys(QString* error);
     bool exec(const QString& sql, QString* error = nullptr);
     QString m_connection;
     QString m_path;
+    QString m_requestedPath;
     QString m_lastError;
     bool m_inWrite = false;
+    bool m_lastBusy = false;
     std::unique_ptr<QSqlQuery> m_iterationInsert; // prepared once per connection
     void* m_iterationStmt = nullptr; // sqlite3_stmt*, when built with the SQLite headers (fast path)
 };

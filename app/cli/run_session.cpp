@@ -212,6 +212,12 @@ RunSessionResult runSession(
     result.controlReused = session.controlReused();
     result.jobs = session.jobs();
     result.interrupted = InterruptScope::count() > interruptsBefore;
+    for (const launch::SessionJob& job : result.jobs) {
+        if (!job.spoolPath.isEmpty() && result.spoolPath.isEmpty()) {
+            result.spoolPath = job.spoolPath; // said by the session's message
+            result.storeFailed = true;
+        }
+    }
     return result;
 }
 

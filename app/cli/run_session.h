@@ -59,6 +59,7 @@ struct RunSessionResult {
     bool controlReused = false;
     QVector<launch::SessionJob> jobs; // in order: the control (when it ran), then the candidates
     QVector<qint64> candidateRuns() const;
+    QString spoolPath; // the store could not take a run: its whole stream is in this file (import it)
 };
 
 // Prints every rule error of `recipes` ("recompute <verb>: refused: ..."); true when there are none. The

@@ -6,6 +6,7 @@
 
 #include <QElapsedTimer>
 
+#include "storage/ingest.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
 #include "verbs.h"
@@ -122,6 +123,22 @@ int importMain(const std::vector<std::string>& args)
     int failures = 0;
     for (int n = 0; n < logs.size(); ++n) {
         const QString& log = logs[n];
+        // A saved worker stream (the spool of a run whose store could not take it): stored as that run.
+        if (rs::storage::isWorkerStreamFile(log)) {
+            const auto stream = rs::storage::importWorkerStream(&store, log);
+            if (!stream.error.isEmpty()) {
+                std::cerr << "recompute import: " << stream.error.toStdString() << "\n";
+                ++failures;
+            } else if (stream.duplicate) {
+                std::cout << log.toStdString() << ": already imported as run " << stream.runId << "\n";
+            } else {
+                const auto run = store.run(stream.runId);
+                std::cout << log.toStdString() << ": worker stream, run " << stream.runId << " ("
+                          << (run ? run->outcome.toStdString() : std::string("?")) << ", "
+                          << stream.iterations << " iterations)\n";
+            }
+            continue;
+        }
         rs::storage::ImportOptions options;
         options.overrides = overrides;
         options.recipeName = name;

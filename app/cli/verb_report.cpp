@@ -92,7 +92,7 @@ int reportMain(const std::vector<std::string>& args)
     }
     rs::storage::Store store;
     QString error;
-    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
+    if (!store.openReadOnly(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
         std::cerr << "recompute report: " << error.toStdString() << "\n";
         return 2;
     }

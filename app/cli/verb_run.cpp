@@ -108,8 +108,14 @@ int runMain(const std::vector<std::string>& args)
     rs::storage::Store store;
     QString error;
     if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
-        std::cerr << "recompute run: " << error.toStdString() << "\n";
-        return 2;
+        // The measurement is not given up for a store that cannot be opened: the run's stream is spooled
+        // (RunIngest) and `recompute import SPOOL` stores it once the store is usable.
+        std::cerr << "recompute run: " << error.toStdString()
+                  << "\nrecompute run: running anyway; the stream will be spooled to a file\n";
+        if (control) {
+            std::cerr << "recompute run: --control needs a readable store\n";
+            return 2;
+        }
     }
     if (control && !store.run(*control)) {
         std::cerr << "recompute run: --control: run " << *control << " is not in "
@@ -124,6 +130,12 @@ int runMain(const std::vector<std::string>& args)
     if (session.refused || session.startFailed || session.jobs.isEmpty())
         return 2;
     const rs::launch::SessionJob& job = session.jobs.front();
+    if (!session.spoolPath.isEmpty()) {
+        std::cout << "run not stored: every event is kept in " << session.spoolPath.toStdString()
+                  << "\n  store it with   recompute import " << session.spoolPath.toStdString()
+                  << (db.isEmpty() ? "" : " --db " + db.toStdString()) << "\n";
+        return session.interrupted ? 130 : 1;
+    }
     const auto run = store.run(job.runId);
     if (!run) {
         std::cerr << "recompute run: the run was not stored: " << store.lastError().toStdString() << "\n";

@@ -104,7 +104,8 @@ int validateMain(const std::vector<std::string>& rawArgs)
         for (const auto& f : v.findings)
             out["findings"].push_back(rs::findingToJson(f));
         out["resolved"] = rs::recipeToJson(v.resolved);
-        std::cout << out.dump(2) << "\n";
+        // replace: a path or message with bytes that are not UTF-8 is printed, never an exception.
+        std::cout << out.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) << "\n";
     } else {
         printHuman(input, v);
     }

@@ -30,7 +30,9 @@ StageLayers firstStageLayers(const Recipe& r)
         return s;
     }
     // Megatron's offset for chunk v of PP rank 0: v * (num_layers / vpp) (TL:65-215, even split).
-    const int per_chunk = r.num_layers / (pp * vpp);
+    // In 64 bits: pp x vpp can overflow an int (to 0: a division by zero).
+    const long long chunks = static_cast<long long>(pp) * vpp;
+    const int per_chunk = chunks > r.num_layers ? 0 : static_cast<int>(r.num_layers / chunks);
     std::string ranges;
     for (int v = 0; v < vpp; ++v) {
         const int first = v * (r.num_layers / vpp);

@@ -8,6 +8,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cerrno>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/megatron_arg_table.h"
@@ -144,7 +145,10 @@ nlohmann::json parseInt(const std::string& text, const std::string& field, const
     errno = 0;
     char* end = nullptr;
     const long long v = std::strtoll(text.c_str(), &end, 10);
-    if (text.empty() || *end != '\0' || errno == ERANGE)
+    if (errno == ERANGE)
+        throw RecipeError(
+            field, where, "the integer '" + text + "' is out of range (allowed: -2147483648 to 2147483647)");
+    if (text.empty() || *end != '\0')
         throw RecipeError(field, where, "expects an integer, got '" + text + "'");
     return nlohmann::json(v);
 }
@@ -154,8 +158,14 @@ nlohmann::json parseDouble(const std::string& text, const std::string& field, co
     errno = 0;
     char* end = nullptr;
     const double v = std::strtod(text.c_str(), &end);
-    if (text.empty() || *end != '\0' || errno == ERANGE)
+    if (errno == ERANGE && std::abs(v) > 1.0)
+        throw RecipeError(field, where,
+            "the number '" + text
+                + "' is out of range: a number must be finite, at most 1.8e308 in magnitude");
+    if (text.empty() || *end != '\0')
         throw RecipeError(field, where, "expects a number, got '" + text + "'");
+    if (!std::isfinite(v))
+        throw RecipeError(field, where, "expects a number, got '" + text + "' (a number must be finite)");
     return nlohmann::json(v);
 }
 
@@ -179,6 +189,13 @@ public:
     }
 
 private:
+    static constexpr int kMaxDepth = 32;
+    static constexpr std::size_t kMaxLength = 1000000; // layers
+    [[noreturn]] void failLength() const
+    {
+        throw RecipeError("moe_layer_freq", where_,
+            "the list expression makes more than " + std::to_string(kMaxLength) + " entries (one per layer)");
+    }
     [[noreturn]] void fail() const
     {
         throw RecipeError("moe_layer_freq", where_,
@@ -210,11 +227,19 @@ private:
     }
     std::vector<int> expr()
     {
+        // Each '(' recurses once: bound the depth, so "((((...))))" cannot overflow the stack.
+        if (++depth_ > kMaxDepth)
+            throw RecipeError("moe_layer_freq", where_,
+                "the list expression nests parentheses more than " + std::to_string(kMaxDepth)
+                    + " levels deep");
         std::vector<int> v = term();
         while (eat('+')) {
             std::vector<int> more = term();
+            if (v.size() + more.size() > kMaxLength)
+                failLength();
             v.insert(v.end(), more.begin(), more.end());
         }
+        --depth_;
         return v;
     }
     std::vector<int> term()
@@ -222,12 +247,12 @@ private:
         std::vector<int> v = primary();
         while (eat('*')) {
             const int n = number();
+            if (!v.empty() && std::size_t(n) > kMaxLength / v.size())
+                failLength();
             std::vector<int> repeated;
             for (int i = 0; i < n; ++i)
                 repeated.insert(repeated.end(), v.begin(), v.end());
             v = std::move(repeated);
-            if (v.size() > 1000000)
-                fail();
         }
         return v;
     }
@@ -255,6 +280,7 @@ private:
     std::string s_;
     std::string where_;
     std::size_t pos_ = 0;
+    int depth_ = 0;
 };
 
 std::string stripQuotes(const std::string& s)

@@ -7,6 +7,9 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
 #include <regex>
 
 #include "core/megatron_arg_table.h"
@@ -149,15 +152,25 @@ HydraValue parseScalar(const std::string& raw, const std::string& where)
         return { nlohmann::json(true), s };
     if (lower == "false")
         return { nlohmann::json(false), s };
-    if (std::regex_match(s, kInt)) {
+    // std::regex recurses once per character: a long value is never a number (and must not reach it).
+    const bool short_enough = s.size() <= 400;
+    if (short_enough && std::regex_match(s, kInt)) {
         try {
             return { nlohmann::json(std::stoll(s)), s };
         } catch (const std::out_of_range&) {
-            throw RecipeError("", where, "integer " + s + " is out of range");
+            throw RecipeError(
+                "", where, "the integer " + s + " is out of range (allowed: -2147483648 to 2147483647)");
         }
     }
-    if (std::regex_match(s, kFloat))
-        return { nlohmann::json(std::stod(s)), s };
+    if (short_enough && std::regex_match(s, kFloat)) {
+        errno = 0;
+        const double x = std::strtod(s.c_str(), nullptr);
+        if (!std::isfinite(x) || (errno == ERANGE && std::abs(x) > 1.0))
+            throw RecipeError("", where,
+                "the number " + s
+                    + " is out of range: a number must be finite, at most 1.8e308 in magnitude");
+        return { nlohmann::json(x), s };
+    }
     if (s.find_first_of("[]{}'\",=") != std::string::npos)
         throw RecipeError(
             "", where, "cannot read the value '" + s + "' (quote a string that holds [ ] { } , = or quotes)");
@@ -226,7 +239,7 @@ std::string scalarText(const nlohmann::json& v)
     const bool plain = !s.empty() && s.find_first_of("[]{}()'\",=:\\ \t") == std::string::npos
         && lower != "null" && lower != "none" && lower != "true" && lower != "false" && s != "~"
         && s.front() != '+' && s.front() != '#' && s.find('$') == std::string::npos
-        && !std::regex_match(s, kNumber);
+        && (s.size() > 400 || !std::regex_match(s, kNumber)); // regex recursion: see parseScalar
     if (plain)
         return s;
     std::string out = "'";

@@ -7,16 +7,129 @@
 #include <cctype>
 #include <climits>
 #include <cmath>
+#include <functional>
 #include <set>
 #include <variant>
 
 namespace rs {
 
+namespace {
+
+// The offset of the first byte that is not part of well-formed UTF-8 (RFC 3629: no overlongs, no
+// surrogates, nothing above U+10FFFF); npos when the text is valid.
+std::size_t firstInvalidUtf8(const std::string& s)
+{
+    std::size_t i = 0;
+    while (i < s.size()) {
+        const auto c = static_cast<unsigned char>(s[i]);
+        std::size_t n = 0;
+        unsigned lo = 0x80, hi = 0xBF;
+        if (c < 0x80) {
+            ++i;
+            continue;
+        } else if (c >= 0xC2 && c <= 0xDF) {
+            n = 1;
+        } else if (c >= 0xE0 && c <= 0xEF) {
+            n = 2;
+            lo = c == 0xE0 ? 0xA0 : 0x80;
+            hi = c == 0xED ? 0x9F : 0xBF;
+        } else if (c >= 0xF0 && c <= 0xF4) {
+            n = 3;
+            lo = c == 0xF0 ? 0x90 : 0x80;
+            hi = c == 0xF4 ? 0x8F : 0xBF;
+        } else {
+            return i;
+        }
+        for (std::size_t k = 1; k <= n; ++k) {
+            if (i + k >= s.size())
+                return i;
+            const auto d = static_cast<unsigned char>(s[i + k]);
+            if (d < (k == 1 ? lo : 0x80) || d > (k == 1 ? hi : 0xBF))
+                return i;
+        }
+        i += n + 1;
+    }
+    return std::string::npos;
+}
+
+// The text with every byte that is not well-formed UTF-8 written as \xNN, so a message about bad input is
+// itself printable (and JSON-encodable).
+std::string printableUtf8(const std::string& s)
+{
+    if (firstInvalidUtf8(s) == std::string::npos)
+        return s;
+    std::string out;
+    std::string rest = s;
+    while (!rest.empty()) {
+        const std::size_t bad = firstInvalidUtf8(rest);
+        if (bad == std::string::npos) {
+            out += rest;
+            break;
+        }
+        out += rest.substr(0, bad);
+        static const char* const hex = "0123456789abcdef";
+        const auto c = static_cast<unsigned char>(rest[bad]);
+        out += "\\x";
+        out += hex[c >> 4];
+        out += hex[c & 15];
+        rest.erase(0, bad + 1);
+    }
+    return out;
+}
+
+} // namespace
+
+bool isValidUtf8(const std::string& text)
+{
+    return firstInvalidUtf8(text) == std::string::npos;
+}
+
+std::string boundedDump(const nlohmann::json& v, std::size_t max_chars)
+{
+    // Recursion depth is bounded here, not by the value: a value nested a million levels deep prints as
+    // "[[[[…]]]]" without walking it.
+    std::string out;
+    const std::function<void(const nlohmann::json&, int)> write = [&](const nlohmann::json& x, int depth) {
+        if (out.size() > max_chars)
+            return;
+        if (x.is_array() || x.is_object()) {
+            const bool array = x.is_array();
+            out += array ? '[' : '{';
+            if (depth >= 4 && !x.empty()) {
+                out += "\u2026";
+            } else {
+                bool first = true;
+                for (auto it = x.begin(); it != x.end(); ++it) {
+                    if (out.size() > max_chars)
+                        break;
+                    if (!first)
+                        out += ',';
+                    first = false;
+                    if (!array)
+                        out += nlohmann::json(printableUtf8(it.key())).dump() + ':';
+                    write(*it, depth + 1);
+                }
+            }
+            out += array ? ']' : '}';
+            return;
+        }
+        if (x.is_string())
+            out += nlohmann::json(printableUtf8(x.get<std::string>())).dump();
+        else
+            out += x.dump();
+    };
+    write(v, 0);
+    if (out.size() > max_chars)
+        out = out.substr(0, max_chars) + "\u2026";
+    return out;
+}
+
 RecipeError::RecipeError(std::string field_, std::string where_, const std::string& message_)
-    : std::runtime_error(where_ + ": " + (field_.empty() ? std::string() : field_ + ": ") + message_)
-    , field(std::move(field_))
-    , where(std::move(where_))
-    , message(message_)
+    : std::runtime_error(printableUtf8(where_) + ": "
+        + (field_.empty() ? std::string() : printableUtf8(field_) + ": ") + printableUtf8(message_))
+    , field(printableUtf8(field_))
+    , where(printableUtf8(where_))
+    , message(printableUtf8(message_))
 {
 }
 
@@ -181,7 +294,7 @@ const FieldDef* findField(const std::string& key)
 [[noreturn]] void wrongType(
     const std::string& key, const std::string& where, const char* expected, const nlohmann::json& got)
 {
-    throw RecipeError(key, where, std::string("expected ") + expected + ", got " + got.dump());
+    throw RecipeError(key, where, std::string("expected ") + expected + ", got " + boundedDump(got));
 }
 
 int readInt(const std::string& key, const std::string& where, const nlohmann::json& v, const char* expected)
@@ -190,12 +303,16 @@ int readInt(const std::string& key, const std::string& where, const nlohmann::js
         wrongType(key, where, expected, v);
     if (v.is_number_unsigned()) {
         if (v.get<std::uint64_t>() > std::uint64_t(INT_MAX))
-            throw RecipeError(key, where, "integer " + v.dump() + " is out of range");
+            throw RecipeError(key, where,
+                "integer " + v.dump() + " is out of range (allowed: " + std::to_string(INT_MIN) + " to "
+                    + std::to_string(INT_MAX) + ")");
         return int(v.get<std::uint64_t>());
     }
     const std::int64_t x = v.get<std::int64_t>();
     if (x < INT_MIN || x > INT_MAX)
-        throw RecipeError(key, where, "integer " + v.dump() + " is out of range");
+        throw RecipeError(key, where,
+            "integer " + v.dump() + " is out of range (allowed: " + std::to_string(INT_MIN) + " to "
+                + std::to_string(INT_MAX) + ")");
     return int(x);
 }
 
@@ -206,7 +323,7 @@ double readDouble(
         wrongType(key, where, expected, v);
     const double x = v.get<double>();
     if (!std::isfinite(x))
-        throw RecipeError(key, where, "expected a finite number");
+        throw RecipeError(key, where, "expected a finite number (at most 1.8e308 in magnitude)");
     return x;
 }
 
@@ -216,6 +333,9 @@ std::string readString(
     if (!v.is_string())
         wrongType(key, where, expected, v);
     std::string s = v.get<std::string>();
+    if (!isValidUtf8(s))
+        throw RecipeError(
+            key, where, "the text is not valid UTF-8: '" + s + "' (every string must be UTF-8)");
     if (const std::vector<std::string>* allowed = allowedValues(key)) {
         if (std::find(allowed->begin(), allowed->end(), s) == allowed->end())
             throw RecipeError(key, where, "'" + s + "' is not allowed; allowed: " + joinNames(*allowed));
@@ -232,7 +352,11 @@ std::vector<std::string> readStringList(
     for (const nlohmann::json& item : v) {
         if (!item.is_string())
             throw RecipeError(
-                key, where, std::string("expected ") + expected + ", got the element " + item.dump());
+                key, where, std::string("expected ") + expected + ", got the element " + boundedDump(item));
+        if (!isValidUtf8(item.get<std::string>()))
+            throw RecipeError(key, where,
+                "the element '" + item.get<std::string>()
+                    + "' is not valid UTF-8 (every string must be UTF-8)");
         out.push_back(item.get<std::string>());
     }
     return out;
@@ -244,7 +368,7 @@ std::vector<int> readLayerFreq(const std::string& key, const std::string& where,
     if (v.is_number_integer()) {
         const int n = readInt(key, where, v, expected);
         if (n < 1)
-            throw RecipeError(key, where, "expected " + std::string(expected) + ", got " + v.dump());
+            throw RecipeError(key, where, "expected " + std::string(expected) + ", got " + boundedDump(v));
         return { n };
     }
     if (!v.is_array() || v.empty())
@@ -253,7 +377,7 @@ std::vector<int> readLayerFreq(const std::string& key, const std::string& where,
     for (const nlohmann::json& item : v) {
         if (!item.is_number_integer() || (item.get<std::int64_t>() != 0 && item.get<std::int64_t>() != 1))
             throw RecipeError(
-                key, where, "expected " + std::string(expected) + ", got the element " + item.dump());
+                key, where, "expected " + std::string(expected) + ", got the element " + boundedDump(item));
         pattern.push_back(item.get<int>());
     }
     return pattern;
@@ -504,7 +628,8 @@ Recipe recipeFromJson(const nlohmann::json& j, const std::string& where)
                     + std::to_string(Recipe::kSchemaVersion) + "); use a newer Recompute Studio");
         }
         if (version < 1)
-            throw RecipeError("schema_version", where, "schema_version must be >= 1, got " + it->dump());
+            throw RecipeError(
+                "schema_version", where, "schema_version must be >= 1, got " + boundedDump(*it));
     }
 
     Recipe r;
@@ -545,14 +670,34 @@ Recipe recipeFromJsonText(const std::string& text, const std::string& where)
     };
     std::vector<Scope> scopes;
     std::string lastKey;
+    // The recipe field being read: the top-level key, dotted with the inner key for the two nested objects.
+    std::string topKey, innerKey;
+    const auto dottedLast = [&]() {
+        if ((topKey == "comm_overlap" || topKey == "rerun_state_machine") && !innerKey.empty())
+            return topKey + "." + innerKey;
+        return topKey;
+    };
     const nlohmann::json::parser_callback_t noDuplicates
-        = [&](int, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+        = [&](int depth, nlohmann::json::parse_event_t event, nlohmann::json& parsed) {
+              if ((event == nlohmann::json::parse_event_t::object_start
+                      || event == nlohmann::json::parse_event_t::array_start)
+                  && depth >= kMaxJsonNesting) {
+                  throw RecipeError(dottedLast(), where,
+                      "nested more than " + std::to_string(kMaxJsonNesting)
+                          + " levels deep (a recipe value is at most a list inside an object)");
+              }
               if (event == nlohmann::json::parse_event_t::object_start) {
                   scopes.push_back({ {}, scopes.empty() ? std::string() : lastKey });
               } else if (event == nlohmann::json::parse_event_t::object_end) {
                   scopes.pop_back();
               } else if (event == nlohmann::json::parse_event_t::key && !scopes.empty()) {
                   lastKey = parsed.get<std::string>();
+                  if (scopes.size() == 1) {
+                      topKey = lastKey;
+                      innerKey.clear();
+                  } else if (scopes.size() == 2) {
+                      innerKey = lastKey;
+                  }
                   if (!scopes.back().keys.insert(lastKey).second) {
                       const std::string& parent = scopes.back().parent;
                       throw RecipeError(parent.empty() ? lastKey : parent + "." + lastKey, where,
@@ -563,6 +708,15 @@ Recipe recipeFromJsonText(const std::string& text, const std::string& where)
           };
     try {
         j = nlohmann::json::parse(text, noDuplicates);
+    } catch (const nlohmann::json::out_of_range& e) {
+        // A number literal too large for a double ("1e400"): nlohmann says "number overflow" and nothing
+        // else; the key it was read for is the last one seen.
+        std::string literal = e.what();
+        if (const auto q = literal.find('\''); q != std::string::npos)
+            literal = literal.substr(q);
+        throw RecipeError(dottedLast(), where,
+            "the number " + literal
+                + " is out of range: a number must be finite, at most 1.8e308 in magnitude");
     } catch (const nlohmann::json::parse_error& e) {
         // e.byte is the 1-based offset of the last character read: the end of the offending token. Point
         // at the token's start, where an editor's cursor should go.

@@ -34,6 +34,8 @@ struct RecipeError : std::runtime_error {
     std::string message; // what() without the "<where>: <field>: " prefix
 };
 
+// The JSON text reader refuses objects and arrays nested deeper than this (a recipe needs 2).
+constexpr int kMaxJsonNesting = 32;
 Recipe recipeFromJson(const nlohmann::json& j, const std::string& where = "recipe");
 // Parse errors name the line and column of the offending token (1-based, a tab counts as one column).
 Recipe recipeFromJsonText(const std::string& text, const std::string& where = "recipe");
@@ -74,6 +76,11 @@ void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& val
 const std::vector<std::string>* allowedValues(const std::string& key);
 // The candidate nearest to `name` by edit distance ("" when there are none).
 std::string nearestName(const std::string& name, const std::vector<std::string>& candidates);
+// Whether the bytes are well-formed UTF-8 (every text field must be).
+bool isValidUtf8(const std::string& text);
+// A JSON value for a message: at most max_chars characters (then "…"), containers below depth 4 shown as
+// "[…]", bytes that are not UTF-8 as \xNN. Never recursive in the value's own depth, never throws.
+std::string boundedDump(const nlohmann::json& value, std::size_t max_chars = 120);
 // "a, b, c"
 std::string joinNames(const std::vector<std::string>& names);
 

@@ -72,7 +72,8 @@ int Ctx::moeLayers() const
     const int every = freq.empty() ? 1 : freq.front();
     if (every <= 0)
         return 0;
-    return (r.num_layers + every - 1) / every; // layers i with i % every == 0
+    // layers i with i % every == 0 (in 64 bits: num_layers near INT_MAX must not wrap)
+    return static_cast<int>((static_cast<long long>(r.num_layers) + every - 1) / every);
 }
 
 int Ctx::chunkLayers() const

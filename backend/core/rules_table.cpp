@@ -185,6 +185,89 @@ void r11Fix(const Ctx& c, FixIt& f)
     set(f, "drop the labels this profile does not know", "recompute_modules", keep);
 }
 
+// RS23: sizes that must be at least 1. Megatron checks none of them (a zero divides by zero in Python or
+// in our worker, a negative makes a nonsense shape); the fix-it sets 1, or unsets an optional one.
+template <int Recipe::*M> bool below1(const Ctx& c)
+{
+    return c.r.*M < 1;
+}
+template <std::optional<int> Recipe::*M> bool optBelow1(const Ctx& c)
+{
+    return (c.r.*M).has_value() && *(c.r.*M) < 1;
+}
+template <int Recipe::*M> void valueOf(const Ctx& c, Args& a)
+{
+    a.set("v", std::to_string(c.r.*M));
+}
+template <std::optional<int> Recipe::*M> void optValueOf(const Ctx& c, Args& a)
+{
+    a.set("v", pyInt(c.r.*M));
+}
+template <const char* Key> void setOne(const Ctx&, FixIt& f)
+{
+    set(f, "set it to 1", Key, 1);
+}
+template <const char* Key> void unsetOpt(const Ctx&, FixIt& f)
+{
+    set(f, "unset it (use the default)", Key, nullptr);
+}
+constexpr char k_num_layers[] = "num_layers";
+constexpr char k_hidden_size[] = "hidden_size";
+constexpr char k_num_attention_heads[] = "num_attention_heads";
+constexpr char k_seq_length[] = "seq_length";
+constexpr char k_micro_batch_size[] = "micro_batch_size";
+constexpr char k_vocab_size[] = "vocab_size";
+constexpr char k_make_vocab_size_divisible_by[] = "make_vocab_size_divisible_by";
+constexpr char k_tensor_model_parallel_size[] = "tensor_model_parallel_size";
+constexpr char k_pipeline_model_parallel_size[] = "pipeline_model_parallel_size";
+constexpr char k_context_parallel_size[] = "context_parallel_size";
+constexpr char k_expert_model_parallel_size[] = "expert_model_parallel_size";
+constexpr char k_data_parallel_size[] = "data_parallel_size";
+constexpr char k_ffn_hidden_size[] = "ffn_hidden_size";
+constexpr char k_num_query_groups[] = "num_query_groups";
+constexpr char k_kv_channels[] = "kv_channels";
+constexpr char k_global_batch_size[] = "global_batch_size";
+constexpr char k_virtual_pipeline_model_parallel_size[] = "virtual_pipeline_model_parallel_size";
+constexpr char k_moe_ffn_hidden_size[] = "moe_ffn_hidden_size";
+constexpr char k_max_position_embeddings[] = "max_position_embeddings";
+
+// hidden_size // num_attention_heads when kv_channels is unset and the division is not exact (RS24, M7).
+bool headsDoNotDivideHidden(const Ctx& c)
+{
+    return !c.r.kv_channels && c.r.hidden_size >= 1 && c.r.num_attention_heads >= 1
+        && c.r.hidden_size % c.r.num_attention_heads != 0;
+}
+void kvChannelsArgs(const Ctx& c, Args& a)
+{
+    a.set("h", std::to_string(c.r.hidden_size));
+    a.set("n", std::to_string(c.r.num_attention_heads));
+    a.set("kv", std::to_string(c.r.hidden_size / c.r.num_attention_heads));
+}
+void kvChannelsFix(const Ctx& c, FixIt& f)
+{
+    set(f, "set kv_channels explicitly (hidden_size // num_attention_heads, at least 1)", "kv_channels",
+        std::max(1, c.r.hidden_size / c.r.num_attention_heads));
+}
+
+bool dropoutOutside(double p)
+{
+    return !(p >= 0.0 && p <= 1.0);
+}
+
+// pipeline x virtual pipeline stages, in 64 bits (RS28): more stages than layers leaves a chunk empty.
+long long pipelineChunks(const Ctx& c)
+{
+    return static_cast<long long>(c.r.pipeline_model_parallel_size)
+        * c.r.virtual_pipeline_model_parallel_size.value_or(1);
+}
+
+// seq_length x micro_batch_size x hidden_size: the elements of one activation (RS29), in floating point so
+// it cannot overflow while it is checked.
+double activationElements(const Ctx& c)
+{
+    return static_cast<double>(c.r.seq_length) * c.r.micro_batch_size * c.r.hidden_size;
+}
+constexpr double kTwoTo62 = 4611686018427387904.0;
 } // namespace
 
 const std::vector<Row>& ruleRows()
@@ -255,6 +338,12 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.cpu_offloading_num_layers)); },
       [](Ctx& c) { c.r.cpu_offloading = true; }, nullptr, "", "" },
 
+    { "M7", kAll, kFlags, E, "hidden_size num_attention_heads kv_channels",
+      "hidden_size not a multiple of num_attention_heads without --kv-channels (a bare assert)",
+      "assert args.hidden_size % args.num_attention_heads == 0",
+      MC, "ARGS:1281", "ARGS:1280", "ARGS:1332", "ARGS:1421",
+      headsDoNotDivideHidden, nullptr, nullptr, kvChannelsFix,
+      "kv_channels = hidden_size // num_attention_heads", "a bare assert: Megatron-LM prints the AssertionError with this line and no message" },
     // ===================================== Megatron Bridge, before finalize (overrides only) ==========
     { "B8", kAll, kBridge, E, "mixed_precision",
       "mixed_precision names no Bridge recipe",
@@ -366,6 +455,13 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.fp4() && c.fp8(); }, nullptr, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "unset fp4 (keep fp8)", "fp4", nullptr); },
       "fp4=null", "" },
+    { "R40", kAll, kAnyFormat, E, "num_moe_experts",
+      "num_moe_experts set to 0 or below",
+      "num_moe_experts must be non-negative.",
+      MC, "TC:1583-1584", "TC:1551-1552", "TC:1682-1683", "TC(dev):1960-1961",
+      [](const Ctx& c) { return c.r.num_moe_experts.has_value() && *c.r.num_moe_experts <= 0; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset num_moe_experts (a dense model)", "num_moe_experts", nullptr); },
+      "num_moe_experts=null", "the message says non-negative; the check refuses 0 as well" },
     { "R38", kAll, kAnyFormat, E, "moe_shared_expert_overlap moe_token_dispatcher_type",
       "shared-expert overlap with the allgather dispatcher",
       "moe_shared_expert_overlap only works with alltoall or flex token dispatcher.",
@@ -1203,6 +1299,172 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.enable_mhc_connections; }, nullptr, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "spell it enable_hyper_connections (dev)", "enable_mhc_connections", false); f.patch["enable_hyper_connections"] = true; },
       "enable_hyper_connections=true, enable_mhc_connections=false", "" },
+    { "RS23", kAll, kAnyFormat, E, "num_layers",
+      "num_layers below 1",
+      "num_layers={v} is out of range: num_layers must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::num_layers>, valueOf<&Recipe::num_layers>, nullptr, setOne<k_num_layers>,
+      "num_layers=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "hidden_size",
+      "hidden_size below 1",
+      "hidden_size={v} is out of range: hidden_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::hidden_size>, valueOf<&Recipe::hidden_size>, nullptr, setOne<k_hidden_size>,
+      "hidden_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "num_attention_heads",
+      "num_attention_heads below 1",
+      "num_attention_heads={v} is out of range: num_attention_heads must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::num_attention_heads>, valueOf<&Recipe::num_attention_heads>, nullptr, setOne<k_num_attention_heads>,
+      "num_attention_heads=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "seq_length",
+      "seq_length below 1",
+      "seq_length={v} is out of range: seq_length must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::seq_length>, valueOf<&Recipe::seq_length>, nullptr, setOne<k_seq_length>,
+      "seq_length=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "micro_batch_size",
+      "micro_batch_size below 1",
+      "micro_batch_size={v} is out of range: micro_batch_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::micro_batch_size>, valueOf<&Recipe::micro_batch_size>, nullptr, setOne<k_micro_batch_size>,
+      "micro_batch_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "vocab_size",
+      "vocab_size below 1",
+      "vocab_size={v} is out of range: vocab_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::vocab_size>, valueOf<&Recipe::vocab_size>, nullptr, setOne<k_vocab_size>,
+      "vocab_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "make_vocab_size_divisible_by",
+      "make_vocab_size_divisible_by below 1",
+      "make_vocab_size_divisible_by={v} is out of range: make_vocab_size_divisible_by must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::make_vocab_size_divisible_by>, valueOf<&Recipe::make_vocab_size_divisible_by>, nullptr, setOne<k_make_vocab_size_divisible_by>,
+      "make_vocab_size_divisible_by=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "tensor_model_parallel_size",
+      "tensor_model_parallel_size below 1",
+      "tensor_model_parallel_size={v} is out of range: tensor_model_parallel_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::tensor_model_parallel_size>, valueOf<&Recipe::tensor_model_parallel_size>, nullptr, setOne<k_tensor_model_parallel_size>,
+      "tensor_model_parallel_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "pipeline_model_parallel_size",
+      "pipeline_model_parallel_size below 1",
+      "pipeline_model_parallel_size={v} is out of range: pipeline_model_parallel_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::pipeline_model_parallel_size>, valueOf<&Recipe::pipeline_model_parallel_size>, nullptr, setOne<k_pipeline_model_parallel_size>,
+      "pipeline_model_parallel_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "context_parallel_size",
+      "context_parallel_size below 1",
+      "context_parallel_size={v} is out of range: context_parallel_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::context_parallel_size>, valueOf<&Recipe::context_parallel_size>, nullptr, setOne<k_context_parallel_size>,
+      "context_parallel_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "expert_model_parallel_size",
+      "expert_model_parallel_size below 1",
+      "expert_model_parallel_size={v} is out of range: expert_model_parallel_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::expert_model_parallel_size>, valueOf<&Recipe::expert_model_parallel_size>, nullptr, setOne<k_expert_model_parallel_size>,
+      "expert_model_parallel_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "data_parallel_size",
+      "data_parallel_size below 1",
+      "data_parallel_size={v} is out of range: data_parallel_size must be at least 1.",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      below1<&Recipe::data_parallel_size>, valueOf<&Recipe::data_parallel_size>, nullptr, setOne<k_data_parallel_size>,
+      "data_parallel_size=1", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "ffn_hidden_size",
+      "ffn_hidden_size set below 1",
+      "ffn_hidden_size={v} is out of range: ffn_hidden_size must be at least 1 (or unset).",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      optBelow1<&Recipe::ffn_hidden_size>, optValueOf<&Recipe::ffn_hidden_size>, nullptr, unsetOpt<k_ffn_hidden_size>,
+      "ffn_hidden_size=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "num_query_groups",
+      "num_query_groups set below 1",
+      "num_query_groups={v} is out of range: num_query_groups must be at least 1 (or unset).",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      optBelow1<&Recipe::num_query_groups>, optValueOf<&Recipe::num_query_groups>, nullptr, unsetOpt<k_num_query_groups>,
+      "num_query_groups=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "kv_channels",
+      "kv_channels set below 1",
+      "kv_channels={v} is out of range: kv_channels must be at least 1 (or unset).",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      optBelow1<&Recipe::kv_channels>, optValueOf<&Recipe::kv_channels>, nullptr, unsetOpt<k_kv_channels>,
+      "kv_channels=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "global_batch_size",
+      "global_batch_size set below 1",
+      "global_batch_size={v} is out of range: global_batch_size must be at least 1 (or unset).",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      optBelow1<&Recipe::global_batch_size>, optValueOf<&Recipe::global_batch_size>, nullptr, unsetOpt<k_global_batch_size>,
+      "global_batch_size=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "virtual_pipeline_model_parallel_size",
+      "virtual_pipeline_model_parallel_size set below 1",
+      "virtual_pipeline_model_parallel_size={v} is out of range: virtual_pipeline_model_parallel_size must be at least 1 (or unset).",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      optBelow1<&Recipe::virtual_pipeline_model_parallel_size>, optValueOf<&Recipe::virtual_pipeline_model_parallel_size>, nullptr, unsetOpt<k_virtual_pipeline_model_parallel_size>,
+      "virtual_pipeline_model_parallel_size=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "moe_ffn_hidden_size",
+      "moe_ffn_hidden_size set below 1",
+      "moe_ffn_hidden_size={v} is out of range: moe_ffn_hidden_size must be at least 1 (or unset).",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      optBelow1<&Recipe::moe_ffn_hidden_size>, optValueOf<&Recipe::moe_ffn_hidden_size>, nullptr, unsetOpt<k_moe_ffn_hidden_size>,
+      "moe_ffn_hidden_size=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", kAll, kAnyFormat, E, "max_position_embeddings",
+      "max_position_embeddings set below 1",
+      "max_position_embeddings={v} is out of range: max_position_embeddings must be at least 1 (or unset).",
+      GD, nullptr, nullptr, "no Megatron check: a size of 0 divides by zero, a negative one is no shape", nullptr,
+      optBelow1<&Recipe::max_position_embeddings>, optValueOf<&Recipe::max_position_embeddings>, nullptr, unsetOpt<k_max_position_embeddings>,
+      "max_position_embeddings=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS24", kAll, kJson | kBridge, E, "hidden_size num_attention_heads kv_channels",
+      "hidden_size not a multiple of num_attention_heads with kv_channels unset",
+      "hidden_size={h} is not divisible by num_attention_heads={n} and kv_channels is unset: Megatron Core floors kv_channels to {kv} (hidden_size // num_attention_heads) and Megatron-LM refuses the shape (M7); set kv_channels or make hidden_size a multiple of num_attention_heads.",
+      GD, nullptr, nullptr, "megatron/core/transformer/transformer_config.py:1455-1456; megatron/training/arguments.py:1331-1333", nullptr,
+      headsDoNotDivideHidden, kvChannelsArgs, nullptr, kvChannelsFix,
+      "kv_channels = hidden_size // num_attention_heads", "TransformerConfig floors silently; the measured model would not be the one the shape names" },
+    { "RS25", kAll, kAnyFormat, E, "num_attention_heads num_query_groups",
+      "num_attention_heads not a multiple of num_query_groups",
+      "num_attention_heads={n} is not divisible by num_query_groups={g}: every query group must serve the same number of attention heads.",
+      GD, nullptr, nullptr, "no Megatron check at tensor_model_parallel_size 1 (megatron/core/transformer/attention.py:358-359 divides only when num_query_groups < TP)", nullptr,
+      [](const Ctx& c) { return c.r.num_query_groups && *c.r.num_query_groups >= 1 && c.r.num_attention_heads >= 1 && c.r.num_attention_heads % *c.r.num_query_groups != 0; },
+      [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.num_attention_heads)); a.set("g", pyInt(c.r.num_query_groups)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset num_query_groups (one group per head)", "num_query_groups", nullptr); },
+      "num_query_groups=null (or a divisor of num_attention_heads)", "the query/key/value split reshapes heads into groups; an uneven split has no shape" },
+    { "RS26", kAll, kAnyFormat, E, "attention_dropout",
+      "attention_dropout outside [0, 1]",
+      "attention_dropout={p}: dropout probability has to be between 0 and 1, but got {p}",
+      GD, nullptr, nullptr, "no Megatron check; torch.nn.functional.dropout raises this at the first forward", nullptr,
+      [](const Ctx& c) { return dropoutOutside(c.r.attention_dropout); },
+      [](const Ctx& c, Args& a) { a.set("p", nlohmann::json(c.r.attention_dropout).dump()); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set attention_dropout=0.0", "attention_dropout", 0.0); },
+      "attention_dropout=0.0", "PyTorch's own message (torch/nn/functional.py dropout)" },
+    { "RS26", kAll, kAnyFormat, E, "hidden_dropout",
+      "hidden_dropout outside [0, 1]",
+      "hidden_dropout={p}: dropout probability has to be between 0 and 1, but got {p}",
+      GD, nullptr, nullptr, "no Megatron check; torch.nn.functional.dropout raises this at the first forward", nullptr,
+      [](const Ctx& c) { return dropoutOutside(c.r.hidden_dropout); },
+      [](const Ctx& c, Args& a) { a.set("p", nlohmann::json(c.r.hidden_dropout).dump()); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set hidden_dropout=0.0", "hidden_dropout", 0.0); },
+      "hidden_dropout=0.0", "PyTorch's own message (torch/nn/functional.py dropout)" },
+    { "RS27", kAll, kAnyFormat, E, "moe_router_topk num_moe_experts",
+      "moe_router_topk outside [1, num_moe_experts]",
+      "moe_router_topk={k} is out of range: the router picks between 1 and num_moe_experts={e} experts per token.",
+      GD, nullptr, nullptr, "no Megatron check; torch.topk fails at the first forward (megatron/core/transformer/moe/router.py)", nullptr,
+      [](const Ctx& c) { return c.isMoE() && (c.r.moe_router_topk < 1 || c.r.moe_router_topk > *c.r.num_moe_experts); },
+      [](const Ctx& c, Args& a) { a.set("k", std::to_string(c.r.moe_router_topk)); a.set("e", pyInt(c.r.num_moe_experts)); }, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "route each token to between 1 and num_moe_experts experts", "moe_router_topk", std::max(1, std::min(c.r.moe_router_topk, *c.r.num_moe_experts))); },
+      "1 <= moe_router_topk <= num_moe_experts", "" },
+    { "RS28", kAll, kAnyFormat, E, "pipeline_model_parallel_size virtual_pipeline_model_parallel_size num_layers",
+      "more pipeline chunks (pp x vpp) than layers",
+      "pipeline_model_parallel_size x virtual_pipeline_model_parallel_size = {p} model chunks for num_layers={n}: a chunk would hold no layer (at most num_layers chunks).",
+      GD, nullptr, nullptr, "no Megatron check on the even split (megatron/core/transformer/transformer_block.py:150-180 divides num_layers by them)", nullptr,
+      [](const Ctx& c) { return c.r.num_layers >= 1 && c.r.pipeline_model_parallel_size >= 1 && c.r.virtual_pipeline_model_parallel_size.value_or(1) >= 1 && pipelineChunks(c) > c.r.num_layers; },
+      [](const Ctx& c, Args& a) { a.set("p", std::to_string(pipelineChunks(c))); a.set("n", std::to_string(c.r.num_layers)); }, nullptr,
+      nullptr, "", "the product is taken in 64 bits: 65536 x 65536 overflows a 32-bit int to 0" },
+    { "RS29", kAll, kAnyFormat, E, "seq_length micro_batch_size hidden_size",
+      "one activation (seq_length x micro_batch_size x hidden_size) above 2^62 elements",
+      "seq_length x micro_batch_size x hidden_size = {p} elements in one activation: more than a tensor can index (at most 2^62).",
+      GD, nullptr, nullptr, "no Megatron check; a tensor's element count is a 64-bit integer", nullptr,
+      [](const Ctx& c) { return c.r.seq_length >= 1 && c.r.micro_batch_size >= 1 && c.r.hidden_size >= 1 && activationElements(c) > kTwoTo62; },
+      [](const Ctx& c, Args& a) { a.set("p", nlohmann::json(activationElements(c)).dump()); }, nullptr,
+      nullptr, "", "" },
     };
     // clang-format on
     return rows;

@@ -46,7 +46,8 @@ public:
                           << '\n';
             return;
         }
-        out_ << j.dump() << '\n';
+        // replace: a message that quotes bad input is still one line of valid JSON, never an exception.
+        out_ << j.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
         out_.flush();
     }
 
@@ -172,6 +173,98 @@ int exitCodeOf(const std::string& status)
                                 : kError;
 }
 
+// What the engine itself cannot build, checked in arithmetic before anything is allocated: the sizes it
+// divides by or allocates (validate's RS23-RS29 say the same, but the worker must never end on a signal or
+// an uncaught bad_alloc whatever it is given), and a rough footprint against this host's memory on CPU
+// (where an oversized run would be killed by the kernel instead of reporting oom).
+struct SizeProblem {
+    std::string field;
+    std::string message;
+};
+
+std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& device)
+{
+    const std::pair<const char*, long long> sizes[] = {
+        { "num_layers", r.num_layers },
+        { "hidden_size", r.hidden_size },
+        { "num_attention_heads", r.num_attention_heads },
+        { "seq_length", r.seq_length },
+        { "micro_batch_size", r.micro_batch_size },
+        { "vocab_size", r.vocab_size },
+        { "pipeline_model_parallel_size", r.pipeline_model_parallel_size },
+        { "virtual_pipeline_model_parallel_size", r.virtual_pipeline_model_parallel_size.value_or(1) },
+        { "num_query_groups", r.num_query_groups.value_or(1) },
+        { "ffn_hidden_size", r.ffn_hidden_size.value_or(1) },
+        { "kv_channels", r.kv_channels.value_or(1) },
+        { "moe_ffn_hidden_size", r.moe_ffn_hidden_size.value_or(1) },
+        { "num_moe_experts", r.num_moe_experts.value_or(1) },
+    };
+    for (const auto& [field, value] : sizes) {
+        if (value < 1)
+            return SizeProblem { field,
+                std::string(field) + "=" + std::to_string(value) + ": must be at least 1" };
+    }
+    const long long groups = r.num_query_groups.value_or(r.num_attention_heads);
+    if (r.num_attention_heads % groups != 0)
+        return SizeProblem { "num_query_groups",
+            "num_attention_heads=" + std::to_string(r.num_attention_heads)
+                + " is not divisible by num_query_groups=" + std::to_string(groups) };
+    if (!r.kv_channels && r.hidden_size < r.num_attention_heads)
+        return SizeProblem { "hidden_size",
+            "hidden_size=" + std::to_string(r.hidden_size) + " is smaller than num_attention_heads="
+                + std::to_string(r.num_attention_heads) + " (kv_channels would be 0)" };
+    if (r.num_moe_experts && (r.moe_router_topk < 1 || r.moe_router_topk > *r.num_moe_experts))
+        return SizeProblem { "moe_router_topk",
+            "moe_router_topk=" + std::to_string(r.moe_router_topk)
+                + ": must be between 1 and num_moe_experts=" + std::to_string(*r.num_moe_experts) };
+    const long long chunks = static_cast<long long>(r.pipeline_model_parallel_size)
+        * r.virtual_pipeline_model_parallel_size.value_or(1);
+    if (chunks > r.num_layers)
+        return SizeProblem { "pipeline_model_parallel_size",
+            "pipeline_model_parallel_size x virtual_pipeline_model_parallel_size = " + std::to_string(chunks)
+                + " exceeds num_layers=" + std::to_string(r.num_layers) };
+    // The layers this worker builds (the first pipeline stage), and a footprint in doubles (no overflow):
+    // parameters with gradients, fp32 main copies and Adam's two moments, plus the logits and a few
+    // hidden-sized activations per layer.
+    const double layers = static_cast<double>(r.num_layers / chunks)
+        * static_cast<double>(chunks / r.pipeline_model_parallel_size);
+    constexpr double kMaxLayers = 100000;
+    if (layers > kMaxLayers)
+        return SizeProblem { "num_layers",
+            "the first pipeline stage would build " + json(layers).dump()
+                + " layers; the worker builds at most " + json(kMaxLayers).dump() };
+    const double h = r.hidden_size;
+    const double ffn = r.ffn_hidden_size ? static_cast<double>(*r.ffn_hidden_size) : 4.0 * h;
+    const double heads = r.num_attention_heads;
+    const double kv = r.kv_channels.value_or(r.hidden_size / r.num_attention_heads);
+    const double experts = r.num_moe_experts.value_or(0);
+    const double moeFfn = r.moe_ffn_hidden_size ? static_cast<double>(*r.moe_ffn_hidden_size) : ffn;
+    const double mlpMats = r.gated_linear_unit ? 3 : 2;
+    const double attention = h * (heads + 2.0 * static_cast<double>(groups)) * kv + heads * kv * h;
+    const double mlp = experts > 0 ? experts * h * moeFfn * mlpMats + h * experts : h * ffn * mlpMats;
+    const double params = layers * (attention + mlp) + 2.0 * r.vocab_size * h;
+    const double elt = (r.bf16 || r.fp16) ? 2 : 4;
+    const double tokens = static_cast<double>(r.seq_length) * r.micro_batch_size;
+    const double bytes = params * (2 * elt + 12)
+        + layers * tokens * (16 * h + 4 * std::max(ffn, moeFfn)) * elt + tokens * r.vocab_size * (elt + 8);
+    if (device.is_cpu()) {
+        const long pages = sysconf(_SC_PHYS_PAGES);
+        const long page = sysconf(_SC_PAGE_SIZE);
+        const double host
+            = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
+        if (host > 0 && bytes > host)
+            return SizeProblem { "num_layers",
+                "the recipe needs about " + json(std::round(bytes / 1e9)).dump()
+                    + " GB (parameters, gradients, optimizer state and activations of the first pipeline "
+                      "stage); "
+                      "this host has "
+                    + json(std::round(host / 1e9)).dump() + " GB" };
+    }
+    if (bytes > 1e18) // no device has an exabyte; also keeps every size below int64 in the model
+        return SizeProblem { "num_layers",
+            "the recipe needs about " + json(bytes).dump() + " bytes: more than any device holds" };
+    return std::nullopt;
+}
 } // namespace
 
 int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& options, std::ostream& out,
@@ -214,7 +307,11 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     json findings = json::array();
     for (const auto& f : validation.findings)
         findings.push_back(findingToJson(f));
-    ModelConfig config = modelConfig(resolved);
+    // Arithmetic only: whatever the recipe, nothing below divides by zero or allocates without bound.
+    const std::optional<SizeProblem> size_problem = sizeProblem(resolved, device);
+    ModelConfig config;
+    if (!size_problem)
+        config = modelConfig(resolved);
     stream.emit({ { "event", "recipe" }, { "recipe", recipeToJson(resolved) },
         { "recipe_hash", sha256Hex(recipeCanonicalText(resolved)) }, { "findings", findings },
         { "stage_scope", config.stage_scope } });
@@ -225,6 +322,12 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
                 break;
             }
         }
+        return kInvalid;
+    }
+    if (size_problem) {
+        auto r = result("invalid", "validate", std::nullopt, size_problem->message);
+        r["field"] = size_problem->field;
+        stream.emit(r);
         return kInvalid;
     }
     if (!device_error.empty()) {

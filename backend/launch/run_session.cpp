@@ -294,6 +294,8 @@ void RunSession::startNext()
     const QJsonObject recipe = toQJson(job.recipe);
     m_ingest = std::make_unique<storage::RunIngest>(m_store);
     m_ingest->setRecipe(recipe);
+    // A locked or unwritable store is waited on or spooled by the ingest; the user hears why.
+    m_ingest->setNotifier([this](const QString& text) { emit message(text); });
     QString provenance = m_options.provenance;
     if (job.repeats > 1)
         provenance += u" (repeat %1 of %2)"_s.arg(job.repeat).arg(job.repeats);
@@ -331,6 +333,10 @@ void RunSession::onLauncherFinished(bool aborted, int, const QString& reason)
                 : QString()))
         emit message(m_ingest->error());
     job.runId = m_ingest->runId();
+    job.spoolPath = m_ingest->spoolPath();
+    if (!job.spoolPath.isEmpty())
+        emit message(u"the run is not in the store (%1); every event the worker sent is kept in %2; "
+                     "`recompute import %2` stores it"_s.arg(m_ingest->spoolReason(), job.spoolPath));
     m_ingest.reset();
     if (job.isControl && job.runId)
         m_controlRun = job.runId;

@@ -56,6 +56,7 @@ struct SessionJob {
     qint64 runId = 0; // once stored
     bool aborted = false;
     QString reason; // why it ended without a result
+    QString spoolPath; // the store could not take this run: every event is in this file (import it)
 };
 
 class RunSession : public QObject {

@@ -10,6 +10,7 @@
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QPointer>
+#include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryFile>
 #include <QTimer>
@@ -101,6 +102,43 @@ WorkerLauncher::~WorkerLauncher()
     }
 }
 
+bool parseSshHost(const QString& host, QString* destination, QString* port, QString* error)
+{
+    // [user@]host[:port], host a DNS name, an IPv4 address or a bracketed IPv6 address ([::1]:2222).
+    // Anchored at both ends (\z, not $: "host\n" must not pass).
+    static const QRegularExpression form(QRegularExpression::anchoredPattern(
+        uR"((?:([A-Za-z0-9._][A-Za-z0-9._-]{0,63})@)?)"
+        uR"(([A-Za-z0-9](?:[A-Za-z0-9._-]{0,252})|\[[0-9A-Fa-f:.]{2,45}\]))"
+        uR"((?::([0-9]{1,5}))?)"_s));
+    const auto m = form.match(host);
+    const auto bad = [&](const QString& why) {
+        if (error)
+            *error = u"--host '%1': %2; expected [user@]host[:port] (a user and a host of letters, digits, "
+                     "'.', '-', '_', not starting with '-'; a port 1-65535)"_s.arg(host, why);
+        return false;
+    };
+    if (host.isEmpty())
+        return bad(u"empty"_s);
+    if (host.startsWith(u'-'))
+        return bad(u"starts with '-', which ssh would read as an option"_s);
+    if (!m.hasMatch())
+        return bad(u"not a host name"_s);
+    const QString portText = m.captured(3);
+    if (!portText.isEmpty()) {
+        const int p = portText.toInt();
+        if (p < 1 || p > 65535)
+            return bad(u"port %1 is out of range"_s.arg(portText));
+    }
+    QString hostPart = m.captured(2);
+    if (hostPart.startsWith(u'['))
+        hostPart = hostPart.mid(1, hostPart.size() - 2);
+    if (destination)
+        *destination = m.captured(1).isEmpty() ? hostPart : m.captured(1) + u'@' + hostPart;
+    if (port)
+        *port = portText;
+    return true;
+}
+
 bool WorkerLauncher::start(const QJsonObject& recipe, const LaunchOptions& options, QString* error)
 {
     return startWithRecipeText(QJsonDocument(recipe).toJson(QJsonDocument::Indented), options, error);
@@ -126,6 +164,11 @@ bool WorkerLauncher::startWithRecipeText(
             return fail(u"ranks: %1 on the remote host %2: start several ranks there with torchrun or srun "
                         "(the worker reads their variables)"_s.arg(options.ranks)
                             .arg(m_sshHost));
+        // The host reaches ssh as its destination, never as an option ("-oProxyCommand=..."): checked,
+        // and placed after "--".
+        QString destination, port, why;
+        if (!parseSshHost(m_sshHost, &destination, &port, &why))
+            return fail(why);
         program = QStandardPaths::findExecutable(u"ssh"_s);
         if (program.isEmpty())
             return fail(u"ssh not found on PATH: install the OpenSSH client (openssh-client)"_s);
@@ -133,8 +176,10 @@ bool WorkerLauncher::startWithRecipeText(
         m_workerPath = m_sshHost + u':' + remote;
         m_recipeFile.reset();
         m_arguments = options.sshOptions;
-        m_arguments << u"-o"_s << u"BatchMode=yes"_s << u"-T"_s << m_sshHost << u"--"_s
-                    << remoteShellWord(remote) << remoteShellWord(u"-"_s);
+        m_arguments << u"-o"_s << u"BatchMode=yes"_s << u"-T"_s;
+        if (!port.isEmpty())
+            m_arguments << u"-p"_s << port;
+        m_arguments << u"--"_s << destination << remoteShellWord(remote) << remoteShellWord(u"-"_s);
         for (const QString& a : options.extraArguments)
             m_arguments << remoteShellWord(a);
     } else {

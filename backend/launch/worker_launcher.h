@@ -45,6 +45,11 @@ struct LaunchOptions {
     QString remoteWorker; // the worker's path on that host; empty: recompute-bench on its PATH
 };
 
+// Checks an ssh destination, [user@]host[:port] (host: a DNS name, IPv4, or [IPv6]); anything else, a
+// leading '-' above all, is refused with *error naming the host and the forms allowed. *destination gets
+// [user@]host (brackets dropped), *port the port or "".
+bool parseSshHost(const QString& host, QString* destination, QString* port, QString* error);
+
 class WorkerLauncher : public QObject {
     Q_OBJECT
 public:

@@ -323,6 +323,64 @@ const std::vector<Case>& cases()
         { "bridge-pin,guide,main", "json", "RS22", "dev branch's spelling", R"({"enable_mhc_connections": true})", false },
         { "dev", "json", "RS22", "main's spelling", R"({"enable_mhc_connections": true})", true },
         { "dev", "json", "RS22", "main's spelling", R"({"enable_hyper_connections": true})", false },
+        // --- impossible sizes and shapes (RS23-RS29, R40, M7)
+        { "*", "json", "RS23", "out of range: num_layers must", R"({"num_layers": 0})", true },
+        { "*", "json", "RS23", "out of range: num_layers must", R"({"num_layers": 8})", false },
+        { "*", "json", "RS23", "out of range: hidden_size must", R"({"hidden_size": -1})", true },
+        { "*", "json", "RS23", "out of range: hidden_size must", R"({"hidden_size": 1024})", false },
+        { "*", "json", "RS23", "out of range: num_attention_heads must", R"({"num_attention_heads": 0})", true },
+        { "*", "json", "RS23", "out of range: num_attention_heads must", R"({"num_attention_heads": 8})", false },
+        { "*", "json", "RS23", "out of range: seq_length must", R"({"seq_length": 0})", true },
+        { "*", "json", "RS23", "out of range: seq_length must", R"({"seq_length": 1})", false },
+        { "*", "json", "RS23", "out of range: micro_batch_size must", R"({"micro_batch_size": -3})", true },
+        { "*", "json", "RS23", "out of range: micro_batch_size must", R"({"micro_batch_size": 1})", false },
+        { "*", "json", "RS23", "out of range: vocab_size must", R"({"vocab_size": 0})", true },
+        { "*", "json", "RS23", "out of range: vocab_size must", R"({"vocab_size": 32000})", false },
+        { "*", "json", "RS23", "out of range: make_vocab_size_divisible_by must", R"({"make_vocab_size_divisible_by": 0})", true },
+        { "*", "json", "RS23", "out of range: make_vocab_size_divisible_by must", R"({"make_vocab_size_divisible_by": 128})", false },
+        { "*", "json", "RS23", "out of range: tensor_model_parallel_size must", R"({"tensor_model_parallel_size": 0})", true },
+        { "*", "json", "RS23", "out of range: tensor_model_parallel_size must", R"({"tensor_model_parallel_size": 1})", false },
+        { "*", "json", "RS23", "out of range: pipeline_model_parallel_size must", R"({"pipeline_model_parallel_size": 0})", true },
+        { "*", "json", "RS23", "out of range: pipeline_model_parallel_size must", R"({"pipeline_model_parallel_size": 1})", false },
+        { "*", "json", "RS23", "out of range: context_parallel_size must", R"({"context_parallel_size": -1})", true },
+        { "*", "json", "RS23", "out of range: context_parallel_size must", R"({"context_parallel_size": 1})", false },
+        { "*", "json", "RS23", "out of range: expert_model_parallel_size must", R"({"expert_model_parallel_size": 0})", true },
+        { "*", "json", "RS23", "out of range: expert_model_parallel_size must", R"({"expert_model_parallel_size": 1})", false },
+        { "*", "json", "RS23", "out of range: data_parallel_size must", R"({"data_parallel_size": 0})", true },
+        { "*", "json", "RS23", "out of range: data_parallel_size must", R"({"data_parallel_size": 1})", false },
+        { "*", "json", "RS23", "out of range: ffn_hidden_size must", R"({"ffn_hidden_size": 0})", true },
+        { "*", "json", "RS23", "out of range: ffn_hidden_size must", R"({"ffn_hidden_size": 4096})", false },
+        { "*", "json", "RS23", "out of range: num_query_groups must", R"({"num_query_groups": 0})", true },
+        { "*", "json", "RS23", "out of range: num_query_groups must", R"({"num_query_groups": 8})", false },
+        { "*", "json", "RS23", "out of range: kv_channels must", R"({"kv_channels": -128})", true },
+        { "*", "json", "RS23", "out of range: kv_channels must", R"({"kv_channels": 128})", false },
+        { "*", "json", "RS23", "out of range: global_batch_size must", R"({"global_batch_size": 0})", true },
+        { "*", "json", "RS23", "out of range: global_batch_size must", R"({"global_batch_size": 8})", false },
+        { "*", "json", "RS23", "out of range: virtual_pipeline_model_parallel_size must", R"({"virtual_pipeline_model_parallel_size": 0})", true },
+        { "*", "json", "RS23", "out of range: virtual_pipeline_model_parallel_size must", R"({"virtual_pipeline_model_parallel_size": null})", false },
+        { "*", "json", "RS23", "out of range: moe_ffn_hidden_size must", R"({"moe_ffn_hidden_size": -1})", true },
+        { "*", "json", "RS23", "out of range: moe_ffn_hidden_size must", R"({"moe_ffn_hidden_size": null})", false },
+        { "*", "json", "RS23", "out of range: max_position_embeddings must", R"({"max_position_embeddings": 0})", true },
+        { "*", "json", "RS23", "out of range: max_position_embeddings must", R"({"max_position_embeddings": 4096})", false },
+        { "*", "json", "RS24", "is not divisible by num_attention_heads", R"({"hidden_size": 1000, "num_attention_heads": 16})", true },
+        { "*", "bridge", "RS24", "is not divisible by num_attention_heads", R"({"hidden_size": 1000, "num_attention_heads": 16, "kv_channels": 64})", false },
+        { "*", "flags", "M7", "hidden_size % args.num_attention_heads", R"({"hidden_size": 1000, "num_attention_heads": 16})", true },
+        { "*", "flags", "M7", "hidden_size % args.num_attention_heads", R"({"hidden_size": 1024, "num_attention_heads": 16})", false },
+        { "*", "json", "RS25", "not divisible by num_query_groups", R"({"num_query_groups": 3})", true },
+        { "*", "json", "RS25", "not divisible by num_query_groups", R"({"num_query_groups": 4})", false },
+        { "*", "json", "RS26", "attention_dropout=", R"({"attention_dropout": 1.5})", true },
+        { "*", "json", "RS26", "attention_dropout=", R"({"attention_dropout": 1.0})", false },
+        { "*", "json", "RS26", "hidden_dropout=", R"({"hidden_dropout": -0.1})", true },
+        { "*", "json", "RS26", "hidden_dropout=", R"({"hidden_dropout": 0.0})", false },
+        { "*", "json", "RS27", "the router picks between 1", R"({)" MOE R"("moe_router_topk": 9})", true },
+        { "*", "json", "RS27", "the router picks between 1", R"({)" MOE R"("moe_router_topk": 0})", true },
+        { "*", "json", "RS27", "the router picks between 1", R"({)" MOE R"("moe_router_topk": 8})", false },
+        { "*", "json", "RS28", "model chunks for num_layers", R"({"pipeline_model_parallel_size": 65536, "virtual_pipeline_model_parallel_size": 65536})", true },
+        { "*", "json", "RS28", "model chunks for num_layers", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 4})", false },
+        { "*", "json", "RS29", "elements in one activation", R"({"seq_length": 2147483647, "micro_batch_size": 2147483647, "hidden_size": 2147483647, "num_attention_heads": 1})", true },
+        { "*", "json", "RS29", "elements in one activation", R"({"seq_length": 131072, "micro_batch_size": 64})", false },
+        { "*", "json", "R40", "must be non-negative", R"({"num_moe_experts": 0})", true },
+        { "*", "json", "R40", "must be non-negative", R"({"num_moe_experts": 1, "moe_router_topk": 1})", false },
     };
     return c;
 }
@@ -910,7 +968,12 @@ void TestRules::findingJsonShape()
     QCOMPARE(
         j.at("fixit").at("patch").at("cuda_graph_impl").get<std::string>(), std::string("full_iteration"));
     QVERIFY(j.at("source").get<std::string>().find("d98e8a64") != std::string::npos);
-    QVERIFY(!validate(Recipe {}).hasErrors());
+    Recipe small;
+    small.num_layers = 2;
+    small.hidden_size = 64;
+    small.num_attention_heads = 4;
+    QVERIFY(!validate(small).hasErrors());
+    QVERIFY(validate(Recipe {}).hasErrors()); // no layers, no hidden size, no heads: RS23
 }
 
 QTEST_GUILESS_MAIN(TestRules)
