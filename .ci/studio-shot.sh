@@ -10,8 +10,8 @@ out=${RS_SHOT_OUT:-/out}
 mkdir -p "$out"
 find_studio() {
   for p in /proc/[0-9]*; do
-    [ "$(cat "$p/comm" 2>/dev/null)" = recompute-studio ] && basename "$p"
-  done | head -n 1
+    if [ "$(cat "$p/comm" 2>/dev/null)" = recompute-studio ]; then basename "$p"; fi
+  done | head -n 1 || true
 }
 scripts/run-studio.sh >"$out/run-studio.log" 2>&1 &
 runner=$!
