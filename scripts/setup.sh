@@ -1,6 +1,10 @@
 #!/usr/bin/env bash
-# Installs every Debian package the build, the tests and the GUI need. Idempotent: packages already
-# present are left as they are, and apt is not touched at all when nothing is missing.
+# Installs every Debian package the build, the tests and the GUI need, on Debian 12 (checked from a bare
+# debootstrap minbase root by .ci/run). Idempotent: packages already present are left as they are, and apt
+# is not touched at all when nothing is missing.
+#   scripts/setup.sh            the build, the tests, the GUI (scripts/build.sh, test.sh, run-studio.sh)
+#   scripts/setup.sh package    and what scripts/package.sh needs (lintian)
+#   scripts/setup.sh ci-host    and what .ci/run needs on the machine that runs CI (debootstrap)
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -10,14 +14,22 @@ packages=(
   libopenblas0-pthread                           # LibTorch's BLAS: without it Debian's reference BLAS makes
                                                  # CPU runs about 25x slower
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev
+  libqt6opengl6-dev                              # Qt6Charts' CMake package needs Qt6OpenGL's
   libqt6sql6-sqlite libqt6svg6 libgl1-mesa-dev
   libsqlite3-dev                                 # the store binds iteration rows through SQLite's C API
   sqlite3 xvfb xauth fonts-dejavu-core
   openssh-client
   openssh-server                                 # tests: the remote launch goes through a real sshd
   slurm-wlm munge                                # tests: Slurm jobs against a real slurmctld / slurmd
-  python3-omegaconf                              # tests: written Bridge overrides parse as Hydra/OmegaConf reads them
+  python3 python3-omegaconf python3-pandas       # tests: written Bridge overrides (OmegaConf), exports (pandas)
 )
+for group in "$@"; do
+  case "$group" in
+    package) packages+=(lintian file dpkg-dev) ;;
+    ci-host) packages+=(debootstrap util-linux tar ccache) ;;
+    *) echo "setup: unknown group '$group' (package, ci-host)" >&2; exit 2 ;;
+  esac
+done
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

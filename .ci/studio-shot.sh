@@ -1,0 +1,42 @@
+#!/usr/bin/env bash
+# The README's main command on a fresh root, for a person to look at: run inside the CI root as
+#   RS_CI_OUT=DIR .ci/run .ci/studio-shot.sh
+# it starts scripts/run-studio.sh (setup, build, start; with no display it starts its own Xvfb through
+# xvfb-run), waits for the window, then installs xwd (only now, so that it cannot stand in for a package
+# setup.sh misses), saves the whole virtual screen to /out/studio.xwd and stops the studio. Exit status 0 when
+# the studio was still running when the screenshot was taken.
+set -euo pipefail
+out=${RS_SHOT_OUT:-/out}
+mkdir -p "$out"
+find_studio() {
+  for p in /proc/[0-9]*; do
+    if [ "$(cat "$p/comm" 2>/dev/null)" = recompute-studio ]; then basename "$p"; fi
+  done | head -n 1 || true
+}
+scripts/run-studio.sh >"$out/run-studio.log" 2>&1 &
+runner=$!
+studio=""
+for _ in $(seq 1 3600); do
+  studio=$(find_studio)
+  [ -n "$studio" ] && break
+  if ! kill -0 "$runner" 2>/dev/null; then
+    tail -n 40 "$out/run-studio.log" >&2
+    echo "studio-shot: scripts/run-studio.sh ended before the window opened" >&2
+    exit 1
+  fi
+  sleep 1
+done
+[ -n "$studio" ] || { echo "studio-shot: no recompute-studio after an hour" >&2; exit 1; }
+echo "studio-shot: recompute-studio is running (pid $studio); waiting for its first paint"
+sleep 15
+DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --no-install-recommends x11-apps >/dev/null
+display=$(tr '\0' '\n' <"/proc/$studio/environ" | sed -n 's/^DISPLAY=//p')
+auth=$(tr '\0' '\n' <"/proc/$studio/environ" | sed -n 's/^XAUTHORITY=//p')
+XAUTHORITY=$auth xwd -root -silent -display "$display" -out "$out/studio.xwd"
+alive=0
+kill -0 "$studio" 2>/dev/null && alive=1
+kill "$studio" 2>/dev/null || true
+wait "$runner" || true
+tail -n 5 "$out/run-studio.log"
+[ "$alive" -eq 1 ] || { echo "studio-shot: the studio had ended by the screenshot" >&2; exit 1; }
+echo "studio-shot: $out/studio.xwd (display $display)"
