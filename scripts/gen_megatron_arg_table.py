@@ -6,7 +6,8 @@ type, choices, default), and the dataclass fields of TransformerConfig / ModelPa
 kinds of value their annotations allow.
 
 The facts are read with `ast` from the Megatron-LM git mirror (nothing is imported or executed):
-- every `*.add_argument('--flag', ...)` call in arguments.py, with its literal keyword arguments;
+- every `*.add_argument('--flag', ...)` call in arguments.py (and megatron/post_training/arguments.py,
+  whose ModelOpt flags pretrain_gpt.py adds when ModelOpt is installed), with its literal keyword arguments;
 - every `ArgumentGroupFactory(Cls, exclude=[...])` group, expanded as megatron/training/argument_utils.py
   expands it (one flag per dataclass field: bool -> store_true, or store_false spelled --no-X/--disable-X
   when the default is True; Optional[X] -> X; list[X] -> nargs '+'; Literal -> choices; Enum -> the member
@@ -352,7 +353,16 @@ def choices_of(repo, args_path, node, scope):
 
 
 def rows_for_arguments(repo):
-    args_path = "megatron/training/arguments.py"
+    rows = []
+    # pretrain_gpt.py adds megatron/post_training/arguments.py's add_modelopt_args when NVIDIA ModelOpt
+    # is installed (extra_args_provider): those flags are part of its command line too.
+    for args_path in ("megatron/training/arguments.py", "megatron/post_training/arguments.py"):
+        if repo.source(args_path) is not None:
+            rows.extend(rows_in_file(repo, args_path))
+    return rows
+
+
+def rows_in_file(repo, args_path):
     tree = repo.source(args_path)
     rows = []
     for fn in ast.walk(tree):
@@ -472,11 +482,23 @@ def main():
     bridge = Repo(opts.bridge_mirror, opts.bridge_commit)
     gpt = "src/megatron/bridge/models/gpt_provider.py"
     cls = find_class(bridge, gpt, "GPTModelProvider")[0]
-    out.append(f"// NVIDIA-NeMo/Megatron-Bridge {gpt} at {opts.bridge_commit}: GPTModelProvider's own fields")
+    out.append(f"// NVIDIA-NeMo/Megatron-Bridge {gpt} at {opts.bridge_commit}: GPTModelProvider's own fields,")
+    out.append("// then those of every other *Provider / *Config class under src/megatron/bridge/models/")
     out.append("const ConfigField kBridgeProviderFields[] = {")
-    for stmt in cls.body:
-        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name):
-            kinds = ",".join(sorted(Annotation(bridge, gpt).kinds(stmt.annotation)))
+    provider_stmts = [(stmt, gpt) for stmt in cls.body]
+    model_files = [f for f in subprocess.run(["git", "--git-dir", opts.bridge_mirror, "ls-tree", "-r", "--name-only",
+                                              opts.bridge_commit, "src/megatron/bridge/models"],
+                                             capture_output=True, text=True).stdout.split() if f.endswith(".py")]
+    for f in sorted(model_files):
+        tree = bridge.source(f)
+        for node in (tree.body if tree else []):
+            if isinstance(node, ast.ClassDef) and node.name.endswith(("Provider", "Config")) and node.name != "GPTModelProvider":
+                provider_stmts.extend((stmt, f) for stmt in node.body)
+    seen_provider = set()
+    for stmt, fpath in provider_stmts:
+        if isinstance(stmt, ast.AnnAssign) and isinstance(stmt.target, ast.Name) and stmt.target.id not in seen_provider:
+            seen_provider.add(stmt.target.id)
+            kinds = ",".join(sorted(Annotation(bridge, fpath).kinds(stmt.annotation)))
             d = stmt.value
             if isinstance(d, ast.Call) and unparse(d.func).split(".")[-1] == "field":
                 d = next((k.value for k in d.keywords if k.arg == "default"), None)
@@ -497,8 +519,15 @@ def main():
         names = [n.id for n in ast.walk(stmt.annotation) if isinstance(n, ast.Name)
                  and n.id not in ("Optional", "Union", "str", "int", "float", "bool", "dict", "None")]
         seen = set()
-        for n in names:
-            found = find_class(combined, cfg, n)
+        classes = [find_class(combined, cfg, n) for n in names]
+        if section == "peft":  # an abstract base: the fields of every PEFT method
+            classes = []
+            for f in subprocess.run(["git", "--git-dir", opts.bridge_mirror, "ls-tree", "-r", "--name-only",
+                                     opts.bridge_commit, "src/megatron/bridge/peft"],
+                                    capture_output=True, text=True).stdout.split():
+                tree = bridge.source(f) if f.endswith(".py") else None
+                classes.extend((node, f) for node in (tree.body if tree else []) if isinstance(node, ast.ClassDef))
+        for n, found in zip(names if section != "peft" else [c[0].name for c in classes], classes):
             if not found:
                 print(f"warning: bridge: section {section}: class {n} not found", file=sys.stderr)
                 continue

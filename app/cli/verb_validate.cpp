@@ -59,6 +59,8 @@ void printHuman(const rs::RecipeInput& in, const rs::Validation& v)
     std::cout << in.origin << ": " << count[0] << " error(s), " << count[1] << " warning(s), " << count[2]
               << " note(s), " << count[3] << " adjustment(s) under profile "
               << rs::profileName(in.recipe.profile) << " (" << formatName(in.format) << ")\n";
+    if (!in.note.empty())
+        std::cout << "note: " << in.note << "\n";
 }
 
 int validateMain(const std::vector<std::string>& rawArgs)
@@ -100,6 +102,7 @@ int validateMain(const std::vector<std::string>& rawArgs)
         out["format"] = formatName(input.format);
         out["profile"] = rs::profileName(input.recipe.profile);
         out["has_errors"] = v.hasErrors();
+        out["kept_note"] = input.note;
         out["findings"] = nlohmann::json::array();
         for (const auto& f : v.findings)
             out["findings"].push_back(rs::findingToJson(f));

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Lookups on the generated Megatron-LM flag table (megatron_arg_table.cpp).
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -91,9 +92,15 @@ std::vector<std::string> MegatronArgTable::fieldNames() const
 
 bool configFieldAllows(const ConfigField& f, const std::string& kind, const std::string& text)
 {
+    // Python does not enforce annotations and Bridge's own recipes rely on that: None goes into fields
+    // annotated str, and Literal choices are not checked. What is refused is a value of the wrong kind
+    // (text for an int, a list for a bool), and a string that names no member of an Enum (Hydra converts
+    // enums by member name).
+    if (kind == "none")
+        return true;
     bool anyString = false;
-    // kinds is comma-joined; literal:/enum: entries hold '|'-joined choices.
-    std::string kinds = f.kinds;
+    std::vector<std::string> enumMembers;
+    const std::string kinds = f.kinds;
     std::size_t start = 0;
     while (start <= kinds.size()) {
         const std::size_t comma = kinds.find(',', start);
@@ -104,18 +111,16 @@ bool configFieldAllows(const ConfigField& f, const std::string& kind, const std:
             return true;
         if (kind == "int" && k == "float")
             return true; // a float field takes 3 as 3.0
-        if (k == "str")
+        if (k == "str" || k.rfind("literal:", 0) == 0)
             anyString = true;
-        if (k.rfind("literal:", 0) == 0 || k.rfind("enum:", 0) == 0) {
-            if (kind == "str") {
-                for (const std::string& c : splitBar(k.c_str() + k.find(':') + 1)) {
-                    if (c == text)
-                        return true;
-                }
-            }
+        if (k.rfind("enum:", 0) == 0) {
+            for (const std::string& c : splitBar(k.c_str() + 5))
+                enumMembers.push_back(c);
         }
     }
-    return kind == "str" && anyString;
+    if (kind != "str")
+        return false;
+    return anyString || std::find(enumMembers.begin(), enumMembers.end(), text) != enumMembers.end();
 }
 
 } // namespace rs

@@ -86,11 +86,17 @@ std::vector<std::string> knownOverrideKeys(const MegatronArgTable& table)
     return keys;
 }
 
-// A model.<name> field that Megatron / Bridge has (modelled or not); nullptr when none.
+// A model.<name> field that Megatron / Bridge has (modelled or not): the profile's TransformerConfig,
+// Bridge's model providers, then another profile's TransformerConfig (Bridge's recipes set fields of newer
+// Megatron Cores on the provider object); nullptr when none has it.
 const ConfigField* modelField(const MegatronArgTable& table, const std::string& name)
 {
     if (const ConfigField* f = table.field(name))
         return f;
+    for (Profile p : allProfiles()) {
+        if (const ConfigField* f = megatronArgTable(p).field(name))
+            return f;
+    }
     static const std::vector<ConfigField> provider = bridgeProviderFields();
     for (const ConfigField& f : provider) {
         if (name == f.name)
@@ -502,13 +508,23 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe ba
             if (head == f.name)
                 sectionField = ConfigField { f.name, f.kinds, "" };
         }
-        if (field.empty() && section != "model" && !rest.empty() && !ofSection.empty() && !sectionField.name)
+        const bool adding = o.prefix == "+" || o.prefix == "++";
+        if (!adding && field.empty() && section != "model" && !rest.empty() && !ofSection.empty()
+            && !sectionField.name)
             throw RecipeError(o.key, where,
-                "Bridge's " + section + " section has no field '" + head + "'; did you mean '"
-                    + nearestName(o.key, ofSection) + "'?");
+                "Bridge's " + section + " section has no field '" + head + "' (++" + o.key
+                    + "=VALUE adds it, as Hydra does); did you mean '" + nearestName(o.key, ofSection)
+                    + "'?");
         if (sectionField.name && rest.find('.') == std::string::npos)
             unmodelled = nullptr; // checked below with the section's own annotation
 
+        // Hydra's +KEY / ++KEY add a key the config lacks: kept as given.
+        const bool adds
+            = (o.prefix == "+" || o.prefix == "++") && field.empty() && !unmodelled && !sectionField.name;
+        if (adds && section != "studio") {
+            base.extra_overrides.push_back(arg);
+            continue;
+        }
         if (field.empty() && !unmodelled) {
             if (section == "studio")
                 throw RecipeError(o.key, where,

@@ -258,6 +258,7 @@ private slots:
     void overrideErrors();
     void overridesWriteOnlyDifferences();
     void overridesRoundTrip();
+    void overridesKeptVerbatim();
 
     // --- Megatron-LM flags ---
     void flagForms_data();
@@ -968,6 +969,25 @@ void TestRecipeIo::overridesRoundTrip()
                 qPrintable(QString::fromUtf8(e.what()) + QStringLiteral(" reading back ") + join(overrides)));
         }
     }
+}
+
+void TestRecipeIo::overridesKeptVerbatim()
+{
+    const std::vector<std::string> in = { "model.num_layers=4", "model.cuda_graph_warmup_steps=3",
+        R"(model.cuda_graph_scope="full")", "logger.log_interval=5", "checkpoint.save=/ckpt",
+        "optimizer.lr=1e-4", "++model.not_in_any_config=1", "~model.num_layers" };
+    const Recipe r = recipeFromBridgeOverrides(in);
+    QCOMPARE(r.num_layers, frontEndDefaults(InputFormat::BridgeOverrides).num_layers); // ~ deleted it
+    QVERIFY(!isExplicit(r, "num_layers"));
+    QVERIFY(!r.cuda_graph_scope.has_value());
+    const std::vector<std::string> kept = { "model.cuda_graph_warmup_steps=3", "logger.log_interval=5",
+        "checkpoint.save=/ckpt", "optimizer.lr=1e-4", "++model.not_in_any_config=1", "~model.num_layers" };
+    QCOMPARE(join(r.extra_overrides), join(kept));
+    const std::vector<std::string> out = recipeToBridgeOverrides(r);
+    QCOMPARE(join(std::vector<std::string>(out.end() - std::ptrdiff_t(kept.size()), out.end())), join(kept));
+    QVERIFY(join(out).contains(QStringLiteral("model.cuda_graph_scope=null")));
+    QVERIFY(QString::fromStdString(keptSettingsNote(r)).contains(QStringLiteral("logger.log_interval")));
+    QCOMPARE(recipeFromBridgeOverrides(out), r);
 }
 
 // --- Megatron-LM flags ---
