@@ -15,6 +15,7 @@ packages=(
   sqlite3 xvfb xauth fonts-dejavu-core
   openssh-client
   openssh-server                                 # tests: the remote launch goes through a real sshd
+  slurm-wlm munge                                # tests: Slurm jobs against a real slurmctld / slurmd
 )
 missing=()
 for p in "${packages[@]}"; do

@@ -13,12 +13,14 @@
 #include <QTest>
 
 #include "launch/local_launcher.h"
+#include "sshd_fixture.h"
 #include "storage/ingest.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
 using namespace rs::launch;
 using namespace rs::storage;
+using rs::launch::test::Sshd;
 
 namespace {
 QJsonObject tinyRecipe(int iters, const QString& name = u"tiny"_s)
@@ -83,79 +85,6 @@ struct StoredLaunch {
     Recorder rec;
 };
 
-// A real OpenSSH server on a loopback port, for the remote launch: its own host key, one user key, this user
-// allowed in. Not started (a reason in skipReason) when sshd or ssh is missing or privilege separation has no
-// /run/sshd.
-class Sshd {
-public:
-    Sshd()
-    {
-        const QString sshd = QStandardPaths::findExecutable(u"sshd"_s, { u"/usr/sbin"_s, u"/usr/bin"_s });
-        const QString keygen = QStandardPaths::findExecutable(u"ssh-keygen"_s);
-        if (sshd.isEmpty() || keygen.isEmpty() || QStandardPaths::findExecutable(u"ssh"_s).isEmpty()) {
-            skipReason = "no sshd / ssh / ssh-keygen (openssh-server, openssh-client)";
-            return;
-        }
-        if (!QDir(u"/run/sshd"_s).exists() && !QDir().mkpath(u"/run/sshd"_s)) {
-            skipReason = "sshd's privilege separation needs /run/sshd, which this user cannot create";
-            return;
-        }
-        for (const char* key : { "host_key", "user_key" }) {
-            QProcess k;
-            k.start(keygen,
-                { u"-q"_s, u"-t"_s, u"ed25519"_s, u"-N"_s, QString(), u"-f"_s,
-                    m_dir.filePath(QLatin1String(key)) });
-            if (!k.waitForFinished(20000) || k.exitCode() != 0) {
-                skipReason = "ssh-keygen failed";
-                return;
-            }
-        }
-        QFile::copy(m_dir.filePath(u"user_key.pub"_s), m_dir.filePath(u"authorized_keys"_s));
-        port = freeLoopbackPort();
-        QFile config(m_dir.filePath(u"sshd_config"_s));
-        config.open(QIODevice::WriteOnly);
-        config.write(
-            QStringLiteral("Port %1\nListenAddress 127.0.0.1\nHostKey %2\nAuthorizedKeysFile %3\n"
-                           "PasswordAuthentication no\nKbdInteractiveAuthentication no\nStrictModes no\n"
-                           "UsePAM no\nPermitRootLogin prohibit-password\nPidFile %4\n")
-                .arg(port)
-                .arg(m_dir.filePath(u"host_key"_s), m_dir.filePath(u"authorized_keys"_s),
-                    m_dir.filePath(u"sshd.pid"_s))
-                .toUtf8());
-        config.close();
-        m_server.start(sshd, { u"-D"_s, u"-e"_s, u"-f"_s, config.fileName() });
-        if (!m_server.waitForStarted(5000)) {
-            skipReason = "sshd did not start";
-            return;
-        }
-        // Ready once a login runs a command.
-        for (int attempt = 0; attempt < 50; ++attempt) {
-            QProcess probe;
-            probe.start(u"ssh"_s, options() + QStringList { u"127.0.0.1"_s, u"true"_s });
-            if (probe.waitForFinished(5000) && probe.exitCode() == 0)
-                return;
-            QTest::qWait(100);
-        }
-        skipReason = "sshd never accepted the test key: " + m_server.readAllStandardError().left(300);
-    }
-    ~Sshd()
-    {
-        m_server.terminate();
-        m_server.waitForFinished(3000);
-    }
-    QStringList options() const
-    {
-        return { u"-p"_s, QString::number(port), u"-i"_s, m_dir.filePath(u"user_key"_s), u"-o"_s,
-            u"StrictHostKeyChecking=no"_s, u"-o"_s, u"UserKnownHostsFile=/dev/null"_s, u"-o"_s,
-            u"LogLevel=ERROR"_s };
-    }
-    QByteArray skipReason;
-    int port = 0;
-
-private:
-    QTemporaryDir m_dir;
-    QProcess m_server;
-};
 } // namespace
 
 class TestLauncher : public QObject {
