@@ -29,6 +29,7 @@ Recipe gpt()
     r.transformer_impl = "local";
     r.attention_dropout = 0.1;
     r.hidden_dropout = 0.1;
+    r.attention_softmax_in_fp32 = false; // Korthikanti's 2-byte softmax output
     r.recompute_granularity = "selective";
     r.recompute_modules = std::vector<std::string> {};
     return r;
