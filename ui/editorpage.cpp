@@ -15,6 +15,7 @@
 #include <QVBoxLayout>
 
 #include "core/recipe_json.h"
+#include "estimatepanel.h"
 #include "findingspanel.h"
 #include "models/recipediffmodel.h"
 #include "recipedocument.h"
@@ -59,6 +60,7 @@ EditorPage::EditorPage(RecipeDocument* document, QWidget* parent)
     auto* right = new QSplitter(Qt::Vertical);
     m_findings = new FindingsPanel(document);
     right->addWidget(m_findings);
+    right->addWidget(new EstimatePanel(document));
 
     m_tabs = new QTabWidget;
     m_overrides = new RecipeTextView(document, RecipeTextView::Syntax::BridgeOverrides);

@@ -1,0 +1,1427 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/estimator.h"
+
+#include <algorithm>
+#include <array>
+#include <cmath>
+#include <sstream>
+
+#include "core/flops.h"
+#include "core/rules.h"
+
+namespace rs {
+namespace {
+
+// ---------------------------------------------------------------------------------------------------------
+// Regions: every recompute label's region inside one layer. A tensor is kept for backward when a consumer
+// that runs with grad saves it, or when an active checkpoint keeps it as its input; an output-discard
+// region's outputs are freed (megatron-rules.md (c); the worker's checkpoint.h).
+enum Region : int {
+    kOutside = 0,
+    kCoreAttn,
+    kMlaUp,
+    kNorm1, // input_layernorm (label layernorm)
+    kNorm2, // pre_mlp_layernorm (label layernorm)
+    kMoeAct,
+    kMlp,
+    kMoe,
+    kShared,
+    kRegionCount
+};
+
+constexpr uint32_t bit(int r)
+{
+    return 1u << r;
+}
+
+int parentOf(int r)
+{
+    return (r == kMoeAct || r == kShared) ? kMoe : kOutside;
+}
+
+bool isDiscard(int r)
+{
+    return r == kMlaUp || r == kNorm1 || r == kNorm2 || r == kMoeAct;
+}
+
+const char* regionLabel(int r)
+{
+    switch (r) {
+    case kCoreAttn:
+        return "core_attn";
+    case kMlaUp:
+        return "mla_up_proj";
+    case kNorm1:
+    case kNorm2:
+        return "layernorm";
+    case kMoeAct:
+        return "moe_act";
+    case kMlp:
+        return "mlp";
+    case kMoe:
+        return "moe";
+    case kShared:
+        return "shared_experts";
+    default:
+        return "";
+    }
+}
+
+// One tensor a layer's forward creates.
+struct Entry {
+    double bytes = 0;
+    int created = kOutside; // the innermost region that creates it
+    uint32_t savers = 0; // regions of the consumers that save it for backward (bit(kOutside): outside any)
+    uint32_t input_of = 0; // checkpoint regions that take it as an input
+    bool output = false; // an output of `created` (freed when `created` is an active output-discard region)
+};
+
+struct Active {
+    uint32_t mask = 0;
+    bool on(int r) const { return (mask & bit(r)) != 0; }
+    // A region that checkpoints itself: active, and not inside an active region (a nested checkpoint
+    // inside a region that runs without grad just runs its function).
+    bool effective(int r) const { return on(r) && (parentOf(r) == kOutside || !on(parentOf(r))); }
+    bool runsWithGrad(int r) const
+    {
+        return r == kOutside || (!on(r) && (parentOf(r) == kOutside || !on(parentOf(r))));
+    }
+};
+
+double retainedBytes(const Entry& e, const Active& a)
+{
+    if (e.output && isDiscard(e.created) && a.effective(e.created))
+        return 0;
+    // Created inside a region that runs without grad in forward and saved by nobody outside it.
+    for (int r = 0; r < kRegionCount; ++r) {
+        if ((e.savers & bit(r)) && a.runsWithGrad(r))
+            return e.bytes;
+        if ((e.input_of & bit(r)) && a.effective(r))
+            return e.bytes;
+    }
+    return 0;
+}
+
+bool inside(int created, int region)
+{
+    return created == region || parentOf(created) == region;
+}
+
+// One layer kind's tensors with the figures derived from them under one recompute choice.
+struct LayerModel {
+    std::vector<Entry> entries;
+    double forward_temp = 0; // transient above the layer's own saved tensors during its forward
+    double backward_temp = 0; // transient of its backward beyond the replay (gradients in flight)
+    double params = 0; // elements
+    double largest_param = 0; // elements of its largest parameter tensor
+    int param_tensors = 0;
+    double residual = 0; // bytes of the residual stream [tokens, h] entering the layer
+
+    double retained(const Active& a, int checkpoints) const
+    {
+        double sum = 0;
+        for (const auto& e : entries)
+            sum += retainedBytes(e, a);
+        return sum + checkpoints;
+    }
+    // Largest replay of one checkpointed region in backward: what the region saves when it runs with grad.
+    double replay(const Active& a) const
+    {
+        double worst = 0;
+        for (int r = 1; r < kRegionCount; ++r) {
+            if (!a.effective(r))
+                continue;
+            Active without = a;
+            without.mask &= ~bit(r);
+            if (r == kNorm1 || r == kNorm2)
+                without.mask &= ~(bit(kNorm1) | bit(kNorm2));
+            double sum = 0;
+            for (const auto& e : entries)
+                if (inside(e.created, r) && !(e.output && !isDiscard(e.created)))
+                    sum += retainedBytes(e, without);
+            worst = std::max(worst, sum);
+        }
+        return worst;
+    }
+};
+
+// ---------------------------------------------------------------------------------------------------------
+// The recipe's shapes as one rank sees them.
+struct Shape {
+    Layout layout = Layout::Megatron;
+    double s = 0, b = 0, T = 0, Tsp = 0; // sequence per CP rank, micro-batch, tokens, tokens under SP
+    double h = 0, F = 0, heads = 0, groups = 0, kv = 0, vocab = 0;
+    double tp = 1, cp = 1, ep = 1, etp = 1, pp = 1, dp = 1, edp = 1;
+    int vpp = 1;
+    bool sp = false, gated = false, rms = false, mla = false, bias = false, qkv_bias = false;
+    double ql = 0, kvl = 0, dn = 0, dr = 0, dv = 0;
+    double experts = 0, topk = 0, Fm = 0, Fs = 0, capacity = 0;
+    double act = 2; // activation / parameter bytes
+    double grad = 2; // gradient buffer bytes (Megatron) or autograd gradient bytes (worker)
+    bool fp32 = false;
+    double attn_dropout = 0, hidden_dropout = 0;
+    std::string backend;
+    bool te = true;
+    bool softmax_fp32 = true;
+    bool fused_softmax = false; // Megatron's fused scaled-masked-softmax kernel applies
+    double micro_batches = 1; // per step, per DP rank
+    double pos_table = 0; // learned absolute position embedding rows
+    bool untied = false;
+};
+
+// CPU generator state each checkpoint keeps (the worker's RngState: mt19937 + normal cache).
+constexpr double kWorkerRngState = 5056;
+
+Shape shapeOf(const Recipe& r, Layout layout)
+{
+    Shape x;
+    x.layout = layout;
+    const bool worker = layout == Layout::Worker;
+    x.tp = worker ? 1 : std::max(1, r.tensor_model_parallel_size);
+    x.cp = worker ? 1 : std::max(1, r.context_parallel_size);
+    x.ep = worker ? 1 : std::max(1, r.expert_model_parallel_size);
+    x.pp = std::max(1, r.pipeline_model_parallel_size);
+    x.vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
+    x.dp = worker ? 1 : std::max(1, r.data_parallel_size);
+    // expert_tensor_parallel_size is not a recipe field: Megatron's default is TP, which must fit
+    // TP x EP x PP into the world; where it does not, the recipe can only have run with ETP 1.
+    const double world = x.tp * x.pp * x.cp * x.dp;
+    x.etp = (std::fmod(world, x.tp * x.ep * x.pp) == 0) ? x.tp : 1;
+    x.edp = std::max(1.0, world / (x.etp * x.ep * x.pp));
+    x.sp = !worker && r.sequence_parallel && x.tp > 1;
+    x.s = r.seq_length / x.cp;
+    x.b = r.micro_batch_size;
+    x.T = x.s * x.b;
+    x.Tsp = x.sp ? x.T / x.tp : x.T;
+    x.h = r.hidden_size;
+    x.F = r.ffn_hidden_size.value_or(4 * r.hidden_size);
+    x.heads = r.num_attention_heads;
+    x.groups = r.num_query_groups.value_or(r.num_attention_heads);
+    x.kv = r.kv_channels.value_or(r.num_attention_heads > 0 ? r.hidden_size / r.num_attention_heads : 0);
+    x.gated = r.gated_linear_unit;
+    x.rms = r.normalization == "RMSNorm";
+    x.mla = r.multi_latent_attention;
+    x.ql = r.q_lora_rank.value_or(0);
+    x.kvl = r.kv_lora_rank;
+    x.dn = r.qk_head_dim;
+    x.dr = r.qk_pos_emb_head_dim;
+    x.dv = r.v_head_dim;
+    x.experts = r.num_moe_experts.value_or(0);
+    x.topk = r.moe_router_topk;
+    x.Fm = r.moe_ffn_hidden_size.value_or(x.F);
+    x.Fs = r.moe_shared_expert_intermediate_size.value_or(0);
+    x.capacity = r.moe_expert_capacity_factor.value_or(0);
+    x.fp32 = !r.bf16 && !r.fp16;
+    x.act = x.fp32 ? 4 : 2;
+    x.grad = worker ? x.act : (x.fp32 || r.grad_reduce_in_fp32 ? 4 : 2);
+    x.attn_dropout = r.attention_dropout;
+    x.hidden_dropout = r.hidden_dropout;
+    x.backend = r.attention_backend;
+    x.te = r.transformer_impl == "transformer_engine";
+    x.softmax_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
+    if (worker) {
+        x.vocab = r.vocab_size;
+        x.bias = x.qkv_bias = false;
+        x.untied = true;
+    } else {
+        // Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
+        // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding).
+        const double multiple = std::max(1, r.make_vocab_size_divisible_by) * x.tp;
+        x.vocab = std::ceil(r.vocab_size / multiple) * multiple;
+        x.bias = r.add_bias_linear;
+        x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
+        x.untied = r.untie_embeddings_and_output_weights;
+        if (r.position_embedding_type == "learned_absolute")
+            x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
+        // FusedScaleMaskSoftmax.is_kernel_available (fusions/fused_softmax.py): 16-bit input,
+        // 16 < sk <= 4096, sq and sk multiples of 4, b * np a multiple of 4 (masked_softmax_fusion on).
+        const double np = x.heads / x.tp;
+        // The local spec (transformer_impl local) builds the unfused DotProductAttention whatever the
+        // attention backend says, and its fused softmax kernel needs Transformer Engine or Apex: assumed
+        // absent there (the Megatron-LM fixture logs also pass --no-masked-softmax-fusion).
+        if (!x.te)
+            x.backend = "unfused";
+        x.fused_softmax = x.te && !x.fp32 && x.s > 16 && x.s <= 4096 && std::fmod(x.s, 4) == 0
+            && std::fmod(x.b * np, 4) == 0;
+    }
+    if (worker) {
+        x.micro_batches = 1;
+    } else {
+        const double gbs = r.global_batch_size.value_or(r.micro_batch_size * static_cast<int>(x.dp));
+        x.micro_batches = std::max(1.0, std::floor(gbs / (x.b * x.dp)));
+    }
+    return x;
+}
+
+// Routed tokens per rank of one MoE layer: tokens x top-k, balanced over the EP ranks (each receives as
+// many as it sends), gathered over expert-TP, capped by the capacity factor when one is set.
+double routedTokens(const Shape& x)
+{
+    double routed = x.Tsp * x.topk * (x.sp ? x.etp : 1);
+    if (x.capacity > 0)
+        routed *= std::min(1.0, x.capacity);
+    return routed;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Parameters per layer kind (elements on one rank).
+struct ParamCount {
+    double dense = 0; // TP-sharded or replicated: sharded over DP by the distributed optimizer
+    double expert = 0; // EP/ETP-sharded routed experts: sharded over expert-DP
+    double largest = 0;
+    int tensors = 0;
+    void add(double n, bool is_expert = false)
+    {
+        (is_expert ? expert : dense) += n;
+        largest = std::max(largest, n);
+        ++tensors;
+    }
+    double total() const { return dense + expert; }
+};
+
+ParamCount layerParams(const Shape& x, bool moe)
+{
+    ParamCount p;
+    const double t = x.tp;
+    const bool worker = x.layout == Layout::Worker;
+    const double norm = x.rms ? 1 : 2;
+    auto addNorm = [&](double width) {
+        p.add(width);
+        if (!x.rms)
+            p.add(width);
+    };
+    addNorm(x.h); // input_layernorm
+    addNorm(x.h); // pre_mlp_layernorm
+    (void)norm;
+    if (x.mla) {
+        const double nh = x.heads;
+        if (x.ql > 0) {
+            p.add(x.ql * x.h);
+            addNorm(x.ql);
+            p.add(x.ql * nh * (x.dn + x.dr) / t);
+        } else {
+            p.add(x.h * nh * (x.dn + x.dr) / t);
+        }
+        p.add(x.h * (x.kvl + x.dr));
+        addNorm(x.kvl);
+        p.add(x.kvl * nh * (x.dn + x.dv) / t);
+        p.add(nh * x.dv * x.h / t);
+    } else {
+        p.add((x.heads + 2 * x.groups) * x.kv * x.h / t);
+        if (x.qkv_bias)
+            p.add((x.heads + 2 * x.groups) * x.kv / t);
+        p.add(x.heads * x.kv * x.h / t);
+    }
+    if (x.bias)
+        p.add(x.h); // linear_proj bias (row-parallel: full width)
+    const double glu = x.gated ? 2 : 1;
+    if (!moe) {
+        p.add(glu * x.F * x.h / t);
+        if (x.bias)
+            p.add(glu * x.F / t);
+        p.add(x.F * x.h / t);
+        if (x.bias)
+            p.add(x.h);
+    } else {
+        p.add(x.experts * x.h); // router
+        const double local = worker ? x.experts : x.experts / x.ep;
+        // The worker keeps one fc1/fc2 per expert; Megatron's grouped GEMM one weight per local expert too.
+        p.expert += local * (glu + 1) * x.Fm * x.h / x.etp;
+        p.largest = std::max(p.largest, glu * x.Fm * x.h / x.etp);
+        p.tensors += 2 * static_cast<int>(local);
+        if (x.bias)
+            p.add(local * (glu * x.Fm / x.etp + x.h), true);
+        if (x.Fs > 0) {
+            p.add(glu * x.Fs * x.h / t);
+            p.add(x.Fs * x.h / t);
+        }
+    }
+    return p;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+// Per-layer tensors. Both builders list the tensors a layer keeps for backward with no recompute, each
+// tagged with the region that creates it and the consumers that save it; the regions' checkpoints then
+// decide what stays (retainedBytes).
+
+void add(
+    LayerModel& m, double bytes, int created, uint32_t savers, uint32_t input_of = 0, bool output = false)
+{
+    if (bytes > 0)
+        m.entries.push_back({ bytes, created, savers, input_of, output });
+}
+
+// The worker (backend/engine/model.cpp) on LibTorch 1.13's CPU autograd: what each op saves.
+//  - native_layer_norm saves its input, mean and rstd; the worker's RMSNorm (x.float(), pow, mean, rsqrt,
+//    mul, cast, mul by the weight) saves the fp32 input, rstd, the normalised fp32 (or 16-bit) product;
+//  - linear saves its input; GeLU / SiLU save their input; x * y saves the operands that the other's
+//    gradient needs; dropout (1.13 on CPU: input * mask) saves its mask in the input's dtype;
+//  - reshape of a narrowed q/k/v view copies it (the views are not mergeable).
+void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_t out_savers,
+    uint32_t out_input_of, uint32_t in_savers_extra, bool output_region)
+{
+    const double T = x.T, d = x.act;
+    // The input: kept by the norm's own backward (LayerNorm's saved input; RMSNorm's fp32 input when the
+    // dtype is already fp32) and by the discard state when the region is active.
+    if (!x.rms) {
+        add(m, T * width * d, kOutside, bit(region) | in_savers_extra, bit(region));
+        add(m, 2 * T * d, region, bit(region)); // mean, rstd
+    } else if (x.fp32) {
+        add(m, T * width * 4, kOutside, bit(region) | in_savers_extra, bit(region));
+        add(m, T * 4, region, bit(region)); // rstd
+        add(m, T * width * 4, region, bit(region)); // x * rstd, saved by the weight multiply
+    } else {
+        add(m, T * width * d, kOutside, in_savers_extra, bit(region));
+        add(m, T * width * 4, region, bit(region)); // x.float(), saved by pow and mul
+        add(m, T * 4, region, bit(region));
+        add(m, T * width * d, region, bit(region)); // (x * rstd).to(dtype), saved by the weight multiply
+    }
+    add(m, T * width * d, region, out_savers, out_input_of, output_region);
+}
+
+LayerModel workerLayer(const Shape& x, bool moe)
+{
+    LayerModel m;
+    const double T = x.T, d = x.act, h = x.h, nh = x.heads, b = x.b, s = x.s;
+    const uint32_t out = bit(kOutside);
+    m.residual = T * h * d;
+    const double scores = b * nh * s * s;
+
+    // input_layernorm: its input is the layer input (the previous layer's output).
+    uint32_t ln1_savers = out; // linear_qkv / MLA's down projections
+    uint32_t ln1_input_of = 0;
+    if (x.mla && x.ql == 0) {
+        ln1_savers |= bit(kMlaUp); // linear_q_proj inside the up-projection region
+        ln1_input_of |= bit(kMlaUp);
+    }
+    normWorker(m, x, h, kNorm1, ln1_savers, ln1_input_of, 0, true);
+
+    // Attention up to the core: q, k, v as the core sees them.
+    double q_elems = 0, k_elems = 0, v_elems = 0;
+    if (!x.mla) {
+        const double kvw = x.kv;
+        // The projection's output: only the core_attn checkpoint keeps it (its inputs are views of it);
+        // without it the core copies q, k, v (reshape of narrowed views) and the projection output dies.
+        add(m, T * (nh + 2 * x.groups) * kvw * d, kOutside, 0, bit(kCoreAttn));
+        q_elems = T * nh * kvw;
+        k_elems = T * nh * kvw; // a copy, or repeat_interleave's output under GQA
+        v_elems = T * nh * kvw;
+        add(m, q_elems * d, kCoreAttn, bit(kCoreAttn));
+        add(m, k_elems * d, kCoreAttn, bit(kCoreAttn));
+        add(m, v_elems * d, kCoreAttn, bit(kCoreAttn));
+    } else {
+        const double dq = x.dn + x.dr;
+        if (x.ql > 0) {
+            // linear_q_down_proj's output feeds q_layernorm (outside every label in the worker).
+            LayerModel qn;
+            normWorker(m, x, x.ql, kOutside, bit(kMlaUp), bit(kMlaUp), 0, false);
+        }
+        // linear_kv_down_proj's output [T, kvl + dr]: k_pe is a view of it (an up-region input);
+        // kv_layernorm on a narrowed view saves the view itself when the dtype is fp32.
+        add(m, T * (x.kvl + x.dr) * d, kOutside, x.fp32 ? (x.rms ? out : 0) : 0, bit(kMlaUp));
+        if (x.rms && x.fp32) {
+            add(m, T * 4, kOutside, out);
+            add(m, T * x.kvl * 4, kOutside, out);
+        } else if (x.rms) {
+            add(m, T * x.kvl * 4, kOutside, out);
+            add(m, T * 4, kOutside, out);
+            add(m, T * x.kvl * d, kOutside, out);
+        } else {
+            add(m, T * x.kvl * d, kOutside, out); // LayerNorm's contiguous copy of the narrowed input
+            add(m, 2 * T * d, kOutside, out);
+        }
+        add(m, T * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output -> linear_kv_up
+        q_elems = T * nh * dq;
+        k_elems = T * nh * dq;
+        v_elems = T * nh * x.dv;
+        // query, key (cat of the no-PE part and RoPE), value (contiguous): the up region's outputs.
+        add(m, q_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+        add(m, k_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+        add(m, v_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+        const double up_q = T * nh * dq * d, up_kv = T * nh * (x.dn + x.dv) * d;
+        m.forward_temp = std::max(m.forward_temp, up_q + up_kv);
+    }
+    if (x.backend == "unfused") {
+        // Scores: the fp32 softmax output (the worker converts 16-bit scores to fp32), the 16-bit cast,
+        // the dropout mask and the dropped probabilities (kept by the probabilities x V product).
+        add(m, scores * 4, kCoreAttn, bit(kCoreAttn));
+        if (x.attn_dropout > 0) {
+            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // mask
+            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // dropped probabilities
+        } else if (!x.fp32) {
+            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // 16-bit probabilities for P x V
+        }
+        m.forward_temp = std::max(m.forward_temp, scores * (2 * d + (x.fp32 ? 0 : 4)));
+    } else {
+        // LibTorch 1.13's math path of _scaled_dot_product_attention (CPU): the softmax in the dtype,
+        // dropout's mask and output.
+        add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+        if (x.attn_dropout > 0) {
+            add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+            add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+        }
+        // What the math path keeps that the core_attn checkpoint does not free: measured on the CPU
+        // probe (tst_engine_estimate), not derived from the op's source: [b, np, s, s] bytes and the
+        // [s, s] causal mask per layer without MLA; with MLA q, k, v-sized buffers (and, with Q
+        // compression, an fp32 [T, q_lora_rank] buffer of q_layernorm).
+        if (!x.mla)
+            add(m, scores * 1 + s * s, kOutside, out);
+        else
+            add(m, T * x.ql * 4 + T * nh * (2 * (x.dn + x.dr) + 2 * x.dv) * d, kOutside, out);
+        m.forward_temp = std::max(m.forward_temp, scores * 2 * d);
+    }
+    // The context, laid out [s, b, np * hv] (a copy), kept by linear_proj.
+    add(m, v_elems * d, kCoreAttn, out, 0, true);
+    if (x.hidden_dropout > 0)
+        add(m, T * h * d, kOutside, out); // dropout mask after the attention
+    // pre_mlp_layernorm: its input is the residual after attention.
+    uint32_t ln2_savers = 0, ln2_input_of = 0;
+    if (moe) {
+        ln2_savers = bit(kMoe) | (x.Fs > 0 ? bit(kShared) : 0);
+        ln2_input_of = bit(kMoe) | (x.Fs > 0 ? bit(kShared) : 0);
+    } else {
+        ln2_savers = bit(kMlp);
+        ln2_input_of = bit(kMlp);
+    }
+    normWorker(m, x, h, kNorm2, ln2_savers, ln2_input_of, 0, true);
+
+    const double glu = x.gated ? 2 : 1;
+    if (!moe) {
+        add(m, T * glu * x.F * d, kMlp, bit(kMlp)); // FC1's output (kept by the activation)
+        if (x.gated)
+            add(m, T * x.F * d, kMlp, bit(kMlp)); // silu(a), kept by silu(a) * b
+        add(m, T * x.F * d, kMlp, bit(kMlp)); // the activation, kept by FC2
+        m.forward_temp = std::max(m.forward_temp, T * h * d);
+    } else {
+        const double R = T * x.topk;
+        const double E = x.experts;
+        add(m, T * x.topk * 8, kMoe, bit(kMoe)); // top-k indices (TopkBackward)
+        add(m, T * x.topk * 4, kMoe, bit(kMoe)); // softmax over the chosen k (fp32)
+        add(m, R * 8, kMoe, bit(kMoe)); // sort order (index_select of the probabilities)
+        add(m, R * 8, kMoe, bit(kMoe)); // token of each routed slot (index_select, index_add)
+        add(m, R * h * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
+        add(m, R * glu * x.Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
+        add(m, R * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities
+        if (x.gated)
+            add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
+        add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
+        add(m, R * x.Fm * d, kMoeAct, bit(kMoe), 0, true); // the region's output, kept by FC2
+        add(m, R * h * d, kMoe, bit(kMoe)); // FC2's output, kept by index_add (its source)
+        if (x.Fs > 0) {
+            add(m, T * glu * x.Fs * d, kShared, bit(kShared));
+            if (x.gated)
+                add(m, T * x.Fs * d, kShared, bit(kShared));
+            add(m, T * x.Fs * d, kShared, bit(kShared));
+        }
+        // Expert outputs are concatenated from per-expert pieces (both alive during cat).
+        m.forward_temp = std::max(m.forward_temp, R * std::max(glu * x.Fm, h) * d + T * E * d);
+    }
+    if (x.hidden_dropout > 0)
+        add(m, T * h * d, kOutside, out); // dropout mask after the MLP
+    const ParamCount p = layerParams(x, moe);
+    m.params = p.total();
+    m.largest_param = p.largest;
+    m.param_tensors = p.tensors;
+    return m;
+}
+
+// Megatron Core on a GPU. Where Korthikanti et al. (2022, "Reducing Activation Recomputation in Large
+// Transformer Models", Table 2) gives the term, the comment says so; the rest follows the module that
+// allocates it.
+LayerModel megatronLayer(const Shape& x, bool moe)
+{
+    LayerModel m;
+    const double d = x.act, h = x.h, t = x.tp, b = x.b, s = x.s;
+    const double T = x.T, Tsp = x.Tsp;
+    const double np = x.heads / t, ng = std::max(1.0, x.groups / t);
+    const uint32_t out = bit(kOutside);
+    const double mask_byte = 1; // torch's native_dropout keeps a bool mask
+    m.residual = Tsp * h * d;
+
+    // input_layernorm: under the TE spec fused into linear_qkv (TELayerNormColumnParallelLinear keeps the
+    // input and the normalised output; Korthikanti: 2sbh/t each with SP); a separate module under the
+    // local spec and for MLA (label layernorm).
+    const bool norm1_module = !x.te || x.mla;
+    const int n1 = norm1_module ? kNorm1 : kOutside;
+    add(m, Tsp * h * d, kOutside, bit(n1), norm1_module ? bit(kNorm1) : 0); // layer input [Korthikanti]
+    add(m, 2 * Tsp * 4, n1, bit(n1)); // mean / rstd (fp32)
+    uint32_t ln1_savers = out, ln1_input_of = 0;
+    if (x.mla && x.ql == 0) {
+        ln1_savers |= bit(kMlaUp);
+        ln1_input_of |= bit(kMlaUp);
+    }
+    add(m, Tsp * h * d, n1, ln1_savers, ln1_input_of, norm1_module); // QKV input [Korthikanti 2sbh/t]
+
+    double q_w = 0, k_w = 0, v_w = 0; // per-token widths of q, k, v on this rank
+    if (!x.mla) {
+        q_w = np * x.kv;
+        k_w = v_w = ng * x.kv;
+        // linear_qkv's output; q, k, v are views of it [Korthikanti: Q, K 4sbh/t, V 2sbh/t for MHA].
+        const double qkv = T * (np + 2 * ng) * x.kv * d;
+        if (x.backend == "unfused") {
+            add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+            if (ng < np) // repeat_interleave of key and value (dot_product_attention.py, GQA)
+                add(m, 2 * T * np * x.kv * d, kCoreAttn, bit(kCoreAttn));
+        } else {
+            add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+        }
+    } else {
+        const double dq = x.dn + x.dr;
+        if (x.ql > 0) {
+            // linear_q_down_proj on the local tokens, then q_layernorm (kept: its input and output)
+            add(m, Tsp * x.ql * d, kOutside, out);
+            add(m, T * x.ql * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // gathered, normalised q
+        }
+        add(m, T * (x.kvl + x.dr) * d, kOutside, out, bit(kMlaUp)); // kv compressed (gathered) + k_pos_emb
+        add(m, T * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output
+        q_w = np * dq;
+        k_w = np * dq;
+        v_w = np * x.dv;
+        // query, key (cat with RoPE) and the kv up-projection's output (value is a view of it):
+        // multi_latent_attention.py get_query_key_value_tensors.
+        add(m, T * q_w * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+        add(m, T * k_w * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+        add(m, T * np * (x.dn + x.dv) * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+        m.forward_temp = std::max(m.forward_temp, T * np * dq * d);
+    }
+    if (x.backend == "unfused") {
+        // dot_product_attention.py: baddbmm into the global memory buffer (persistent, counted once per
+        // rank as "other"), FusedScaleMaskSoftmax, attention dropout, P x V. Korthikanti: 5as^2b/t with a
+        // 1-byte mask; the torch softmax path keeps the fp32 probabilities (attention_softmax_in_fp32).
+        const double scores = b * np * s * s;
+        const double softmax_bytes = (x.fused_softmax || !x.softmax_fp32) ? d : 4;
+        add(m, scores * softmax_bytes, kCoreAttn, bit(kCoreAttn));
+        if (x.attn_dropout > 0) {
+            add(m, scores * mask_byte, kCoreAttn, bit(kCoreAttn));
+            add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+        } else if (softmax_bytes != d) {
+            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // probabilities cast back for P x V
+        }
+        m.forward_temp = std::max(m.forward_temp, scores * (softmax_bytes + d));
+        add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true); // context -> linear_proj
+    } else {
+        // Flash / cuDNN fused attention keeps q, k, v, its output and the fp32 softmax statistics.
+        add(m, b * np * s * 4, kCoreAttn, bit(kCoreAttn));
+        add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out | bit(kCoreAttn), 0, true);
+    }
+    if (x.hidden_dropout > 0)
+        add(m, Tsp * h * mask_byte, kOutside, out); // bias-dropout-add mask [Korthikanti sbh/t]
+
+    // pre_mlp_layernorm: fused into linear_fc1 for dense TE layers, a module before MoE.
+    const bool norm2_module = !x.te || moe;
+    const int n2 = norm2_module ? kNorm2 : kOutside;
+    add(m, Tsp * h * d, kOutside, bit(n2), norm2_module ? bit(kNorm2) : 0); // [Korthikanti 2sbh/t]
+    add(m, 2 * Tsp * 4, n2, bit(n2));
+    const double glu = x.gated ? 2 : 1;
+    if (!moe) {
+        add(m, Tsp * h * d, n2, bit(kMlp), bit(kMlp), norm2_module); // FC1 input [Korthikanti 2sbh/t]
+        // FC1 output kept by the activation, the activation kept by FC2 [Korthikanti 8sbh/t each for 4h]
+        add(m, T * glu * x.F / t * d, kMlp, bit(kMlp));
+        add(m, T * x.F / t * d, kMlp, bit(kMlp));
+    } else {
+        const uint32_t users = bit(kMoe) | (x.Fs > 0 ? bit(kShared) : 0);
+        add(m, Tsp * h * d, n2, users, users, norm2_module);
+        const double R = routedTokens(x);
+        const double E = x.experts;
+        // Router (moe/router.py): logits, top-k probabilities and the routing map; the aux-loss scores.
+        add(m, Tsp * E * d, kMoe, bit(kMoe));
+        add(m, Tsp * E * 1 + Tsp * x.topk * 4, kMoe, bit(kMoe));
+        // Dispatch (token_dispatcher.py, alltoall): the permuted tokens after the all-to-all.
+        add(m, R * h * d, kMoe, bit(kMoe));
+        add(m, R * 4, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities (fp32)
+        // Experts (experts.py): FC1 output, kept by the (probability-weighted) activation = moe_act's
+        // input; the activation's output kept by FC2 = moe_act's output.
+        add(m, R * glu * x.Fm / x.etp * d, kMoe, bit(kMoeAct), bit(kMoeAct));
+        add(m, R * x.Fm / x.etp * d, kMoeAct, bit(kMoe), 0, true);
+        // Combine: the unpermute keeps its index map (int32 per routed token).
+        add(m, Tsp * x.topk * 4 * 2, kMoe, bit(kMoe));
+        if (x.Fs > 0) {
+            add(m, T * glu * x.Fs / t * d, kShared, bit(kShared));
+            add(m, T * x.Fs / t * d, kShared, bit(kShared));
+        }
+        m.forward_temp = std::max(m.forward_temp, 2 * R * h * d);
+    }
+    if (x.hidden_dropout > 0)
+        add(m, Tsp * h * mask_byte, kOutside, out);
+    const ParamCount p = layerParams(x, moe);
+    m.params = p.total();
+    m.largest_param = p.largest;
+    m.param_tensors = p.tensors;
+    return m;
+}
+
+LayerModel layerModel(const Shape& x, bool moe)
+{
+    LayerModel m = x.layout == Layout::Worker ? workerLayer(x, moe) : megatronLayer(x, moe);
+    // Backward of one layer: the residual gradient in and out, and the gradient of the largest tensor it
+    // keeps alongside that tensor's producer's gradient.
+    double largest = 0;
+    for (const auto& e : m.entries)
+        largest = std::max(largest, e.bytes);
+    // Megatron's unfused softmax backward holds the probabilities' gradient and the scores' gradient
+    // beside the saved probabilities (fixture logs, llama-full-uniform-1: two of the largest in flight);
+    // the worker's LibTorch CPU backward frees one before the next (tst_engine_estimate).
+    m.backward_temp = 2 * m.residual + (x.layout == Layout::Megatron ? 2 : 1) * largest;
+    return m;
+}
+
+Active activeOf(const Recipe& r)
+{
+    Active a;
+    if (r.recompute_granularity.value_or("") != "selective")
+        return a;
+    for (const auto& label : r.recompute_modules.value_or(std::vector<std::string> { "core_attn" })) {
+        for (int reg = 1; reg < kRegionCount; ++reg)
+            if (label == regionLabel(reg))
+                a.mask |= bit(reg);
+    }
+    return a;
+}
+
+int checkpointCount(const Active& a, const LayerModel& m, bool moe, const Shape& x)
+{
+    (void)m;
+    int n = 0;
+    for (int reg = 1; reg < kRegionCount; ++reg) {
+        if (!a.effective(reg))
+            continue;
+        if (reg == kMoeAct || reg == kMoe || reg == kShared)
+            n += moe && (reg != kShared || x.Fs > 0) ? 1 : 0;
+        else if (reg == kMlp)
+            n += moe ? 0 : 1;
+        else if (reg == kMlaUp)
+            n += x.mla ? 1 : 0;
+        else
+            ++n;
+    }
+    return n;
+}
+
+// ---------------------------------------------------------------------------------------------------------
+struct StageLayout {
+    std::vector<int> layers;
+    std::vector<int> chunk;
+    int chunks = 1;
+    bool first = true, last = true;
+    std::string scope;
+};
+
+std::vector<StageLayout> stagesOf(const Recipe& r, Layout layout)
+{
+    std::vector<StageLayout> stages;
+    if (layout == Layout::Worker) {
+        const StageLayers f = firstStageLayers(r);
+        StageLayout s;
+        s.layers = f.layers;
+        s.chunk = f.chunk;
+        s.chunks = f.chunks;
+        s.scope = f.scope
+            + (r.pipeline_model_parallel_size > 1 ? " (the worker runs this stage with the "
+                                                    "embedding and the loss head)"
+                                                  : "");
+        stages.push_back(s);
+        return stages;
+    }
+    const int pp = std::max(1, r.pipeline_model_parallel_size);
+    const int vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
+    const int per_chunk = r.num_layers / (pp * vpp);
+    for (int p = 0; p < pp; ++p) {
+        StageLayout s;
+        s.chunks = vpp;
+        s.first = p == 0;
+        s.last = p == pp - 1;
+        std::string ranges;
+        for (int v = 0; v < vpp; ++v) {
+            // Megatron's offset: chunk v of stage p starts at v * (L / vpp) + p * per_chunk.
+            const int first = v * (r.num_layers / vpp) + p * per_chunk;
+            const int count = (pp == 1 && vpp == 1) ? r.num_layers : per_chunk;
+            for (int i = 0; i < count; ++i) {
+                s.layers.push_back(first + i);
+                s.chunk.push_back(v);
+            }
+            if (count > 0)
+                ranges += (ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
+                    + std::to_string(first + count - 1);
+        }
+        s.scope = "stage " + std::to_string(p) + ": layers " + ranges + " of " + std::to_string(r.num_layers);
+        if (s.first)
+            s.scope += ", embedding";
+        if (s.last)
+            s.scope += ", output layer and loss";
+        stages.push_back(s);
+    }
+    return stages;
+}
+
+int64_t toBytes(double v)
+{
+    return static_cast<int64_t>(std::llround(std::max(0.0, v)));
+}
+
+std::string fmtGB(double bytes)
+{
+    std::ostringstream o;
+    o.precision(3);
+    o << std::fixed << bytes / 1e9 << " GB";
+    return o.str();
+}
+
+struct Builder {
+    std::vector<MemoryTerm> terms;
+    void add(const std::string& category, const std::string& name, double bytes, const std::string& source,
+        const std::string& note)
+    {
+        if (bytes > 0.5)
+            terms.push_back({ category, name, toBytes(bytes), source, note });
+    }
+    // Moves the terms out: call once, last.
+    PhaseEstimate phase(const char* name)
+    {
+        PhaseEstimate p;
+        p.phase = name;
+        p.terms = std::move(terms);
+        for (const auto& t : p.terms)
+            p.peak_bytes += t.bytes;
+        return p;
+    }
+};
+
+const char* kWorkerModel = "backend/engine/model.cpp";
+const char* kWorkerOpt = "backend/engine/optimizer.cpp";
+const char* kKorthikanti = "Korthikanti et al. 2022, Table 2";
+
+RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& st, int stage_index,
+    const Active& sel, const LayerModel& dense, const LayerModel& moe_layer)
+{
+    const bool worker = x.layout == Layout::Worker;
+    const double d = x.act, h = x.h, T = x.T, Tsp = x.Tsp, V = x.vocab, t = x.tp;
+    RankEstimate rank;
+    rank.stage = stage_index;
+    rank.scope = st.scope;
+
+    // ---- parameters of the stage ----
+    ParamCount params;
+    const ParamCount dense_params = layerParams(x, false), moe_params = layerParams(x, true);
+    for (int g : st.layers) {
+        const ParamCount& p = isMoeLayer(r, g) ? moe_params : dense_params;
+        params.dense += p.dense;
+        params.expert += p.expert;
+        params.largest = std::max(params.largest, p.largest);
+        params.tensors += p.tensors;
+    }
+    const bool holds_embedding = st.first || worker;
+    const bool holds_output = st.last || worker;
+    if (holds_embedding) {
+        params.add(V * h / t);
+        if (x.pos_table > 0)
+            params.add(x.pos_table * h);
+    }
+    if (holds_output) {
+        params.add(h);
+        if (!x.rms)
+            params.add(h);
+        // The output layer: its own weight when untied, or (pipeline > 1) the last stage's copy of the
+        // tied embedding (language_module.py setup_embeddings_and_output_layer).
+        if (x.untied || (!st.first && st.last))
+            params.add(V * h / t);
+    }
+    const double P = params.total();
+    const double pd = x.act; // parameter bytes (bf16/fp16: 2, fp32: 4)
+
+    // ---- the persistent state ----
+    Builder base;
+    base.add("parameters", "model parameters", P * pd,
+        worker ? kWorkerModel : "megatron/core/distributed/param_and_grad_buffer.py",
+        worker ? "one tensor per parameter in the recipe's dtype; no biases, no position embeddings, an "
+                 "untied output layer"
+               : "the DDP parameter buffer in the training dtype; bucket padding (to multiples of the DP "
+                 "size x 128 "
+                 "elements) left out");
+    double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
+    if (worker) {
+        main_bytes = pd == 4 ? 0 : P * 4;
+        state_bytes = P * 8 + params.tensors * 4.0;
+        base.add("main_parameters", "fp32 main parameters", main_bytes, kWorkerOpt,
+            "an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main copy)");
+        base.add("optimizer_states", "AdamW exp_avg, exp_avg_sq, step", state_bytes, kWorkerOpt,
+            "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no distributed "
+            "optimizer)");
+        double inputs = 2 * T * 8;
+        if (x.backend == "unfused")
+            inputs += x.s * x.s;
+        if (x.mla)
+            inputs += 2 * x.s * x.dr * d;
+        base.add("other", "tokens, labels, causal mask, RoPE tables", inputs, kWorkerModel,
+            "int64 token ids and labels of one micro-batch; the unfused path's bool causal mask; MLA's "
+            "cos/sin tables");
+    } else {
+        const bool dist = r.use_distributed_optimizer;
+        const double dense_share = dist ? params.dense / x.dp : params.dense;
+        const double expert_share = dist ? params.expert / x.edp : params.expert;
+        const double sharded = dense_share + expert_share;
+        grad_bytes = P * x.grad;
+        base.add("gradients", "DDP gradient buffer", grad_bytes,
+            "megatron/core/distributed/param_and_grad_buffer.py",
+            std::string("persistent and contiguous, ")
+                + (x.grad == 4 ? "fp32 (grad_reduce_in_fp32)" : "in the parameters' dtype")
+                + ", micro-batches accumulate into it (" + std::to_string(static_cast<int>(x.micro_batches))
+                + " per step); bucket padding left out");
+        if (!x.fp32) {
+            main_bytes = sharded * 4;
+            base.add("main_parameters", "fp32 main parameters", main_bytes,
+                dist ? "megatron/core/optimizer/distrib_optimizer.py"
+                     : "megatron/core/optimizer/optimizer.py",
+                dist ? "the distributed optimizer's fp32 shard: dense parameters / DP, experts / expert-DP"
+                     : "Float16OptimizerWithFloat16Params: an fp32 copy of every parameter");
+            if (x.grad != 4)
+                base.add("gradients", "fp32 main gradients", sharded * 4,
+                    dist ? "megatron/core/optimizer/distrib_optimizer.py"
+                         : "megatron/core/optimizer/optimizer.py",
+                    "16-bit gradient buffer: the optimizer copies its (shard of the) gradients to fp32");
+        }
+        state_bytes = sharded * 8;
+        base.add("optimizer_states", "Adam exp_avg, exp_avg_sq", state_bytes,
+            dist ? "megatron/core/optimizer/distrib_optimizer.py" : "megatron/core/optimizer/__init__.py",
+            dist ? "fp32 moments of this rank's shard (dense / DP, experts / expert-DP)"
+                 : "fp32 moments of every parameter on this rank");
+        const double per_mb_inputs = T * (8 + 8 + 4 + 8) + x.b * x.s * x.s * x.cp;
+        base.add("other", "batch: tokens, labels, loss mask, position ids, attention mask", per_mb_inputs,
+            "megatron/training/utils.py get_batch_on_this_tp_rank",
+            "one micro-batch; the bool [b, 1, s, s] mask of create_attention_mask_in_dataloader "
+            "(Megatron-LM's "
+            "default); the next micro-batch's prefetch left out");
+        if (x.backend == "unfused") {
+            const double np = x.heads / t;
+            base.add("other", "global memory buffer (attention scores)", x.b * np * x.s * x.s * d,
+                "megatron/core/transformer/dot_product_attention.py",
+                "baddbmm's output buffer from get_global_memory_buffer(): allocated once, reused by every "
+                "layer");
+        }
+    }
+
+    // ---- activations of one micro-batch of this stage ----
+    const std::string granularity = r.recompute_granularity.value_or("");
+    const bool full = granularity == "full";
+    const std::string method = r.recompute_method.value_or("");
+    const int k = r.recompute_num_layers.value_or(0);
+    const double ckpt_state = worker ? kWorkerRngState : 0;
+    struct LayerFigures {
+        double retained = 0, replay = 0, fwd_temp = 0, bwd_temp = 0, params = 0;
+    };
+    std::vector<LayerFigures> lf(st.layers.size());
+    const auto selective = [&](const LayerModel& L, bool is_moe) {
+        LayerFigures f;
+        f.retained = L.retained(sel, static_cast<int>(checkpointCount(sel, L, is_moe, x) * ckpt_state));
+        f.replay = L.replay(sel);
+        f.fwd_temp = L.forward_temp;
+        f.bwd_temp = L.backward_temp;
+        f.params = L.params;
+        return f;
+    };
+    const LayerFigures dense_fig = selective(dense, false);
+    const LayerFigures moe_fig = x.experts > 0 ? selective(moe_layer, true) : dense_fig;
+    {
+        // Full recompute units per chunk (megatron-rules.md (d)): uniform groups of k layers, block the
+        // first k layers of each chunk one by one.
+        size_t i = 0;
+        while (i < st.layers.size()) {
+            size_t end = i;
+            while (end < st.layers.size() && st.chunk[end] == st.chunk[i])
+                ++end;
+            const int n = static_cast<int>(end - i);
+            auto layerAt = [&](size_t j) -> const LayerModel& {
+                return isMoeLayer(r, st.layers[j]) ? moe_layer : dense;
+            };
+            if (full && (method == "uniform" || method == "block") && k > 0) {
+                std::vector<std::pair<int, int>> units; // first, count (checkpointed)
+                std::vector<bool> ck;
+                if (method == "uniform") {
+                    for (int u = 0; u < n; u += k)
+                        units.push_back({ u, std::min(k, n - u) }), ck.push_back(true);
+                } else {
+                    for (int u = 0; u < n; ++u)
+                        units.push_back({ u, 1 }), ck.push_back(u < k);
+                }
+                for (size_t u = 0; u < units.size(); ++u) {
+                    const auto [first, count] = units[u];
+                    double unit_acts = 0;
+                    for (int j = 0; j < count; ++j) {
+                        const auto& L = layerAt(i + first + j);
+                        const double acts = L.retained(Active {}, 0);
+                        unit_acts += acts;
+                        auto& f = lf[i + first + j];
+                        f.fwd_temp = L.forward_temp;
+                        f.bwd_temp = L.backward_temp;
+                        f.params = L.params;
+                        f.retained = ck[u] ? 0 : acts;
+                    }
+                    if (ck[u]) {
+                        const auto& L0 = layerAt(i + first);
+                        lf[i + first].retained = L0.residual + ckpt_state;
+                        // The unit's replay: every layer's tensors, rebuilt in its backward.
+                        lf[i + first + count - 1].replay = unit_acts;
+                    }
+                }
+            } else {
+                for (size_t j = i; j < end; ++j)
+                    lf[j] = isMoeLayer(r, st.layers[j]) ? moe_fig : dense_fig;
+            }
+            i = end;
+        }
+    }
+    double layers_retained = 0;
+    for (const auto& f : lf)
+        layers_retained += f.retained;
+
+    // Embedding and head activations.
+    double embed = 0, head = 0, head_fwd = 0, head_bwd = 0;
+    std::string head_source, head_note;
+    if (holds_embedding) {
+        if (x.hidden_dropout > 0)
+            embed += worker ? T * h * d : Tsp * h * 1; // embedding dropout mask [Korthikanti: sbh]
+    }
+    if (holds_output) {
+        // The final norm keeps its input (the last layer's output) and its statistics; the output layer
+        // keeps the final norm's output.
+        embed += 0;
+        head += Tsp * h * d; // last layer's output
+        head
+            += x.rms ? (worker ? Tsp * (4 + h * (d == 4 ? 4 : 4 + d)) : Tsp * 4) : 2 * Tsp * (worker ? d : 4);
+        head += Tsp * h * d; // final norm output
+        if (worker) {
+            // logits [T, V] in the dtype, their fp32 copy, log_softmax's output (kept by nll_loss)
+            head += T * V * 4;
+            head_fwd = T * V * d + (d == 4 ? 0 : T * V * 4);
+            // nll_loss backward's [T, V] gradient and log_softmax backward's, with the saved output
+            head_bwd = 2 * T * V * 4;
+            head_source = kWorkerModel;
+            head_note = "torch cross_entropy on fp32 logits: log_softmax's output kept; in backward two more "
+                        "[T, V] fp32 gradients";
+        } else {
+            // tensor_parallel/cross_entropy.py: the fp32 copy of the logits is turned into the softmax in
+            // place and kept; the 16-bit logits live through the loss.
+            head += T * V / t * 4;
+            head_fwd = T * V / t * d;
+            head_bwd = T * V / t * d + T * h * d;
+            head_source = "megatron/core/tensor_parallel/cross_entropy.py";
+            head_note
+                = "vocab-parallel cross-entropy: fp32 softmax [s*b, V/TP] kept; the 16-bit logits and, in "
+                  "backward, their 16-bit gradient and the gathered output-layer input in flight";
+        }
+    }
+
+    // ---- in-flight micro-batches (pipeline schedules, schedules.py) ----
+    int in_flight = 1; // chunk-micro-batches whose activations are held at once, including the current one
+    const double m = x.micro_batches;
+    if (!worker && x.pp > 1) {
+        const int p = stage_index;
+        if (st.chunks == 1) {
+            in_flight = static_cast<int>(std::min<double>(x.pp - p, m));
+        } else {
+            const double total = m * st.chunks;
+            double warmup = (x.pp - p - 1) * 2 + (st.chunks - 1) * x.pp;
+            warmup = std::min(warmup, total);
+            in_flight = static_cast<int>(std::min(warmup + 1, total));
+        }
+    }
+    rank.in_flight_micro_batches = in_flight;
+    const double stage_acts = layers_retained + embed + head;
+    // Every other in-flight chunk-micro-batch holds its chunk's share of the stage's activations.
+    const double other_in_flight
+        = in_flight > 1 ? (in_flight - 1) * (layers_retained + embed) / st.chunks : 0;
+
+    const std::string act_source = worker ? kWorkerModel : kKorthikanti;
+    const std::string act_note = worker
+        ? "LibTorch 1.13 CPU autograd: what each op of the worker's layer saves (docs/estimator.md)"
+        : "Korthikanti's per-layer terms generalised to GQA / MLA / SwiGLU / MoE and the recipe's recompute; "
+          "each region's checkpoint keeps its inputs, output-discard regions free their outputs";
+    auto actTerms = [&](Builder& bld, double current) {
+        bld.add(
+            "activations", "saved activations of the in-flight micro-batch", current, act_source, act_note);
+        if (other_in_flight > 0)
+            bld.add("activations",
+                "activations of " + std::to_string(in_flight - 1) + " more in-flight (chunk-)micro-batches",
+                other_in_flight, "megatron/core/pipeline_parallel/schedules.py",
+                "1F1B: stage p holds min(PP - p, m); interleaved: (PP - p - 1) * 2 + (VPP - 1) * PP + 1 "
+                "chunk-micro-batches, each 1/VPP of the stage's layers");
+    };
+
+    // ---- forward ----
+    Builder fwd = base;
+    {
+        // At the loss (last stage) or at the last layer's forward.
+        double best = 0, best_acts = 0;
+        std::string what;
+        if (holds_output) {
+            best_acts = stage_acts;
+            best = head_fwd;
+            what = "logits";
+        }
+        double before = embed;
+        for (const auto& f : lf) {
+            const double here = before + f.retained + f.fwd_temp;
+            if (here > best_acts + best) {
+                best_acts = before + f.retained;
+                best = f.fwd_temp;
+                what = "layer";
+            }
+            before += f.retained;
+        }
+        actTerms(fwd, best_acts);
+        fwd.add("transient", what == "logits" ? "logits during the loss" : "a layer's forward temporaries",
+            best, what == "logits" ? head_source : act_source,
+            what == "logits" ? head_note : "the largest tensor alive only inside one layer's forward");
+    }
+
+    // ---- backward ----
+    Builder bwd = base;
+    {
+        double best_total = -1, best_acts = 0, best_tr = 0, best_grads = 0;
+        std::string what;
+        auto consider = [&](double acts, double transient, double grads, const std::string& w) {
+            if (acts + transient + grads > best_total) {
+                best_total = acts + transient + grads;
+                best_acts = acts;
+                best_tr = transient;
+                best_grads = grads;
+                what = w;
+            }
+        };
+        double grads_so_far = 0; // worker: autograd's gradients, allocated layer by layer
+        const double acts_all = layers_retained + embed;
+        if (holds_output) {
+            consider(stage_acts, head_bwd, 0, "loss");
+            if (worker) {
+                grads_so_far += (V * h + h * (x.rms ? 1 : 2)) * d;
+                // the output layer's weight gradient arrives while the logits' gradient is alive
+                consider(acts_all + head - T * V * 4, T * V * d + T * h * d, grads_so_far, "output layer");
+            }
+        }
+        double below = acts_all;
+        for (size_t j = lf.size(); j-- > 0;) {
+            const auto& f = lf[j];
+            below -= f.retained;
+            consider(below + f.retained, f.replay + f.bwd_temp, grads_so_far, "layer");
+            if (worker)
+                grads_so_far += f.params * d;
+        }
+        if (worker && holds_embedding) {
+            consider(embed, T * h * d * 2, grads_so_far + V * h * d, "embedding");
+        }
+        actTerms(bwd, best_acts);
+        bwd.add("transient",
+            what == "loss" ? "the loss's gradient"
+                : what == "layer"
+                ? "a layer's backward: replay of its checkpointed region and gradients in flight"
+                : "gradients in flight",
+            best_tr, what == "loss" ? head_source : act_source,
+            what == "layer"
+                ? "the replay rebuilds what the region keeps without recompute; the gradient of the "
+                  "largest tensor and the residual gradient are in flight alongside"
+                : head_note);
+        if (worker)
+            bwd.add("gradients", "parameter gradients accumulated so far", best_grads, kWorkerModel,
+                "autograd allocates each parameter's gradient (the recipe's dtype) as backward reaches it");
+    }
+
+    // ---- optimizer step and optimizer-state initialisation ----
+    Builder opt = base;
+    if (worker) {
+        const double bucket = std::min(P, static_cast<double>(int64_t(1) << 27));
+        opt.add("gradients", "parameter gradients", (d != 4 ? P - bucket : P) * d, kWorkerOpt,
+            "every gradient is alive when the step starts; 16-bit ones are freed as their fp32 copy is made");
+        if (d != 4)
+            opt.add("transient", "fp32 copies of one bucket's gradients", bucket * 4, kWorkerOpt,
+                "the first bucket (2^27 elements at most) converted to fp32");
+        opt.add("transient", "AdamW temporaries (sqrt, division) of the largest tensor",
+            2 * params.largest * 4, kWorkerOpt,
+            "the unfused AdamW of LibTorch 1.13 on CPU; a CUDA build's fused kernel needs none");
+    } else {
+        opt.add("transient", "optimizer step temporaries", 0, "megatron/core/optimizer/distrib_optimizer.py",
+            "multi-tensor Adam and the grad-norm work in place; none counted");
+    }
+    Builder init = opt; // the moments are created by the first step: the same peak
+
+    rank.phases = { fwd.phase("forward"), bwd.phase("backward"), opt.phase("optimizer"),
+        init.phase("optimizer-init") };
+    for (const auto& p : rank.phases) {
+        if (p.peak_bytes > rank.peak_bytes) {
+            rank.peak_bytes = p.peak_bytes;
+            rank.peak_phase = p.phase;
+        }
+    }
+    return rank;
+}
+
+} // namespace
+
+const char* layoutName(Layout l)
+{
+    return l == Layout::Worker ? "worker" : "megatron";
+}
+
+std::optional<Layout> layoutFromName(const std::string& name)
+{
+    if (name == "megatron")
+        return Layout::Megatron;
+    if (name == "worker")
+        return Layout::Worker;
+    return std::nullopt;
+}
+
+int64_t PhaseEstimate::category(const std::string& name) const
+{
+    int64_t sum = 0;
+    for (const auto& t : terms)
+        if (t.category == name)
+            sum += t.bytes;
+    return sum;
+}
+
+const PhaseEstimate* RankEstimate::phase(const std::string& name) const
+{
+    for (const auto& p : phases)
+        if (p.phase == name)
+            return &p;
+    return nullptr;
+}
+
+const PhaseEstimate& RankEstimate::peak() const
+{
+    const PhaseEstimate* p = phase(peak_phase);
+    return p ? *p : phases.front();
+}
+
+std::string RecomputeChoice::label() const
+{
+    if (granularity == "full")
+        return "full:" + method + ":" + std::to_string(num_layers);
+    if (granularity != "selective" || modules.empty())
+        return "[]";
+    std::string s;
+    for (size_t i = 0; i < modules.size(); ++i)
+        s += (i ? "," : "") + modules[i];
+    return s;
+}
+
+RecomputeChoice recipeChoice(const Recipe& r)
+{
+    RecomputeChoice c;
+    c.granularity = r.recompute_granularity.value_or("");
+    if (c.granularity == "selective")
+        c.modules = r.recompute_modules.value_or(std::vector<std::string> { "core_attn" });
+    if (c.granularity == "full") {
+        c.method = r.recompute_method.value_or("");
+        c.num_layers = r.recompute_num_layers.value_or(0);
+    }
+    return c;
+}
+
+std::optional<RecomputeChoice> parseRecomputeChoice(const std::string& text)
+{
+    RecomputeChoice c;
+    if (text == "[]" || text.empty()) {
+        c.granularity = "selective";
+        return c;
+    }
+    if (text.rfind("full:", 0) == 0) {
+        const auto second = text.find(':', 5);
+        if (second == std::string::npos)
+            return std::nullopt;
+        c.granularity = "full";
+        c.method = text.substr(5, second - 5);
+        if (c.method != "uniform" && c.method != "block")
+            return std::nullopt;
+        try {
+            c.num_layers = std::stoi(text.substr(second + 1));
+        } catch (...) {
+            return std::nullopt;
+        }
+        return c;
+    }
+    c.granularity = "selective";
+    std::string item;
+    std::istringstream in(text);
+    while (std::getline(in, item, ','))
+        if (!item.empty())
+            c.modules.push_back(item);
+    return c;
+}
+
+Recipe withChoice(Recipe r, const RecomputeChoice& c)
+{
+    r.recompute_granularity
+        = c.granularity.empty() ? std::nullopt : std::optional<std::string>(c.granularity);
+    r.recompute_modules
+        = c.granularity == "selective" ? std::optional<std::vector<std::string>>(c.modules) : std::nullopt;
+    r.recompute_method = c.granularity == "full" ? std::optional<std::string>(c.method) : std::nullopt;
+    r.recompute_num_layers = c.granularity == "full" ? std::optional<int>(c.num_layers) : std::nullopt;
+    return r;
+}
+
+std::vector<RecomputeChoice> recomputeChoices(const Recipe& r)
+{
+    std::vector<RecomputeChoice> out;
+    RecomputeChoice none;
+    none.granularity = "selective";
+    out.push_back(none);
+    for (const auto& label : allowedRecomputeModules(r.profile)) {
+        const LabelEffect e = recomputeLabelEffect(r, label);
+        if (!e.exists || !e.has_effect)
+            continue;
+        // Only the labels this estimate has a region for.
+        bool known = false;
+        for (int reg = 1; reg < kRegionCount; ++reg)
+            known = known || label == regionLabel(reg);
+        if (!known)
+            continue;
+        RecomputeChoice c;
+        c.granularity = "selective";
+        c.modules = { label };
+        out.push_back(c);
+    }
+    RecomputeChoice uniform;
+    uniform.granularity = "full";
+    uniform.method = "uniform";
+    uniform.num_layers = 1;
+    out.push_back(uniform);
+    const int chunk_layers = std::max(1,
+        r.num_layers
+            / std::max(1,
+                std::max(1, r.pipeline_model_parallel_size)
+                    * std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1))));
+    RecomputeChoice block = uniform;
+    block.method = "block";
+    block.num_layers = chunk_layers;
+    out.push_back(block);
+    return out;
+}
+
+MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
+{
+    MemoryEstimate e;
+    e.layout = layout;
+    e.choice = recipeChoice(r).label();
+    const Shape x = shapeOf(r, layout);
+    const Active sel = activeOf(r);
+    const LayerModel dense = layerModel(x, false);
+    const LayerModel moe = x.experts > 0 ? layerModel(x, true) : dense;
+    const auto stages = stagesOf(r, layout);
+    for (size_t p = 0; p < stages.size(); ++p)
+        e.ranks.push_back(estimateStage(r, x, stages[p], static_cast<int>(p), sel, dense, moe));
+    for (size_t i = 0; i < e.ranks.size(); ++i) {
+        if (e.ranks[i].peak_bytes > e.peak_bytes) {
+            e.peak_bytes = e.ranks[i].peak_bytes;
+            e.hottest = static_cast<int>(i);
+        }
+    }
+    const std::string dtype = x.fp32 ? "fp32" : (r.bf16 ? "bf16" : "fp16");
+    if (layout == Layout::Worker) {
+        e.assumptions
+            = { "layout: recompute-bench as it is today (one rank, the first pipeline stage, one micro-batch "
+                "per step, autograd's gradients, AdamW on fp32 main parameters, no distributed optimizer)",
+                  "dtype " + dtype
+                      + "; CPU allocations as LibTorch 1.13 makes them (dropout masks in the input's dtype)",
+                  "TP, CP and EP are 1 (the worker refuses others); MoE routing balanced (tokens x top-k)" };
+    } else {
+        std::ostringstream o;
+        o << "parallel: TP " << x.tp << (x.sp ? " (sequence parallel)" : "") << ", PP " << x.pp;
+        if (x.vpp > 1)
+            o << " (VPP " << x.vpp << ")";
+        o << ", CP " << x.cp << ", EP " << x.ep << ", expert-TP " << x.etp << ", DP " << x.dp
+          << ", expert-DP " << x.edp << "; " << x.micro_batches << " micro-batches per step";
+        e.assumptions
+            = { "layout: Megatron-LM / Megatron Core on a GPU (caching allocator's allocated bytes)", o.str(),
+                  "dtype " + dtype + "; gradient buffer " + (x.grad == 4 ? "fp32" : dtype)
+                      + "; distributed optimizer " + (r.use_distributed_optimizer ? "on" : "off"),
+                  "padded vocabulary " + std::to_string(static_cast<int64_t>(x.vocab)) + "; attention "
+                      + r.attention_backend
+                      + (r.attention_backend == "unfused" ? (x.fused_softmax
+                                 ? " with the fused masked-softmax kernel"
+                                 : std::string(" with torch softmax") + (x.softmax_fp32 ? " in fp32" : ""))
+                                                          : ""),
+                  "MoE routing balanced (every rank receives tokens x top-k), dropless unless a capacity "
+                  "factor is set",
+                  "left out: CUDA context and cuBLAS/NCCL workspaces (not allocated tensors), allocator "
+                  "fragmentation, "
+                  "communication buffers of overlapped collectives, fp8 scaling state" };
+    }
+    return e;
+}
+
+LayerActivations activationsPerLayer(const Recipe& r, Layout layout)
+{
+    const Shape x = shapeOf(r, layout);
+    const Active sel = activeOf(r);
+    const double state = layout == Layout::Worker ? kWorkerRngState : 0;
+    const LayerModel dense = layerModel(x, false);
+    LayerActivations a;
+    a.dense = toBytes(dense.retained(sel, static_cast<int>(checkpointCount(sel, dense, false, x) * state)));
+    if (x.experts > 0) {
+        const LayerModel moe = layerModel(x, true);
+        a.moe = toBytes(moe.retained(sel, static_cast<int>(checkpointCount(sel, moe, true, x) * state)));
+    }
+    return a;
+}
+
+nlohmann::json estimateToJson(const MemoryEstimate& e)
+{
+    using nlohmann::json;
+    json ranks = json::array();
+    for (const auto& r : e.ranks) {
+        json phases = json::array();
+        for (const auto& p : r.phases) {
+            json cats = json::object();
+            json terms = json::array();
+            for (const auto& t : p.terms) {
+                cats[t.category] = cats.value(t.category, int64_t(0)) + t.bytes;
+                terms.push_back({ { "category", t.category }, { "name", t.name }, { "bytes", t.bytes },
+                    { "source", t.source }, { "note", t.note } });
+            }
+            phases.push_back({ { "phase", p.phase }, { "peak_bytes", p.peak_bytes }, { "categories", cats },
+                { "terms", terms } });
+        }
+        json cats = json::object();
+        for (const auto& t : r.peak().terms)
+            cats[t.category] = cats.value(t.category, int64_t(0)) + t.bytes;
+        ranks.push_back({ { "stage", r.stage }, { "scope", r.scope }, { "peak_bytes", r.peak_bytes },
+            { "phase", r.peak_phase }, { "in_flight_micro_batches", r.in_flight_micro_batches },
+            { "categories", cats }, { "phases", phases } });
+    }
+    return { { "layout", layoutName(e.layout) }, { "choice", e.choice },
+        { "peak_allocated_bytes", e.peak_bytes },
+        { "hottest_stage", e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage },
+        { "ranks", ranks }, { "assumptions", e.assumptions } };
+}
+
+std::vector<RankedCandidate> rankCandidatesByEstimate(const Recipe& resolved,
+    const std::vector<RecomputeChoice>& candidates, std::optional<double> target_gb, Layout layout,
+    double margin)
+{
+    std::vector<RankedCandidate> fit, over;
+    for (size_t i = 0; i < candidates.size(); ++i) {
+        const MemoryEstimate e = estimateMemory(withChoice(resolved, candidates[i]), layout);
+        RankedCandidate c;
+        c.index = i;
+        c.label = candidates[i].label();
+        c.peak_bytes = e.peak_bytes;
+        c.hottest_stage = e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage;
+        const double limit = target_gb ? *target_gb * 1e9 * (1.0 - margin) : 0;
+        if (target_gb && static_cast<double>(e.peak_bytes) > limit) {
+            c.fits = false;
+            c.skip_reason = "estimated peak " + fmtGB(static_cast<double>(e.peak_bytes)) + " on stage "
+                + std::to_string(c.hottest_stage) + " (" + e.ranks[static_cast<size_t>(e.hottest)].peak_phase
+                + ") is over the target " + fmtGB(*target_gb * 1e9)
+                + (margin > 0 ? " less a " + std::to_string(int(margin * 100)) + "% margin" : "");
+            over.push_back(c);
+        } else {
+            fit.push_back(c);
+        }
+    }
+    std::stable_sort(over.begin(), over.end(),
+        [](const RankedCandidate& a, const RankedCandidate& b) { return a.peak_bytes < b.peak_bytes; });
+    fit.insert(fit.end(), over.begin(), over.end());
+    return fit;
+}
+
+} // namespace rs

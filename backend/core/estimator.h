@@ -1,0 +1,123 @@
+// SPDX-License-Identifier: Apache-2.0
+// The memory estimator: every rank's (every pipeline stage's) allocated bytes per phase, before any run, for
+// the recipe's own recompute choice or any other. It counts tensors, not rules of thumb: per transformer
+// layer the tensors each region saves for backward (docs/estimator.md lists every term, its source and its
+// assumptions), the persistent state around them (parameters, main parameters, the gradient buffer, the
+// optimizer's moments) and the transient peaks (logits and cross-entropy, unfused attention scores, the
+// replay of a checkpointed region in backward).
+//
+// Two layouts, because the worker has not yet converged on Megatron's:
+// - Layout::Megatron: what Megatron-LM / Megatron Core allocate on a GPU (bf16 parameters, DDP's persistent
+//   contiguous gradient buffer, fp32 main parameters and Adam moments, sharded over data parallelism by the
+//   distributed optimizer, micro-batches per step, pipeline stages with their in-flight micro-batches);
+// - Layout::Worker: what recompute-bench allocates today (backend/engine: 16-bit gradients allocated by
+//   autograd and freed by the optimizer each step, no gradient buffer, one micro-batch per step, no
+//   distributed optimizer, no position embeddings or biases, an untied output layer, LibTorch's own saved
+//   tensors, the first pipeline stage only). Every figure says which layout it is for.
+//
+// Standard library and nlohmann/json only; fast enough to run on every edit for every choice at once
+// (bench/bench_estimate.cpp).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/recipe.h"
+
+namespace rs {
+
+enum class Layout { Megatron, Worker };
+const char* layoutName(Layout l); // "megatron", "worker"
+std::optional<Layout> layoutFromName(const std::string& name);
+
+// One term of an estimate: its category, bytes, where the figure comes from and what it assumes.
+struct MemoryTerm {
+    std::string category; // parameters | main_parameters | gradients | optimizer_states | activations |
+                          // transient | other
+    std::string name;
+    int64_t bytes = 0;
+    std::string source; // "Korthikanti et al. 2022, Table 2" or the Megatron / worker file it follows
+    std::string note; // assumptions, and what the term leaves out
+};
+
+// One phase of one step on one rank: its peak and what the peak is made of.
+struct PhaseEstimate {
+    std::string phase; // forward | backward | optimizer | optimizer-init
+    int64_t peak_bytes = 0;
+    std::vector<MemoryTerm> terms; // sums to peak_bytes
+    int64_t category(const std::string& name) const;
+};
+
+struct RankEstimate {
+    int stage = 0; // pipeline stage (rank within the pipeline; every TP/CP/DP rank of a stage is alike)
+    std::string scope; // "stage 0: layers 0-7 of 32, embedding"
+    int in_flight_micro_batches = 1;
+    int64_t peak_bytes = 0;
+    std::string peak_phase;
+    std::vector<PhaseEstimate> phases; // forward, backward, optimizer, optimizer-init
+    const PhaseEstimate* phase(const std::string& name) const;
+    const PhaseEstimate& peak() const;
+};
+
+struct MemoryEstimate {
+    Layout layout = Layout::Megatron;
+    std::string choice; // the recompute choice's label: "[]", "core_attn,moe_act", "full:uniform:1"
+    int64_t peak_bytes = 0; // the hottest rank's peak
+    int hottest = 0; // index into ranks
+    std::vector<RankEstimate> ranks; // one per pipeline stage, in stage order
+    std::vector<std::string> assumptions; // what holds for every term (dtype, parallel layout, defaults)
+};
+
+// Estimates a resolved recipe (rules::validate(...).resolved) under its own recompute settings.
+MemoryEstimate estimateMemory(const Recipe& resolved, Layout layout = Layout::Megatron);
+
+// A recompute choice: selective modules, full uniform/block with recompute_num_layers, or none.
+struct RecomputeChoice {
+    std::string granularity; // "" (none), "selective", "full"
+    std::vector<std::string> modules; // selective; [] is the control
+    std::string method; // full: uniform | block
+    int num_layers = 0; // full
+    std::string label() const; // "[]", "core_attn,moe_act", "full:uniform:1"
+};
+// The recipe's own choice (recompute_granularity None or selective [] both read as "[]").
+RecomputeChoice recipeChoice(const Recipe& r);
+// Parses the sweep's spelling: "[]", "core_attn", "layernorm,moe_act", "full:uniform:1", "full:block:4".
+std::optional<RecomputeChoice> parseRecomputeChoice(const std::string& text);
+Recipe withChoice(Recipe r, const RecomputeChoice& choice);
+// Every choice the recipe's model can take: [], each label with an effect on this architecture
+// (allowedRecomputeModules + recomputeLabelEffect), full uniform 1, full block with every layer of a chunk.
+std::vector<RecomputeChoice> recomputeChoices(const Recipe& r);
+
+// Bytes one layer keeps for backward under the recipe's recompute choice (selective labels only; full
+// recompute keeps a layer's input), per micro-batch and rank: dense and MoE layers.
+struct LayerActivations {
+    int64_t dense = 0;
+    int64_t moe = 0;
+};
+LayerActivations activationsPerLayer(const Recipe& resolved, Layout layout = Layout::Megatron);
+
+// The estimate as JSON: {layout, choice, peak_allocated_bytes, hottest_stage, ranks: [...], assumptions}.
+nlohmann::json estimateToJson(const MemoryEstimate& e);
+
+// Orders candidates (recompute choices applied to one recipe) for a sweep or the advisor, and names those
+// the estimate says cannot fit the per-rank target (target_gb, 1 GB = 1e9 bytes; none: all fit).
+struct RankedCandidate {
+    size_t index = 0; // into the candidates given
+    std::string label;
+    int64_t peak_bytes = 0; // hottest rank
+    int hottest_stage = 0;
+    bool fits = true;
+    std::string skip_reason; // empty when it fits
+};
+// Fitting candidates first, in the order given (the caller's preference, e.g. the narrowest label first),
+// then those over the target, by estimated peak, each with its reason. margin: the fraction of the target
+// kept free for what the estimate leaves out (0.0 by default).
+std::vector<RankedCandidate> rankCandidatesByEstimate(const Recipe& resolved,
+    const std::vector<RecomputeChoice>& candidates, std::optional<double> target_gb,
+    Layout layout = Layout::Megatron, double margin = 0.0);
+
+} // namespace rs

@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute estimate` as a user runs it: the table (hottest stage first), --json's shape (top-level
+// peak_allocated_bytes = the hottest stage's peak for the recipe's own choice, ranks, choices), every input
+// form, the layouts, and the exit codes.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QtTest>
+
+#include "../cli_process.h"
+
+using namespace Qt::StringLiterals;
+
+namespace {
+
+rs::test::CliRun estimate(const QStringList& args)
+{
+    return rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE), QStringList { u"estimate"_s } + args, 30000);
+}
+
+const QString kMoonlight = QStringLiteral(RS_SOURCE_DIR "/resources/presets/moonlight-mla-moe.json");
+
+} // namespace
+
+class TestCliEstimate : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void jsonHasPeakRanksAndChoices();
+    void tableListsHottestStageFirst();
+    void inputForms_data();
+    void inputForms();
+    void badArguments_data();
+    void badArguments();
+};
+
+void TestCliEstimate::jsonHasPeakRanksAndChoices()
+{
+    const auto run = estimate({ kMoonlight, u"--json"_s, u"--all-choices"_s });
+    QCOMPARE(run.code, 0);
+    const auto j = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    QCOMPARE(j.value("choice"_L1).toString(), u"moe_act"_s);
+    const double peak = j.value("peak_allocated_bytes"_L1).toDouble();
+    QVERIFY(peak > 1e9);
+    const auto ranks = j.value("ranks"_L1).toArray();
+    QCOMPARE(ranks.size(), 1);
+    QCOMPARE(ranks[0].toObject().value("peak_bytes"_L1).toDouble(), peak);
+    QVERIFY(!ranks[0].toObject().value("phase"_L1).toString().isEmpty());
+    QVERIFY(ranks[0].toObject().value("categories"_L1).toObject().contains("activations"_L1));
+    const auto choices = j.value("choices"_L1).toArray();
+    QStringList labels;
+    for (const auto& c : choices)
+        labels << c.toObject().value("choice"_L1).toString();
+    for (const auto& l : { u"[]"_s, u"moe_act"_s, u"mla_up_proj"_s, u"full:uniform:1"_s })
+        QVERIFY2(labels.contains(l), qPrintable(l));
+    // The recipe's own choice among them, with the same figure.
+    for (const auto& c : choices)
+        if (c.toObject().value("choice"_L1).toString() == "moe_act"_L1)
+            QCOMPARE(c.toObject().value("peak_allocated_bytes"_L1).toDouble(), peak);
+}
+
+void TestCliEstimate::tableListsHottestStageFirst()
+{
+    // PP 4 with 8 micro-batches: stage 0 holds 4 micro-batches in flight and is the hottest.
+    const auto run = estimate({ u"--overrides"_s, u"model.num_layers=8"_s, u"model.hidden_size=1024"_s,
+        u"model.num_attention_heads=16"_s, u"model.pipeline_model_parallel_size=4"_s,
+        u"model.global_batch_size=8"_s, u"model.bf16=true"_s });
+    QVERIFY2(run.code == 0 || run.code == 1, qPrintable(run.err));
+    const auto lines = run.out.split(u'\n');
+    int first = -1;
+    for (const auto& l : lines) {
+        if (l.startsWith("0 "_L1) || l.startsWith("1 "_L1) || l.startsWith("2 "_L1)
+            || l.startsWith("3 "_L1)) {
+            first = l.left(1).toInt();
+            break;
+        }
+    }
+    QCOMPARE(first, 0);
+    QVERIFY(run.out.contains("4 micro-batch(es) in flight"_L1));
+    QVERIFY(run.out.contains("assumes: "_L1));
+}
+
+void TestCliEstimate::inputForms_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::newRow("file") << QStringList { kMoonlight };
+    QTest::newRow("worker layout") << QStringList { kMoonlight, u"--layout"_s, u"worker"_s };
+    QTest::newRow("megatron-lm flags") << QStringList { u"--mlm-args"_s, u"--num-layers"_s, u"4"_s,
+        u"--hidden-size"_s, u"512"_s, u"--num-attention-heads"_s, u"8"_s, u"--seq-length"_s, u"1024"_s,
+        u"--max-position-embeddings"_s, u"1024"_s, u"--micro-batch-size"_s, u"1"_s, u"--bf16"_s };
+}
+
+void TestCliEstimate::inputForms()
+{
+    QFETCH(QStringList, args);
+    const auto run = estimate(args << u"--json"_s);
+    QVERIFY2(run.code == 0 || run.code == 1, qPrintable(run.err));
+    const auto j = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    QVERIFY(j.value("peak_allocated_bytes"_L1).toDouble() > 0);
+}
+
+void TestCliEstimate::badArguments_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::newRow("no recipe") << QStringList {};
+    QTest::newRow("unknown layout") << QStringList { kMoonlight, u"--layout"_s, u"tpu"_s };
+    QTest::newRow("missing file") << QStringList { u"/nonexistent/recipe.json"_s };
+}
+
+void TestCliEstimate::badArguments()
+{
+    QFETCH(QStringList, args);
+    QCOMPARE(estimate(args).code, 2);
+}
+
+QTEST_GUILESS_MAIN(TestCliEstimate)
+#include "tst_cli_estimate.moc"

@@ -1,0 +1,359 @@
+// SPDX-License-Identifier: Apache-2.0
+// The estimator against closed forms: Korthikanti et al. (2022) Table 2 per layer, the optimizer's bytes
+// per parameter as Megatron's theoretical_memory_usage.py counts them, the pipeline's in-flight
+// micro-batches, and the recompute choices' order. Each expectation is written from the formula, not from a
+// previous run of the estimator.
+#include <QtTest>
+
+#include "core/estimator.h"
+#include "core/recipe_json.h"
+#include "core/rules.h"
+
+using namespace rs;
+
+namespace {
+
+// A GPT layer as Korthikanti's Table 2 has it: MHA, LayerNorm, GeLU with ffn = 4h, unfused attention with
+// dropout, bf16, local spec.
+Recipe gpt()
+{
+    Recipe r;
+    r.num_layers = 4;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 16;
+    r.seq_length = 2048;
+    r.micro_batch_size = 2;
+    r.vocab_size = 50304;
+    r.bf16 = true;
+    r.attention_backend = "unfused";
+    r.transformer_impl = "local";
+    r.attention_dropout = 0.1;
+    r.hidden_dropout = 0.1;
+    r.attention_softmax_in_fp32 = false; // Korthikanti's 2-byte softmax output
+    r.recompute_granularity = "selective";
+    r.recompute_modules = std::vector<std::string> {};
+    return r;
+}
+
+Recipe moonlight()
+{
+    Recipe r = recipeFromJsonText(
+        [] {
+            QFile f(QStringLiteral(RS_SOURCE_DIR "/resources/presets/moonlight-mla-moe.json"));
+            f.open(QIODevice::ReadOnly);
+            return f.readAll().toStdString();
+        }(),
+        "moonlight");
+    r.data_parallel_size = 4; // the guide's 8 H100 at TP 2
+    r.use_distributed_optimizer = true;
+    r.grad_reduce_in_fp32 = true;
+    return validate(r).resolved;
+}
+
+Recipe choose(Recipe r, const std::string& label)
+{
+    return withChoice(std::move(r), *parseRecomputeChoice(label));
+}
+
+double rel(double a, double b)
+{
+    return std::abs(a - b) / std::abs(b);
+}
+
+} // namespace
+
+class TestEstimator : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void korthikantiPerLayer_data();
+    void korthikantiPerLayer();
+    void fullRecomputeKeepsLayerInputs();
+    void bytesPerParameter_data();
+    void bytesPerParameter();
+    void gradientBufferDtype();
+    void pipelineInFlight_data();
+    void pipelineInFlight();
+    void labelsOnlyLower_data();
+    void labelsOnlyLower();
+    void mlaUpProjAndMoeActOnMoonlight();
+    void fp32SoftmaxKeepsMore();
+    void choicesFollowTheRules();
+    void parseAndLabelRoundTrip_data();
+    void parseAndLabelRoundTrip();
+    void jsonShape();
+    void rankCandidates();
+    void everyTermHasSourceAndNote();
+};
+
+void TestEstimator::korthikantiPerLayer_data()
+{
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<bool>("sp");
+    QTest::addColumn<QString>("labels");
+    QTest::newRow("no parallelism, no recompute") << 1 << false << QStringLiteral("[]");
+    QTest::newRow("TP 4 + SP, no recompute") << 4 << true << QStringLiteral("[]");
+    QTest::newRow("TP 4 + SP, core_attn (selective)") << 4 << true << QStringLiteral("core_attn");
+}
+
+void TestEstimator::korthikantiPerLayer()
+{
+    // Table 2: sbh (34 + 5 a s / h) / t with TP + SP; selective recompute: 34 sbh / t. We also count the
+    // two norms' fp32 mean and rstd (16 sb / t bytes), which the paper leaves out.
+    QFETCH(int, tp);
+    QFETCH(bool, sp);
+    QFETCH(QString, labels);
+    Recipe r = choose(gpt(), labels.toStdString());
+    r.tensor_model_parallel_size = tp;
+    r.sequence_parallel = sp;
+    const double s = r.seq_length, b = r.micro_batch_size, h = r.hidden_size, a = r.num_attention_heads;
+    const double t = tp;
+    double expected = s * b * h * 34 / t + 16 * s * b / t;
+    if (labels == QLatin1String("[]"))
+        expected += 5 * a * s * s * b / t;
+    const auto got = activationsPerLayer(validate(r).resolved, Layout::Megatron);
+    QVERIFY2(rel(static_cast<double>(got.dense), expected) < 1e-9,
+        qPrintable(QStringLiteral("%1 vs %2").arg(got.dense).arg(expected, 0, 'f', 0)));
+}
+
+void TestEstimator::fullRecomputeKeepsLayerInputs()
+{
+    // Full uniform 1: every layer keeps its input, 2sbh (Korthikanti's "full recomputation" row); the
+    // difference to [] in the forward peak is (34 sbh + 5 a s^2 b + 16 sb - 2 sbh) per layer.
+    const Recipe none = validate(gpt()).resolved;
+    const Recipe full = validate(choose(gpt(), "full:uniform:1")).resolved;
+    const double s = none.seq_length, b = none.micro_batch_size, h = none.hidden_size,
+                 a = none.num_attention_heads;
+    const auto fwd = [](const Recipe& r) {
+        return estimateMemory(r).ranks[0].phase("forward")->category("activations");
+    };
+    const double saved = static_cast<double>(fwd(none) - fwd(full));
+    const double expected = none.num_layers * (32 * s * b * h + 5 * a * s * s * b + 16 * s * b);
+    QVERIFY2(rel(saved, expected) < 1e-9, qPrintable(QStringLiteral("%1 vs %2").arg(saved).arg(expected)));
+}
+
+void TestEstimator::bytesPerParameter_data()
+{
+    QTest::addColumn<bool>("distributed");
+    QTest::addColumn<int>("dp");
+    QTest::addColumn<double>("perParam");
+    // theoretical_memory_usage.py: 18 bytes without the distributed optimizer, 6 + 12 / DP with it (bf16
+    // parameters, fp32 gradients, fp32 main parameters and moments).
+    QTest::newRow("no distributed optimizer") << false << 8 << 18.0;
+    QTest::newRow("distributed optimizer, DP 8") << true << 8 << 6.0 + 12.0 / 8;
+    QTest::newRow("distributed optimizer, DP 1") << true << 1 << 18.0;
+}
+
+void TestEstimator::bytesPerParameter()
+{
+    QFETCH(bool, distributed);
+    QFETCH(int, dp);
+    QFETCH(double, perParam);
+    Recipe r = gpt();
+    r.use_distributed_optimizer = distributed;
+    r.data_parallel_size = dp;
+    r.grad_reduce_in_fp32 = true;
+    r.global_batch_size = r.micro_batch_size * dp;
+    const auto e = estimateMemory(validate(r).resolved);
+    const auto* opt = e.ranks[0].phase("optimizer");
+    const double params = static_cast<double>(opt->category("parameters")) / 2;
+    const double state = static_cast<double>(opt->category("parameters") + opt->category("gradients")
+        + opt->category("main_parameters") + opt->category("optimizer_states"));
+    QVERIFY2(rel(state / params, perParam) < 1e-6, qPrintable(QString::number(state / params)));
+}
+
+void TestEstimator::gradientBufferDtype()
+{
+    // bf16 gradient buffer: 2 bytes a parameter in DDP's buffer and a 4-byte fp32 main-gradient copy in
+    // the optimizer; fp32 buffer (grad_reduce_in_fp32): 4 bytes, the main gradient is a view of it.
+    Recipe r = gpt();
+    r.grad_reduce_in_fp32 = false;
+    const auto bf = estimateMemory(validate(r).resolved).ranks[0].phase("optimizer")->category("gradients");
+    r.grad_reduce_in_fp32 = true;
+    const auto fp = estimateMemory(validate(r).resolved).ranks[0].phase("optimizer")->category("gradients");
+    QCOMPARE(bf * 4, fp * 6);
+}
+
+void TestEstimator::pipelineInFlight_data()
+{
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("vpp");
+    QTest::addColumn<int>("microBatches");
+    QTest::addColumn<QList<int>>("inFlight");
+    // 1F1B: stage p keeps min(PP - p, m) micro-batches.
+    QTest::newRow("1F1B PP4 m8") << 4 << 1 << 8 << QList<int> { 4, 3, 2, 1 };
+    QTest::newRow("1F1B PP4 m2") << 4 << 1 << 2 << QList<int> { 2, 2, 2, 1 };
+    // Interleaved (schedules.py): (PP - p - 1) * 2 + (VPP - 1) * PP warm-up chunk-micro-batches + 1.
+    QTest::newRow("interleaved PP2 VPP2 m4") << 2 << 2 << 4 << QList<int> { 5, 3 };
+}
+
+void TestEstimator::pipelineInFlight()
+{
+    QFETCH(int, pp);
+    QFETCH(int, vpp);
+    QFETCH(int, microBatches);
+    QFETCH(QList<int>, inFlight);
+    Recipe r = gpt();
+    r.num_layers = 8;
+    r.pipeline_model_parallel_size = pp;
+    if (vpp > 1)
+        r.virtual_pipeline_model_parallel_size = vpp;
+    r.global_batch_size = microBatches * r.micro_batch_size;
+    const auto e = estimateMemory(r);
+    QCOMPARE(static_cast<int>(e.ranks.size()), pp);
+    for (int p = 0; p < pp; ++p)
+        QCOMPARE(e.ranks[static_cast<size_t>(p)].in_flight_micro_batches, inFlight[p]);
+    QVERIFY(e.ranks.front().peak_bytes > e.ranks[1].peak_bytes);
+}
+
+void TestEstimator::labelsOnlyLower_data()
+{
+    QTest::addColumn<QString>("label");
+    for (const char* l : { "core_attn", "mla_up_proj", "layernorm", "moe_act", "moe", "shared_experts" })
+        QTest::newRow(l) << QString::fromLatin1(l);
+}
+
+void TestEstimator::labelsOnlyLower()
+{
+    // Every label keeps no more than [] in forward, on both layouts, for Moonlight's shapes.
+    QFETCH(QString, label);
+    for (const Layout layout : { Layout::Megatron, Layout::Worker }) {
+        Recipe base = moonlight();
+        if (layout == Layout::Worker) {
+            base.tensor_model_parallel_size = base.expert_model_parallel_size = 1;
+            base.sequence_parallel = false;
+        }
+        const auto none
+            = estimateMemory(choose(base, "[]"), layout).ranks[0].phase("forward")->category("activations");
+        const auto with = estimateMemory(choose(base, label.toStdString()), layout)
+                              .ranks[0]
+                              .phase("forward")
+                              ->category("activations");
+        QVERIFY2(with <= none,
+            qPrintable(
+                QStringLiteral("%1: %2 > %3").arg(QLatin1String(layoutName(layout))).arg(with).arg(none)));
+    }
+}
+
+void TestEstimator::mlaUpProjAndMoeActOnMoonlight()
+{
+    // The guide's ranking on Moonlight: mla_up_proj frees a little more than moe_act, both far more than
+    // core_attn under fused attention (which frees nothing the flash kernel keeps).
+    const Recipe r = moonlight();
+    const auto peak = [&](const char* l) { return estimateMemory(choose(r, l)).peak_bytes; };
+    QVERIFY(peak("mla_up_proj") < peak("moe_act"));
+    QVERIFY(peak("moe_act") < peak("[]"));
+    QVERIFY(peak("core_attn") <= peak("[]"));
+    QVERIFY(peak("[]") - peak("core_attn") < (peak("[]") - peak("moe_act")) / 10);
+}
+
+void TestEstimator::fp32SoftmaxKeepsMore()
+{
+    // Unfused attention on the torch softmax path (s > 4096: no fused kernel): attention_softmax_in_fp32
+    // keeps [b, np, s, s] fp32 probabilities instead of bf16 ones: 2 more bytes per score element.
+    Recipe r = gpt();
+    r.seq_length = 8192;
+    r.num_layers = 1;
+    r.attention_softmax_in_fp32 = false;
+    const auto bf = activationsPerLayer(validate(r).resolved).dense;
+    r.attention_softmax_in_fp32 = true;
+    const auto fp = activationsPerLayer(validate(r).resolved).dense;
+    const double scores = double(r.micro_batch_size) * r.num_attention_heads * r.seq_length * r.seq_length;
+    QCOMPARE(static_cast<double>(fp - bf), 2 * scores);
+}
+
+void TestEstimator::choicesFollowTheRules()
+{
+    // Dense GQA under the TE spec: layernorm has no effect (both norms fused), nor do the MoE / MLA labels.
+    Recipe dense = gpt();
+    dense.transformer_impl = "transformer_engine";
+    std::vector<std::string> labels;
+    for (const auto& c : recomputeChoices(validate(dense).resolved))
+        labels.push_back(c.label());
+    const std::vector<std::string> expected = { "[]", "core_attn", "mlp", "full:uniform:1", "full:block:4" };
+    QCOMPARE(labels, expected);
+    std::vector<std::string> moon;
+    for (const auto& c : recomputeChoices(moonlight()))
+        moon.push_back(c.label());
+    for (const char* l : { "moe_act", "mla_up_proj", "layernorm", "moe" })
+        QVERIFY2(std::find(moon.begin(), moon.end(), l) != moon.end(), l);
+}
+
+void TestEstimator::parseAndLabelRoundTrip_data()
+{
+    QTest::addColumn<QString>("text");
+    for (const char* t : { "[]", "core_attn", "layernorm,moe_act", "full:uniform:1", "full:block:3" })
+        QTest::newRow(t) << QString::fromLatin1(t);
+}
+
+void TestEstimator::parseAndLabelRoundTrip()
+{
+    QFETCH(QString, text);
+    const auto c = parseRecomputeChoice(text.toStdString());
+    QVERIFY(c);
+    QCOMPARE(QString::fromStdString(c->label()), text);
+    QCOMPARE(QString::fromStdString(recipeChoice(withChoice(gpt(), *c)).label()), text);
+    QVERIFY(!parseRecomputeChoice("full:sideways:1"));
+}
+
+void TestEstimator::jsonShape()
+{
+    const auto e = estimateMemory(moonlight());
+    const auto j = estimateToJson(e);
+    QCOMPARE(j["peak_allocated_bytes"].get<int64_t>(), e.peak_bytes);
+    QCOMPARE(j["choice"].get<std::string>(), std::string("moe_act"));
+    QCOMPARE(j["ranks"].size(), size_t(1));
+    const auto& rank = j["ranks"][0];
+    QCOMPARE(rank["peak_bytes"].get<int64_t>(), e.peak_bytes);
+    int64_t sum = 0;
+    for (const auto& [k, v] : rank["categories"].items())
+        sum += v.get<int64_t>();
+    QCOMPARE(sum, e.peak_bytes);
+    QCOMPARE(rank["phases"].size(), size_t(4));
+}
+
+void TestEstimator::rankCandidates()
+{
+    // With a target between the smallest and the largest estimate, the fitting candidates come first in
+    // the order given, the others after, each with its reason.
+    const Recipe r = moonlight();
+    std::vector<RecomputeChoice> cands;
+    for (const char* l : { "[]", "moe_act", "mla_up_proj", "full:uniform:1" })
+        cands.push_back(*parseRecomputeChoice(l));
+    const double none = static_cast<double>(estimateMemory(choose(r, "[]")).peak_bytes);
+    const double full = static_cast<double>(estimateMemory(choose(r, "full:uniform:1")).peak_bytes);
+    QVERIFY(full < none);
+    const auto ranked = rankCandidatesByEstimate(r, cands, (none + full) / 2 / 1e9);
+    QCOMPARE(ranked.size(), cands.size());
+    QCOMPARE(ranked.front().label, std::string("full:uniform:1"));
+    QVERIFY(ranked.front().fits);
+    QVERIFY(!ranked.back().fits);
+    QVERIFY(QString::fromStdString(ranked.back().skip_reason).contains(QLatin1String("over the target")));
+    const auto all = rankCandidatesByEstimate(r, cands, std::nullopt);
+    for (size_t i = 0; i < all.size(); ++i) {
+        QCOMPARE(all[i].index, i);
+        QVERIFY(all[i].fits);
+    }
+}
+
+void TestEstimator::everyTermHasSourceAndNote()
+{
+    for (const Layout layout : { Layout::Megatron, Layout::Worker }) {
+        Recipe r = moonlight();
+        if (layout == Layout::Worker) {
+            r.tensor_model_parallel_size = r.expert_model_parallel_size = 1;
+            r.sequence_parallel = false;
+        }
+        const auto e = estimateMemory(r, layout);
+        QVERIFY(!e.assumptions.empty());
+        for (const auto& rank : e.ranks)
+            for (const auto& p : rank.phases)
+                for (const auto& t : p.terms) {
+                    QVERIFY2(!t.source.empty() && !t.note.empty(), t.name.c_str());
+                    QVERIFY(t.bytes > 0);
+                }
+    }
+}
+
+QTEST_GUILESS_MAIN(TestEstimator)
+#include "tst_estimator.moc"

@@ -1,0 +1,180 @@
+// SPDX-License-Identifier: Apache-2.0
+// The estimator (core/estimator.h, Layout::Worker) against the worker's own CPU allocator peaks: every
+// preset of resources/presets shrunk to small shapes (the worker's one-rank layout: TP = EP = 1), for [] and
+// every recompute choice the preset's model can take, run through the real step loop (engine::runRecipe,
+// the code recompute-bench runs) with the CPU memory probe. The overall peak must be within 5 % of the
+// estimate; every phase's figures are printed beside it (docs/estimator.md lists the known gaps).
+#include <map>
+#include <sstream>
+
+#include <nlohmann/json.hpp>
+
+#include <QtTest>
+
+#include <torch/torch.h>
+
+#include "core/estimator.h"
+#include "core/recipe_json.h"
+#include "core/rules.h"
+#include "engine/runner.h"
+
+using namespace rs;
+
+namespace {
+
+constexpr double kTolerance = 0.05;
+
+Recipe readPreset(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    return recipeFromJsonText(f.readAll().toStdString(), path.toStdString());
+}
+
+// Small shapes with the preset's architecture (norm, activation, GQA, MLA, MoE with its first dense layer,
+// attention backend, dtype), on one rank.
+Recipe shrink(Recipe r)
+{
+    r.hidden_size = 64;
+    r.num_attention_heads = 4;
+    r.seq_length = 128;
+    r.micro_batch_size = 2;
+    r.vocab_size = 512;
+    r.tensor_model_parallel_size = 1;
+    r.expert_model_parallel_size = 1;
+    r.context_parallel_size = 1;
+    r.pipeline_model_parallel_size = 1;
+    r.virtual_pipeline_model_parallel_size.reset();
+    r.sequence_parallel = false;
+    r.global_batch_size.reset();
+    r.transformer_impl = "local";
+    r.warmup_iters = 1;
+    r.train_iters = 2;
+    if (r.num_moe_experts) {
+        r.num_layers = 3;
+        r.ffn_hidden_size = 192;
+        r.moe_layer_freq = { 0, 1, 1 };
+        r.num_moe_experts = 4;
+        r.moe_router_topk = 2;
+        r.moe_ffn_hidden_size = 48;
+        if (r.moe_shared_expert_intermediate_size)
+            r.moe_shared_expert_intermediate_size = 64;
+        r.kv_lora_rank = 32;
+        r.qk_head_dim = 16;
+        r.qk_pos_emb_head_dim = 8;
+        r.v_head_dim = 16;
+        if (r.q_lora_rank)
+            r.q_lora_rank = 48;
+    } else {
+        r.num_layers = 2;
+        r.ffn_hidden_size = r.gated_linear_unit ? 160 : 256;
+        if (r.num_query_groups)
+            r.num_query_groups = 2;
+        if (r.multi_latent_attention) {
+            r.kv_lora_rank = 32;
+            r.qk_head_dim = 16;
+            r.qk_pos_emb_head_dim = 8;
+            r.v_head_dim = 16;
+        }
+    }
+    return r;
+}
+
+struct Measured {
+    int64_t peak = 0;
+    std::map<std::string, int64_t> phases;
+    std::string error;
+};
+
+Measured runWorker(const Recipe& r)
+{
+    engine::RunOptions options;
+    options.device = "cpu";
+    options.warmup = 1;
+    options.iters = 1;
+    std::ostringstream out;
+    const int code = engine::runRecipe(r, InputFormat::Json, options, out);
+    Measured m;
+    std::istringstream lines(out.str());
+    std::string line;
+    while (std::getline(lines, line)) {
+        const auto j = nlohmann::json::parse(line, nullptr, false);
+        if (!j.is_object())
+            continue;
+        if (j.value("event", "") == "rank_summary") {
+            m.peak = j.value("peak_allocated", int64_t(0));
+            for (const auto& [phase, p] : j["phase_peaks"].items())
+                m.phases[phase] = p.value("allocated", int64_t(0));
+        }
+        if (j.value("event", "") == "result" && j.value("status", "") != "pass")
+            m.error = j.value("message", "");
+    }
+    if (code != 0 && m.error.empty())
+        m.error = "exit " + std::to_string(code);
+    return m;
+}
+
+double err(int64_t estimate, int64_t measured)
+{
+    return (static_cast<double>(estimate) - static_cast<double>(measured)) / static_cast<double>(measured);
+}
+
+} // namespace
+
+class TestEngineEstimate : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void initTestCase() { torch::set_num_threads(1); }
+    void presetWithinFivePercent_data();
+    void presetWithinFivePercent();
+};
+
+void TestEngineEstimate::presetWithinFivePercent_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<QString>("choice");
+    const QDir dir(QStringLiteral(RS_SOURCE_DIR "/resources/presets"));
+    const auto files = dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
+    QVERIFY(!files.isEmpty());
+    for (const auto& file : files) {
+        const Recipe small = validate(shrink(readPreset(dir.filePath(file)))).resolved;
+        for (const auto& c : recomputeChoices(small)) {
+            const QString label = QString::fromStdString(c.label());
+            QTest::newRow(qPrintable(file + QStringLiteral(" ") + label)) << dir.filePath(file) << label;
+        }
+    }
+}
+
+void TestEngineEstimate::presetWithinFivePercent()
+{
+    QFETCH(QString, preset);
+    QFETCH(QString, choice);
+    const Recipe small = shrink(readPreset(preset));
+    const Recipe r = validate(withChoice(small, *parseRecomputeChoice(choice.toStdString()))).resolved;
+    const Measured m = runWorker(r);
+    QVERIFY2(m.error.empty(), m.error.c_str());
+    const MemoryEstimate e = estimateMemory(r, Layout::Worker);
+    const RankEstimate& rank = e.ranks.front();
+    QString detail = QStringLiteral("peak: estimate %1, measured %2 (%3%)")
+                         .arg(e.peak_bytes)
+                         .arg(m.peak)
+                         .arg(100 * err(e.peak_bytes, m.peak), 0, 'f', 1);
+    for (const char* phase : { "forward", "backward", "optimizer" }) {
+        const auto it = m.phases.find(phase);
+        if (it == m.phases.end())
+            continue;
+        const int64_t est = rank.phase(phase)->peak_bytes;
+        detail += QStringLiteral("; %1: %2 vs %3 (%4%)")
+                      .arg(QLatin1String(phase))
+                      .arg(est)
+                      .arg(it->second)
+                      .arg(100 * err(est, it->second), 0, 'f', 1);
+    }
+    qInfo("%s %s: %s", qPrintable(QFileInfo(preset).fileName()), qPrintable(choice), qPrintable(detail));
+    QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
+}
+
+QTEST_GUILESS_MAIN(TestEngineEstimate)
+#include "tst_engine_estimate.moc"
