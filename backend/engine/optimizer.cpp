@@ -60,7 +60,10 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
     t.shard = world > 1 ? rank : 0;
     t.distributed_optimizer = r.use_distributed_optimizer;
     t.grad_dtype = r.grad_reduce_in_fp32 ? torch::kFloat32 : param_dtype;
-    if (r.global_batch_size) {
+    if (r.global_batch_size && world > 1 && *r.global_batch_size < int64_t(r.micro_batch_size) * world) {
+        // The worker's own ranks replicate a recipe written for fewer: at least one micro-batch each.
+        t.micro_batches = 1;
+    } else if (r.global_batch_size) {
         const int64_t per_step = int64_t(r.micro_batch_size) * t.data_parallel_size;
         if (*r.global_batch_size <= 0 || *r.global_batch_size % per_step != 0)
             throw EngineError("global_batch_size",

@@ -264,6 +264,8 @@ void TestEngineLayout::microBatchesFromGlobalBatch_data()
     QTest::newRow("gbs 8 mbs 1 dp 4") << 8 << 1 << 4 << 1 << 2;
     QTest::newRow("gbs 16 mbs 2 two ranks") << 16 << 2 << 1 << 2 << 4;
     QTest::newRow("gbs 6 mbs 4") << 6 << 4 << 1 << 1 << -1;
+    QTest::newRow("gbs 1 on two ranks: one each") << 1 << 1 << 1 << 2 << 1;
+    QTest::newRow("gbs 6 mbs 2 on two ranks") << 6 << 2 << 1 << 2 << -1;
 }
 
 void TestEngineLayout::microBatchesFromGlobalBatch()
