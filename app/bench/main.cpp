@@ -2,10 +2,12 @@
 // recompute-bench: the worker. Runs one recipe on this host's GPU (or CPU) and writes the JSON-lines
 // stream of docs/stream.md on stdout; diagnostics go to stderr. No Qt: it builds on a GPU host that has
 // only LibTorch, CUDA and NCCL.
+#include <algorithm>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "core/megatron_flags.h"
 #include "core/recipe_input.h"
 #include "core/recipe_json.h"
 #include "engine/runner.h"
@@ -44,8 +46,12 @@ Several ranks (data-parallel replicas, one process each, started by torchrun --n
   CPU); rank 0 writes the stream for all of them.
   RS_RENDEZVOUS_TIMEOUT_S (default 300) and RS_COLLECTIVE_TIMEOUT_S (default 600) bound the waits.
 
-Output: one JSON object a line on stdout, flushed as it happens: hello, recipe, phase, iteration,
-rank_summary, result (docs/stream.md). Exit status: 0 pass, 1 error, 2 invalid, 3 oom, 4 nonfinite.
+The run is one rank of the recipe's job: DDP's persistent gradient buffer (fp32 under grad_reduce_in_fp32),
+global_batch_size / (micro_batch_size x data_parallel_size) micro-batches a step accumulated into it, fp32
+main parameters and Adam moments (this rank's 1/DP shard under use_distributed_optimizer).
+
+Output: one JSON object a line on stdout, flushed as it happens: hello, recipe, note, phase, memory_layout,
+iteration, peak_attribution, rank_summary, result (docs/stream.md). Exit status: 0 pass, 1 error, 2 invalid, 3 oom, 4 nonfinite.
 )";
 
 bool takeInt(const std::vector<std::string>& args, size_t& i, const std::string& flag, long long& value)
@@ -68,6 +74,29 @@ bool takeInt(const std::vector<std::string>& args, size_t& i, const std::string&
     return true;
 }
 
+// The Megatron-LM flags of the command line that the reader accepted and ignored (knownIrrelevantFlags):
+// the worker lists them in one note.
+std::vector<std::string> ignoredFlags(const std::vector<std::string>& args)
+{
+    std::vector<std::string> out;
+    bool mlm = false;
+    for (const auto& a : args) {
+        if (a == "--mlm-args") {
+            mlm = true;
+            continue;
+        }
+        if (!mlm || a.rfind("--", 0) != 0)
+            continue;
+        const std::string name = a.substr(0, a.find('='));
+        for (const auto& [flag, values] : rs::knownIrrelevantFlags()) {
+            (void)values;
+            if (flag == name && std::find(out.begin(), out.end(), name) == out.end())
+                out.push_back(name);
+        }
+    }
+    return out;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
@@ -87,6 +116,8 @@ int main(int argc, char** argv)
     std::string input_error;
     try {
         input = rs::readRecipeInput(args, &rest);
+        if (input.format == rs::InputFormat::MegatronFlags)
+            options.ignored_flags = ignoredFlags(args);
     } catch (const std::exception& e) {
         input_error = e.what();
         rest.clear();

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 
 #include <ATen/core/ivalue.h>
 #include <torch/csrc/autograd/engine.h>
@@ -325,17 +326,44 @@ namespace {
 // dW accumulated into W.grad as AccumulateGrad would.
 torch::Tensor linearBackward(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& g)
 {
-    if (weight.requires_grad()) {
-        auto dw = g.reshape({ -1, g.size(-1) }).t().mm(x.reshape({ -1, x.size(-1) }));
-        if (weight.grad().defined())
-            weight.mutable_grad().add_(dw);
-        else
-            weight.mutable_grad() = dw;
-    }
+    if (weight.requires_grad())
+        accumulateParamGrad(weight, g.reshape({ -1, g.size(-1) }).t().mm(x.reshape({ -1, x.size(-1) })));
     return g.matmul(weight);
 }
 
 } // namespace
+
+namespace {
+std::mutex g_main_grads_mutex;
+std::unordered_map<const c10::TensorImpl*, torch::Tensor> g_main_grads;
+} // namespace
+
+void registerMainGrad(const torch::Tensor& param, const torch::Tensor& main_grad)
+{
+    std::lock_guard<std::mutex> lock(g_main_grads_mutex);
+    if (main_grad.defined())
+        g_main_grads[param.unsafeGetTensorImpl()] = main_grad;
+    else
+        g_main_grads.erase(param.unsafeGetTensorImpl());
+}
+
+void accumulateParamGrad(const torch::Tensor& param, const torch::Tensor& grad)
+{
+    torch::Tensor main;
+    {
+        std::lock_guard<std::mutex> lock(g_main_grads_mutex);
+        auto it = g_main_grads.find(param.unsafeGetTensorImpl());
+        if (it != g_main_grads.end())
+            main = it->second;
+    }
+    torch::NoGradGuard no_grad;
+    if (main.defined())
+        main.add_(grad.view_as(main));
+    else if (param.grad().defined())
+        param.mutable_grad().add_(grad);
+    else
+        param.mutable_grad() = grad;
+}
 
 Tail linearTail(const torch::Tensor& weight)
 {

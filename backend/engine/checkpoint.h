@@ -67,6 +67,13 @@ private:
     c10::intrusive_ptr<DiscardState> state_;
 };
 
+// A parameter's gradient computed by hand (a tail's weight): added to the parameter's main gradient when
+// one is registered (DDP's gradient buffer, engine/optimizer.h), else accumulated into .grad as
+// AccumulateGrad would.
+void accumulateParamGrad(const torch::Tensor& param, const torch::Tensor& grad);
+// Registers (or, with an undefined main_grad, removes) the main gradient of `param`.
+void registerMainGrad(const torch::Tensor& param, const torch::Tensor& main_grad);
+
 // Matrix-multiply FLOPs executed by the engine, counted by the model's matmul helpers: first passes
 // (forward) and replays (recompute) apart. Backward is accounted as twice the first-pass FLOPs.
 struct FlopCount {

@@ -280,6 +280,62 @@ void DataParallelGroup::averageGradients(const std::vector<torch::Tensor>& param
     }
 }
 
+void DataParallelGroup::averageBuffer(const torch::Tensor& flat)
+{
+    constexpr int64_t kBucketElements = 40'000'000;
+    torch::NoGradGuard no_grad;
+    const double scale = 1.0 / impl_->info.world_size;
+    const auto dtype = flat.scalar_type();
+    const bool widen = impl_->backend == "gloo" && (dtype == torch::kBFloat16 || dtype == torch::kHalf);
+    if (!widen) {
+        auto t = flat;
+        impl_->collective->allReduceSum(t);
+        t.mul_(scale);
+        return;
+    }
+    for (int64_t first = 0; first < flat.numel(); first += kBucketElements) {
+        const int64_t n = std::min(kBucketElements, flat.numel() - first);
+        auto part = flat.narrow(0, first, n);
+        auto wide = impl_->bucketOf(torch::kFloat32, n);
+        wide.copy_(part);
+        impl_->collective->allReduceSum(wide);
+        wide.mul_(scale);
+        part.copy_(wide);
+    }
+}
+
+void DataParallelGroup::sumTensors(const std::vector<torch::Tensor>& tensors)
+{
+    constexpr int64_t kBucketElements = 40'000'000;
+    torch::NoGradGuard no_grad;
+    size_t first = 0;
+    while (first < tensors.size()) {
+        const auto dtype = tensors[first].scalar_type();
+        size_t end = first;
+        int64_t elements = 0;
+        while (end < tensors.size() && tensors[end].scalar_type() == dtype
+            && (end == first || elements + tensors[end].numel() <= kBucketElements)) {
+            elements += tensors[end].numel();
+            ++end;
+        }
+        const bool widen = impl_->backend == "gloo" && (dtype == torch::kBFloat16 || dtype == torch::kHalf);
+        auto flat = impl_->bucketOf(widen ? torch::kFloat32 : dtype, elements);
+        int64_t offset = 0;
+        for (size_t i = first; i < end; ++i) {
+            flat.narrow(0, offset, tensors[i].numel()).copy_(tensors[i].reshape({ -1 }));
+            offset += tensors[i].numel();
+        }
+        impl_->collective->allReduceSum(flat);
+        offset = 0;
+        for (size_t i = first; i < end; ++i) {
+            auto t = tensors[i];
+            t.copy_(flat.narrow(0, offset, t.numel()).view(t.sizes()));
+            offset += t.numel();
+        }
+        first = end;
+    }
+}
+
 std::vector<std::vector<double>> DataParallelGroup::gather(const std::vector<double>& values)
 {
     torch::NoGradGuard no_grad;

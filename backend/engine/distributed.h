@@ -48,6 +48,12 @@ public:
     // Averages the parameters' gradients over the ranks, in buckets of flattened gradients of one dtype
     // (one bucket's copy is the only extra memory). Parameters without a gradient take part with zeros.
     void averageGradients(const std::vector<torch::Tensor>& params);
+    // Averages one contiguous buffer (DDP's gradient buffer) over the ranks in place. Gloo's 16-bit
+    // buffers travel as fp32 a bucket at a time.
+    void averageBuffer(const torch::Tensor& flat);
+    // Sums each tensor over the ranks in place, in buckets of flattened tensors of one dtype (the
+    // distributed optimizer's parameter gather: each rank contributes the shard it updated, zeros elsewhere).
+    void sumTensors(const std::vector<torch::Tensor>& tensors);
     // Every rank's `values`, in rank order (a collective: every rank must call it).
     std::vector<std::vector<double>> gather(const std::vector<double>& values);
 

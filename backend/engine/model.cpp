@@ -7,6 +7,7 @@
 
 #include "core/flops.h"
 #include "engine/checkpoint.h"
+#include "engine/memory_probe.h"
 #include "engine/torch_compat.h"
 
 namespace rs::engine {
@@ -41,12 +42,19 @@ struct Model::Layer {
     int global = 0;
     bool moe = false;
     Tensor ln1_w, ln1_b, ln2_w, ln2_b;
-    Tensor qkv, proj; // standard attention (proj also for MLA)
+    Tensor qkv, qkv_b, proj, proj_b; // standard attention (proj also for MLA); biases may be undefined
     Tensor q, q_down, q_ln_w, q_ln_b, q_up, kv_down, kv_ln_w, kv_ln_b, kv_up; // MLA
-    Tensor fc1, fc2; // dense MLP
+    Tensor fc1, fc1_b, fc2, fc2_b; // dense MLP
     Tensor router, shared_fc1, shared_fc2; // MoE
-    std::vector<Tensor> expert_fc1, expert_fc2;
+    std::vector<Tensor> expert_fc1, expert_fc1_b, expert_fc2, expert_fc2_b;
 };
+
+int paddedVocabSize(const Recipe& r)
+{
+    const int64_t multiple
+        = int64_t(std::max(1, r.make_vocab_size_divisible_by)) * std::max(1, r.tensor_model_parallel_size);
+    return static_cast<int>((int64_t(r.vocab_size) + multiple - 1) / multiple * multiple);
+}
 
 ModelConfig modelConfig(const Recipe& r)
 {
@@ -65,7 +73,20 @@ ModelConfig modelConfig(const Recipe& r)
         = r.kv_channels.value_or(r.num_attention_heads > 0 ? r.hidden_size / r.num_attention_heads : 0);
     c.seq = r.seq_length;
     c.micro_batch = r.micro_batch_size;
-    c.vocab = r.vocab_size;
+    c.vocab = paddedVocabSize(r);
+    c.tokenizer_vocab = r.vocab_size;
+    c.bias_linear = r.add_bias_linear;
+    c.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
+    c.position_embedding = r.position_embedding_type;
+    c.max_position_embeddings = r.max_position_embeddings.value_or(r.seq_length);
+    c.rotary_base = r.rotary_base;
+    c.tied_embeddings = !r.untie_embeddings_and_output_weights;
+    // TransformerConfig: apply_query_key_layer_scaling turns attention_softmax_in_fp32 on.
+    c.query_key_layer_scaling = r.apply_query_key_layer_scaling;
+    c.softmax_in_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
+    if (r.moe_router_load_balancing_type == "aux_loss" || r.moe_router_load_balancing_type == "seq_aux_loss")
+        c.moe_aux_loss_coeff = r.moe_aux_loss_coeff;
+    c.moe_expert_bias = r.add_bias_linear && !r.moe_grouped_gemm;
     c.rmsnorm = r.normalization == "RMSNorm";
     c.gated = r.gated_linear_unit;
     c.silu = r.activation_func == "silu";
@@ -76,6 +97,8 @@ ModelConfig modelConfig(const Recipe& r)
     c.qk_head_dim = r.qk_head_dim;
     c.qk_pos_emb_head_dim = r.qk_pos_emb_head_dim;
     c.v_head_dim = r.v_head_dim;
+    // Rotary channels: a whole even number of them (RotaryEmbedding: kv_channels x rotary_percent).
+    c.rotary_dim = static_cast<int>(c.kv_channels * r.rotary_percent) / 2 * 2;
     c.experts = r.num_moe_experts.value_or(0);
     c.topk = r.moe_router_topk;
     c.moe_ffn = r.moe_ffn_hidden_size.value_or(c.ffn);
@@ -115,6 +138,16 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
     }
     if (c.global_layers.empty())
         throw EngineError("num_layers", "the first pipeline stage holds no layers");
+    if (c.position_embedding != "learned_absolute" && c.position_embedding != "rope"
+        && c.position_embedding != "none")
+        throw EngineError("position_embedding_type",
+            "the engine builds learned_absolute, rope and none, not '" + c.position_embedding + "'");
+    if (c.position_embedding == "learned_absolute" && c.max_position_embeddings < c.seq)
+        throw EngineError("max_position_embeddings",
+            "learned absolute position embeddings need max_position_embeddings >= seq_length ("
+                + std::to_string(c.max_position_embeddings) + " < " + std::to_string(c.seq) + ")");
+    if (c.position_embedding == "rope" && !c.mla && c.rotary_dim <= 0)
+        throw EngineError("rotary_percent", "rope needs at least two rotary channels");
     if (c.mla && c.q_lora_rank == 0 && r.q_lora_rank)
         throw EngineError("q_lora_rank", "must be positive or null");
 
@@ -172,7 +205,10 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
     torch::manual_seed(seed);
     const auto& c = config_;
     const int64_t h = c.hidden;
+    MemoryRegion region(MemoryCategory::Other);
     embedding_ = param("embedding.word_embeddings.weight", { c.vocab, h });
+    if (c.position_embedding == "learned_absolute")
+        position_embedding_ = param("embedding.position_embeddings.weight", { c.max_position_embeddings, h });
     for (size_t i = 0; i < c.global_layers.size(); ++i) {
         Layer L;
         L.global = c.global_layers[i];
@@ -205,8 +241,10 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
         } else {
             const int64_t kv = c.kv_channels;
             L.qkv = param(a + "linear_qkv.weight", { (c.heads + 2 * c.query_groups) * kv, h });
+            L.qkv_b = biasParam(c.qkv_bias, a + "linear_qkv.bias", (c.heads + 2 * c.query_groups) * kv);
             L.proj = param(a + "linear_proj.weight", { h, c.heads * kv });
         }
+        L.proj_b = biasParam(c.bias_linear, a + "linear_proj.bias", h);
         const std::string m = p + "mlp.";
         if (L.moe) {
             L.router = param(m + "router.weight", { c.experts, h });
@@ -216,6 +254,10 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
                     param(m + "experts.linear_fc1.weight" + std::to_string(e), { fc1_out, h }));
                 L.expert_fc2.push_back(
                     param(m + "experts.linear_fc2.weight" + std::to_string(e), { h, c.moe_ffn }));
+                L.expert_fc1_b.push_back(
+                    biasParam(c.moe_expert_bias, m + "experts.linear_fc1.bias" + std::to_string(e), fc1_out));
+                L.expert_fc2_b.push_back(
+                    biasParam(c.moe_expert_bias, m + "experts.linear_fc2.bias" + std::to_string(e), h));
             }
             if (c.shared_ffn > 0) {
                 L.shared_fc1 = param(m + "shared_experts.linear_fc1.weight",
@@ -224,14 +266,18 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
             }
         } else {
             L.fc1 = param(m + "linear_fc1.weight", { (c.gated ? 2 : 1) * static_cast<int64_t>(c.ffn), h });
+            L.fc1_b = biasParam(
+                c.bias_linear, m + "linear_fc1.bias", (c.gated ? 2 : 1) * static_cast<int64_t>(c.ffn));
             L.fc2 = param(m + "linear_fc2.weight", { h, c.ffn });
+            L.fc2_b = biasParam(c.bias_linear, m + "linear_fc2.bias", h);
         }
         layers_.push_back(std::move(L));
     }
     final_norm_w_ = param("decoder.final_layernorm.weight", { h }, true);
     if (!c.rmsnorm)
         final_norm_b_ = param("decoder.final_layernorm.bias", { h }, true);
-    output_ = param("output_layer.weight", { c.vocab, h });
+    // Tied: the output layer multiplies by the word embedding itself (one parameter, two uses).
+    output_ = c.tied_embeddings ? embedding_ : param("output_layer.weight", { c.vocab, h });
 
     if (c.attention_backend == "unfused")
         causal_mask_
@@ -247,6 +293,18 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
         rope_cos_ = emb.cos().to(c.dtype);
         rope_sin_ = emb.sin().to(c.dtype);
     }
+    if (!c.mla && c.position_embedding == "rope") {
+        // RotaryEmbedding: inv_freq over rotary_dim channels with rotary_base, rotate-half layout.
+        const int64_t d = c.rotary_dim;
+        auto fopts = torch::TensorOptions().device(device).dtype(torch::kFloat32);
+        auto inv_freq = 1.0
+            / torch::pow(
+                static_cast<double>(c.rotary_base), torch::arange(0, d, 2, fopts) / static_cast<double>(d));
+        auto angles = torch::outer(torch::arange(c.seq, fopts), inv_freq);
+        auto emb = torch::cat({ angles, angles }, -1).view({ c.seq, 1, 1, d });
+        rotary_cos_ = emb.cos().to(c.dtype);
+        rotary_sin_ = emb.sin().to(c.dtype);
+    }
 }
 
 Model::~Model() = default;
@@ -255,6 +313,7 @@ Tensor Model::param(const std::string& name, std::vector<int64_t> shape, bool on
 {
     // Norm biases start at zero, norm weights at one, matrices at N(0, 0.02) (Megatron's init_method_std).
     const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
+    MemoryRegion region(MemoryCategory::Parameters);
     Tensor t = torch::empty(shape, options_);
     {
         torch::NoGradGuard no_grad;
@@ -270,19 +329,29 @@ Tensor Model::param(const std::string& name, std::vector<int64_t> shape, bool on
     return t;
 }
 
+Tensor Model::biasParam(bool present, const std::string& name, int64_t size)
+{
+    return present ? param(name, { size }) : Tensor();
+}
+
 std::pair<Tensor, Tensor> Model::batch(uint64_t seed) const
 {
     auto gen = at::detail::createCPUGenerator(seed);
     auto opts = torch::TensorOptions().dtype(torch::kLong);
-    auto tokens = torch::randint(config_.vocab, { config_.seq, config_.micro_batch }, gen, opts);
-    auto labels = torch::randint(config_.vocab, { config_.seq, config_.micro_batch }, gen, opts);
+    auto tokens = torch::randint(config_.tokenizer_vocab, { config_.seq, config_.micro_batch }, gen, opts);
+    auto labels = torch::randint(config_.tokenizer_vocab, { config_.seq, config_.micro_batch }, gen, opts);
     return { tokens.to(device_), labels.to(device_) };
 }
 
-Tensor Model::linear(const Tensor& x, const Tensor& weight) const
+Tensor Model::linear(const Tensor& x, const Tensor& weight, const Tensor& bias) const
 {
     countFlops(2 * (x.numel() / std::max<int64_t>(1, x.size(-1))) * weight.size(0) * weight.size(1));
-    return at::linear(x, weight);
+    return bias.defined() ? at::linear(x, weight, bias) : at::linear(x, weight);
+}
+
+Tensor Model::biasDropoutAdd(const Tensor& out, const Tensor& bias, const Tensor& residual) const
+{
+    return residual + dropout(bias.defined() ? out + bias : out, config_.hidden_dropout);
 }
 
 Tensor Model::norm(const Tensor& x, const Tensor& weight, const Tensor& bias) const
@@ -308,17 +377,19 @@ Tensor Model::activation(const Tensor& fc1_out) const
     return act(halves[0]) * halves[1];
 }
 
-Tensor Model::mlp(const Tensor& x, const Tensor& fc1, const Tensor& fc2) const
+Tensor Model::mlp(const Tensor& x, const Tensor& fc1, const Tensor& fc1_b, const Tensor& fc2) const
 {
-    return linear(activation(linear(x, fc1)), fc2);
+    return linear(activation(linear(x, fc1, fc1_b)), fc2);
 }
 
-Tensor Model::rope(const Tensor& x) const
+Tensor Model::rope(const Tensor& x, const Tensor& cos, const Tensor& sin) const
 {
-    // x: [s, b, n, d]
-    const int64_t half = x.size(-1) / 2;
-    auto rotated = torch::cat({ -x.narrow(-1, half, half), x.narrow(-1, 0, half) }, -1);
-    return x * rope_cos_ + rotated * rope_sin_;
+    // x: [s, b, n, d]; the first cos.size(-1) channels rotate, the rest pass (rotary_percent < 1).
+    const int64_t d = cos.size(-1), half = d / 2;
+    const auto t = d == x.size(-1) ? x : x.narrow(-1, 0, d);
+    auto rotated = torch::cat({ -t.narrow(-1, half, half), t.narrow(-1, 0, half) }, -1);
+    auto out = t * cos.narrow(0, 0, x.size(0)) + rotated * sin.narrow(0, 0, x.size(0));
+    return d == x.size(-1) ? out : torch::cat({ out, x.narrow(-1, d, x.size(-1) - d) }, -1);
 }
 
 Tensor Model::repeatGroups(const Tensor& t, int64_t heads) const
@@ -327,22 +398,27 @@ Tensor Model::repeatGroups(const Tensor& t, int64_t heads) const
     return t.size(2) == heads ? t : t.repeat_interleave(heads / t.size(2), 2);
 }
 
-Tensors Model::unfusedAttentionHead(const Tensor& q, const Tensor& k, const Tensor& v)
+Tensors Model::unfusedAttentionHead(const Tensor& q, const Tensor& k, const Tensor& v, int layer_number)
 {
     // Megatron Core's local DotProductAttention with the unfused path of FusedScaleMaskSoftmax:
-    // [s, b, np, hn] -> scores [b*np, sq, sk] by baddbmm, fp32 softmax (attention_softmax_in_fp32) with the
-    // causal mask filled in place, attention dropout; the tail multiplies by V.
+    // [s, b, np, hn] -> scores [b*np, sq, sk] by baddbmm (scaled by 1 / (sqrt(hn) x coeff)), then in fp32
+    // when attention_softmax_in_fp32 (a copy; else in the activation dtype) the scores times coeff (the
+    // layer number under apply_query_key_layer_scaling), the causal mask filled in place, softmax, back
+    // to the activation dtype, attention dropout; the tail multiplies by V.
     const int64_t sq = q.size(0), b = q.size(1), np = q.size(2), hn = q.size(3);
     const int64_t sk = k.size(0), hv = v.size(3);
     auto query = q.reshape({ sq, b * np, hn }).transpose(0, 1);
     auto key = k.reshape({ sk, b * np, hn }).transpose(0, 1).transpose(1, 2);
     countFlops(2 * b * np * sq * sk * hn);
+    const double coeff = config_.query_key_layer_scaling ? std::max(1, layer_number) : 1.0;
     auto scores = at::baddbmm(
-        at::empty({ b * np, sq, sk }, q.options()), query, key, 0.0, 1.0 / std::sqrt(double(hn)))
+        at::empty({ b * np, sq, sk }, q.options()), query, key, 0.0, 1.0 / (std::sqrt(double(hn)) * coeff))
                       .view({ b, np, sq, sk });
-    const bool low_precision = q.scalar_type() != torch::kFloat32;
+    const bool low_precision = q.scalar_type() != torch::kFloat32 && config_.softmax_in_fp32;
     if (low_precision)
         scores = scores.to(torch::kFloat32);
+    if (config_.query_key_layer_scaling)
+        scores = scores * coeff;
     scores.masked_fill_(causal_mask_.narrow(0, 0, sq).narrow(1, 0, sk), -10000.0);
     auto probs = at::softmax(scores, -1);
     if (low_precision)
@@ -375,19 +451,25 @@ Tail Model::unfusedAttentionTail(int64_t b, int64_t np) const
     return t;
 }
 
-Tensor Model::coreAttention(const Tensor& q, const Tensor& k, const Tensor& v)
+Tensor Model::coreAttention(const Layer& L, const Tensor& q, const Tensor& k, const Tensor& v)
 {
     const int64_t heads = q.size(2);
+    const int layer = L.global;
     if (config_.attention_backend == "unfused") {
-        Region head = [this, heads](const Tensors& in) -> Tensors {
-            return unfusedAttentionHead(in[0], repeatGroups(in[1], heads), repeatGroups(in[2], heads));
+        Region head = [this, heads, layer](const Tensors& in) -> Tensors {
+            MemoryRegion region(MemoryCategory::Activations, layer, "core_attn");
+            return unfusedAttentionHead(
+                in[0], repeatGroups(in[1], heads), repeatGroups(in[2], heads), layer + 1);
         };
         const Tail tail = unfusedAttentionTail(q.size(1), heads);
         if (plan_.has("core_attn"))
             return checkpoint(head, tail, { q, k, v })[0];
-        return tail.forward(head({ q, k, v }))[0];
+        const auto mids = head({ q, k, v });
+        MemoryRegion region(MemoryCategory::Activations, layer, "core_attn");
+        return tail.forward(mids)[0];
     }
-    Region region = [this, heads](const Tensors& in) -> Tensors {
+    Region region = [this, heads, layer](const Tensors& in) -> Tensors {
+        MemoryRegion guard(MemoryCategory::Activations, layer, "core_attn");
         const Tensor& query = in[0];
         const Tensor key = repeatGroups(in[1], heads), value = repeatGroups(in[2], heads);
         const int64_t sq = query.size(0), b = query.size(1), np = query.size(2);
@@ -408,11 +490,16 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
     const int64_t s = x.size(0), b = x.size(1);
     if (!c.mla) {
         const int64_t kv = c.kv_channels, nq = c.heads * kv, nkv = c.query_groups * kv;
-        auto qkv = linear(x, L.qkv);
+        auto qkv = linear(x, L.qkv, L.qkv_b);
         auto q = qkv.narrow(-1, 0, nq).view({ s, b, c.heads, kv });
         auto k = qkv.narrow(-1, nq, nkv).view({ s, b, c.query_groups, kv });
         auto v = qkv.narrow(-1, nq + nkv, nkv).view({ s, b, c.query_groups, kv });
-        return linear(coreAttention(q, k, v), L.proj);
+        if (c.position_embedding == "rope") {
+            q = rope(q, rotary_cos_, rotary_sin_);
+            k = rope(k, rotary_cos_, rotary_sin_);
+        }
+        auto core = coreAttention(L, q, k, v);
+        return linear(core, L.proj);
     }
     // MLA: down-projections and their norms stay outside mla_up_proj, as in MLASelfAttention.
     const int64_t dn = c.qk_head_dim, dr = c.qk_pos_emb_head_dim, dv = c.v_head_dim;
@@ -423,11 +510,12 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
     auto kv_c = norm(kv_all.narrow(-1, 0, c.kv_lora_rank), L.kv_ln_w, L.kv_ln_b);
     auto k_pe = kv_all.narrow(-1, c.kv_lora_rank, dr);
     Region up = [this, &L, s, b, dn, dr, dv](const Tensors& in) -> Tensors {
+        MemoryRegion region(MemoryCategory::Activations, L.global, "mla_up_proj");
         const auto& c = config_;
         auto q = linear(in[0], c.q_lora_rank > 0 ? L.q_up : L.q).view({ s, b, c.heads, dn + dr });
         auto kv = linear(in[1], L.kv_up).view({ s, b, c.heads, dn + dv });
-        auto q_pe = rope(q.narrow(-1, dn, dr));
-        auto k_pe = rope(in[2].unsqueeze(2)).expand({ s, b, c.heads, dr });
+        auto q_pe = rope(q.narrow(-1, dn, dr), rope_cos_, rope_sin_);
+        auto k_pe = rope(in[2].unsqueeze(2), rope_cos_, rope_sin_).expand({ s, b, c.heads, dr });
         auto query = torch::cat({ q.narrow(-1, 0, dn), q_pe }, -1);
         auto key = torch::cat({ kv.narrow(-1, 0, dn), k_pe }, -1);
         auto value = kv.narrow(-1, dn, dv).contiguous();
@@ -436,7 +524,7 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
     OutputDiscardCheckpoint up_ckpt;
     const bool discard = plan_.has("mla_up_proj");
     Tensors qkv = discard ? up_ckpt.run(up, { q_in, kv_c, k_pe }) : up({ q_in, kv_c, k_pe });
-    auto core = coreAttention(qkv[0], qkv[1], qkv[2]);
+    auto core = coreAttention(L, qkv[0], qkv[1], qkv[2]);
     if (discard)
         up_ckpt.discardOutputAndRegisterRecompute(core);
     return linear(core, L.proj);
@@ -451,25 +539,38 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     auto tokens = x.reshape({ -1, h });
     auto logits = linear(tokens, L.router);
     auto top = logits.topk(c.topk, -1);
+    Tensor aux_scores; // the load-balancing loss's softmax over every expert, fp32
+    if (c.moe_aux_loss_coeff > 0 && torch::GradMode::is_enabled() && !replaying())
+        aux_scores = at::softmax(logits.to(torch::kFloat32), -1);
     auto probs = at::softmax(std::get<0>(top).to(torch::kFloat32), -1).to(x.scalar_type());
     auto flat_expert = std::get<1>(top).reshape({ -1 });
     auto order = std::get<1>(at::sort(flat_expert, true, 0, false));
     auto token_of = order.div(c.topk, "floor");
     auto permuted = tokens.index_select(0, token_of);
     auto permuted_probs = probs.reshape({ -1 }).index_select(0, order);
-    auto counts = at::bincount(flat_expert, {}, c.experts).to(torch::kCPU);
+    auto counts_on_device = at::bincount(flat_expert, {}, c.experts);
+    if (aux_scores.defined()) {
+        // Switch load balancing: E x coeff / (T^2 k) x sum_e (sum of the scores of e) x (tokens routed to e).
+        const double t = static_cast<double>(tokens.size(0));
+        aux_losses_.push_back((aux_scores.sum(0) * counts_on_device.to(torch::kFloat32)).sum()
+            * (c.experts * c.moe_aux_loss_coeff / (t * t * c.topk)));
+    }
+    auto counts = counts_on_device.to(torch::kCPU);
     const auto* count = counts.data_ptr<int64_t>();
 
     Tensors parts;
     int64_t offset = 0;
     for (int e = 0; e < c.experts; ++e) {
         if (count[e] > 0)
-            parts.push_back(linear(permuted.narrow(0, offset, count[e]), L.expert_fc1[e]));
+            parts.push_back(linear(permuted.narrow(0, offset, count[e]), L.expert_fc1[e], L.expert_fc1_b[e]));
         offset += count[e];
     }
     auto fc1_out = torch::cat(parts, 0);
-    Region act_region
-        = [this](const Tensors& in) -> Tensors { return { activation(in[0]) * in[1].unsqueeze(-1) }; };
+    const int layer = L.global;
+    Region act_region = [this, layer](const Tensors& in) -> Tensors {
+        MemoryRegion region(MemoryCategory::Activations, layer, "moe_act");
+        return { activation(in[0]) * in[1].unsqueeze(-1) };
+    };
     OutputDiscardCheckpoint act_ckpt;
     const bool discard = plan_.has("moe_act");
     auto act = (discard ? act_ckpt.run(act_region, { fc1_out, permuted_probs })
@@ -478,7 +579,7 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     offset = 0;
     for (int e = 0; e < c.experts; ++e) {
         if (count[e] > 0)
-            parts.push_back(linear(act.narrow(0, offset, count[e]), L.expert_fc2[e]));
+            parts.push_back(linear(act.narrow(0, offset, count[e]), L.expert_fc2[e], L.expert_fc2_b[e]));
         offset += count[e];
     }
     auto expert_out = torch::cat(parts, 0);
@@ -486,13 +587,15 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
         act_ckpt.discardOutputAndRegisterRecompute(expert_out);
     auto out = torch::zeros_like(tokens).index_add(0, token_of, expert_out);
     if (c.shared_ffn > 0) {
+        MemoryRegion region(MemoryCategory::Activations, layer, "shared_experts");
         if (plan_.has("shared_experts")) {
             Region head = [this, &L](const Tensors& in) -> Tensors {
+                MemoryRegion region(MemoryCategory::Activations, L.global, "shared_experts");
                 return { activation(linear(in[0], L.shared_fc1)) };
             };
             out = out + checkpoint(head, linearTail(L.shared_fc2), { tokens })[0];
         } else {
-            out = out + mlp(tokens, L.shared_fc1, L.shared_fc2);
+            out = out + mlp(tokens, L.shared_fc1, Tensor(), L.shared_fc2);
         }
     }
     return out.view(x.sizes());
@@ -500,7 +603,10 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
 
 Tensor Model::moe(const Layer& L, const Tensor& x)
 {
-    Region whole = [this, &L](const Tensors& in) -> Tensors { return { moeLayer(L, in[0]) }; };
+    Region whole = [this, &L](const Tensors& in) -> Tensors {
+        MemoryRegion region(MemoryCategory::Activations, L.global, "moe");
+        return { moeLayer(L, in[0]) };
+    };
     return (plan_.has("moe") ? checkpoint(whole, { x }) : whole({ x }))[0];
 }
 
@@ -509,57 +615,89 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
     // layernorm is output-discard: the input norm's output is rebuilt when the attention output's gradient
     // arrives, the pre-MLP norm's when the MLP output's does (TL:683-688, :1088-1093).
     const bool discard_norms = plan_.has("layernorm");
-    auto norm_region = [this](const Tensor& w, const Tensor& bias) -> Region {
-        return [this, w, bias](const Tensors& in) -> Tensors { return { norm(in[0], w, bias) }; };
+    const int layer = L.global;
+    using Cat = MemoryCategory;
+    auto norm_region = [this, layer](const Tensor& w, const Tensor& bias, const char* name) -> Region {
+        return [this, w, bias, layer, name](const Tensors& in) -> Tensors {
+            MemoryRegion region(Cat::Activations, layer, name);
+            return { norm(in[0], w, bias) };
+        };
     };
     OutputDiscardCheckpoint ln1_ckpt;
-    auto ln1
-        = discard_norms ? ln1_ckpt.run(norm_region(L.ln1_w, L.ln1_b), { x })[0] : norm(x, L.ln1_w, L.ln1_b);
-    auto attn = attention(L, ln1);
+    const Region ln1_region = norm_region(L.ln1_w, L.ln1_b, "input_layernorm");
+    auto ln1 = discard_norms ? ln1_ckpt.run(ln1_region, { x })[0] : ln1_region({ x })[0];
+    Tensor attn;
+    {
+        MemoryRegion region(Cat::Activations, layer, "self_attention");
+        attn = attention(L, ln1);
+    }
     if (discard_norms)
         ln1_ckpt.discardOutputAndRegisterRecompute(attn);
-    x = x + dropout(attn, config_.hidden_dropout);
+    {
+        MemoryRegion region(Cat::Activations, layer, "residual");
+        x = biasDropoutAdd(attn, L.proj_b, x);
+    }
 
     OutputDiscardCheckpoint ln2_ckpt;
-    auto ln2
-        = discard_norms ? ln2_ckpt.run(norm_region(L.ln2_w, L.ln2_b), { x })[0] : norm(x, L.ln2_w, L.ln2_b);
+    const Region ln2_region = norm_region(L.ln2_w, L.ln2_b, "pre_mlp_layernorm");
+    auto ln2 = discard_norms ? ln2_ckpt.run(ln2_region, { x })[0] : ln2_region({ x })[0];
     Tensor out;
     if (L.moe) {
+        MemoryRegion region(Cat::Activations, layer, "moe");
         out = moe(L, ln2);
     } else {
+        MemoryRegion region(Cat::Activations, layer, "mlp");
         if (plan_.has("mlp")) {
-            Region head
-                = [this, &L](const Tensors& in) -> Tensors { return { activation(linear(in[0], L.fc1)) }; };
+            Region head = [this, &L](const Tensors& in) -> Tensors {
+                MemoryRegion region(Cat::Activations, L.global, "mlp");
+                return { activation(linear(in[0], L.fc1, L.fc1_b)) };
+            };
             out = checkpoint(head, linearTail(L.fc2), { ln2 })[0];
         } else {
-            out = mlp(ln2, L.fc1, L.fc2);
+            out = mlp(ln2, L.fc1, L.fc1_b, L.fc2);
         }
     }
     if (discard_norms)
         ln2_ckpt.discardOutputAndRegisterRecompute(out);
-    return x + dropout(out, config_.hidden_dropout);
+    MemoryRegion region(Cat::Activations, layer, "residual");
+    return biasDropoutAdd(out, L.fc2_b, x);
 }
 
 Tensors Model::denseLayerHead(const Layer& L, Tensor x)
 {
-    // layerForward's ops in the same order, for a layer with no selective labels and no hidden dropout.
-    x = x + attention(L, norm(x, L.ln1_w, L.ln1_b));
-    return { x, activation(linear(norm(x, L.ln2_w, L.ln2_b), L.fc1)) };
+    // layerForward's ops in the same order, for a layer with no selective labels, no hidden dropout and no
+    // bias on its last linear.
+    x = biasDropoutAdd(attention(L, norm(x, L.ln1_w, L.ln1_b)), L.proj_b, x);
+    return { x, activation(linear(norm(x, L.ln2_w, L.ln2_b), L.fc1, L.fc1_b)) };
 }
 
 Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
 {
-    auto x = dropout(at::embedding(embedding_, tokens), config_.hidden_dropout);
+    aux_losses_.clear();
+    Tensor x;
+    {
+        // LanguageModelEmbedding: word (+ learned absolute position) embeddings, then embedding dropout.
+        MemoryRegion region(MemoryCategory::Activations, -1, "embedding");
+        x = at::embedding(embedding_, tokens);
+        if (position_embedding_.defined()) {
+            auto positions = torch::arange(tokens.size(0), tokens.options());
+            x = x + at::embedding(position_embedding_, positions).unsqueeze(1);
+        }
+        x = dropout(x, config_.hidden_dropout);
+    }
     for (const auto& unit : plan_.units) {
         const int last = unit.first + unit.count - 1;
-        if (unit.checkpointed && !layers_[last].moe && config_.hidden_dropout == 0) {
+        if (unit.checkpointed && !layers_[last].moe && config_.hidden_dropout == 0
+            && !layers_[last].fc2_b.defined()) {
             // The unit ends with x + fc2(act): the replay stops at the last layer's activation.
             Region head = [this, unit, last](const Tensors& in) -> Tensors {
                 Tensor h = in[0];
                 for (int i = unit.first; i < last; ++i)
                     h = layerForward(layers_[i], h);
+                MemoryRegion region(MemoryCategory::Activations, layers_[last].global, "layer");
                 return denseLayerHead(layers_[last], h);
             };
+            MemoryRegion region(MemoryCategory::Activations, layers_[last].global, "residual");
             x = checkpoint(head, residualLinearTail(layers_[last].fc2), { x })[0];
             continue;
         }
@@ -571,10 +709,15 @@ Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
         };
         x = (unit.checkpointed ? checkpoint(run, { x }) : run({ x }))[0];
     }
+    MemoryRegion region(MemoryCategory::Activations, -1, "output");
     x = norm(x, final_norm_w_, final_norm_b_);
     auto logits = linear(x, output_);
-    return torch::nn::functional::cross_entropy(
+    auto loss = torch::nn::functional::cross_entropy(
         logits.to(torch::kFloat32).view({ -1, config_.vocab }), labels.reshape({ -1 }));
+    for (const auto& aux : aux_losses_)
+        loss = loss + aux;
+    aux_losses_.clear();
+    return loss;
 }
 
 } // namespace rs::engine

@@ -26,6 +26,9 @@ struct EngineError : std::runtime_error {
     std::string field;
 };
 
+// Megatron-LM's padded vocabulary: vocab_size rounded up to a multiple of make_vocab_size_divisible_by x TP.
+int paddedVocabSize(const Recipe& resolved);
+
 // Shapes and settings of the stack this process runs (the first pipeline stage when PP > 1).
 struct ModelConfig {
     std::vector<int> global_layers; // global index of each local layer
@@ -34,7 +37,19 @@ struct ModelConfig {
     std::string stage_scope;
 
     int hidden = 0, ffn = 0, heads = 0, query_groups = 0, kv_channels = 0;
-    int seq = 0, micro_batch = 0, vocab = 0;
+    int seq = 0, micro_batch = 0;
+    int vocab = 0; // the output layer's rows: the tokenizer's vocabulary padded as Megatron-LM pads it
+    int tokenizer_vocab = 0; // token ids are drawn below this
+    bool bias_linear = false, qkv_bias = false; // add_bias_linear, add_qkv_bias
+    std::string position_embedding = "none"; // learned_absolute | rope | none
+    int max_position_embeddings = 0;
+    int rotary_dim = 0; // kv_channels x rotary_percent (rope)
+    int rotary_base = 10000;
+    bool tied_embeddings = true; // !untie_embeddings_and_output_weights
+    bool softmax_in_fp32 = true; // attention_softmax_in_fp32 (unfused attention)
+    bool query_key_layer_scaling = false;
+    double moe_aux_loss_coeff = 0; // > 0 with load balancing aux_loss / seq_aux_loss
+    bool moe_expert_bias = false; // linear biases in the experts (add_bias_linear without grouped GEMM)
     bool rmsnorm = false, gated = false, silu = false;
     std::string attention_backend = "fused";
     bool mla = false;
@@ -84,23 +99,31 @@ public:
 
 private:
     torch::Tensor param(const std::string& name, std::vector<int64_t> shape, bool ones = false);
+    torch::Tensor biasParam(bool present, const std::string& name, int64_t size);
     torch::Tensor layerForward(const Layer& layer, torch::Tensor x);
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) const;
-    torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight) const;
+    torch::Tensor linear(
+        const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {}) const;
+    // residual + dropout(out + bias), Megatron's bias-dropout-add after a row-parallel linear.
+    torch::Tensor biasDropoutAdd(
+        const torch::Tensor& out, const torch::Tensor& bias, const torch::Tensor& residual) const;
     torch::Tensor dropout(const torch::Tensor& x, double p) const;
     torch::Tensor attention(const Layer& layer, const torch::Tensor& x);
-    torch::Tensor coreAttention(const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+    torch::Tensor coreAttention(
+        const Layer& layer, const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
     // Unfused attention up to the dropped probabilities and V ([b*np, sq, sk], [b*np, sk, hv]); the tail
     // multiplies them and lays the context out as [sq, b, np*hv].
     std::vector<torch::Tensor> unfusedAttentionHead(
-        const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v);
+        const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, int layer_number);
     struct Tail unfusedAttentionTail(int64_t b, int64_t np) const;
     torch::Tensor repeatGroups(const torch::Tensor& t, int64_t heads) const;
     // A dense layer up to its MLP activation: {residual stream before the MLP, activation}. Only for
     // full-recompute units with no hidden dropout, where the layer ends with x + fc2(act).
     std::vector<torch::Tensor> denseLayerHead(const Layer& layer, torch::Tensor x);
-    torch::Tensor rope(const torch::Tensor& x) const;
-    torch::Tensor mlp(const torch::Tensor& x, const torch::Tensor& fc1, const torch::Tensor& fc2) const;
+    // Rotary embedding of the first cos.size(-1) channels of x [s, b, n, d] (rotate-half layout).
+    torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
+    torch::Tensor mlp(const torch::Tensor& x, const torch::Tensor& fc1, const torch::Tensor& fc1_b,
+        const torch::Tensor& fc2) const;
     torch::Tensor activation(const torch::Tensor& fc1_out) const;
     torch::Tensor moe(const Layer& layer, const torch::Tensor& x);
     torch::Tensor moeLayer(const Layer& layer, const torch::Tensor& x);
@@ -111,9 +134,12 @@ private:
     torch::TensorOptions options_;
     std::vector<std::pair<std::string, torch::Tensor>> params_;
     std::vector<Layer> layers_;
-    torch::Tensor embedding_, final_norm_w_, final_norm_b_, output_;
+    torch::Tensor embedding_, position_embedding_, final_norm_w_, final_norm_b_;
+    torch::Tensor output_; // the embedding itself when tied
     torch::Tensor causal_mask_; // unfused attention: true above the diagonal
     torch::Tensor rope_cos_, rope_sin_; // MLA: [seq, 1, 1, qk_pos_emb_head_dim]
+    torch::Tensor rotary_cos_, rotary_sin_; // standard attention with rope: [seq, 1, 1, rotary_dim]
+    std::vector<torch::Tensor> aux_losses_; // MoE load-balancing losses of the current forward pass
 };
 
 } // namespace rs::engine

@@ -2,8 +2,15 @@
 #include "engine/optimizer.h"
 
 #include <cmath>
+#include <numeric>
 #include <stdexcept>
 
+#include <torch/csrc/autograd/function_hook.h>
+#include <torch/csrc/autograd/variable.h>
+
+#include "engine/checkpoint.h"
+#include "engine/memory_probe.h"
+#include "engine/model.h"
 #include "engine/torch_compat.h"
 #ifdef RS_ENGINE_CUDA_KERNELS
 #include "engine/adamw_main_params.h"
@@ -11,12 +18,148 @@
 
 namespace rs::engine {
 
-MainParamAdamW::MainParamAdamW(const std::vector<std::pair<std::string, torch::Tensor>>& named, Path path)
+namespace {
+
+int64_t roundUp(int64_t n, int64_t multiple)
+{
+    return (n + multiple - 1) / multiple * multiple;
+}
+
+// Megatron's grad-accumulation hook on each parameter's grad accumulator: the gradient autograd just
+// accumulated is added into the parameter's main_grad and the parameter's .grad is set to none.
+struct MainGradPostHook : torch::autograd::FunctionPostHook {
+    MainGradPostHook(torch::Tensor p, torch::Tensor g)
+        : param(std::move(p))
+        , main_grad(std::move(g))
+    {
+    }
+    torch::autograd::variable_list operator()(const torch::autograd::variable_list& outputs,
+        const torch::autograd::variable_list& /*inputs*/) override
+    {
+        const auto grad = param.grad();
+        if (grad.defined()) {
+            torch::NoGradGuard no_grad;
+            main_grad.add_(grad.view_as(main_grad));
+            param.mutable_grad() = torch::Tensor();
+        }
+        return outputs;
+    }
+    torch::Tensor param, main_grad;
+};
+
+} // namespace
+
+struct GradHooks {
+    std::vector<std::shared_ptr<torch::autograd::Node>> accumulators;
+};
+
+TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int rank, int world)
+{
+    TrainingLayout t;
+    t.data_parallel_size = world > 1 ? world : std::max(1, r.data_parallel_size);
+    t.shard = world > 1 ? rank : 0;
+    t.distributed_optimizer = r.use_distributed_optimizer;
+    t.grad_dtype = r.grad_reduce_in_fp32 ? torch::kFloat32 : param_dtype;
+    if (r.global_batch_size && world > 1 && *r.global_batch_size < int64_t(r.micro_batch_size) * world) {
+        // The worker's own ranks replicate a recipe written for fewer: at least one micro-batch each.
+        t.micro_batches = 1;
+    } else if (r.global_batch_size) {
+        const int64_t per_step = int64_t(r.micro_batch_size) * t.data_parallel_size;
+        if (*r.global_batch_size <= 0 || *r.global_batch_size % per_step != 0)
+            throw EngineError("global_batch_size",
+                "global_batch_size " + std::to_string(*r.global_batch_size)
+                    + " is not a multiple of micro_batch_size x data-parallel size ("
+                    + std::to_string(per_step) + ")");
+        t.micro_batches = static_cast<int>(*r.global_batch_size / per_step);
+    }
+    return t;
+}
+
+GradBuffer::GradBuffer(const std::vector<std::pair<std::string, torch::Tensor>>& named, torch::Dtype dtype,
+    bool distributed_optimizer, int data_parallel_size)
+    : hooks_(std::make_unique<GradHooks>())
+{
+    for (auto it = named.rbegin(); it != named.rend(); ++it)
+        params_.push_back(it->second);
+    int64_t end = 0;
+    for (const auto& p : params_) {
+        if (distributed_optimizer)
+            end = roundUp(end, 64);
+        starts_.push_back(end);
+        end += p.numel();
+    }
+    if (distributed_optimizer)
+        end = roundUp(end, std::lcm(int64_t(std::max(1, data_parallel_size)), int64_t(128)));
+    {
+        MemoryRegion region(MemoryCategory::GradientBuffer);
+        data_ = torch::zeros({ end }, torch::TensorOptions().dtype(dtype).device(params_.front().device()));
+    }
+    for (size_t i = 0; i < params_.size(); ++i) {
+        const auto& p = params_[i];
+        auto main_grad = data_.narrow(0, starts_[i], p.numel()).view(p.sizes());
+        main_grads_.push_back(main_grad);
+        registerMainGrad(p, main_grad);
+        auto acc = torch::autograd::impl::grad_accumulator(p);
+        acc->add_post_hook(std::make_unique<MainGradPostHook>(p, main_grad));
+        hooks_->accumulators.push_back(std::move(acc));
+    }
+}
+
+GradBuffer::~GradBuffer()
+{
+    for (const auto& p : params_)
+        registerMainGrad(p, torch::Tensor());
+}
+
+void GradBuffer::zero()
+{
+    torch::NoGradGuard no_grad;
+    data_.zero_();
+}
+
+MainParamAdamW::MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path)
     : path_(path)
 {
+    torch::NoGradGuard no_grad;
+    const int64_t total = buffer.data().numel();
+    int64_t lo = 0, hi = total;
+    if (layout.distributed_optimizer) {
+        const int64_t shard = total / std::max(1, layout.data_parallel_size);
+        lo = shard * layout.shard;
+        hi = lo + shard;
+    }
+    shard_elements_ = hi - lo;
+    MemoryRegion region(MemoryCategory::MainParameters);
+    const auto& params = buffer.params();
+    for (size_t i = 0; i < params.size(); ++i) {
+        const int64_t start = buffer.starts()[i], end = start + params[i].numel();
+        const int64_t first = std::max(start, lo), last = std::min(end, hi);
+        if (first >= last)
+            continue;
+        auto piece = params[i].detach().view({ -1 }).narrow(0, first - start, last - first);
+        pieces_.push_back(piece);
+        grads_.push_back(buffer.data().narrow(0, first, last - first));
+        // fp32 parameters are their own main parameters (Megatron's FP32Optimizer).
+        main_.push_back(piece.scalar_type() == torch::kFloat32 ? piece : piece.to(torch::kFloat32));
+    }
+    if (path_ == Path::OnePass && !onePassAvailable())
+        throw std::invalid_argument("optimizer: the one-pass AdamW needs a build with CUDA kernels, "
+                                    "contiguous bf16/fp16 CUDA parameters and a gradient buffer of their "
+                                    "dtype");
+}
+
+MainParamAdamW::MainParamAdamW(const std::vector<std::pair<std::string, torch::Tensor>>& named, Path path)
+    : path_(path)
+    , from_param_grads_(true)
+{
+    torch::NoGradGuard no_grad;
+    MemoryRegion region(MemoryCategory::MainParameters);
     for (const auto& [name, p] : named) {
         params_.push_back(p);
-        main_.push_back(p.scalar_type() == torch::kFloat32 ? p : p.detach().to(torch::kFloat32));
+        pieces_.push_back(p.detach());
+        grads_.push_back(torch::Tensor());
+        main_.push_back(p.scalar_type() == torch::kFloat32 ? p.detach() : p.detach().to(torch::kFloat32));
+        shard_elements_ += p.numel();
     }
     if (path_ == Path::OnePass && !onePassAvailable())
         throw std::invalid_argument("optimizer: the one-pass AdamW needs a build with CUDA kernels and "
@@ -26,13 +169,14 @@ MainParamAdamW::MainParamAdamW(const std::vector<std::pair<std::string, torch::T
 bool MainParamAdamW::onePassAvailable() const
 {
 #ifdef RS_ENGINE_CUDA_KERNELS
-    if (params_.empty() || !params_.front().is_cuda())
+    if (pieces_.empty() || !pieces_.front().is_cuda())
         return false;
-    const auto half = params_.front().scalar_type();
+    const auto half = pieces_.front().scalar_type();
     if (half != torch::kBFloat16 && half != torch::kHalf)
         return false;
-    for (size_t i = 0; i < params_.size(); ++i)
-        if (params_[i].scalar_type() != half || !params_[i].is_contiguous() || !main_[i].is_contiguous())
+    for (size_t i = 0; i < pieces_.size(); ++i)
+        if (pieces_[i].scalar_type() != half || (!from_param_grads_ && grads_[i].scalar_type() != half)
+            || !pieces_[i].is_contiguous() || !main_[i].is_contiguous())
             return false;
     return true;
 #else
@@ -44,38 +188,49 @@ void MainParamAdamW::step()
 {
     torch::NoGradGuard no_grad;
     if (!initialized()) {
+        // Adam's state appears at the first step (torch.optim / FusedAdam create it lazily).
+        MemoryRegion region(MemoryCategory::OptimizerStates);
         for (const auto& m : main_) {
             exp_avg_.push_back(torch::zeros_like(m));
             exp_avg_sq_.push_back(torch::zeros_like(m));
             steps_.push_back(torch::zeros({}, m.options()));
         }
     }
+    MemoryRegion region(MemoryCategory::Workspace);
     ++step_;
     const bool one_pass = path_ == Path::OnePass || (path_ == Path::Auto && onePassAvailable());
+    if (from_param_grads_) {
+        for (size_t i = 0; i < params_.size(); ++i) {
+            const auto g = params_[i].grad();
+            grads_[i] = g.defined() ? g.to(one_pass ? params_[i].scalar_type() : torch::kFloat32).contiguous()
+                                    : (one_pass ? torch::Tensor() : torch::zeros_like(main_[i]));
+        }
+    }
     if (one_pass)
         stepOnePass();
     else
         stepBuckets();
+    if (from_param_grads_) {
+        for (size_t i = 0; i < params_.size(); ++i) {
+            grads_[i] = torch::Tensor();
+            params_[i].mutable_grad() = torch::Tensor(); // set to none, as zero_grad() does
+        }
+    }
 }
 
 void MainParamAdamW::stepOnePass()
 {
 #ifdef RS_ENGINE_CUDA_KERNELS
-    const auto half = params_.front().scalar_type();
+    const auto half = pieces_.front().scalar_type();
     std::vector<kernels::AdamWMainParamTensor> tensors;
-    std::vector<torch::Tensor> grads; // contiguous 16-bit gradients, alive until the launch
-    for (size_t i = 0; i < params_.size(); ++i) {
-        auto g = params_[i].grad();
-        if (g.defined())
-            g = g.to(half).contiguous(); // no-op for autograd's own gradients
-        grads.push_back(g);
+    for (size_t i = 0; i < pieces_.size(); ++i) {
         kernels::AdamWMainParamTensor t;
         t.main = main_[i].data_ptr<float>();
         t.exp_avg = exp_avg_[i].data_ptr<float>();
         t.exp_avg_sq = exp_avg_sq_[i].data_ptr<float>();
-        t.grad = g.defined() ? g.data_ptr() : nullptr;
-        t.param = params_[i].data_ptr();
-        t.numel = params_[i].numel();
+        t.grad = grads_[i].defined() ? grads_[i].data_ptr() : nullptr;
+        t.param = pieces_[i].data_ptr();
+        t.numel = pieces_[i].numel();
         tensors.push_back(t);
     }
     kernels::AdamWHyper h;
@@ -91,52 +246,31 @@ void MainParamAdamW::stepOnePass()
         compat::currentCudaStream());
     if (!error.empty())
         throw std::runtime_error("optimizer step (one-pass AdamW): " + error);
-    // Freed after the launch on the same stream: the caching allocator hands the blocks only to work
-    // queued behind the kernel.
-    grads.clear();
-    for (auto& p : params_)
-        p.mutable_grad() = torch::Tensor();
 #endif
 }
 
 void MainParamAdamW::stepBuckets()
 {
-    // Each bucket's gradients are converted to fp32 (the 16-bit gradient is freed as soon as its copy
-    // exists), updated, copied back, and released before the next bucket, so the optimizer never holds a
-    // second full set of gradients.
-    size_t first = 0;
-    while (first < params_.size()) {
-        std::vector<torch::Tensor> main, grads, exp_avg, exp_avg_sq, steps;
-        int64_t elements = 0;
-        size_t end = first;
-        for (; end < params_.size() && (end == first || elements + params_[end].numel() <= kBucketElements);
-             ++end) {
-            auto g = params_[end].grad();
-            grads.push_back(g.defined() ? g.to(torch::kFloat32) : torch::zeros_like(main_[end]));
-            params_[end].mutable_grad() = torch::Tensor(); // set to none, as zero_grad() does
-            main.push_back(main_[end]);
-            exp_avg.push_back(exp_avg_[end]);
-            exp_avg_sq.push_back(exp_avg_sq_[end]);
-            steps.push_back(steps_[end]);
-            elements += params_[end].numel();
+    // The main gradients in fp32: the buffer's own views when it is fp32, else fp32 copies of every piece
+    // at once (Megatron's _copy_model_grads_to_main_grads), alive until the step ends.
+    std::vector<torch::Tensor> grads;
+    for (const auto& g : grads_)
+        grads.push_back(g.scalar_type() == torch::kFloat32 ? g : g.to(torch::kFloat32));
+    if (!compat::fusedAdamW(
+            main_, grads, exp_avg_, exp_avg_sq_, steps_, kLr, kBeta1, kBeta2, kWeightDecay, kEps)) {
+        const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
+        for (size_t i = 0; i < main_.size(); ++i) {
+            main_[i].mul_(1 - kLr * kWeightDecay);
+            exp_avg_[i].mul_(kBeta1).add_(grads[i], 1 - kBeta1);
+            exp_avg_sq_[i].mul_(kBeta2).addcmul_(grads[i], grads[i], 1 - kBeta2);
+            auto denom = (exp_avg_sq_[i].sqrt() / std::sqrt(bc2)).add_(kEps);
+            main_[i].addcdiv_(exp_avg_[i], denom, -kLr / bc1);
         }
-        if (!compat::fusedAdamW(
-                main, grads, exp_avg, exp_avg_sq, steps, kLr, kBeta1, kBeta2, kWeightDecay, kEps)) {
-            const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
-            for (size_t i = 0; i < main.size(); ++i) {
-                main[i].mul_(1 - kLr * kWeightDecay);
-                exp_avg[i].mul_(kBeta1).add_(grads[i], 1 - kBeta1);
-                exp_avg_sq[i].mul_(kBeta2).addcmul_(grads[i], grads[i], 1 - kBeta2);
-                auto denom = (exp_avg_sq[i].sqrt() / std::sqrt(bc2)).add_(kEps);
-                main[i].addcdiv_(exp_avg[i], denom, -kLr / bc1);
-            }
-        }
-        grads.clear();
-        for (size_t i = first; i < end; ++i)
-            if (!params_[i].is_same(main_[i]))
-                params_[i].copy_(main_[i]);
-        first = end;
     }
+    grads.clear();
+    for (size_t i = 0; i < main_.size(); ++i)
+        if (!pieces_[i].is_same(main_[i]))
+            pieces_[i].copy_(main_[i]);
 }
 
 } // namespace rs::engine

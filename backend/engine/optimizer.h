@@ -1,37 +1,97 @@
 // SPDX-License-Identifier: Apache-2.0
-// The worker's optimizer: AdamW with fp32 main parameters when the model runs in bf16/fp16 (Megatron's
-// mixed-precision optimizer). The moments are allocated at the first step, which is the optimizer-init
-// phase of the stream.
+// Megatron's training memory layout around the layers:
+// - GradBuffer: DDP's contiguous gradient buffer (param_and_grad_buffer.py), allocated once for the
+//   whole run in the recipe's main-gradient dtype; every parameter's main_grad is a view of it, and
+//   each backward adds the parameter's gradient into it and frees the gradient at once (the grad
+//   accumulator's hook), so micro-batches accumulate there;
+// - MainParamAdamW: AdamW over fp32 main parameters when the model runs in bf16/fp16 (Megatron's
+//   mixed-precision optimizer), over this rank's 1/DP shard of the buffer under the distributed optimizer
+//   (distrib_optimizer.py: main parameters and moments of the shard only; the buffer stays whole). The
+//   main parameters are made when the optimizer is; the moments at its first step, which is the
+//   optimizer-init phase of the stream.
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include <torch/torch.h>
 
+#include "core/recipe.h"
+
 namespace rs::engine {
+
+// How the recipe's job lays out one rank's training memory.
+struct TrainingLayout {
+    int micro_batches = 1; // global_batch_size / (micro_batch_size x data-parallel size)
+    int data_parallel_size = 1; // the ranks the distributed optimizer shards over
+    int shard = 0; // this rank's shard
+    bool distributed_optimizer = false;
+    torch::Dtype grad_dtype = torch::kFloat32; // the buffer's: fp32 under grad_reduce_in_fp32
+};
+
+// `world` > 1: the worker's own ranks are the data-parallel ones; else the recipe's data_parallel_size
+// (one rank of the user's job). Throws EngineError when global_batch_size does not divide.
+TrainingLayout trainingLayout(const Recipe& resolved, torch::Dtype param_dtype, int rank, int world);
+
+struct GradHooks;
+
+class GradBuffer {
+public:
+    // Megatron's layout: the parameters in reverse order, one bucket (overlap_grad_reduce off); under the
+    // distributed optimizer each parameter starts at a multiple of 64 elements and the end is padded to a
+    // multiple of lcm(DP, 128).
+    GradBuffer(const std::vector<std::pair<std::string, torch::Tensor>>& named, torch::Dtype dtype,
+        bool distributed_optimizer, int data_parallel_size);
+    ~GradBuffer();
+    GradBuffer(const GradBuffer&) = delete;
+    GradBuffer& operator=(const GradBuffer&) = delete;
+
+    void zero(); // zero_grad_buffer(), at the start of every step
+    const torch::Tensor& data() const { return data_; }
+    const std::vector<torch::Tensor>& params() const { return params_; }
+    const std::vector<torch::Tensor>& mainGrads() const { return main_grads_; }
+    // Where each parameter (in params() order) starts in data().
+    const std::vector<int64_t>& starts() const { return starts_; }
+
+private:
+    torch::Tensor data_;
+    std::vector<torch::Tensor> params_, main_grads_;
+    std::vector<int64_t> starts_;
+    std::unique_ptr<GradHooks> hooks_;
+};
 
 class MainParamAdamW {
 public:
     // How a step runs (Auto picks the first that applies):
-    // - OnePass: 16-bit CUDA parameters, our kernel (engine/adamw_main_params.h) reads each 16-bit
-    //   gradient and writes main parameter, moments and 16-bit parameter in one pass;
-    // - Buckets: gradients converted to fp32 a bucket at a time, torch's fused AdamW where it has one
-    //   (else the same update op by op), then the 16-bit parameters copied from the main ones.
+    // - OnePass: 16-bit CUDA parameters and a 16-bit gradient buffer, our kernel
+    //   (engine/adamw_main_params.h) reads each 16-bit gradient and writes main parameter, moments and
+    //   16-bit parameter in one pass;
+    // - Buckets: fp32 gradients (the buffer's own views when it is fp32, else fp32 copies of the whole
+    //   shard, as Megatron's _copy_model_grads_to_main_grads makes them), torch's fused AdamW where it has
+    //   one (else the same update op by op), then the 16-bit parameters copied from the main ones.
     enum class Path { Auto, OnePass, Buckets };
 
+    MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path = Path::Auto);
+    // Without a buffer: each step reads the parameters' own .grad (none: zero) and sets it to none after
+    // (bench_optimizer's path comparison).
     explicit MainParamAdamW(
         const std::vector<std::pair<std::string, torch::Tensor>>& named, Path path = Path::Auto);
 
     bool initialized() const { return !exp_avg_.empty(); }
     // Whether this build and these parameters can take the one-pass kernel.
     bool onePassAvailable() const;
-    // One step; the gradients are set to none afterwards, as zero_grad() does.
     void step();
 
+    // One entry per piece: a parameter's part inside this rank's shard (the whole parameter without the
+    // distributed optimizer).
     const std::vector<torch::Tensor>& mainParams() const { return main_; }
+    // The pieces of the model parameters (views) that this rank updates.
+    const std::vector<torch::Tensor>& modelPieces() const { return pieces_; }
+    const std::vector<torch::Tensor>& gradPieces() const { return grads_; }
+    int64_t shardElements() const { return shard_elements_; }
 
     static constexpr double kLr = 3e-4, kBeta1 = 0.9, kBeta2 = 0.95, kWeightDecay = 0.1, kEps = 1e-8;
 
@@ -39,10 +99,12 @@ private:
     void stepOnePass();
     void stepBuckets();
 
-    static constexpr int64_t kBucketElements = int64_t(1) << 27; // 512 MiB of fp32 gradients
     Path path_;
-    std::vector<torch::Tensor> params_, main_, exp_avg_, exp_avg_sq_, steps_;
+    bool from_param_grads_ = false;
+    std::vector<torch::Tensor> params_; // from_param_grads_ only
+    std::vector<torch::Tensor> pieces_, grads_, main_, exp_avg_, exp_avg_sq_, steps_;
     int64_t step_ = 0;
+    int64_t shard_elements_ = 0;
 };
 
 } // namespace rs::engine

@@ -102,6 +102,32 @@ struct Peak {
     int64_t reserved = 0;
 };
 
+// The attribution of one phase's highest peak over the run (this rank's).
+struct PhaseAttribution {
+    int64_t peak_allocated = -1;
+    int iteration = 0;
+    PeakAttribution attribution;
+};
+
+json attributionEvent(int rank, const std::string& phase, const PhaseAttribution& a)
+{
+    json categories = json::object();
+    for (int c = 0; c <= static_cast<int>(MemoryCategory::Workspace); ++c)
+        categories[categoryName(static_cast<MemoryCategory>(c))] = int64_t(0);
+    json regions = json::array();
+    int64_t sum = 0;
+    for (const auto& r : a.attribution.regions) {
+        categories[categoryName(r.category)] = categories[categoryName(r.category)].get<int64_t>() + r.bytes;
+        sum += r.bytes;
+        if (r.category == MemoryCategory::Activations)
+            regions.push_back({ { "layer", r.layer >= 0 ? json(r.layer) : json(nullptr) },
+                { "region", r.region }, { "bytes", r.bytes } });
+    }
+    return { { "event", "peak_attribution" }, { "rank", rank }, { "phase", phase },
+        { "iteration", a.iteration }, { "peak_allocated", a.peak_allocated }, { "attributed", sum },
+        { "categories", categories }, { "activations", regions } };
+}
+
 // One rank's figures of one step, in the order they travel between ranks (DataParallelGroup::gather).
 struct StepFigures {
     enum Index {
@@ -315,6 +341,15 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     stream.emit({ { "event", "recipe" }, { "recipe", recipeToJson(resolved) },
         { "recipe_hash", sha256Hex(recipeCanonicalText(resolved)) }, { "findings", findings },
         { "stage_scope", config.stage_scope } });
+    if (!options.ignored_flags.empty()) {
+        json flags = json::array();
+        for (const auto& f : options.ignored_flags)
+            flags.push_back(f);
+        stream.emit({ { "event", "note" }, { "kind", "ignored_flags" }, { "flags", flags },
+            { "message",
+                "accepted and not modelled (they change neither the layers' memory nor recompute): "
+                    + flags.dump() } });
+    }
     if (validation.hasErrors()) {
         for (const auto& f : validation.findings) {
             if (f.severity == Severity::Error) {
@@ -335,8 +370,10 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         return kError;
     }
     RecomputePlan plan;
+    TrainingLayout layout;
     try {
         plan = recomputePlan(resolved, config);
+        layout = trainingLayout(resolved, config.dtype, ranks.rank, std::max(1, ranks.world_size));
         if (ranks.world_size > 1 && resolved.pipeline_model_parallel_size > 1)
             throw EngineError("pipeline_model_parallel_size",
                 "pipeline_model_parallel_size " + std::to_string(resolved.pipeline_model_parallel_size)
@@ -394,17 +431,53 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         auto probe = MemoryProbe::create(device);
         Model model(config, plan, device, options.seed);
         std::vector<torch::Tensor> params;
-        for (const auto& [name, p] : model.parameters())
+        int64_t param_bytes = 0;
+        for (const auto& [name, p] : model.parameters()) {
             params.push_back(p);
-        MainParamAdamW optimizer(model.parameters());
-        // Each data-parallel replica trains on its own micro-batch.
-        const auto [tokens, labels] = model.batch(options.seed + 1 + static_cast<uint64_t>(rank));
+            param_bytes += static_cast<int64_t>(p.nbytes());
+        }
+        GradBuffer buffer(
+            model.parameters(), layout.grad_dtype, layout.distributed_optimizer, layout.data_parallel_size);
+        MainParamAdamW optimizer(buffer, layout);
+        int64_t main_bytes = 0;
+        for (size_t i = 0; i < optimizer.mainParams().size(); ++i)
+            if (!optimizer.mainParams()[i].is_same(optimizer.modelPieces()[i]))
+                main_bytes += static_cast<int64_t>(optimizer.mainParams()[i].nbytes());
+        stream.emit({ { "event", "memory_layout" }, { "rank", rank },
+            { "micro_batches", layout.micro_batches }, { "data_parallel_size", layout.data_parallel_size },
+            { "distributed_optimizer", layout.distributed_optimizer },
+            { "grad_buffer_dtype", layout.grad_dtype == torch::kFloat32 ? "fp32" : "param" },
+            { "grad_buffer_bytes", static_cast<int64_t>(buffer.data().nbytes()) },
+            { "parameters", static_cast<int64_t>(params.size()) }, { "parameter_bytes", param_bytes },
+            { "main_parameter_bytes", main_bytes }, { "shard_elements", optimizer.shardElements() },
+            { "padded_vocab_size", config.vocab }, { "tied_embeddings", config.tied_embeddings },
+            { "one_pass_optimizer", optimizer.onePassAvailable() } });
+        // Each data-parallel replica trains on its own micro-batches.
+        std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
+        {
+            MemoryRegion region(MemoryCategory::Other);
+            for (int m = 0; m < layout.micro_batches; ++m)
+                batches.push_back(model.batch(
+                    options.seed + 1 + static_cast<uint64_t>(rank) + static_cast<uint64_t>(world) * m));
+        }
         torch::manual_seed(options.seed + 2); // dropout draws from here on
+        std::map<std::string, PhaseAttribution> attributions;
+        const auto attribute = [&](const std::string& phase, int64_t peak, int it) {
+            auto& a = attributions[phase];
+            if (peak > a.peak_allocated) {
+                a.peak_allocated = peak;
+                a.iteration = it;
+                a.attribution = probe->attribution();
+            }
+        };
 
         std::vector<RankRecord> records(static_cast<size_t>(world));
         FlopCount flops;
-        // Marks: step start, forward done, backward done, gradients averaged, optimizer done.
-        compat::PhaseClock clock(device, 5);
+        // Marks: step start, then per micro-batch forward done and backward done, gradients averaged,
+        // optimizer done.
+        const int m_count = layout.micro_batches;
+        const size_t reduced_mark = 2 * static_cast<size_t>(m_count) + 1, optimized_mark = reduced_mark + 1;
+        compat::PhaseClock clock(device, optimized_mark + 1);
         for (int it = 1; it <= warmup + steady; ++it) {
             iteration = it;
             const bool is_steady = it > warmup;
@@ -417,19 +490,47 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             const auto t0 = std::chrono::steady_clock::now();
             clock.mark(0);
 
-            stage = "forward";
-            probe->resetPeak();
-            auto loss = model.loss(tokens, labels);
-            const auto fwd = probe->read();
-            clock.mark(1);
+            // Megatron's train_step: zero_grad_buffer, then forward and backward per micro-batch (the
+            // loss divided by their number), the gradients accumulating in the buffer; one optimizer step.
+            buffer.zero();
+            MemorySnapshot fwd, bwd;
+            double forward_ms = 0, backward_ms = 0;
+            torch::Tensor loss_value;
+            for (int m = 0; m < m_count; ++m) {
+                stage = "forward";
+                probe->resetPeak();
+                torch::Tensor loss;
+                {
+                    MemoryRegion region(MemoryCategory::Other);
+                    loss = model.loss(
+                        batches[static_cast<size_t>(m)].first, batches[static_cast<size_t>(m)].second);
+                    if (m_count > 1)
+                        loss = loss / static_cast<double>(m_count);
+                }
+                const auto f = probe->read();
+                clock.mark(1 + 2 * static_cast<size_t>(m));
+                attribute("forward", f.peak_allocated, it);
 
-            stage = "backward";
-            probe->resetPeak();
-            loss.backward();
-            const auto loss_value = loss.detach();
-            loss = torch::Tensor(); // frees what is left of the graph
-            const auto bwd = probe->read();
-            clock.mark(2);
+                stage = "backward";
+                probe->resetPeak();
+                {
+                    MemoryRegion region(MemoryCategory::Backward);
+                    loss.backward();
+                    loss_value = loss_value.defined() ? loss_value + loss.detach() : loss.detach();
+                    loss = torch::Tensor(); // frees what is left of the graph
+                }
+                const auto b = probe->read();
+                clock.mark(2 + 2 * static_cast<size_t>(m));
+                attribute("backward", b.peak_allocated, it);
+                if (m == 0 || f.peak_allocated > fwd.peak_allocated) {
+                    fwd.peak_allocated = f.peak_allocated;
+                    fwd.peak_reserved = std::max(fwd.peak_reserved, f.peak_reserved);
+                }
+                fwd.peak_reserved = std::max(fwd.peak_reserved, f.peak_reserved);
+                fwd.allocated = f.allocated;
+                bwd.peak_allocated = std::max(bwd.peak_allocated, b.peak_allocated);
+                bwd.peak_reserved = std::max(bwd.peak_reserved, b.peak_reserved);
+            }
 
             // The optimizer phase holds the gradient average too (Megatron's finalize_model_grads runs
             // between backward and the optimizer step when the reduce is not overlapped).
@@ -438,13 +539,35 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             if (init)
                 stream.emit({ { "event", "phase" }, { "phase", "optimizer-init" }, { "rank", rank } });
             probe->resetPeak();
-            if (group)
-                group->averageGradients(params);
-            clock.mark(3);
-            optimizer.step();
-            clock.mark(4);
+            {
+                MemoryRegion region(MemoryCategory::Workspace);
+                if (group)
+                    group->averageBuffer(buffer.data());
+                clock.mark(reduced_mark);
+                optimizer.step();
+                if (group && layout.distributed_optimizer) {
+                    // The parameter all-gather: each rank keeps the shard it updated and zeros the rest,
+                    // and the sum hands every rank every shard.
+                    torch::NoGradGuard no_grad;
+                    const int64_t shard = buffer.data().numel() / layout.data_parallel_size;
+                    const int64_t lo = shard * layout.shard, hi = lo + shard;
+                    std::vector<torch::Tensor> flat;
+                    for (size_t i = 0; i < buffer.params().size(); ++i) {
+                        auto t = buffer.params()[i].detach().view({ -1 });
+                        const int64_t start = buffer.starts()[i], n = t.numel();
+                        const int64_t keep_from = std::clamp(lo - start, int64_t(0), n);
+                        const int64_t keep_to = std::clamp(hi - start, int64_t(0), n);
+                        t.narrow(0, 0, keep_from).zero_();
+                        t.narrow(0, keep_to, n - keep_to).zero_();
+                        flat.push_back(t);
+                    }
+                    group->sumTensors(flat);
+                }
+                clock.mark(optimized_mark);
+            }
             sync();
             const auto opt = probe->read();
+            attribute(stage, opt.peak_allocated, it);
             const double ms
                 = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
             flops = flopCount();
@@ -452,10 +575,15 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             const double lv = loss_value.item<double>();
             std::vector<double> mine(StepFigures::Count);
             mine[StepFigures::StepMs] = ms;
-            mine[StepFigures::ForwardMs] = clock.ms(0, 1);
-            mine[StepFigures::BackwardMs] = clock.ms(1, 2);
-            mine[StepFigures::GradReduceMs] = clock.ms(2, 3);
-            mine[StepFigures::OptimizerMs] = clock.ms(3, 4);
+            for (int m = 0; m < m_count; ++m) {
+                const size_t start = 2 * static_cast<size_t>(m);
+                forward_ms += clock.ms(start, start + 1);
+                backward_ms += clock.ms(start + 1, start + 2);
+            }
+            mine[StepFigures::ForwardMs] = forward_ms;
+            mine[StepFigures::BackwardMs] = backward_ms;
+            mine[StepFigures::GradReduceMs] = clock.ms(reduced_mark - 1, reduced_mark);
+            mine[StepFigures::OptimizerMs] = clock.ms(reduced_mark, optimized_mark);
             mine[StepFigures::Loss] = std::isfinite(lv) ? lv : 0.0;
             mine[StepFigures::LossFinite] = std::isfinite(lv) ? 1 : 0;
             mine[StepFigures::ForwardPeakAllocated] = double(fwd.peak_allocated);
@@ -543,6 +671,13 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         for (const auto& record : records)
             for (size_t i = 0; i < step_ms.size() && i < record.steady_ms.size(); ++i)
                 step_ms[i] = std::max(step_ms[i], record.steady_ms[i]);
+        // What holds each phase's peak: this rank's trace (rank 0 writes its own; the other ranks are
+        // replicas of the same layout).
+        for (const char* phase : { "forward", "backward", "optimizer-init", "optimizer" }) {
+            auto it = attributions.find(phase);
+            if (it != attributions.end() && it->second.attribution.available)
+                stream.emit(attributionEvent(rank, phase, it->second));
+        }
         for (int r = 0; r < world; ++r) {
             const auto& record = records[static_cast<size_t>(r)];
             json peaks = json::object();
@@ -556,13 +691,13 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         }
 
         const double mean = meanOf(step_ms);
-        const double model_flops = modelFlops(resolved, config.global_layers).per_step;
+        const double model_flops = modelFlops(resolved, config.global_layers).per_step * m_count;
         const double executed_flops
             = 3.0 * static_cast<double>(flops.forward) + static_cast<double>(flops.replay);
         auto r = result("pass", std::nullopt, std::nullopt, "");
         const double seconds = mean / 1000.0;
         r["steady_step_ms"] = mean;
-        r["tokens_per_s"] = static_cast<double>(config.seq) * config.micro_batch * world / seconds;
+        r["tokens_per_s"] = static_cast<double>(config.seq) * config.micro_batch * world * m_count / seconds;
         r["model_tflops"] = model_flops / seconds / 1e12;
         r["executed_tflops"] = executed_flops / seconds / 1e12;
         r["model_flops_per_step"] = model_flops;

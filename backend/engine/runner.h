@@ -19,6 +19,9 @@ struct RunOptions {
     std::optional<int> warmup; // default: the recipe's warmup_iters
     std::optional<int> iters; // steady iterations; default: train_iters - warmup_iters
     uint64_t seed = 1234;
+    // Flags of the user's command line that the worker accepted and does not model (data, tokenizer,
+    // logging ...): listed in one `note` event.
+    std::vector<std::string> ignored_flags;
 };
 
 // Exit codes of recompute-bench, one per result status.

@@ -21,7 +21,8 @@ enum class Arch {
     DenseFusedGqa, // RMSNorm, SwiGLU, GQA, scaled_dot_product_attention
     MlaMoe, // MLA with Q compression, first layer dense, then MoE with shared experts (Moonlight-like)
     MlaNoQLoraUnfused, // MLA without Q compression, unfused attention, dense SwiGLU
-    DenseUnfusedNoHiddenDropout, // as DenseUnfused with hidden_dropout 0: full units end in x + fc2(act)
+    DenseUnfusedNoHiddenDropout, // as DenseUnfused with hidden_dropout 0 and no linear biases: full units
+                                 // end in x + fc2(act)
 };
 
 inline Recipe tinyRecipe(Arch arch)
@@ -45,6 +46,7 @@ inline Recipe tinyRecipe(Arch arch)
     case Arch::DenseUnfusedNoHiddenDropout:
         r.attention_backend = "unfused";
         r.hidden_dropout = 0;
+        r.add_bias_linear = false;
         break;
     case Arch::DenseFusedGqa:
         r.attention_backend = "fused";

@@ -45,6 +45,7 @@ private Q_SLOTS:
     void initTestCase() { torch::set_num_threads(1); }
     void probeSeesAllocationsAndFrees();
     void unfusedCoreAttnFreesScoresAndProbabilities();
+    void softmaxInActivationDtypeKeepsLess();
     void fullUniformKeepsOnlyGroupInputs();
     void fullBlockIsLinearInK();
     void layernormDiscardsBothNormOutputs();
@@ -85,6 +86,28 @@ void TestEngineMemory::unfusedCoreAttnFreesScoresAndProbabilities()
     const int64_t high = r.num_layers * scores * (3 * kF32);
     QVERIFY2(saved >= low && saved <= high + high / 50,
         qPrintable(QStringLiteral("saved %1, expected %2 .. %3").arg(mb(saved), mb(low), mb(high))));
+}
+
+void TestEngineMemory::softmaxInActivationDtypeKeepsLess()
+{
+    // bf16 unfused attention. attention_softmax_in_fp32: softmax keeps its fp32 output [b, np, s, s] (4
+    // bytes an element); without it softmax runs in bf16 and keeps a bf16 output (2 bytes). The dropout
+    // mask and the dropped probabilities that bmm keeps are bf16 either way.
+    Recipe r = tinyRecipe(Arch::DenseUnfused);
+    r.seq_length = 64;
+    r.bf16 = true;
+    const int64_t scores = int64_t(r.micro_batch_size) * r.num_attention_heads * r.seq_length * r.seq_length;
+    r.attention_softmax_in_fp32 = true;
+    const auto fp32 = runStep(r);
+    r.attention_softmax_in_fp32 = false;
+    const auto bf16 = runStep(r);
+    const int64_t saved = fp32.retained - bf16.retained;
+    const int64_t expected = r.num_layers * scores * (kF32 - 2);
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+    // apply_query_key_layer_scaling turns the fp32 softmax back on (TransformerConfig).
+    r.apply_query_key_layer_scaling = true;
+    QCOMPARE(runStep(r).retained, fp32.retained);
 }
 
 void TestEngineMemory::fullUniformKeepsOnlyGroupInputs()

@@ -86,6 +86,7 @@ class TestEngineRanks : public QObject {
 private Q_SLOTS:
     void initTestCase();
     void twoRanksAverageTheirGradients();
+    void twoRanksShardTheDistributedOptimizer();
     void aRankThatDiesEndsTheRun();
     void anIncompleteRendezvousNamesWhereItWaited();
 
@@ -152,6 +153,50 @@ void TestEngineRanks::twoRanksAverageTheirGradients()
     QCOMPARE(alone_iterations.size(), size_t(3));
     QCOMPARE(alone_iterations[0].at("loss").get<double>(), iterations[0].at("loss").get<double>());
     QVERIFY(alone_iterations[1].at("loss").get<double>() != iterations[2].at("loss").get<double>());
+}
+
+void TestEngineRanks::twoRanksShardTheDistributedOptimizer()
+{
+    // Two micro-batches a step on each of two ranks; each rank updates its half of the buffer and the
+    // shards are exchanged: the same training as without the distributed optimizer, half the state.
+    const auto runPair = [this](bool distributed, std::vector<json>* lines) {
+        Recipe r = selective(tinyRecipe(Arch::DenseUnfused), { "core_attn" });
+        r.global_batch_size = 2 * 2 * r.micro_batch_size;
+        r.use_distributed_optimizer = distributed;
+        const QString path
+            = dir_.filePath(distributed ? QStringLiteral("dist.json") : QStringLiteral("ddp.json"));
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(recipeToJson(r).dump()));
+        f.close();
+        const QStringList args { path, QStringLiteral("--warmup"), QStringLiteral("1"),
+            QStringLiteral("--iters"), QStringLiteral("2") };
+        const int port = freePort();
+        Rank one(1, 2, port, args);
+        Rank zero(0, 2, port, args);
+        QVERIFY(zero.waitForFinished(120000));
+        QVERIFY(one.waitForFinished(120000));
+        QCOMPARE(zero.exitCode(), int(engine::kPass));
+        QCOMPARE(one.exitCode(), int(engine::kPass));
+        *lines = parseLines(zero.readAllStandardOutput());
+    };
+    std::vector<json> ddp, dist;
+    runPair(false, &ddp);
+    runPair(true, &dist);
+    QVERIFY(!ddp.empty() && !dist.empty());
+    const auto layout = events(dist, "memory_layout").at(0);
+    QCOMPARE(layout.at("micro_batches").get<int>(), 2);
+    QCOMPARE(layout.at("data_parallel_size").get<int>(), 2);
+    QVERIFY(layout.at("distributed_optimizer").get<bool>());
+    // fp32 buffer: 4 bytes an element, two shards.
+    QCOMPARE(
+        layout.at("shard_elements").get<int64_t>() * 2 * 4, layout.at("grad_buffer_bytes").get<int64_t>());
+    QVERIFY(dist.back().at("dp_replicas_identical").get<bool>());
+    const auto a = events(ddp, "iteration"), b = events(dist, "iteration");
+    QCOMPARE(a.size(), b.size());
+    for (size_t i = 0; i < a.size(); ++i)
+        QVERIFY(std::abs(b[i].at("loss").get<double>() - a[i].at("loss").get<double>())
+            <= 1e-5 * std::abs(a[i].at("loss").get<double>()));
 }
 
 void TestEngineRanks::aRankThatDiesEndsTheRun()

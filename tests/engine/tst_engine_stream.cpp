@@ -78,8 +78,9 @@ void TestEngineStream::passingRunFollowsTheContract()
             + (j.contains("phase") && j.at("event") == "phase" ? ":" + j.at("phase").get<std::string>()
                                                                : std::string()));
     const std::vector<std::string> expected
-        = { "hello", "recipe", "phase:build", "phase:warmup", "phase:optimizer-init", "iteration",
-              "phase:steady", "iteration", "iteration", "rank_summary", "result" };
+        = { "hello", "recipe", "phase:build", "memory_layout", "phase:warmup", "phase:optimizer-init",
+              "iteration", "phase:steady", "iteration", "iteration", "peak_attribution", "peak_attribution",
+              "peak_attribution", "peak_attribution", "rank_summary", "result" };
     QCOMPARE(events, expected);
 
     expectKeys(lines[0],
@@ -92,7 +93,17 @@ void TestEngineStream::passingRunFollowsTheContract()
     QCOMPARE(lines[1].at("recipe_hash").get<std::string>(),
         sha256Hex(recipeCanonicalText(recipeFromJson(lines[1].at("recipe")))));
 
-    const json& first = lines[5];
+    expectKeys(lines[3],
+        { "rank", "micro_batches", "data_parallel_size", "distributed_optimizer", "grad_buffer_dtype",
+            "grad_buffer_bytes", "parameters", "parameter_bytes", "main_parameter_bytes", "shard_elements",
+            "padded_vocab_size", "tied_embeddings", "one_pass_optimizer" });
+    for (int i = 10; i < 14; ++i) {
+        expectKeys(lines[i],
+            { "rank", "phase", "iteration", "peak_allocated", "attributed", "categories", "activations" });
+        // The categories account for the phase's peak (the CPU probe traces every allocation).
+        QCOMPARE(lines[i].at("attributed").get<int64_t>(), lines[i].at("peak_allocated").get<int64_t>());
+    }
+    const json& first = lines[6];
     expectKeys(first,
         { "rank", "iteration", "phase", "step_ms", "forward_ms", "backward_ms", "optimizer_ms", "loss",
             "loss_finite", "forward_peak_allocated", "forward_peak_reserved", "backward_peak_allocated",
@@ -101,12 +112,12 @@ void TestEngineStream::passingRunFollowsTheContract()
     QCOMPARE(first.at("iteration").get<int>(), 1);
     QCOMPARE(first.at("phase").get<std::string>(), std::string("warmup"));
     QVERIFY(first.at("optimizer_init").get<bool>());
-    QVERIFY(!lines[7].at("optimizer_init").get<bool>());
+    QVERIFY(!lines[8].at("optimizer_init").get<bool>());
     for (const char* k : { "forward_peak_allocated", "backward_peak_allocated", "optimizer_peak_allocated",
              "allocated_after", "reserved_after" })
         QVERIFY2(first.at(k).is_number_integer() && first.at(k).get<int64_t>() > 0, k);
     // The phases' times are parts of the step: each positive, together no more than the step.
-    for (int i : { 5, 7, 8 }) {
+    for (int i : { 6, 8, 9 }) {
         double phases = 0;
         for (const char* k : { "forward_ms", "backward_ms", "optimizer_ms" }) {
             QVERIFY2(lines[i].at(k).get<double>() > 0, k);
@@ -115,23 +126,23 @@ void TestEngineStream::passingRunFollowsTheContract()
         QVERIFY(phases <= lines[i].at("step_ms").get<double>());
     }
     // The moments allocated at the first step stay: later steps start above the first one's forward.
-    QVERIFY(lines[7].at("forward_peak_allocated").get<int64_t>()
+    QVERIFY(lines[8].at("forward_peak_allocated").get<int64_t>()
         > first.at("forward_peak_allocated").get<int64_t>());
 
-    const json& summary = lines[9];
+    const json& summary = lines[14];
     expectKeys(summary,
         { "rank", "peak_allocated", "peak_reserved", "peak_phase", "peak_iteration", "steady_step_ms",
             "steady_step_ms_median", "phase_peaks" });
     for (const char* phase : { "forward", "backward", "optimizer", "optimizer-init" })
         QVERIFY2(summary.at("phase_peaks").contains(phase), phase);
     int64_t max_peak = 0;
-    for (int i : { 5, 7, 8 })
+    for (int i : { 6, 8, 9 })
         for (const char* k :
             { "forward_peak_allocated", "backward_peak_allocated", "optimizer_peak_allocated" })
             max_peak = std::max(max_peak, lines[i].at(k).get<int64_t>());
     QCOMPARE(summary.at("peak_allocated").get<int64_t>(), max_peak);
 
-    const json& result = lines[10];
+    const json& result = lines[15];
     expectKeys(result,
         { "status", "stage", "iteration", "message", "steady_step_ms", "tokens_per_s", "model_tflops",
             "executed_tflops", "model_flops_per_step", "executed_flops_per_step" });
