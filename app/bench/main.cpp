@@ -74,25 +74,17 @@ bool takeInt(const std::vector<std::string>& args, size_t& i, const std::string&
     return true;
 }
 
-// The Megatron-LM flags of the command line that the reader accepted and ignored (knownIrrelevantFlags):
-// the worker lists them in one note.
-std::vector<std::string> ignoredFlags(const std::vector<std::string>& args)
+// The Megatron-LM flags the reader kept as given and the worker does not model (the recipe's extra_flags):
+// the worker lists their names in one note.
+std::vector<std::string> ignoredFlags(const rs::Recipe& recipe)
 {
     std::vector<std::string> out;
-    bool mlm = false;
-    for (const auto& a : args) {
-        if (a == "--mlm-args") {
-            mlm = true;
-            continue;
-        }
-        if (!mlm || a.rfind("--", 0) != 0)
+    for (const std::string& a : recipe.extra_flags) {
+        if (a.rfind("--", 0) != 0)
             continue;
         const std::string name = a.substr(0, a.find('='));
-        for (const auto& [flag, values] : rs::knownIrrelevantFlags()) {
-            (void)values;
-            if (flag == name && std::find(out.begin(), out.end(), name) == out.end())
-                out.push_back(name);
-        }
+        if (std::find(out.begin(), out.end(), name) == out.end())
+            out.push_back(name);
     }
     return out;
 }
@@ -117,7 +109,7 @@ int main(int argc, char** argv)
     try {
         input = rs::readRecipeInput(args, &rest);
         if (input.format == rs::InputFormat::MegatronFlags)
-            options.ignored_flags = ignoredFlags(args);
+            options.ignored_flags = ignoredFlags(input.recipe);
     } catch (const std::exception& e) {
         input_error = e.what();
         rest.clear();

@@ -547,6 +547,13 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         = base.tensor_model_parallel_size * base.pipeline_model_parallel_size * base.context_parallel_size;
     if (procs > 0 && nodes > 0 && modelParallel > 0 && (procs * nodes) % modelParallel == 0)
         base.data_parallel_size = procs * nodes / modelParallel;
+    // The local spec's core attention is Megatron's own DotProductAttention (gpt_layer_specs.py,
+    // get_gpt_layer_local_spec): scores materialised, softmax in torch. That is our unfused path whatever
+    // --attention-backend would pick under Transformer Engine.
+    if (base.transformer_impl == "local"
+        && std::find(base.explicit_keys.begin(), base.explicit_keys.end(), "attention_backend")
+            == base.explicit_keys.end())
+        base.attention_backend = "unfused";
     // Megatron-LM's MLA argparse defaults differ from MLATransformerConfig's: --q-lora-rank None (no Q
     // compression) and --kv-lora-rank 32.
     if (base.multi_latent_attention) {

@@ -7,7 +7,7 @@
 #include <QTemporaryDir>
 #include <QTest>
 
-#include "launch/local_launcher.h"
+#include "launch/worker_launcher.h"
 
 using namespace Qt::StringLiterals;
 
@@ -59,7 +59,7 @@ private slots:
     {
         QTemporaryDir dir;
         const QString marker = dir.filePath(u"pwned"_s);
-        rs::launch::LocalLauncher launcher;
+        rs::launch::WorkerLauncher launcher;
         rs::launch::LaunchOptions o;
         o.sshHost = u"-oProxyCommand=touch "_s + marker;
         QString error;
