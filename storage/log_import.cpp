@@ -816,6 +816,53 @@ QString overrideKey(QString o)
     return o;
 }
 
+// The settings two imports must share to be compared: every printed argument (or configuration-summary
+// entry) except the recompute choice and what is about the run rather than the workload: paths, logging,
+// checkpoints, seeds, evaluation, exit conditions, and the process's own rank.
+bool bookkeeping(const QString& key)
+{
+    static const QStringList exact = { u"rank"_s, u"local_rank"_s, u"world_size"_s, u"train_iters"_s,
+        u"train_samples"_s, u"seed"_s, u"data_parallel_random_init"_s, u"iteration"_s,
+        u"consumed_train_samples"_s, u"consumed_valid_samples"_s, u"wandb_project"_s, u"wandb_exp_name"_s,
+        u"distributed_timeout_minutes"_s, u"distribute_saved_activations"_s, u"moe_layer_recompute"_s };
+    static const QStringList parts = { u"recompute"_s, u"path"_s, u"_dir"_s, u"file"_s, u"save"_s, u"load"_s,
+        u"log"_s, u"wandb"_s, u"tensorboard"_s, u"exit_"_s, u"eval_"_s, u"timing"_s, u"checkpoint"_s,
+        u"ckpt"_s, u"profile"_s, u"timestamp"_s, u"port"_s, u"split"_s, u"mock_data"_s, u"tokenizer"_s,
+        u"vocab_file"_s, u"merge_file"_s };
+    if (exact.contains(key))
+        return true;
+    for (const QString& p : parts) {
+        if (key.contains(p))
+            return true;
+    }
+    return false;
+}
+
+QString importSettings(const ParsedLog& log)
+{
+    QJsonObject o;
+    if (!log.arguments.isEmpty()) {
+        for (auto it = log.arguments.cbegin(); it != log.arguments.cend(); ++it) {
+            if (!bookkeeping(it.key()))
+                o.insert(it.key(), it.value().trimmed());
+        }
+    } else if (log.bridgeSummary) {
+        static const QStringList sections
+            = { u"model."_s, u"ddp."_s, u"optimizer."_s, u"mixed_precision."_s };
+        for (auto it = log.bridgeConfig.cbegin(); it != log.bridgeConfig.cend(); ++it) {
+            const QString key = it.key();
+            const QString field = key.mid(key.indexOf(u'.') + 1);
+            const bool kept = std::any_of(sections.begin(), sections.end(),
+                                  [&](const QString& s) { return key.startsWith(s); })
+                || key == u"train.global_batch_size" || key == u"train.micro_batch_size"
+                || key == u"dataset.seq_length";
+            if (kept && !bookkeeping(field) && !field.startsWith(u"__"_s))
+                o.insert(key, it.value());
+        }
+    }
+    return o.isEmpty() ? QString() : QString::fromUtf8(QJsonDocument(o).toJson(QJsonDocument::Compact));
+}
+
 // A 64-bit sum that a run's int column can hold, or empty (noted).
 std::optional<int> intSum(qint64 sum, const char* what, QStringList* notes)
 {
@@ -947,6 +994,7 @@ ImportResult importTrainingLog(Store* store, const QString& path, const ImportOp
     run.importPath = run.provenance;
     run.importSha256 = digest;
     run.importFormat = log.format;
+    run.importSettings = importSettings(log);
     run.theoreticalWeightOptimizerMb = log.theoreticalWeightOptimizerMb;
     run.theoreticalActivationMb = log.theoreticalActivationMb;
     run.theoreticalTotalMb = log.theoreticalTotalMb;

@@ -206,17 +206,18 @@ QVector<ReportTable> buildReport(
     QVector<qint64> order;
     QHash<qint64, QVector<qint64>> members;
     QVector<qint64> orphans;
-    // A run is a table's control when it is the explicit [] or when another selected run names it as its
-    // control (Megatron's None of a batch of imports, or a control the user chose).
+    // A run is a table's control when it recomputes nothing (the explicit [] or Megatron's None: the
+    // control of its shape, even before anything is compared with it) or when another selected run names
+    // it as its control (a control the user chose).
     QSet<qint64> named;
     for (const RunRecord& r : runs) {
         if (r.controlRunId)
             named.insert(*r.controlRunId);
     }
     for (const RunRecord& r : runs) {
-        const std::optional<qint64> c = r.controlRunId        ? r.controlRunId
-            : (r.isExplicitControl() || named.contains(r.id)) ? std::optional<qint64>(r.id)
-                                                              : std::nullopt;
+        const std::optional<qint64> c = r.controlRunId    ? r.controlRunId
+            : (r.isNoRecompute() || named.contains(r.id)) ? std::optional<qint64>(r.id)
+                                                          : std::nullopt;
         if (!c) {
             orphans << r.id;
             continue;

@@ -229,6 +229,8 @@ const QVector<Column>& runColumns()
         // v4: who ingests the run
         text("ingest_host", &RunRecord::ingestHost, 4),
         opt("ingest_pid", "INTEGER", &RunRecord::ingestPid, 4),
+        // v5: an imported log's settings
+        text("import_settings", &RunRecord::importSettings, 5),
     };
     return columns;
 }
@@ -302,7 +304,8 @@ QVector<QStringList> migrations()
     // (the keys of existing rows are computed in C++ after these statements: Store::migrate)
     QStringList v4 { u"ALTER TABLE runs ADD COLUMN ingest_host TEXT"_s,
         u"ALTER TABLE runs ADD COLUMN ingest_pid INTEGER"_s };
-    return { v1, v2, v3, v4 };
+    QStringList v5 { u"ALTER TABLE runs ADD COLUMN import_settings TEXT"_s };
+    return { v1, v2, v3, v4, v5 };
 }
 
 std::atomic<int> g_connectionSerial { 0 };
@@ -1400,6 +1403,21 @@ MatchCheck Store::matchCheck(const RunRecord& r, const RunRecord& c)
     m.matched = result.matched;
     m.reasons = qStrings(result.reasons);
     m.notes = qStrings(result.notes);
+    // Two imported logs: their printed settings (less the recompute choice) must agree too, e.g.
+    // use_distributed_optimizer or attention_softmax_in_fp32, which the fields above do not hold.
+    if (!r.importSettings.isEmpty() && !c.importSettings.isEmpty() && r.importSettings != c.importSettings) {
+        const QJsonObject a = QJsonDocument::fromJson(r.importSettings.toUtf8()).object();
+        const QJsonObject b = QJsonDocument::fromJson(c.importSettings.toUtf8()).object();
+        QStringList keys = a.keys() + b.keys();
+        keys.removeDuplicates();
+        keys.sort();
+        for (const QString& key : keys) {
+            if (a.value(key) != b.value(key))
+                m.reasons << key + u": "_s + a.value(key).toString(u"absent"_s) + u" vs "_s
+                        + b.value(key).toString(u"absent"_s);
+        }
+    }
+    m.matched = m.reasons.isEmpty();
     return m;
 }
 

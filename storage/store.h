@@ -118,6 +118,10 @@ struct RunRecord {
     QString ingestHost;
     std::optional<qint64> ingestPid;
     std::optional<double> theoreticalWeightOptimizerMb, theoreticalActivationMb, theoreticalTotalMb;
+    // schema v5: an imported log's settings (JSON object, name → printed value): Megatron-LM's printed
+    // arguments or Bridge's configuration summary, less the recompute choice and the run's bookkeeping
+    // (paths, logging, seeds, checkpoints). Two imports are matched only if these agree (Store::matchCheck).
+    QString importSettings;
 
     // the guide's label for the recompute choice: "[]", "core_attn", "layernorm, moe_act",
     // "full uniform 1", "none" (granularity unset)
@@ -215,8 +219,8 @@ class Store {
 public:
     // v1: runs, rank peaks, iterations. v2: per-phase peaks, import provenance, memory reports,
     // theoretical memory. v3: the recipe match key (backfilled from the stored recipes). v4: the ingesting
-    // process of each run.
-    static constexpr int kSchemaVersion = 4;
+    // process of each run. v5: the settings of an imported log (import_settings).
+    static constexpr int kSchemaVersion = 5;
 
     Store();
     ~Store();

@@ -247,7 +247,7 @@ private slots:
         c = recompute(
             { u"export"_s, u"--db"_s, db, u"--out"_s, dir.filePath(u"export"_s), u"--format"_s, u"csv"_s });
         QVERIFY2(c.code == 0, qPrintable(c.err));
-        QCOMPARE(c.out.split(u'\n', Qt::SkipEmptyParts).size(), 4);
+        QCOMPARE(c.out.split(u'\n', Qt::SkipEmptyParts).size(), 10); // 5 tables: .csv and .dtypes.json
         QFile runs(dir.filePath(u"export/runs.csv"_s));
         QVERIFY(runs.open(QIODevice::ReadOnly));
         QCOMPARE(runs.readAll().count('\n'), 14); // header + 13 runs
