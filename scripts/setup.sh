@@ -15,6 +15,7 @@ packages=(
   sqlite3 xvfb xauth fonts-dejavu-core
   openssh-client
   openssh-server                                 # tests: the remote launch goes through a real sshd
+  clang-14 libclang-rt-14-dev libfuzzer-14-dev    # scripts/fuzz.sh: libFuzzer targets with ASan + UBSan
 )
 missing=()
 for p in "${packages[@]}"; do
