@@ -18,11 +18,14 @@ rs::storage::Store& store()
     static int argc = 1;
     static char name[] = "fuzz_stream";
     static char* argv[] = { name, nullptr };
-    static QCoreApplication app(argc, argv);
-    static rs::storage::Store s;
-    if (!s.isOpen() && !s.open(QStringLiteral(":memory:")))
+    // Never destroyed: at exit Qt's SQL driver registry may already be gone, and a Store closing after it
+    // would touch freed memory (the pointers stay reachable, so no leak is reported).
+    static auto* app = new QCoreApplication(argc, argv);
+    static auto* s = new rs::storage::Store;
+    (void)app;
+    if (!s->isOpen() && !s->open(QStringLiteral(":memory:")))
         abort();
-    return s;
+    return *s;
 }
 } // namespace
 
