@@ -27,7 +27,8 @@ for group in "$@"; do
   case "$group" in
     package) packages+=(lintian file dpkg-dev) ;;
     ci-host) packages+=(debootstrap util-linux tar ccache) ;;
-    *) echo "setup: unknown group '$group' (package, ci-host)" >&2; exit 2 ;;
+    fuzz) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev) ;; # scripts/fuzz.sh: libFuzzer, ASan, UBSan
+    *) echo "setup: unknown group '$group' (package, ci-host, fuzz)" >&2; exit 2 ;;
   esac
 done
 missing=()

@@ -164,8 +164,8 @@ void TestCliValidate::humanOutput()
 
 void TestCliValidate::stdinInput()
 {
-    const Run r = recompute(
-        { u"validate"_s, u"-"_s, u"--json"_s }, R"({"num_layers": 4, "recompute_granularity": "selective"})");
+    const Run r = recompute({ u"validate"_s, u"-"_s, u"--json"_s },
+        R"({"num_layers": 4, "hidden_size": 256, "num_attention_heads": 4, "recompute_granularity": "selective"})");
     QCOMPARE(r.code, 0);
     const QJsonObject o = QJsonDocument::fromJson(r.out).object();
     QCOMPARE(o.value(u"input"_s).toString(), u"stdin"_s);
