@@ -12,7 +12,9 @@ out=${RS_SHOT_OUT:-/out}
 mkdir -p "$out"
 find_studio() {
   for p in /proc/[0-9]*; do
-    if [ "$(cat "$p/comm" 2>/dev/null)" = recompute-studio ]; then basename "$p"; fi
+    # (not comm: the kernel cuts it to 15 characters, "recompute-studi")
+    exe=$(readlink "$p/exe" 2>/dev/null || true)
+    if [ "${exe##*/}" = recompute-studio ]; then basename "$p"; fi
   done | head -n 1 || true
 }
 if [ $# -eq 0 ]; then set -- scripts/run-studio.sh; fi
