@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
 # The README's main command on a fresh root, for a person to look at: run inside the CI root as
-#   RS_CI_OUT=DIR .ci/run .ci/studio-shot.sh
+#   RS_CI_OUT=DIR .ci/run .ci/studio-shot.sh [CMD...]
+# (CMD, default scripts/run-studio.sh, is what starts the studio: e.g. the same with the ci preset's build,
+# which shares CI's ccache)
 # it starts scripts/run-studio.sh (setup, build, start; with no display it starts its own Xvfb through
 # xvfb-run), waits for the window, then installs xwd (only now, so that it cannot stand in for a package
 # setup.sh misses), saves the whole virtual screen to /out/studio.xwd and stops the studio. Exit status 0 when
@@ -10,10 +12,13 @@ out=${RS_SHOT_OUT:-/out}
 mkdir -p "$out"
 find_studio() {
   for p in /proc/[0-9]*; do
-    if [ "$(cat "$p/comm" 2>/dev/null)" = recompute-studio ]; then basename "$p"; fi
+    # (not comm: the kernel cuts it to 15 characters, "recompute-studi")
+    exe=$(readlink "$p/exe" 2>/dev/null || true)
+    if [ "${exe##*/}" = recompute-studio ]; then basename "$p"; fi
   done | head -n 1 || true
 }
-scripts/run-studio.sh >"$out/run-studio.log" 2>&1 &
+if [ $# -eq 0 ]; then set -- scripts/run-studio.sh; fi
+"$@" >"$out/run-studio.log" 2>&1 &
 runner=$!
 studio=""
 for _ in $(seq 1 3600); do
@@ -21,7 +26,7 @@ for _ in $(seq 1 3600); do
   [ -n "$studio" ] && break
   if ! kill -0 "$runner" 2>/dev/null; then
     tail -n 40 "$out/run-studio.log" >&2
-    echo "studio-shot: scripts/run-studio.sh ended before the window opened" >&2
+    echo "studio-shot: '$*' ended before the window opened" >&2
     exit 1
   fi
   sleep 1
