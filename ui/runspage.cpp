@@ -270,6 +270,9 @@ void RunsPage::updateAdvice()
         m_advice->setText(tr("Advisor: control run %1 has no stored comparison.").arg(comparison));
     }
     m_model->setAdvice(byRun);
+    // "over-target" and "not-matched" read whole; the reasons are in the tooltip.
+    if (!byRun.isEmpty())
+        m_table->resizeColumnToContents(RunsModel::AdviceColumn);
 }
 
 void RunsPage::showComparisonOf(qint64 runId)
