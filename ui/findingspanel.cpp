@@ -86,7 +86,7 @@ FindingsPanel::FindingsPanel(RecipeDocument* document, QWidget* parent)
 void FindingsPanel::refresh()
 {
     const Validation& v = m_document->validation();
-    m_model->setFindings(v.findings);
+    m_model->setFindings(v.findings, &m_document->recipe());
     m_format->setCurrentIndex(m_format->findData(int(m_document->inputFormat())));
     int counts[4] = {};
     for (const auto& f : v.findings)
@@ -171,6 +171,8 @@ void FindingsPanel::showDetails(int row)
     QString text = QStringLiteral("<b>%1</b> (%2) %3")
                        .arg(QString::fromStdString(f->rule_id), FindingsModel::severityText(f->severity),
                            QString::fromStdString(f->message).toHtmlEscaped());
+    if (!m_model->hint(row).isEmpty())
+        text += QStringLiteral("<br><b>%1</b>").arg(m_model->hint(row).toHtmlEscaped());
     if (!f->source.empty())
         text += QStringLiteral("<br><span style='color:gray'>%1</span>")
                     .arg(QString::fromStdString(f->source).toHtmlEscaped());

@@ -4,16 +4,31 @@
 #include <QAction>
 #include <QApplication>
 #include <QCloseEvent>
+#include <QComboBox>
+#include <QDialog>
+#include <QDialogButtonBox>
+#include <QDir>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QFontDatabase>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPlainTextEdit>
+#include <QProcess>
+#include <QRegularExpression>
+#include <QScreen>
+#include <QSettings>
+#include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
+#include <QTextBrowser>
+#include <QVBoxLayout>
 
+#include "core/recipe_json.h"
 #include "editorpage.h"
 #include "launchpage.h"
 #include "logimportdialog.h"
@@ -26,7 +41,22 @@
 #include "storage/log_import.h"
 #include "storage/store.h"
 
+// The user guide and its screenshots, compiled into rs_ui (ui/help.qrc); a static library's resources are
+// registered by hand.
+static void initHelpResources()
+{
+    static const bool once = [] {
+        Q_INIT_RESOURCE(help);
+        return true;
+    }();
+    (void)once;
+}
+
 namespace rs::ui {
+
+namespace {
+const QString kRecentKey = QStringLiteral("recentFiles");
+} // namespace
 
 MainWindow::MainWindow(const QString& storePath, QWidget* parent)
     : QMainWindow(parent)
@@ -46,6 +76,7 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
         m_runs->reload();
         m_runs->selectRun(runId);
     });
+    connect(m_runs, &RunsPage::rerunRequested, this, &MainWindow::rerun);
     setCentralWidget(m_pages);
     buildMenus();
 
@@ -55,16 +86,218 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
         updateTitle();
         statusBar()->showMessage(tr("Validated in %1 µs").arg(m_document->lastValidationMicros()));
     });
-    connect(m_document, &RecipeDocument::recipeChanged, this,
-        [this] { m_runs->setMemoryTarget(m_document->recipe().memory_target_gb); });
+    // The runs page follows the recipe's memory target when the recipe changes it, and otherwise keeps
+    // the one typed there (an edit of another field does not reset it).
+    connect(m_document, &RecipeDocument::recipeChanged, this, [this] {
+        const std::optional<double> target = m_document->recipe().memory_target_gb;
+        if (target != m_recipeTarget && target)
+            m_runs->setMemoryTarget(target);
+        m_recipeTarget = target;
+    });
+    connect(m_document, &RecipeDocument::filePathChanged, this, [this](const QString& path) {
+        if (!path.isEmpty()) {
+            m_presetName.clear();
+            addRecentFile(path);
+        }
+    });
     connect(m_editor->form(), &RecipeForm::editRejected, this,
         [this](const QString& message) { statusBar()->showMessage(message, 8000); });
 
-    const QStringList presets = presetNames();
-    if (!presets.isEmpty())
-        loadPreset(presets.front());
-    resize(1400, 900);
+    restoreSettings();
     updateTitle();
+}
+
+QRect MainWindow::initialGeometry(const QRect& available)
+{
+    // Room for a window manager's frame and title bar: the frame must fit too.
+    const QSize frame(16, 48);
+    const QSize room = available.size() - frame;
+    const QSize size(std::min(1600, room.width()), std::min(1000, room.height()));
+    QRect r(QPoint(0, 0), size);
+    r.moveCenter(available.center());
+    r.moveTop(std::max(available.top() + frame.height() - 8, r.top()));
+    return r;
+}
+
+void MainWindow::restoreSettings()
+{
+    QSettings settings;
+    const QByteArray geometry = settings.value(QStringLiteral("window/geometry")).toByteArray();
+    if (geometry.isEmpty() || !restoreGeometry(geometry)) {
+        const QScreen* s = screen() ? screen() : QGuiApplication::primaryScreen();
+        const QRect available = s ? s->availableGeometry() : QRect(0, 0, 1400, 900);
+        setGeometry(initialGeometry(available));
+    }
+    restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
+
+    // The last recipe: its file when it still opens, else the preset it came from, else the first preset.
+    const QString last = settings.value(QStringLiteral("session/recipe")).toString();
+    bool opened = false;
+    if (!last.isEmpty() && QFileInfo::exists(last)) {
+        QString error;
+        opened = m_document->load(last, &error);
+        if (!opened)
+            statusBar()->showMessage(tr("The last recipe did not open: %1").arg(error), 10000);
+    }
+    if (!opened) {
+        const QStringList presets = presetNames();
+        const QString preset = settings.value(QStringLiteral("session/preset")).toString();
+        if (presets.contains(preset))
+            loadPreset(preset);
+        else if (!presets.isEmpty())
+            loadPreset(presets.front());
+    }
+    const int page = settings.value(QStringLiteral("window/page"), 0).toInt();
+    if (page >= 0 && page < m_pages->count())
+        m_pages->setCurrentIndex(page);
+    const int axes = settings.value(QStringLiteral("runs/axes"), 0).toInt();
+    if (axes >= 0 && axes < m_runs->axesBox()->count() && axes != m_runs->axesBox()->currentIndex()) {
+        m_runs->axesBox()->setCurrentIndex(axes);
+        m_runs->redrawTradeoff();
+    }
+    if (settings.contains(QStringLiteral("runs/memoryTarget"))) {
+        const double gb = settings.value(QStringLiteral("runs/memoryTarget")).toDouble();
+        m_runs->setMemoryTarget(gb > 0 ? std::optional<double>(gb) : std::nullopt);
+    }
+    refillRecentMenu();
+}
+
+void MainWindow::saveSettings() const
+{
+    QSettings settings;
+    settings.setValue(QStringLiteral("window/geometry"), saveGeometry());
+    settings.setValue(QStringLiteral("window/state"), saveState());
+    settings.setValue(QStringLiteral("window/page"), m_pages->currentIndex());
+    settings.setValue(QStringLiteral("session/recipe"), m_document->filePath());
+    settings.setValue(
+        QStringLiteral("session/preset"), m_document->filePath().isEmpty() ? m_presetName : QString());
+    settings.setValue(QStringLiteral("runs/axes"), m_runs->axesBox()->currentIndex());
+    settings.setValue(QStringLiteral("runs/memoryTarget"), m_runs->targetBox()->value());
+}
+
+QStringList MainWindow::recentFiles() const
+{
+    return QSettings().value(kRecentKey).toStringList();
+}
+
+void MainWindow::addRecentFile(const QString& path)
+{
+    QSettings settings;
+    QStringList files = settings.value(kRecentKey).toStringList();
+    const QString absolute = QFileInfo(path).absoluteFilePath();
+    files.removeAll(absolute);
+    files.prepend(absolute);
+    while (files.size() > kMaxRecent)
+        files.removeLast();
+    settings.setValue(kRecentKey, files);
+    refillRecentMenu();
+}
+
+void MainWindow::refillRecentMenu()
+{
+    if (!m_recentMenu)
+        return;
+    m_recentMenu->clear();
+    const QStringList files = recentFiles();
+    for (int i = 0; i < files.size(); ++i) {
+        const QString path = files[i];
+        QAction* a = m_recentMenu->addAction(
+            QStringLiteral("&%1 %2").arg(i + 1).arg(QFileInfo(path).fileName()), this, [this, path] {
+                if (maybeSave())
+                    openRecipe(path);
+            });
+        a->setToolTip(path);
+        a->setStatusTip(path);
+        a->setEnabled(QFileInfo::exists(path));
+    }
+    if (!files.isEmpty()) {
+        m_recentMenu->addSeparator();
+        m_recentMenu->addAction(tr("&Clear the list"), this, [this] {
+            QSettings().remove(kRecentKey);
+            refillRecentMenu();
+        });
+    }
+    m_recentMenu->setEnabled(!files.isEmpty());
+}
+
+QString MainWindow::userGuideUrl()
+{
+    initHelpResources();
+    return QStringLiteral("qrc:/help/user-guide.md");
+}
+
+QString MainWindow::cliProgram()
+{
+    // Installed side by side; in the build tree app/studio and app/cli are siblings.
+    const QString dir = QCoreApplication::applicationDirPath();
+    const QStringList candidates { dir + QStringLiteral("/recompute"),
+        dir + QStringLiteral("/../cli/recompute") };
+    for (const QString& candidate : candidates) {
+        if (QFileInfo(candidate).isExecutable())
+            return QFileInfo(candidate).canonicalFilePath();
+    }
+    return QStandardPaths::findExecutable(QStringLiteral("recompute"));
+}
+
+void MainWindow::showUserGuide(const QString& heading)
+{
+    auto* dialog = new QDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setObjectName(QStringLiteral("userGuide"));
+    dialog->setWindowTitle(tr("Recompute Studio user guide"));
+    auto* layout = new QVBoxLayout(dialog);
+    auto* browser = new QTextBrowser;
+    browser->setOpenExternalLinks(true);
+    browser->setSource(QUrl(userGuideUrl()), QTextDocument::MarkdownResource);
+    layout->addWidget(browser);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    dialog->resize(std::min(1000, width() - 40), std::min(800, height() - 40));
+    if (!heading.isEmpty() && browser->find(heading)) {
+        // The heading at the top of the view, not at its bottom edge.
+        browser->moveCursor(QTextCursor::End);
+        browser->find(heading, QTextDocument::FindBackward);
+    }
+    dialog->show();
+}
+
+void MainWindow::showCliHelp()
+{
+    const QString program = cliProgram();
+    QString text;
+    if (program.isEmpty()) {
+        text = tr("The command-line program `recompute` was not found next to this program or on PATH.\n"
+                  "It is installed with Recompute Studio; `recompute --help` lists its verbs and "
+                  "`recompute <verb> --help` explains each.");
+    } else {
+        QProcess process;
+        process.start(program, { QStringLiteral("--help") });
+        if (process.waitForFinished(5000))
+            text = QString::fromUtf8(process.readAllStandardOutput() + process.readAllStandardError());
+        if (text.isEmpty())
+            text = tr("%1 --help gave no output.").arg(program);
+        text = tr("$ %1 --help\n").arg(QFileInfo(program).fileName()) + text
+            + tr("\nEach verb explains itself: recompute advise --help, recompute run --help, …\n"
+                 "The program: %1\n")
+                  .arg(program);
+    }
+    auto* dialog = new QDialog(this);
+    dialog->setAttribute(Qt::WA_DeleteOnClose);
+    dialog->setObjectName(QStringLiteral("cliHelp"));
+    dialog->setWindowTitle(tr("The command line: recompute --help"));
+    auto* layout = new QVBoxLayout(dialog);
+    auto* view = new QPlainTextEdit(text);
+    view->setObjectName(QStringLiteral("cliHelpText"));
+    view->setReadOnly(true);
+    view->setFont(QFontDatabase::systemFont(QFontDatabase::FixedFont));
+    view->setLineWrapMode(QPlainTextEdit::NoWrap);
+    layout->addWidget(view);
+    auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
+    connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::reject);
+    layout->addWidget(buttons);
+    dialog->resize(std::min(900, width() - 40), std::min(600, height() - 40));
+    dialog->show();
 }
 
 MainWindow::~MainWindow() = default;
@@ -95,12 +328,14 @@ void MainWindow::openStore(const QString& path)
 void MainWindow::buildMenus()
 {
     QMenu* file = menuBar()->addMenu(tr("&File"));
-    file->addAction(tr("&New recipe"), QKeySequence::New, this, [this] {
-        if (!maybeSave())
-            return;
-        m_document->setRecipe(Recipe {});
-        m_document->setModified(false);
-    });
+    file->addAction(tr("&New recipe"), QKeySequence::New, this,
+            [this] {
+                if (!maybeSave())
+                    return;
+                m_presetName.clear();
+                m_document->resetUntitled(Recipe {});
+            })
+        ->setObjectName(QStringLiteral("actionNew"));
     QMenu* presets = file->addMenu(tr("New from &preset"));
     for (const QString& name : presetNames()) {
         presets->addAction(presetTitle(name), this, [this, name] {
@@ -117,7 +352,10 @@ void MainWindow::buildMenus()
         if (!path.isEmpty())
             openRecipe(path);
     });
-    file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { save(); });
+    m_recentMenu = file->addMenu(tr("Open &recent"));
+    m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
+    file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { save(); })
+        ->setObjectName(QStringLiteral("actionSave"));
     file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] { saveAs(); });
     file->addSeparator();
     file->addAction(tr("&Import training logs…"), this, [this] {
@@ -153,6 +391,14 @@ void MainWindow::buildMenus()
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
     QMenu* help = menuBar()->addMenu(tr("&Help"));
+    help->setObjectName(QStringLiteral("helpMenu"));
+    help->addAction(tr("&User guide"), QKeySequence::HelpContents, this, [this] { showUserGuide(); });
+    help->addAction(tr("The &measurement contract"), this,
+        [this] { showUserGuide(QStringLiteral("The measurement contract")); });
+    help->addAction(tr("Choosing a recipe with the &advisor"), this,
+        [this] { showUserGuide(QStringLiteral("The advisor")); });
+    help->addAction(tr("The &command line (recompute --help)"), this, [this] { showCliHelp(); });
+    help->addSeparator();
     help->addAction(tr("&About Recompute Studio"), this, [this] {
         QMessageBox::about(this, tr("About Recompute Studio"),
             tr("<b>Recompute Studio %1</b><p>Edit activation-recompute recipes for Megatron Core and "
@@ -160,6 +406,7 @@ void MainWindow::buildMenus()
                "Bridge with live validation, run matched measurements, and compare them.</p>")
                 .arg(QStringLiteral(RS_VERSION)));
     });
+    help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
 }
 
 qint64 MainWindow::importLog(const QString& path, QString* error)
@@ -203,11 +450,35 @@ bool MainWindow::openRecipe(const QString& path)
     return true;
 }
 
+bool MainWindow::rerun(qint64 runId)
+{
+    const std::optional<storage::RunRecord> run = m_store->run(runId);
+    if (!run || run->recipeJson.isEmpty()) {
+        statusBar()->showMessage(tr("Run %1 carries no full recipe to run again.").arg(runId), 8000);
+        return false;
+    }
+    Recipe recipe;
+    try {
+        recipe = recipeFromJsonText(run->recipeJson.toStdString(), "run " + std::to_string(runId));
+    } catch (const std::exception& e) {
+        statusBar()->showMessage(QString::fromStdString(e.what()), 10000);
+        return false;
+    }
+    if (!maybeSave())
+        return false;
+    m_presetName.clear();
+    m_document->resetUntitled(recipe);
+    m_pages->setCurrentWidget(m_launch);
+    statusBar()->showMessage(
+        tr("Run %1's recipe is loaded (untitled): Start runs it again.").arg(runId), 10000);
+    return true;
+}
+
 bool MainWindow::loadPreset(const QString& name)
 {
     try {
-        m_document->setRecipe(presetRecipe(name));
-        m_document->setModified(false);
+        m_document->resetUntitled(presetRecipe(name));
+        m_presetName = name;
         statusBar()->showMessage(tr("Preset %1").arg(presetTitle(name)), 5000);
         return true;
     } catch (const std::exception& e) {
@@ -240,8 +511,18 @@ bool MainWindow::save()
 
 bool MainWindow::saveAs()
 {
+    QString suggested = m_document->filePath();
+    if (suggested.isEmpty()) {
+        // An untitled recipe (new, or from a preset): its name, beside the last recipe used.
+        QString name = QString::fromStdString(m_document->recipe().name).trimmed();
+        name.replace(QRegularExpression(QStringLiteral("[^A-Za-z0-9._-]+")), QStringLiteral("-"));
+        const QStringList recent = recentFiles();
+        const QString dir = recent.isEmpty() ? QDir::homePath() : QFileInfo(recent.front()).absolutePath();
+        suggested = QDir(dir).filePath(
+            (name.isEmpty() ? QStringLiteral("untitled") : name) + QStringLiteral(".recipe.json"));
+    }
     QString path = QFileDialog::getSaveFileName(
-        this, tr("Save recipe"), m_document->filePath(), tr("Recipes (*.recipe.json);;JSON (*.json)"));
+        this, tr("Save recipe"), suggested, tr("Recipes (*.recipe.json);;JSON (*.json)"));
     if (path.isEmpty())
         return false;
     if (!path.endsWith(QStringLiteral(".json")))
@@ -268,10 +549,12 @@ bool MainWindow::maybeSave()
 
 void MainWindow::closeEvent(QCloseEvent* event)
 {
-    if (maybeSave())
+    if (maybeSave()) {
+        saveSettings();
         event->accept();
-    else
+    } else {
         event->ignore();
+    }
 }
 
 } // namespace rs::ui

@@ -5,9 +5,11 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 
 #include <QMainWindow>
 
+class QMenu;
 class QTabWidget;
 
 namespace rs::storage {
@@ -37,7 +39,26 @@ public:
     storage::Store* store() const { return m_store.get(); }
 
     bool openRecipe(const QString& path);
+    // A preset becomes a new untitled document: Save then asks for a path.
     bool loadPreset(const QString& name);
+    // A stored run's recipe as a new untitled document, on the launch page (the runs page's Re-run).
+    bool rerun(qint64 runId);
+    // Asks before unsaved changes are discarded (Save / Discard / Cancel); true when it may go on.
+    bool maybeSave();
+    bool save();
+
+    // The window's first geometry on a screen whose available area is `available`: as large as the
+    // layout wants (1600 x 1000 at most), never larger than the screen less a window frame, centred.
+    static QRect initialGeometry(const QRect& available);
+    // Recently opened or saved recipes, newest first (at most kMaxRecent), from QSettings.
+    QStringList recentFiles() const;
+    static constexpr int kMaxRecent = 8;
+    // Where the compiled-in user guide is (qrc), and the `recompute` program next to this one, if found.
+    static QString userGuideUrl();
+    static QString cliProgram();
+    // The help dialogs (user guide, at a heading or from its top; `recompute --help`).
+    void showUserGuide(const QString& heading = QString());
+    void showCliHelp();
     // The report of the runs the runs page shows (its filter applies), by the file's suffix.
     bool exportReport(const QString& path);
     // Stores a Megatron-LM / Bridge training log as a run (source "import") and shows it; 0 and *error on
@@ -50,9 +71,11 @@ protected:
 private:
     void buildMenus();
     void updateTitle();
-    bool maybeSave();
-    bool save();
     bool saveAs();
+    void addRecentFile(const QString& path);
+    void refillRecentMenu();
+    void restoreSettings();
+    void saveSettings() const;
 
     void openStore(const QString& path);
 
@@ -62,6 +85,9 @@ private:
     EditorPage* m_editor;
     RunsPage* m_runs;
     LaunchPage* m_launch;
+    QMenu* m_recentMenu = nullptr;
+    QString m_presetName; // the preset the untitled document came from ("" otherwise)
+    std::optional<double> m_recipeTarget; // the recipe's memory_target_gb last seen
 };
 
 } // namespace rs::ui

@@ -93,6 +93,16 @@ bool RecipeDocument::save(const QString& path, QString* error)
     return true;
 }
 
+void RecipeDocument::resetUntitled(const Recipe& recipe)
+{
+    const bool hadPath = !m_filePath.isEmpty();
+    m_filePath.clear();
+    setRecipe(recipe, nullptr);
+    setModified(false);
+    if (hadPath)
+        emit filePathChanged(m_filePath);
+}
+
 void RecipeDocument::setRecipe(const Recipe& recipe, QObject* origin)
 {
     m_recipe = recipe;

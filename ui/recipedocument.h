@@ -43,6 +43,9 @@ public:
     bool load(const QString& path, QString* error);
     bool save(const QString& path, QString* error);
 
+    // A new, untitled and unmodified document holding `recipe` (File → New, a preset): it has no file, so
+    // Save asks for a path instead of overwriting the last file saved.
+    void resetUntitled(const Recipe& recipe);
     // Replaces the recipe; `origin` is the view that made the change (it need not refresh itself).
     void setRecipe(const Recipe& recipe, QObject* origin = nullptr);
     // Sets one (possibly dotted) JSON key. On a value the recipe reader rejects, returns false with the

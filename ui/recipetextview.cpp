@@ -36,11 +36,16 @@ RecipeTextView::RecipeTextView(RecipeDocument* document, Syntax syntax, QWidget*
     m_status->setWordWrap(true);
     m_status->setTextInteractionFlags(Qt::TextSelectableByMouse);
     row->addWidget(m_status, 1);
-    auto* copy = new QPushButton(tr("Copy"));
-    copy->setToolTip(tr("Copy the text; it pastes into a shell as one command line."));
-    connect(copy, &QPushButton::clicked, this,
-        [this] { QApplication::clipboard()->setText(m_edit->toPlainText()); });
-    row->addWidget(copy);
+    m_revert = new QPushButton(tr("Revert"));
+    m_revert->setToolTip(tr("Replace the text with the recipe the form holds (the last text that read)."));
+    m_revert->setVisible(false);
+    connect(m_revert, &QPushButton::clicked, this, &RecipeTextView::revert);
+    row->addWidget(m_revert, 0, Qt::AlignTop);
+    m_copy = new QPushButton(tr("Copy"));
+    m_copy->setToolTip(tr("Copy the text; it pastes into a shell as one command line. Text that does not "
+                          "read as a recipe is not copied: the recipe the form holds is."));
+    connect(m_copy, &QPushButton::clicked, this, [this] { copyToClipboard(); });
+    row->addWidget(m_copy, 0, Qt::AlignTop);
     layout->addLayout(row);
 
     connect(m_edit, &QPlainTextEdit::textChanged, this, &RecipeTextView::onTextChanged);
@@ -58,6 +63,54 @@ void RecipeTextView::showEvent(QShowEvent* event)
 QString RecipeTextView::errorText() const
 {
     return m_status->property("rsError").toBool() ? m_status->text() : QString();
+}
+
+void RecipeTextView::setError(const QString& message, bool parseError)
+{
+    m_status->setProperty("rsError", true);
+    // A text that does not read is the thing to fix before anything else: a red box under it, the
+    // editor's frame red, and Revert at hand.
+    m_status->setStyleSheet(parseError
+            ? QStringLiteral("color: #8e1b1b; background: #fdecea; border: 1px solid "
+                             "#e0a0a0; padding: 4px;")
+            : QStringLiteral("color: #b26a00;"));
+    m_edit->setStyleSheet(
+        parseError ? QStringLiteral("QPlainTextEdit { border: 2px solid #c62828; }") : QString());
+    m_revert->setVisible(parseError);
+    m_status->setText(message);
+}
+
+void RecipeTextView::clearError(const QString& message)
+{
+    m_status->setProperty("rsError", false);
+    m_status->setStyleSheet(QString());
+    m_edit->setStyleSheet(QString());
+    m_revert->setVisible(false);
+    m_status->setText(message);
+}
+
+QString RecipeTextView::copyToClipboard()
+{
+    QString text = m_edit->toPlainText();
+    if (!m_revert->isHidden()) {
+        // The text does not read: hand out the recipe the form holds, and say so.
+        try {
+            text = textFor(m_document->recipe(), m_syntax);
+        } catch (const std::exception&) {
+            text.clear();
+        }
+        QApplication::clipboard()->setText(text);
+        m_status->setText(m_status->text().section(QLatin1Char('\n'), 0, 0) + QLatin1Char('\n')
+            + tr("Copied the last recipe that read (the form's), not this text."));
+        return text;
+    }
+    QApplication::clipboard()->setText(text);
+    return text;
+}
+
+void RecipeTextView::revert()
+{
+    refresh(nullptr);
 }
 
 QString RecipeTextView::textFor(const Recipe& recipe, Syntax syntax)
@@ -134,17 +187,13 @@ void RecipeTextView::refresh(QObject* origin)
     m_updating = true;
     try {
         m_edit->setPlainText(textFor(m_document->recipe(), m_syntax));
-        m_status->setProperty("rsError", false);
-        m_status->setStyleSheet(QString());
-        m_status->setText(m_syntax == Syntax::MegatronFlags
+        clearError(m_syntax == Syntax::MegatronFlags
                 ? tr("Bridge-only and Studio settings have no flag and are kept as they are.")
                 : QString());
     } catch (const std::exception& e) {
         // A recipe this syntax cannot express (Megatron-LM has no spelling for the [] control).
         m_edit->setPlainText(QStringLiteral("# ") + QString::fromStdString(e.what()));
-        m_status->setProperty("rsError", true);
-        m_status->setStyleSheet(QStringLiteral("color: #b26a00;"));
-        m_status->setText(QString::fromStdString(e.what()));
+        setError(QString::fromStdString(e.what()), false);
     }
     m_updating = false;
 }
@@ -155,15 +204,14 @@ void RecipeTextView::onTextChanged()
         return;
     try {
         const Recipe r = recipeFrom(m_edit->toPlainText(), m_syntax, m_document->recipe());
-        m_status->setProperty("rsError", false);
-        m_status->setStyleSheet(QString());
-        m_status->setText(tr("Applied."));
+        clearError(tr("Applied."));
         if (r != m_document->recipe())
             m_document->setRecipe(r, this);
     } catch (const std::exception& e) {
-        m_status->setProperty("rsError", true);
-        m_status->setStyleSheet(QStringLiteral("color: #c62828;"));
-        m_status->setText(tr("Not applied: %1").arg(QString::fromStdString(e.what())));
+        setError(tr("This text does not read as a recipe: %1\nThe form keeps the last recipe that read; "
+                    "Copy copies that one.")
+                     .arg(QString::fromStdString(e.what())),
+            true);
     }
 }
 

@@ -11,6 +11,7 @@
 
 class QLabel;
 class QPlainTextEdit;
+class QPushButton;
 
 namespace rs::ui {
 
@@ -27,6 +28,14 @@ public:
     QPlainTextEdit* editor() const { return m_edit; }
     // The reader's message for the current text, or "" when it reads as a recipe.
     QString errorText() const;
+    // Copy: the text when it reads as the recipe; otherwise the last good recipe's text (what the form
+    // shows), and the status says so. Returns what was put on the clipboard.
+    QString copyToClipboard();
+    // Replaces text that does not read with the recipe's own (the last good one).
+    void revert();
+    QPushButton* copyButton() const { return m_copy; }
+    QPushButton* revertButton() const { return m_revert; }
+    QLabel* statusLabel() const { return m_status; }
 
     // The text for a recipe in this syntax; throws RecipeError where the syntax cannot express it.
     static QString textFor(const Recipe& recipe, Syntax syntax);
@@ -44,7 +53,12 @@ private:
     RecipeDocument* m_document;
     Syntax m_syntax;
     QPlainTextEdit* m_edit;
+    void setError(const QString& message, bool parseError);
+    void clearError(const QString& message);
+
     QLabel* m_status;
+    QPushButton* m_copy;
+    QPushButton* m_revert;
     bool m_updating = false;
     bool m_stale = false; // changed while hidden
 };

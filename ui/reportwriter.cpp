@@ -1,17 +1,25 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "reportwriter.h"
 
+#include <cmath>
 #include <map>
 
+#include <QAbstractTextDocumentLayout>
 #include <QBuffer>
 #include <QDateTime>
 #include <QFileInfo>
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <QPageLayout>
 #include <QPageSize>
 #include <QPainter>
 #include <QPrinter>
 #include <QSaveFile>
+#include <QTextBlock>
+#include <QTextCursor>
 #include <QTextDocument>
+#include <QTextFrame>
 
 #include "charts/chartview.h"
 #include "core/recipe_json.h"
@@ -92,12 +100,33 @@ void ReportWriter::setEditedRecipe(const Recipe& recipe, const Validation& valid
 
 QString ReportWriter::tableHtml(const storage::ReportTable& table) const
 {
-    QString html = QStringLiteral("<table class='grid'><tr><th>Run</th><th>Module set</th><th>Outcome</th>"
-                                  "<th>Peak allocated (GB)</th><th>Step time (ms)</th><th>TFLOP/s/GPU</th>"
-                                  "<th>Allocated vs []</th><th>Time vs []</th><th>Notes</th></tr>");
+    // A header row that repeats on each page the table runs onto; the notes column takes what is left.
+    QString html = QStringLiteral(
+        "<table class='grid' width='100%'><thead><tr><th>Run</th><th>Module set</th><th>Outcome</th>"
+        "<th>Peak allocated (GB)</th><th>Step time (ms)</th><th>TFLOP/s/GPU</th>"
+        "<th>Allocated vs []</th><th>Time vs []</th><th>Notes</th></tr></thead>");
     // Notes say what differs from the control; what holds for the whole table is said once below it.
     const QString controlPeakNote = table.control ? table.control->peakNote : QString();
     QStringList tableNotes;
+    // Long notes (the guide's per-run provenance runs to a paragraph) go under the table as numbered notes:
+    // in the cell they made each row a page tall.
+    QStringList footnotes;
+    auto cellNotes = [&footnotes](const QStringList& parts) {
+        QStringList shortParts;
+        for (const QString& part : parts) {
+            if (part.size() <= 90) {
+                shortParts << esc(part);
+                continue;
+            }
+            qsizetype n = footnotes.indexOf(part);
+            if (n < 0) {
+                footnotes << part;
+                n = footnotes.size() - 1;
+            }
+            shortParts << QStringLiteral("<i>note %1</i>").arg(n + 1);
+        }
+        return shortParts.join(QStringLiteral("; "));
+    };
     for (const auto& row : table.rows) {
         const RunRecord& r = row.run;
         QString outcome = r.outcome;
@@ -111,10 +140,11 @@ QString ReportWriter::tableHtml(const storage::ReportTable& table) const
         if (!r.peakNote.isEmpty() && (row.isControl || r.peakNote != controlPeakNote))
             notes.prepend(QStringLiteral("peak ") + r.peakNote);
         const QString controlNotes = table.control ? table.control->notes : QString();
+        const QString runNotes = notesText(r.notes);
         if (!r.notes.isEmpty() && r.notes != controlNotes)
-            notes << r.notes;
-        else if (!r.notes.isEmpty() && !tableNotes.contains(r.notes))
-            tableNotes.prepend(r.notes);
+            notes << runNotes;
+        else if (!r.notes.isEmpty() && !tableNotes.contains(runNotes))
+            tableNotes.prepend(runNotes);
         if (!row.isControl && !row.match.matched)
             notes.prepend(QStringLiteral("NOT MATCHED with the control: no deltas"));
         html += QStringLiteral("<tr%1><td>%2</td><td>%3</td><td class='%4'>%5</td><td class='num'>%6</td>"
@@ -131,12 +161,36 @@ QString ReportWriter::tableHtml(const storage::ReportTable& table) const
         html += QStringLiteral("<td class='num'>%1</td><td class='notes'>%2</td></tr>")
                     .arg(row.isControl ? QStringLiteral("control")
                                        : storage::formatPercent(row.timeVsControlPct),
-                        esc(notes.join(QStringLiteral("; "))));
+                        cellNotes(notes));
     }
     html += QStringLiteral("</table>");
+    for (int i = 0; i < footnotes.size(); ++i)
+        html += QStringLiteral("<p class='muted'>Note %1: %2</p>").arg(i + 1).arg(esc(footnotes[i]));
     if (!tableNotes.isEmpty())
         html += QStringLiteral("<p class='muted'>%1</p>").arg(esc(tableNotes.join(QStringLiteral("; "))));
     return html;
+}
+
+QString ReportWriter::notesText(const QString& notes, int maxMessage)
+{
+    static const QString prefix = QStringLiteral("findings: ");
+    if (!notes.startsWith(prefix))
+        return notes;
+    QJsonParseError error;
+    const QJsonDocument doc = QJsonDocument::fromJson(notes.mid(prefix.size()).toUtf8(), &error);
+    if (error.error != QJsonParseError::NoError || !doc.isArray())
+        return notes;
+    QStringList parts;
+    for (const QJsonValue& v : doc.array()) {
+        const QJsonObject f = v.toObject();
+        QString message = f.value(QStringLiteral("message")).toString().simplified();
+        if (message.size() > maxMessage)
+            message = message.left(maxMessage - 1).trimmed() + QChar(0x2026);
+        parts << QStringLiteral("%1 %2: %3")
+                     .arg(f.value(QStringLiteral("rule_id")).toString(),
+                         f.value(QStringLiteral("severity")).toString(), message);
+    }
+    return parts.isEmpty() ? QString() : QStringLiteral("validator: ") + parts.join(QStringLiteral("; "));
 }
 
 QString ReportWriter::environmentHtml(const RunRecord& r) const
@@ -353,18 +407,109 @@ QImage ReportWriter::preview(int width, int height) const
     return image;
 }
 
+namespace {
+const QMarginsF kPdfMarginsMm(12, 12, 12, 12);
+}
+
+std::optional<int> ReportWriter::headingAtFoot(const QTextDocument* document, qreal keep)
+{
+    const qreal pageHeight = document->pageSize().height();
+    if (!(pageHeight > 0) || pageHeight > 1e8)
+        return std::nullopt;
+    QAbstractTextDocumentLayout* layout = document->documentLayout();
+    for (QTextBlock block = document->begin(); block.isValid(); block = block.next()) {
+        if (block.blockFormat().headingLevel() <= 0
+            || block.blockFormat().pageBreakPolicy() & QTextFormat::PageBreak_AlwaysBefore)
+            continue;
+        const QRectF r = layout->blockBoundingRect(block);
+        const qreal pageEnd = (std::floor(r.top() / pageHeight) + 1.0) * pageHeight;
+        // Room for what follows: a few lines, or all of a chart (an image is never split).
+        qreal needed = std::min(keep, pageHeight / 3);
+        if (block.next().isValid())
+            needed = std::max(
+                needed, std::min(layout->blockBoundingRect(block.next()).height(), pageHeight * 0.6));
+        if (pageEnd - r.bottom() < needed)
+            return block.blockNumber();
+    }
+    return std::nullopt;
+}
+
+std::unique_ptr<QTextDocument> ReportWriter::printDocument(qreal pageWidth) const
+{
+    // The printable area of landscape A4 inside the margins, at `pageWidth` layout pixels across: the
+    // document is paginated here, so what is measured (headings, tables) is what prints.
+    const QPageLayout page(
+        QPageSize(QPageSize::A4), QPageLayout::Landscape, kPdfMarginsMm, QPageLayout::Millimeter);
+    const QSizeF area = page.paintRect(QPageLayout::Millimeter).size();
+    const QSizeF pageSize(pageWidth, pageWidth * area.height() / area.width());
+    const QString text = html(false);
+    // Each comparison (h2) after the first starts a page; then, one at a time from the top, each heading
+    // left at a page's foot gets a break before it. Every try is a fresh document laid out whole: set by
+    // CSS or changed block by block in place, Qt 6.4's layout left text blocks unpainted.
+    auto make = [&](const QVector<int>& breaks) {
+        auto d = std::make_unique<QTextDocument>();
+        fillDocument(d.get(), text, m_charts);
+        QTextBlockFormat format;
+        format.setPageBreakPolicy(QTextFormat::PageBreak_AlwaysBefore);
+        for (int n : breaks)
+            QTextCursor(d->findBlockByNumber(n)).mergeBlockFormat(format);
+        d->setPageSize(pageSize);
+        return d;
+    };
+    QVector<int> breaks;
+    {
+        QTextDocument sections;
+        fillDocument(&sections, text, m_charts);
+        bool first = true;
+        for (QTextBlock b = sections.begin(); b.isValid(); b = b.next()) {
+            if (b.blockFormat().headingLevel() != 2)
+                continue;
+            if (!first)
+                breaks << b.blockNumber();
+            first = false;
+        }
+    }
+    auto document = make(breaks);
+    for (int tries = 0; tries < 50; ++tries) {
+        const std::optional<int> foot = headingAtFoot(document.get());
+        if (!foot)
+            break;
+        breaks << *foot;
+        document = make(breaks);
+    }
+    return document;
+}
+
 bool ReportWriter::writePdf(const QString& path, QString* error) const
 {
-    QTextDocument document;
-    fillDocument(&document, html(false), m_charts);
+    const std::unique_ptr<QTextDocument> document = printDocument();
     QPrinter printer(QPrinter::HighResolution);
     printer.setOutputFormat(QPrinter::PdfFormat);
     printer.setOutputFileName(path);
-    printer.setPageSize(QPageSize(QPageSize::A4));
-    printer.setPageOrientation(QPageLayout::Landscape);
+    printer.setPageLayout(QPageLayout(
+        QPageSize(QPageSize::A4), QPageLayout::Landscape, kPdfMarginsMm, QPageLayout::Millimeter));
     printer.setDocName(m_title);
     printer.setCreator(QStringLiteral("Recompute Studio"));
-    document.print(&printer);
+    // Page by page from the layout measured above (QTextDocument::print lost the text blocks of the pages
+    // after a forced page break): each page is the document's page rectangle, scaled to the paper.
+    QPainter painter;
+    if (!painter.begin(&printer)) {
+        *error = QStringLiteral("Cannot write %1").arg(path);
+        return false;
+    }
+    const QSizeF page = document->pageSize();
+    const qreal scale = std::min(printer.width() / page.width(), printer.height() / page.height());
+    const int pages = document->pageCount();
+    for (int i = 0; i < pages; ++i) {
+        if (i > 0)
+            printer.newPage();
+        painter.save();
+        painter.scale(scale, scale);
+        painter.translate(0, -i * page.height());
+        document->drawContents(&painter, QRectF(QPointF(0, i * page.height()), page));
+        painter.restore();
+    }
+    painter.end();
     if (!QFileInfo(path).exists() || QFileInfo(path).size() == 0) {
         *error = QStringLiteral("Cannot write %1").arg(path);
         return false;

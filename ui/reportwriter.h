@@ -6,6 +6,7 @@
 // CSV carry the comparison tables (storage/report.h's formats).
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include <QImage>
@@ -15,6 +16,8 @@
 #include "core/recipe.h"
 #include "core/rules.h"
 #include "storage/report.h"
+
+class QTextDocument;
 
 namespace rs::ui {
 
@@ -41,6 +44,17 @@ public:
     // The first `height` pixels of the report laid out `width` pixels wide, as the PDF draws it (previews,
     // the user guide's screenshot).
     QImage preview(int width, int height) const;
+    // The document the PDF prints: laid out on landscape A4 pages `pageWidth` layout pixels wide, each
+    // comparison starting a page and no heading left alone at a page's foot.
+    std::unique_ptr<QTextDocument> printDocument(qreal pageWidth = kPdfPageWidth) const;
+    static constexpr qreal kPdfPageWidth = 1120.0;
+    // The first heading that would sit at a page's foot (less than `keep` pixels, or less than the chart
+    // after it, below it), by block number. The document must have a page size.
+    static std::optional<int> headingAtFoot(const QTextDocument* document, qreal keep = 140.0);
+    // A run's stored notes as a reader wants them: the worker's findings JSON ("findings: [{...}]") as
+    // "R12 error: message; ..." (messages cut at `maxMessage` characters; the full ones are in the
+    // findings section), anything else as it is.
+    static QString notesText(const QString& notes, int maxMessage = 110);
 
 private:
     QString tableHtml(const storage::ReportTable& table) const;

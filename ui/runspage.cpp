@@ -9,6 +9,7 @@
 #include <QHeaderView>
 #include <QLabel>
 #include <QLineEdit>
+#include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
 #include <QSet>
@@ -20,6 +21,7 @@
 #include "charts/chartview.h"
 #include "models/runsfilterproxy.h"
 #include "models/runsmodel.h"
+#include "storage/advice.h"
 #include "storage/store.h"
 
 namespace rs::ui {
@@ -55,10 +57,12 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     m_axes->addItem(tr("Δ% vs control"));
     m_target = new QDoubleSpinBox;
     m_target->setRange(0.0, 10000.0);
-    m_target->setDecimals(1);
+    m_target->setDecimals(2); // 35.93 GB stays 35.93
+    m_target->setSingleStep(0.5);
     m_target->setSpecialValueText(tr("none"));
     m_target->setSuffix(tr(" GB"));
-    m_target->setToolTip(tr("Per-rank memory target drawn on the charts (the recipe's memory_target_gb)."));
+    m_target->setToolTip(tr("Per-rank memory target drawn on the charts (the recipe's memory_target_gb); "
+                            "with one, the advisor chooses among the comparison's runs."));
     auto* reloadButton = new QPushButton(tr("Reload"));
     filters->addWidget(new QLabel(tr("Filter:")));
     filters->addWidget(m_recipeFilter, 2);
@@ -88,6 +92,17 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     m_table->verticalHeader()->setDefaultSectionSize(m_table->fontMetrics().height() + 6);
     m_table->horizontalHeader()->setStretchLastSection(true);
     m_table->setWordWrap(false);
+    m_table->setContextMenuPolicy(Qt::CustomContextMenu);
+    connect(m_table, &QWidget::customContextMenuRequested, this, [this](const QPoint& pos) {
+        const QModelIndex index = m_table->indexAt(pos);
+        if (!index.isValid())
+            return;
+        const qint64 id = index.data(RunsModel::RunIdRole).toLongLong();
+        selectRun(id);
+        QMenu* menu = contextMenuFor(id, this);
+        menu->setAttribute(Qt::WA_DeleteOnClose);
+        menu->popup(m_table->viewport()->mapToGlobal(pos));
+    });
     split->addWidget(m_table);
 
     m_chartTabs = new QTabWidget;
@@ -118,6 +133,11 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     chartControls->addWidget(m_target);
     chartControls->addStretch(1);
     chartLayout->addLayout(chartControls);
+    m_advice = new QLabel;
+    m_advice->setObjectName(QStringLiteral("advice"));
+    m_advice->setWordWrap(true);
+    m_advice->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    chartLayout->addWidget(m_advice);
     chartLayout->addWidget(m_chartTabs, 1);
     split->addWidget(chartPane);
     split->setStretchFactor(0, 2);
@@ -133,6 +153,7 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     connect(m_hostFilter, &QComboBox::activated, this,
         [this](int i) { m_proxy->setHostFilter(m_hostFilter->itemData(i).toString()); });
     connect(m_proxy, &RunsFilterProxy::filterChanged, this, &RunsPage::redrawTradeoff);
+    connect(m_proxy, &RunsFilterProxy::filterChanged, this, &RunsPage::updateBanner);
     connect(m_axes, &QComboBox::activated, this, &RunsPage::redrawTradeoff);
     connect(m_comparison, &QComboBox::activated, this, &RunsPage::redrawTradeoff);
     connect(m_target, &QDoubleSpinBox::valueChanged, this, [this] {
@@ -143,14 +164,7 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
         [this](const QModelIndex& current) {
             const qint64 id = current.isValid() ? current.data(RunsModel::RunIdRole).toLongLong() : 0;
-            if (const auto* r = m_model->runById(id)) {
-                const qint64 group = r->isExplicitControl() || !r->controlRunId ? r->id : *r->controlRunId;
-                const int i = m_comparison->findData(group);
-                if (i >= 0 && i != m_comparison->currentIndex()) {
-                    m_comparison->setCurrentIndex(i);
-                    redrawTradeoff();
-                }
-            }
+            showComparisonOf(id);
             showRun(id);
             emit runSelected(id);
         });
@@ -172,29 +186,220 @@ void RunsPage::reload()
     m_table->horizontalHeader()->resizeSection(RunsModel::RecipeColumn,
         std::min(260, m_table->horizontalHeader()->sectionSize(RunsModel::RecipeColumn)));
     refillFilterChoices();
-    int guide = 0;
-    for (const auto& r : m_model->runs())
-        guide += r.source == storage::source::Guide;
-    if (!m_store || !m_store->isOpen()) {
-        m_banner->setText(
-            tr("No measurement store is open: %1").arg(m_store ? m_store->lastError() : QString()));
-    } else if (guide > 0) {
-        m_banner->setText(
-            tr("%1 of %n run(s) are <b>imported from the guide</b> (source “guide”): the published "
-               "matched H100 measurements for Moonlight 16B and Nemotron 3 Nano, not measured on this "
-               "machine. Store: %2",
-                nullptr, m_model->rowCount())
-                .arg(guide)
-                .arg(m_store->path().toHtmlEscaped()));
-    } else {
-        m_banner->setText(
-            tr("%n run(s) in %1", nullptr, m_model->rowCount()).arg(m_store->path().toHtmlEscaped()));
-    }
+    ++m_generation;
+    updateBanner();
     redrawTradeoff();
     if (selected)
         selectRun(selected);
     else
         showRun(0);
+}
+
+void RunsPage::updateBanner()
+{
+    if (!m_store || !m_store->isOpen()) {
+        m_banner->setText(
+            tr("No measurement store is open: %1").arg(m_store ? m_store->lastError() : QString()));
+        return;
+    }
+    // What the table shows (the filter applies), not the whole store.
+    const int shown = m_proxy->rowCount();
+    const int total = m_model->rowCount();
+    int guide = 0;
+    for (int row = 0; row < shown; ++row)
+        guide += m_model->run(m_proxy->mapToSource(m_proxy->index(row, 0)).row())->source
+            == storage::source::Guide;
+    const QString count = shown == total ? tr("%n run(s)", nullptr, total)
+                                         : tr("%1 of %n run(s) shown (filtered)", nullptr, total).arg(shown);
+    if (guide > 0) {
+        m_banner->setText(tr("%1; %2 of them <b>imported from the guide</b> (source “guide”): the published "
+                             "matched H100 measurements for Moonlight 16B and Nemotron 3 Nano, not measured "
+                             "on this machine. Store: %3")
+                              .arg(count)
+                              .arg(guide)
+                              .arg(m_store->path().toHtmlEscaped()));
+    } else {
+        m_banner->setText(tr("%1 in %2").arg(count, m_store->path().toHtmlEscaped()));
+    }
+}
+
+void RunsPage::updateAdvice()
+{
+    const qint64 comparison = m_comparison->currentData().toLongLong();
+    const double target = m_target->value();
+    const QString key = QStringLiteral("%1/%2/%3").arg(comparison).arg(target, 0, 'f', 6).arg(m_generation);
+    if (key == m_adviceKey)
+        return;
+    m_adviceKey = key;
+    QHash<qint64, RunAdvice> byRun;
+    if (!m_store || !m_store->isOpen() || m_model->rowCount() == 0) {
+        m_advice->clear();
+    } else if (!(target > 0)) {
+        m_advice->setText(tr("<span style='color:gray'>Advisor: set a memory target to have the cheapest "
+                             "recompute choice that fits it chosen (as <tt>recompute advise</tt>).</span>"));
+    } else if (!comparison) {
+        m_advice->setText(tr("<span style='color:gray'>Advisor: choose one comparison under “Trade-off of” "
+                             "to have its recompute choice advised.</span>"));
+    } else if (const auto a = storage::adviseOnControl(*m_store, comparison, target)) {
+        for (std::size_t i = 0; i < a->candidates.size(); ++i) {
+            const CandidateVerdict& v = a->advice.verdicts[i];
+            RunAdvice r;
+            r.verdict = QString::fromLatin1(verdictName(v.verdict));
+            QStringList reasons;
+            for (const auto& why : v.reasons)
+                reasons << QString::fromStdString(why);
+            r.reasons = reasons.join(QStringLiteral("; "));
+            r.chosen = a->advice.chosen && *a->advice.chosen == i;
+            byRun.insert(a->rows[int(i)].run.id, r);
+        }
+        QString text = tr("<b>Advisor</b> (control run %1, %2 GB per rank): %3")
+                           .arg(comparison)
+                           .arg(target, 0, 'f', 2)
+                           .arg(QString::fromStdString(a->advice.summary).toHtmlEscaped());
+        if (a->advice.chosen) {
+            const QString overrides = storage::recomputeOverrides(a->rows[int(*a->advice.chosen)].run);
+            if (!overrides.isEmpty())
+                text += QStringLiteral("<br><span style='color:gray'>%1</span> <tt>%2</tt>")
+                            .arg(tr("Megatron Bridge overrides:"), overrides.toHtmlEscaped());
+        }
+        for (const auto& note : a->advice.notes)
+            text += QStringLiteral("<br><span style='color:#b26a00'>%1</span>")
+                        .arg(QString::fromStdString(note).toHtmlEscaped());
+        m_advice->setText(text);
+    } else {
+        m_advice->setText(tr("Advisor: control run %1 has no stored comparison.").arg(comparison));
+    }
+    m_model->setAdvice(byRun);
+    // "over-target" and "not-matched" read whole; the reasons are in the tooltip.
+    if (!byRun.isEmpty())
+        m_table->resizeColumnToContents(RunsModel::AdviceColumn);
+}
+
+void RunsPage::showComparisonOf(qint64 runId)
+{
+    const storage::RunRecord* r = m_model->runById(runId);
+    if (!r)
+        return;
+    const qint64 group = r->isExplicitControl() || !r->controlRunId ? r->id : *r->controlRunId;
+    const int i = m_comparison->findData(group);
+    if (i >= 0 && i != m_comparison->currentIndex()) {
+        m_comparison->setCurrentIndex(i);
+        redrawTradeoff();
+    }
+}
+
+QMenu* RunsPage::contextMenuFor(qint64 runId, QWidget* parent)
+{
+    auto* menu = new QMenu(parent);
+    const storage::RunRecord* r = m_model->runById(runId);
+    if (!r)
+        return menu;
+    const storage::RunRecord run = *r; // the model is reset by what the actions do
+    menu->addAction(tr("Show its comparison on the chart"), this, [this, runId] { showComparisonOf(runId); })
+        ->setObjectName(QStringLiteral("showComparison"));
+
+    QMenu* compare = menu->addMenu(tr("Compare against the [] control"));
+    compare->setObjectName(QStringLiteral("compareMenu"));
+    QVector<const storage::RunRecord*> controls;
+    for (const auto& c : m_model->runs()) {
+        if (c.isExplicitControl() && c.id != runId)
+            controls << &c;
+    }
+    std::sort(controls.begin(), controls.end(), [](const auto* a, const auto* b) { return a->id > b->id; });
+    int listed = 0;
+    for (const storage::RunRecord* c : controls) {
+        if (listed == 20)
+            break;
+        const storage::MatchCheck m = storage::Store::matchCheck(run, *c);
+        const QString name = c->recipeName.isEmpty() ? c->model : c->recipeName;
+        QAction* a = compare->addAction(m.matched ? tr("run %1: %2").arg(c->id).arg(name)
+                                                  : tr("run %1: %2 (not matched)").arg(c->id).arg(name),
+            this, [this, runId, id = c->id] { linkToControl(runId, id); });
+        a->setCheckable(true);
+        a->setChecked(run.controlRunId == c->id);
+        a->setObjectName(QStringLiteral("compareWith%1").arg(c->id));
+        if (!m.matched)
+            a->setToolTip(m.reasons.join(QStringLiteral("\n")));
+        ++listed;
+    }
+    compare->setToolTipsVisible(true);
+    if (run.controlRunId) {
+        compare->addSeparator();
+        compare->addAction(tr("Unlink from control run %1").arg(*run.controlRunId), this,
+            [this, runId] { linkToControl(runId, std::nullopt); });
+    }
+    compare->setEnabled(!compare->isEmpty());
+    QAction* makeControlAction = menu->addAction(
+        tr("Set as the control of its comparison"), this, [this, runId] { makeControl(runId); });
+    makeControlAction->setObjectName(QStringLiteral("setAsControl"));
+    makeControlAction->setEnabled(run.isExplicitControl() && run.controlRunId.has_value());
+    makeControlAction->setToolTip(tr("A repeat of the [] control becomes the comparison's control."));
+    menu->addSeparator();
+    QAction* rerun = menu->addAction(
+        tr("Re-run on the launch page"), this, [this, runId] { emit rerunRequested(runId); });
+    rerun->setObjectName(QStringLiteral("rerun"));
+    rerun->setEnabled(!run.recipeJson.isEmpty());
+    if (run.recipeJson.isEmpty())
+        rerun->setToolTip(tr("This run carries no full recipe (imported or from the guide)."));
+    menu->addSeparator();
+    menu->addAction(tr("Delete run %1…").arg(runId), this, [this, runId] { deleteRuns({ runId }); })
+        ->setObjectName(QStringLiteral("delete"));
+    menu->setToolTipsVisible(true);
+    return menu;
+}
+
+int RunsPage::deleteRuns(const QVector<qint64>& runIds, bool ask)
+{
+    if (!m_store || runIds.isEmpty())
+        return 0;
+    if (ask) {
+        int linked = 0;
+        for (const auto& r : m_model->runs())
+            linked += r.controlRunId && runIds.contains(*r.controlRunId);
+        QString text = tr(
+            "Delete %n run(s) and everything measured for them from the store?", nullptr, int(runIds.size()));
+        if (linked)
+            text += QLatin1Char(' ')
+                + tr("%n other run(s) are compared against them and lose their control.", nullptr, linked);
+        if (QMessageBox::question(
+                this, tr("Delete runs"), text, QMessageBox::Yes | QMessageBox::Cancel, QMessageBox::Cancel)
+            != QMessageBox::Yes)
+            return 0;
+    }
+    int deleted = 0;
+    for (qint64 id : runIds)
+        deleted += m_store->deleteRun(id);
+    reload();
+    return deleted;
+}
+
+bool RunsPage::linkToControl(qint64 runId, std::optional<qint64> controlRunId)
+{
+    if (!m_store || !m_store->setControl(runId, controlRunId))
+        return false;
+    reload();
+    selectRun(runId);
+    return true;
+}
+
+bool RunsPage::makeControl(qint64 runId)
+{
+    const storage::RunRecord* r = m_model->runById(runId);
+    if (!m_store || !r || !r->isExplicitControl() || !r->controlRunId)
+        return false;
+    const qint64 old = *r->controlRunId;
+    QVector<qint64> linked { old };
+    for (const auto& other : m_model->runs()) {
+        if (other.controlRunId == old && other.id != runId)
+            linked << other.id;
+    }
+    bool ok = m_store->setControl(runId, std::nullopt);
+    for (qint64 id : linked)
+        ok &= m_store->setControl(id, runId);
+    reload();
+    showComparisonOf(runId);
+    selectRun(runId);
+    return ok;
 }
 
 void RunsPage::refillFilterChoices()
@@ -309,8 +514,11 @@ void RunsPage::redrawTradeoff()
     }
     const auto axis = m_axes->currentIndex() == 1 ? TradeoffAxis::VersusControl : TradeoffAxis::Absolute;
     const double target = m_target->value();
-    m_tradeoff->setData(
-        buildTradeoffFrom(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt));
+    updateAdvice();
+    TradeoffData data
+        = buildTradeoffFrom(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt);
+    applyAdvice(&data, m_model->advice());
+    m_tradeoff->setData(data);
 }
 
 void RunsPage::showRun(qint64 runId)

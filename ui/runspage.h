@@ -4,9 +4,12 @@
 // per-iteration memory of the selected run), each exportable as PNG or SVG.
 #pragma once
 
+#include <optional>
+
 #include <QWidget>
 
 class QComboBox;
+class QMenu;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
@@ -38,6 +41,23 @@ public:
     RankBarsChart* rankChart() const { return m_ranks; }
     MemoryLinesChart* linesChart() const { return m_lines; }
     QTabWidget* chartTabs() const { return m_chartTabs; }
+    QComboBox* axesBox() const { return m_axes; }
+    QComboBox* comparisonBox() const { return m_comparison; }
+    QDoubleSpinBox* targetBox() const { return m_target; }
+    QLabel* banner() const { return m_banner; }
+    // The advisor's line for the comparison the chart shows and the memory target.
+    QLabel* adviceLabel() const { return m_advice; }
+    // The table's context menu for a run (the caller owns it): show its comparison, compare it against
+    // another [] control, make it its comparison's control, re-run it, delete it.
+    QMenu* contextMenuFor(qint64 runId, QWidget* parent = nullptr);
+    // Deletes runs from the store (asking first when `ask`); the number deleted.
+    int deleteRuns(const QVector<qint64>& runIds, bool ask = true);
+    // Links a run to a [] control (nullopt: unlinks it) and re-reads the store.
+    bool linkToControl(qint64 runId, std::optional<qint64> controlRunId);
+    // Makes a repeat of a [] control the control of its comparison: every run linked to the old control,
+    // and the old control itself, is linked to it.
+    bool makeControl(qint64 runId);
+    void showComparisonOf(qint64 runId);
     // The runs the filter lets through, in table order.
     QVector<qint64> visibleRunIds() const;
     qint64 selectedRunId() const;
@@ -51,9 +71,13 @@ public slots:
 
 signals:
     void runSelected(qint64 runId);
+    // "Re-run" from the context menu: the run's stored recipe is to go to the launch page.
+    void rerunRequested(qint64 runId);
 
 private:
     void showRun(qint64 runId);
+    void updateBanner();
+    void updateAdvice();
     void refillFilterChoices();
     void exportChart(ChartView* chart, const QString& suffix);
 
@@ -69,6 +93,9 @@ private:
     QComboBox* m_comparison; // which matched comparison the trade-off shows (control run id; 0: all)
     QDoubleSpinBox* m_target;
     QLabel* m_banner;
+    QLabel* m_advice;
+    QString m_adviceKey; // comparison, target and store generation the advice was computed for
+    int m_generation = 0;
     QTabWidget* m_chartTabs;
     TradeoffChart* m_tradeoff;
     RankBarsChart* m_ranks;

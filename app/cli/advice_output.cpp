@@ -52,66 +52,6 @@ QJsonObject candidateJson(const StoredAdvice& a, std::size_t i)
 
 } // namespace
 
-StoredAdvice adviseOnComparison(
-    const storage::Store& store, const QVector<storage::ComparisonRow>& rows, double targetGb)
-{
-    StoredAdvice out;
-    out.rows = rows;
-    for (const storage::ComparisonRow& row : rows) {
-        const storage::RunRecord& run = row.run;
-        AdviceCandidate c;
-        c.run_id = run.id;
-        c.label = run.moduleSetLabel().toStdString();
-        c.outcome = run.outcome.toStdString();
-        c.failure_stage = run.failureStage.toStdString();
-        c.failure_iteration = run.failureIteration;
-        for (const storage::RankPeak& p : store.rankPeaks(run.id)) {
-            if (p.peakAllocated)
-                c.rank_peaks.push_back({ p.rank, *p.peakAllocated });
-        }
-        if (c.rank_peaks.empty() && run.peakAllocated)
-            c.rank_peaks.push_back({ run.peakRank.value_or(-1), *run.peakAllocated });
-        c.ranks_expected = run.worldSize ? run.worldSize : run.gpuCount;
-        c.steady_step_ms = run.steadyStepMs;
-        c.matched = row.isControl || row.match.matched;
-        for (const QString& r : row.match.reasons)
-            c.unmatched_reasons.push_back(r.toStdString());
-        c.is_control = row.isControl && run.isExplicitControl();
-        out.candidates.push_back(std::move(c));
-    }
-    out.advice = adviseRecompute(out.candidates, targetGb);
-    return out;
-}
-
-std::optional<double> recipeMemoryTarget(const QString& recipeJson)
-{
-    if (recipeJson.isEmpty())
-        return std::nullopt;
-    const QJsonValue v = QJsonDocument::fromJson(recipeJson.toUtf8()).object().value(u"memory_target_gb"_s);
-    if (!v.isDouble() || v.toDouble() <= 0)
-        return std::nullopt;
-    return v.toDouble();
-}
-
-QString recomputeOverrides(const storage::RunRecord& run)
-{
-    if (run.recomputeGranularity == u"full") {
-        QString s = u"model.recompute_granularity=full"_s;
-        if (!run.recomputeMethod.isEmpty())
-            s += u" model.recompute_method="_s + run.recomputeMethod;
-        if (run.recomputeNumLayers)
-            s += u" model.recompute_num_layers="_s + QString::number(*run.recomputeNumLayers);
-        return s;
-    }
-    // The [] control recomputes nothing: Megatron's default, no recompute at all, is what to set.
-    if (run.isExplicitControl())
-        return u"model.recompute_granularity=null"_s;
-    if (run.recomputeGranularity == u"selective" && run.recomputeModules)
-        return u"model.recompute_granularity=selective model.recompute_modules=["_s
-            + run.recomputeModules->join(u","_s) + u"]"_s;
-    return {};
-}
-
 QByteArray adviceText(const StoredAdvice& a)
 {
     QString s;

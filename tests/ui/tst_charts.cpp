@@ -2,6 +2,8 @@
 // The chart layer: the trade-off arithmetic (one point per module set, control marked, failures apart,
 // Pareto front, Δ% against the control, the memory target), the per-rank and per-iteration series, and
 // export of a drawn chart as PNG and SVG.
+#include <cmath>
+
 #include <QFile>
 #include <QImage>
 #include <QTemporaryDir>
@@ -210,6 +212,120 @@ private slots:
 
         QVERIFY(!chart.exportImage(dir.filePath(QStringLiteral("tradeoff.bmpx")), &error));
         QVERIFY(error.contains(QStringLiteral(".png or .svg")));
+    }
+
+    // Axis ticks at round values: 2077/2138/2199 read badly.
+    void niceAxis_data()
+    {
+        QTest::addColumn<double>("lo");
+        QTest::addColumn<double>("hi");
+        QTest::newRow("step times 2077..2199") << 2077.0 << 2199.0;
+        QTest::newRow("GB 35.90..36.62") << 35.902 << 36.618;
+        QTest::newRow("percent -12.3..4.1") << -12.3 << 4.1;
+        QTest::newRow("MB 0.0 .. 75.6") << 0.0 << 75.6;
+        QTest::newRow("one value") << 457.18 << 457.18;
+        QTest::newRow("tiny 0.0012..0.0087") << 0.0012 << 0.0087;
+    }
+    void niceAxis()
+    {
+        QFETCH(double, lo);
+        QFETCH(double, hi);
+        const NiceAxis a = rs::ui::niceAxis(lo, hi);
+        QVERIFY(a.min <= lo && a.max >= hi);
+        QVERIFY(a.tickCount() >= 2 && a.tickCount() <= 7);
+        // the step is 1, 2 or 5 times a power of ten, and every tick a multiple of it
+        const double mantissa = a.step / std::pow(10.0, std::floor(std::log10(a.step)));
+        QVERIFY2(
+            std::abs(mantissa - 1) < 1e-9 || std::abs(mantissa - 2) < 1e-9 || std::abs(mantissa - 5) < 1e-9,
+            qPrintable(QString::number(a.step)));
+        const double k = a.min / a.step;
+        QVERIFY2(std::abs(k - std::round(k)) < 1e-6, qPrintable(QString::number(a.min)));
+        // not much wider than asked for
+        QVERIFY(a.max - a.min <= std::max(hi - lo, std::abs(hi) * 0.1) * 3 + a.step * 2);
+    }
+
+    void drawnTicksAreRound_data()
+    {
+        QTest::addColumn<bool>("withFailure");
+        QTest::newRow("all passed") << false;
+        QTest::newRow("a failed module set at the right edge") << true;
+    }
+    void drawnTicksAreRound()
+    {
+        QFETCH(bool, withFailure);
+        QVector<RunRecord> runs = moonlight();
+        if (!withFailure)
+            runs.removeAt(4);
+        for (RunRecord& r : runs) {
+            if (r.steadyStepMs)
+                *r.steadyStepMs += 1620.0; // 2077 .. 2101 ms
+        }
+        TradeoffChart chart;
+        chart.setData(buildTradeoff(runs, TradeoffAxis::Absolute, 36.0));
+        for (const Qt::Orientation o : { Qt::Horizontal, Qt::Vertical }) {
+            const QVector<double> ticks = chart.axisTicks(o);
+            QVERIFY(ticks.size() >= 3);
+            const double step = ticks[1] - ticks[0];
+            const double mantissa = step / std::pow(10.0, std::floor(std::log10(step)));
+            QVERIFY2(std::abs(mantissa - std::round(mantissa)) < 1e-6 && int(std::round(mantissa)) % 3 != 0
+                    && int(std::round(mantissa)) != 4,
+                qPrintable(QString::number(step)));
+            for (double t : ticks)
+                QVERIFY2(std::abs(t / step - std::round(t / step)) < 1e-6, qPrintable(QString::number(t)));
+        }
+    }
+
+    // A cancelled run is not a failure of the recipe: drawn apart, named so.
+    void stoppedRuns_data()
+    {
+        QTest::addColumn<QString>("outcome");
+        QTest::addColumn<QString>("message");
+        QTest::addColumn<bool>("stopped");
+        QTest::addColumn<QString>("text");
+        QTest::newRow("cancelled") << QStringLiteral("aborted")
+                                   << QStringLiteral("cancelled: the worker was stopped") << true
+                                   << QStringLiteral("cancelled");
+        QTest::newRow("stream ended") << QStringLiteral("aborted") << QStringLiteral("the stream ended")
+                                      << true << QStringLiteral("aborted");
+        QTest::newRow("oom") << QStringLiteral("oom") << QString() << false << QStringLiteral("oom");
+        QTest::newRow("error") << QStringLiteral("error") << QString() << false << QStringLiteral("error");
+    }
+    void stoppedRuns()
+    {
+        QFETCH(QString, outcome);
+        QFETCH(QString, message);
+        QFETCH(bool, stopped);
+        QFETCH(QString, text);
+        QVector<RunRecord> runs = moonlight();
+        runs[4].outcome = outcome;
+        runs[4].message = message;
+        const TradeoffData d = buildTradeoff(runs, TradeoffAxis::Absolute);
+        const TradeoffPoint* p = point(d, QStringLiteral("layernorm, moe_act"));
+        QVERIFY(p);
+        QVERIFY(p->failed);
+        QCOMPARE(p->stopped, stopped);
+        QVERIFY(p->outcome.startsWith(text));
+        TradeoffChart chart;
+        chart.setData(d);
+        const QStringList legend = chart.legendNames();
+        QCOMPARE(legend.contains(QStringLiteral("stopped (cancelled / no result)")), stopped);
+        QCOMPARE(legend.contains(QStringLiteral("failed (OOM / error)")), !stopped);
+    }
+
+    void adviceMarksItsPoint()
+    {
+        TradeoffData d = buildTradeoff(moonlight(), TradeoffAxis::Absolute, 36.0);
+        QHash<qint64, RunAdvice> advice;
+        advice.insert(6, RunAdvice { QStringLiteral("chosen"), QString(), true }); // the moe_act repeat
+        advice.insert(3, RunAdvice { QStringLiteral("slower"), QStringLiteral("fits, 3.1% slower"), false });
+        applyAdvice(&d, advice);
+        QVERIFY(point(d, QStringLiteral("moe_act"))->chosen);
+        QVERIFY(!point(d, QStringLiteral("mla_up_proj"))->chosen);
+        QVERIFY(point(d, QStringLiteral("mla_up_proj"))->tooltip.contains(QStringLiteral("3.1% slower")));
+        TradeoffChart chart;
+        chart.setData(d);
+        QVERIFY(chart.legendNames().contains(QStringLiteral("advisor's choice")));
+        QVERIFY(chart.legendNames().contains(QStringLiteral("memory target 36.00 GB")));
     }
 
     void emptyChartSaysWhy()

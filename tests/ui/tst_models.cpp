@@ -160,6 +160,36 @@ private slots:
         QCOMPARE(model.rowCount(), 0);
     }
 
+    void runsModelAdviceAndRanks()
+    {
+        RunsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        QVector<RunRecord> runs = comparison();
+        runs[1].worldSize = 2;
+        model.setRuns(runs);
+        QCOMPARE(
+            model.index(model.rowOfRun(2), RunsModel::RanksColumn).data().toString(), QStringLiteral("2"));
+        QCOMPARE(model.index(model.rowOfRun(3), RunsModel::RanksColumn).data().toString(), QString());
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        QHash<qint64, RunAdvice> advice;
+        advice.insert(2, RunAdvice { QStringLiteral("chosen"), QString(), true });
+        advice.insert(1,
+            RunAdvice { QStringLiteral("over-target"), QStringLiteral("over the 36.000 GB target"), false });
+        model.setAdvice(advice);
+        QCOMPARE(changed.size(), 1);
+        QVERIFY(model.index(model.rowOfRun(2), 0).data(RunsModel::ChosenRole).toBool());
+        QVERIFY(model.index(model.rowOfRun(2), RunsModel::ModelColumn).data(Qt::BackgroundRole).isValid());
+        QCOMPARE(model.index(model.rowOfRun(1), RunsModel::AdviceColumn).data().toString(),
+            QStringLiteral("over-target"));
+        QVERIFY(model.index(model.rowOfRun(1), RunsModel::AdviceColumn)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .contains(QStringLiteral("36.000 GB")));
+        QCOMPARE(model.index(model.rowOfRun(4), RunsModel::AdviceColumn).data().toString(), QString());
+        model.setAdvice({});
+        QVERIFY(!model.index(model.rowOfRun(2), 0).data(RunsModel::ChosenRole).toBool());
+    }
+
     void runsFilterAndSort()
     {
         RunsModel model;

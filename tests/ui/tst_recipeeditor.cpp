@@ -2,13 +2,18 @@
 // The recipe editor as a user drives it: a form edit updates the findings (and marks the field), a fix-it
 // clears its finding, the override / flag / JSON text and the form stay in step both ways, and a bad edit
 // is refused with a message naming the field.
+#include <QApplication>
 #include <QCheckBox>
+#include <QClipboard>
 #include <QComboBox>
 #include <QDir>
 #include <QFile>
+#include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
+#include <QPushButton>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 
@@ -214,6 +219,78 @@ private slots:
         QVERIFY2(error.contains(QStringLiteral("num_layerz")), qPrintable(error));
         QVERIFY2(error.contains(QStringLiteral("num_layers")), qPrintable(error)); // the nearest known key
         QVERIFY(m_document->recipe() == before);
+    }
+
+    void unknownLabelGetsDidYouMean_data()
+    {
+        QTest::addColumn<QString>("label");
+        QTest::addColumn<QString>("meant");
+        QTest::newRow("core_atn") << QStringLiteral("core_atn") << QStringLiteral("core_attn");
+        QTest::newRow("moe_ac") << QStringLiteral("moe_ac") << QStringLiteral("moe_act");
+        QTest::newRow("mla_upproj") << QStringLiteral("mla_upproj") << QStringLiteral("mla_up_proj");
+        QTest::newRow("layer_norm") << QStringLiteral("layer_norm") << QStringLiteral("layernorm");
+    }
+    void unknownLabelGetsDidYouMean()
+    {
+        QFETCH(QString, label);
+        QFETCH(QString, meant);
+        m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
+        // typed into the JSON text, as a user would
+        QString error;
+        QVERIFY(m_document->setField("recompute_granularity", "selective", nullptr, &error));
+        QVERIFY(m_document->setField(
+            "recompute_modules", nlohmann::json::array({ label.toStdString() }), nullptr, &error));
+        const FindingsModel* findings = m_page->findings()->model();
+        const int row = findingRow(findings, QStringLiteral("R11"));
+        QVERIFY(row >= 0);
+        const QString message = findings->index(row, FindingsModel::MessageColumn).data().toString();
+        const QString expected = QStringLiteral("did you mean '%1' for '%2'?").arg(meant, label);
+        QVERIFY2(message.contains(expected), qPrintable(message));
+        QVERIFY(findings->index(row, FindingsModel::MessageColumn)
+                    .data(Qt::ToolTipRole)
+                    .toString()
+                    .contains(expected.toHtmlEscaped()));
+        // Megatron's own words stay first
+        QVERIFY(message.startsWith(QStringLiteral("Invalid choices for recompute_modules")));
+    }
+
+    void textThatDoesNotReadIsFlaggedAndNotCopied_data()
+    {
+        QTest::addColumn<int>("view"); // 0 overrides, 1 flags, 2 JSON
+        QTest::addColumn<QString>("bad");
+        QTest::newRow("JSON") << 2 << QStringLiteral("{ \"num_layers\": 3, ");
+        QTest::newRow("overrides") << 0 << QStringLiteral("model.num_layerz=3");
+        QTest::newRow("flags") << 1 << QStringLiteral("--num-layerz 3");
+    }
+    void textThatDoesNotReadIsFlaggedAndNotCopied()
+    {
+        QFETCH(int, view);
+        QFETCH(QString, bad);
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        const Recipe before = m_document->recipe();
+        RecipeTextView* text = view == 0 ? m_page->overridesView()
+            : view == 1                  ? m_page->flagsView()
+                                         : m_page->jsonView();
+        m_page->textTabs()->setCurrentWidget(text);
+        text->editor()->setPlainText(bad);
+        // the form keeps the last good recipe, and the view says so plainly
+        QVERIFY(m_document->recipe() == before);
+        QVERIFY(!text->errorText().isEmpty());
+        QVERIFY(text->errorText().contains(QStringLiteral("does not read as a recipe")));
+        QVERIFY(!text->statusLabel()->styleSheet().isEmpty());
+        QVERIFY(!text->revertButton()->isHidden());
+        // Copy hands out the recipe the form holds, not the bad text, and says so
+        QApplication::clipboard()->clear();
+        const QString copied = text->copyToClipboard();
+        QCOMPARE(copied, RecipeTextView::textFor(before, text->syntax()));
+        QCOMPARE(QApplication::clipboard()->text(), copied);
+        QVERIFY(text->statusLabel()->text().contains(QStringLiteral("Copied the last recipe")));
+        // Revert puts the good text back
+        text->revert();
+        QCOMPARE(text->editor()->toPlainText(), copied);
+        QVERIFY(text->errorText().isEmpty());
+        QVERIFY(text->revertButton()->isHidden());
+        QCOMPARE(text->copyToClipboard(), copied);
     }
 
     void flagTextEditReachesForm()

@@ -2,11 +2,17 @@
 // Report export, content checked: the guide's comparison tables with their published deltas, the trade-off
 // chart embedded, recipe diffs against the control, environment and revisions, the validator's findings,
 // the guide's data marked as imported; and the PDF, Markdown and CSV files.
+#include <QAbstractTextDocumentLayout>
 #include <QFile>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBlock>
+#include <QTextDocument>
+#include <QTextFrame>
+#include <QTextTable>
 
 #include "core/recipe_json.h"
 #include "presets.h"
@@ -18,6 +24,15 @@ using namespace rs;
 using namespace rs::ui;
 
 namespace {
+
+const char kFindingsNotes[]
+    = "findings: [{\"rule_id\":\"R15\",\"severity\":\"warning\",\"fields\":["
+      "\"recompute_modules\",\"attention_backend\"],\"message\":\"core_attn with fused "
+      "attention recomputes nothing: the fused kernel keeps no scores to discard\","
+      "\"source\":\"transformer_config.py:1850\"},{\"rule_id\":\"R11\",\"severity\":"
+      "\"error\",\"fields\":[\"recompute_modules\"],\"message\":\"Invalid choices for "
+      "recompute_modules: {'core_atn'}. Allowed modules are: {'core_attn', 'moe_act', "
+      "'layernorm', 'mla_up_proj', 'mlp', 'moe', 'shared_experts'}\",\"source\":\"\"}]";
 
 QByteArray readAll(const QString& path)
 {
@@ -61,6 +76,94 @@ private slots:
         const qint64 run = insertWorkerRun(&m_store, candidate, 8.0, 112.0);
         QVERIFY(control > 0 && run > 0);
         QVERIFY(m_store.setControl(run, control));
+        // What the worker stores: its validator findings as JSON in the run's notes.
+        std::optional<storage::RunRecord> stored = m_store.run(run);
+        QVERIFY(stored);
+        stored->notes = QString::fromUtf8(kFindingsNotes);
+        QVERIFY(m_store.updateRun(*stored));
+    }
+
+    void notesText_data()
+    {
+        QTest::addColumn<QString>("notes");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("worker findings")
+            << QString::fromUtf8(kFindingsNotes)
+            << QStringLiteral("validator: R15 warning: core_attn with fused attention "
+                              "recomputes nothing; R11 error: Invalid choices");
+        QTest::newRow("plain notes") << QStringLiteral("first pipeline stage only")
+                                     << QStringLiteral("first pipeline stage only");
+        QTest::newRow("not JSON after all")
+            << QStringLiteral("findings: see the log") << QStringLiteral("findings: see the log");
+        QTest::newRow("no findings") << QStringLiteral("findings: []") << QString();
+    }
+    void notesText()
+    {
+        QFETCH(QString, notes);
+        QFETCH(QString, expected);
+        const QString text = ReportWriter::notesText(notes);
+        QVERIFY2(text.startsWith(expected.left(60)), qPrintable(text));
+        QVERIFY(!text.contains(QStringLiteral("\"rule_id\"")));
+        QVERIFY(text.size() < notes.size() + 20);
+    }
+
+    void findingsInNotesReadAsText()
+    {
+        ReportWriter writer(m_store, {});
+        const QString html = writer.html(true);
+        QVERIFY(!html.contains(QStringLiteral("rule_id")));
+        QVERIFY(!html.contains(QStringLiteral("&quot;severity&quot;")));
+        QVERIFY(html.contains(QStringLiteral("validator: R15 warning: core_attn with fused attention")));
+    }
+
+    // Issue 11: a six-row table over four PDF pages, a heading alone at a page's foot.
+    void pdfPages()
+    {
+        ReportWriter writer(m_store, {});
+        const std::unique_ptr<QTextDocument> doc = writer.printDocument();
+        const qreal pageHeight = doc->pageSize().height();
+        QVERIFY(pageHeight > 0 && pageHeight < 1e6);
+        QAbstractTextDocumentLayout* layout = doc->documentLayout();
+        auto pageOf = [&](qreal y) { return int(y / pageHeight); };
+        int tables = 0;
+        for (QTextFrame* frame : doc->rootFrame()->childFrames()) {
+            auto* table = qobject_cast<QTextTable*>(frame);
+            if (!table || table->rows() > 8 || table->columns() != 9)
+                continue; // the comparison tables: nine columns
+            ++tables;
+            const QRectF first = layout->blockBoundingRect(table->cellAt(0, 0).firstCursorPosition().block());
+            const QRectF last = layout->blockBoundingRect(
+                table->cellAt(table->rows() - 1, table->columns() - 1).lastCursorPosition().block());
+            QVERIFY2(pageOf(first.top()) == pageOf(last.bottom()),
+                qPrintable(QStringLiteral("a %1-row table from page %2 to %3")
+                               .arg(table->rows())
+                               .arg(pageOf(first.top()) + 1)
+                               .arg(pageOf(last.bottom()) + 1)));
+        }
+        QVERIFY(tables >= 3);
+        int headings = 0;
+        for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+            if (b.blockFormat().headingLevel() <= 0)
+                continue;
+            ++headings;
+            const QRectF r = layout->blockBoundingRect(b);
+            const qreal below = (pageOf(r.top()) + 1) * pageHeight - r.bottom();
+            QVERIFY2(below >= std::min(140.0, pageHeight / 3),
+                qPrintable(QStringLiteral("'%1' %2 px above the foot of page %3")
+                               .arg(b.text())
+                               .arg(below)
+                               .arg(pageOf(r.top()) + 1)));
+        }
+        QVERIFY(headings > 10);
+        // the PDF has the pages laid out here, each comparison starting one
+        const QString pdf = m_dir.filePath(QStringLiteral("pages.pdf"));
+        QString error;
+        QVERIFY2(writer.writePdf(pdf, &error), qPrintable(error));
+        const int pages = int(QString::fromLatin1(readAll(pdf))
+                                  .count(QRegularExpression(QStringLiteral("/Type\\s*/Page[^s]"))));
+        QCOMPARE(pages, doc->pageCount());
+        QVERIFY2(pages >= int(writer.tables().size()) && pages <= 4 * int(writer.tables().size()) + 1,
+            qPrintable(QString::number(pages)));
     }
 
     void htmlCarriesEverything()

@@ -2,6 +2,7 @@
 #include "charts/chartdata.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 
 #include <QHash>
@@ -25,8 +26,16 @@ QString groupName(const RunRecord& control)
     return name;
 }
 
+// Stopped by the user or without a result: no verdict on the recipe (not an OOM, not an error).
+bool stoppedRun(const RunRecord& r)
+{
+    return r.outcome == storage::outcome::Aborted || r.outcome == storage::outcome::Running;
+}
+
 QString failureText(const RunRecord& r)
 {
+    if (r.outcome == storage::outcome::Aborted && r.message.startsWith(QLatin1String("cancelled")))
+        return QStringLiteral("cancelled");
     QString text = r.outcome;
     if (!r.failureStage.isEmpty())
         text += QStringLiteral(" in ") + r.failureStage;
@@ -121,7 +130,11 @@ TradeoffData buildTradeoffFrom(
             double sumMs = 0.0, sumGb = 0.0;
             int nMs = 0, nGb = 0;
             qint64 newest = 0;
+            bool allStopped = true;
+            QVector<qint64> ids;
             for (const RunRecord* r : use) {
+                allStopped &= stoppedRun(*r);
+                ids << r->id;
                 if (r->steadyStepMs && !failed) {
                     sumMs += *r->steadyStepMs;
                     ++nMs;
@@ -139,6 +152,9 @@ TradeoffData buildTradeoffFrom(
             p.group = name;
             p.groupIndex = groupIndex;
             p.failed = failed;
+            p.stopped = failed && allStopped;
+            p.runIds = ids;
+            p.groupKey = key;
             p.runCount = int(use.size());
             p.runId = newest;
             p.isControl
@@ -155,8 +171,10 @@ TradeoffData buildTradeoffFrom(
             p.tooltip
                 = QStringLiteral("<b>%1</b> — %2<br>%3<br>peak allocated %4 GB%5%6<br>%7 run(s)")
                       .arg(label.toHtmlEscaped(), name.toHtmlEscaped(),
-                          p.failed ? QStringLiteral("<span style='color:#c62828'>%1</span>").arg(p.outcome)
-                                   : p.outcome)
+                          p.stopped ? QStringLiteral("<span style='color:#666'>%1</span>").arg(p.outcome)
+                              : p.failed
+                              ? QStringLiteral("<span style='color:#c62828'>%1</span>").arg(p.outcome)
+                              : p.outcome)
                       .arg(gb, 0, 'f', 3)
                       .arg(note.toHtmlEscaped())
                       .arg(nMs ? QStringLiteral(", step %1 ms").arg(ms, 0, 'f', 1) : QString())
@@ -212,6 +230,79 @@ void markParetoFront(QVector<TradeoffPoint>* points)
             p.onFront = !dominated;
         }
     }
+}
+
+void applyAdvice(TradeoffData* data, const QHash<qint64, RunAdvice>& byRun)
+{
+    for (TradeoffPoint& p : data->points) {
+        p.chosen = false;
+        const RunAdvice* newest = nullptr;
+        qint64 newestId = 0;
+        for (qint64 id : std::as_const(p.runIds)) {
+            const auto it = byRun.constFind(id);
+            if (it == byRun.constEnd())
+                continue;
+            if (it->chosen)
+                p.chosen = true;
+            if (id > newestId) {
+                newestId = id;
+                newest = &*it;
+            }
+        }
+        if (p.chosen)
+            p.tooltip += QStringLiteral("<br><b style='color:#1b7f3b'>advisor: chosen</b>");
+        else if (newest)
+            p.tooltip += QStringLiteral("<br>advisor: %1 — %2")
+                             .arg(newest->verdict.toHtmlEscaped(), newest->reasons.toHtmlEscaped());
+    }
+}
+
+int NiceAxis::tickCount() const
+{
+    return step > 0 ? int(std::lround((max - min) / step)) + 1 : 2;
+}
+
+namespace {
+// Heckbert's nice number: 1, 2, 5 or 10 times a power of ten, rounded or ceiled.
+double niceNumber(double x, bool round)
+{
+    const double exponent = std::floor(std::log10(x));
+    const double fraction = x / std::pow(10.0, exponent);
+    double nice;
+    if (round)
+        nice = fraction < 1.5 ? 1 : fraction < 3 ? 2 : fraction < 7 ? 5 : 10;
+    else
+        nice = fraction <= 1 ? 1 : fraction <= 2 ? 2 : fraction <= 5 ? 5 : 10;
+    return nice * std::pow(10.0, exponent);
+}
+} // namespace
+
+NiceAxis niceAxis(double lo, double hi, int maxTicks)
+{
+    if (!std::isfinite(lo) || !std::isfinite(hi))
+        return {};
+    if (hi < lo)
+        std::swap(lo, hi);
+    if (hi - lo < 1e-12 * std::max(1.0, std::abs(hi))) {
+        const double m = std::max(std::abs(lo) * 0.05, 1e-9);
+        lo -= m;
+        hi += m;
+    }
+    maxTicks = std::max(3, maxTicks);
+    NiceAxis a;
+    // The smallest 1-2-5 step that covers the range with at most maxTicks ticks.
+    a.step = niceNumber((hi - lo) / (maxTicks - 1), false);
+    for (;;) {
+        a.min = std::floor(lo / a.step) * a.step;
+        a.max = std::ceil(hi / a.step) * a.step;
+        if (a.tickCount() <= maxTicks)
+            break;
+        a.step = niceNumber(a.step * 1.5, false);
+    }
+    // -0 reads badly on an axis
+    if (std::abs(a.min) < a.step * 1e-9)
+        a.min = 0.0;
+    return a;
 }
 
 QVector<RankBar> buildRankBars(const QVector<storage::RankPeak>& peaks)

@@ -8,6 +8,7 @@
 #include <optional>
 
 #include <QColor>
+#include <QHash>
 #include <QPointF>
 #include <QString>
 #include <QVector>
@@ -29,9 +30,13 @@ struct TradeoffPoint {
     double y = 0.0;
     bool isControl = false;
     bool failed = false; // no run of this module set passed
+    bool stopped = false; // failed, and every run of it was stopped (cancelled, no result): no verdict
+    bool chosen = false; // the advisor's choice for the memory target (applyAdvice)
     bool onFront = false; // on its group's Pareto front (lower is better on both axes)
     int runCount = 0; // runs averaged into the point
     qint64 runId = 0; // the newest run of the point
+    QVector<qint64> runIds; // every run of the point
+    qint64 groupKey = 0; // the comparison's control run id
     QString outcome; // "pass", or the failure ("oom in forward")
     QString tooltip;
 };
@@ -54,6 +59,25 @@ TradeoffData buildTradeoffFrom(const QVector<const storage::RunRecord*>& runs, T
     std::optional<double> memoryTargetGb = std::nullopt);
 // Marks onFront: the points of each group not dominated by another passing point of the group.
 void markParetoFront(QVector<TradeoffPoint>* points);
+
+// The advisor's verdict on one run (storage/advice.h, as `recompute advise` prints it).
+struct RunAdvice {
+    QString verdict; // "chosen", "over-target", "slower", ...
+    QString reasons; // every reason, "; "-joined
+    bool chosen = false;
+};
+// Marks the point holding the chosen run and adds each point's verdict (its newest run's) to its tooltip.
+void applyAdvice(TradeoffData* data, const QHash<qint64, RunAdvice>& byRun);
+
+// Axis bounds and tick step at round values ("nice numbers": steps of 1, 2 or 5 times a power of ten)
+// covering [lo, hi] with at most maxTicks ticks: 2077..2199 becomes 2060..2200 by 20, not 2077/2138/2199.
+struct NiceAxis {
+    double min = 0.0;
+    double max = 1.0;
+    double step = 0.2;
+    int tickCount() const;
+};
+NiceAxis niceAxis(double lo, double hi, int maxTicks = 7);
 
 struct RankBar {
     int rank = 0;

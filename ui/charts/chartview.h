@@ -31,9 +31,20 @@ public:
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;
 
+    // What a user sees, for tests: the legend's entries, an axis' tick values, the tooltip of the point
+    // under the mouse, the plot's viewport and where a run's point is drawn in it ((-1, -1): not drawn).
+    QStringList legendNames() const;
+    QVector<double> axisTicks(Qt::Orientation orientation) const;
+    QString hoverTip() const;
+    QWidget* viewport() const;
+    QPoint viewPositionOfRun(qint64 runId) const;
+
 protected:
     explicit ChartView(QWidget* parent);
     bool event(QEvent* event) override;
+    bool eventFilter(QObject* watched, QEvent* event) override;
+    // Shows (or, with "", hides) the hovered point's tooltip and keeps it for the view's tooltip event.
+    void showHoverTip(const QString& tip);
     struct Backend;
     std::unique_ptr<Backend> m_backend;
 };

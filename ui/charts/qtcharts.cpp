@@ -18,6 +18,7 @@
 #include <QGraphicsSceneMouseEvent>
 #include <QGraphicsSimpleTextItem>
 #include <QHash>
+#include <QHelpEvent>
 #include <QLabel>
 #include <QLegend>
 #include <QLegendMarker>
@@ -48,6 +49,13 @@ struct ChartView::Backend {
     // Scatter points drawn by one item per series (see PointCloud); children of the chart.
     QVector<QGraphicsItem*> clouds;
     std::function<void()> onCloudsMoved;
+
+    // The tooltip of the point under the mouse. QGraphicsView answers the tooltip event that follows a
+    // hover with the item's own (empty) tooltip and so hid ours at once: the viewport's tooltip event is
+    // answered with this instead (ChartView::eventFilter).
+    QString hoverTip;
+    // Where each run's point is (its series and value), for the tests and for selecting a run's point.
+    QHash<qint64, QPair<QAbstractSeries*, QPointF>> pointOfRun;
 
     QValueAxis* valueX = nullptr;
     QValueAxis* valueY = nullptr;
@@ -92,6 +100,8 @@ struct ChartView::Backend {
     {
         labels.clear(); // children of the old chart: deleted with it
         clouds.clear();
+        pointOfRun.clear();
+        hoverTip.clear();
         QChart* old = chart;
         chart = makeChart();
         view->setChart(chart);
@@ -156,6 +166,7 @@ ChartView::ChartView(QWidget* parent)
     b.stack->setContentsMargins(0, 0, 0, 0);
     b.stack->addWidget(b.view);
     b.stack->addWidget(b.empty);
+    b.view->viewport()->installEventFilter(this);
     b.onPlotAreaChanged = [this] {
         m_backend->placeLabels();
         if (m_backend->onCloudsMoved)
@@ -164,6 +175,77 @@ ChartView::ChartView(QWidget* parent)
 }
 
 ChartView::~ChartView() = default;
+
+bool ChartView::eventFilter(QObject* watched, QEvent* event)
+{
+    if (watched == m_backend->view->viewport() && event->type() == QEvent::ToolTip) {
+        auto* help = static_cast<QHelpEvent*>(event);
+        if (m_backend->hoverTip.isEmpty())
+            QToolTip::hideText();
+        else
+            QToolTip::showText(help->globalPos(), m_backend->hoverTip, m_backend->view->viewport());
+        return true;
+    }
+    return QWidget::eventFilter(watched, event);
+}
+
+void ChartView::showHoverTip(const QString& tip)
+{
+    m_backend->hoverTip = tip;
+    if (tip.isEmpty())
+        QToolTip::hideText();
+    else
+        QToolTip::showText(QCursor::pos(), tip, m_backend->view->viewport());
+}
+
+QString ChartView::hoverTip() const
+{
+    return m_backend->hoverTip;
+}
+
+QWidget* ChartView::viewport() const
+{
+    return m_backend->view->viewport();
+}
+
+QStringList ChartView::legendNames() const
+{
+    QStringList names;
+    for (QLegendMarker* m : m_backend->chart->legend()->markers()) {
+        if (!m->label().isEmpty() && !names.contains(m->label()))
+            names << m->label();
+    }
+    return names;
+}
+
+QVector<double> ChartView::axisTicks(Qt::Orientation orientation) const
+{
+    const QValueAxis* axis = orientation == Qt::Horizontal ? m_backend->valueX : m_backend->valueY;
+    QVector<double> ticks;
+    if (!axis)
+        return ticks;
+    if (axis->tickType() == QValueAxis::TicksDynamic) {
+        const double step = axis->tickInterval();
+        double t = axis->tickAnchor() + std::ceil((axis->min() - axis->tickAnchor()) / step - 1e-9) * step;
+        for (; t <= axis->max() + step * 1e-9 && ticks.size() < 100; t += step)
+            ticks << t;
+    } else {
+        const int n = axis->tickCount();
+        for (int i = 0; i < n; ++i)
+            ticks << axis->min() + (axis->max() - axis->min()) * i / std::max(1, n - 1);
+    }
+    return ticks;
+}
+
+QPoint ChartView::viewPositionOfRun(qint64 runId) const
+{
+    const auto it = m_backend->pointOfRun.constFind(runId);
+    if (it == m_backend->pointOfRun.constEnd())
+        return QPoint(-1, -1);
+    const QPointF scene
+        = m_backend->chart->mapToScene(m_backend->chart->mapToPosition(it->second, it->first));
+    return m_backend->view->mapFromScene(scene);
+}
 
 bool ChartView::event(QEvent* event)
 {
@@ -275,6 +357,20 @@ std::pair<double, double> padded(double lo, double hi)
     return { lo - m, hi + m };
 }
 
+// Round ticks (nice numbers) over [lo, hi]; the axis may reach further right (`extendTo`, the failed
+// column) without a tick there. Labels carry as many decimals as the step needs.
+NiceAxis applyNiceAxis(QValueAxis* axis, double lo, double hi, std::optional<double> extendTo = {})
+{
+    const NiceAxis n = niceAxis(lo, hi);
+    axis->setRange(n.min, extendTo ? std::max(n.max, *extendTo) : n.max);
+    axis->setTickType(QValueAxis::TicksDynamic);
+    axis->setTickAnchor(n.min);
+    axis->setTickInterval(n.step);
+    const int decimals = std::clamp(int(-std::floor(std::log10(n.step) + 1e-9)), 0, 6);
+    axis->setLabelFormat(QStringLiteral("%.%1f").arg(decimals));
+    return n;
+}
+
 // The series' marker drawn once into an image (what a PointCloud paints at each point).
 QImage markerImage(const QScatterSeries* s)
 {
@@ -302,7 +398,8 @@ QImage markerImage(const QScatterSeries* s)
 class PointCloud : public QGraphicsItem {
 public:
     PointCloud(QChart* chart, QScatterSeries* series, QVector<QPointF> values, QVector<QString> tips,
-        QVector<qint64> runs, std::function<void(qint64)> activated)
+        QVector<qint64> runs, std::function<void(qint64)> activated,
+        std::function<void(const QString&)> hover)
         : QGraphicsItem(chart)
         , m_chart(chart)
         , m_series(series)
@@ -311,6 +408,7 @@ public:
         , m_tips(std::move(tips))
         , m_runs(std::move(runs))
         , m_activated(std::move(activated))
+        , m_hover(std::move(hover))
     {
         setAcceptHoverEvents(true);
         setFlag(QGraphicsItem::ItemClipsToShape);
@@ -345,15 +443,12 @@ protected:
         if (i == m_hovered)
             return;
         m_hovered = i;
-        if (i < 0)
-            QToolTip::hideText();
-        else
-            QToolTip::showText(QCursor::pos(), m_tips[i]);
+        m_hover(i < 0 ? QString() : m_tips[i]);
     }
     void hoverLeaveEvent(QGraphicsSceneHoverEvent*) override
     {
         if (m_hovered >= 0)
-            QToolTip::hideText();
+            m_hover(QString());
         m_hovered = -1;
     }
     void mousePressEvent(QGraphicsSceneMouseEvent* event) override
@@ -391,6 +486,7 @@ private:
     QVector<QString> m_tips;
     QVector<qint64> m_runs;
     std::function<void(qint64)> m_activated;
+    std::function<void(const QString&)> m_hover;
     QRectF m_rect;
     int m_hovered = -1;
     int m_pressed = -1;
@@ -446,28 +542,22 @@ void TradeoffChart::setData(const TradeoffData& data)
         ymin = std::min(ymin, *data.memoryTarget);
         ymax = std::max(ymax, *data.memoryTarget);
     }
-    auto [x0, x1] = padded(xmin, xmax);
-    // Failed module sets without a step time sit at the right edge, in their own column.
+    const auto [px0, px1] = padded(xmin, xmax);
+    // Failed module sets without a step time sit right of the last tick, in their own column.
     bool anyNoTime = false;
     for (const auto& p : data.points)
         anyNoTime |= !p.x;
-    const double noTimeX = x1 + (x1 - x0) * 0.06;
-    if (anyNoTime)
-        x1 = noTimeX + (x1 - x0) * 0.06;
-    const auto [y0, y1] = padded(ymin, ymax);
+    const auto [py0, py1] = padded(ymin, ymax);
 
     QValueAxis* axisX = b.xAxis();
     axisX->setTitleText(data.xTitle + (anyNoTime ? tr("   (right edge: failed, no step time)") : QString()));
-    axisX->setRange(x0, x1);
-    axisX->setLabelFormat(QStringLiteral("%.4g"));
+    const NiceAxis nx = applyNiceAxis(axisX, px0, px1);
+    const double noTimeX = nx.max + nx.step * 0.5;
+    if (anyNoTime)
+        applyNiceAxis(axisX, px0, px1, nx.max + nx.step * 0.85);
     QValueAxis* axisY = b.yAxis();
     axisY->setTitleText(data.yTitle);
-    axisY->setRange(y0, y1);
-    axisY->setLabelFormat(QStringLiteral("%.4g"));
-    // Round ticks (455.3, 463, ... reads badly); the no-time column keeps its own right edge.
-    if (!anyNoTime)
-        axisX->applyNiceNumbers();
-    axisY->applyNiceNumbers();
+    applyNiceAxis(axisY, py0, py1);
 
     auto attach = [&](QXYSeries* s) {
         b.chart->addSeries(s);
@@ -481,15 +571,15 @@ void TradeoffChart::setData(const TradeoffData& data)
         QVector<qint64> runs;
     };
     auto hookTooltips = [this](QScatterSeries* s, const SeriesPoints& sp) {
-        connect(s, &QScatterSeries::hovered, this, [s, sp](const QPointF& point, bool state) {
+        connect(s, &QScatterSeries::hovered, this, [this, s, sp](const QPointF& point, bool state) {
             if (!state) {
-                QToolTip::hideText();
+                showHoverTip(QString());
                 return;
             }
             const auto pts = s->points();
             for (int i = 0; i < pts.size(); ++i) {
                 if (pts[i] == point && i < sp.tips.size()) {
-                    QToolTip::showText(QCursor::pos(), sp.tips[i]);
+                    showHoverTip(sp.tips[i]);
                     return;
                 }
             }
@@ -508,6 +598,7 @@ void TradeoffChart::setData(const TradeoffData& data)
     // Many comparisons at once (a sweep): one series per kind instead of per comparison, no fronts and no
     // labels. QtCharts' cost grows with the number of series and legend markers, not with points.
     const bool manyGroups = data.groups.size() > 6;
+    QVector<QPointF> chosenAt; // the advisor's choice, ringed over its point
     const bool labelPoints = data.points.size() <= 60;
     const int seriesGroups = manyGroups ? 1 : int(data.groups.size());
     for (int g = 0; g < seriesGroups; ++g) {
@@ -543,14 +634,34 @@ void TradeoffChart::setData(const TradeoffData& data)
         failed->setPen(failedPen);
         failed->setBorderColor(kFailed);
         SeriesPoints failedPoints;
+        // Cancelled or stopped without a result: not a failure of the recipe, so not drawn as one.
+        auto* stopped = new QScatterSeries;
+        stopped->setName(tr("stopped (cancelled / no result)")
+            + (named ? QStringLiteral(" — ") + data.groups[g] : QString()));
+        stopped->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+        stopped->setMarkerSize(12);
+        stopped->setColor(QColor(255, 255, 255, 0));
+        QPen stoppedPen(QColor(0x80, 0x80, 0x80));
+        stoppedPen.setWidthF(2.0);
+        stoppedPen.setStyle(Qt::DotLine);
+        stopped->setPen(stoppedPen);
+        stopped->setBorderColor(QColor(0x80, 0x80, 0x80));
+        SeriesPoints stoppedPoints;
         QVector<QPointF> front;
 
         for (const auto& p : data.points) {
             if (!manyGroups && p.groupIndex != g)
                 continue;
             const QPointF at(p.x ? *p.x : noTimeX, p.y);
-            QScatterSeries* into = p.failed ? failed : p.isControl ? control : pass;
-            SeriesPoints& sp = p.failed ? failedPoints : p.isControl ? controlPoints : passPoints;
+            QScatterSeries* into = p.stopped ? stopped : p.failed ? failed : p.isControl ? control : pass;
+            SeriesPoints& sp = p.stopped ? stoppedPoints
+                : p.failed               ? failedPoints
+                : p.isControl            ? controlPoints
+                                         : passPoints;
+            for (qint64 id : p.runIds)
+                b.pointOfRun.insert(id, { into, at });
+            if (p.chosen)
+                chosenAt << at;
             sp.values << at;
             sp.tips << p.tooltip;
             sp.runs << p.runId;
@@ -558,7 +669,9 @@ void TradeoffChart::setData(const TradeoffData& data)
                 front << at;
             if (labelPoints) {
                 auto* item = new QGraphicsSimpleTextItem(p.moduleSet, b.chart);
-                item->setBrush(p.failed ? kFailed : QColor(0x30, 0x30, 0x30));
+                item->setBrush(p.stopped ? QColor(0x70, 0x70, 0x70)
+                        : p.failed       ? kFailed
+                                         : QColor(0x30, 0x30, 0x30));
                 QFont f = item->font();
                 f.setPointSizeF(f.pointSizeF() * 0.9);
                 item->setFont(f);
@@ -580,8 +693,8 @@ void TradeoffChart::setData(const TradeoffData& data)
             line->append(front);
             attach(line);
         }
-        const std::pair<QScatterSeries*, const SeriesPoints*> made[]
-            = { { pass, &passPoints }, { control, &controlPoints }, { failed, &failedPoints } };
+        const std::pair<QScatterSeries*, const SeriesPoints*> made[] = { { pass, &passPoints },
+            { control, &controlPoints }, { failed, &failedPoints }, { stopped, &stoppedPoints } };
         for (const auto& [s, sp] : made) {
             if (sp->values.isEmpty()) {
                 delete s;
@@ -590,8 +703,10 @@ void TradeoffChart::setData(const TradeoffData& data)
             // Hundreds of points: painted by one item of ours, not one QtCharts graphics item each.
             if (sp->values.size() > 200) {
                 attach(s);
-                b.clouds << new PointCloud(b.chart, s, sp->values, sp->tips, sp->runs,
-                    [this](qint64 run) { emit runActivated(run); });
+                b.clouds << new PointCloud(
+                    b.chart, s, sp->values, sp->tips, sp->runs,
+                    [this](qint64 run) { emit runActivated(run); },
+                    [this](const QString& tip) { showHoverTip(tip); });
                 continue;
             }
             s->append(sp->values);
@@ -599,10 +714,23 @@ void TradeoffChart::setData(const TradeoffData& data)
             hookTooltips(s, *sp);
         }
     }
+    if (!chosenAt.isEmpty()) {
+        auto* chosen = new QScatterSeries;
+        chosen->setName(tr("advisor's choice"));
+        chosen->setMarkerShape(QScatterSeries::MarkerShapeCircle);
+        chosen->setMarkerSize(24);
+        chosen->setColor(QColor(255, 255, 255, 0));
+        QPen pen(QColor(0x1b, 0x7f, 0x3b));
+        pen.setWidthF(3.0);
+        chosen->setPen(pen);
+        chosen->setBorderColor(pen.color());
+        chosen->append(chosenAt);
+        attach(chosen);
+    }
     if (data.memoryTarget) {
         auto* target = new QLineSeries;
         target->setName(tr("memory target %1%2")
-                            .arg(*data.memoryTarget, 0, 'g', 4)
+                            .arg(*data.memoryTarget, 0, 'f', 2)
                             .arg(data.yTitle.endsWith(QLatin1String("(%)")) ? QStringLiteral("%")
                                                                             : QStringLiteral(" GB")));
         QPen pen(kFailed);
@@ -661,22 +789,20 @@ void RankBarsChart::setData(const QString& title, const QVector<RankBar>& bars)
     axisX->append(categories);
     QValueAxis* axisY = b.yAxis();
     axisY->setTitleText(tr("GB"));
-    axisY->setRange(0.0, ymax * 1.1 + 1e-9);
-    axisY->setLabelFormat(QStringLiteral("%.4g"));
+    applyNiceAxis(axisY, 0.0, ymax * 1.05 + 1e-9);
     series->attachAxis(axisX);
     series->attachAxis(axisY);
-    connect(series, &QBarSeries::hovered, this, [bars](bool status, int index, QBarSet* set) {
+    connect(series, &QBarSeries::hovered, this, [this, bars](bool status, int index, QBarSet* set) {
         if (!status || index < 0 || index >= bars.size()) {
-            QToolTip::hideText();
+            showHoverTip(QString());
             return;
         }
         const RankBar& bar = bars[index];
-        QToolTip::showText(QCursor::pos(),
-            QStringLiteral("rank %1 — %2: %3 GB<br>reserved − allocated: %4 GB")
-                .arg(bar.rank)
-                .arg(set->label())
-                .arg(set->at(index), 0, 'f', 3)
-                .arg(bar.reservedGb - bar.allocatedGb, 0, 'f', 3));
+        showHoverTip(QStringLiteral("rank %1 — %2: %3 GB<br>reserved − allocated: %4 GB")
+                         .arg(bar.rank)
+                         .arg(set->label())
+                         .arg(set->at(index), 0, 'f', 3)
+                         .arg(bar.reservedGb - bar.allocatedGb, 0, 'f', 3));
     });
 }
 
@@ -722,9 +848,7 @@ void MemoryLinesChart::setData(
     axisX->setTickInterval(std::max(1.0, std::ceil(xmax / 10.0)));
     QValueAxis* axisY = b.yAxis();
     axisY->setTitleText(unit);
-    axisY->setRange(0.0, ymax * 1.1 + 1e-9);
-    axisY->setLabelFormat(QStringLiteral("%.4g"));
-    axisY->applyNiceNumbers();
+    applyNiceAxis(axisY, 0.0, ymax * 1.05 + 1e-9);
     for (const auto& l : lines) {
         auto* s = new QLineSeries;
         s->setName(l.name);
@@ -742,16 +866,13 @@ void MemoryLinesChart::setData(
         s->attachAxis(axisX);
         s->attachAxis(axisY);
         const QString name = l.name;
-        connect(s, &QLineSeries::hovered, this, [name, unit](const QPointF& p, bool state) {
-            if (state)
-                QToolTip::showText(QCursor::pos(),
-                    QStringLiteral("%1<br>iteration %2: %3 %4")
-                        .arg(name)
-                        .arg(std::lround(p.x()))
-                        .arg(p.y(), 0, 'f', 3)
-                        .arg(unit));
-            else
-                QToolTip::hideText();
+        connect(s, &QLineSeries::hovered, this, [this, name, unit](const QPointF& p, bool state) {
+            showHoverTip(state ? QStringLiteral("%1<br>iteration %2: %3 %4")
+                                     .arg(name)
+                                     .arg(std::lround(p.x()))
+                                     .arg(p.y(), 0, 'f', 3)
+                                     .arg(unit)
+                               : QString());
         });
     }
     if (targetGb) {

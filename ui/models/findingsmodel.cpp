@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "models/findingsmodel.h"
 
+#include <algorithm>
+
 #include <QColor>
 #include <QStringList>
+
+#include "core/recipe_json.h"
 
 namespace rs::ui {
 
@@ -11,11 +15,36 @@ FindingsModel::FindingsModel(QObject* parent)
 {
 }
 
-void FindingsModel::setFindings(const std::vector<Finding>& findings)
+void FindingsModel::setFindings(const std::vector<Finding>& findings, const Recipe* recipe)
 {
     beginResetModel();
     m_findings = findings;
+    m_hints.clear();
+    for (const Finding& f : m_findings)
+        m_hints << (recipe && f.rule_id == "R11" ? labelHint(*recipe) : QString());
     endResetModel();
+}
+
+QString FindingsModel::hint(int row) const
+{
+    return m_hints.value(row);
+}
+
+QString FindingsModel::labelHint(const Recipe& recipe)
+{
+    if (!recipe.recompute_modules)
+        return {};
+    const std::vector<std::string>& allowed = allowedRecomputeModules(recipe.profile);
+    QStringList parts;
+    for (const std::string& label : *recipe.recompute_modules) {
+        if (std::find(allowed.begin(), allowed.end(), label) != allowed.end())
+            continue;
+        const std::string near = nearestName(label, allowed);
+        if (!near.empty())
+            parts << QStringLiteral("'%1' for '%2'")
+                         .arg(QString::fromStdString(near), QString::fromStdString(label));
+    }
+    return parts.isEmpty() ? QString() : tr("did you mean %1?").arg(parts.join(QStringLiteral(", ")));
 }
 
 const Finding* FindingsModel::finding(int row) const
@@ -76,8 +105,13 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const
             return severityText(f->severity);
         case RuleColumn:
             return QString::fromStdString(f->rule_id);
-        case MessageColumn:
-            return QString::fromStdString(f->message);
+        case MessageColumn: {
+            const QString hint = m_hints.value(index.row());
+            QString text = QString::fromStdString(f->message);
+            if (!hint.isEmpty())
+                text += QStringLiteral(" — ") + hint;
+            return text;
+        }
         case FieldsColumn:
             return toStringList(f->fields).join(QStringLiteral(", "));
         case SourceColumn:
@@ -90,6 +124,8 @@ QVariant FindingsModel::data(const QModelIndex& index, int role) const
         QString tip = QStringLiteral("<b>%1 %2</b><br>%3")
                           .arg(QString::fromStdString(f->rule_id), severityText(f->severity),
                               QString::fromStdString(f->message).toHtmlEscaped());
+        if (!m_hints.value(index.row()).isEmpty())
+            tip += QStringLiteral("<br><b>%1</b>").arg(m_hints.value(index.row()).toHtmlEscaped());
         if (!f->source.empty())
             tip += QStringLiteral("<br><i>%1</i>").arg(QString::fromStdString(f->source).toHtmlEscaped());
         if (f->fixit)

@@ -31,7 +31,13 @@ public:
 
     explicit FindingsModel(QObject* parent = nullptr);
 
-    void setFindings(const std::vector<Finding>& findings);
+    // With the recipe, a finding about unknown recompute labels (R11) gets a "did you mean" hint: the
+    // nearest label the recipe's profile allows, for each label it does not (core_atn: core_attn).
+    void setFindings(const std::vector<Finding>& findings, const Recipe* recipe = nullptr);
+    // The hint of a row ("" when none).
+    QString hint(int row) const;
+    // "did you mean 'core_attn' for 'core_atn'?" for the labels of `recipe` its profile does not allow.
+    static QString labelHint(const Recipe& recipe);
     const std::vector<Finding>& findings() const { return m_findings; }
     const Finding* finding(int row) const;
 
@@ -45,6 +51,7 @@ public:
 
 private:
     std::vector<Finding> m_findings;
+    QStringList m_hints; // one per finding
 };
 
 } // namespace rs::ui

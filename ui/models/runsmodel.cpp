@@ -86,6 +86,26 @@ std::optional<double> RunsModel::timeDeltaPct(int row) const
     return row >= 0 && row < m_deltas.size() ? m_deltas[row].time : std::nullopt;
 }
 
+void RunsModel::setAdvice(const QHash<qint64, RunAdvice>& advice)
+{
+    if (advice.isEmpty() && m_advice.isEmpty())
+        return;
+    m_advice = advice;
+    // The chosen run's whole row is marked, so every cell may change.
+    if (!m_runs.isEmpty())
+        emit dataChanged(index(0, 0), index(int(m_runs.size()) - 1, ColumnCount - 1));
+}
+
+static std::optional<int> ranksOf(const RunRecord& r)
+{
+    return r.worldSize ? r.worldSize : r.gpuCount;
+}
+
+static bool cancelled(const RunRecord& r)
+{
+    return r.outcome == storage::outcome::Aborted && r.message.startsWith(QLatin1String("cancelled"));
+}
+
 int RunsModel::rowCount(const QModelIndex& parent) const
 {
     return parent.isValid() ? 0 : int(m_runs.size());
@@ -113,6 +133,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         return {};
     const Delta& d = m_deltas[index.row()];
     const bool control = r->isExplicitControl();
+    const auto adviceIt = m_advice.constFind(r->id);
+    const RunAdvice* advice = adviceIt == m_advice.constEnd() ? nullptr : &*adviceIt;
     switch (role) {
     case Qt::DisplayRole:
         switch (index.column()) {
@@ -126,10 +148,16 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             return r->moduleSetLabel();
         case OutcomeColumn: {
             QString text = r->outcome;
-            if (!r->failureStage.isEmpty())
+            if (cancelled(*r))
+                text += tr(" (cancelled)");
+            else if (!r->failureStage.isEmpty())
                 text += QStringLiteral(" (") + r->failureStage + QLatin1Char(')');
             return text;
         }
+        case RanksColumn:
+            return ranksOf(*r) ? QVariant(*ranksOf(*r)) : QVariant(QString());
+        case AdviceColumn:
+            return advice ? (advice->chosen ? tr("✔ chosen") : advice->verdict) : QString();
         case PeakAllocatedColumn:
             return gb(r->peakAllocated);
         case PeakReservedColumn:
@@ -160,6 +188,12 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             return r->peakReserved ? QVariant(*r->peakReserved) : QVariant(-1LL);
         case StepTimeColumn:
             return r->steadyStepMs ? *r->steadyStepMs : -1.0;
+        case RanksColumn:
+            return ranksOf(*r).value_or(0);
+        case AdviceColumn:
+            // the chosen run first, then by verdict
+            return advice ? (advice->chosen ? QStringLiteral("0") : QStringLiteral("1") + advice->verdict)
+                          : QStringLiteral("2");
         case AllocatedDeltaColumn:
             return d.allocated ? *d.allocated : -1e9;
         case TimeDeltaColumn:
@@ -183,6 +217,15 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         }
         if (index.column() == OutcomeColumn && !r->message.isEmpty())
             return r->message;
+        if (index.column() == AdviceColumn && advice)
+            return advice->chosen ? tr("The advisor's choice: the lowest steady step time whose every rank "
+                                       "fits the memory target.")
+                                  : advice->reasons;
+        if (index.column() == RanksColumn)
+            return r->worldSize ? tr("%n rank(s) measured (world size)", nullptr, *r->worldSize)
+                : r->gpuCount   ? tr("the job had %n GPU(s); the peak is its hottest or reported rank's",
+                        nullptr, *r->gpuCount)
+                                : QVariant();
         if (index.column() == SourceColumn && !r->provenance.isEmpty())
             return r->provenance;
         if (index.column() == PeakAllocatedColumn && !r->peakNote.isEmpty())
@@ -190,9 +233,17 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         if (index.column() == StepTimeColumn && !r->steadyWindow.isEmpty())
             return r->steadyWindow;
         break;
+    case Qt::BackgroundRole:
+        if (advice && advice->chosen)
+            return QColor(0xd8, 0xf0, 0xdc);
+        break;
     case Qt::ForegroundRole:
+        if (index.column() == OutcomeColumn && cancelled(*r))
+            return QColor(0x70, 0x70, 0x70);
         if (index.column() == OutcomeColumn && r->outcome != storage::outcome::Pass)
             return QColor(0xc6, 0x28, 0x28);
+        if (index.column() == AdviceColumn && advice)
+            return advice->chosen ? QColor(0x1b, 0x7f, 0x3b) : QColor(0x60, 0x60, 0x60);
         if ((index.column() == AllocatedDeltaColumn && d.allocated)
             || (index.column() == TimeDeltaColumn && d.time)) {
             const double v = index.column() == AllocatedDeltaColumn ? *d.allocated : *d.time;
@@ -201,7 +252,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         }
         break;
     case Qt::FontRole:
-        if (control) {
+        if (control || (advice && advice->chosen)) {
             QFont f;
             f.setBold(true);
             return f;
@@ -210,6 +261,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
     case Qt::TextAlignmentRole:
         switch (index.column()) {
         case IdColumn:
+        case RanksColumn:
         case PeakAllocatedColumn:
         case PeakReservedColumn:
         case StepTimeColumn:
@@ -229,6 +281,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         return r->moduleSetLabel();
     case HostRole:
         return r->host.isEmpty() ? r->device : r->host;
+    case ChosenRole:
+        return advice && advice->chosen;
     }
     return {};
 }
@@ -245,6 +299,11 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
             return tr("Steady step time against the matched [] control, in percent (lower is better).");
         case PeakAllocatedColumn:
             return tr("Peak allocated, max over ranks (GB = 10⁹ bytes).");
+        case RanksColumn:
+            return tr("Ranks measured (the world size), or the GPUs of an imported or guide job.");
+        case AdviceColumn:
+            return tr("The advisor's verdict for the memory target on the comparison the chart shows "
+                      "(recompute advise): the chosen run, or why each other was not chosen.");
         }
         return {};
     }
@@ -261,6 +320,8 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
         return tr("Module set");
     case OutcomeColumn:
         return tr("Outcome");
+    case RanksColumn:
+        return tr("Ranks");
     case PeakAllocatedColumn:
         return tr("Peak alloc. GB");
     case PeakReservedColumn:
@@ -271,6 +332,8 @@ QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int rol
         return tr("Δ alloc.");
     case TimeDeltaColumn:
         return tr("Δ time");
+    case AdviceColumn:
+        return tr("Advice");
     case TflopsColumn:
         return tr("TFLOP/s");
     case HostColumn:

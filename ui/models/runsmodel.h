@@ -9,6 +9,7 @@
 #include <QAbstractTableModel>
 #include <QHash>
 
+#include "charts/chartdata.h"
 #include "storage/store.h"
 
 namespace rs::ui {
@@ -22,11 +23,13 @@ public:
         ModelColumn,
         ModuleSetColumn,
         OutcomeColumn,
+        RanksColumn, // ranks measured (world size), or the job's GPUs for imported and guide runs
         PeakAllocatedColumn,
         PeakReservedColumn,
         StepTimeColumn,
         AllocatedDeltaColumn,
         TimeDeltaColumn,
+        AdviceColumn, // the advisor's verdict for the memory target (setAdvice), as `recompute advise`
         TflopsColumn,
         HostColumn,
         SourceColumn,
@@ -40,6 +43,7 @@ public:
         OutcomeRole, // the stored outcome text
         ModuleSetRole,
         HostRole,
+        ChosenRole, // bool: the advisor's choice
     };
 
     explicit RunsModel(QObject* parent = nullptr);
@@ -52,6 +56,9 @@ public:
     // (run - control) / control * 100 when the run has a matched control among the runs.
     std::optional<double> allocatedDeltaPct(int row) const;
     std::optional<double> timeDeltaPct(int row) const;
+    // The advisor's verdicts by run id (empty: no advice, no memory target or no comparison chosen).
+    void setAdvice(const QHash<qint64, RunAdvice>& advice);
+    const QHash<qint64, RunAdvice>& advice() const { return m_advice; }
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
@@ -67,6 +74,7 @@ private:
     QVector<storage::RunRecord> m_runs;
     QVector<Delta> m_deltas;
     QHash<qint64, int> m_rowById;
+    QHash<qint64, RunAdvice> m_advice;
 };
 
 } // namespace rs::ui

@@ -1,0 +1,355 @@
+// SPDX-License-Identifier: Apache-2.0
+// The runs page as a user reads it: the banner counts what the filter shows, the memory target keeps
+// two decimals, the advisor's choice for the target is marked in the table and on the chart with every
+// other run's reason (the same advice as `recompute advise`), the ranks column, a cancelled run drawn as
+// stopped rather than failed, the table's context menu (compare, set as control, re-run, delete), and a
+// hovered point's tooltip staying up.
+#include <QAbstractItemModelTester>
+#include <QAction>
+#include <QApplication>
+#include <QComboBox>
+#include <QDoubleSpinBox>
+#include <QHelpEvent>
+#include <QLabel>
+#include <QMenu>
+#include <QMouseEvent>
+#include <QTabWidget>
+#include <QTemporaryDir>
+#include <QTest>
+#include <QToolTip>
+
+#include "charts/chartview.h"
+#include "models/runsfilterproxy.h"
+#include "models/runsmodel.h"
+#include "runspage.h"
+#include "storage/advice.h"
+#include "storage/store.h"
+
+using namespace rs;
+using namespace rs::ui;
+using storage::RunRecord;
+
+namespace {
+
+RunRecord workerRun(const QStringList& modules, double gb, std::optional<double> ms,
+    const QString& outcome = storage::outcome::Pass)
+{
+    RunRecord r;
+    r.source = storage::source::Worker;
+    r.createdAt = QDateTime::currentDateTimeUtc();
+    r.recipeName = QStringLiteral("tiny");
+    r.model = QStringLiteral("Tiny GPT");
+    r.numLayers = 4;
+    r.hiddenSize = 256;
+    r.seqLength = 512;
+    r.microBatchSize = 1;
+    r.precision = QStringLiteral("bf16");
+    r.device = QStringLiteral("cpu");
+    r.host = QStringLiteral("testhost");
+    r.profile = QStringLiteral("main");
+    r.recomputeGranularity = QStringLiteral("selective");
+    r.recomputeModules = modules;
+    r.outcome = outcome;
+    r.peakAllocated = qint64(gb * 1e9);
+    r.steadyStepMs = ms;
+    r.worldSize = 1;
+    return r;
+}
+
+int rowOf(RunsPage* page, qint64 id)
+{
+    return page->model()->rowOfRun(id);
+}
+
+QString cell(RunsPage* page, qint64 id, int column, int role = Qt::DisplayRole)
+{
+    return page->model()->index(rowOf(page, id), column).data(role).toString();
+}
+
+void showComparison(RunsPage* page, qint64 control)
+{
+    const int i = page->comparisonBox()->findData(control);
+    QVERIFY(i >= 0);
+    page->comparisonBox()->setCurrentIndex(i);
+    page->redrawTradeoff();
+}
+
+} // namespace
+
+class TestRunsPage : public QObject {
+    Q_OBJECT
+
+private slots:
+    void init()
+    {
+        QVERIFY(m_dir.isValid());
+        m_store = std::make_unique<storage::Store>();
+        QString error;
+        QVERIFY2(m_store->open(m_dir.filePath(QStringLiteral("runs-%1.sqlite").arg(++m_serial)), &error),
+            qPrintable(error));
+        QVERIFY2(
+            m_store->seedGuideSample(storage::Store::guideSamplePath(), &error) == 12, qPrintable(error));
+        m_page = std::make_unique<RunsPage>(m_store.get());
+        m_modelTester = std::make_unique<QAbstractItemModelTester>(
+            m_page->model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        m_proxyTester = std::make_unique<QAbstractItemModelTester>(
+            m_page->proxy(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    }
+    void cleanup()
+    {
+        m_proxyTester.reset();
+        m_modelTester.reset();
+        m_page.reset();
+        m_store.reset();
+    }
+
+    void bannerCountsWhatTheFilterShows_data()
+    {
+        QTest::addColumn<QString>("filter");
+        QTest::addColumn<int>("shown");
+        QTest::newRow("no filter") << QString() << 12;
+        QTest::newRow("Nemotron") << QStringLiteral("Nemotron") << 6;
+        QTest::newRow("nothing") << QStringLiteral("no such model") << 0;
+    }
+    void bannerCountsWhatTheFilterShows()
+    {
+        QFETCH(QString, filter);
+        QFETCH(int, shown);
+        m_page->proxy()->setRecipeFilter(filter);
+        QCOMPARE(m_page->proxy()->rowCount(), shown);
+        const QString banner = m_page->banner()->text();
+        if (shown == 12) {
+            QVERIFY2(
+                banner.contains(QStringLiteral("12 run(s)")) && !banner.contains(QStringLiteral(" of 12")),
+                qPrintable(banner));
+        } else {
+            QVERIFY2(banner.contains(QStringLiteral("%1 of 12 run(s) shown").arg(shown)), qPrintable(banner));
+        }
+        QCOMPARE(banner.contains(QStringLiteral("imported from the guide")), shown > 0);
+    }
+
+    void memoryTargetKeepsTwoDecimals_data()
+    {
+        QTest::addColumn<double>("gb");
+        QTest::newRow("35.93") << 35.93;
+        QTest::newRow("36") << 36.0;
+        QTest::newRow("0.25") << 0.25;
+    }
+    void memoryTargetKeepsTwoDecimals()
+    {
+        QFETCH(double, gb);
+        m_page->setMemoryTarget(gb);
+        QCOMPARE(m_page->targetBox()->value(), gb);
+        QVERIFY(m_page->targetBox()->text().contains(QString::number(gb, 'f', 2)));
+        QCOMPARE(*m_page->tradeoffChart()->data().memoryTarget, gb);
+    }
+
+    void advisorMarksTheChosenRunAsRecomputeAdviseDoes()
+    {
+        showComparison(m_page.get(), 1);
+        m_page->setMemoryTarget(36.0);
+        const auto expected = storage::adviseOnControl(*m_store, 1, 36.0);
+        QVERIFY(expected && expected->advice.chosen);
+        const qint64 chosen = expected->rows[int(*expected->advice.chosen)].run.id;
+        QCOMPARE(m_page->model()->runById(chosen)->moduleSetLabel(), QStringLiteral("moe_act"));
+        for (std::size_t i = 0; i < expected->candidates.size(); ++i) {
+            const qint64 id = expected->rows[int(i)].run.id;
+            const CandidateVerdict& v = expected->advice.verdicts[i];
+            const bool isChosen = id == chosen;
+            QCOMPARE(m_page->model()->index(rowOf(m_page.get(), id), 0).data(RunsModel::ChosenRole).toBool(),
+                isChosen);
+            QCOMPARE(cell(m_page.get(), id, RunsModel::AdviceColumn),
+                isChosen ? QStringLiteral("✔ chosen") : QString::fromLatin1(verdictName(v.verdict)));
+            if (!isChosen) {
+                QVERIFY(!v.reasons.empty());
+                QVERIFY(cell(m_page.get(), id, RunsModel::AdviceColumn, Qt::ToolTipRole)
+                            .contains(QString::fromStdString(v.reasons.front())));
+            }
+        }
+        // the summary line, and the chosen point ringed on the chart
+        QVERIFY2(m_page->adviceLabel()->text().contains(
+                     QString::fromStdString(expected->advice.summary).toHtmlEscaped()),
+            qPrintable(m_page->adviceLabel()->text()));
+        int chosenPoints = 0;
+        for (const TradeoffPoint& p : m_page->tradeoffChart()->data().points) {
+            if (p.chosen) {
+                ++chosenPoints;
+                QCOMPARE(p.moduleSet, QStringLiteral("moe_act"));
+                QVERIFY(p.tooltip.contains(QStringLiteral("advisor: chosen")));
+            } else if (p.groupKey == 1) {
+                QVERIFY2(p.tooltip.contains(QStringLiteral("advisor: ")), qPrintable(p.tooltip));
+            }
+        }
+        QCOMPARE(chosenPoints, 1);
+        QVERIFY(m_page->tradeoffChart()->legendNames().contains(QStringLiteral("advisor's choice")));
+
+        // no target: no advice, and the page says what it needs
+        m_page->setMemoryTarget(std::nullopt);
+        QVERIFY(m_page->adviceLabel()->text().contains(QStringLiteral("memory target")));
+        QCOMPARE(cell(m_page.get(), chosen, RunsModel::AdviceColumn), QString());
+        QVERIFY(!m_page->tradeoffChart()->legendNames().contains(QStringLiteral("advisor's choice")));
+        // all comparisons at once: the advisor needs one
+        m_page->setMemoryTarget(36.0);
+        showComparison(m_page.get(), 0);
+        QVERIFY(m_page->adviceLabel()->text().contains(QStringLiteral("choose one comparison")));
+    }
+
+    void ranksColumn_data()
+    {
+        QTest::addColumn<int>("worldSize");
+        QTest::addColumn<int>("gpuCount");
+        QTest::addColumn<QString>("shown");
+        QTest::newRow("two ranks") << 2 << 0 << QStringLiteral("2");
+        QTest::newRow("an imported job's GPUs") << 0 << 8 << QStringLiteral("8");
+        QTest::newRow("unknown") << 0 << 0 << QString();
+    }
+    void ranksColumn()
+    {
+        QFETCH(int, worldSize);
+        QFETCH(int, gpuCount);
+        QFETCH(QString, shown);
+        RunRecord r = workerRun({}, 1.0, 10.0);
+        r.worldSize = worldSize ? std::optional<int>(worldSize) : std::nullopt;
+        r.gpuCount = gpuCount ? std::optional<int>(gpuCount) : std::nullopt;
+        const qint64 id = m_store->insertRun(r);
+        m_page->reload();
+        QCOMPARE(m_page->model()->headerData(RunsModel::RanksColumn, Qt::Horizontal).toString(),
+            QStringLiteral("Ranks"));
+        QCOMPARE(cell(m_page.get(), id, RunsModel::RanksColumn), shown);
+    }
+
+    void stoppedRunIsNotDrawnAsFailed_data()
+    {
+        QTest::addColumn<QString>("outcome");
+        QTest::addColumn<QString>("message");
+        QTest::addColumn<QString>("legend");
+        QTest::addColumn<QString>("outcomeText");
+        QTest::newRow("cancelled") << QStringLiteral("aborted")
+                                   << QStringLiteral("cancelled: the worker was stopped")
+                                   << QStringLiteral("stopped (cancelled / no result)")
+                                   << QStringLiteral("aborted (cancelled)");
+        QTest::newRow("no result") << QStringLiteral("aborted")
+                                   << QStringLiteral("the stream ended without a result")
+                                   << QStringLiteral("stopped (cancelled / no result)")
+                                   << QStringLiteral("aborted");
+        QTest::newRow("oom") << QStringLiteral("oom") << QString() << QStringLiteral("failed (OOM / error)")
+                             << QStringLiteral("oom");
+    }
+    void stoppedRunIsNotDrawnAsFailed()
+    {
+        QFETCH(QString, outcome);
+        QFETCH(QString, message);
+        QFETCH(QString, legend);
+        QFETCH(QString, outcomeText);
+        const qint64 control = m_store->insertRun(workerRun({}, 2.0, 100.0));
+        RunRecord candidate = workerRun({ QStringLiteral("core_attn") }, 1.5, std::nullopt, outcome);
+        candidate.message = message;
+        candidate.controlRunId = control;
+        const qint64 id = m_store->insertRun(candidate);
+        m_page->reload();
+        showComparison(m_page.get(), control);
+        const QStringList names = m_page->tradeoffChart()->legendNames();
+        QVERIFY2(names.contains(legend), qPrintable(names.join(u'|')));
+        const QString other = legend.startsWith(QLatin1String("failed"))
+            ? QStringLiteral("stopped (cancelled / no result)")
+            : QStringLiteral("failed (OOM / error)");
+        QVERIFY2(!names.contains(other), qPrintable(names.join(u'|')));
+        QCOMPARE(cell(m_page.get(), id, RunsModel::OutcomeColumn), outcomeText);
+    }
+
+    void contextMenu()
+    {
+        const qint64 control = m_store->insertRun(workerRun({}, 2.0, 100.0));
+        RunRecord repeat = workerRun({}, 2.0, 101.0);
+        repeat.controlRunId = control;
+        const qint64 repeatId = m_store->insertRun(repeat);
+        RunRecord candidate = workerRun({ QStringLiteral("core_attn") }, 1.5, 110.0);
+        candidate.recipeJson = QStringLiteral("{\"name\":\"tiny\"}");
+        const qint64 candidateId = m_store->insertRun(candidate);
+        const qint64 doomed = m_store->insertRun(workerRun({ QStringLiteral("mlp") }, 1.2, 120.0));
+        m_page->reload();
+
+        std::unique_ptr<QMenu> menu(m_page->contextMenuFor(candidateId));
+        QStringList names;
+        for (QAction* a : menu->findChildren<QAction*>()) {
+            if (!a->objectName().isEmpty())
+                names << a->objectName();
+        }
+        for (const char* expected : { "showComparison", "setAsControl", "rerun", "delete" })
+            QVERIFY2(names.contains(QLatin1String(expected)), qPrintable(names.join(u'|')));
+        QVERIFY(menu->findChild<QAction*>(QStringLiteral("rerun"))->isEnabled()); // it has a recipe
+        QVERIFY(!menu->findChild<QAction*>(QStringLiteral("setAsControl"))->isEnabled()); // not a [] run
+        // a guide run carries no recipe: no re-run
+        std::unique_ptr<QMenu> guideMenu(m_page->contextMenuFor(2));
+        QVERIFY(!guideMenu->findChild<QAction*>(QStringLiteral("rerun"))->isEnabled());
+
+        // compare against the control: linked, deltas follow
+        QAction* compare = menu->findChild<QAction*>(QStringLiteral("compareWith%1").arg(control));
+        QVERIFY(compare);
+        compare->trigger();
+        QCOMPARE(m_page->model()->runById(candidateId)->controlRunId, std::optional<qint64>(control));
+        QVERIFY(!cell(m_page.get(), candidateId, RunsModel::TimeDeltaColumn).isEmpty());
+
+        // the repeat of the control becomes the comparison's control
+        QVERIFY(m_page->makeControl(repeatId));
+        QCOMPARE(m_page->model()->runById(candidateId)->controlRunId, std::optional<qint64>(repeatId));
+        QCOMPARE(m_page->model()->runById(control)->controlRunId, std::optional<qint64>(repeatId));
+        QVERIFY(!m_page->model()->runById(repeatId)->controlRunId);
+
+        // re-run hands the run to whoever takes it (the main window)
+        std::unique_ptr<QMenu> again(m_page->contextMenuFor(candidateId));
+        qint64 asked = 0;
+        connect(m_page.get(), &RunsPage::rerunRequested, this, [&asked](qint64 id) { asked = id; });
+        again->findChild<QAction*>(QStringLiteral("rerun"))->trigger();
+        QCOMPARE(asked, candidateId);
+
+        const int before = m_page->model()->rowCount();
+        QCOMPARE(m_page->deleteRuns({ doomed }, false), 1);
+        QCOMPARE(m_page->model()->rowCount(), before - 1);
+        QVERIFY(!m_page->model()->runById(doomed));
+        QVERIFY(!m_store->run(doomed));
+    }
+
+    void hoveredPointKeepsItsTooltip()
+    {
+        m_page->resize(1200, 800);
+        m_page->show();
+        QVERIFY(QTest::qWaitForWindowExposed(m_page.get()));
+        showComparison(m_page.get(), 1);
+        TradeoffChart* chart = m_page->tradeoffChart();
+        m_page->chartTabs()->setCurrentWidget(chart);
+        qint64 id = 0;
+        for (const TradeoffPoint& p : chart->data().points) {
+            if (p.groupKey == 1 && p.moduleSet == QLatin1String("moe_act"))
+                id = p.runId;
+        }
+        QVERIFY(id);
+        QPoint at;
+        QTRY_VERIFY((at = chart->viewPositionOfRun(id), chart->viewport()->rect().contains(at)));
+        // A mouse move as the window system delivers it (QTest::mouseMove only moves the cursor, which
+        // the offscreen platform does not turn into events).
+        for (const QPoint& p : { at + QPoint(30, 30), at }) {
+            QMouseEvent move(QEvent::MouseMove, p, chart->viewport()->mapToGlobal(p), Qt::NoButton,
+                Qt::NoButton, Qt::NoModifier);
+            QApplication::sendEvent(chart->viewport(), &move);
+        }
+        QTRY_VERIFY(!chart->hoverTip().isEmpty());
+        QVERIFY2(chart->hoverTip().contains(QStringLiteral("moe_act")), qPrintable(chart->hoverTip()));
+        // The view's own tooltip event (what used to hide it at once) shows the point's tooltip.
+        QHelpEvent help(QEvent::ToolTip, at, chart->viewport()->mapToGlobal(at));
+        QApplication::sendEvent(chart->viewport(), &help);
+        QTRY_VERIFY(QToolTip::isVisible());
+        QCOMPARE(QToolTip::text(), chart->hoverTip());
+    }
+
+private:
+    QTemporaryDir m_dir;
+    int m_serial = 0;
+    std::unique_ptr<storage::Store> m_store;
+    std::unique_ptr<RunsPage> m_page;
+    std::unique_ptr<QAbstractItemModelTester> m_modelTester;
+    std::unique_ptr<QAbstractItemModelTester> m_proxyTester;
+};
+
+QTEST_MAIN(TestRunsPage)
+#include "tst_runspage.moc"
