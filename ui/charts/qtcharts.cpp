@@ -835,10 +835,8 @@ void MemoryLinesChart::setData(
     }
     if (targetGb)
         ymax = std::max(ymax, *targetGb);
-    // Small models (CPU runs) read better in MB than as 0.0756 GB.
-    const double scale = ymax < 1.0 ? 1000.0 : 1.0;
-    const QString unit = scale > 1.0 ? tr("MB") : tr("GB");
-    ymax *= scale;
+    // GB like every other figure of the product (small CPU runs get more decimals, not another unit).
+    const QString unit = tr("GB");
     QValueAxis* axisX = b.xAxis();
     axisX->setTitleText(tr("iteration"));
     axisX->setRange(0.5, xmax + 0.5);
@@ -858,10 +856,7 @@ void MemoryLinesChart::setData(
             pen.setStyle(Qt::DashLine);
         s->setPen(pen);
         s->setPointsVisible(l.points.size() <= 40);
-        QVector<QPointF> points = l.points;
-        for (QPointF& p : points)
-            p.ry() *= scale;
-        s->append(points);
+        s->append(l.points);
         b.chart->addSeries(s);
         s->attachAxis(axisX);
         s->attachAxis(axisY);
@@ -881,8 +876,8 @@ void MemoryLinesChart::setData(
         QPen pen(kFailed);
         pen.setStyle(Qt::DashDotLine);
         target->setPen(pen);
-        target->append(0.5, *targetGb * scale);
-        target->append(xmax + 0.5, *targetGb * scale);
+        target->append(0.5, *targetGb);
+        target->append(xmax + 0.5, *targetGb);
         b.chart->addSeries(target);
         target->attachAxis(axisX);
         target->attachAxis(axisY);
