@@ -100,8 +100,11 @@ QString slurmBatchScript(const SlurmSettings& s, const QStringList& command)
     for (const QString& w : command)
         words << shellWord(w);
     lines << u"set -u"_s
-          // Rank 0's host and a port from the job id, for torchrun-style rendezvous across nodes.
-          << u"export MASTER_ADDR=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)"_s
+          // Rank 0's node address (NodeAddr, what the controller itself uses; its name when none is set)
+          // and a port from the job id, for torchrun-style rendezvous across nodes.
+          << u"first=$(scontrol show hostnames \"$SLURM_JOB_NODELIST\" | head -n 1)"_s
+          << u"MASTER_ADDR=$(scontrol show node \"$first\" -o | sed -n 's/.* NodeAddr=\\([^ ]*\\).*/\\1/p')"_s
+          << u"export MASTER_ADDR=${MASTER_ADDR:-$first}"_s
           << u"export MASTER_PORT=$((20000 + SLURM_JOB_ID % 20000))"_s
           << u"exec srun --kill-on-bad-exit=1 --output=%1 --error=%2 %3"_s.arg(
                  shellWord(dir + u"/task-%j-%t.out"_s), shellWord(dir + u"/task-%j-%t.err"_s),
