@@ -57,7 +57,7 @@ int main(int argc, char** argv)
     const auto choices = rs::recomputeChoices(recipe);
     std::vector<rs::Recipe> variants;
     for (const auto& c : choices)
-        variants.push_back(rs::withChoice(recipe, c));
+        variants.push_back(rs::candidateRecipe(recipe, c));
 
     volatile int64_t sink = 0;
     for (int i = 0; i < 200; ++i)

@@ -129,7 +129,7 @@ int estimateMain(const std::vector<std::string>& rawArgs)
     std::vector<rs::MemoryEstimate> choices;
     if (all)
         for (const auto& c : rs::recomputeChoices(r))
-            choices.push_back(rs::estimateMemory(rs::validate(rs::withChoice(r, c)).resolved, layout));
+            choices.push_back(rs::estimateMemory(rs::validate(rs::candidateRecipe(r, c)).resolved, layout));
     if (json) {
         nlohmann::json out = rs::estimateToJson(own);
         out["input"] = input.origin;

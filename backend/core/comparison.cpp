@@ -86,6 +86,43 @@ RecomputeChoice parseRecomputeChoice(const std::string& text)
     return c;
 }
 
+std::optional<RecomputeChoice> readChoiceSpelling(const std::string& text)
+{
+    if (trimmed(text) == "[]" || trimmed(text).empty())
+        return RecomputeChoice {};
+    try {
+        return parseRecomputeChoice(text);
+    } catch (const std::invalid_argument&) {
+        return std::nullopt;
+    }
+}
+
+std::string choiceSpelling(const RecomputeChoice& c)
+{
+    if (c.granularity == "full")
+        return "full:" + c.method + ":" + std::to_string(c.num_layers);
+    if (c.modules.empty())
+        return "[]";
+    std::string s;
+    for (const auto& m : c.modules)
+        s += (s.empty() ? "" : ",") + m;
+    return s;
+}
+
+RecomputeChoice recipeChoice(const Recipe& r)
+{
+    RecomputeChoice c;
+    const std::string granularity = r.recompute_granularity.value_or("");
+    if (granularity == "full") {
+        c.granularity = "full";
+        c.method = r.recompute_method.value_or("");
+        c.num_layers = r.recompute_num_layers.value_or(0);
+    } else if (granularity == "selective") {
+        c.modules = r.recompute_modules.value_or(std::vector<std::string> { "core_attn" });
+    }
+    return c;
+}
+
 Recipe controlRecipe(const Recipe& recipe)
 {
     Recipe control = recipe;

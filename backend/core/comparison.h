@@ -33,6 +33,12 @@ struct RecomputeChoice {
 // "moe_act" | "layernorm,moe_act" | "full:uniform:1" | "full:block:2". Throws std::invalid_argument with a
 // message that quotes `text` and says what is allowed. "[]" is refused: the control is not a candidate.
 RecomputeChoice parseRecomputeChoice(const std::string& text);
+// The same spelling, "[]" (the control) included; nullopt where parseRecomputeChoice would throw.
+std::optional<RecomputeChoice> readChoiceSpelling(const std::string& text);
+// The inverse: "[]", "layernorm,moe_act", "full:uniform:1" (what --modules and the estimator's JSON use).
+std::string choiceSpelling(const RecomputeChoice& choice);
+// The recipe's own choice; recompute_granularity None (no recompute) reads as [] like the explicit control.
+RecomputeChoice recipeChoice(const Recipe& recipe);
 
 // The explicit no-recompute control of a recipe (the guide's `[]`): recompute_granularity=selective,
 // recompute_modules=[], no recompute_method / recompute_num_layers, and every other way a recipe asks for

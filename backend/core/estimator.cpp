@@ -1192,78 +1192,10 @@ const PhaseEstimate& RankEstimate::peak() const
     return p ? *p : phases.front();
 }
 
-std::string RecomputeChoice::label() const
-{
-    if (granularity == "full")
-        return "full:" + method + ":" + std::to_string(num_layers);
-    if (granularity != "selective" || modules.empty())
-        return "[]";
-    std::string s;
-    for (size_t i = 0; i < modules.size(); ++i)
-        s += (i ? "," : "") + modules[i];
-    return s;
-}
-
-RecomputeChoice recipeChoice(const Recipe& r)
-{
-    RecomputeChoice c;
-    c.granularity = r.recompute_granularity.value_or("");
-    if (c.granularity == "selective")
-        c.modules = r.recompute_modules.value_or(std::vector<std::string> { "core_attn" });
-    if (c.granularity == "full") {
-        c.method = r.recompute_method.value_or("");
-        c.num_layers = r.recompute_num_layers.value_or(0);
-    }
-    return c;
-}
-
-std::optional<RecomputeChoice> parseRecomputeChoice(const std::string& text)
-{
-    RecomputeChoice c;
-    if (text == "[]" || text.empty()) {
-        c.granularity = "selective";
-        return c;
-    }
-    if (text.rfind("full:", 0) == 0) {
-        const auto second = text.find(':', 5);
-        if (second == std::string::npos)
-            return std::nullopt;
-        c.granularity = "full";
-        c.method = text.substr(5, second - 5);
-        if (c.method != "uniform" && c.method != "block")
-            return std::nullopt;
-        try {
-            c.num_layers = std::stoi(text.substr(second + 1));
-        } catch (...) {
-            return std::nullopt;
-        }
-        return c;
-    }
-    c.granularity = "selective";
-    std::string item;
-    std::istringstream in(text);
-    while (std::getline(in, item, ','))
-        if (!item.empty())
-            c.modules.push_back(item);
-    return c;
-}
-
-Recipe withChoice(Recipe r, const RecomputeChoice& c)
-{
-    r.recompute_granularity
-        = c.granularity.empty() ? std::nullopt : std::optional<std::string>(c.granularity);
-    r.recompute_modules
-        = c.granularity == "selective" ? std::optional<std::vector<std::string>>(c.modules) : std::nullopt;
-    r.recompute_method = c.granularity == "full" ? std::optional<std::string>(c.method) : std::nullopt;
-    r.recompute_num_layers = c.granularity == "full" ? std::optional<int>(c.num_layers) : std::nullopt;
-    return r;
-}
-
 std::vector<RecomputeChoice> recomputeChoices(const Recipe& r)
 {
     std::vector<RecomputeChoice> out;
     RecomputeChoice none;
-    none.granularity = "selective";
     out.push_back(none);
     for (const auto& label : allowedRecomputeModules(r.profile)) {
         const LabelEffect e = recomputeLabelEffect(r, label);
@@ -1301,7 +1233,7 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
 {
     MemoryEstimate e;
     e.layout = layout;
-    e.choice = recipeChoice(r).label();
+    e.choice = choiceSpelling(recipeChoice(r));
     const Shape x = shapeOf(r, layout);
     const Active sel = activeOf(r);
     const LayerModel dense = layerModel(x, false);
@@ -1400,10 +1332,10 @@ std::vector<RankedCandidate> rankCandidatesByEstimate(const Recipe& resolved,
 {
     std::vector<RankedCandidate> fit, over;
     for (size_t i = 0; i < candidates.size(); ++i) {
-        const MemoryEstimate e = estimateMemory(withChoice(resolved, candidates[i]), layout);
+        const MemoryEstimate e = estimateMemory(candidateRecipe(resolved, candidates[i]), layout);
         RankedCandidate c;
         c.index = i;
-        c.label = candidates[i].label();
+        c.label = choiceSpelling(candidates[i]);
         c.peak_bytes = e.peak_bytes;
         c.hottest_stage = e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage;
         const double limit = target_gb ? *target_gb * 1e9 * (1.0 - margin) : 0;

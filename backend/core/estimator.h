@@ -26,6 +26,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/comparison.h"
 #include "core/recipe.h"
 
 namespace rs {
@@ -76,18 +77,6 @@ struct MemoryEstimate {
 MemoryEstimate estimateMemory(const Recipe& resolved, Layout layout = Layout::Megatron);
 
 // A recompute choice: selective modules, full uniform/block with recompute_num_layers, or none.
-struct RecomputeChoice {
-    std::string granularity; // "" (none), "selective", "full"
-    std::vector<std::string> modules; // selective; [] is the control
-    std::string method; // full: uniform | block
-    int num_layers = 0; // full
-    std::string label() const; // "[]", "core_attn,moe_act", "full:uniform:1"
-};
-// The recipe's own choice (recompute_granularity None or selective [] both read as "[]").
-RecomputeChoice recipeChoice(const Recipe& r);
-// Parses the sweep's spelling: "[]", "core_attn", "layernorm,moe_act", "full:uniform:1", "full:block:4".
-std::optional<RecomputeChoice> parseRecomputeChoice(const std::string& text);
-Recipe withChoice(Recipe r, const RecomputeChoice& choice);
 // Every choice the recipe's model can take: [], each label with an effect on this architecture
 // (allowedRecomputeModules + recomputeLabelEffect), full uniform 1, full block with every layer of a chunk.
 std::vector<RecomputeChoice> recomputeChoices(const Recipe& r);

@@ -52,7 +52,7 @@ Recipe moonlight()
 
 Recipe choose(Recipe r, const std::string& label)
 {
-    return withChoice(std::move(r), *parseRecomputeChoice(label));
+    return candidateRecipe(std::move(r), *readChoiceSpelling(label));
 }
 
 double rel(double a, double b)
@@ -269,12 +269,12 @@ void TestEstimator::choicesFollowTheRules()
     dense.transformer_impl = "transformer_engine";
     std::vector<std::string> labels;
     for (const auto& c : recomputeChoices(validate(dense).resolved))
-        labels.push_back(c.label());
+        labels.push_back(choiceSpelling(c));
     const std::vector<std::string> expected = { "[]", "core_attn", "mlp", "full:uniform:1", "full:block:4" };
     QCOMPARE(labels, expected);
     std::vector<std::string> moon;
     for (const auto& c : recomputeChoices(moonlight()))
-        moon.push_back(c.label());
+        moon.push_back(choiceSpelling(c));
     for (const char* l : { "moe_act", "mla_up_proj", "layernorm", "moe" })
         QVERIFY2(std::find(moon.begin(), moon.end(), l) != moon.end(), l);
 }
@@ -289,11 +289,11 @@ void TestEstimator::parseAndLabelRoundTrip_data()
 void TestEstimator::parseAndLabelRoundTrip()
 {
     QFETCH(QString, text);
-    const auto c = parseRecomputeChoice(text.toStdString());
+    const auto c = readChoiceSpelling(text.toStdString());
     QVERIFY(c);
-    QCOMPARE(QString::fromStdString(c->label()), text);
-    QCOMPARE(QString::fromStdString(recipeChoice(withChoice(gpt(), *c)).label()), text);
-    QVERIFY(!parseRecomputeChoice("full:sideways:1"));
+    QCOMPARE(QString::fromStdString(choiceSpelling(*c)), text);
+    QCOMPARE(QString::fromStdString(choiceSpelling(recipeChoice(candidateRecipe(gpt(), *c)))), text);
+    QVERIFY(!readChoiceSpelling("full:sideways:1"));
 }
 
 void TestEstimator::jsonShape()
@@ -319,7 +319,7 @@ void TestEstimator::rankCandidates()
     const Recipe r = moonlight();
     std::vector<RecomputeChoice> cands;
     for (const char* l : { "[]", "moe_act", "mla_up_proj", "full:uniform:1" })
-        cands.push_back(*parseRecomputeChoice(l));
+        cands.push_back(*readChoiceSpelling(l));
     const double none = static_cast<double>(estimateMemory(choose(r, "[]")).peak_bytes);
     const double full = static_cast<double>(estimateMemory(choose(r, "full:uniform:1")).peak_bytes);
     QVERIFY(full < none);

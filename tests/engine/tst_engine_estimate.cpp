@@ -141,7 +141,7 @@ void TestEngineEstimate::presetWithinFivePercent_data()
     for (const auto& file : files) {
         const Recipe small = validate(shrink(readPreset(dir.filePath(file)))).resolved;
         for (const auto& c : recomputeChoices(small)) {
-            const QString label = QString::fromStdString(c.label());
+            const QString label = QString::fromStdString(choiceSpelling(c));
             QTest::newRow(qPrintable(file + QStringLiteral(" ") + label)) << dir.filePath(file) << label;
         }
     }
@@ -152,7 +152,7 @@ void TestEngineEstimate::presetWithinFivePercent()
     QFETCH(QString, preset);
     QFETCH(QString, choice);
     const Recipe small = shrink(readPreset(preset));
-    const Recipe r = validate(withChoice(small, *parseRecomputeChoice(choice.toStdString()))).resolved;
+    const Recipe r = validate(candidateRecipe(small, *readChoiceSpelling(choice.toStdString()))).resolved;
     const Measured m = runWorker(r);
     QVERIFY2(m.error.empty(), m.error.c_str());
     const MemoryEstimate e = estimateMemory(r, Layout::Worker);
