@@ -159,10 +159,13 @@ bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& 
         m_refusal = tr("a launch is already running");
         return false;
     }
-    if (!m_store || !m_store->isOpen()) {
+    if (!m_store) {
         m_refusal = tr("no measurement store is open; nothing would be kept");
         return false;
     }
+    // A store that could not be opened loses nothing: each run's ingest spools its stream beside it.
+    if (!m_store->isOpen())
+        emit message(tr("the store is not open: every run's stream will be spooled to a file"));
     if (candidates.isEmpty()) {
         m_refusal = tr("nothing to run");
         return false;

@@ -64,7 +64,7 @@ void TestCliEstimate::tableListsHottestStageFirst()
     // PP 4 with 8 micro-batches: stage 0 holds 4 micro-batches in flight and is the hottest.
     const auto run = estimate({ u"--overrides"_s, u"model.num_layers=8"_s, u"model.hidden_size=1024"_s,
         u"model.num_attention_heads=16"_s, u"model.pipeline_model_parallel_size=4"_s,
-        u"model.global_batch_size=8"_s, u"model.bf16=true"_s });
+        u"train.global_batch_size=8"_s, u"model.bf16=true"_s });
     QVERIFY2(run.code == 0 || run.code == 1, qPrintable(run.err));
     const auto lines = run.out.split(u'\n');
     int first = -1;

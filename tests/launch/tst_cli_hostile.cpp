@@ -268,7 +268,7 @@ private slots:
             { u"-c"_s,
                 u"exec \"$0\" "_s + args
                     + u" --overrides model.num_layers=2 model.hidden_size=64 model.num_attention_heads=4 "
-                      "\"$(printf 'studio.name=caf\\351')\""_s,
+                      "\"$(printf '# studio: name=caf\\351')\""_s,
                 program });
         QVERIFY(p.waitForFinished(60000));
         const QString out = QString::fromUtf8(p.readAllStandardOutput());
