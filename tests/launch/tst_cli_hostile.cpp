@@ -21,8 +21,10 @@
 
 #include "storage/store.h"
 #include "tests/cli_process.h"
+#include "tests/sqlite_lock.h"
 
 using namespace Qt::StringLiterals;
+using rs::test::holdWriteLock;
 using namespace rs::storage;
 
 namespace {
@@ -85,27 +87,6 @@ QString spoolNamedIn(const QString& text)
 {
     const auto m = QRegularExpression(u"every event is kept in (\\S+\\.jsonl)"_s).match(text);
     return m.hasMatch() ? m.captured(1) : QString();
-}
-
-std::unique_ptr<QProcess> holdWriteLock(const QString& db, int seconds)
-{
-    const QString sqlite = QStandardPaths::findExecutable(u"sqlite3"_s);
-    if (sqlite.isEmpty())
-        return nullptr;
-    auto p = std::make_unique<QProcess>();
-    p->start(sqlite, { db });
-    if (!p->waitForStarted(5000))
-        return nullptr;
-    p->write(u"BEGIN IMMEDIATE;\nSELECT 'locked';\n.shell sleep %1\nCOMMIT;\n"_s.arg(seconds).toUtf8());
-    p->closeWriteChannel();
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 10000) {
-        p->waitForReadyRead(100);
-        if (p->readAllStandardOutput().contains("locked"))
-            return p;
-    }
-    return nullptr;
 }
 
 } // namespace
@@ -276,8 +257,7 @@ private slots:
         const QString all = out + err;
         QVERIFY2(p.exitStatus() == QProcess::NormalExit && p.exitCode() == code,
             qPrintable(u"exit %1: "_s.arg(p.exitCode()) + out + err));
-        QVERIFY2(all.contains(u"name"_s) && all.contains(u"not valid UTF-8"_s)
-                && all.contains(u"caf\\xe9"_s),
+        QVERIFY2(all.contains(u"name"_s) && all.contains(u"not valid UTF-8"_s) && all.contains(u"caf\\xe9"_s),
             qPrintable(out + err));
     }
 

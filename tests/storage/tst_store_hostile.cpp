@@ -17,36 +17,14 @@
 #include "storage/ingest.h"
 #include "storage/store.h"
 #include "store_test_events.h"
+#include "tests/sqlite_lock.h"
 
 using namespace Qt::StringLiterals;
+using rs::test::holdWriteLock;
 using namespace rs::storage;
 using namespace rs::storage::test;
 
 namespace {
-
-
-// Another process (the sqlite3 shell) holding the write lock (BEGIN IMMEDIATE) for `seconds`; returns once
-// it holds it.
-std::unique_ptr<QProcess> holdWriteLock(const QString& db, int seconds)
-{
-    const QString sqlite = QStandardPaths::findExecutable(u"sqlite3"_s);
-    if (sqlite.isEmpty())
-        return nullptr;
-    auto p = std::make_unique<QProcess>();
-    p->start(sqlite, { db });
-    if (!p->waitForStarted(5000))
-        return nullptr;
-    p->write(u"BEGIN IMMEDIATE;\nSELECT 'locked';\n.shell sleep %1\nCOMMIT;\n"_s.arg(seconds).toUtf8());
-    p->closeWriteChannel();
-    QElapsedTimer t;
-    t.start();
-    while (t.elapsed() < 10000) {
-        p->waitForReadyRead(100);
-        if (p->readAllStandardOutput().contains("locked"))
-            return p;
-    }
-    return nullptr;
-}
 
 } // namespace
 
