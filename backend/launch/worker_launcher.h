@@ -6,6 +6,7 @@
 #pragma once
 
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include <QJsonObject>
@@ -14,6 +15,7 @@
 #include <QStringList>
 
 #include "launch/json_lines.h"
+#include "launch/slurm_job.h"
 
 class QTemporaryFile;
 
@@ -43,6 +45,9 @@ struct LaunchOptions {
     QString sshHost; // [user@]host; empty: this host
     QStringList sshOptions;
     QString remoteWorker; // the worker's path on that host; empty: recompute-bench on its PATH
+    // A Slurm allocation (slurm_job.h): the worker runs as a batch job, submitted on this host or on the
+    // settings' login host, its task outputs read as they grow. nullopt: not Slurm (this host or sshHost).
+    std::optional<SlurmSettings> slurm;
 };
 
 // Checks an ssh destination, [user@]host[:port] (host: a DNS name, IPv4, or [IPv6]); anything else, a
