@@ -838,6 +838,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                  "size x 128 "
                  "elements) left out");
     double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
+    double fp32_main_grads = 0; // Megatron layout, 16-bit gradient buffer: the optimizer step's fp32 copies
     if (worker) {
         main_bytes = pd == 4 ? 0 : P * 4;
         state_bytes = P * 8 + params.tensors * 4.0;
@@ -874,10 +875,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                 dist ? "the distributed optimizer's fp32 shard: dense parameters / DP, experts / expert-DP"
                      : "Float16OptimizerWithFloat16Params: an fp32 copy of every parameter");
             if (x.grad != 4)
-                base.add("gradients", "fp32 main gradients", sharded * 4,
-                    dist ? "megatron/core/optimizer/distrib_optimizer.py"
-                         : "megatron/core/optimizer/optimizer.py",
-                    "16-bit gradient buffer: the optimizer copies its (shard of the) gradients to fp32");
+                fp32_main_grads = sharded * 4;
         }
         state_bytes = sharded * 8;
         base.add("optimizer_states", "Adam exp_avg, exp_avg_sq", state_bytes,
@@ -890,13 +888,13 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             "one micro-batch; the bool [b, 1, s, s] mask of create_attention_mask_in_dataloader "
             "(Megatron-LM's "
             "default); the next micro-batch's prefetch left out");
-        if (x.backend == "unfused") {
-            const double np = x.heads / t;
-            base.add("other", "global memory buffer (attention scores)", x.b * np * x.s * x.s * d,
-                "megatron/core/transformer/dot_product_attention.py",
-                "baddbmm's output buffer from get_global_memory_buffer(): allocated once, reused by every "
-                "layer");
-        }
+    }
+    if (x.backend == "unfused") {
+        const double np = x.heads / t;
+        base.add("other", "global memory buffer (attention scores)", x.b * np * x.s * x.s * d,
+            worker ? kWorkerModel : "megatron/core/transformer/dot_product_attention.py",
+            "baddbmm's input buffer from get_global_memory_buffer() (beta 0: never written): allocated "
+            "once, kept for the whole run");
     }
 
     // ---- activations of one micro-batch of this stage ----
@@ -989,14 +987,16 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             += x.rms ? (worker ? Tsp * (4 + h * (d == 4 ? 4 : 4 + d)) : Tsp * 4) : 2 * Tsp * (worker ? d : 4);
         head += Tsp * h * d; // final norm output
         if (worker) {
-            // logits [T, V] in the dtype, their fp32 copy, log_softmax's output (kept by nll_loss)
+            // backend/engine/cross_entropy.cpp, Megatron's way: the fp32 copy of the logits becomes the
+            // softmax in place and is kept (fp32 logits are their own copy); backward writes the gradient
+            // into it, cast to the logits' dtype, beside the output layer's input gradient.
             head += T * V * 4;
-            head_fwd = T * V * d + (d == 4 ? 0 : T * V * 4);
-            // nll_loss backward's [T, V] gradient and log_softmax backward's, with the saved output
-            head_bwd = 2 * T * V * 4;
-            head_source = kWorkerModel;
-            head_note = "torch cross_entropy on fp32 logits: log_softmax's output kept; in backward two more "
-                        "[T, V] fp32 gradients";
+            head_fwd = d == 4 ? 0 : T * V * d;
+            head_bwd = (d == 4 ? 0 : T * V * d) + T * h * d;
+            head_source = "backend/engine/cross_entropy.cpp";
+            head_note
+                = "Megatron's cross-entropy: fp32 softmax [T, V] kept; the 16-bit logits during the loss "
+                  "and, in backward, their 16-bit gradient and the output layer's input gradient";
         } else {
             // tensor_parallel/cross_entropy.py: the fp32 copy of the logits is turned into the softmax in
             // place and kept; the 16-bit logits live through the loss.
@@ -1137,8 +1137,23 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             2 * params.largest * 4, kWorkerOpt,
             "the unfused AdamW of LibTorch 1.13 on CPU; a CUDA build's fused kernel needs none");
     } else {
-        opt.add("transient", "optimizer step temporaries", 0, "megatron/core/optimizer/distrib_optimizer.py",
-            "multi-tensor Adam and the grad-norm work in place; none counted");
+        if (fp32_main_grads > 0)
+            // Made by the step (_copy_model_grads_to_main_grads) and dropped by the next zero_grad,
+            // before the next forward: they belong to the optimizer phase only.
+            opt.add("gradients", "fp32 main gradients", fp32_main_grads,
+                r.use_distributed_optimizer ? "megatron/core/optimizer/distrib_optimizer.py"
+                                            : "megatron/core/optimizer/optimizer.py",
+                "16-bit gradient buffer: the step copies its (shard of the) gradients to fp32");
+        if (r.adam_implementation == "torch")
+            opt.add("transient", "torch.optim.AdamW's square roots of every second moment", state_bytes / 2,
+                "torch/optim/adam.py _multi_tensor_adam (Megatron's fallback, "
+                "megatron/core/optimizer/__init__.py)",
+                "without Transformer Engine and Apex the step is torch's multi-tensor AdamW: one fp32 "
+                "temporary as large as this rank's main parameters (measured: docs/benchmarks.md)");
+        else
+            opt.add("transient", "optimizer step temporaries", 0,
+                "megatron/core/optimizer/distrib_optimizer.py",
+                "FusedAdam (Transformer Engine or Apex) and the grad-norm work in place; none counted");
     }
     Builder init = opt; // the moments are created by the first step: the same peak
 

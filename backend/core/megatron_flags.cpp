@@ -554,6 +554,12 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         && std::find(base.explicit_keys.begin(), base.explicit_keys.end(), "attention_backend")
             == base.explicit_keys.end())
         base.attention_backend = "unfused";
+    // Without Transformer Engine (what the local spec suggests) and without Apex, Megatron's Adam is
+    // torch.optim.AdamW (megatron/core/optimizer/__init__.py, its import fallback).
+    if (base.transformer_impl == "local"
+        && std::find(base.explicit_keys.begin(), base.explicit_keys.end(), "adam_implementation")
+            == base.explicit_keys.end())
+        base.adam_implementation = "torch";
     // Megatron-LM's MLA argparse defaults differ from MLATransformerConfig's: --q-lora-rank None (no Q
     // compression) and --kv-lora-rank 32.
     if (base.multi_latent_attention) {

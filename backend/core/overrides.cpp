@@ -23,7 +23,7 @@ namespace {
 // Our own settings, which Bridge's ConfigContainer has no place for: written in the '# studio:' comment.
 const std::vector<std::string> kStudioFields = { "name", "profile", "memory_target_gb", "warmup_iters",
     "te_version", "checkpoint_activations_flag", "recompute_activations", "data_parallel_size",
-    "main_grads_dtype", "main_params_dtype", "front_end" };
+    "main_grads_dtype", "main_params_dtype", "front_end", "adam_implementation" };
 // Fields that are no setting at all (how the recipe was read); never written as overrides.
 const std::vector<std::string> kBookkeeping
     = { "extra_overrides", "extra_flags", "launch_command", "explicit_keys" };

@@ -104,6 +104,12 @@ struct Recipe {
     std::string main_grads_dtype = "fp32"; // fp32 | bf16 (--main-grads-dtype)
     std::string main_params_dtype = "fp32"; // fp32 | fp16 (--main-params-dtype)
     bool use_precision_aware_optimizer = false;
+    // Ours: which Adam runs the step. `fused`: Transformer Engine's or Apex's FusedAdam (no temporaries).
+    // `torch`: torch.optim.AdamW's multi-tensor path, Megatron's fallback when neither is installed
+    // (megatron/core/optimizer/__init__.py): the square roots of every second moment at once, an fp32
+    // temporary as large as the rank's main parameters during the step. Megatron-LM flags with
+    // `--transformer-impl local` default to `torch` (no Transformer Engine assumed).
+    std::string adam_implementation = "fused"; // fused | torch
 
     // --- precision ---
     bool bf16 = false;

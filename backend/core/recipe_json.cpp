@@ -150,6 +150,7 @@ struct FieldDef {
 const std::vector<std::string> kNormalization = { "LayerNorm", "RMSNorm" };
 const std::vector<std::string> kActivation = { "gelu", "silu" };
 const std::vector<std::string> kAttentionBackend = { "fused", "flash", "unfused" };
+const std::vector<std::string> kAdamImplementation = { "fused", "torch" };
 const std::vector<std::string> kTransformerImpl = { "transformer_engine", "local" };
 const std::vector<std::string> kCudaGraphImpl = { "none", "local", "transformer_engine", "full_iteration" };
 const std::vector<std::string> kFp8 = { "e4m3", "hybrid" };
@@ -235,6 +236,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "main_grads_dtype", &Recipe::main_grads_dtype },
         { "main_params_dtype", &Recipe::main_params_dtype },
         { "use_precision_aware_optimizer", &Recipe::use_precision_aware_optimizer },
+        { "adam_implementation", &Recipe::adam_implementation },
         { "bf16", &Recipe::bf16 },
         { "fp16", &Recipe::fp16 },
         { "fp8", &Recipe::fp8 },
@@ -538,6 +540,8 @@ const std::vector<std::string>* allowedValues(const std::string& key)
         return &kActivation;
     if (key == "attention_backend")
         return &kAttentionBackend;
+    if (key == "adam_implementation")
+        return &kAdamImplementation;
     if (key == "transformer_impl")
         return &kTransformerImpl;
     if (key == "cuda_graph_impl")

@@ -9,6 +9,7 @@
 #include <type_traits>
 #include <unordered_map>
 
+#include <ATen/ATen.h>
 #include <c10/core/Allocator.h>
 #include <c10/util/ThreadLocalDebugInfo.h>
 
@@ -168,10 +169,15 @@ private:
 std::atomic<Ledger*> g_cuda_ledger { nullptr };
 std::atomic<int> g_cuda_device { 0 };
 
-void attachCudaTracker()
+void attachCudaTracker(int device)
 {
     static std::once_flag once;
-    std::call_once(once, [] {
+    std::call_once(once, [device] {
+        // The allocator attaches a tracker to the per-device allocators that exist now; before CUDA's lazy
+        // initialisation there are none and the tracker would never be called (every attribution 0). One
+        // allocation initialises CUDA and its allocators first.
+        (void)at::empty(
+            { 1 }, at::TensorOptions().device(at::Device(at::kCUDA, static_cast<c10::DeviceIndex>(device))));
         c10::cuda::CUDACachingAllocator::attachAllocatorTraceTracker([](const auto& entry) {
             using Entry = std::decay_t<decltype(entry)>;
             Ledger* ledger = g_cuda_ledger.load();
@@ -196,7 +202,7 @@ public:
         : device_(device)
     {
 #ifdef RS_CUDA_ALLOCATOR_TRACE
-        attachCudaTracker();
+        attachCudaTracker(device);
         g_cuda_device.store(device);
         g_cuda_ledger.store(&ledger_);
 #endif
@@ -221,7 +227,9 @@ public:
     PeakAttribution attribution() override
     {
 #ifdef RS_CUDA_ALLOCATOR_TRACE
-        return ledger_.attribution();
+        // A trace that saw nothing is no attribution (never a row of zeros beside a real peak).
+        PeakAttribution a = ledger_.attribution();
+        return a.traced_peak > 0 ? a : PeakAttribution {};
 #else
         return {};
 #endif

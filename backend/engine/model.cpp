@@ -7,6 +7,7 @@
 
 #include "core/flops.h"
 #include "engine/checkpoint.h"
+#include "engine/cross_entropy.h"
 #include "engine/memory_probe.h"
 #include "engine/torch_compat.h"
 
@@ -358,6 +359,11 @@ Tensor Model::norm(const Tensor& x, const Tensor& weight, const Tensor& bias) co
 {
     if (!config_.rmsnorm)
         return at::layer_norm(x, { x.size(-1) }, weight, bias, kNormEps);
+#if RS_TORCH_AT_LEAST(2, 4)
+    // torch.nn.RMSNorm, which Megatron's local spec builds (torch_norm.py WrappedTorchNorm): on CUDA a
+    // fused kernel that keeps only its input and the reciprocal RMS for backward.
+    return at::rms_norm(x, { x.size(-1) }, weight, kNormEps);
+#endif
     auto xf = x.to(torch::kFloat32);
     auto y = xf * torch::rsqrt(xf.pow(2).mean(-1, true) + kNormEps);
     return y.to(x.scalar_type()) * weight;
@@ -411,8 +417,15 @@ Tensors Model::unfusedAttentionHead(const Tensor& q, const Tensor& k, const Tens
     auto key = k.reshape({ sk, b * np, hn }).transpose(0, 1).transpose(1, 2);
     countFlops(2 * b * np * sq * sk * hn);
     const double coeff = config_.query_key_layer_scaling ? std::max(1, layer_number) : 1.0;
-    auto scores = at::baddbmm(
-        at::empty({ b * np, sq, sk }, q.options()), query, key, 0.0, 1.0 / (std::sqrt(double(hn)) * coeff))
+    // baddbmm's input with beta 0 is Megatron's global memory buffer (get_global_memory_buffer): allocated
+    // at the first forward, kept for the whole run, never written (baddbmm returns a new tensor).
+    if (!scores_input_buffer_.defined() || scores_input_buffer_.numel() < b * np * sq * sk
+        || scores_input_buffer_.scalar_type() != q.scalar_type()) {
+        MemoryRegion region(MemoryCategory::Other);
+        scores_input_buffer_ = at::empty({ b * np * sq * sk }, q.options());
+    }
+    auto scores = at::baddbmm(scores_input_buffer_.narrow(0, 0, b * np * sq * sk).view({ b * np, sq, sk }),
+        query, key, 0.0, 1.0 / (std::sqrt(double(hn)) * coeff))
                       .view({ b, np, sq, sk });
     const bool low_precision = q.scalar_type() != torch::kFloat32 && config_.softmax_in_fp32;
     if (low_precision)
@@ -712,8 +725,7 @@ Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
     MemoryRegion region(MemoryCategory::Activations, -1, "output");
     x = norm(x, final_norm_w_, final_norm_b_);
     auto logits = linear(x, output_);
-    auto loss = torch::nn::functional::cross_entropy(
-        logits.to(torch::kFloat32).view({ -1, config_.vocab }), labels.reshape({ -1 }));
+    auto loss = vocabCrossEntropy(logits.view({ -1, config_.vocab }), labels.reshape({ -1 })).mean();
     for (const auto& aux : aux_losses_)
         loss = loss + aux;
     aux_losses_.clear();

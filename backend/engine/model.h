@@ -137,6 +137,7 @@ private:
     torch::Tensor embedding_, position_embedding_, final_norm_w_, final_norm_b_;
     torch::Tensor output_; // the embedding itself when tied
     torch::Tensor causal_mask_; // unfused attention: true above the diagonal
+    torch::Tensor scores_input_buffer_; // unfused attention: Megatron's global memory buffer (baddbmm input)
     torch::Tensor rope_cos_, rope_sin_; // MLA: [seq, 1, 1, qk_pos_emb_head_dim]
     torch::Tensor rotary_cos_, rotary_sin_; // standard attention with rope: [seq, 1, 1, rotary_dim]
     std::vector<torch::Tensor> aux_losses_; // MoE load-balancing losses of the current forward pass

@@ -60,6 +60,7 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
     t.shard = world > 1 ? rank : 0;
     t.distributed_optimizer = r.use_distributed_optimizer;
     t.grad_dtype = r.grad_reduce_in_fp32 ? torch::kFloat32 : param_dtype;
+    t.torch_adam = r.adam_implementation == "torch";
     if (r.global_batch_size && world > 1 && *r.global_batch_size < int64_t(r.micro_batch_size) * world) {
         // The worker's own ranks replicate a recipe written for fewer: at least one micro-batch each.
         t.micro_batches = 1;
@@ -118,7 +119,7 @@ void GradBuffer::zero()
 }
 
 MainParamAdamW::MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path)
-    : path_(path)
+    : path_(path == Path::Auto && layout.torch_adam ? Path::Foreach : path)
 {
     torch::NoGradGuard no_grad;
     const int64_t total = buffer.data().numel();
@@ -206,7 +207,9 @@ void MainParamAdamW::step()
                                     : (one_pass ? torch::Tensor() : torch::zeros_like(main_[i]));
         }
     }
-    if (one_pass)
+    if (path_ == Path::Foreach)
+        stepForeach();
+    else if (one_pass)
         stepOnePass();
     else
         stepBuckets();
@@ -247,6 +250,32 @@ void MainParamAdamW::stepOnePass()
     if (!error.empty())
         throw std::runtime_error("optimizer step (one-pass AdamW): " + error);
 #endif
+}
+
+void MainParamAdamW::stepForeach()
+{
+    // torch.optim.AdamW's multi-tensor path (foreach=True, what Megatron runs without Transformer Engine
+    // and Apex), op for op: moments and decay in place, then the square root of every second moment at
+    // once: a temporary as large as the main parameters, alive until the update is applied.
+    std::vector<torch::Tensor> grads;
+    for (const auto& g : grads_)
+        grads.push_back(g.scalar_type() == torch::kFloat32 ? g : g.to(torch::kFloat32));
+    const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
+    at::_foreach_mul_(main_, 1 - kLr * kWeightDecay);
+    at::_foreach_mul_(exp_avg_, kBeta1);
+    at::_foreach_add_(exp_avg_, grads, 1 - kBeta1);
+    at::_foreach_mul_(exp_avg_sq_, kBeta2);
+    at::_foreach_addcmul_(exp_avg_sq_, grads, grads, 1 - kBeta2);
+    {
+        std::vector<torch::Tensor> denom = at::_foreach_sqrt(exp_avg_sq_);
+        at::_foreach_div_(denom, std::sqrt(bc2));
+        at::_foreach_add_(denom, kEps);
+        at::_foreach_addcdiv_(main_, exp_avg_, denom, -kLr / bc1);
+    }
+    grads.clear();
+    for (size_t i = 0; i < main_.size(); ++i)
+        if (!pieces_[i].is_same(main_[i]))
+            pieces_[i].copy_(main_[i]);
 }
 
 void MainParamAdamW::stepBuckets()

@@ -30,6 +30,7 @@ struct TrainingLayout {
     int shard = 0; // this rank's shard
     bool distributed_optimizer = false;
     torch::Dtype grad_dtype = torch::kFloat32; // the buffer's: fp32 under grad_reduce_in_fp32
+    bool torch_adam = false; // recipe adam_implementation "torch": the step runs as torch.optim.AdamW's
 };
 
 // `world` > 1: the worker's own ranks are the data-parallel ones; else the recipe's data_parallel_size
@@ -72,7 +73,7 @@ public:
     // - Buckets: fp32 gradients (the buffer's own views when it is fp32, else fp32 copies of the whole
     //   shard, as Megatron's _copy_model_grads_to_main_grads makes them), torch's fused AdamW where it has
     //   one (else the same update op by op), then the 16-bit parameters copied from the main ones.
-    enum class Path { Auto, OnePass, Buckets };
+    enum class Path { Auto, OnePass, Buckets, Foreach };
 
     MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path = Path::Auto);
     // Without a buffer: each step reads the parameters' own .grad (none: zero) and sets it to none after
@@ -98,6 +99,7 @@ public:
 private:
     void stepOnePass();
     void stepBuckets();
+    void stepForeach();
 
     Path path_;
     bool from_param_grads_ = false;

@@ -125,6 +125,7 @@ Recipe fullRecipe()
     r.te_version = "2.5.0";
     r.attention_backend = "flash";
     r.transformer_impl = "local";
+    r.adam_implementation = "torch"; // what Megatron-LM flags with the local spec read back
     r.attention_dropout = 0.0;
     r.hidden_dropout = 0.05;
     r.cuda_graph_impl = "transformer_engine";

@@ -66,3 +66,5 @@ for f in sorted(os.listdir(fx)):
     fmt = lambda x, d=2: f"{x:.{d}f}" if x else "-"
     print(f"{name:26} {fmt(mp and mp/1e9):>11} {fmt(wp and wp/1e9):>9} {err:>7} {fmt(mms,1):>8} {fmt(wms,1):>9} {status} {held}")
 PY
+# One file back from the device host.
+tar -C "$OUT" -czf "$OUT/compare-worker.tar.gz" worker && rm -rf "$OUT/worker"

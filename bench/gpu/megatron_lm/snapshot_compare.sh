@@ -16,7 +16,7 @@ export PYTHONUNBUFFERED=1 CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 TORCH
 fixtures=tests/fixtures/logs/megatron-lm-h200
 mdir=${MEGATRON_DIR:-$PWD/.megatron}
 runs=("$@")
-[ ${#runs[@]} -gt 0 ] || runs=(dense-full-uniform-1 moe-full-uniform-1 dense-core_attn llama-none dense-none)
+[ ${#runs[@]} -gt 0 ] || runs=(dense-full-uniform-1 moe-full-uniform-1 dense-core_attn llama-none moe-none)
 flags_of() { head -1 "$fixtures/$1.log" | sed 's/^# command: .*pretrain_gpt.py //'; }
 log "build (background) + Megatron-LM with memory history: ${runs[*]}"
 (build_worker recompute-bench; echo built >"$OUT/built") &
@@ -70,3 +70,5 @@ for v in $VARIANTS; do
   log "worker $v rc=$? $(grep -o '"peak_allocated":[0-9]*' "$OUT/bench/$v.jsonl" | head -1)"
 done
 log done
+# One file back from the device host: everything in a tarball.
+tar -C "$OUT" -czf "$OUT/results.tar.gz" snap worker bench && rm -rf "$OUT/snap" "$OUT/worker" "$OUT/bench"

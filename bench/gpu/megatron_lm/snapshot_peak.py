@@ -51,7 +51,7 @@ def main():
             cur += e["size"]
             if cur > peak:
                 peak, peak_at = cur, i
-        elif act == "free_completed":
+        elif act == "free_requested":  # the allocated-bytes statistic drops here, not at free_completed
             blk = live.pop(e["addr"], None)
             if blk:
                 cur -= blk[0]
@@ -61,7 +61,7 @@ def main():
         act = e.get("action")
         if act == "alloc":
             live[e["addr"]] = (e["size"], e.get("frames", []), i)
-        elif act == "free_completed":
+        elif act == "free_requested":  # the allocated-bytes statistic drops here, not at free_completed
             live.pop(e["addr"], None)
     groups = collections.Counter()
     counts = collections.Counter()
