@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// `recompute`: the headless twin of Recompute Studio, with git-style verbs.
-#include <algorithm>
-#include <cstring>
+// `recompute`: the headless twin of Recompute Studio, with git-style verbs. The global options (--db,
+// --help, --version) may stand before the verb; option_table.cpp declares them all.
 #include <iostream>
 
 #include <QCoreApplication>
 
+#include "option_table.h"
 #include "verbs.h"
 
 namespace rs::cli {
@@ -16,38 +16,38 @@ std::vector<Verb>& verbRegistry()
 }
 } // namespace rs::cli
 
-static void printUsage(std::ostream& out)
-{
-    auto verbs = rs::cli::verbRegistry();
-    std::sort(verbs.begin(), verbs.end(),
-        [](const rs::cli::Verb& a, const rs::cli::Verb& b) { return std::strcmp(a.name, b.name) < 0; });
-    out << "usage: recompute <verb> [args...]   (recompute <verb> --help for each verb)\n\nverbs:\n";
-    for (const auto& verb : verbs)
-        out << "  " << verb.name << std::string(10 - std::min<size_t>(9, std::strlen(verb.name)), ' ')
-            << verb.summary << "\n";
-}
-
 int main(int argc, char** argv)
 {
     QCoreApplication app(argc, argv);
     QCoreApplication::setApplicationName(QStringLiteral("recompute-studio"));
     QCoreApplication::setOrganizationName(QStringLiteral("recompute-studio"));
     QCoreApplication::setApplicationVersion(QStringLiteral(RS_VERSION));
-    if (argc < 2 || !std::strcmp(argv[1], "--help") || !std::strcmp(argv[1], "-h")
-        || !std::strcmp(argv[1], "help")) {
-        printUsage(argc < 2 ? std::cerr : std::cout);
-        return argc < 2 ? 2 : 0;
+    const rs::cli::CommandLine cl
+        = rs::cli::parseCommandLine(std::vector<std::string>(argv + 1, argv + argc));
+    if (cl.help) {
+        if (cl.helpVerb.empty()) {
+            std::cout << rs::cli::usage();
+            return 0;
+        }
+        if (!rs::cli::findVerb(cl.helpVerb)) {
+            std::cerr << "recompute: help: unknown verb '" << cl.helpVerb << "'\n\n" << rs::cli::usage();
+            return 2;
+        }
+        std::cout << rs::cli::verbHelp(cl.helpVerb);
+        return 0;
     }
-    if (!std::strcmp(argv[1], "--version")) {
+    if (cl.version) {
         std::cout << "recompute " << RS_VERSION << "\n";
         return 0;
     }
-    const std::string verbName = argv[1];
-    for (const auto& verb : rs::cli::verbRegistry()) {
-        if (verbName == verb.name)
-            return verb.main(std::vector<std::string>(argv + 2, argv + argc));
+    if (!cl.error.empty()) {
+        std::cerr << "recompute: " << cl.error << "\n\n" << rs::cli::usage();
+        return 2;
     }
-    std::cerr << "recompute: unknown verb '" << verbName << "'\n\n";
-    printUsage(std::cerr);
+    for (const auto& verb : rs::cli::verbRegistry()) {
+        if (cl.verb == verb.name)
+            return verb.main(cl.verbArgs);
+    }
+    std::cerr << "recompute: unknown verb '" << cl.verb << "'\n\n" << rs::cli::usage();
     return 2;
 }

@@ -5,7 +5,6 @@
 #include <atomic>
 #include <csignal>
 #include <iostream>
-#include <stdexcept>
 #include <unistd.h>
 
 #include <QEventLoop>
@@ -53,26 +52,6 @@ InterruptScope::~InterruptScope()
 int InterruptScope::count()
 {
     return g_interrupts.load();
-}
-
-std::optional<int> readRunRecipe(const char* verb, const char* usage, const std::vector<std::string>& args,
-    RecipeInput* input, std::vector<std::string>* rest)
-{
-    for (const auto& a : args) {
-        if (a == "--help" || a == "-h") {
-            std::cout << usage;
-            return 0;
-        }
-        if (a == "--mlm-args")
-            break; // the rest are Megatron-LM's flags
-    }
-    try {
-        *input = readRecipeInput(args, rest);
-    } catch (const std::exception& e) {
-        std::cerr << "recompute " << verb << ": " << e.what() << "\n" << usage;
-        return 2;
-    }
-    return std::nullopt;
 }
 
 void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optional<int> steadyIters)
@@ -123,6 +102,7 @@ RunSessionResult runSession(
     so.launch.sshHost = options.sshHost;
     so.launch.sshOptions = options.sshOptions;
     so.launch.remoteWorker = options.remoteWorker;
+    so.launch.slurm = options.slurm;
     so.controlFirst = options.controlFirst;
     so.reuseControl = options.reuseControl;
     so.control = options.control;
@@ -219,39 +199,6 @@ RunSessionResult runSession(
         }
     }
     return result;
-}
-
-} // namespace rs::cli
-
-namespace rs::cli {
-
-bool isWorkerFlag(const std::string& flag)
-{
-    return flag == "--device" || flag == "--worker" || flag == "--ranks" || flag == "--host"
-        || flag == "--ssh-options" || flag == "--remote-worker";
-}
-
-void takeWorkerFlag(const std::string& flag, const QString& value, RunSessionOptions* options)
-{
-    if (flag == "--device") {
-        options->device = value;
-    } else if (flag == "--worker") {
-        options->workerPath = value;
-    } else if (flag == "--host") {
-        options->sshHost = value;
-    } else if (flag == "--ssh-options") {
-        options->sshOptions = QProcess::splitCommand(value);
-    } else if (flag == "--remote-worker") {
-        options->remoteWorker = value;
-    } else if (flag == "--ranks") {
-        bool ok = false;
-        const int n = value.toInt(&ok);
-        if (!ok || n < 1)
-            throw std::invalid_argument("--ranks: '" + value.toStdString() + "' is not a positive integer");
-        options->ranks = n;
-    } else {
-        throw std::invalid_argument("not a worker flag: " + flag);
-    }
 }
 
 } // namespace rs::cli

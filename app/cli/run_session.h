@@ -17,6 +17,7 @@
 #include "core/recipe_input.h"
 #include "launch/run_session.h"
 #include "storage/store.h"
+#include "worker_options.h"
 
 namespace rs::cli {
 
@@ -32,14 +33,9 @@ public:
     static int count(); // signals received since the process started
 };
 
-struct RunSessionOptions {
+// Where the worker runs (worker_options.h: readWorkerOptions), and what the session does.
+struct RunSessionOptions : WorkerOptions {
     QString verb = QStringLiteral("run"); // names the messages: "recompute <verb>: ..."
-    QString workerPath; // empty: WorkerLauncher's search ($RS_WORKER, next to the CLI, build tree, PATH)
-    QString device; // passed as --device to the worker when set
-    int ranks = 1; // worker processes on this host, data-parallel replicas (LaunchOptions::ranks)
-    QString sshHost; // run the worker on this host over ssh (LaunchOptions::sshHost)
-    QStringList sshOptions;
-    QString remoteWorker;
     std::optional<qint64> control; // the matched [] control to link; empty: the store's latest matched one
     bool controlFirst = false; // sweep: the candidates' [] control first (run, or a stored one reused)
     bool reuseControl = true; // sweep: a stored matched control measured the same way is not run again
@@ -66,21 +62,9 @@ struct RunSessionResult {
 // verbs call it before they open the store, so a refused recipe leaves no trace.
 bool refuseRuleErrors(const QString& verb, const QVector<Recipe>& recipes, InputFormat format);
 
-// Reads the recipe arguments of a verb that runs the worker (`run`, `sweep`). Returns an exit code when the
-// verb is done: 0 after printing `usage` for --help, 2 after naming what is unusable; nullopt when `input`
-// holds the recipe and `rest` the arguments the verb parses itself.
-std::optional<int> readRunRecipe(const char* verb, const char* usage, const std::vector<std::string>& args,
-    RecipeInput* input, std::vector<std::string>* rest);
-
 // --warmup / --iters of a run verb: the recipe carries the run length (warmup_iters, train_iters), so the
 // worker, the store and the progress bar agree on it; --iters counts steady iterations as the worker does.
 void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optional<int> steadyIters);
-
-// Where the worker runs, as run and sweep both take it: --device, --worker, --ranks, --host, --ssh-options,
-// --remote-worker (each with a value). takeWorkerFlag stores the value in *options, or throws
-// std::invalid_argument naming the flag and what it allows.
-bool isWorkerFlag(const std::string& flag);
-void takeWorkerFlag(const std::string& flag, const QString& value, RunSessionOptions* options);
 
 // Runs the candidates through one launch::RunSession (the control first when asked, every event stored as it
 // arrives), with progress on stderr; Ctrl-C stops the current worker and runs nothing further.

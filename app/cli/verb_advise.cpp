@@ -2,7 +2,6 @@
 // `recompute advise`: the cheapest stored recompute choice that fits a per-rank memory target, from one
 // matched comparison, with the reason every other candidate was not chosen.
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 
 #include <QJsonDocument>
@@ -10,88 +9,38 @@
 #include "advice_output.h"
 #include "storage/report.h"
 #include "storage/store.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 using namespace Qt::StringLiterals;
 
 namespace {
 
-const char* kUsage
-    = "usage: recompute advise [--target-gb X] [--control RUN | --recipe-name NAME] [--db PATH]\n"
-      "                        [--format text|json]\n"
-      "  From one matched comparison (the [] control and the runs linked to it), choose the passing run\n"
-      "  with the lowest steady step time whose every rank's peak allocated fits X GB (1 GB = 1e9 bytes;\n"
-      "  ties: the smaller peak), and say why each other run was not chosen: did not pass (an OOM that gets\n"
-      "  farther is still not a pass), over the target on a rank, not matched to the control, or slower.\n"
-      "  --control RUN: that control's comparison. --recipe-name NAME (substring): the newest comparison of\n"
-      "  the runs with that recipe name. Neither: the newest comparison in the store. Without --target-gb\n"
-      "  the control recipe's memory_target_gb is used.\n"
-      "  Exit: 0 something fits, 1 nothing fits, 2 unusable input.\n";
-
-int adviseMain(const std::vector<std::string>& args)
+int adviseMain(const std::vector<std::string>& argv)
 {
-    QString db, recipeName, format = u"text"_s;
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("advise", argv, &args))
+        return *done;
+    const QString recipeName = rs::cli::text(args, "recipe-name"),
+                  format = rs::cli::text(args, "format", u"text"_s);
+    if (!args.positionals.empty())
+        return rs::cli::usageError("advise", "unexpected argument '" + args.positionals.front() + "'");
     std::optional<qint64> control;
-    std::optional<double> target;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (a != "--db" && a != "--control" && a != "--recipe-name" && a != "--format"
-            && a != "--target-gb") {
-            std::cerr << "recompute advise: unknown argument " << a << "\n" << kUsage;
-            return 2;
-        }
-        if (i + 1 >= args.size()) {
-            std::cerr << "recompute advise: " << a << " needs a value\n";
-            return 2;
-        }
-        const QString v = QString::fromStdString(args[++i]);
-        if (a == "--db") {
-            db = v;
-        } else if (a == "--recipe-name") {
-            recipeName = v;
-        } else if (a == "--format") {
-            format = v;
-        } else if (a == "--control") {
-            bool ok = false;
-            const qint64 id = v.toLongLong(&ok);
-            if (!ok || id <= 0) {
-                std::cerr << "recompute advise: --control: '" << v.toStdString()
-                          << "' is not a run id (a positive integer)\n";
-                return 2;
-            }
-            control = id;
-        } else {
-            bool ok = false;
-            const double gb = v.toDouble(&ok);
-            if (!ok || !std::isfinite(gb) || gb <= 0) {
-                std::cerr
-                    << "recompute advise: --target-gb: '" << v.toStdString()
-                    << "' is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)\n";
-                return 2;
-            }
-            target = gb;
-        }
-    }
-    if (format != u"text" && format != u"json") {
-        std::cerr << "recompute advise: --format: '" << format.toStdString()
-                  << "' is not one of text, json\n";
+    if (args.has("control") && !(control = rs::cli::runIdArg("advise", "--control", args.value("control"))))
         return 2;
-    }
-    if (control && !recipeName.isEmpty()) {
-        std::cerr << "recompute advise: give --control or --recipe-name, not both\n";
-        return 2;
-    }
+    std::string error;
+    std::optional<double> target = rs::cli::targetGbOption(args, &error);
+    if (!error.empty())
+        return rs::cli::inputError("advise", error);
+    if (format != u"text" && format != u"json")
+        return rs::cli::inputError(
+            "advise", "--format: '" + format.toStdString() + "' is not one of text, json");
+    if (control && !recipeName.isEmpty())
+        return rs::cli::inputError("advise", "give --control or --recipe-name, not both");
 
     rs::storage::Store store;
-    QString error;
-    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
-        std::cerr << "recompute advise: " << error.toStdString() << "\n";
+    if (!rs::cli::openStore("advise", args, &store))
         return 2;
-    }
 
     QVector<rs::storage::ReportTable> tables;
     if (control) {
@@ -164,5 +113,4 @@ int adviseMain(const std::vector<std::string>& args)
 
 } // namespace
 
-RS_REGISTER_VERB(
-    "advise", "choose the cheapest stored recompute choice that fits a per-rank memory target", adviseMain);
+RS_REGISTER_VERB("advise", adviseMain);

@@ -4,32 +4,17 @@
 // 1: the recipe has a rule error (estimated anyway, as Megatron would not run it); 2: unusable input.
 #include <algorithm>
 #include <cstdio>
-#include <exception>
 #include <iostream>
-#include <sstream>
 
 #include <nlohmann/json.hpp>
 
 #include "core/estimator.h"
 #include "core/recipe_input.h"
 #include "core/rules.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 namespace {
-
-const char* kUsage
-    = "usage: recompute estimate FILE.json | - | --overrides KEY=VALUE... | --mlm-args FLAGS...\n"
-      "                          [--profile P] [--layout megatron|worker] [--json] [--all-choices]\n"
-      "  Predicts every pipeline stage's peak allocated memory per phase (forward, backward, optimizer,\n"
-      "  optimizer-init) and category (parameters, main parameters, gradients, optimizer states,\n"
-      "  activations, transient, other), hottest stage first, for the recipe after Megatron's adjustments.\n"
-      "  --layout megatron (default): what Megatron-LM / Megatron Core allocate on a GPU;\n"
-      "  --layout worker: what recompute-bench allocates today (docs/estimator.md says how they differ).\n"
-      "  --all-choices: also every recompute choice the model can take ([], each label with an effect,\n"
-      "  full uniform 1, full block over a whole chunk), one line each.\n"
-      "  --json prints {\"peak_allocated_bytes\": hottest stage's peak, \"ranks\": [...], \"choices\": "
-      "[...]}.\n"
-      "  Exit status: 0 estimated, 1 the recipe has a rule error (estimated anyway), 2 unusable input.\n";
 
 std::string gb(int64_t bytes)
 {
@@ -74,50 +59,23 @@ void printTable(const rs::MemoryEstimate& e)
         std::cout << "assumes: " << a << "\n";
 }
 
-int estimateMain(const std::vector<std::string>& rawArgs)
+int estimateMain(const std::vector<std::string>& argv)
 {
-    const auto mlm = std::find(rawArgs.begin(), rawArgs.end(), "--mlm-args");
-    if (rawArgs.empty() || std::any_of(rawArgs.begin(), mlm, [](const std::string& a) {
-            return a == "--help" || a == "-h";
-        })) {
-        (rawArgs.empty() ? std::cerr : std::cout) << kUsage;
-        return rawArgs.empty() ? 2 : 0;
-    }
-    bool json = false, all = false;
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("estimate", argv, &args))
+        return *done;
+    const bool json = args.has("json"), all = args.has("all-choices");
     rs::Layout layout = rs::Layout::Megatron;
-    std::vector<std::string> args;
-    for (size_t i = 0; i < rawArgs.size(); ++i) {
-        const auto& a = rawArgs[i];
-        const bool ours = rawArgs.begin() + static_cast<long>(i) < mlm;
-        if (a == "--json") {
-            json = true;
-        } else if (ours && a == "--all-choices") {
-            all = true;
-        } else if (ours && (a == "--layout" || a.rfind("--layout=", 0) == 0)) {
-            std::string v = a == "--layout" ? (i + 1 < rawArgs.size() ? rawArgs[++i] : "") : a.substr(9);
-            const auto l = rs::layoutFromName(v);
-            if (!l) {
-                std::cerr << "recompute estimate: --layout: '" << v << "' is not megatron or worker\n";
-                return 2;
-            }
-            layout = *l;
-        } else {
-            args.push_back(a);
-        }
+    if (args.has("layout")) {
+        const auto l = rs::layoutFromName(args.value("layout"));
+        if (!l)
+            return rs::cli::inputError(
+                "estimate", "--layout: '" + args.value("layout") + "' is not megatron or worker");
+        layout = *l;
     }
     rs::RecipeInput input;
-    try {
-        std::vector<std::string> rest;
-        input = rs::readRecipeInput(args, &rest);
-        if (!rest.empty()) {
-            std::cerr << "recompute estimate: arguments: unexpected argument '" << rest.front() << "'\n"
-                      << kUsage;
-            return 2;
-        }
-    } catch (const std::exception& e) {
-        std::cerr << "recompute estimate: " << e.what() << "\n";
-        return 2;
-    }
+    if (const auto done = rs::cli::readRunRecipe("estimate", args, &input))
+        return *done;
     const rs::Validation v = rs::validate(input.recipe, input.format);
     const rs::Recipe& r = v.resolved;
     if (r.num_layers <= 0 || r.hidden_size <= 0 || r.num_attention_heads <= 0) {
@@ -164,5 +122,4 @@ int estimateMain(const std::vector<std::string>& rawArgs)
 
 } // namespace
 
-RS_REGISTER_VERB("estimate", "predict every rank's peak memory per phase, for one or every recompute choice",
-    estimateMain);
+RS_REGISTER_VERB("estimate", estimateMain);

@@ -8,18 +8,10 @@
 
 #include "core/recipe_json.h"
 #include "core/rules.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 namespace {
-
-const char* kUsage
-    = "usage: recompute explain RULE_ID [--json]\n"
-      "       recompute explain --list\n"
-      "  Prints a validation rule: severity, the profiles (Megatron Core revisions) where it\n"
-      "  exists, the fields it reads, Megatron's message, the fix-it, and its source file:line at\n"
-      "  each profile's commit; where the message or condition differs by profile, each form.\n"
-      "  RULE_ID as `recompute validate` prints it (R30, B4, M3, RT1, RS06 ...), any case.\n"
-      "  --list prints every rule id with its summary.\n";
 
 std::string upper(std::string s)
 {
@@ -49,29 +41,16 @@ void indent(const std::string& text, const char* pad)
     }
 }
 
-int explainMain(const std::vector<std::string>& args)
+int explainMain(const std::vector<std::string>& argv)
 {
-    bool json = false, list = false;
-    std::string id;
-    for (const auto& a : args) {
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (a == "--json") {
-            json = true;
-        } else if (a == "--list") {
-            list = true;
-        } else if (!a.empty() && a[0] == '-') {
-            std::cerr << "recompute explain: unknown option " << a << "\n" << kUsage;
-            return 2;
-        } else if (!id.empty()) {
-            std::cerr << "recompute explain: one RULE_ID at a time (got " << id << " and " << a << ")\n";
-            return 2;
-        } else {
-            id = a;
-        }
-    }
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("explain", argv, &args))
+        return *done;
+    const bool json = args.has("json"), list = args.has("list");
+    if (args.positionals.size() > 1)
+        return rs::cli::inputError("explain",
+            "one RULE_ID at a time (got " + args.positionals[0] + " and " + args.positionals[1] + ")");
+    const std::string id = args.positionals.empty() ? std::string() : args.positionals.front();
     if (list) {
         for (const auto& r : rs::ruleCatalogue())
             std::cout << r.id << std::string(r.id.size() < 6 ? 6 - r.id.size() : 1, ' ')
@@ -82,8 +61,7 @@ int explainMain(const std::vector<std::string>& args)
         return 0;
     }
     if (id.empty()) {
-        std::cerr << "recompute explain: give a RULE_ID\n" << kUsage;
-        return 2;
+        return rs::cli::usageError("explain", "give a RULE_ID");
     }
     const rs::RuleInfo* rule = rs::findRule(upper(id));
     if (!rule) {
@@ -138,4 +116,4 @@ int explainMain(const std::vector<std::string>& args)
 
 } // namespace
 
-RS_REGISTER_VERB("explain", "print a validation rule: profiles, sources, message", explainMain);
+RS_REGISTER_VERB("explain", explainMain);

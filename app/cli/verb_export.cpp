@@ -5,64 +5,31 @@
 
 #include "storage/report.h"
 #include "storage/store.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 using namespace Qt::StringLiterals;
 
 namespace {
 
-const char* kUsage
-    = "usage: recompute export [--db PATH] [--out DIR] [--format csv|json|both] [--recipe-name NAME]\n"
-      "                        [RUN...]\n"
-      "  Writes runs, rank_peaks, phase_peaks, memory_reports and iterations (.csv and/or .json records)\n"
-      "  to DIR (default: the current folder), for the runs given or every stored run, each with\n"
-      "  <table>.dtypes.json, the pandas dtypes of its columns:\n"
-      "    dt = json.load(open('runs.dtypes.json'))\n"
-      "    pd.read_json('runs.json', dtype=dt)  # or pd.read_csv('runs.csv', dtype=dt)\n"
-      "  gives nullable integers (Int64) and booleans (boolean) as stored; JSON has arrays as arrays, CSV\n"
-      "  as JSON text; doubles are written shortest round-trip; byte counts are the *_bytes columns.\n";
-
-int exportMain(const std::vector<std::string>& args)
+int exportMain(const std::vector<std::string>& argv)
 {
-    QString db, out = u"."_s, format = u"both"_s, recipeName;
-    QVector<qint64> runs;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (a == "--db" || a == "--out" || a == "--format" || a == "--recipe-name") {
-            if (i + 1 >= args.size()) {
-                std::cerr << "recompute export: " << a << " needs a value\n" << kUsage;
-                return 2;
-            }
-            const QString v = QString::fromStdString(args[++i]);
-            (a == "--db" ? db : a == "--out" ? out : a == "--format" ? format : recipeName) = v;
-        } else if (!a.empty() && a[0] == '-') {
-            std::cerr << "recompute export: unknown option " << a << "\n" << kUsage;
-            return 2;
-        } else {
-            bool ok = false;
-            const qint64 id = QString::fromStdString(a).toLongLong(&ok);
-            if (!ok || id <= 0) {
-                std::cerr << "recompute export: RUN: '" << a << "' is not a run id (a positive integer)\n";
-                return 2;
-            }
-            runs << id;
-        }
-    }
-    if (format != u"csv" && format != u"json" && format != u"both") {
-        std::cerr << "recompute export: --format: '" << format.toStdString()
-                  << "' is not one of csv, json, both\n";
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("export", argv, &args))
+        return *done;
+    const QString out = rs::cli::text(args, "out", u"."_s), format = rs::cli::text(args, "format", u"both"_s),
+                  recipeName = rs::cli::text(args, "recipe-name");
+    const auto ids = rs::cli::runIdPositionals("export", args);
+    if (!ids)
         return 2;
-    }
+    QVector<qint64> runs = *ids;
+    if (format != u"csv" && format != u"json" && format != u"both")
+        return rs::cli::inputError(
+            "export", "--format: '" + format.toStdString() + "' is not one of csv, json, both");
     rs::storage::Store store;
-    QString error;
-    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
-        std::cerr << "recompute export: " << error.toStdString() << "\n";
+    if (!rs::cli::openStore("export", args, &store))
         return 2;
-    }
+    QString error;
     if (!recipeName.isEmpty()) {
         rs::storage::RunFilter f;
         f.recipeName = recipeName;
@@ -89,4 +56,4 @@ int exportMain(const std::vector<std::string>& args)
 
 } // namespace
 
-RS_REGISTER_VERB("export", "write stored runs, per-rank peaks and iterations as CSV / JSON", exportMain);
+RS_REGISTER_VERB("export", exportMain);

@@ -9,105 +9,60 @@
 #include "storage/ingest.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 using namespace Qt::StringLiterals;
 
 namespace {
 
-const char* kUsage
-    = "usage: recompute import [--db PATH] [--name NAME] [--overrides ARGS...] [--control RUN | --no-link]\n"
-      "                        [--progress | --no-progress] LOG...\n"
-      "       recompute import [--db PATH] --sample [FILE.json]\n"
-      "  Reads Megatron-LM and Megatron Bridge training logs: iteration lines, per-rank memory lines,\n"
-      "  throughput, losses, skipped / NaN counts, theoretical memory, OOM tracebacks (every form), printed\n"
-      "  arguments and Bridge's configuration summary. Values out of range are refused and noted; a file\n"
-      "  that holds two runs (logs interleaved, a restart appended) is refused.\n"
-      "  The logs of one shape compare themselves: the run without recompute (the explicit [] or Megatron's\n"
-      "  recompute_granularity None) becomes the control of the others, whatever order the files come in;\n"
-      "  `recompute report` then shows the deltas. --control RUN links every LOG to that run instead;\n"
-      "  --no-link links nothing (`recompute link` does it later).\n"
-      "  --overrides gives Bridge overrides (model.recompute_modules=[moe_act] ...) for what the log does "
-      "not\n"
-      "  print; it takes arguments up to the next one that starts with --. Importing the same log twice\n"
-      "  does not duplicate it. A progress line goes to stderr when it is a terminal (or with --progress).\n"
-      "  --sample seeds the store with the guide's published measurements.\n";
-
 std::string gb(std::optional<qint64> bytes)
 {
     return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3).toStdString() + " GB" : std::string("?");
 }
 
-int importMain(const std::vector<std::string>& args)
+int importMain(const std::vector<std::string>& argv)
 {
-    QString db, name, samplePath;
-    bool sample = false, noLink = false;
-    int progress = -1; // -1: when stderr is a terminal
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("import", argv, &args))
+        return *done;
+    const QString name = rs::cli::text(args, "name");
+    QString samplePath;
+    const bool sample = args.has("sample"), noLink = args.has("no-link");
+    // -1: when stderr is a terminal; of --progress and --no-progress, the one given later wins.
+    int progress = -1;
+    for (const auto& o : args.order) {
+        if (o == "progress" || o == "no-progress")
+            progress = o == "progress" ? 1 : 0;
+    }
     std::optional<qint64> control;
-    QStringList overrides, logs;
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (a == "--db" || a == "--name") {
-            if (i + 1 >= args.size()) {
-                std::cerr << "recompute import: " << a << " needs a value\n" << kUsage;
-                return 2;
-            }
-            (a == "--db" ? db : name) = QString::fromStdString(args[++i]);
-        } else if (a == "--sample") {
-            sample = true;
-        } else if (a == "--no-link") {
-            noLink = true;
-        } else if (a == "--progress" || a == "--no-progress") {
-            progress = a == "--progress" ? 1 : 0;
-        } else if (a == "--control") {
-            bool ok = false;
-            const qint64 id = i + 1 < args.size() ? QString::fromStdString(args[i + 1]).toLongLong(&ok) : 0;
-            if (!ok || id <= 0) {
-                std::cerr << "recompute import: --control needs a run id (a positive integer)\n";
-                return 2;
-            }
-            ++i;
-            control = id;
-        } else if (a == "--overrides") {
-            while (i + 1 < args.size() && args[i + 1].rfind("--", 0) != 0)
-                overrides << QString::fromStdString(args[++i]);
-            if (overrides.isEmpty()) {
-                std::cerr << "recompute import: --overrides needs at least one override\n";
-                return 2;
-            }
-        } else if (!a.empty() && a[0] == '-') {
-            std::cerr << "recompute import: unknown option " << a << "\n" << kUsage;
-            return 2;
-        } else {
-            logs << QString::fromStdString(a);
-        }
-    }
-    if (sample && logs.size() > 1) {
-        std::cerr << "recompute import: --sample takes at most one FILE.json\n";
+    if (args.has("control") && !(control = rs::cli::runIdArg("import", "--control", args.value("control"))))
         return 2;
+    QStringList overrides, logs;
+    if (const auto it = args.groups.find("overrides"); it != args.groups.end()) {
+        for (const auto& group : it->second) {
+            if (group.empty())
+                return rs::cli::inputError("import", "--overrides needs at least one override");
+            for (const auto& o : group)
+                overrides << QString::fromStdString(o);
+        }
     }
+    for (const auto& p : args.positionals)
+        logs << QString::fromStdString(p);
+    if (sample && logs.size() > 1)
+        return rs::cli::inputError("import", "--sample takes at most one FILE.json");
     if (sample && !logs.isEmpty()) {
         samplePath = logs.first();
         logs.clear();
     }
-    if (control && noLink) {
-        std::cerr << "recompute import: --control and --no-link exclude each other\n";
-        return 2;
-    }
-    if (!sample && logs.isEmpty()) {
-        std::cerr << "recompute import: no LOG given\n" << kUsage;
-        return 2;
-    }
+    if (control && noLink)
+        return rs::cli::inputError("import", "--control and --no-link exclude each other");
+    if (!sample && logs.isEmpty())
+        return rs::cli::usageError("import", "no LOG given");
     rs::storage::Store store;
-    QString error;
-    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
-        std::cerr << "recompute import: " << error.toStdString() << "\n";
+    if (!rs::cli::openStore("import", args, &store))
         return 2;
-    }
+    QString error;
     if (sample) {
         const int added = store.seedGuideSample(samplePath, &error);
         if (added < 0) {
@@ -204,5 +159,4 @@ int importMain(const std::vector<std::string>& args)
 
 } // namespace
 
-RS_REGISTER_VERB("import",
-    "import Megatron-LM / Bridge training logs (or --sample: the guide's measurements)", importMain);
+RS_REGISTER_VERB("import", importMain);

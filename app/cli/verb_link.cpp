@@ -3,81 +3,37 @@
 #include <iostream>
 
 #include "storage/store.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 using namespace Qt::StringLiterals;
 
 namespace {
 
-const char* kUsage
-    = "usage: recompute link [--db PATH] RUN... --control RUN|none\n"
-      "       recompute link [--db PATH] --auto RUN...\n"
-      "  Makes --control the control of each RUN (the run `recompute report` compares it with), or with\n"
-      "  `none` unlinks them. Any run may be a control: the report labels it (the explicit [], Megatron's\n"
-      "  recompute_granularity None, or a run that recomputes something) and flags rows that are not\n"
-      "  matched with it. --auto links each RUN as an import does: to the newest matched run of its shape\n"
-      "  without recompute, and a RUN without recompute becomes the control of the matched runs with none.\n";
-
-int linkMain(const std::vector<std::string>& args)
+int linkMain(const std::vector<std::string>& argv)
 {
-    QString db;
-    bool unlink = false, automatic = false, haveControl = false;
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("link", argv, &args))
+        return *done;
+    const bool automatic = args.has("auto"), haveControl = args.has("control");
+    const bool unlink = haveControl && args.value("control") == "none";
     qint64 control = 0;
-    QVector<qint64> runs;
-    auto runId = [](const std::string& text, const char* what) -> qint64 {
-        bool ok = false;
-        const qint64 id = QString::fromStdString(text).toLongLong(&ok);
-        if (!ok || id <= 0) {
-            std::cerr << "recompute link: " << what << ": '" << text
-                      << "' is not a run id (a positive integer)\n";
-            return 0;
-        }
-        return id;
-    };
-    for (size_t i = 0; i < args.size(); ++i) {
-        const std::string& a = args[i];
-        if (a == "--help" || a == "-h") {
-            std::cout << kUsage;
-            return 0;
-        }
-        if (a == "--db" || a == "--control") {
-            if (i + 1 >= args.size()) {
-                std::cerr << "recompute link: " << a << " needs a value\n" << kUsage;
-                return 2;
-            }
-            const std::string v = args[++i];
-            if (a == "--db") {
-                db = QString::fromStdString(v);
-            } else {
-                haveControl = true;
-                if (v == "none") {
-                    unlink = true;
-                } else if (!(control = runId(v, "--control"))) {
-                    return 2;
-                }
-            }
-        } else if (a == "--auto") {
-            automatic = true;
-        } else if (!a.empty() && a[0] == '-') {
-            std::cerr << "recompute link: unknown option " << a << "\n" << kUsage;
+    if (haveControl && !unlink) {
+        const auto id = rs::cli::runIdArg("link", "--control", args.value("control"));
+        if (!id)
             return 2;
-        } else {
-            const qint64 id = runId(a, "RUN");
-            if (!id)
-                return 2;
-            runs << id;
-        }
+        control = *id;
     }
-    if (runs.isEmpty() || haveControl == automatic) {
-        std::cerr << "recompute link: give RUN... and either --control RUN|none or --auto\n" << kUsage;
+    const auto ids = rs::cli::runIdPositionals("link", args);
+    if (!ids)
         return 2;
-    }
+    const QVector<qint64> runs = *ids;
+    if (runs.isEmpty() || haveControl == automatic)
+        return rs::cli::usageError("link", "give RUN... and either --control RUN|none or --auto");
     rs::storage::Store store;
-    QString error;
-    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
-        std::cerr << "recompute link: " << error.toStdString() << "\n";
+    if (!rs::cli::openStore("link", args, &store))
         return 2;
-    }
+    QString error;
     if (!store.beginWrite()) {
         std::cerr << "recompute link: " << store.lastError().toStdString() << "\n";
         return 2;
@@ -132,4 +88,4 @@ int linkMain(const std::vector<std::string>& args)
 
 } // namespace
 
-RS_REGISTER_VERB("link", "give stored runs a control (the run the report compares them with)", linkMain);
+RS_REGISTER_VERB("link", linkMain);

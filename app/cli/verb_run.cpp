@@ -1,104 +1,42 @@
 // SPDX-License-Identifier: Apache-2.0
 // `recompute run`: run one recipe on this host's worker, store everything as it arrives, print a summary.
-#include <algorithm>
 #include <iostream>
-#include <stdexcept>
 
 #include "core/recipe_input.h"
 #include "core/units.h"
 #include "run_session.h"
 #include "storage/report.h"
 #include "storage/store.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 using namespace Qt::StringLiterals;
 
 namespace {
 
-const char* kUsage
-    = "usage: recompute run (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
-      "                     [--db PATH] [--device DEV] [--ranks N] [--iters N] [--warmup N] [--control RUN]\n"
-      "                     [--worker PATH] [--host HOST [--ssh-options OPTS] [--remote-worker PATH]]\n"
-      "  Starts the local worker (recompute-bench; $RS_WORKER overrides where it is found) for the recipe,\n"
-      "  shows progress, stores every event in the measurement store and prints the run's summary.\n"
-      "  --warmup N: warm-up iterations; --iters N: steady (timed) iterations after them, as the worker\n"
-      "  reads them (train_iters = warmup + iters). --control names the run's matched [] control;\n"
-      "  without it the latest stored run that is matched and is the explicit [] control is linked.\n"
-      "  --ranks N starts N worker processes on this host as data-parallel replicas (one GPU each with\n"
-      "  --device cuda, Gloo on CPU); every rank's iterations and peaks are stored.\n"
-      "  --host runs the worker on HOST over ssh (BatchMode: your keys and ~/.ssh/config), the recipe on\n"
-      "  its stdin; --ssh-options adds ssh options ('-p 2222 -i KEY'); --remote-worker names the worker's\n"
-      "  path there (default: recompute-bench on its PATH).\n"
-      "  A recipe with rule errors is refused before the worker starts (nothing is stored).\n"
-      "  Ctrl-C stops the worker and keeps what was measured (the run ends `aborted`).\n"
-      "  Exit: 0 pass, 1 the run did not pass, 2 unusable input (rule errors included) or the worker did\n"
-      "  not start, 130 interrupted.\n";
-
 QString gb(std::optional<qint64> bytes)
 {
     return QString::fromStdString(rs::formatGbUnit(bytes));
 }
 
-int runMain(const std::vector<std::string>& args)
+int runMain(const std::vector<std::string>& argv)
 {
-    std::vector<std::string> rest;
-    rs::RecipeInput input;
-    if (const auto done = rs::cli::readRunRecipe("run", kUsage, args, &input, &rest))
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("run", argv, &args))
         return *done;
-    QString db;
+    rs::RecipeInput input;
+    if (const auto done = rs::cli::readRunRecipe("run", args, &input))
+        return *done;
+    const QString db = rs::cli::text(args, "db");
     std::optional<qint64> control;
+    if (args.has("control") && !(control = rs::cli::runIdArg("run", "--control", args.value("control"))))
+        return 2;
     std::optional<int> steadyIters, warmupIters;
     rs::cli::RunSessionOptions options;
-    for (size_t i = 0; i < rest.size(); ++i) {
-        const std::string& a = rest[i];
-        const bool takesValue = rs::cli::isWorkerFlag(a) || a == "--db" || a == "--iters" || a == "--warmup"
-            || a == "--control";
-        if (!takesValue) {
-            std::cerr << "recompute run: unknown argument " << a << "\n" << kUsage;
-            return 2;
-        }
-        if (i + 1 >= rest.size()) {
-            std::cerr << "recompute run: " << a << " needs a value\n";
-            return 2;
-        }
-        const QString v = QString::fromStdString(rest[++i]);
-        if (rs::cli::isWorkerFlag(a)) {
-            try {
-                rs::cli::takeWorkerFlag(a, v, &options);
-            } catch (const std::invalid_argument& e) {
-                std::cerr << "recompute run: " << e.what() << "\n";
-                return 2;
-            }
-            continue;
-        }
-        auto positive = [&](bool allowZero) -> std::optional<qint64> {
-            bool ok = false;
-            const qint64 n = v.toLongLong(&ok);
-            if (!ok || n < (allowZero ? 0 : 1)) {
-                std::cerr << "recompute run: " << a << ": '" << v.toStdString() << "' is not "
-                          << (allowZero ? "a non-negative" : "a positive") << " integer\n";
-                return std::nullopt;
-            }
-            return n;
-        };
-        if (a == "--db") {
-            db = v;
-        } else if (a == "--iters") {
-            const auto n = positive(false);
-            if (!n)
-                return 2;
-            steadyIters = int(*n);
-        } else if (a == "--warmup") {
-            const auto n = positive(true);
-            if (!n)
-                return 2;
-            warmupIters = int(*n);
-        } else {
-            control = positive(false);
-            if (!control)
-                return 2;
-        }
-    }
+    std::string problem;
+    if (!rs::cli::readRunLength(args, &warmupIters, &steadyIters, &problem)
+        || !rs::cli::readWorkerOptions(args, &options, &problem))
+        return rs::cli::usageError("run", problem);
 
     rs::cli::applyRunLength(input.recipe, warmupIters, steadyIters);
     // A recipe with rule errors never reaches the worker, nor the store.
@@ -107,7 +45,7 @@ int runMain(const std::vector<std::string>& args)
 
     rs::storage::Store store;
     QString error;
-    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
+    if (!store.open(rs::cli::storePath(args), &error)) {
         // The measurement is not given up for a store that cannot be opened: the run's stream is spooled
         // (RunIngest) and `recompute import SPOOL` stores it once the store is usable.
         std::cerr << "recompute run: " << error.toStdString()
@@ -195,4 +133,4 @@ int runMain(const std::vector<std::string>& args)
 
 } // namespace
 
-RS_REGISTER_VERB("run", "run a recipe on the local worker and store the measurements", runMain);
+RS_REGISTER_VERB("run", runMain);

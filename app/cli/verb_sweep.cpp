@@ -3,7 +3,6 @@
 // one run per recompute choice, each changing only the recompute choice and linked to the control; then
 // the comparison table and, with a target, the advice.
 #include <algorithm>
-#include <cmath>
 #include <iostream>
 
 #include "advice_output.h"
@@ -14,32 +13,12 @@
 #include "run_session.h"
 #include "storage/report.h"
 #include "storage/store.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 using namespace Qt::StringLiterals;
 
 namespace {
-
-const char* kUsage
-    = "usage: recompute sweep (FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [--profile P]\n"
-      "                       [--modules SET...] [--target-gb X] [--db PATH] [--device D] [--iters N]\n"
-      "                       [--warmup N] [--repeats N] [--rerun-control] [--ranks N] [--worker PATH]\n"
-      "                       [--host HOST [--ssh-options OPTS] [--remote-worker PATH]]\n"
-      "  The guide's matched runs: first the explicit no-recompute control (the recipe with\n"
-      "  recompute_granularity=selective, recompute_modules=[]), then one run per SET, changing only the\n"
-      "  recompute choice, each linked to the control. SET: comma-separated labels (moe_act,\n"
-      "  layernorm,moe_act) for selective recompute, or full:uniform:N / full:block:N for full recompute;\n"
-      "  --modules takes one or more SETs and may repeat. Without --modules: one run per label that has an\n"
-      "  effect on the model. Each choice is validated first; one with rule errors is reported and skipped.\n"
-      "  Then the comparison table, and with --target-gb (or the recipe's memory_target_gb) the advice.\n"
-      "  A stored passing [] control of the same recipe, measured with the same worker, arguments, ranks\n"
-      "  and host, is reused (said on stderr) instead of run again; --rerun-control runs it anyway.\n"
-      "  --repeats N runs every choice N times (each linked to the control), to see the spread.\n"
-      "  --ranks N runs every choice as N data-parallel worker processes on this host, --host on HOST over\n"
-      "  ssh (both as recompute run).\n"
-      "  Ctrl-C stops the current worker, keeps what was measured and runs no further choice.\n"
-      "  Exit: 0 every choice ran (and, with a target, one fits), 1 a choice was skipped or nothing fits,\n"
-      "  2 unusable input or the worker did not start, 130 interrupted.\n";
 
 // "moe_act" | "layernorm,moe_act" | "full:uniform:1" | "full:block:2"; throws with a message naming the set.
 rs::RecomputeChoice parseModuleSet(const QString& text)
@@ -84,72 +63,41 @@ QString oneLine(const rs::storage::Store& store, qint64 runId)
     return s;
 }
 
-int sweepMain(const std::vector<std::string>& args)
+int sweepMain(const std::vector<std::string>& argv)
 {
-    std::vector<std::string> rest;
-    rs::RecipeInput input;
-    if (const auto done = rs::cli::readRunRecipe("sweep", kUsage, args, &input, &rest))
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("sweep", argv, &args))
         return *done;
-    QString db;
+    rs::RecipeInput input;
+    if (const auto done = rs::cli::readRunRecipe("sweep", args, &input))
+        return *done;
     std::optional<int> steadyIters, warmupIters;
     rs::cli::RunSessionOptions options;
     std::optional<double> target = input.recipe.memory_target_gb;
     std::vector<rs::RecomputeChoice> sets;
     try {
-        for (size_t i = 0; i < rest.size(); ++i) {
-            const std::string& a = rest[i];
-            if (a == "--modules") {
-                size_t taken = 0;
-                while (i + 1 < rest.size() && rest[i + 1].rfind("--", 0) != 0) {
-                    sets.push_back(parseModuleSet(QString::fromStdString(rest[++i])));
-                    ++taken;
-                }
-                if (taken == 0)
+        std::string problem;
+        if (!rs::cli::readRunLength(args, &warmupIters, &steadyIters, &problem)
+            || !rs::cli::readWorkerOptions(args, &options, &problem))
+            throw std::invalid_argument(problem);
+        if (const auto it = args.groups.find("modules"); it != args.groups.end()) {
+            for (const auto& group : it->second) {
+                if (group.empty())
                     throw std::invalid_argument(
                         "--modules needs one or more SETs (e.g. moe_act layernorm,moe_act)");
-                continue;
-            }
-            if (a == "--rerun-control") {
-                options.reuseControl = false;
-                continue;
-            }
-            if (!rs::cli::isWorkerFlag(a) && a != "--db" && a != "--iters" && a != "--warmup"
-                && a != "--target-gb" && a != "--repeats")
-                throw std::invalid_argument("unknown argument " + a);
-            if (i + 1 >= rest.size())
-                throw std::invalid_argument(a + " needs a value");
-            const QString v = QString::fromStdString(rest[++i]);
-            if (rs::cli::isWorkerFlag(a)) {
-                rs::cli::takeWorkerFlag(a, v, &options);
-            } else if (a == "--db") {
-                db = v;
-            } else if (a == "--target-gb") {
-                bool ok = false;
-                const double gb = v.toDouble(&ok);
-                if (!ok || !std::isfinite(gb) || gb <= 0)
-                    throw std::invalid_argument("--target-gb: '" + v.toStdString()
-                        + "' is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)");
-                target = gb;
-            } else if (a == "--repeats") {
-                bool ok = false;
-                const int n = v.toInt(&ok);
-                if (!ok || n < 1)
-                    throw std::invalid_argument(
-                        "--repeats: '" + v.toStdString() + "' is not a positive integer");
-                options.repeats = n;
-            } else {
-                bool ok = false;
-                const int n = v.toInt(&ok);
-                const bool warmup = a == "--warmup";
-                if (!ok || n < (warmup ? 0 : 1))
-                    throw std::invalid_argument(a + ": '" + v.toStdString() + "' is not "
-                        + (warmup ? "a non-negative" : "a positive") + " integer");
-                (warmup ? warmupIters : steadyIters) = n;
+                for (const auto& set : group)
+                    sets.push_back(parseModuleSet(QString::fromStdString(set)));
             }
         }
+        options.reuseControl = !args.has("rerun-control");
+        if (const auto gb = rs::cli::targetGbOption(args, &problem))
+            target = gb;
+        if (const auto n = rs::cli::intOption(args, "repeats", 1, &problem))
+            options.repeats = *n;
+        if (!problem.empty())
+            throw std::invalid_argument(problem);
     } catch (const std::exception& e) {
-        std::cerr << "recompute sweep: " << e.what() << "\n" << kUsage;
-        return 2;
+        return rs::cli::usageError("sweep", e.what());
     }
 
     // The recipe carries the run length, so every run of the sweep has the same one (a match condition).
@@ -196,11 +144,8 @@ int sweepMain(const std::vector<std::string>& args)
     }
 
     rs::storage::Store store;
-    QString error;
-    if (!store.open(db.isEmpty() ? rs::storage::Store::defaultPath() : db, &error)) {
-        std::cerr << "recompute sweep: " << error.toStdString() << "\n";
+    if (!rs::cli::openStore("sweep", args, &store))
         return 2;
-    }
 
     rs::cli::InterruptScope interrupts;
     options.verb = u"sweep"_s;
@@ -257,5 +202,4 @@ int sweepMain(const std::vector<std::string>& args)
 
 } // namespace
 
-RS_REGISTER_VERB(
-    "sweep", "run the [] control and one matched run per recompute choice, then compare", sweepMain);
+RS_REGISTER_VERB("sweep", sweepMain);

@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // `recompute validate`: the rules engine on one recipe, from a JSON file, Bridge overrides or Megatron-LM
 // flags, under one rules profile. Exit 0: no error finding; 1: an error finding; 2: unusable input.
-#include <algorithm>
-#include <exception>
 #include <iostream>
 
 #include <nlohmann/json.hpp>
@@ -10,21 +8,10 @@
 #include "core/recipe_input.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
+#include "verb_common.h"
 #include "verbs.h"
 
 namespace {
-
-const char* kUsage
-    = "usage: recompute validate FILE.json | - | --overrides KEY=VALUE... | --mlm-args FLAGS...\n"
-      "                          [--profile bridge-pin|guide|main|dev] [--json]\n"
-      "  Checks a recipe against the Megatron Core rules of the profile's revision (default: the recipe's\n"
-      "  own profile, bridge-pin if unset), in Megatron's evaluation order. Bridge overrides also get the\n"
-      "  Megatron Bridge rules (B1-B9), Megatron-LM flags the Megatron-LM argument rules (M1-M6).\n"
-      "  Each finding shows its severity, rule id, fields, message, fix-it and source (file:line at the\n"
-      "  profile's commit); `recompute explain RULE_ID` tells more about a rule.\n"
-      "  --json prints {\"findings\": [...], \"resolved\": recipe after Megatron's adjustments, ...}.\n"
-      "  --overrides takes arguments up to the next one that starts with --; --mlm-args takes the rest.\n"
-      "  Exit status: 0 no error finding, 1 an error finding, 2 the input is unusable.\n";
 
 const char* formatName(rs::InputFormat f)
 {
@@ -63,38 +50,15 @@ void printHuman(const rs::RecipeInput& in, const rs::Validation& v)
         std::cout << "note: " << in.note << "\n";
 }
 
-int validateMain(const std::vector<std::string>& rawArgs)
+int validateMain(const std::vector<std::string>& argv)
 {
-    // --help before --mlm-args is ours; after it, the flags are Megatron-LM's.
-    const auto mlm = std::find(rawArgs.begin(), rawArgs.end(), "--mlm-args");
-    if (rawArgs.empty() || std::any_of(rawArgs.begin(), mlm, [](const std::string& a) {
-            return a == "--help" || a == "-h";
-        })) {
-        (rawArgs.empty() ? std::cerr : std::cout) << kUsage;
-        return rawArgs.empty() ? 2 : 0;
-    }
-    // Megatron-LM has no flag spelled exactly --json, so it is ours wherever it stands.
-    bool json = false;
-    std::vector<std::string> args;
-    for (const auto& a : rawArgs) {
-        if (a == "--json")
-            json = true;
-        else
-            args.push_back(a);
-    }
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("validate", argv, &args))
+        return *done;
+    const bool json = args.has("json");
     rs::RecipeInput input;
-    try {
-        std::vector<std::string> rest;
-        input = rs::readRecipeInput(args, &rest);
-        if (!rest.empty()) {
-            std::cerr << "recompute validate: arguments: unexpected argument '" << rest.front() << "'\n"
-                      << kUsage;
-            return 2;
-        }
-    } catch (const std::exception& e) {
-        std::cerr << "recompute validate: " << e.what() << "\n";
-        return 2;
-    }
+    if (const auto done = rs::cli::readRunRecipe("validate", args, &input))
+        return *done;
     const rs::Validation v = rs::validate(input.recipe, input.format);
     if (json) {
         nlohmann::json out;
@@ -117,4 +81,4 @@ int validateMain(const std::vector<std::string>& rawArgs)
 
 } // namespace
 
-RS_REGISTER_VERB("validate", "check a recipe against Megatron's rules for a profile", validateMain);
+RS_REGISTER_VERB("validate", validateMain);
