@@ -2,10 +2,14 @@
 // The rules engine: every evaluated rule fires on one recipe and narrowly does not on a neighbour, per
 // profile where it differs; messages render as Python would; adjustments land in `resolved`; findings come
 // in Megatron's evaluation order; applying a fix-it clears its finding; the catalogue and label effects.
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include <QtTest>
 
+#include "core/megatron_arg_table.h"
+#include "core/profiles.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "core/rules_detail.h"
@@ -442,7 +446,7 @@ const Finding* findFinding(const Validation& v, const std::string& id, const std
 bool rowMatches(const rules_detail::Row& row, const Case& c, Profile p)
 {
     return c.id == std::string(row.id) && std::string(row.message).find(c.key) != std::string::npos
-        && (row.profiles & rules_detail::profileBit(p))
+        && rules_detail::rowExists(row, p)
         && (row.formats & rules_detail::formatBit(formatFromName(c.format)));
 }
 
@@ -483,6 +487,11 @@ private slots:
     void labelEffects_data();
     void labelEffects();
     void findingJsonShape();
+    void profileTable_data();
+    void profileTable();
+    void sourcesNameKnownProfiles();
+    void everyProfileResolvesEverySource_data();
+    void everyProfileResolvesEverySource();
 };
 
 void TestRules::fires_data()
@@ -974,6 +983,84 @@ void TestRules::findingJsonShape()
     small.num_attention_heads = 4;
     QVERIFY(!validate(small).hasErrors());
     QVERIFY(validate(Recipe {}).hasErrors()); // no layers, no hidden size, no heads: RS23
+}
+
+// The profile table: names unique, based_on known, one reference profile, the generated flag table of each
+// profile read at the table's commit, and the facts the rules read.
+void TestRules::profileTable_data()
+{
+    QTest::addColumn<QByteArray>("name");
+    for (const ProfileInfo& p : rs::profileTable())
+        QTest::newRow(p.name) << QByteArray(p.name);
+}
+
+void TestRules::profileTable()
+{
+    QFETCH(QByteArray, name);
+    const ProfileInfo* p = findProfileInfo(name.toStdString());
+    QVERIFY(p);
+    QCOMPARE(QByteArray(profileName(p->id)), name);
+    QCOMPARE(profileFromName(name.toStdString()), std::optional<Profile>(p->id));
+    QCOMPARE(&profileInfo(p->id), p);
+    QCOMPARE(std::strlen(p->megatron_commit), size_t(40));
+    QCOMPARE(std::strlen(p->bridge_commit), size_t(40));
+    QCOMPARE(QByteArray(megatronArgTable(p->id).commit), QByteArray(p->megatron_commit));
+    QVERIFY(megatronArgTable(p->id).count > 0);
+    QVERIFY(!p->based_on || findProfileInfo(p->based_on));
+    QVERIFY(profileIsOrIsBasedOn(p->id, p->name));
+    QCOMPARE(allowedRecomputeModules(p->id), p->recompute_labels);
+    QVERIFY(!p->recompute_labels.empty());
+    const bool mhc = std::find(p->recompute_labels.begin(), p->recompute_labels.end(), "mhc")
+        != p->recompute_labels.end();
+    QCOMPARE(mhc, !p->hyper_connections_flag.empty()); // the label exists where its switch does
+    int references = 0, same = 0;
+    for (const ProfileInfo& q : rs::profileTable()) {
+        references += q.reference ? 1 : 0;
+        same += name == q.name ? 1 : 0;
+    }
+    QCOMPARE(references, 1);
+    QCOMPARE(same, 1);
+}
+
+// Every rule's profile list and sources name only profiles of the table ("*" = all).
+void TestRules::sourcesNameKnownProfiles()
+{
+    QStringList bad;
+    for (const auto& row : rules_detail::ruleRows())
+        for (const auto& name : rules_detail::unknownProfileNames(row))
+            bad << QString::fromUtf8(row.id) + QStringLiteral(": ") + QString::fromStdString(name);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad.join(QLatin1Char('\n'))));
+    // and every row exists somewhere
+    for (const auto& row : rules_detail::ruleRows()) {
+        bool somewhere = false;
+        for (Profile p : allProfiles())
+            somewhere = somewhere || rules_detail::rowExists(row, p);
+        QVERIFY2(somewhere, row.id);
+    }
+}
+
+// Every profile of the table resolves a source for every rule that exists there: its own, or the nearest
+// one given (cited at that commit, saying so).
+void TestRules::everyProfileResolvesEverySource_data()
+{
+    QTest::addColumn<int>("profile");
+    for (const ProfileInfo& p : rs::profileTable())
+        QTest::newRow(p.name) << static_cast<int>(p.id);
+}
+
+void TestRules::everyProfileResolvesEverySource()
+{
+    QFETCH(int, profile);
+    const Profile p = static_cast<Profile>(profile);
+    QStringList missing;
+    for (const auto& row : rules_detail::ruleRows()) {
+        if (!rules_detail::rowExists(row, p))
+            continue;
+        const std::string src = rules_detail::rowSource(row, p);
+        if (src.empty())
+            missing << QString::fromUtf8(row.id) + QStringLiteral(": no source");
+    }
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
 }
 
 QTEST_GUILESS_MAIN(TestRules)
