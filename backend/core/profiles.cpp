@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// THE profile table (profiles.h). The facts are megatron-rules.md (a) and the rule sections of
+// THE profile table (profiles.h). The facts are docs/rules.md#profiles and the rule sections of
 // docs/rules.md: R11 for the labels, R14 for the GatedDeltaNet variants, R20 / appendix G for the
-// hyper-connections field, R36 / G7-G10 for full recompute under expert-parallel overlap.
+// hyper-connections field, R36 / G7 for full recompute under expert-parallel overlap.
 #include "core/profiles.h"
 
 #include <stdexcept>

@@ -35,7 +35,7 @@ struct ProfileInfo {
     // The field that turns hyper-connections (the 'mhc' label) on: enable_mhc_connections (main),
     // enable_hyper_connections (dev); empty where the revision has none.
     std::string hyper_connections_flag;
-    bool full_recompute_under_ep_overlap = false; // dev allows it under conditions (megatron-rules.md (g))
+    bool full_recompute_under_ep_overlap = false; // dev allows it under conditions (docs/rules.md#g7)
 
     std::string shortCommit() const { return std::string(megatron_commit).substr(0, 8); }
     std::string shortBridgeCommit() const { return std::string(bridge_commit).substr(0, 8); }

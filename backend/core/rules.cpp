@@ -248,11 +248,17 @@ std::string rowSource(const Row& row, Profile p)
     switch (row.origin) {
     case Origin::Bridge:
         return expandSource(src->where, row.origin) + " @ Megatron-Bridge " + from->shortBridgeCommit();
-    case Origin::Guide:
-        return src->where;
+    case Origin::Guide: {
+        // docs/rules.md#<id>, then the Megatron lines the advice rests on, read at the reference profile.
+        std::string out = expandSource(src->where, row.origin);
+        if (out.find("megatron/") != std::string::npos)
+            out += " @ Megatron-LM " + referenceProfile().shortCommit() + " (" + referenceProfile().name
+                + ")";
+        return out;
+    }
     case Origin::Observed:
-        return std::string(src->where) + " (observed on Megatron-LM " + referenceProfile().name + " "
-            + referenceProfile().shortCommit() + ")";
+        return expandSource(src->where, row.origin) + " (observed on Megatron-LM " + referenceProfile().name
+            + " " + referenceProfile().shortCommit() + ")";
     case Origin::MCore:
         break;
     }

@@ -492,6 +492,8 @@ private slots:
     void sourcesNameKnownProfiles();
     void everyProfileResolvesEverySource_data();
     void everyProfileResolvesEverySource();
+    void sourcesPointIntoTheRepository();
+    void docsAnchorsExist();
 };
 
 void TestRules::fires_data()
@@ -1061,6 +1063,101 @@ void TestRules::everyProfileResolvesEverySource()
             missing << QString::fromUtf8(row.id) + QStringLiteral(": no source");
     }
     QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
+}
+
+namespace {
+
+// The anchors of docs/rules.md as GitHub makes them from headings: lower case, punctuation dropped,
+// spaces as hyphens.
+QSet<QString> docsAnchors(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
+        return {};
+    QSet<QString> out;
+    while (!f.atEnd()) {
+        const QString line = QString::fromUtf8(f.readLine()).trimmed();
+        if (!line.startsWith(u'#'))
+            continue;
+        const QString title = line.mid(line.indexOf(u' ') + 1).trimmed().toLower();
+        QString slug;
+        for (const QChar ch : title) {
+            if (ch.isLetterOrNumber() || ch == u'-' || ch == u'_')
+                slug += ch;
+            else if (ch == u' ')
+                slug += u'-';
+        }
+        out.insert(slug);
+    }
+    return out;
+}
+
+const QString kRulesDoc = QStringLiteral(RS_SOURCE_DIR "/docs/rules.md");
+
+} // namespace
+
+// Every rule's source, at every profile, is a file of the repository's readers can follow: a Megatron or
+// Bridge file:line (at a commit the source names) or a section of docs/rules.md; none cites the study
+// notes outside the repository.
+void TestRules::sourcesPointIntoTheRepository()
+{
+    QStringList bad;
+    const QRegularExpression fileLine(QStringLiteral(R"(^[\w./()-]+\.(py|md)(:\d|#[a-z0-9-]+))"));
+    for (const auto& row : rules_detail::ruleRows()) {
+        for (Profile p : allProfiles()) {
+            if (!rules_detail::rowExists(row, p))
+                continue;
+            const QString src = QString::fromStdString(rules_detail::rowSource(row, p));
+            if (src.contains(u"megatron-rules.md"_qs) || src.contains(u"recompute-guide.md"_qs))
+                bad << QString::fromUtf8(row.id) + u": "_qs + src;
+            // "file:line @ Megatron-LM d98e8a64 (main; note)": the commit and the note aside, each part.
+            QString files = src;
+            files.remove(QRegularExpression(QStringLiteral(R"( ?\([^)]*\))")));
+            files.remove(QRegularExpression(QStringLiteral(R"( @ Megatron-(LM|Bridge) [0-9a-f]{8})")));
+            for (const QString& part : files.split(u"; "_qs)) {
+                if (!fileLine.match(part).hasMatch())
+                    bad << QString::fromUtf8(row.id) + u" (" + QString::fromLatin1(profileName(p))
+                            + u"): '"_qs + part + u"' is no file:line nor docs/rules.md#section"_qs;
+            }
+        }
+    }
+    bad.removeDuplicates();
+    QVERIFY2(bad.isEmpty(), qPrintable(bad.join(QLatin1Char('\n'))));
+}
+
+// Every docs/rules.md#anchor a rule cites exists in docs/rules.md, and every rule id has its section.
+void TestRules::docsAnchorsExist()
+{
+    const QSet<QString> anchors = docsAnchors(kRulesDoc);
+    QVERIFY2(!anchors.isEmpty(), qPrintable(kRulesDoc + u" is missing or has no headings"_qs));
+    QStringList missing;
+    int cited = 0;
+    const QRegularExpression link(QStringLiteral(R"(docs/rules\.md#([a-z0-9_-]+))"));
+    for (const auto& row : rules_detail::ruleRows()) {
+        if (!anchors.contains(QString::fromUtf8(row.id).toLower()))
+            missing << QString::fromUtf8(row.id) + u": no section"_qs;
+        for (Profile p : allProfiles()) {
+            const QString src = QString::fromStdString(rules_detail::rowSource(row, p));
+            for (auto it = link.globalMatch(src); it.hasNext();) {
+                const QString anchor = it.next().captured(1);
+                ++cited;
+                if (!anchors.contains(anchor))
+                    missing << QString::fromUtf8(row.id) + u": #"_qs + anchor;
+            }
+        }
+    }
+    missing.removeDuplicates();
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
+    QVERIFY(cited > 0);
+    // The sections the rule documentation links to among themselves exist too.
+    QFile f(kRulesDoc);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QString text = QString::fromUtf8(f.readAll());
+    const QRegularExpression local(QStringLiteral(R"(\]\(#([a-z0-9_-]+)\))"));
+    for (auto it = local.globalMatch(text); it.hasNext();) {
+        const QString anchor = it.next().captured(1);
+        QVERIFY2(anchors.contains(anchor), qPrintable(u"docs/rules.md links to #"_qs + anchor));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestRules)
