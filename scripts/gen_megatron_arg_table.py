@@ -27,6 +27,8 @@ PROFILES = [
     ("Main", "d98e8a64ddf34856e74b24714e3bedb2f5a39553"),
     ("Dev", "d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1"),
 ]
+# The profile table's names (backend/core/profiles.cpp) of the profiles above.
+PROFILE_NAMES = {"BridgePin": "bridge-pin", "Guide": "guide", "Main": "main", "Dev": "dev"}
 
 
 class CombinedRepo:
@@ -451,6 +453,7 @@ def main():
     out.append("// default (Python source text).")
     out.append('#include "core/megatron_arg_table.h"')
     out.append("")
+    out.append("#include <cstring>")
     out.append("#include <iterator>")
     out.append("")
     out.append("namespace rs {")
@@ -563,14 +566,21 @@ def main():
     out.append("}")
     out.append(f"const char* const kBridgeCommit = {cstr(opts.bridge_commit)};")
     out.append("")
+    out.append("// One generated table per profile, found by the profile table's name (core/profiles.h); the commit it")
+    out.append("// was read at is the profile table's (tst_rules checks they agree).")
     out.append("MegatronArgTable megatronArgTable(Profile profile)")
     out.append("{")
-    out.append("    switch (profile) {")
+    out.append("    struct Generated {")
+    out.append("        const char* profile;")
+    out.append("        MegatronArgTable table;")
+    out.append("    };")
+    out.append("    static const Generated generated[] = {")
     for prof, commit in PROFILES:
-        out.append(f"    case Profile::{prof}:")
-        out.append(f"        return {{ k{prof}Args, sizeof(k{prof}Args) / sizeof(k{prof}Args[0]), k{prof}Fields,")
-        out.append(f"            sizeof(k{prof}Fields) / sizeof(k{prof}Fields[0]), {cstr(commit)} }};")
-    out.append("    }")
+        out.append(f"        {{ {cstr(PROFILE_NAMES[prof])}, {{ k{prof}Args, std::size(k{prof}Args), k{prof}Fields, std::size(k{prof}Fields), {cstr(commit)} }} }},")
+    out.append("    };")
+    out.append("    for (const Generated& g : generated)")
+    out.append("        if (std::strcmp(g.profile, profileName(profile)) == 0)")
+    out.append("            return g.table;")
     out.append("    return {};")
     out.append("}")
     out.append("")

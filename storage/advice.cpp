@@ -4,11 +4,37 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 
+#include "core/estimator.h"
+#include "core/recipe_json.h"
+#include "core/rules.h"
 #include "storage/report.h"
 
 using namespace Qt::StringLiterals;
 
 namespace rs::storage {
+
+namespace {
+
+// The estimator's hottest-rank peak for a stored run's recipe (its own recompute choice), in the layout
+// that measured it: an imported Megatron log is Megatron's, a run of our worker the worker's. None when the
+// run has no recipe or the recipe does not read.
+void fillEstimate(const RunRecord& run, AdviceCandidate& c)
+{
+    if (run.recipeJson.isEmpty())
+        return;
+    try {
+        const Recipe r = validate(recipeFromJsonText(run.recipeJson.toStdString(), "stored recipe")).resolved;
+        const MemoryEstimate e
+            = estimateMemory(r, run.importFormat.isEmpty() ? Layout::Worker : Layout::Megatron);
+        c.estimated_peak_bytes = e.peak_bytes;
+        if (!e.ranks.empty())
+            c.estimated_stage = e.ranks[static_cast<std::size_t>(e.hottest)].stage;
+    } catch (const std::exception&) {
+        // no estimate: the advice stands on the measurements alone
+    }
+}
+
+} // namespace
 
 StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>& rows, double targetGb)
 {
@@ -34,6 +60,7 @@ StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>
         for (const QString& r : row.match.reasons)
             c.unmatched_reasons.push_back(r.toStdString());
         c.is_control = row.isControl && run.isExplicitControl();
+        fillEstimate(run, c);
         out.candidates.push_back(std::move(c));
     }
     out.advice = adviseRecompute(out.candidates, targetGb);

@@ -55,6 +55,34 @@ std::optional<RankPeakBytes> worstPeak(const AdviceCandidate& c)
     return worst;
 }
 
+bool notRunYet(const AdviceCandidate& c)
+{
+    return c.outcome.empty() || c.outcome == "planned";
+}
+
+bool fullRecompute(const AdviceCandidate& c)
+{
+    return c.label.rfind("full", 0) == 0; // "full uniform 1", "full:block:4"
+}
+
+// GB as short as it reads: 81.2, 80, 0.0024 (at most `dp` decimals, trailing zeros dropped).
+std::string gbShort(double gb, int dp)
+{
+    std::string s = formatFixed(gb, dp);
+    if (s.find('.') != std::string::npos) {
+        while (s.back() == '0')
+            s.pop_back();
+        if (s.back() == '.')
+            s.pop_back();
+    }
+    return s;
+}
+
+std::string stageText(const AdviceCandidate& c)
+{
+    return c.estimated_stage ? " on stage " + std::to_string(*c.estimated_stage) : std::string();
+}
+
 } // namespace
 
 const char* verdictName(Verdict v)
@@ -74,6 +102,10 @@ const char* verdictName(Verdict v)
         return "no-step-time";
     case Verdict::Slower:
         return "slower";
+    case Verdict::SkippedByEstimate:
+        return "skipped-by-estimate";
+    case Verdict::NotMeasured:
+        return "not-measured";
     }
     return "unknown";
 }
@@ -101,10 +133,38 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
         }
     }
 
+    // A candidate not yet run is skipped when its estimate exceeds the target by more than the estimator's
+    // stated error: within the error it may still fit, and only a measurement can say.
+    const double skipAbove = target_gb * 1e9 * (1.0 + kEstimateErrorFraction);
+    const std::string errorText = gbShort(kEstimateErrorFraction * 100.0, 1) + " %";
+    auto estimatedOver = [&](const AdviceCandidate& c) {
+        return c.estimated_peak_bytes && double(*c.estimated_peak_bytes) > skipAbove;
+    };
+
     std::vector<std::size_t> eligible;
     for (std::size_t i = 0; i < candidates.size(); ++i) {
         const AdviceCandidate& c = candidates[i];
         CandidateVerdict& v = advice.verdicts[i];
+        if (notRunYet(c) && c.estimated_peak_bytes) {
+            const std::string est = gbShort(double(*c.estimated_peak_bytes) / 1e9, dp) + " GB";
+            if (estimatedOver(c)) {
+                v.verdict = Verdict::SkippedByEstimate;
+                v.reasons.push_back("estimated " + est + " > target " + gbShort(target_gb, dp) + " GB ("
+                    + (c.estimated_stage
+                            ? "the hottest rank: stage " + std::to_string(*c.estimated_stage) + "; "
+                            : std::string())
+                    + "over it by more than the estimator's " + errorText + " error): skipped, not run");
+            } else {
+                v.verdict = Verdict::NotMeasured;
+                v.reasons.push_back("not measured yet: estimated " + est + stageText(c)
+                    + (double(*c.estimated_peak_bytes) > double(targetBytes)
+                            ? " is over the target " + gbShort(target_gb, dp)
+                                + " GB by less than the estimator's " + errorText
+                                + " error: only a measurement can say whether it fits"
+                            : " fits the target " + gbShort(target_gb, dp) + " GB"));
+            }
+            continue;
+        }
         std::vector<Verdict> found;
         if (c.outcome != "pass") {
             found.push_back(Verdict::NotPassed);
@@ -239,6 +299,62 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
             advice.summary += ")";
         } else {
             advice.summary += "; no candidate has a measured peak";
+        }
+    }
+    // The estimate beside each measured candidate, with its error against the measurement.
+    for (std::size_t i = 0; i < candidates.size(); ++i) {
+        const AdviceCandidate& c = candidates[i];
+        CandidateVerdict& v = advice.verdicts[i];
+        if (!c.estimated_peak_bytes || notRunYet(c))
+            continue;
+        std::string r
+            = "estimated " + gbShort(double(*c.estimated_peak_bytes) / 1e9, dp) + " GB" + stageText(c);
+        if (v.worst_peak_bytes && *v.worst_peak_bytes > 0) {
+            v.estimate_error_pct
+                = double(*c.estimated_peak_bytes - *v.worst_peak_bytes) / double(*v.worst_peak_bytes) * 100.0;
+            r += " (" + std::string(*v.estimate_error_pct >= 0 ? "+" : "")
+                + formatFixed(*v.estimate_error_pct, 1) + " % against the measured "
+                + gbText(*v.worst_peak_bytes) + " GB)";
+        }
+        if (estimatedOver(c) && v.worst_peak_bytes && *v.worst_peak_bytes <= targetBytes)
+            r += "; the estimate said it would not fit, the measurement decides";
+        v.reasons.push_back(r);
+    }
+
+    // The guide's procedure order: the control, then selective before full, the highest estimated peak that
+    // is not skipped first (the narrowest boundary), then those without an estimate, then the skipped ones.
+    {
+        std::vector<std::size_t> kept, skipped;
+        for (std::size_t i = 0; i < candidates.size(); ++i)
+            (advice.verdicts[i].verdict == Verdict::SkippedByEstimate ? skipped : kept).push_back(i);
+        auto keptKey = [&](std::size_t i) {
+            const AdviceCandidate& c = candidates[i];
+            return std::make_tuple(c.is_control ? 0 : 1, fullRecompute(c) ? 1 : 0,
+                c.estimated_peak_bytes ? 0 : 1, -c.estimated_peak_bytes.value_or(0), i);
+        };
+        std::stable_sort(kept.begin(), kept.end(), [&](auto a, auto b) { return keptKey(a) < keptKey(b); });
+        std::stable_sort(skipped.begin(), skipped.end(), [&](auto a, auto b) {
+            return *candidates[a].estimated_peak_bytes < *candidates[b].estimated_peak_bytes;
+        });
+        advice.order = kept;
+        advice.order.insert(advice.order.end(), skipped.begin(), skipped.end());
+        for (std::size_t i : kept) {
+            if (advice.verdicts[i].verdict == Verdict::NotMeasured) {
+                advice.next = i;
+                break;
+            }
+        }
+        if (advice.next) {
+            const AdviceCandidate& n = candidates[*advice.next];
+            advice.summary += (advice.chosen ? "; not measured yet, next: " : "; measure next: ") + n.label
+                + " (estimated " + gbShort(double(*n.estimated_peak_bytes) / 1e9, dp) + " GB)";
+        }
+        if (!skipped.empty()) {
+            std::string list;
+            for (std::size_t i : skipped)
+                list += (list.empty() ? "" : ", ") + candidates[i].label;
+            advice.notes.push_back("skipped by the estimate (over the " + targetText + " by more than the "
+                + errorText + " error): " + list);
         }
     }
     if (!control)

@@ -4,6 +4,9 @@
 // allocated memory fits a per-rank target, and say for every other candidate why it was not chosen.
 // The guide: "the correct result is the smallest measured replay cost that satisfies the per-rank memory
 // target, not the longest module list", and "a candidate that gets farther but still OOMs" is not a pass.
+// With the estimator's hottest-rank peak per candidate (core/estimator.h) the advisor also orders the
+// candidates as the guide's procedure tries them and skips, with the reason, those not yet measured that
+// the estimate says cannot fit: over the target by more than the estimator's stated error.
 // Pure C++: the CLI and the studio fill the candidates from the measurement store.
 #pragma once
 
@@ -20,11 +23,17 @@ struct RankPeakBytes {
     std::int64_t bytes = 0; // peak allocated (GB = 1e9 bytes, as the guide's tables)
 };
 
+// The estimator's stated error (docs/estimator.md, issue 12: within 5 % of the real per-rank peak). A
+// candidate is skipped by its estimate only when the estimate exceeds the target by more than this.
+constexpr double kEstimateErrorFraction = 0.05;
+
 struct AdviceCandidate {
     std::int64_t run_id = 0; // the stored run; 0 when not stored
     std::string
         label; // the guide's module set label: "[]", "moe_act", "layernorm, moe_act", "full uniform 1"
-    std::string outcome; // pass | oom | nonfinite | invalid | error | aborted | running
+    // pass | oom | nonfinite | invalid | error | aborted | running; "" or "planned": not run yet (a
+    // sweep's candidate), decided by its estimate alone
+    std::string outcome;
     std::string failure_stage; // build, forward, backward, optimizer-init, optimizer ("" on pass)
     std::optional<int> failure_iteration;
     std::vector<RankPeakBytes> rank_peaks; // every rank that was measured
@@ -33,6 +42,10 @@ struct AdviceCandidate {
     bool matched = true; // matched to the control (only the recompute choice differs)
     std::vector<std::string> unmatched_reasons; // why not, one per differing field
     bool is_control = false;
+    // The estimator's predicted peak of the hottest rank for this candidate's recompute choice
+    // (MemoryEstimate::peak_bytes / RankedCandidate::peak_bytes) and the pipeline stage that holds it.
+    std::optional<std::int64_t> estimated_peak_bytes;
+    std::optional<int> estimated_stage;
 };
 
 enum class Verdict {
@@ -43,9 +56,11 @@ enum class Verdict {
     OverTarget, // some rank's peak is above the target
     NoStepTime, // fits but no steady step time was measured: its replay cost is unknown
     Slower, // fits but costs more step time than the chosen one (or ties and has a larger peak)
+    SkippedByEstimate, // not run: its estimate exceeds the target by more than the estimator's error
+    NotMeasured, // not run yet; its estimate fits: a candidate to measure
 };
 const char* verdictName(Verdict v); // "chosen", "not-passed", "not-matched", "no-peak", "over-target",
-                                    // "no-step-time", "slower"
+                                    // "no-step-time", "slower", "skipped-by-estimate", "not-measured"
 
 struct CandidateVerdict {
     Verdict verdict = Verdict::NotPassed;
@@ -56,6 +71,7 @@ struct CandidateVerdict {
     std::optional<int> worst_rank; // its rank (-1: max over ranks)
     std::optional<double> over_target_gb; // worst peak minus the target, when over
     std::optional<double> slower_pct; // vs the chosen candidate's steady step time
+    std::optional<double> estimate_error_pct; // (estimated - measured) / measured peak, when both are known
 };
 
 struct Advice {
@@ -68,6 +84,14 @@ struct Advice {
     // tables, 6 when the target is under 1 GB.
     std::string summary;
     std::vector<std::string> notes; // caveats (peaks known for fewer ranks than the job had, no control)
+    // The guide's procedure order (Quick Decision Guide 2-5: the [] control, then the narrowest boundary
+    // the estimate lets fit, broader replay only after, full recompute last): every candidate not skipped
+    // by its estimate, the control first, selective before full, then by estimated peak from the highest
+    // (the least memory taken back, so the least replayed), those without an estimate after, in input
+    // order; then the skipped ones, closest to the target first. Indices into the candidates.
+    std::vector<std::size_t> order;
+    // The first candidate of `order` not yet measured: what to run next (none when all are measured).
+    std::optional<std::size_t> next;
 };
 
 // Throws std::invalid_argument when target_gb is not a positive finite number.

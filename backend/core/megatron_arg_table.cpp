@@ -6,6 +6,7 @@
 // default (Python source text).
 #include "core/megatron_arg_table.h"
 
+#include <cstring>
 #include <iterator>
 
 namespace rs {
@@ -5867,22 +5868,23 @@ std::vector<std::string> bridgeConfigSections()
 }
 const char* const kBridgeCommit = "067f987df03b8355b03192d88d70f1709fedf51a";
 
+// One generated table per profile, found by the profile table's name (core/profiles.h); the commit it
+// was read at is the profile table's (tst_rules checks they agree).
 MegatronArgTable megatronArgTable(Profile profile)
 {
-    switch (profile) {
-    case Profile::BridgePin:
-        return { kBridgePinArgs, sizeof(kBridgePinArgs) / sizeof(kBridgePinArgs[0]), kBridgePinFields,
-            sizeof(kBridgePinFields) / sizeof(kBridgePinFields[0]), "2a75ac12c54ba6a42b34024756820bf819a2e25f" };
-    case Profile::Guide:
-        return { kGuideArgs, sizeof(kGuideArgs) / sizeof(kGuideArgs[0]), kGuideFields,
-            sizeof(kGuideFields) / sizeof(kGuideFields[0]), "24bad8e677d22625d86ef2a54c9506b6e4992c93" };
-    case Profile::Main:
-        return { kMainArgs, sizeof(kMainArgs) / sizeof(kMainArgs[0]), kMainFields,
-            sizeof(kMainFields) / sizeof(kMainFields[0]), "d98e8a64ddf34856e74b24714e3bedb2f5a39553" };
-    case Profile::Dev:
-        return { kDevArgs, sizeof(kDevArgs) / sizeof(kDevArgs[0]), kDevFields,
-            sizeof(kDevFields) / sizeof(kDevFields[0]), "d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1" };
-    }
+    struct Generated {
+        const char* profile;
+        MegatronArgTable table;
+    };
+    static const Generated generated[] = {
+        { "bridge-pin", { kBridgePinArgs, std::size(kBridgePinArgs), kBridgePinFields, std::size(kBridgePinFields), "2a75ac12c54ba6a42b34024756820bf819a2e25f" } },
+        { "guide", { kGuideArgs, std::size(kGuideArgs), kGuideFields, std::size(kGuideFields), "24bad8e677d22625d86ef2a54c9506b6e4992c93" } },
+        { "main", { kMainArgs, std::size(kMainArgs), kMainFields, std::size(kMainFields), "d98e8a64ddf34856e74b24714e3bedb2f5a39553" } },
+        { "dev", { kDevArgs, std::size(kDevArgs), kDevFields, std::size(kDevFields), "d48bd6be0a85cc0d6d3cc71e8750cf357cc6bdb1" } },
+    };
+    for (const Generated& g : generated)
+        if (std::strcmp(g.profile, profileName(profile)) == 0)
+            return g.table;
     return {};
 }
 

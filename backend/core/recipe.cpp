@@ -1,21 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "core/recipe.h"
 
+#include "core/profiles.h"
+
 namespace rs {
 
 const char* profileName(Profile profile)
 {
-    switch (profile) {
-    case Profile::BridgePin:
-        return "bridge-pin";
-    case Profile::Guide:
-        return "guide";
-    case Profile::Main:
-        return "main";
-    case Profile::Dev:
-        return "dev";
-    }
-    return "bridge-pin";
+    return profileInfo(profile).name; // the profile table (profiles.cpp)
 }
 
 std::optional<Profile> profileFromName(const std::string& name)
@@ -29,7 +21,12 @@ std::optional<Profile> profileFromName(const std::string& name)
 
 const std::vector<Profile>& allProfiles()
 {
-    static const std::vector<Profile> profiles = { Profile::BridgePin, Profile::Guide, Profile::Main, Profile::Dev };
+    static const std::vector<Profile> profiles = [] {
+        std::vector<Profile> out;
+        for (const ProfileInfo& row : profileTable())
+            out.push_back(row.id);
+        return out;
+    }();
     return profiles;
 }
 

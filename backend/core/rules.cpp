@@ -16,17 +16,7 @@ namespace rules_detail {
 
 unsigned profileBit(Profile p)
 {
-    switch (p) {
-    case Profile::BridgePin:
-        return kPin;
-    case Profile::Guide:
-        return kGuide;
-    case Profile::Main:
-        return kMain;
-    case Profile::Dev:
-        return kDev;
-    }
-    return kPin;
+    return 1u << profileIndex(p);
 }
 
 unsigned formatBit(InputFormat f)
@@ -166,26 +156,123 @@ std::vector<std::string> modulesWith(const Ctx& c, const char* add)
     return out;
 }
 
+bool rowExists(const Row& row, Profile p)
+{
+    std::string_view list(row.profiles);
+    if (list == "*")
+        return true;
+    while (!list.empty()) {
+        const size_t sp = list.find(' ');
+        const std::string_view name = list.substr(0, sp);
+        if (!name.empty() && profileIsOrIsBasedOn(p, name))
+            return true;
+        if (sp == std::string_view::npos)
+            break;
+        list.remove_prefix(sp + 1);
+    }
+    return false;
+}
+
+std::vector<std::string> unknownProfileNames(const Row& row)
+{
+    std::vector<std::string> out;
+    auto check = [&out](std::string_view name) {
+        if (name != "*" && !findProfileInfo(name))
+            out.emplace_back(name);
+    };
+    std::string_view list(row.profiles);
+    while (!list.empty()) {
+        const size_t sp = list.find(' ');
+        if (sp != 0)
+            check(list.substr(0, sp));
+        if (sp == std::string_view::npos)
+            break;
+        list.remove_prefix(sp + 1);
+    }
+    if (std::string_view(row.profiles).empty())
+        out.emplace_back("(empty profile list)");
+    for (const Src& s : row.sources)
+        check(s.profile);
+    return out;
+}
+
 } // namespace rules_detail
 
 namespace {
 
-const char* const kCommit[] = { "2a75ac12", "24bad8e6", "d98e8a64", "d48bd6be" };
+std::string expandSource(const std::string& s, Origin origin); // below
 
-int profileIndex(Profile p)
+// The source a row gives for a profile: its own, then its bases', then the reference profile's, then the
+// first in table order. `from` is the profile the line was read at ("*": the one asked about).
+const Src* findSource(const Row& row, Profile p, const ProfileInfo*& from)
 {
-    switch (p) {
-    case Profile::BridgePin:
-        return 0;
-    case Profile::Guide:
-        return 1;
-    case Profile::Main:
-        return 2;
-    case Profile::Dev:
-        return 3;
+    auto own = [&row](std::string_view name) -> const Src* {
+        for (const Src& s : row.sources)
+            if (name == s.profile)
+                return &s;
+        return nullptr;
+    };
+    if (const Src* s = own("*")) {
+        from = &profileInfo(p);
+        return s;
     }
-    return 0;
+    std::vector<const ProfileInfo*> order;
+    for (const ProfileInfo* at = &profileInfo(p); at && order.size() <= profileTable().size();
+         at = at->based_on ? findProfileInfo(at->based_on) : nullptr)
+        order.push_back(at);
+    order.push_back(&referenceProfile());
+    for (const ProfileInfo& row_info : profileTable())
+        order.push_back(&row_info);
+    for (const ProfileInfo* at : order) {
+        if (const Src* s = own(at->name)) {
+            from = at;
+            return s;
+        }
+    }
+    from = nullptr;
+    return nullptr;
 }
+
+} // namespace
+
+namespace rules_detail {
+
+// The source of a row under a profile, with the commit it was read at.
+std::string rowSource(const Row& row, Profile p)
+{
+    const ProfileInfo& asked = profileInfo(p);
+    const ProfileInfo* from = nullptr;
+    const Src* src = findSource(row, p, from);
+    if (!src)
+        return {};
+    switch (row.origin) {
+    case Origin::Bridge:
+        return expandSource(src->where, row.origin) + " @ Megatron-Bridge " + from->shortBridgeCommit();
+    case Origin::Guide: {
+        // docs/rules.md#<id>, then the Megatron lines the advice rests on, read at the reference profile.
+        std::string out = expandSource(src->where, row.origin);
+        if (out.find("megatron/") != std::string::npos)
+            out += " @ Megatron-LM " + referenceProfile().shortCommit() + " (" + referenceProfile().name
+                + ")";
+        return out;
+    }
+    case Origin::Observed:
+        return expandSource(src->where, row.origin) + " (observed on Megatron-LM " + referenceProfile().name
+            + " " + referenceProfile().shortCommit() + ")";
+    case Origin::MCore:
+        break;
+    }
+    std::string out
+        = expandSource(src->where, row.origin) + " @ Megatron-LM " + from->shortCommit() + " (" + from->name;
+    // No line given at this profile's commit: the nearest one given, and say so.
+    if (from != &asked)
+        out += std::string("; the reference gives no line at ") + asked.name + " " + asked.shortCommit();
+    return out + ")";
+}
+
+} // namespace rules_detail
+
+namespace {
 
 // "TC:1884" -> "megatron/core/transformer/transformer_config.py:1884", each ';'-separated part.
 std::string expandSource(const std::string& s, Origin origin)
@@ -226,35 +313,6 @@ std::string expandSource(const std::string& s, Origin origin)
     return out;
 }
 
-// The source of a row under a profile, with the commit it was read at.
-std::string rowSource(const Row& row, Profile p)
-{
-    const char* per[] = { row.src_pin, row.src_guide, row.src_main, row.src_dev };
-    const int i = profileIndex(p);
-    switch (row.origin) {
-    case Origin::Bridge:
-        return expandSource(row.src_pin ? row.src_pin : "", row.origin) + " @ Megatron-Bridge 067f987d";
-    case Origin::Guide:
-        return row.src_main ? row.src_main : "recompute-guide.md";
-    case Origin::Observed:
-        return std::string(row.src_main ? row.src_main : "megatron-rules.md (i)")
-            + " (observed on Megatron-LM main d98e8a64)";
-    case Origin::MCore:
-        break;
-    }
-    if (per[i])
-        return expandSource(per[i], row.origin) + " @ Megatron-LM " + kCommit[i] + " (" + profileName(p)
-            + ")";
-    // The reference gives no line at this profile's commit: cite the nearest one it gives, and say so.
-    for (int j : { 2, 0, 1, 3 }) {
-        if (per[j])
-            return expandSource(per[j], row.origin) + " @ Megatron-LM " + kCommit[j] + " ("
-                + profileName(allProfiles()[j]) + "; the reference gives no line at " + profileName(p) + " "
-                + kCommit[i] + ")";
-    }
-    return "megatron-rules.md";
-}
-
 std::vector<std::string> splitFields(const char* fields)
 {
     std::vector<std::string> out;
@@ -274,7 +332,8 @@ std::vector<std::string> splitFields(const char* fields)
 // Per-row data built once, so a validation copies it instead of building it.
 struct RowMeta {
     std::vector<std::string> fields;
-    std::array<std::string, 4> source;
+    unsigned profiles = 0; // profileBit of every profile where the row exists
+    std::vector<std::string> source; // per profile table row
     bool is_r36 = false;
 };
 
@@ -285,8 +344,12 @@ const std::vector<RowMeta>& rowMeta()
         for (const Row& row : ruleRows()) {
             RowMeta rm;
             rm.fields = splitFields(row.fields);
-            for (Profile p : allProfiles())
+            rm.source.resize(profileTable().size());
+            for (Profile p : allProfiles()) {
+                if (rowExists(row, p))
+                    rm.profiles |= profileBit(p);
                 rm.source[profileIndex(p)] = rowSource(row, p);
+            }
             rm.is_r36 = std::strcmp(row.id, "R36") == 0;
             m.push_back(std::move(rm));
         }
@@ -401,12 +464,12 @@ Validation validate(const Recipe& recipe, InputFormat format)
     v.findings.reserve(16);
     const unsigned pbit = profileBit(c.profile);
     const unsigned fbit = formatBit(format);
-    const int pi = profileIndex(c.profile);
+    const std::size_t pi = profileIndex(c.profile);
     const auto& rows = ruleRows();
     const auto& meta = rowMeta();
     for (size_t i = 0; i < rows.size(); ++i) {
         const Row& row = rows[i];
-        if (!row.when || !(row.profiles & pbit) || !(row.formats & fbit) || !row.when(c))
+        if (!row.when || !(meta[i].profiles & pbit) || !(row.formats & fbit) || !row.when(c))
             continue;
         Finding f;
         if (row.args) {
@@ -455,7 +518,7 @@ const std::vector<RuleInfo>& ruleCatalogue()
             for (const Row& row : rows) {
                 if (id != row.id)
                     continue;
-                profiles |= row.profiles;
+                profiles |= rowMeta()[size_t(&row - rows.data())].profiles;
                 for (const auto& f : splitFields(row.fields))
                     addUnique(info.fields, f);
                 addUnique(summaries, row.summary);
@@ -473,7 +536,7 @@ const std::vector<RuleInfo>& ruleCatalogue()
             for (Profile p : info.profiles) {
                 std::vector<std::string> msgs, srcs;
                 for (size_t i = 0; i < rows.size(); ++i) {
-                    if (id != rows[i].id || !(rows[i].profiles & profileBit(p)))
+                    if (id != rows[i].id || !(rowMeta()[i].profiles & profileBit(p)))
                         continue;
                     addUnique(msgs, rows[i].message);
                     addUnique(srcs, rowMeta()[i].source[profileIndex(p)]);
@@ -486,7 +549,8 @@ const std::vector<RuleInfo>& ruleCatalogue()
                 else
                     info.variants.push_back(std::move(var));
             }
-            const Profile primary = (profiles & kMain) ? Profile::Main : info.profiles.front();
+            const Profile reference = referenceProfile().id;
+            const Profile primary = (profiles & profileBit(reference)) ? reference : info.profiles.front();
             for (const auto& var : info.variants) {
                 if (std::find(var.profiles.begin(), var.profiles.end(), primary) != var.profiles.end()) {
                     info.message = var.message;
@@ -514,22 +578,7 @@ const RuleInfo* findRule(const std::string& id)
 const std::vector<std::string>& allowedRecomputeModules(Profile p)
 {
     // In the order the source lists them (R11's set literal), which is also the order R11 prints them in.
-    static const std::vector<std::string> pin = { "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp",
-        "moe", "shared_experts", "gdn_norm_out" };
-    static const std::vector<std::string> main = { "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp",
-        "moe", "shared_experts", "gdn_norm_out", "gdp_in_proj", "gdp_qkv", "mhc" };
-    static const std::vector<std::string> dev = { "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp",
-        "moe", "shared_experts", "mhc", "gdn", "gdn_norm_out" };
-    switch (p) {
-    case Profile::Main:
-        return main;
-    case Profile::Dev:
-        return dev;
-    case Profile::BridgePin:
-    case Profile::Guide:
-        return pin;
-    }
-    return pin;
+    return profileInfo(p).recompute_labels;
 }
 
 LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label)
@@ -591,9 +640,8 @@ LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label)
                                            : result(true, "the non-overlapped shared-expert MLP");
     }
     if (label == "gdn_norm_out") {
-        const bool ok = (r.profile == Profile::Guide || r.profile == Profile::Dev)
-            ? variant == "gated_delta_net"
-            : (variant == "gdn" || variant == "gdn2" || variant == "gated_delta_net");
+        const auto& accepted = profileInfo(r.profile).gdn_variants;
+        const bool ok = std::find(accepted.begin(), accepted.end(), variant) != accepted.end();
         return ok ? result(true, "GatedDeltaNet gated norm")
                   : result(false, "no gated-delta-net variant (R14)");
     }
@@ -601,7 +649,10 @@ LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label)
         return variant == "gated_delta_net" ? result(true, "the whole GatedDeltaNet module")
                                             : result(false, "no gated_delta_net variant (dev)");
     if (label == "mhc") {
-        const bool on = r.profile == Profile::Dev ? r.enable_hyper_connections : r.enable_mhc_connections;
+        const std::string& flag = profileInfo(r.profile).hyper_connections_flag;
+        const bool on = flag == "enable_hyper_connections" ? r.enable_hyper_connections
+            : flag == "enable_mhc_connections"             ? r.enable_mhc_connections
+                                                           : false;
         return on ? result(true, "hyper-connection activations")
                   : result(false, "hyper-connections are off (R20)");
     }

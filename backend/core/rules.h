@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The validation rules engine: every Megatron Core / Megatron Bridge rule that can be decided from a
-// recipe (megatron-rules.md (b)), evaluated in Megatron's own order with Megatron's own messages, plus
+// recipe (docs/rules.md), evaluated in Megatron's own order with Megatron's own messages, plus
 // the guide's advice that no Megatron check carries (RS rules). The table of rules lives in one file,
 // rules_table.cpp, the way transformer_config.py keeps its checks in one __post_init__.
 #pragma once

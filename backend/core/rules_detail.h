@@ -9,19 +9,13 @@
 #include <utility>
 #include <vector>
 
+#include "core/profiles.h"
 #include "core/rules.h"
 
 namespace rs::rules_detail {
 
-// Profiles as bits, so a row says where it exists in one word.
-enum : unsigned {
-    kPin = 1u << 0,
-    kGuide = 1u << 1,
-    kMain = 1u << 2,
-    kDev = 1u << 3,
-    kPinGuideMain = kPin | kGuide | kMain,
-    kAll = kPin | kGuide | kMain | kDev,
-};
+// A profile as a bit (1 << its row in the profile table, core/profiles.h), for the evaluation loop.
+unsigned profileBit(Profile p);
 // Input formats as bits: MCore rows apply to every input, M-rows to Megatron-LM flags, B-rows to overrides.
 enum : unsigned {
     kJson = 1u << 0,
@@ -29,15 +23,24 @@ enum : unsigned {
     kFlags = 1u << 2,
     kAnyFormat = kJson | kBridge | kFlags,
 };
-unsigned profileBit(Profile p);
 unsigned formatBit(InputFormat f);
 
 // Where a row's source lives, so its file:line is printed with the right commit.
 enum class Origin {
-    MCore, // Megatron-LM at the profile's commit
-    Bridge, // Megatron-Bridge 067f987d (the same for every profile)
-    Guide, // the recompute guide (SKILL.md, NVIDIA/skills 7149a886)
-    Observed, // megatron-rules.md (i): seen running Megatron Core main on an H200
+    MCore, // Megatron-LM at the profile's commit (the profile table's megatron_commit)
+    Bridge, // Megatron-Bridge at the profile's bridge_commit
+    Guide, // our own advice: docs/rules.md (from the recompute guide, SKILL.md, NVIDIA/skills 7149a886)
+    Observed, // docs/rules.md: seen running Megatron Core main on an H200
+};
+
+// One source of a row: where the check is, at one profile's commit. `profile` is a profile table name, or
+// "*" for every profile (Bridge, guide and observed rows cite one place for all). A profile a row gives no
+// source for reads the one it is based on (ProfileInfo::based_on), then the reference profile's, then the
+// first given, cited at that profile's commit with a note. File abbreviations (TC, MPC, ARGS, TL, TB, RND,
+// RC) are expanded when the source is printed (rules.cpp).
+struct Src {
+    const char* profile;
+    const char* where;
 };
 
 // The recipe being resolved, in Megatron's evaluation order: rows read it and adjustment rows change it.
@@ -76,18 +79,16 @@ struct Args {
 
 struct Row {
     const char* id;
-    unsigned profiles;
+    // Where the rule exists: "*" (every profile), or profile table names separated by spaces; a profile
+    // based on a named one counts as named.
+    const char* profiles;
     unsigned formats;
     Severity severity;
     const char* fields; // space-separated recipe keys
     const char* summary; // the condition in words (catalogue)
     const char* message; // Megatron's exact words, {x} placeholders
     Origin origin;
-    // file:line per profile (pin, guide, main, dev); nullptr: the reference gives no line there.
-    const char* src_pin;
-    const char* src_guide;
-    const char* src_main;
-    const char* src_dev;
+    std::vector<Src> sources; // file:line per profile, named; only where a profile's line differs
     bool (*when)(const Ctx&);
     void (*args)(const Ctx&, Args&); // nullptr: the message has no placeholders
     void (*adjust)(Ctx&); // adjustment rows: the change, applied after the finding is recorded
@@ -97,6 +98,13 @@ struct Row {
 };
 
 const std::vector<Row>& ruleRows(); // the table, in evaluation order (rules_table.cpp)
+
+// Does the row exist under the profile (its `profiles`, with based_on)?
+bool rowExists(const Row& row, Profile p);
+// The row's source under the profile as printed in a finding: expanded, with its commit.
+std::string rowSource(const Row& row, Profile p);
+// The names a row uses (its `profiles` and its sources' profiles) that the profile table does not know.
+std::vector<std::string> unknownProfileNames(const Row& row);
 
 // Python's renderings of values inside f-strings.
 const char* pyBool(bool b); // True / False

@@ -2,6 +2,7 @@
 // The advisor's choice on the guide's own tables (Moonlight 16B, Nemotron 3 Nano) and on the edge cases
 // of the rule "the smallest measured replay cost that satisfies the per-rank memory target": failed runs,
 // unmatched runs, per-rank peaks, ties, missing measurements, the exact boundary.
+#include <algorithm>
 #include <cmath>
 #include <stdexcept>
 
@@ -61,6 +62,18 @@ Candidates nemotron()
     return c;
 }
 
+// A candidate with the estimator's hottest-rank peak (GB) for its choice; outcome "" = not run yet.
+rs::AdviceCandidate est(rs::AdviceCandidate c, double estimatedGb, std::optional<int> stage = 0)
+{
+    c.estimated_peak_bytes = std::int64_t(std::llround(estimatedGb * 1e9));
+    c.estimated_stage = stage;
+    return c;
+}
+rs::AdviceCandidate planned(const std::string& label, double estimatedGb, bool control = false)
+{
+    return est(cand(label, "", {}, std::nullopt, control), estimatedGb);
+}
+
 } // namespace
 
 class TestAdvisor : public QObject {
@@ -70,6 +83,9 @@ private slots:
     void choice();
     void rankCoverageNote();
     void badTarget();
+    void byEstimate_data();
+    void byEstimate();
+    void estimateBesideMeasurement();
 };
 
 void TestAdvisor::choice_data()
@@ -278,6 +294,131 @@ void TestAdvisor::badTarget()
             QVERIFY2(QString::fromLatin1(e.what()).startsWith(u"target_gb: "_s), e.what());
         }
     }
+}
+
+// Candidates not yet run: skipped when the estimate exceeds the target by more than the estimator's error
+// (5 %), the rest in the guide's order (control, selective by estimated peak from the highest, full last).
+void TestAdvisor::byEstimate_data()
+{
+    QTest::addColumn<Candidates>("candidates");
+    QTest::addColumn<double>("target");
+    QTest::addColumn<QStringList>("verdicts");
+    QTest::addColumn<QStringList>("order"); // labels, in Advice::order
+    QTest::addColumn<QString>("next"); // label of Advice::next, "" when none
+    QTest::addColumn<QStringList>("reasons"); // "INDEX:substring"
+
+    QTest::newRow("quiet: 81.2 GB against 80 GB is within the estimator's 5 % error, not skipped")
+        << Candidates { planned("[]", 81.2, true) } << 80.0 << QStringList { u"not-measured"_s }
+        << QStringList { u"[]"_s } << u"[]"_s
+        << QStringList {
+               u"0:not measured yet: estimated 81.2 GB on stage 0 is over the target 80 GB by less than the estimator's 5 % error"_s
+           };
+    QTest::newRow("fires: 84.1 GB against 80 GB is skipped with the reason")
+        << Candidates { planned("[]", 84.1, true), planned("moe_act", 70.0) } << 80.0
+        << QStringList { u"skipped-by-estimate"_s, u"not-measured"_s }
+        << QStringList { u"moe_act"_s, u"[]"_s } << u"moe_act"_s
+        << QStringList {
+               u"0:estimated 84.1 GB > target 80 GB (the hottest rank: stage 0; over it by more than the estimator's 5 % error): skipped, not run"_s,
+               u"1:not measured yet: estimated 70 GB on stage 0 fits the target 80 GB"_s
+           };
+    QTest::newRow("quiet: exactly target plus 5 % is not skipped")
+        << Candidates { planned("moe_act", 84.0) } << 80.0 << QStringList { u"not-measured"_s }
+        << QStringList { u"moe_act"_s } << u"moe_act"_s << QStringList {};
+    QTest::newRow("quiet: under the target, nothing skipped")
+        << Candidates { planned("[]", 60.0, true), planned("core_attn", 59.0) } << 80.0
+        << QStringList { u"not-measured"_s, u"not-measured"_s } << QStringList { u"[]"_s, u"core_attn"_s }
+        << u"[]"_s << QStringList { u"1:fits the target 80 GB"_s };
+    QTest::newRow("the guide's order: control, narrowest (highest fitting estimate) first, full last")
+        << Candidates { planned("full uniform 1", 40.0), planned("moe", 62.0), planned("[]", 90.0, true),
+               planned("moe_act", 78.0), planned("layernorm, moe_act", 77.0), planned("mlp", 85.0) }
+        << 80.0
+        << QStringList { u"not-measured"_s, u"not-measured"_s, u"skipped-by-estimate"_s, u"not-measured"_s,
+               u"not-measured"_s, u"skipped-by-estimate"_s }
+        << QStringList { u"moe_act"_s, u"layernorm, moe_act"_s, u"moe"_s, u"full uniform 1"_s, u"mlp"_s,
+               u"[]"_s }
+        << u"moe_act"_s
+        << QStringList { u"5:estimated 85 GB > target 80 GB"_s, u"2:estimated 90 GB > target 80 GB"_s };
+    QTest::newRow("measured candidates keep their verdicts; the unmeasured one is next")
+        << Candidates { cand("[]", "pass", { { 0, 36.618 } }, 457.18, true),
+               cand("moe_act", "pass", { { 0, 35.941 } }, 466.26), planned("mla_up_proj", 35.5) }
+        << 36.0 << QStringList { u"over-target"_s, u"chosen"_s, u"not-measured"_s }
+        << QStringList { u"[]"_s, u"mla_up_proj"_s, u"moe_act"_s } << u"mla_up_proj"_s
+        << QStringList { u"2:not measured yet: estimated 35.5 GB"_s };
+    QTest::newRow("quiet: no estimates, the input order and no skip")
+        << moonlight() << 36.0
+        << QStringList { u"over-target"_s, u"over-target"_s, u"slower"_s, u"slower"_s, u"chosen"_s,
+               u"slower"_s }
+        << QStringList { u"[]"_s, u"core_attn"_s, u"mla_up_proj"_s, u"mla_up_proj, mlp"_s, u"moe_act"_s,
+               u"layernorm, moe_act"_s }
+        << QString() << QStringList {};
+    QTest::newRow("a sub-GB target (CPU): 0.0024 GB against 0.002 GB is skipped")
+        << Candidates { planned("[]", 0.0024, true), planned("mlp", 0.0019) } << 0.002
+        << QStringList { u"skipped-by-estimate"_s, u"not-measured"_s } << QStringList { u"mlp"_s, u"[]"_s }
+        << u"mlp"_s << QStringList { u"0:estimated 0.0024 GB > target 0.002 GB"_s };
+}
+
+void TestAdvisor::byEstimate()
+{
+    QFETCH(Candidates, candidates);
+    QFETCH(double, target);
+    QFETCH(QStringList, verdicts);
+    QFETCH(QStringList, order);
+    QFETCH(QString, next);
+    QFETCH(QStringList, reasons);
+
+    const rs::Advice a = rs::adviseRecompute(candidates, target);
+    QStringList got, gotOrder;
+    for (const auto& v : a.verdicts)
+        got << QString::fromLatin1(rs::verdictName(v.verdict));
+    QCOMPARE(got, verdicts);
+    for (std::size_t i : a.order)
+        gotOrder << QString::fromStdString(candidates.at(i).label);
+    QCOMPARE(gotOrder, order);
+    QCOMPARE(a.next.has_value(), !next.isEmpty());
+    if (a.next) {
+        QCOMPARE(QString::fromStdString(candidates[*a.next].label), next);
+        QVERIFY2(QString::fromStdString(a.summary).contains(u"next: "_s + next), a.summary.c_str());
+    }
+    for (std::size_t i = 0; i < a.verdicts.size(); ++i)
+        QVERIFY2(!a.verdicts[i].reasons.empty(), qPrintable(u"candidate %1 has no reason"_s.arg(i)));
+    for (const QString& r : reasons) {
+        const int colon = r.indexOf(u':');
+        const auto i = std::size_t(r.left(colon).toInt());
+        const QString want = r.mid(colon + 1);
+        const QString first = QString::fromStdString(a.verdicts.at(i).reasons.front());
+        QVERIFY2(
+            first.contains(want), qPrintable(u"candidate %1: '%2' not in '%3'"_s.arg(i).arg(want, first)));
+    }
+    // A skipped candidate is never chosen, and the notes list it.
+    bool anySkipped = false;
+    for (std::size_t i = 0; i < a.verdicts.size(); ++i) {
+        if (a.verdicts[i].verdict != rs::Verdict::SkippedByEstimate)
+            continue;
+        anySkipped = true;
+        QVERIFY(a.chosen != i);
+    }
+    QCOMPARE(std::any_of(a.notes.begin(), a.notes.end(),
+                 [](const std::string& n) { return n.rfind("skipped by the estimate", 0) == 0; }),
+        anySkipped);
+}
+
+// A measured candidate keeps the measurement's verdict; its estimate stands beside it with the error.
+void TestAdvisor::estimateBesideMeasurement()
+{
+    Candidates c { est(cand("[]", "pass", { { 0, 36.618 } }, 457.18, true), 35.0),
+        est(cand("moe_act", "pass", { { 0, 35.941 } }, 466.26), 40.0) };
+    const rs::Advice a = rs::adviseRecompute(c, 36.0);
+    QCOMPARE(
+        a.verdicts[0].verdict, rs::Verdict::OverTarget); // the measurement decides, not the 35 GB estimate
+    QCOMPARE(a.verdicts[1].verdict, rs::Verdict::Chosen); // though its estimate was over by 11 %
+    QVERIFY(a.verdicts[0].estimate_error_pct);
+    QVERIFY(std::abs(*a.verdicts[0].estimate_error_pct - (35.0 - 36.618) / 36.618 * 100) < 1e-6);
+    QCOMPARE(QString::fromStdString(a.verdicts[0].reasons.back()),
+        u"estimated 35 GB on stage 0 (-4.4 % against the measured 36.618 GB)"_s);
+    QVERIFY(QString::fromStdString(a.verdicts[1].reasons.back())
+                .endsWith(u"the estimate said it would not fit, the measurement decides"_s));
+    QVERIFY(!a.next);
+    QVERIFY(a.order.size() == 2 && a.order[0] == 0);
 }
 
 QTEST_GUILESS_MAIN(TestAdvisor)

@@ -2,10 +2,14 @@
 // The rules engine: every evaluated rule fires on one recipe and narrowly does not on a neighbour, per
 // profile where it differs; messages render as Python would; adjustments land in `resolved`; findings come
 // in Megatron's evaluation order; applying a fix-it clears its finding; the catalogue and label effects.
+#include <cstring>
+
 #include <nlohmann/json.hpp>
 
 #include <QtTest>
 
+#include "core/megatron_arg_table.h"
+#include "core/profiles.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "core/rules_detail.h"
@@ -442,7 +446,7 @@ const Finding* findFinding(const Validation& v, const std::string& id, const std
 bool rowMatches(const rules_detail::Row& row, const Case& c, Profile p)
 {
     return c.id == std::string(row.id) && std::string(row.message).find(c.key) != std::string::npos
-        && (row.profiles & rules_detail::profileBit(p))
+        && rules_detail::rowExists(row, p)
         && (row.formats & rules_detail::formatBit(formatFromName(c.format)));
 }
 
@@ -483,6 +487,13 @@ private slots:
     void labelEffects_data();
     void labelEffects();
     void findingJsonShape();
+    void profileTable_data();
+    void profileTable();
+    void sourcesNameKnownProfiles();
+    void everyProfileResolvesEverySource_data();
+    void everyProfileResolvesEverySource();
+    void sourcesPointIntoTheRepository();
+    void docsAnchorsExist();
 };
 
 void TestRules::fires_data()
@@ -974,6 +985,179 @@ void TestRules::findingJsonShape()
     small.num_attention_heads = 4;
     QVERIFY(!validate(small).hasErrors());
     QVERIFY(validate(Recipe {}).hasErrors()); // no layers, no hidden size, no heads: RS23
+}
+
+// The profile table: names unique, based_on known, one reference profile, the generated flag table of each
+// profile read at the table's commit, and the facts the rules read.
+void TestRules::profileTable_data()
+{
+    QTest::addColumn<QByteArray>("name");
+    for (const ProfileInfo& p : rs::profileTable())
+        QTest::newRow(p.name) << QByteArray(p.name);
+}
+
+void TestRules::profileTable()
+{
+    QFETCH(QByteArray, name);
+    const ProfileInfo* p = findProfileInfo(name.toStdString());
+    QVERIFY(p);
+    QCOMPARE(QByteArray(profileName(p->id)), name);
+    QCOMPARE(profileFromName(name.toStdString()), std::optional<Profile>(p->id));
+    QCOMPARE(&profileInfo(p->id), p);
+    QCOMPARE(std::strlen(p->megatron_commit), size_t(40));
+    QCOMPARE(std::strlen(p->bridge_commit), size_t(40));
+    QCOMPARE(QByteArray(megatronArgTable(p->id).commit), QByteArray(p->megatron_commit));
+    QVERIFY(megatronArgTable(p->id).count > 0);
+    QVERIFY(!p->based_on || findProfileInfo(p->based_on));
+    QVERIFY(profileIsOrIsBasedOn(p->id, p->name));
+    QCOMPARE(allowedRecomputeModules(p->id), p->recompute_labels);
+    QVERIFY(!p->recompute_labels.empty());
+    const bool mhc = std::find(p->recompute_labels.begin(), p->recompute_labels.end(), "mhc")
+        != p->recompute_labels.end();
+    QCOMPARE(mhc, !p->hyper_connections_flag.empty()); // the label exists where its switch does
+    int references = 0, same = 0;
+    for (const ProfileInfo& q : rs::profileTable()) {
+        references += q.reference ? 1 : 0;
+        same += name == q.name ? 1 : 0;
+    }
+    QCOMPARE(references, 1);
+    QCOMPARE(same, 1);
+}
+
+// Every rule's profile list and sources name only profiles of the table ("*" = all).
+void TestRules::sourcesNameKnownProfiles()
+{
+    QStringList bad;
+    for (const auto& row : rules_detail::ruleRows())
+        for (const auto& name : rules_detail::unknownProfileNames(row))
+            bad << QString::fromUtf8(row.id) + QStringLiteral(": ") + QString::fromStdString(name);
+    QVERIFY2(bad.isEmpty(), qPrintable(bad.join(QLatin1Char('\n'))));
+    // and every row exists somewhere
+    for (const auto& row : rules_detail::ruleRows()) {
+        bool somewhere = false;
+        for (Profile p : allProfiles())
+            somewhere = somewhere || rules_detail::rowExists(row, p);
+        QVERIFY2(somewhere, row.id);
+    }
+}
+
+// Every profile of the table resolves a source for every rule that exists there: its own, or the nearest
+// one given (cited at that commit, saying so).
+void TestRules::everyProfileResolvesEverySource_data()
+{
+    QTest::addColumn<int>("profile");
+    for (const ProfileInfo& p : rs::profileTable())
+        QTest::newRow(p.name) << static_cast<int>(p.id);
+}
+
+void TestRules::everyProfileResolvesEverySource()
+{
+    QFETCH(int, profile);
+    const Profile p = static_cast<Profile>(profile);
+    QStringList missing;
+    for (const auto& row : rules_detail::ruleRows()) {
+        if (!rules_detail::rowExists(row, p))
+            continue;
+        const std::string src = rules_detail::rowSource(row, p);
+        if (src.empty())
+            missing << QString::fromUtf8(row.id) + QStringLiteral(": no source");
+    }
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
+}
+
+namespace {
+
+// The anchors of docs/rules.md as GitHub makes them from headings: lower case, punctuation dropped,
+// spaces as hyphens.
+QSet<QString> docsAnchors(const QString& path)
+{
+    QFile f(path);
+    if (!f.open(QIODevice::ReadOnly | QIODevice::Text))
+        return {};
+    QSet<QString> out;
+    while (!f.atEnd()) {
+        const QString line = QString::fromUtf8(f.readLine()).trimmed();
+        if (!line.startsWith(u'#'))
+            continue;
+        const QString title = line.mid(line.indexOf(u' ') + 1).trimmed().toLower();
+        QString slug;
+        for (const QChar ch : title) {
+            if (ch.isLetterOrNumber() || ch == u'-' || ch == u'_')
+                slug += ch;
+            else if (ch == u' ')
+                slug += u'-';
+        }
+        out.insert(slug);
+    }
+    return out;
+}
+
+const QString kRulesDoc = QStringLiteral(RS_SOURCE_DIR "/docs/rules.md");
+
+} // namespace
+
+// Every rule's source, at every profile, is a file of the repository's readers can follow: a Megatron or
+// Bridge file:line (at a commit the source names) or a section of docs/rules.md; none cites the study
+// notes outside the repository.
+void TestRules::sourcesPointIntoTheRepository()
+{
+    QStringList bad;
+    const QRegularExpression fileLine(QStringLiteral(R"(^[\w./()-]+\.(py|md)(:\d|#[a-z0-9-]+))"));
+    for (const auto& row : rules_detail::ruleRows()) {
+        for (Profile p : allProfiles()) {
+            if (!rules_detail::rowExists(row, p))
+                continue;
+            const QString src = QString::fromStdString(rules_detail::rowSource(row, p));
+            if (src.contains(u"megatron-rules.md"_qs) || src.contains(u"recompute-guide.md"_qs))
+                bad << QString::fromUtf8(row.id) + u": "_qs + src;
+            // "file:line @ Megatron-LM d98e8a64 (main; note)": the commit and the note aside, each part.
+            QString files = src;
+            files.remove(QRegularExpression(QStringLiteral(R"( ?\([^)]*\))")));
+            files.remove(QRegularExpression(QStringLiteral(R"( @ Megatron-(LM|Bridge) [0-9a-f]{8})")));
+            for (const QString& part : files.split(u"; "_qs)) {
+                if (!fileLine.match(part).hasMatch())
+                    bad << QString::fromUtf8(row.id) + u" (" + QString::fromLatin1(profileName(p))
+                            + u"): '"_qs + part + u"' is no file:line nor docs/rules.md#section"_qs;
+            }
+        }
+    }
+    bad.removeDuplicates();
+    QVERIFY2(bad.isEmpty(), qPrintable(bad.join(QLatin1Char('\n'))));
+}
+
+// Every docs/rules.md#anchor a rule cites exists in docs/rules.md, and every rule id has its section.
+void TestRules::docsAnchorsExist()
+{
+    const QSet<QString> anchors = docsAnchors(kRulesDoc);
+    QVERIFY2(!anchors.isEmpty(), qPrintable(kRulesDoc + u" is missing or has no headings"_qs));
+    QStringList missing;
+    int cited = 0;
+    const QRegularExpression link(QStringLiteral(R"(docs/rules\.md#([a-z0-9_-]+))"));
+    for (const auto& row : rules_detail::ruleRows()) {
+        if (!anchors.contains(QString::fromUtf8(row.id).toLower()))
+            missing << QString::fromUtf8(row.id) + u": no section"_qs;
+        for (Profile p : allProfiles()) {
+            const QString src = QString::fromStdString(rules_detail::rowSource(row, p));
+            for (auto it = link.globalMatch(src); it.hasNext();) {
+                const QString anchor = it.next().captured(1);
+                ++cited;
+                if (!anchors.contains(anchor))
+                    missing << QString::fromUtf8(row.id) + u": #"_qs + anchor;
+            }
+        }
+    }
+    missing.removeDuplicates();
+    QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
+    QVERIFY(cited > 0);
+    // The sections the rule documentation links to among themselves exist too.
+    QFile f(kRulesDoc);
+    QVERIFY(f.open(QIODevice::ReadOnly | QIODevice::Text));
+    const QString text = QString::fromUtf8(f.readAll());
+    const QRegularExpression local(QStringLiteral(R"(\]\(#([a-z0-9_-]+)\))"));
+    for (auto it = local.globalMatch(text); it.hasNext();) {
+        const QString anchor = it.next().captured(1);
+        QVERIFY2(anchors.contains(anchor), qPrintable(u"docs/rules.md links to #"_qs + anchor));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestRules)
