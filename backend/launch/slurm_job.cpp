@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/slurm_job.h"
 
+#include <unistd.h>
+
 #include <QDir>
 #include <QFile>
 #include <QRegularExpression>
@@ -38,6 +40,25 @@ QString scontrolField(const QString& line, const QString& key)
     const QRegularExpression re(u"(?:^|\\s)"_s + QRegularExpression::escape(key) + u"=(\\S*)"_s);
     const auto m = re.match(line);
     return m.hasMatch() ? m.captured(1) : QString();
+}
+
+// One ssh connection for the many short commands of a job (each poll is a squeue and an output read):
+// OpenSSH's multiplexing through a socket in a folder of this user's only, unless the user's own options
+// already say how (ControlMaster / ControlPath). Empty when no such folder can be had.
+QStringList multiplexOptions(const QStringList& sshOptions)
+{
+    for (const QString& o : sshOptions) {
+        if (o.contains(u"ControlMaster"_s, Qt::CaseInsensitive)
+            || o.contains(u"ControlPath"_s, Qt::CaseInsensitive))
+            return {};
+    }
+    const QString dir = QDir::tempPath() + u"/recompute-ssh-"_s + QString::number(::getuid());
+    // A unix socket path has ~104 bytes; %C is 40.
+    if (dir.toUtf8().size() > 60 || !QDir().mkpath(dir)
+        || !QFile::setPermissions(dir, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner))
+        return {};
+    return { u"-o"_s, u"ControlMaster=auto"_s, u"-o"_s, u"ControlPath="_s + dir + u"/%C"_s, u"-o"_s,
+        u"ControlPersist=60"_s };
 }
 
 } // namespace
@@ -208,7 +229,7 @@ SlurmJob::Result SlurmJob::runCommand(const QStringList& words, const QByteArray
             r.err = "ssh not found on PATH: install the OpenSSH client (openssh-client)";
             return r;
         }
-        args = m_settings.sshOptions;
+        args = m_settings.sshOptions + multiplexOptions(m_settings.sshOptions);
         args << u"-o"_s << u"BatchMode=yes"_s << u"-T"_s << u"--"_s << m_settings.loginHost;
         for (const QString& w : words)
             args << shellWord(w);
