@@ -4,7 +4,10 @@
 #include <algorithm>
 
 #include <QCheckBox>
+#include <QComboBox>
 #include <QDateTime>
+#include <QDir>
+#include <QGridLayout>
 #include <QHBoxLayout>
 #include <QLabel>
 #include <QLineEdit>
@@ -117,9 +120,13 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     top->addWidget(m_repeats);
     top->addWidget(m_ranks);
     top->addWidget(new QLabel(tr("Host:")));
+    m_hostKind = new QComboBox;
+    top->addWidget(m_hostKind);
     top->addWidget(m_host);
     top->addWidget(m_extraArgs, 1);
     layout->addLayout(top);
+    buildHostSection();
+    layout->addWidget(m_slurmBox);
     m_worker = new QLabel;
     m_worker->setTextInteractionFlags(Qt::TextSelectableByMouse);
     m_worker->setWordWrap(true); // the list of places looked at is long
@@ -224,8 +231,17 @@ bool LaunchPage::start()
     launch::SessionOptions options;
     options.launch.extraArguments = m_extraArgs->text().split(QLatin1Char(' '), Qt::SkipEmptyParts);
     options.launch.ranks = m_ranks->value();
-    options.launch.sshHost = m_host->text().trimmed();
+    options.launch.sshHost = hostKind() == HostKind::Ssh ? m_host->text().trimmed() : QString();
     options.launch.remoteWorker = qEnvironmentVariable("RS_REMOTE_WORKER");
+    if (hostKind() == HostKind::Slurm) {
+        // Checked here as at the fields: nothing is submitted with settings sbatch would not take.
+        if (const QString problem = slurmProblemText(); !problem.isEmpty()) {
+            m_status->setText(tr("Not started: Slurm settings: %1").arg(problem));
+            return false;
+        }
+        options.launch.slurm = slurmSettings();
+        options.launch.ranks = 1; // the job's tasks are the ranks
+    }
     options.controlFirst = m_controlFirst->isChecked();
     options.reuseControl = m_reuseControl->isChecked();
     options.repeats = m_repeats->value();
@@ -431,6 +447,155 @@ void LaunchPage::showSummary()
             : tr("Δ time %1, Δ allocated %2").arg(pct(spreadOf(dTime)), pct(spreadOf(dAlloc)));
     }
     m_summary->setText(text);
+}
+
+void LaunchPage::buildHostSection()
+{
+    m_hostKind->addItem(tr("This host"), int(HostKind::Local));
+    m_hostKind->addItem(tr("ssh"), int(HostKind::Ssh));
+    m_hostKind->addItem(tr("Slurm"), int(HostKind::Slurm));
+    m_hostKind->setToolTip(tr("Where the worker runs: as child processes here, on another host over ssh, or "
+                              "as a Slurm batch job (submitted here or on a login host)."));
+    m_slurmBox = new QWidget;
+    auto* grid = new QGridLayout(m_slurmBox);
+    grid->setContentsMargins(0, 0, 0, 0);
+    const auto line = [](const QString& placeholder, const QString& tip) {
+        auto* e = new QLineEdit;
+        e->setPlaceholderText(placeholder);
+        e->setToolTip(tip);
+        return e;
+    };
+    const auto spin = [](int low, int high, int value, const QString& tip) {
+        auto* b = new QSpinBox;
+        b->setRange(low, high);
+        b->setValue(value);
+        b->setToolTip(tip);
+        return b;
+    };
+    m_slurmPartition = line(tr("default partition"), tr("sbatch --partition; empty: the cluster's default"));
+    m_slurmNodes = spin(1, 100000, 1, tr("sbatch --nodes"));
+    m_slurmTasks = spin(1, 1024, 1,
+        tr("sbatch --ntasks-per-node: worker ranks per node (one GPU each with --device cuda). The job's "
+           "ranks are nodes × tasks per node."));
+    m_slurmGpus = spin(0, 1024, 0, tr("sbatch --gpus-per-node; 0: no GPU line"));
+    m_slurmTime = line(tr("partition default"), tr("sbatch --time: M, M:S, H:M:S, D-H, D-H:M or D-H:M:S"));
+    m_slurmAccount = line(tr("default account"), tr("sbatch --account"));
+    m_slurmWorkDir = line(tr("a folder the compute nodes see"),
+        tr("Where the batch script, the recipe and every task's output go: a folder the compute nodes see "
+           "(a shared file system), on the login host when one is given."));
+    m_slurmWorkDir->setText(QDir::homePath() + QStringLiteral("/recompute-slurm"));
+    m_slurmLogin = line(tr("this host"),
+        tr("A login host: sbatch, squeue and scancel run there over ssh ([user@]host, as your ssh config "
+           "knows it; no password prompts). The worker there is recompute-bench on the nodes' PATH, or "
+           "$RS_REMOTE_WORKER."));
+    m_slurmExtra = new QPlainTextEdit;
+    m_slurmExtra->setPlaceholderText(tr("extra lines, each #SBATCH --…"));
+    m_slurmExtra->setToolTip(tr("More #SBATCH lines, one a line (e.g. #SBATCH --exclusive)."));
+    m_slurmExtra->setTabChangesFocus(true);
+    m_slurmExtra->setFixedHeight(m_slurmPartition->sizeHint().height() * 2);
+    m_slurmProblem = new QLabel;
+    m_slurmProblem->setWordWrap(true);
+    m_slurmProblem->setStyleSheet(QStringLiteral("color: #c0392b;"));
+    const QList<std::pair<QString, QWidget*>> first
+        = { { tr("Partition:"), m_slurmPartition }, { tr("Nodes:"), m_slurmNodes },
+              { tr("Tasks per node:"), m_slurmTasks }, { tr("GPUs per node:"), m_slurmGpus },
+              { tr("Time:"), m_slurmTime }, { tr("Account:"), m_slurmAccount } };
+    int column = 0;
+    for (const auto& [label, field] : first) {
+        grid->addWidget(new QLabel(label), 0, column++);
+        grid->addWidget(field, 0, column++);
+    }
+    grid->addWidget(new QLabel(tr("Work folder:")), 1, 0);
+    grid->addWidget(m_slurmWorkDir, 1, 1, 1, 3);
+    grid->addWidget(new QLabel(tr("Login host:")), 1, 4);
+    grid->addWidget(m_slurmLogin, 1, 5, 1, 3);
+    grid->addWidget(new QLabel(tr("#SBATCH:")), 1, 8);
+    grid->addWidget(m_slurmExtra, 1, 9, 1, 3);
+    grid->addWidget(m_slurmProblem, 2, 0, 1, 12);
+    for (QLineEdit* e : { m_slurmPartition, m_slurmTime, m_slurmAccount, m_slurmWorkDir, m_slurmLogin })
+        connect(e, &QLineEdit::textChanged, this, &LaunchPage::checkSlurmFields);
+    for (QSpinBox* b : { m_slurmNodes, m_slurmTasks, m_slurmGpus })
+        connect(b, &QSpinBox::valueChanged, this, &LaunchPage::checkSlurmFields);
+    connect(m_slurmExtra, &QPlainTextEdit::textChanged, this, &LaunchPage::checkSlurmFields);
+    connect(m_hostKind, &QComboBox::currentIndexChanged, this, [this] {
+        const HostKind kind = hostKind();
+        m_host->setVisible(kind == HostKind::Ssh);
+        m_slurmBox->setVisible(kind == HostKind::Slurm);
+        // A job's ranks are its tasks (nodes × tasks per node).
+        m_ranks->setEnabled(kind != HostKind::Slurm);
+        checkSlurmFields();
+    });
+    // A host typed in (the ssh host kind's field) means ssh.
+    connect(m_host, &QLineEdit::textChanged, this, [this](const QString& text) {
+        if (!text.trimmed().isEmpty() && hostKind() == HostKind::Local)
+            setHostKind(HostKind::Ssh);
+    });
+    m_host->setVisible(false);
+    m_slurmBox->setVisible(false);
+    // While a job waits in the queue, the status says why (the log has every note).
+    connect(m_session->launcher(), &launch::WorkerLauncher::note, this, [this](const QString& text) {
+        if (m_rows.isEmpty() && isRunning())
+            m_status->setText(tr("%1: %2").arg(m_currentLabel, text));
+    });
+    checkSlurmFields();
+}
+
+LaunchPage::HostKind LaunchPage::hostKind() const
+{
+    return HostKind(m_hostKind->currentData().toInt());
+}
+
+void LaunchPage::setHostKind(HostKind kind)
+{
+    m_hostKind->setCurrentIndex(m_hostKind->findData(int(kind)));
+}
+
+launch::SlurmSettings LaunchPage::slurmSettings() const
+{
+    launch::SlurmSettings s;
+    s.partition = m_slurmPartition->text().trimmed();
+    s.nodes = m_slurmNodes->value();
+    s.tasksPerNode = m_slurmTasks->value();
+    s.gpusPerNode = m_slurmGpus->value();
+    s.timeLimit = m_slurmTime->text().trimmed();
+    s.account = m_slurmAccount->text().trimmed();
+    for (const QString& l : m_slurmExtra->toPlainText().split(QLatin1Char('\n'), Qt::SkipEmptyParts)) {
+        if (!l.trimmed().isEmpty())
+            s.extraSbatchLines << l.trimmed();
+    }
+    s.workDir = m_slurmWorkDir->text().trimmed();
+    s.loginHost = m_slurmLogin->text().trimmed();
+    return s;
+}
+
+QString LaunchPage::slurmProblemText() const
+{
+    return launch::checkSlurmSettings(slurmSettings());
+}
+
+void LaunchPage::checkSlurmFields()
+{
+    const QString problem = hostKind() == HostKind::Slurm ? slurmProblemText() : QString();
+    m_slurmProblem->setText(problem);
+    m_slurmProblem->setVisible(!problem.isEmpty());
+    // The message starts with the field it is about.
+    const QList<std::pair<QString, QWidget*>> fields = { { QStringLiteral("partition:"), m_slurmPartition },
+        { QStringLiteral("nodes:"), m_slurmNodes }, { QStringLiteral("tasks per node:"), m_slurmTasks },
+        { QStringLiteral("GPUs per node:"), m_slurmGpus }, { QStringLiteral("time limit:"), m_slurmTime },
+        { QStringLiteral("account:"), m_slurmAccount },
+        { QStringLiteral("extra #SBATCH line"), m_slurmExtra },
+        { QStringLiteral("work folder:"), m_slurmWorkDir }, { QStringLiteral("login host:"), m_slurmLogin } };
+    if (m_slurmProblemField) {
+        m_slurmProblemField->setStyleSheet(QString());
+        m_slurmProblemField = nullptr;
+    }
+    for (const auto& [prefix, field] : fields) {
+        if (!problem.isEmpty() && problem.startsWith(prefix)) {
+            m_slurmProblemField = field;
+            field->setStyleSheet(QStringLiteral("border: 1px solid #c0392b;"));
+            break;
+        }
+    }
 }
 
 void LaunchPage::appendLog(const QString& line)

@@ -13,9 +13,11 @@
 #include <QWidget>
 
 #include "charts/chartdata.h"
+#include "launch/slurm_job.h"
 #include "storage/store.h"
 
 class QCheckBox;
+class QComboBox;
 class QLabel;
 class QLineEdit;
 class QSpinBox;
@@ -47,6 +49,27 @@ public:
     QLineEdit* workerArgumentsEdit() const { return m_extraArgs; }
     QSpinBox* ranksBox() const { return m_ranks; }
     QLineEdit* hostEdit() const { return m_host; }
+    // The host section: where the worker runs. "This host", "ssh" (hostEdit) or "Slurm" (the fields below).
+    enum class HostKind { Local, Ssh, Slurm };
+    QComboBox* hostKindBox() const { return m_hostKind; }
+    HostKind hostKind() const;
+    void setHostKind(HostKind kind);
+    QWidget* slurmSection() const { return m_slurmBox; }
+    QLineEdit* slurmPartitionEdit() const { return m_slurmPartition; }
+    QSpinBox* slurmNodesBox() const { return m_slurmNodes; }
+    QSpinBox* slurmTasksPerNodeBox() const { return m_slurmTasks; }
+    QSpinBox* slurmGpusPerNodeBox() const { return m_slurmGpus; }
+    QLineEdit* slurmTimeEdit() const { return m_slurmTime; }
+    QLineEdit* slurmAccountEdit() const { return m_slurmAccount; }
+    QPlainTextEdit* slurmExtraLinesEdit() const { return m_slurmExtra; }
+    QLineEdit* slurmWorkDirEdit() const { return m_slurmWorkDir; }
+    QLineEdit* slurmLoginHostEdit() const { return m_slurmLogin; }
+    // The Slurm fields as settings, and checkSlurmSettings' message for them ("" when they may be used), as
+    // the page shows it under the fields (the field it names is marked).
+    launch::SlurmSettings slurmSettings() const;
+    QString slurmProblemText() const;
+    // The field the current message names (nullptr when none): marked in red.
+    QWidget* slurmProblemField() const { return m_slurmProblemField; }
     QString statusText() const;
     // Which control the launch compares with: "run 3 of 2026-12-01 09:40 UTC (stored, reused)".
     QString controlText() const;
@@ -80,6 +103,8 @@ private:
     void showSummary();
     void appendLog(const QString& line);
     void setRunning(bool running);
+    void buildHostSection();
+    void checkSlurmFields();
 
     RecipeDocument* m_document;
     storage::Store* m_store;
@@ -97,6 +122,19 @@ private:
     QLineEdit* m_extraArgs;
     QSpinBox* m_ranks;
     QLineEdit* m_host;
+    QComboBox* m_hostKind;
+    QWidget* m_slurmBox;
+    QLineEdit* m_slurmPartition;
+    QSpinBox* m_slurmNodes;
+    QSpinBox* m_slurmTasks;
+    QSpinBox* m_slurmGpus;
+    QLineEdit* m_slurmTime;
+    QLineEdit* m_slurmAccount;
+    QPlainTextEdit* m_slurmExtra;
+    QLineEdit* m_slurmWorkDir;
+    QLineEdit* m_slurmLogin;
+    QLabel* m_slurmProblem;
+    QWidget* m_slurmProblemField = nullptr;
     QLabel* m_worker;
     QLabel* m_status;
     QLabel* m_control;

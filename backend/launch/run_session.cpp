@@ -55,6 +55,7 @@ RunSession::RunSession(storage::Store* store, QObject* parent)
     connect(m_launcher.get(), &WorkerLauncher::started, this, [this] { m_workerStarted = true; });
     connect(m_launcher.get(), &WorkerLauncher::iteration, this, &RunSession::iteration);
     connect(m_launcher.get(), &WorkerLauncher::stderrText, this, &RunSession::stderrText);
+    connect(m_launcher.get(), &WorkerLauncher::note, this, &RunSession::message);
     connect(m_launcher.get(), &WorkerLauncher::malformedLine, this, &RunSession::malformedLine);
     connect(m_launcher.get(), &WorkerLauncher::finished, this, &RunSession::onLauncherFinished);
 }
@@ -104,7 +105,10 @@ QString RunSession::recomputeLabel(const Recipe& r)
 QString RunSession::launchSignature(const LaunchOptions& o)
 {
     QString worker;
-    if (!o.sshHost.isEmpty()) {
+    if (o.slurm && !o.slurm->loginHost.isEmpty()) {
+        worker = u"%1 %2"_s.arg(
+            o.slurm->loginHost, o.remoteWorker.isEmpty() ? u"recompute-bench"_s : o.remoteWorker);
+    } else if (!o.sshHost.isEmpty()) {
         worker
             = u"ssh %1 %2"_s.arg(o.sshHost, o.remoteWorker.isEmpty() ? u"recompute-bench"_s : o.remoteWorker);
         if (!o.sshOptions.isEmpty())
@@ -113,9 +117,21 @@ QString RunSession::launchSignature(const LaunchOptions& o)
         const QString path = o.workerPath.isEmpty() ? findWorker() : o.workerPath;
         worker = path.isEmpty() ? u"recompute-bench"_s : QFileInfo(path).absoluteFilePath();
     }
-    QString s = u"worker %1, ranks %2"_s.arg(worker).arg(o.ranks);
+    QString s = u"worker %1, ranks %2"_s.arg(worker).arg(launchRanks(o));
     if (!o.extraArguments.isEmpty())
         s += u", arguments "_s + o.extraArguments.join(u' ');
+    if (o.slurm) {
+        // What places the ranks and their devices (not the time limit, account or folders): a control
+        // measured on Slurm stands in only for Slurm runs of the same allocation.
+        const SlurmSettings& j = *o.slurm;
+        s += u", slurm partition %1, nodes %2, tasks per node %3, GPUs per node %4"_s
+                 .arg(j.partition.isEmpty() ? u"(default)"_s : j.partition)
+                 .arg(j.nodes)
+                 .arg(j.tasksPerNode)
+                 .arg(j.gpusPerNode);
+        if (!j.extraSbatchLines.isEmpty())
+            s += u", "_s + j.extraSbatchLines.join(u"; "_s);
+    }
     return s;
 }
 
@@ -133,8 +149,8 @@ std::optional<qint64> RunSession::findReusableControl(
     const QString thisHost = QSysInfo::machineHostName();
     for (const storage::RunRecord& r : m_store->listRuns(f)) {
         // Launched from this machine (a store copied from elsewhere names other paths and hosts).
-        if (!r.isExplicitControl() || r.worldSize.value_or(1) != options.ranks || r.ingestHost != thisHost
-            || !r.provenance.endsWith(signature))
+        if (!r.isExplicitControl() || r.worldSize.value_or(1) != launchRanks(options)
+            || r.ingestHost != thisHost || !r.provenance.endsWith(signature))
             continue;
         if (wanted.contains(r.recipeHash))
             return r.id;

@@ -70,7 +70,8 @@ public:
     // The guide's label of a recipe's recompute choice ("[]", "core_attn", "full uniform 1", "none").
     static QString recomputeLabel(const Recipe& recipe);
     // The launch settings a stored control must share to be reused: worker (local path or ssh host and
-    // remote worker), its extra arguments, ranks. Stored at the end of every run's provenance.
+    // remote worker), its extra arguments, ranks, and for a Slurm job its partition, nodes, tasks and GPUs
+    // per node and extra #SBATCH lines. Stored at the end of every run's provenance.
     static QString launchSignature(const LaunchOptions& options);
     // The newest stored run that may stand in for running `control` with these settings; nullopt if none.
     std::optional<qint64> findReusableControl(const Recipe& control, const LaunchOptions& options) const;

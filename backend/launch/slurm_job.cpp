@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/slurm_job.h"
 
+#include <unistd.h>
+
 #include <QDir>
 #include <QFile>
 #include <QRegularExpression>
@@ -38,6 +40,25 @@ QString scontrolField(const QString& line, const QString& key)
     const QRegularExpression re(u"(?:^|\\s)"_s + QRegularExpression::escape(key) + u"=(\\S*)"_s);
     const auto m = re.match(line);
     return m.hasMatch() ? m.captured(1) : QString();
+}
+
+// One ssh connection for the many short commands of a job (each poll is a squeue and an output read):
+// OpenSSH's multiplexing through a socket in a folder of this user's only, unless the user's own options
+// already say how (ControlMaster / ControlPath). Empty when no such folder can be had.
+QStringList multiplexOptions(const QStringList& sshOptions)
+{
+    for (const QString& o : sshOptions) {
+        if (o.contains(u"ControlMaster"_s, Qt::CaseInsensitive)
+            || o.contains(u"ControlPath"_s, Qt::CaseInsensitive))
+            return {};
+    }
+    const QString dir = QDir::tempPath() + u"/recompute-ssh-"_s + QString::number(::getuid());
+    // A unix socket path has ~104 bytes; %C is 40.
+    if (dir.toUtf8().size() > 60 || !QDir().mkpath(dir)
+        || !QFile::setPermissions(dir, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner))
+        return {};
+    return { u"-o"_s, u"ControlMaster=auto"_s, u"-o"_s, u"ControlPath="_s + dir + u"/%C"_s, u"-o"_s,
+        u"ControlPersist=60"_s };
 }
 
 } // namespace
@@ -208,7 +229,7 @@ SlurmJob::Result SlurmJob::runCommand(const QStringList& words, const QByteArray
             r.err = "ssh not found on PATH: install the OpenSSH client (openssh-client)";
             return r;
         }
-        args = m_settings.sshOptions;
+        args = m_settings.sshOptions + multiplexOptions(m_settings.sshOptions);
         args << u"-o"_s << u"BatchMode=yes"_s << u"-T"_s << u"--"_s << m_settings.loginHost;
         for (const QString& w : words)
             args << shellWord(w);
@@ -299,6 +320,7 @@ bool SlurmJob::submit(const SlurmSettings& settings, const QStringList& command,
     }
     m_outOffsets.assign(std::size_t(tasks()), 0);
     m_errOffsets.assign(std::size_t(tasks()), 0);
+    m_batchOffset = 0;
     emit submitted(m_jobId);
     m_timer.start(settings.pollIntervalMs);
     poll();
@@ -321,36 +343,72 @@ void SlurmJob::cancel()
     poll();
 }
 
+QString SlurmJob::batchOutputPath() const
+{
+    return QDir::cleanPath(m_settings.workDir) + u"/slurm-%1.out"_s.arg(m_jobId);
+}
+
 void SlurmJob::readOutputs()
 {
+    // Every file the job writes, with how much of it was already read: each task's stdout and stderr, then
+    // the batch script's own output.
+    struct Source {
+        QString path;
+        qint64* offset;
+        int task; // -1: the batch output
+        bool err;
+    };
+    std::vector<Source> sources;
     for (int t = 0; t < tasks(); ++t) {
-        for (const bool err : { false, true }) {
-            QString path = outputPath(t);
-            if (err)
-                path.replace(path.size() - 3, 3, u"err"_s);
-            qint64& offset = err ? m_errOffsets[std::size_t(t)] : m_outOffsets[std::size_t(t)];
-            QByteArray bytes;
-            if (m_settings.loginHost.isEmpty()) {
-                QFile f(path);
-                if (!f.open(QIODevice::ReadOnly) || !f.seek(offset))
-                    continue;
-                bytes = f.readAll();
-            } else {
-                const Result r
-                    = runCommand({ u"sh"_s, u"-c"_s, u"[ ! -f \"$1\" ] || tail -c +\"$2\" \"$1\""_s, u"sh"_s,
-                        path, QString::number(offset + 1) });
-                if (r.exitCode != 0)
-                    continue;
-                bytes = r.out;
-            }
-            if (bytes.isEmpty())
-                continue;
-            offset += bytes.size();
-            if (err)
-                emit taskError(t, bytes);
-            else
-                emit taskOutput(t, bytes);
+        QString err = outputPath(t);
+        err.replace(err.size() - 3, 3, u"err"_s);
+        sources.push_back({ outputPath(t), &m_outOffsets[std::size_t(t)], t, false });
+        sources.push_back({ err, &m_errOffsets[std::size_t(t)], t, true });
+    }
+    sources.push_back({ batchOutputPath(), &m_batchOffset, -1, false });
+    std::vector<QByteArray> chunks(sources.size());
+    if (m_settings.loginHost.isEmpty()) {
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+            QFile f(sources[i].path);
+            if (f.open(QIODevice::ReadOnly) && f.seek(*sources[i].offset))
+                chunks[i] = f.readAll();
         }
+    } else {
+        // One ssh round trip for all files: for each, a line with the count of new bytes, then those bytes
+        // (head -c bounds them, should the file grow between wc and tail).
+        QStringList words = { u"sh"_s, u"-c"_s,
+            u"while [ $# -gt 1 ]; do n=0; [ ! -f \"$1\" ] || n=$(( $(wc -c < \"$1\") - $2 )); "
+            "if [ \"$n\" -gt 0 ]; then echo \"$n\"; tail -c +$(( $2 + 1 )) \"$1\" | head -c \"$n\"; "
+            "else echo 0; fi; shift 2; done"_s,
+            u"sh"_s };
+        for (const Source& src : sources)
+            words << src.path << QString::number(*src.offset);
+        const Result r = runCommand(words);
+        if (r.exitCode != 0)
+            return;
+        qsizetype at = 0;
+        for (std::size_t i = 0; i < sources.size(); ++i) {
+            const qsizetype eol = r.out.indexOf('\n', at);
+            if (eol < 0)
+                break;
+            bool ok = false;
+            const qint64 n = r.out.mid(at, eol - at).trimmed().toLongLong(&ok);
+            if (!ok || n < 0 || eol + 1 + n > r.out.size())
+                break; // a garbled answer: read again on the next poll
+            chunks[i] = r.out.mid(eol + 1, n);
+            at = eol + 1 + n;
+        }
+    }
+    for (std::size_t i = 0; i < sources.size(); ++i) {
+        if (chunks[i].isEmpty())
+            continue;
+        *sources[i].offset += chunks[i].size();
+        if (sources[i].task < 0)
+            emit batchOutput(chunks[i]);
+        else if (sources[i].err)
+            emit taskError(sources[i].task, chunks[i]);
+        else
+            emit taskOutput(sources[i].task, chunks[i]);
     }
 }
 

@@ -87,6 +87,7 @@ public:
     bool isActive() const { return !m_jobId.isEmpty() && !m_done; }
     int tasks() const { return m_settings.nodes * m_settings.tasksPerNode; }
     QString outputPath(int task) const;
+    QString batchOutputPath() const; // <workDir>/slurm-<jobid>.out
     QString scriptText() const { return m_script; }
 
 signals:
@@ -96,6 +97,8 @@ signals:
     // New bytes of one task's stdout (task 0 is rank 0: the worker's stream), in order.
     void taskOutput(int task, const QByteArray& bytes);
     void taskError(int task, const QByteArray& bytes);
+    // New bytes of the batch script's own output (slurm-<jobid>.out): srun's and Slurm's messages.
+    void batchOutput(const QByteArray& bytes);
     // Once: the final state, the job's exit code (-1 when unknown) and a sentence saying what happened.
     void finished(rs::launch::SlurmOutcome outcome, int exitCode, const QString& message);
 
@@ -120,6 +123,7 @@ private:
     bool m_cancelRequested = false;
     std::vector<qint64> m_outOffsets;
     std::vector<qint64> m_errOffsets;
+    qint64 m_batchOffset = 0;
     QTimer m_timer;
 };
 

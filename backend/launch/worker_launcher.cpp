@@ -6,10 +6,12 @@
 #include <unistd.h>
 
 #include <QCoreApplication>
+#include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QPointer>
+#include <QRandomGenerator>
 #include <QRegularExpression>
 #include <QStandardPaths>
 #include <QTemporaryFile>
@@ -20,6 +22,11 @@ using namespace Qt::StringLiterals;
 namespace rs::launch {
 
 static const QString kWorkerName = u"recompute-bench"_s;
+
+int launchRanks(const LaunchOptions& options)
+{
+    return options.slurm ? options.slurm->nodes * options.slurm->tasksPerNode : options.ranks;
+}
 
 int freeLoopbackPort()
 {
@@ -88,6 +95,11 @@ WorkerLauncher::WorkerLauncher(QObject* parent)
 
 WorkerLauncher::~WorkerLauncher()
 {
+    // A job left behind would hold its nodes: it is cancelled with the launcher.
+    if (m_job && m_job->isActive()) {
+        m_job->disconnect(this);
+        m_job->cancel();
+    }
     if (m_process && m_process->state() != QProcess::NotRunning) {
         m_process->disconnect(this);
         m_process->kill();
@@ -156,6 +168,9 @@ bool WorkerLauncher::startWithRecipeText(
         return fail(u"a worker is already running"_s);
     if (options.ranks < 1)
         return fail(u"ranks: %1; at least 1"_s.arg(options.ranks));
+    if (options.slurm)
+        return startSlurm(recipeJson, options, error);
+    m_job.reset();
     m_sshHost = options.sshHost;
     m_lastStderr.clear();
     QString program;
@@ -290,6 +305,13 @@ void WorkerLauncher::cancel(int graceMs)
 {
     if (!isRunning())
         return;
+    if (m_slurmActive) {
+        // scancel: Slurm signals every task; the job's end arrives through the poll.
+        m_cancelled = true;
+        if (m_job && m_job->isActive())
+            m_job->cancel();
+        return;
+    }
     m_cancelled = true;
     m_process->terminate();
     stopPeers(graceMs, true);
@@ -302,7 +324,7 @@ void WorkerLauncher::cancel(int graceMs)
 
 bool WorkerLauncher::isRunning() const
 {
-    return m_process && m_process->state() != QProcess::NotRunning;
+    return m_slurmActive || (m_process && m_process->state() != QProcess::NotRunning);
 }
 
 qint64 WorkerLauncher::pid() const
@@ -310,13 +332,36 @@ qint64 WorkerLauncher::pid() const
     return m_process ? m_process->processId() : 0;
 }
 
-void WorkerLauncher::onStdout()
+QString WorkerLauncher::slurmJobId() const
 {
-    const auto events = m_reader.feed(m_process->readAllStandardOutput());
+    return m_job ? m_job->jobId() : QString();
+}
+
+QString WorkerLauncher::slurmState() const
+{
+    return m_job ? m_job->state() : QString();
+}
+
+void WorkerLauncher::feedStdout(const QByteArray& bytes)
+{
+    const auto events = m_reader.feed(bytes);
     for (const auto& e : events)
         dispatch(e);
     for (const auto& bad : m_reader.takeMalformed())
         emit malformedLine(bad.line, bad.why);
+}
+
+void WorkerLauncher::drainReader()
+{
+    for (const auto& e : m_reader.finish())
+        dispatch(e);
+    for (const auto& bad : m_reader.takeMalformed())
+        emit malformedLine(bad.line, bad.why);
+}
+
+void WorkerLauncher::onStdout()
+{
+    feedStdout(m_process->readAllStandardOutput());
 }
 
 void WorkerLauncher::onStderr()
@@ -357,10 +402,7 @@ void WorkerLauncher::onFinished(int exitCode, QProcess::ExitStatus status)
     // Drain what is left, including a last line without '\n'.
     onStdout();
     onStderr();
-    for (const auto& e : m_reader.finish())
-        dispatch(e);
-    for (const auto& bad : m_reader.takeMalformed())
-        emit malformedLine(bad.line, bad.why);
+    drainReader();
     if (status == QProcess::CrashExit) {
         const QString why = m_cancelled ? u"cancelled: the worker was stopped"_s
                                         : u"the worker crashed or was killed by a signal"_s;
@@ -391,7 +433,166 @@ void WorkerLauncher::emitFinished(bool aborted, int exitCode, const QString& rea
     if (m_finishedEmitted)
         return;
     m_finishedEmitted = true;
+    m_slurmActive = false;
     emit finished(aborted, exitCode, reason);
+}
+
+bool WorkerLauncher::startSlurm(const QByteArray& recipeJson, const LaunchOptions& options, QString* error)
+{
+    auto fail = [&](const QString& why) {
+        if (error)
+            *error = why;
+        return false;
+    };
+    const SlurmSettings& s = *options.slurm;
+    if (const QString problem = checkSlurmSettings(s); !problem.isEmpty())
+        return fail(u"Slurm settings: "_s + problem);
+    const int tasks = s.nodes * s.tasksPerNode;
+    if (options.ranks != 1 && options.ranks != tasks)
+        return fail(u"ranks: %1, but the Slurm job runs %2 tasks (%3 node(s) x %4 tasks per node); a job's "
+                    "ranks are its tasks"_s.arg(options.ranks)
+                        .arg(tasks)
+                        .arg(s.nodes)
+                        .arg(s.tasksPerNode));
+    if (!options.sshHost.isEmpty())
+        return fail(
+            u"ssh host %1 and a Slurm job at once: give the host as the Slurm settings' login host"_s.arg(
+                options.sshHost));
+    QString worker;
+    if (s.loginHost.isEmpty()) {
+        QStringList searched;
+        worker = options.workerPath.isEmpty() ? findWorker(&searched) : options.workerPath;
+        if (worker.isEmpty())
+            return fail(u"recompute-bench not found; set RS_WORKER to its path (looked at: %1)"_s.arg(
+                searched.join(u", "_s)));
+        worker = QFileInfo(worker).absoluteFilePath();
+    } else {
+        worker = options.remoteWorker.isEmpty() ? kWorkerName : options.remoteWorker;
+    }
+
+    if (m_process && m_process->state() != QProcess::NotRunning)
+        return fail(u"a worker is already running"_s);
+    m_process.reset();
+    m_peers.clear();
+    m_recipeFile.reset();
+    m_sshHost.clear();
+    m_lastStderr.clear();
+    m_partialErr.clear();
+    m_reader = JsonLinesReader();
+    m_gotResult = false;
+    m_cancelled = false;
+    m_finishedEmitted = false;
+
+    m_job = std::make_unique<SlurmJob>();
+    SlurmJob* job = m_job.get();
+    connect(job, &SlurmJob::submitted, this, [this, s](const QString& id) {
+        emit started();
+        emit note(u"Slurm job %1 submitted%2: %3 node(s) x %4 task(s)%5, output in %6"_s
+                      .arg(id, s.loginHost.isEmpty() ? QString() : u" on "_s + s.loginHost)
+                      .arg(s.nodes)
+                      .arg(s.tasksPerNode)
+                      .arg(s.partition.isEmpty() ? QString() : u", partition "_s + s.partition, s.workDir));
+    });
+    connect(job, &SlurmJob::stateChanged, this, [this, job](const QString& state, const QString& reason) {
+        if (reason.startsWith(u"squeue failed"_s) || reason.startsWith(u"scancel failed"_s))
+            emit note(u"Slurm job %1: %2"_s.arg(job->jobId(), reason));
+        else if (state == u"PENDING"_s)
+            emit note(u"Slurm job %1 pending: %2"_s.arg(job->jobId(), pendingReasonText(reason)));
+        else
+            emit note(u"Slurm job %1 %2"_s.arg(job->jobId(), state.toLower()));
+    });
+    connect(job, &SlurmJob::taskOutput, this, [this](int task, const QByteArray& bytes) {
+        if (task == 0) // rank 0 writes the stream for every rank
+            feedStdout(bytes);
+    });
+    const auto passLines = [this](int task, const QByteArray& bytes, bool flush) {
+        QByteArray& pending = m_partialErr[task];
+        pending += bytes;
+        const qsizetype end = flush ? pending.size() : pending.lastIndexOf('\n') + 1;
+        if (end <= 0)
+            return;
+        const QString text = QString::fromLocal8Bit(pending.left(end));
+        pending.remove(0, end);
+        QString out;
+        for (const QString& line : text.split(u'\n', Qt::SkipEmptyParts))
+            out += (task < 0           ? u"slurm: "_s
+                           : task == 0 ? QString()
+                                       : u"task %1: "_s.arg(task))
+                + line + u'\n';
+        if (out.isEmpty())
+            return;
+        m_lastStderr = out.trimmed().split(u'\n').last();
+        emit stderrText(out);
+    };
+    connect(job, &SlurmJob::taskError, this,
+        [passLines](int task, const QByteArray& bytes) { passLines(task, bytes, false); });
+    connect(job, &SlurmJob::batchOutput, this,
+        [passLines](const QByteArray& bytes) { passLines(-1, bytes, false); });
+    connect(job, &SlurmJob::finished, this,
+        [this, passLines](SlurmOutcome outcome, int exitCode, const QString& message) {
+            for (auto& [task, bytes] : m_partialErr) {
+                if (!bytes.isEmpty())
+                    passLines(task, {}, true);
+            }
+            // From the event loop: the job may end inside submit() or cancel(), before they return.
+            QTimer::singleShot(
+                0, this, [this, outcome, exitCode, message] { onSlurmFinished(outcome, exitCode, message); });
+        });
+
+    const QString name
+        = u"recipe-%1-%2.json"_s.arg(QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss-zzz"_s))
+              .arg(QRandomGenerator::global()->bounded(1000000));
+    QString why;
+    const QString recipePath = job->putFile(s, name, recipeJson, &why);
+    if (recipePath.isEmpty()) {
+        m_job.reset();
+        return fail(why);
+    }
+    // The job's tasks take their rank from srun (SLURM_PROCID ...), not from torchrun variables the
+    // submitting shell may have exported into the job.
+    QStringList command
+        = { u"env"_s, u"-u"_s, u"RANK"_s, u"-u"_s, u"WORLD_SIZE"_s, u"-u"_s, u"LOCAL_RANK"_s };
+    for (const QString& kv : options.environment) {
+        if (kv.indexOf(u'=') > 0 && !kv.startsWith(u'-'))
+            command << kv;
+    }
+    command << worker << recipePath << options.extraArguments;
+    m_arguments = command;
+    m_workerPath = s.loginHost.isEmpty() ? worker : s.loginHost + u':' + worker;
+    m_slurmActive = true;
+    if (!job->submit(s, command, &why)) {
+        // Refused by sbatch (its own words): the run ends like a worker that could not start.
+        emit note(why);
+        QTimer::singleShot(0, this, [this, why] { emitFinished(true, -1, why); });
+    }
+    return true;
+}
+
+void WorkerLauncher::onSlurmFinished(SlurmOutcome outcome, int exitCode, const QString& message)
+{
+    drainReader();
+    const QString what = u"Slurm "_s + message;
+    emit note(what);
+    const QString lastWords = m_lastStderr.isEmpty() ? QString() : u" (last words: %1)"_s.arg(m_lastStderr);
+    switch (outcome) {
+    case SlurmOutcome::Completed:
+        if (m_gotResult)
+            emitFinished(false, exitCode, QString());
+        else
+            emitFinished(
+                true, exitCode, what + u", but the worker's stream ended without a result"_s + lastWords);
+        return;
+    case SlurmOutcome::Failed:
+        // A worker that wrote its result (a failing one) and exited non-zero is a finished run, as locally.
+        emitFinished(!m_gotResult, exitCode, m_gotResult ? what : what + lastWords);
+        return;
+    case SlurmOutcome::Cancelled:
+        emitFinished(!m_gotResult, -1, m_cancelled ? u"cancelled: "_s + what : what);
+        return;
+    default:
+        emitFinished(!m_gotResult, -1, what + lastWords);
+        return;
+    }
 }
 
 } // namespace rs::launch

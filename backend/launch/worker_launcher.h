@@ -2,9 +2,12 @@
 // Runs the worker `recompute-bench` for one recipe and turns its JSON-lines stdout into one signal per event
 // kind: on this host as a child process (an argument vector, never a shell string; the recipe as a
 // temporary JSON file that lives as long as the run), as N local ranks, or on another host through the
-// OpenSSH client (the recipe on ssh's stdin). RunSession (run_session.h) is the loop above it.
+// OpenSSH client (the recipe on ssh's stdin), or as a Slurm batch job (slurm_job.h: the recipe written into
+// the settings' work folder, one task per rank, task 0's output file read as it grows). RunSession
+// (run_session.h) is the loop above it.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -47,8 +50,16 @@ struct LaunchOptions {
     QString remoteWorker; // the worker's path on that host; empty: recompute-bench on its PATH
     // A Slurm allocation (slurm_job.h): the worker runs as a batch job, submitted on this host or on the
     // settings' login host, its task outputs read as they grow. nullopt: not Slurm (this host or sshHost).
+    // The job's tasks are the ranks (nodes x tasksPerNode; `ranks` must then be 1 or that number): srun sets
+    // SLURM_PROCID / SLURM_NTASKS / SLURM_LOCALID, the batch script MASTER_ADDR / MASTER_PORT. The worker
+    // is workerPath or findWorker() on this host (a path the compute nodes see), remoteWorker or
+    // recompute-bench on the nodes' PATH with a login host; `environment` is set for it with env(1),
+    // workingDirectory is not used (the job runs in the work folder), sshHost must be empty.
     std::optional<SlurmSettings> slurm;
 };
+
+// The ranks a launch runs: the Slurm job's tasks, else `ranks`.
+int launchRanks(const LaunchOptions& options);
 
 // Checks an ssh destination, [user@]host[:port] (host: a DNS name, IPv4, or [IPv6]); anything else, a
 // leading '-' above all, is refused with *error naming the host and the forms allowed. *destination gets
@@ -74,7 +85,9 @@ public:
     bool isRunning() const;
     QStringList lastArguments() const { return m_arguments; } // the argv used (without the program)
     QString workerPath() const { return m_workerPath; }
-    qint64 pid() const;
+    qint64 pid() const; // 0 for a Slurm job
+    QString slurmJobId() const; // "" unless the run is (or was) a submitted Slurm job
+    QString slurmState() const; // Slurm's JobState as last seen, "" when not Slurm
 
 signals:
     void started();
@@ -87,6 +100,8 @@ signals:
     void rankSummary(const QJsonObject& event);
     void result(const QJsonObject& event);
     void stderrText(const QString& text);
+    // A sentence about the launch itself (a Slurm job submitted, pending and why, running, its outcome).
+    void note(const QString& text);
     void malformedLine(const QByteArray& line, const QString& why);
     // Once per start: aborted when the stream ended without `result`, the process crashed or was killed,
     // or it failed to start; `reason` says which. exitCode is -1 for a crash / signal.
@@ -100,6 +115,10 @@ private:
     void dispatch(const QJsonObject& e);
     void emitFinished(bool aborted, int exitCode, const QString& reason);
     void stopPeers(int graceMs, bool terminateNow);
+    bool startSlurm(const QByteArray& recipeJson, const LaunchOptions& options, QString* error);
+    void feedStdout(const QByteArray& bytes);
+    void drainReader();
+    void onSlurmFinished(SlurmOutcome outcome, int exitCode, const QString& message);
 
     std::unique_ptr<QProcess> m_process; // rank 0
     std::vector<std::unique_ptr<QProcess>> m_peers; // ranks 1..N-1
@@ -112,6 +131,9 @@ private:
     bool m_finishedEmitted = false;
     QString m_sshHost; // non-empty while the run is remote
     QString m_lastStderr; // the last stderr text, to name why ssh gave up
+    std::unique_ptr<SlurmJob> m_job; // the Slurm job, when the run is one
+    bool m_slurmActive = false; // submitted (or refused) and finished() not yet emitted
+    std::map<int, QByteArray> m_partialErr; // per task (-1: the batch output), a line not yet ended
 };
 
 } // namespace rs::launch
