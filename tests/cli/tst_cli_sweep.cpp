@@ -115,7 +115,11 @@ private slots:
         QVERIFY2(c.out.contains(
                      u"control run %1 ([]), 3 candidate(s), target 100.000 GB per rank"_s.arg(control.id)),
             qPrintable(c.out));
-        QVERIFY(c.out.contains(u"the lowest measured replay cost that fits"_s));
+        // The sound comparison: every choice's median with its interval, Δ vs [] with its verdict, and a
+        // choice that never rests on a difference inside the noise.
+        QVERIFY2(c.out.contains(u"Steady step time: the median"_s) && c.out.contains(u"Δ vs []: "_s),
+            qPrintable(c.out));
+        QVERIFY2(c.out.contains(u"fits the 100.000 GB target at "_s), qPrintable(c.out));
 
         // `recompute advise` reads the same comparison back by recipe name, and the target from its recipe.
         const Cli advise = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
