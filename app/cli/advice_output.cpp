@@ -162,7 +162,15 @@ struct ChoiceGroup {
     QVector<int> rows; // indices into the comparison rows
     std::vector<double> times;
     bool isControl = false;
+    std::vector<double> runMedians; // each run's own median (launchVerdict)
 };
+
+void addRun(ChoiceGroup& g, const std::vector<double>& t)
+{
+    g.times.insert(g.times.end(), t.begin(), t.end());
+    if (const auto s = stepStats(t))
+        g.runMedians.push_back(s->median_ms);
+}
 
 // The rows grouped by recompute choice, in order of first appearance (the control's first).
 QVector<ChoiceGroup> groupRows(const storage::Store& store, const QVector<storage::ComparisonRow>& rows,
@@ -176,18 +184,15 @@ QVector<ChoiceGroup> groupRows(const storage::Store& store, const QVector<storag
             return rows[i].isControl ? g.isControl : (!g.isControl && g.label == label);
         });
         if (it == groups.end()) {
-            groups.push_back({ label, storedChoice(run), {}, {}, rows[i].isControl });
+            groups.push_back({ label, storedChoice(run), {}, {}, rows[i].isControl, {} });
             it = groups.end() - 1;
         }
         it->rows << i;
-        const std::vector<double> t = steadyIterationTimes(store, run.id);
-        it->times.insert(it->times.end(), t.begin(), t.end());
+        addRun(*it, steadyIterationTimes(store, run.id));
     }
     if (!groups.isEmpty() && groups.front().isControl) {
-        for (qint64 id : moreControlRuns) {
-            const std::vector<double> t = steadyIterationTimes(store, id);
-            groups.front().times.insert(groups.front().times.end(), t.begin(), t.end());
-        }
+        for (qint64 id : moreControlRuns)
+            addRun(groups.front(), steadyIterationTimes(store, id));
     }
     return groups;
 }
@@ -215,8 +220,14 @@ QByteArray stepTimeTable(const storage::Store& store, const QVector<storage::Com
         if (g.isControl) {
             line += u"  (the control)"_s;
         } else if (control) {
-            const auto d = timeDelta(g.times, control->times);
-            line += u"  Δ vs []: "_s + (d ? QString::fromStdString(deltaText(*d)) : u"unknown"_s);
+            auto d = timeDelta(g.times, control->times);
+            QString overlap;
+            if (d) {
+                const Significance byLaunch = launchVerdict(*d, g.runMedians, control->runMedians);
+                if (byLaunch != d->verdict)
+                    overlap = u" by iteration, but its launches overlap the control's: not significant"_s;
+            }
+            line += u"  Δ vs []: "_s + (d ? QString::fromStdString(deltaText(*d)) + overlap : u"unknown"_s);
         }
         s += line + u"\n"_s;
     }
@@ -240,7 +251,7 @@ QString applySignificance(
         });
         if (!fits || groups[g].times.empty())
             continue;
-        timed.push_back({ groups[g].choice, groups[g].times });
+        timed.push_back({ groups[g].choice, groups[g].times, groups[g].runMedians });
         groupOf << g;
     }
     if (timed.empty())

@@ -190,6 +190,18 @@ std::optional<TimeDelta> timeDelta(
     return out;
 }
 
+Significance launchVerdict(const TimeDelta& d, const std::vector<double>& candidateRunMedians,
+    const std::vector<double>& controlRunMedians)
+{
+    if (d.verdict == Significance::NotSignificant || candidateRunMedians.empty() || controlRunMedians.empty())
+        return d.verdict;
+    const auto [cMin, cMax] = std::minmax_element(candidateRunMedians.begin(), candidateRunMedians.end());
+    const auto [kMin, kMax] = std::minmax_element(controlRunMedians.begin(), controlRunMedians.end());
+    if (d.verdict == Significance::Slower)
+        return *cMin > *kMax ? d.verdict : Significance::NotSignificant;
+    return *cMax < *kMin ? d.verdict : Significance::NotSignificant;
+}
+
 std::string deltaText(const TimeDelta& d)
 {
     std::string s = signedFixed(d.pct, 1) + " %";
@@ -255,6 +267,9 @@ SignificantChoice chooseBySignificance(const std::vector<TimedChoice>& choices, 
             continue;
         }
         out.vs_fastest[i] = timeDelta(choices[i].steady_ms, choices[f].steady_ms, level);
+        if (out.vs_fastest[i])
+            out.vs_fastest[i]->verdict
+                = launchVerdict(*out.vs_fastest[i], choices[i].run_medians, choices[f].run_medians);
         if (out.vs_fastest[i] && out.vs_fastest[i]->verdict != Significance::Slower)
             pool.push_back(i);
     }
@@ -272,11 +287,13 @@ SignificantChoice chooseBySignificance(const std::vector<TimedChoice>& choices, 
         const std::string vsFast
             = out.vs_fastest[i] ? deltaText(*out.vs_fastest[i]) + " against " + fastLabel : "";
         if (i == chosen) {
-            out.reasons[i] = i == f
-                ? (pool.size() == 1 ? "the fastest, significantly faster than every other that fits"
-                                    : "the fastest, and the narrowest boundary of those not "
-                                      "significantly slower")
-                : "not significantly slower than the fastest (" + vsFast
+            const auto timed
+                = std::count_if(stats.begin(), stats.end(), [](const auto& st) { return st.has_value(); });
+            out.reasons[i] = timed == 1 ? std::string("the only one that fits with a steady step time")
+                : i == f ? (pool.size() == 1 ? "the fastest, significantly faster than every other that fits"
+                                             : "the fastest, and the narrowest boundary of those not "
+                                               "significantly slower")
+                         : "not significantly slower than the fastest (" + vsFast
                     + ") and the narrowest boundary of those: the guide's tie rule";
         } else if (inPool) {
             out.reasons[i] = (i == f ? std::string("the fastest by median, but ") + chosenLabel

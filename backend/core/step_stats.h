@@ -62,6 +62,13 @@ struct TimeDelta {
 std::optional<TimeDelta> timeDelta(
     const std::vector<double>& candidate, const std::vector<double>& control, double level = 0.95);
 
+// Iterations of one launch share its conditions, so a difference they call significant may be one launch's
+// luck. With the medians of each launch (repeat) known, the verdict stands only when every launch of one
+// side lies on its side of every launch of the other (the launch medians do not overlap); otherwise it is
+// not significant. Without launch medians (empty) the iteration verdict stands.
+Significance launchVerdict(const TimeDelta& d, const std::vector<double>& candidateRunMedians,
+    const std::vector<double>& controlRunMedians);
+
 // "+12.3 % [+8.1, +16.0] (95 %), slower" / "+0.4 % [-2.1, +3.0] (95 %), not significant".
 std::string deltaText(const TimeDelta& d);
 // "512.30 ms [505.10, 520.00] (n 20, 95 %)".
@@ -78,6 +85,7 @@ int boundaryWidth(const RecomputeChoice& choice);
 struct TimedChoice {
     RecomputeChoice choice;
     std::vector<double> steady_ms; // every steady iteration of every repeat
+    std::vector<double> run_medians = {}; // each repeat's own median (launchVerdict); empty: unknown
 };
 
 struct SignificantChoice {
@@ -90,8 +98,9 @@ struct SignificantChoice {
 };
 
 // The guide's choice among candidates that all fit: the fastest by median, unless another is not
-// significantly slower than it and has a narrower boundary; then the narrowest of those (equal widths:
-// the lower median, then the earlier one). Choices without steady times are never chosen.
+// significantly slower than it (timeDelta, then launchVerdict) and has a narrower boundary; then the
+// narrowest of those (equal widths: the lower median, then the earlier one). Choices without steady times are
+// never chosen.
 SignificantChoice chooseBySignificance(const std::vector<TimedChoice>& choices, double level = 0.95);
 
 } // namespace rs

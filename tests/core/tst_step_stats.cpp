@@ -221,6 +221,32 @@ private slots:
         QVERIFY(!c.vs_fastest[std::size_t(fastest)]);
     }
 
+    void launchVerdict_data()
+    {
+        QTest::addColumn<std::vector<double>>("candidateRuns");
+        QTest::addColumn<std::vector<double>>("controlRuns");
+        QTest::addColumn<rs::Significance>("verdict");
+        QTest::newRow("launches apart: slower stands") << std::vector<double> { 110,
+            112 } << std::vector<double> { 100, 101 } << rs::Significance::Slower;
+        QTest::newRow("launches overlap: not significant") << std::vector<double> { 110,
+            99 } << std::vector<double> { 100, 101 } << rs::Significance::NotSignificant;
+        QTest::newRow("no launch medians: the iteration verdict")
+            << std::vector<double> {} << std::vector<double> {} << rs::Significance::Slower;
+    }
+    void launchVerdict()
+    {
+        QFETCH(std::vector<double>, candidateRuns);
+        QFETCH(std::vector<double>, controlRuns);
+        QFETCH(rs::Significance, verdict);
+        const auto d = rs::timeDelta(range(110, 10), range(100, 10));
+        QVERIFY(d && d->verdict == rs::Significance::Slower);
+        QCOMPARE(rs::launchVerdict(*d, candidateRuns, controlRuns), verdict);
+        // faster, mirrored
+        const auto f = rs::timeDelta(range(100, 10), range(110, 10));
+        QCOMPARE(rs::launchVerdict(*f, controlRuns, candidateRuns),
+            verdict == rs::Significance::Slower ? rs::Significance::Faster : verdict);
+    }
+
     void chooseNothingTimed()
     {
         const rs::SignificantChoice c = rs::chooseBySignificance({ { choice("mlp"), {} } });
