@@ -131,6 +131,14 @@ public:
     {
     }
     ParsedLog parse(const QByteArray& bytes);
+    // Incremental use (TrainingLogStream): one complete line (without its '\n'), then the end.
+    void feedLine(QByteArrayView raw)
+    {
+        ++m_lineNo;
+        line(raw);
+    }
+    const ParsedLog& current() const { return m_log; }
+    ParsedLog finish(bool truncatedLastLine);
 
 private:
     void line(QByteArrayView raw);
@@ -215,16 +223,21 @@ ParsedLog LogParser::parse(const QByteArray& bytes)
             break;
         }
         const qsizetype end = static_cast<const char*>(nl) - data;
-        ++m_lineNo;
-        line(QByteArrayView(data + pos, end - pos));
+        feedLine(QByteArrayView(data + pos, end - pos));
         pos = end + 1;
     }
+    if (m_progress)
+        m_progress(size, size);
+    return finish(m_log.truncatedLastLine);
+}
+
+ParsedLog LogParser::finish(bool truncatedLastLine)
+{
+    m_log.truncatedLastLine = truncatedLastLine;
     if (m_inArguments)
         endArguments();
     if (m_inSummary)
         endSummary();
-    if (m_progress)
-        m_progress(size, size);
 
     std::sort(m_log.iterations.begin(), m_log.iterations.end(),
         [](const IterationRow& a, const IterationRow& b) { return a.iteration < b.iteration; });
@@ -636,6 +649,54 @@ bool LogParser::iterationLine(const QString& line)
 ParsedLog parseTrainingLog(const QByteArray& bytes, const ImportProgress& progress)
 {
     return LogParser(progress).parse(bytes);
+}
+
+struct TrainingLogStream::Impl {
+    ImportProgress noProgress;
+    LogParser parser { noProgress };
+    QByteArray partial;
+    bool finished = false;
+};
+
+TrainingLogStream::TrainingLogStream()
+    : m_impl(std::make_unique<Impl>())
+{
+}
+
+TrainingLogStream::~TrainingLogStream() = default;
+
+QVector<IterationRow> TrainingLogStream::feed(QByteArrayView bytes)
+{
+    QVector<IterationRow> out;
+    if (m_impl->finished)
+        return out;
+    m_impl->partial.append(bytes);
+    qsizetype pos = 0;
+    const QByteArray& buf = m_impl->partial;
+    while (true) {
+        const qsizetype nl = buf.indexOf('\n', pos);
+        if (nl < 0)
+            break;
+        const qsizetype before = m_impl->parser.current().iterations.size();
+        m_impl->parser.feedLine(QByteArrayView(buf.constData() + pos, nl - pos));
+        const QVector<IterationRow>& its = m_impl->parser.current().iterations;
+        for (qsizetype i = before; i < its.size(); ++i)
+            out << its[i];
+        pos = nl + 1;
+    }
+    m_impl->partial.remove(0, pos);
+    return out;
+}
+
+const QVector<IterationRow>& TrainingLogStream::iterations() const
+{
+    return m_impl->parser.current().iterations;
+}
+
+ParsedLog TrainingLogStream::finish()
+{
+    m_impl->finished = true;
+    return m_impl->parser.finish(!m_impl->partial.isEmpty());
 }
 
 namespace {

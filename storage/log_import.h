@@ -8,9 +8,11 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <optional>
 
 #include <QByteArray>
+#include <QByteArrayView>
 #include <QMap>
 #include <QString>
 #include <QStringList>
@@ -61,6 +63,26 @@ struct ParsedLog {
 
 // Parses the text of one log, in one pass (linear in its size). `progress` is called about every MiB.
 ParsedLog parseTrainingLog(const QByteArray& text, const ImportProgress& progress = {});
+
+// The same parser fed as a log arrives (a running job's output streamed line by line): bytes in, the
+// iteration lines they completed out. finish() gives what parseTrainingLog gives for the same bytes.
+class TrainingLogStream {
+public:
+    TrainingLogStream();
+    ~TrainingLogStream();
+    TrainingLogStream(const TrainingLogStream&) = delete;
+    TrainingLogStream& operator=(const TrainingLogStream&) = delete;
+    // Complete lines are parsed at once; a partial last line waits for its '\n'. Returns the iteration rows
+    // these bytes completed, in order of arrival (a repeated or refused line gives none).
+    QVector<IterationRow> feed(QByteArrayView bytes);
+    const QVector<IterationRow>& iterations() const; // every one so far, in order of arrival
+    // The end of the log: a partial last line is not used (truncatedLastLine), as in parseTrainingLog.
+    ParsedLog finish();
+
+private:
+    struct Impl;
+    std::unique_ptr<Impl> m_impl;
+};
 
 struct ImportOptions {
     QStringList overrides; // Bridge overrides (`model.recompute_modules=[moe_act]` …) for what the log lacks

@@ -116,6 +116,24 @@ std::vector<OptionSpec> makeOptionTable()
             "run every choice N times (each linked to the control), to see the spread" },
         { "rerun-control", "", Arity::Flag, { "sweep" }, false, false,
             "run the [] control even when a stored one measured the same way could be reused" },
+        { "rerun", "", Arity::Flag, { "sweep" }, false, false,
+            "run every choice and the control again, even where stored runs of the same recipe and launch "
+            "settings could be reused" },
+        { "repeats-max", "N", Arity::Value, { "sweep" }, false, false,
+            "repeat a choice (the [] control too) until the 95 % interval of its median steady step time "
+            "is within --interval-target of the median, at most N runs" },
+        { "interval-target", "PCT", Arity::Value, { "sweep" }, false, false,
+            "the interval's half-width that ends the repeats, in percent of the median (default 2)" },
+        { "job", "", Arity::Flag, { "sweep" }, false, false,
+            "run the user's own training command (the Megatron-LM line given to --mlm-args, or Bridge "
+            "overrides with --job-launcher) once per choice instead of the worker" },
+        { "job-iters", "N", Arity::Value, { "sweep" }, false, false,
+            "with --job: training iterations of each short run (default 10, at least 2)" },
+        { "job-log-dir", "DIR", Arity::Value, { "sweep" }, false, false,
+            "with --job: where each run's log is kept (default: job-logs beside the database)" },
+        { "job-launcher", "WORDS", Arity::Value, { "sweep" }, false, false,
+            "with --job and Bridge overrides: the launch words before them (e.g. 'torchrun "
+            "--nproc-per-node 8 run_recipe.py --recipe NAME')" },
         { "device", "DEV", Arity::Value, kWorkerVerbs, false, false,
             "the worker's device: cpu, cuda, cuda:N" },
         { "ranks", "N", Arity::Value, kWorkerVerbs, false, false,
@@ -232,7 +250,16 @@ std::vector<VerbSpec> makeVerbTable()
             "one with rule errors is reported and skipped. Then the comparison table, and with --target-gb "
             "(or the recipe's memory_target_gb) the advice. A stored passing [] control of the same recipe, "
             "measured with the same worker, arguments, ranks and host, is reused (said on stderr) instead of "
-            "run again. Where the worker runs (--ranks, --host, --slurm-*) is as for `recompute run`. Ctrl-C "
+            "run again, and so are stored passing runs of a choice (--rerun runs everything again). Step "
+            "times "
+            "are compared soundly: the median with its 95 % interval, Δ vs [] with its interval; a "
+            "difference "
+            "inside the noise is \"not significant\" and never decides the choice (ties go to the narrower "
+            "recompute boundary, the guide's rule). --job runs the user's own training command instead of "
+            "the worker: the [] control first (Megatron-LM: recompute off), then one recompute change at a "
+            "time written into the command, for a short run; each run's output is imported as it streams, "
+            "linked to the control and compared, the estimate printed beside each measured peak. Where the "
+            "worker runs (--ranks, --host, --slurm-*) is as for `recompute run`. Ctrl-C "
             "stops the current worker, keeps what was measured and runs no further choice.\nExit: 0 every "
             "choice ran (and, with a target, one fits), 1 a choice was skipped or nothing fits, 2 unusable "
             "input or the worker did not start, 130 interrupted." },

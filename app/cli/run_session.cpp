@@ -107,6 +107,9 @@ RunSessionResult runSession(
     so.reuseControl = options.reuseControl;
     so.control = options.control;
     so.repeats = options.repeats;
+    so.repeatsMax = options.repeatsMax;
+    so.intervalTargetPct = options.intervalTargetPct;
+    so.reuseCandidates = options.reuseCandidates;
     so.format = options.format;
     so.provenance = options.provenance;
 

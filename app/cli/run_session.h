@@ -40,6 +40,9 @@ struct RunSessionOptions : WorkerOptions {
     bool controlFirst = false; // sweep: the candidates' [] control first (run, or a stored one reused)
     bool reuseControl = true; // sweep: a stored matched control measured the same way is not run again
     int repeats = 1; // runs of every candidate
+    int repeatsMax = 0; // > repeats: repeat until the interval is narrow (launch::SessionOptions)
+    double intervalTargetPct = 2.0;
+    bool reuseCandidates = false; // sweep: stored runs of a candidate measured the same way are taken
     InputFormat format = InputFormat::Json; // the rules that judge the recipes
     QString provenance; // stored with the run
     // Called once per stored run, as it is stored (sweep prints its line).

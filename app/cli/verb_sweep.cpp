@@ -5,12 +5,22 @@
 #include <algorithm>
 #include <iostream>
 
+#include <QDateTime>
+#include <QDir>
+#include <QEventLoop>
+#include <QFileInfo>
+#include <QTimer>
+
 #include "advice_output.h"
 #include "core/comparison.h"
+#include "core/estimator.h"
 #include "core/recipe_input.h"
 #include "core/rules.h"
+#include "core/step_stats.h"
 #include "core/units.h"
+#include "launch/job_run.h"
 #include "run_session.h"
+#include "storage/log_import.h"
 #include "storage/report.h"
 #include "storage/store.h"
 #include "verb_common.h"
@@ -63,6 +73,236 @@ QString oneLine(const rs::storage::Store& store, qint64 runId)
     return s;
 }
 
+struct JobSweepSettings {
+    QString db;
+    std::optional<double> target;
+    int iters = 10; // --job-iters
+    int repeats = 1, repeatsMax = 0;
+    double intervalTargetPct = 2.0;
+    QString logDir;
+    std::vector<std::string> bridgeLauncher;
+    QString sshHost;
+    QStringList sshOptions;
+};
+
+// The half-width (% of the median) of the pooled steady iterations of `runs`; nullopt without an interval.
+std::optional<double> pooledHalfWidth(const rs::storage::Store& store, const QVector<qint64>& runs)
+{
+    std::vector<double> pooled;
+    for (qint64 id : runs) {
+        const std::vector<double> t = rs::cli::steadyIterationTimes(store, id);
+        pooled.insert(pooled.end(), t.begin(), t.end());
+    }
+    const auto stats = rs::stepStats(pooled);
+    return stats ? stats->halfWidthPct() : std::nullopt;
+}
+
+// `recompute sweep --job`: the user's own command, once per choice (the [] control first), each run's
+// output streamed into the log importer, stored as an imported run linked to the control, then compared
+// as worker runs are. The estimate for the same recipe stands beside each run ("calibration").
+int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<rs::RecomputeChoice>& choices,
+    const JobSweepSettings& set)
+{
+    using rs::launch::JobRun;
+    struct Planned {
+        std::optional<rs::RecomputeChoice> choice; // nullopt: the control
+        QString label;
+        std::vector<std::string> command;
+        rs::Recipe recipe;
+    };
+    std::vector<Planned> plan;
+    int skipped = 0;
+    try {
+        for (int i = -1; i < int(choices.size()); ++i) {
+            Planned p;
+            if (i >= 0)
+                p.choice = choices[std::size_t(i)];
+            p.label = p.choice ? label(*p.choice) : u"[]"_s;
+            p.recipe = rs::launch::jobRecipe(base, format, p.choice);
+            if (!validated(p.recipe, format, p.label)) {
+                if (!p.choice) {
+                    std::cerr
+                        << "recompute sweep: the [] control of this job does not validate: nothing was run\n";
+                    return 1;
+                }
+                ++skipped;
+                continue;
+            }
+            p.command = rs::launch::jobCommand(base, format, p.choice, { set.iters }, set.bridgeLauncher);
+            plan.push_back(std::move(p));
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "recompute sweep --job: " << e.what() << "\n";
+        return 2;
+    }
+
+    rs::storage::Store store;
+    QString error;
+    if (!store.open(set.db.isEmpty() ? rs::storage::Store::defaultPath() : set.db, &error)) {
+        std::cerr << "recompute sweep: " << error.toStdString() << "\n";
+        return 2;
+    }
+    const QString logDir
+        = set.logDir.isEmpty() ? QFileInfo(store.path()).absolutePath() + u"/job-logs"_s : set.logDir;
+    if (!QDir().mkpath(logDir)) {
+        std::cerr << "recompute sweep --job: cannot make the log folder " << logDir.toStdString() << "\n";
+        return 2;
+    }
+    std::cerr << "recompute sweep --job: the [] control, then " << plan.size() - 1 << " recompute choice(s), "
+              << set.iters << " iterations each; logs in " << logDir.toStdString() << "\n";
+
+    rs::cli::InterruptScope interrupts;
+    const int interruptsBefore = rs::cli::InterruptScope::count();
+    std::optional<qint64> controlId;
+    QVector<qint64> ids, moreControls;
+    bool interrupted = false;
+    const QString stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s);
+    for (const Planned& p : plan) {
+        QVector<qint64> runsOfChoice;
+        for (int repeat = 1; !interrupted; ++repeat) {
+            const int cap = std::max(set.repeats, set.repeatsMax);
+            if (repeat > cap)
+                break;
+            if (repeat > set.repeats) {
+                const auto hw = pooledHalfWidth(store, runsOfChoice);
+                if (hw && *hw <= set.intervalTargetPct)
+                    break;
+                std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "]: the interval is "
+                          << (hw ? "+-" + rs::formatFixed(*hw, 2) + " %" : std::string("not known yet"))
+                          << ", wider than " << rs::formatFixed(set.intervalTargetPct, 2) << " %: run "
+                          << repeat << " of at most " << cap << "\n";
+            }
+            QString name = p.label;
+            name.replace(u' ', u'-').replace(u',', u'+');
+            if (name == u"[]"_s)
+                name = u"control"_s;
+            const QString logPath = u"%1/%2-%3-%4.log"_s.arg(logDir, stamp, name).arg(repeat);
+            JobRun job;
+            QEventLoop loop;
+            bool aborted = false;
+            QString reason;
+            QStringList tail;
+            QObject::connect(&job, &JobRun::line, [&](const QString& l) {
+                tail << l;
+                if (tail.size() > 20)
+                    tail.removeFirst();
+            });
+            QObject::connect(&job, &JobRun::iteration, [&](const rs::storage::IterationRow& row) {
+                std::cerr << "  [" << p.label.toStdString() << "] iteration " << row.iteration << "/"
+                          << set.iters
+                          << (row.stepMs ? "  " + rs::formatFixed(*row.stepMs, 1) + " ms" : std::string())
+                          << "\n";
+            });
+            QObject::connect(&job, &JobRun::finished, [&](bool a, int, const QString& r) {
+                aborted = a;
+                reason = r;
+                loop.quit();
+            });
+            QTimer poll;
+            QObject::connect(&poll, &QTimer::timeout, [&] {
+                if (rs::cli::InterruptScope::count() != interruptsBefore && job.isRunning()) {
+                    interrupted = true;
+                    job.cancel();
+                }
+            });
+            poll.start(100);
+            rs::launch::JobOptions jo;
+            jo.sshHost = set.sshHost;
+            jo.sshOptions = set.sshOptions;
+            QString startError;
+            std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "]";
+            for (const std::string& w : p.command)
+                std::cerr << " " << w;
+            std::cerr << "\n";
+            if (!job.start(p.command, logPath, jo, &startError)) {
+                std::cerr << "recompute sweep --job: " << startError.toStdString() << "\n";
+                return 2;
+            }
+            loop.exec();
+            poll.stop();
+            if (aborted) {
+                std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] "
+                          << reason.toStdString() << "; its last lines:\n";
+                for (const QString& l : tail)
+                    std::cerr << "    " << l.toStdString() << "\n";
+            }
+            rs::storage::ImportOptions io;
+            io.recipeName = QString::fromStdString(base.name.empty() ? std::string("job") : base.name);
+            io.autoLink = false;
+            if (p.choice && controlId)
+                io.control = controlId;
+            const rs::storage::ImportResult imported = rs::storage::importTrainingLog(&store, logPath, io);
+            if (!imported.runId) {
+                std::cerr << "recompute sweep --job: [" << p.label.toStdString()
+                          << "] was not stored: " << imported.error.toStdString() << "\n";
+                if (!p.choice)
+                    return 2;
+                break;
+            }
+            std::cout << oneLine(store, imported.runId).toStdString() << "\n";
+            for (const QString& n : imported.notes)
+                std::cerr << "  note: " << n.toStdString() << "\n";
+            // Calibration: the estimate of the same recipe beside the measured peak.
+            try {
+                const rs::Recipe resolved = rs::validate(p.recipe, format).resolved;
+                const rs::MemoryEstimate e = rs::estimateMemory(resolved);
+                const auto run = store.run(imported.runId);
+                std::cout << "  calibration [" << p.label.toStdString() << "]: estimate "
+                          << rs::formatGbUnit(e.peak_bytes) << ", measured "
+                          << rs::formatGbUnit(run ? run->peakAllocated : std::nullopt);
+                if (run && run->peakAllocated && *run->peakAllocated > 0)
+                    std::cout << ", error " << (e.peak_bytes >= *run->peakAllocated ? "+" : "")
+                              << rs::formatFixed(double(e.peak_bytes - *run->peakAllocated)
+                                         / double(*run->peakAllocated) * 100.0,
+                                     1)
+                              << " %";
+                std::cout << "\n" << std::flush;
+            } catch (const std::exception& ex) {
+                std::cerr << "  calibration [" << p.label.toStdString() << "]: no estimate (" << ex.what()
+                          << ")\n";
+            }
+            runsOfChoice << imported.runId;
+            if (!p.choice) {
+                if (!controlId)
+                    controlId = imported.runId;
+                else
+                    moreControls << imported.runId;
+            } else {
+                ids << imported.runId;
+            }
+            if (aborted)
+                break; // a failed run is not repeated
+        }
+        if (interrupted)
+            break;
+    }
+    if (!controlId) {
+        std::cerr << "recompute sweep: the [] control was not stored\n";
+        return 2;
+    }
+    std::cout << "\n"
+              << rs::storage::formatReport(
+                     rs::storage::buildReport(store, *controlId, ids), rs::storage::ReportFormat::Markdown)
+                     .toStdString();
+    const auto rows = store.compare(*controlId, ids);
+    std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
+    bool fits = true;
+    if (set.target) {
+        rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *set.target);
+        const QString moved = rs::cli::applySignificance(advice, store, moreControls);
+        std::cout << "\n" << rs::cli::adviceText(advice).constData();
+        if (!moved.isEmpty())
+            std::cout << "  note: " << moved.toStdString() << "\n";
+        fits = advice.advice.chosen.has_value();
+    }
+    std::cout << "stored in " << store.path().toStdString() << " (control run " << *controlId << ")\n";
+    if (interrupted) {
+        std::cerr << "recompute sweep --job: interrupted\n";
+        return 130;
+    }
+    return skipped > 0 || !fits ? 1 : 0;
+}
+
 int sweepMain(const std::vector<std::string>& argv)
 {
     rs::cli::ParsedArgs args;
@@ -75,6 +315,10 @@ int sweepMain(const std::vector<std::string>& argv)
     rs::cli::RunSessionOptions options;
     std::optional<double> target = input.recipe.memory_target_gb;
     std::vector<rs::RecomputeChoice> sets;
+    bool job = false; // the user's own training command, not the worker
+    std::optional<int> jobIters;
+    QString jobLogDir, jobLauncher;
+    options.reuseCandidates = true;
     try {
         std::string problem;
         if (!rs::cli::readRunLength(args, &warmupIters, &steadyIters, &problem)
@@ -89,13 +333,36 @@ int sweepMain(const std::vector<std::string>& argv)
                     sets.push_back(parseModuleSet(QString::fromStdString(set)));
             }
         }
-        options.reuseControl = !args.has("rerun-control");
+        options.reuseControl = !args.has("rerun-control") && !args.has("rerun");
+        options.reuseCandidates = !args.has("rerun");
+        job = args.has("job");
+        if (args.has("job-log-dir"))
+            jobLogDir = QString::fromStdString(args.value("job-log-dir"));
+        if (args.has("job-launcher"))
+            jobLauncher = QString::fromStdString(args.value("job-launcher"));
+        if (const auto n = rs::cli::intOption(args, "job-iters", 2, &problem))
+            jobIters = n;
+        if (const auto n = rs::cli::intOption(args, "repeats-max", 1, &problem))
+            options.repeatsMax = *n;
+        if (args.has("interval-target")) {
+            const std::string v = args.value("interval-target");
+            bool ok = false;
+            const double pct = QString::fromStdString(v).remove(u'%').toDouble(&ok);
+            if (!ok || !std::isfinite(pct) || pct <= 0 || pct >= 100)
+                problem = "--interval-target: '" + v
+                    + "' is not a percentage of the median (a number above 0 and below 100, e.g. 2)";
+            else
+                options.intervalTargetPct = pct;
+        }
         if (const auto gb = rs::cli::targetGbOption(args, &problem))
             target = gb;
         if (const auto n = rs::cli::intOption(args, "repeats", 1, &problem))
             options.repeats = *n;
         if (!problem.empty())
             throw std::invalid_argument(problem);
+        if (options.repeatsMax > 0 && options.repeatsMax < options.repeats)
+            throw std::invalid_argument("--repeats-max " + std::to_string(options.repeatsMax)
+                + " is below --repeats " + std::to_string(options.repeats));
     } catch (const std::exception& e) {
         return rs::cli::usageError("sweep", e.what());
     }
@@ -128,6 +395,22 @@ int sweepMain(const std::vector<std::string>& argv)
             unique.push_back(s);
     }
 
+    if (job) {
+        JobSweepSettings js;
+        js.db = rs::cli::storePath(args);
+        js.target = target;
+        js.iters = jobIters.value_or(10);
+        js.repeats = options.repeats;
+        js.repeatsMax = options.repeatsMax;
+        js.intervalTargetPct = options.intervalTargetPct;
+        js.logDir = jobLogDir;
+        js.sshHost = options.sshHost;
+        js.sshOptions = options.sshOptions;
+        for (const QString& w : jobLauncher.split(u' ', Qt::SkipEmptyParts))
+            js.bridgeLauncher.push_back(w.toStdString());
+        return jobSweep(input.recipe, input.format, unique, js);
+    }
+
     if (!validated(controlRecipe, input.format, u"[]"_s)) {
         std::cerr << "recompute sweep: the [] control of this recipe does not validate: nothing was run\n";
         return 1;
@@ -153,7 +436,8 @@ int sweepMain(const std::vector<std::string>& argv)
     options.controlFirst = true;
     options.provenance = u"recompute sweep "_s + QString::fromStdString(input.origin);
     options.onStored = [&store](const rs::launch::SessionJob& job) {
-        std::cout << oneLine(store, job.runId).toStdString() << "\n" << std::flush;
+        std::cout << oneLine(store, job.runId).toStdString() << (job.reused ? " (reused)" : "") << "\n"
+                  << std::flush;
     };
     std::cerr << "recompute sweep: the [] control, then " << runnable.size() << " recompute choice(s)"
               << (options.repeats > 1 ? " " + std::to_string(options.repeats) + " times each" : std::string())
@@ -178,17 +462,28 @@ int sweepMain(const std::vector<std::string>& argv)
     }
     const qint64 controlId = *session.controlRunId;
     const QVector<qint64> ids = session.candidateRuns();
+    // Repeats of the [] control (a session that repeats until the interval is narrow) pool with it.
+    QVector<qint64> moreControls;
+    for (const rs::launch::SessionJob& j : session.jobs) {
+        if (j.isControl && j.runId && j.runId != controlId)
+            moreControls << j.runId;
+    }
     const bool interrupted = session.interrupted;
 
     std::cout << "\n"
               << rs::storage::formatReport(
                      rs::storage::buildReport(store, controlId, ids), rs::storage::ReportFormat::Markdown)
                      .toStdString();
+    const auto rows = store.compare(controlId, ids);
+    std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
     bool fits = true;
     if (target) {
-        const auto rows = store.compare(controlId, ids);
-        const rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *target);
+        // Never chosen on a difference inside the noise: ties go to the narrower boundary.
+        rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *target);
+        const QString moved = rs::cli::applySignificance(advice, store, moreControls);
         std::cout << "\n" << rs::cli::adviceText(advice).constData();
+        if (!moved.isEmpty())
+            std::cout << "  note: " << moved.toStdString() << "\n";
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << controlId << ")\n";

@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/run_session.h"
 
+#include <algorithm>
+
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QSysInfo>
@@ -10,6 +12,7 @@
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "core/sha256.h"
+#include "core/step_stats.h"
 #include "storage/ingest.h"
 #include "storage/store.h"
 
@@ -138,34 +141,76 @@ QString RunSession::launchSignature(const LaunchOptions& o)
 std::optional<qint64> RunSession::findReusableControl(
     const Recipe& control, const LaunchOptions& options) const
 {
+    const QVector<qint64> runs = findReusableRuns(control, options, true);
+    return runs.isEmpty() ? std::nullopt : std::optional<qint64>(runs.front());
+}
+
+QVector<qint64> RunSession::findReusableRuns(
+    const Recipe& recipe, const LaunchOptions& options, bool explicitControlOnly) const
+{
+    QVector<qint64> out;
     if (!m_store || !m_store->isOpen())
-        return std::nullopt;
-    const QStringList wanted = recipeHashes(control);
+        return out;
+    const QStringList wanted = recipeHashes(recipe);
     const QString signature = kSignatureMark + launchSignature(options);
     storage::RunFilter f;
-    f.moduleSet = QStringList {}; // explicit [] controls, newest first
+    if (explicitControlOnly)
+        f.moduleSet = QStringList {}; // explicit [] controls, newest first
     f.source = storage::source::Worker;
     f.outcome = storage::outcome::Pass;
     const QString thisHost = QSysInfo::machineHostName();
     for (const storage::RunRecord& r : m_store->listRuns(f)) {
         // Launched from this machine (a store copied from elsewhere names other paths and hosts).
-        if (!r.isExplicitControl() || r.worldSize.value_or(1) != launchRanks(options)
+        if ((explicitControlOnly && !r.isExplicitControl()) || r.worldSize.value_or(1) != launchRanks(options)
             || r.ingestHost != thisHost || !r.provenance.endsWith(signature))
             continue;
-        if (wanted.contains(r.recipeHash))
-            return r.id;
+        if (wanted.contains(r.recipeHash)) {
+            out << r.id;
+            continue;
+        }
         try {
             // The stored (resolved) recipe, hashed as ours: a worker that hashes differently still matches.
             const Recipe stored = recipeFromJsonText(r.recipeJson.toStdString(), "stored run");
             for (const QString& h : recipeHashes(stored)) {
-                if (wanted.contains(h))
-                    return r.id;
+                if (wanted.contains(h)) {
+                    out << r.id;
+                    break;
+                }
             }
         } catch (const std::exception&) {
             // a recipe this build cannot read is not reused
         }
     }
-    return std::nullopt;
+    return out;
+}
+
+std::vector<double> RunSession::steadyTimes(const storage::Store& store, qint64 runId)
+{
+    const QVector<storage::IterationRow> rows = store.iterations(runId);
+    std::optional<int> rank;
+    for (const storage::IterationRow& r : rows) {
+        if (!rank || r.rank < *rank)
+            rank = r.rank;
+    }
+    std::vector<double> out;
+    for (const storage::IterationRow& r : rows) {
+        if (r.rank == rank && r.phase == u"steady"_s && r.stepMs)
+            out.push_back(*r.stepMs);
+    }
+    return out;
+}
+
+std::optional<double> RunSession::intervalHalfWidthPct(const QVector<qint64>& runs) const
+{
+    if (!m_store || !m_store->isOpen())
+        return std::nullopt;
+    std::vector<double> pooled;
+    for (qint64 id : runs) {
+        const std::vector<double> t = steadyTimes(*m_store, id);
+        pooled.insert(pooled.end(), t.begin(), t.end());
+    }
+    const auto stats = stepStats(pooled);
+    return stats ? stats->halfWidthPct() : std::nullopt;
 }
 
 bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& options)
@@ -237,15 +282,29 @@ bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& 
             m_jobs.push_back(job);
         }
     }
+    const bool untilNarrow = options.repeatsMax > options.repeats;
     for (const Recipe& r : candidates) {
         if (withControl && isControlRecipe(r))
             continue;
-        for (int i = 1; i <= options.repeats; ++i) {
+        QVector<qint64> reuse;
+        if (options.reuseCandidates) {
+            reuse = findReusableRuns(r, options.launch);
+            const int cap = untilNarrow ? options.repeatsMax : options.repeats;
+            if (reuse.size() > cap)
+                reuse.resize(cap); // the newest
+            std::reverse(reuse.begin(), reuse.end()); // oldest first, as they were measured
+        }
+        const int runs = std::max(options.repeats, int(reuse.size()));
+        for (int i = 1; i <= runs; ++i) {
             SessionJob job;
             job.label = recomputeLabel(r);
             job.recipe = r;
             job.repeat = i;
-            job.repeats = options.repeats;
+            job.repeats = untilNarrow ? options.repeatsMax : runs;
+            if (i <= reuse.size()) {
+                job.runId = reuse[i - 1];
+                job.reused = true;
+            }
             m_jobs.push_back(job);
         }
     }
@@ -274,7 +333,7 @@ QVector<qint64> RunSession::storedRuns() const
 {
     QVector<qint64> out;
     for (const SessionJob& j : m_jobs) {
-        if (j.runId)
+        if (j.runId && !j.reused)
             out << j.runId;
     }
     return out;
@@ -310,6 +369,20 @@ void RunSession::startNext()
     }
     ++m_current;
     SessionJob& job = m_jobs[m_current];
+    if (job.reused) {
+        // Measured before with this recipe and these settings: taken, not run again.
+        emit jobStarted(m_current);
+        const auto run = m_store->run(job.runId);
+        emit message(
+            tr("[%1]: reusing stored run %2 of %3 (same recipe, same launch settings); not run again")
+                .arg(job.label)
+                .arg(job.runId)
+                .arg(run ? run->createdAt.toString(u"yyyy-MM-dd HH:mm 'UTC'"_s) : QString()));
+        emit jobFinished(m_current);
+        repeatIfWide(m_current);
+        QTimer::singleShot(0, this, &RunSession::startNext);
+        return;
+    }
     const QJsonObject recipe = toQJson(job.recipe);
     m_ingest = std::make_unique<storage::RunIngest>(m_store);
     m_ingest->setRecipe(recipe);
@@ -357,8 +430,8 @@ void RunSession::onLauncherFinished(bool aborted, int, const QString& reason)
         emit message(u"the run is not in the store (%1); every event the worker sent is kept in %2; "
                      "`recompute import %2` stores it"_s.arg(m_ingest->spoolReason(), job.spoolPath));
     m_ingest.reset();
-    if (job.isControl && job.runId)
-        m_controlRun = job.runId;
+    if (job.isControl && job.runId && !m_controlRun)
+        m_controlRun = job.runId; // the first; repeats of the control pool with it
     if (!m_workerStarted && aborted) {
         // The process never started (a path that is not an executable): said, and nothing further runs.
         m_startError = reason;
@@ -377,8 +450,63 @@ void RunSession::onLauncherFinished(bool aborted, int, const QString& reason)
                              .arg(m.reasons.join(u"; "_s)));
     }
     emit jobFinished(m_current);
+    repeatIfWide(m_current);
     // The next worker starts from the event loop, not inside the finished process's own signal.
     QTimer::singleShot(0, this, &RunSession::startNext);
+}
+
+void RunSession::repeatIfWide(int index)
+{
+    if (m_options.repeatsMax <= m_options.repeats || m_cancelled || index < 0 || index >= m_jobs.size())
+        return;
+    const SessionJob job = m_jobs[index];
+    if (job.aborted || !job.runId)
+        return;
+    auto sameChoice = [&](const SessionJob& o) {
+        return o.isControl == job.isControl && (job.isControl || o.recipe == job.recipe);
+    };
+    for (int k = index + 1; k < m_jobs.size(); ++k) {
+        if (sameChoice(m_jobs[k]))
+            return; // planned runs of this choice are still to come
+    }
+    QVector<qint64> runs;
+    for (int k = 0; k <= index; ++k) {
+        if (sameChoice(m_jobs[k]) && m_jobs[k].runId && !m_jobs[k].aborted)
+            runs << m_jobs[k].runId;
+    }
+    const std::optional<double> hw = intervalHalfWidthPct(runs);
+    const QString width = hw ? u"+-%1 %"_s.arg(*hw, 0, 'f', 2) : tr("no interval yet");
+    if (hw && *hw <= m_options.intervalTargetPct) {
+        emit message(tr("[%1]: the 95 % interval of the median step time is %2 after %3 run(s), within the "
+                        "%4 % target")
+                         .arg(job.label, width)
+                         .arg(runs.size())
+                         .arg(m_options.intervalTargetPct));
+        return;
+    }
+    if (runs.size() >= m_options.repeatsMax) {
+        emit message(tr("[%1]: the 95 % interval of the median step time is still %2 after %3 run(s), wider "
+                        "than the %4 % target; the cap of %5 runs is reached")
+                         .arg(job.label, width)
+                         .arg(runs.size())
+                         .arg(m_options.intervalTargetPct)
+                         .arg(m_options.repeatsMax));
+        return;
+    }
+    SessionJob next;
+    next.label = job.label;
+    next.recipe = job.recipe;
+    next.isControl = job.isControl;
+    next.repeat = int(runs.size()) + 1;
+    next.repeats = m_options.repeatsMax;
+    m_jobs.insert(index + 1, next);
+    emit message(tr("[%1]: the 95 % interval of the median step time is %2 after %3 run(s), wider than the "
+                    "%4 % target: run %5 of at most %6")
+                     .arg(job.label, width)
+                     .arg(runs.size())
+                     .arg(m_options.intervalTargetPct)
+                     .arg(next.repeat)
+                     .arg(m_options.repeatsMax));
 }
 
 void RunSession::finish()

@@ -17,6 +17,7 @@
 
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <QDateTime>
 #include <QJsonObject>
@@ -43,6 +44,15 @@ struct SessionOptions {
     // controlFirst the store's latest matched [] control is linked (RunIngest's default).
     std::optional<qint64> control;
     int repeats = 1; // runs of every candidate
+    // Repeats until narrow (issue 15): with repeatsMax > repeats, a choice (the [] control included) is run
+    // again while the 95 % interval of its steady step time's median (core's stepStats over every steady
+    // iteration of its runs, pooled) is wider than intervalTargetPct of the median (half-width), up to
+    // repeatsMax runs. A run that ends without a result stops the repeats of its choice.
+    int repeatsMax = 0;
+    double intervalTargetPct = 2.0;
+    // Stored passing runs of a candidate with the same recipe hash and launch settings (as for the control)
+    // are taken instead of run again, up to repeats (repeatsMax when repeating until narrow).
+    bool reuseCandidates = false;
     InputFormat format = InputFormat::Json; // which front-end rules judge the recipes
     QString provenance; // stored with every run (the launch settings are appended)
 };
@@ -54,6 +64,7 @@ struct SessionJob {
     int repeat = 1; // 1..repeats
     int repeats = 1;
     qint64 runId = 0; // once stored
+    bool reused = false; // a stored run taken instead of running this job (nothing was launched)
     bool aborted = false;
     QString reason; // why it ended without a result
     QString spoolPath; // the store could not take this run: every event is in this file (import it)
@@ -75,6 +86,14 @@ public:
     static QString launchSignature(const LaunchOptions& options);
     // The newest stored run that may stand in for running `control` with these settings; nullopt if none.
     std::optional<qint64> findReusableControl(const Recipe& control, const LaunchOptions& options) const;
+    // Every stored passing run (newest first) that may stand in for running `recipe` with these settings:
+    // ingested on this machine, the same launch signature and world size, its recipe hashing as ours.
+    QVector<qint64> findReusableRuns(
+        const Recipe& recipe, const LaunchOptions& options, bool explicitControlOnly = false) const;
+    // The steady iteration times of a stored run (its lowest rank), the samples of the repeats' interval.
+    static std::vector<double> steadyTimes(const storage::Store& store, qint64 runId);
+    // The half-width of the interval of the median over `runs` pooled, % of the median; nullopt: none yet.
+    std::optional<double> intervalHalfWidthPct(const QVector<qint64>& runs) const;
 
     // Plans the jobs and starts the first. False when the launch is refused (rule errors, no store, already
     // running): refusal() says why and nothing was started or stored. When it returns true, finished()
@@ -117,6 +136,8 @@ private:
     void startNext();
     void onLauncherFinished(bool aborted, int exitCode, const QString& reason);
     void finish();
+    // After job `index` is complete (run or reused): repeat its choice while its interval is wide.
+    void repeatIfWide(int index);
 
     storage::Store* m_store;
     std::unique_ptr<WorkerLauncher> m_launcher;

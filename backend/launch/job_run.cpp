@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "launch/job_run.h"
+
+#include <stdexcept>
+
+#include <QDateTime>
+#include <QPointer>
+#include <QProcessEnvironment>
+#include <QTimer>
+
+#include "core/megatron_arg_table.h"
+#include "core/megatron_flags.h"
+#include "core/overrides.h"
+
+using namespace Qt::StringLiterals;
+
+namespace rs::launch {
+
+namespace {
+
+bool startsWith(const std::string& s, const std::string& prefix)
+{
+    return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// Drops `flag value` and `flag=value` from words[from..].
+void dropFlag(std::vector<std::string>& words, std::size_t from, const std::string& flag)
+{
+    for (std::size_t i = from; i < words.size();) {
+        if (words[i] == flag) {
+            const bool hasValue = i + 1 < words.size() && !startsWith(words[i + 1], "--");
+            words.erase(
+                words.begin() + std::ptrdiff_t(i), words.begin() + std::ptrdiff_t(i + (hasValue ? 2 : 1)));
+        } else if (startsWith(words[i], flag + "=")) {
+            words.erase(words.begin() + std::ptrdiff_t(i));
+        } else {
+            ++i;
+        }
+    }
+}
+
+// One word for a POSIX shell: as is when it is plain, else single-quoted.
+QString shellWord(const QString& word)
+{
+    static const QString plain
+        = u"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%"_s;
+    bool safe = !word.isEmpty();
+    for (QChar c : word)
+        safe = safe && plain.contains(c);
+    if (safe)
+        return word;
+    QString q = word;
+    q.replace(u'\'', u"'\\''"_s);
+    return u'\'' + q + u'\'';
+}
+
+} // namespace
+
+Recipe jobRecipe(const Recipe& recipe, InputFormat format, const std::optional<RecomputeChoice>& choice)
+{
+    if (choice)
+        return candidateRecipe(recipe, *choice);
+    Recipe control = controlRecipe(recipe);
+    if (format == InputFormat::MegatronFlags) {
+        // argparse's nargs='+' cannot say recompute_modules=[]: Megatron-LM's no-recompute is None.
+        control.recompute_granularity.reset();
+        control.recompute_modules.reset();
+    }
+    return control;
+}
+
+std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
+    const std::optional<RecomputeChoice>& choice, const ShortRun& run,
+    const std::vector<std::string>& bridgeLauncher)
+{
+    const Recipe r = jobRecipe(recipe, format, choice);
+    const std::string n = std::to_string(run.trainIters);
+    if (format == InputFormat::MegatronFlags) {
+        if (r.launch_command.empty())
+            throw std::invalid_argument(
+                "the recipe carries no launch command: give the whole Megatron-LM line "
+                "(--mlm-args torchrun ... pretrain_gpt.py --flags...)");
+        std::vector<std::string> words = recipeToMegatronCommand(r);
+        const std::size_t from = r.launch_command.size();
+        for (const char* f : { "--train-iters", "--log-interval", "--log-memory-interval" })
+            dropFlag(words, from, f);
+        words.insert(words.end(), { "--train-iters", n, "--log-interval", "1" });
+        if (megatronArgTable(r.profile).find("--log-memory-interval"))
+            words.insert(words.end(), { "--log-memory-interval", "1" });
+        return words;
+    }
+    if (format == InputFormat::BridgeOverrides) {
+        if (bridgeLauncher.empty())
+            throw std::invalid_argument("a Bridge job needs its launcher: the words before the overrides "
+                                        "(torchrun ... scripts/training/run_recipe.py --recipe NAME)");
+        std::vector<std::string> words = bridgeLauncher;
+        for (const std::string& o : recipeToBridgeOverrides(r)) {
+            if (!startsWith(o, "train.train_iters=") && !startsWith(o, "logger.log_interval="))
+                words.push_back(o);
+        }
+        words.push_back("train.train_iters=" + n);
+        words.push_back("logger.log_interval=1");
+        return words;
+    }
+    throw std::invalid_argument("a real job is a Megatron-LM command line (--mlm-args) or Bridge overrides "
+                                "(--overrides), not a JSON recipe");
+}
+
+JobRun::JobRun(QObject* parent)
+    : QObject(parent)
+    , m_stream(std::make_unique<storage::TrainingLogStream>())
+{
+}
+
+JobRun::~JobRun()
+{
+    if (m_process && m_process->state() != QProcess::NotRunning) {
+        m_process->disconnect(this);
+        m_process->kill();
+        m_process->waitForFinished(5000);
+    }
+}
+
+bool JobRun::isRunning() const
+{
+    return m_process && m_process->state() != QProcess::NotRunning;
+}
+
+bool JobRun::start(const std::vector<std::string>& command, const QString& logPath, const JobOptions& options,
+    QString* error)
+{
+    auto fail = [&](const QString& why) {
+        if (error)
+            *error = why;
+        return false;
+    };
+    if (isRunning())
+        return fail(tr("a job is already running"));
+    if (command.empty())
+        return fail(tr("no command to run"));
+    m_stream = std::make_unique<storage::TrainingLogStream>();
+    m_parsed = {};
+    m_partial.clear();
+    m_cancelled = false;
+    m_done = false;
+    m_logPath = logPath;
+    m_log.close();
+    m_log.setFileName(logPath);
+    if (!m_log.open(QIODevice::WriteOnly | QIODevice::Truncate))
+        return fail(tr("cannot write the job's log %1: %2").arg(logPath, m_log.errorString()));
+    QStringList words;
+    for (const std::string& w : command)
+        words << QString::fromStdString(w);
+    QStringList quoted;
+    for (const QString& w : words)
+        quoted << shellWord(w);
+    // Like the fixtures' logs: the exact command first, then when and where.
+    m_log.write((u"# command: "_s + quoted.join(u' ') + u"\n"_s).toUtf8());
+    m_log.write((u"# started: %1%2\n"_s.arg(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs),
+                     options.sshHost.isEmpty() ? QString() : u" on "_s + options.sshHost))
+                    .toUtf8());
+    m_log.flush();
+
+    m_process = std::make_unique<QProcess>();
+    m_process->setProcessChannelMode(QProcess::MergedChannels);
+    if (options.sshHost.isEmpty()) {
+        m_program = words.first();
+        m_arguments = words.mid(1);
+        if (!options.workingDirectory.isEmpty())
+            m_process->setWorkingDirectory(options.workingDirectory);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        for (const QString& kv : options.environment) {
+            const qsizetype eq = kv.indexOf(u'=');
+            if (eq > 0)
+                env.insert(kv.left(eq), kv.mid(eq + 1));
+        }
+        m_process->setProcessEnvironment(env);
+    } else {
+        // The remote shell reads one line: cd there, the environment, then every word quoted.
+        QString remote;
+        if (!options.workingDirectory.isEmpty())
+            remote += u"cd "_s + shellWord(options.workingDirectory) + u" && "_s;
+        if (!options.environment.isEmpty()) {
+            remote += u"env"_s;
+            for (const QString& kv : options.environment)
+                remote += u' ' + shellWord(kv);
+            remote += u' ';
+        }
+        remote += quoted.join(u' ');
+        m_program = u"ssh"_s;
+        m_arguments = QStringList { u"-o"_s, u"BatchMode=yes"_s, u"-T"_s } + options.sshOptions
+            + QStringList { options.sshHost, u"--"_s, remote };
+    }
+    connect(m_process.get(), &QProcess::readyReadStandardOutput, this, &JobRun::onOutput);
+    connect(m_process.get(), &QProcess::finished, this, &JobRun::onFinished);
+    connect(m_process.get(), &QProcess::errorOccurred, this, &JobRun::onError);
+    connect(m_process.get(), &QProcess::started, this, &JobRun::started);
+    m_process->start(m_program, m_arguments);
+    return true;
+}
+
+void JobRun::cancel(int graceMs)
+{
+    if (!isRunning())
+        return;
+    m_cancelled = true;
+    m_process->terminate();
+    QPointer<QProcess> p = m_process.get();
+    QTimer::singleShot(graceMs, this, [p] {
+        if (p && p->state() != QProcess::NotRunning)
+            p->kill();
+    });
+}
+
+void JobRun::onOutput()
+{
+    const QByteArray bytes = m_process->readAllStandardOutput();
+    if (bytes.isEmpty())
+        return;
+    m_log.write(bytes);
+    m_log.flush();
+    m_partial += bytes;
+    qsizetype pos = 0;
+    while (true) {
+        const qsizetype nl = m_partial.indexOf('\n', pos);
+        if (nl < 0)
+            break;
+        emit line(QString::fromUtf8(m_partial.constData() + pos, nl - pos));
+        pos = nl + 1;
+    }
+    m_partial.remove(0, pos);
+    for (const storage::IterationRow& row : m_stream->feed(bytes))
+        emit iteration(row);
+}
+
+void JobRun::onFinished(int exitCode, QProcess::ExitStatus status)
+{
+    onOutput();
+    if (m_cancelled)
+        end(true, status == QProcess::NormalExit ? exitCode : -1, tr("cancelled"));
+    else if (status != QProcess::NormalExit)
+        end(true, -1, tr("the job crashed or was killed"));
+    else if (exitCode != 0)
+        end(true, exitCode,
+            m_program == u"ssh"_s && exitCode == 255 ? tr("ssh failed (exit 255)")
+                                                     : tr("the job exited with code %1").arg(exitCode));
+    else
+        end(false, 0, {});
+}
+
+void JobRun::onError(QProcess::ProcessError error)
+{
+    if (error == QProcess::FailedToStart)
+        end(true, -1, tr("%1 did not start: %2").arg(m_program, m_process->errorString()));
+}
+
+void JobRun::end(bool aborted, int exitCode, const QString& reason)
+{
+    if (m_done)
+        return;
+    m_done = true;
+    m_parsed = m_stream->finish();
+    if (!m_partial.isEmpty())
+        m_log.write("\n"); // the job's last line had no end: ours starts on a line of its own
+    m_log.write((u"# exit: %1\n"_s.arg(exitCode)).toUtf8());
+    m_log.close();
+    emit finished(aborted, exitCode, reason);
+}
+
+} // namespace rs::launch

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real-job sweeps (issue 15): the user's own training command (a Megatron-LM `torchrun … pretrain_gpt.py
+// --flags…` line, or a Megatron Bridge `… run_recipe.py … KEY=VALUE…` line) run once per recompute choice.
+//
+// jobCommand writes one choice into the command in the command's own syntax, through core's writers
+// (recipeToMegatronCommand / recipeToBridgeOverrides), for a short run: the [] control (Megatron-LM cannot
+// say selective with recompute_modules=[] (megatron-rules.md (i)): its control is recompute off, Megatron's
+// recompute_granularity None; Bridge's is the explicit model.recompute_modules=[]), or the control with one
+// RecomputeChoice set (--recompute-granularity / --recompute-modules / --recompute-method /
+// --recompute-num-layers, or model.recompute_*), then the short-run settings: --train-iters N
+// --log-interval 1 and, where the profile's arguments.py has it, --log-memory-interval 1 (the memory line
+// every iteration: the per-rank peaks); Bridge: train.train_iters=N logger.log_interval=1. The user's own
+// values of these are replaced, every other word is the user's.
+//
+// JobRun runs one such command as a child process (locally, or over ssh as WorkerLauncher does:
+// `ssh -o BatchMode=yes -T HOST -- 'word' 'word'…`), stdout and stderr merged as a log is, every line
+// written to a log file as it arrives and fed to the Megatron-LM log importer's incremental parser
+// (storage::TrainingLogStream), which gives each iteration as its line arrives. At the end the log file
+// is what `recompute import` stores (storage::importTrainingLog), so a real-job run and an imported log
+// are one kind of run. It lives in rs_session (it needs the store's parser).
+#pragma once
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <QElapsedTimer>
+#include <QFile>
+#include <QObject>
+#include <QProcess>
+#include <QStringList>
+
+#include "core/comparison.h"
+#include "core/recipe.h"
+#include "storage/log_import.h"
+
+namespace rs::launch {
+
+struct ShortRun {
+    int trainIters = 10; // --train-iters / train.train_iters: warm-up (optimizer-state init) + steady
+};
+
+// The command for one choice (nullopt: the [] control). Throws RecipeError (from core's writers) or
+// std::invalid_argument: a Megatron-LM recipe without its launch command, a Bridge one without a launcher.
+// `bridgeLauncher`: the words before the overrides (`torchrun --nproc-per-node 8
+// scripts/training/run_recipe.py --recipe llama3_8b_pretrain_config`).
+std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
+    const std::optional<RecomputeChoice>& choice, const ShortRun& run,
+    const std::vector<std::string>& bridgeLauncher = {});
+// The recipe the command for that choice trains (its recompute fields and train_iters), for the match
+// check, the labels and the estimate beside the run.
+Recipe jobRecipe(const Recipe& recipe, InputFormat format, const std::optional<RecomputeChoice>& choice);
+
+struct JobOptions {
+    QString workingDirectory; // empty: inherit
+    QStringList environment; // extra VAR=value entries
+    QString sshHost; // [user@]host: run there through the OpenSSH client; empty: this host
+    QStringList sshOptions;
+};
+
+class JobRun : public QObject {
+    Q_OBJECT
+public:
+    explicit JobRun(QObject* parent = nullptr);
+    ~JobRun() override; // kills a running job
+
+    // Starts `command` (argv, never a shell string), its output going to `logPath` (which starts with a
+    // "# command: …" line). False, with *error, when the log file cannot be written or the command is empty;
+    // a program that fails to start reports through finished(aborted = true).
+    bool start(const std::vector<std::string>& command, const QString& logPath,
+        const JobOptions& options = {}, QString* error = nullptr);
+    void cancel(int graceMs = 5000);
+    bool isRunning() const;
+    QString logPath() const { return m_logPath; }
+    // Every iteration so far (the incremental parser's), in order of arrival.
+    const QVector<storage::IterationRow>& iterations() const { return m_stream->iterations(); }
+    // The whole log as parsed, once finished() was emitted.
+    const storage::ParsedLog& parsed() const { return m_parsed; }
+    QStringList lastArguments() const { return m_arguments; } // the argv run (ssh's when over ssh)
+    QString program() const { return m_program; }
+
+signals:
+    void started();
+    void line(const QString& text); // every line of the job's output, as it arrives
+    void iteration(const storage::IterationRow& row); // an iteration line, parsed as it arrived
+    // aborted: killed, crashed, failed to start, or exit code != 0; `reason` says which.
+    void finished(bool aborted, int exitCode, const QString& reason);
+
+private:
+    void onOutput();
+    void onFinished(int exitCode, QProcess::ExitStatus status);
+    void onError(QProcess::ProcessError error);
+    void end(bool aborted, int exitCode, const QString& reason);
+
+    std::unique_ptr<QProcess> m_process;
+    std::unique_ptr<storage::TrainingLogStream> m_stream;
+    storage::ParsedLog m_parsed;
+    QFile m_log;
+    QString m_logPath, m_program;
+    QStringList m_arguments;
+    QByteArray m_partial;
+    bool m_cancelled = false;
+    bool m_done = false;
+};
+
+} // namespace rs::launch

@@ -1,0 +1,154 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute sweep --job` end to end (issue 15): the user's Megatron-LM command line, run once per choice
+// through the stand-in training command (tests/launch/fake_megatron replays the real H200 logs at their
+// pace): the control (recompute off) first and three candidates, each streamed into the log importer,
+// stored, linked to the control, compared with intervals and chosen; the estimate beside each run.
+#include <QtTest>
+
+#include "../cli_process.h"
+#include "core/step_stats.h"
+#include "storage/store.h"
+
+using namespace Qt::StringLiterals;
+using namespace rs::storage;
+
+namespace {
+
+const QString kLogs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-h200");
+
+// The dense fixture's own command line without its launcher: the user's job, recompute off.
+QStringList fixtureFlags()
+{
+    QFile f(kLogs + u"/dense-none.log"_s);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    QString first = QString::fromUtf8(f.readLine()).trimmed();
+    first.remove(0, QStringLiteral("# command: torchrun ").size());
+    return first.split(u' ', Qt::SkipEmptyParts);
+}
+
+rs::test::CliRun jobSweep(const QString& db, const QString& seen, const QStringList& extra)
+{
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(u"RS_FAKE_MEGATRON_SEEN"_s, seen);
+    env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.005"_s);
+    const QStringList args = QStringList { u"sweep"_s, u"--job"_s, u"--db"_s, db, u"--job-iters"_s, u"6"_s,
+        u"--modules"_s, u"core_attn"_s, u"full:uniform:1"_s, u"full:block:4"_s }
+        + extra + QStringList { u"--profile"_s, u"main"_s, u"--mlm-args"_s, QStringLiteral(RS_FAKE_MEGATRON) }
+        + fixtureFlags();
+    return rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE), args, 300000, env);
+}
+
+std::vector<double> steady(const Store& store, qint64 id)
+{
+    std::vector<double> out;
+    for (const IterationRow& r : store.iterations(id)) {
+        if (r.phase == u"steady"_s && r.stepMs)
+            out.push_back(*r.stepMs);
+    }
+    return out;
+}
+
+} // namespace
+
+class TestCliJobSweep : public QObject {
+    Q_OBJECT
+private slots:
+    void controlAndThreeCandidates_data()
+    {
+        QTest::addColumn<QString>("target");
+        QTest::addColumn<QString>("chosen");
+        // 14 GB: only core_attn (13.640) and full uniform 1 (11.760) fit; full uniform 1 is significantly
+        // faster. 100 GB: the control (recompute off) fits and is significantly the fastest.
+        QTest::newRow("14 GB: full uniform 1") << u"14"_s << u"full uniform 1"_s;
+        QTest::newRow("100 GB: no recompute") << u"100"_s << u"none"_s;
+    }
+    void controlAndThreeCandidates()
+    {
+        QFETCH(QString, target);
+        QFETCH(QString, chosen);
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"jobs.sqlite"_s), seen = dir.filePath(u"seen"_s);
+        const auto c = jobSweep(db, seen, { u"--target-gb"_s, target, u"--repeats"_s, u"2"_s });
+        QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
+        // The stand-in replayed the real log of each choice's recompute flags, the control first.
+        QFile s(seen);
+        QVERIFY(s.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(s.readAll()).split(u'\n', Qt::SkipEmptyParts),
+            (QStringList { u"dense-none"_s, u"dense-none"_s, u"dense-core_attn"_s, u"dense-core_attn"_s,
+                u"dense-full-uniform-1"_s, u"dense-full-uniform-1"_s, u"dense-full-block-4"_s,
+                u"dense-full-block-4"_s }));
+        Store store;
+        QVERIFY(store.open(db));
+        auto runs = store.listRuns();
+        std::reverse(runs.begin(), runs.end());
+        QCOMPARE(runs.size(), 8);
+        const RunRecord& control = runs[0];
+        QVERIFY(control.isNoRecompute());
+        QCOMPARE(control.source, source::Import);
+        for (int i = 2; i < runs.size(); ++i) {
+            QCOMPARE(runs[i].outcome, outcome::Pass);
+            QCOMPARE(runs[i].controlRunId.value_or(0), control.id);
+            QVERIFY2(store.matchCheck(runs[i].id, control.id).matched,
+                qPrintable(store.matchCheck(runs[i].id, control.id).reasons.join(u"; "_s)));
+            QCOMPARE(store.iterations(runs[i].id).size(), 6);
+        }
+        QCOMPARE(runs[2].recomputeGranularity, u"selective"_s);
+        QCOMPARE(runs[4].recomputeMethod, u"uniform"_s);
+        QCOMPARE(runs[6].recomputeNumLayers.value_or(0), 4);
+        // Compared with intervals, the estimate beside every run, and the choice.
+        QVERIFY2(c.out.contains(u"Steady step time: the median"_s), qPrintable(c.out));
+        QVERIFY2(c.out.contains(u"Δ vs []: "_s) && c.out.contains(u", slower"_s), qPrintable(c.out));
+        for (const QString& l : { u"[]"_s, u"core_attn"_s, u"full uniform 1"_s, u"full block 4"_s })
+            QVERIFY2(c.out.contains(u"calibration [%1]: estimate "_s.arg(l)), qPrintable(l + c.out));
+        QVERIFY2(c.out.contains(u"use "_s + chosen + u": "_s), qPrintable(c.out));
+        // The choice is core's significance rule on the stored iterations of what fits.
+        if (chosen == u"full uniform 1"_s) {
+            // repeats pooled: 6 steady iterations a choice (3 a run)
+            std::vector<double> full = steady(store, runs[4].id), core = steady(store, runs[2].id);
+            for (double v : steady(store, runs[5].id))
+                full.push_back(v);
+            for (double v : steady(store, runs[3].id))
+                core.push_back(v);
+            QCOMPARE(full.size(), std::size_t(6));
+            const auto d = rs::timeDelta(full, core);
+            QVERIFY(d && d->verdict == rs::Significance::Faster);
+        }
+    }
+
+    void sameChoiceAcrossThreeSweeps()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"jobs.sqlite"_s);
+        QStringList choices;
+        for (int i = 0; i < 3; ++i) {
+            const auto c = jobSweep(db, dir.filePath(u"seen"_s), { u"--target-gb"_s, u"14"_s });
+            QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
+            QVERIFY2(c.out.contains(u"is not significantly faster than core_attn"_s), qPrintable(c.out));
+            const qsizetype at = c.out.indexOf(u"\nuse "_s);
+            QVERIFY(at >= 0);
+            choices << c.out.mid(at + 5, c.out.indexOf(u':', at) - at - 5);
+        }
+        // One run a choice has 3 steady iterations: too few for full uniform 1's lower median to be
+        // significant against core_attn, so the narrower boundary is chosen, every time (with --repeats 2
+        // above it is significant and full uniform 1 is chosen).
+        QCOMPARE(choices,
+            (QStringList { u"core_attn (default)"_s, u"core_attn (default)"_s, u"core_attn (default)"_s }));
+    }
+
+    void jsonRecipeIsRefused()
+    {
+        QTemporaryDir dir;
+        QFile f(dir.filePath(u"r.json"_s));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(R"({"num_layers": 2, "hidden_size": 64, "num_attention_heads": 4, "seq_length": 32})");
+        f.close();
+        const auto c = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
+            { u"sweep"_s, u"--job"_s, f.fileName(), u"--db"_s, dir.filePath(u"x.sqlite"_s) }, 30000);
+        QCOMPARE(c.code, 2);
+        QVERIFY2(c.err.contains(u"Megatron-LM command line"_s), qPrintable(c.err));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestCliJobSweep)
+#include "tst_cli_job_sweep.moc"

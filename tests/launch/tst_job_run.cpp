@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+// Real-job runs (issue 15): one recompute change written into the user's own Megatron-LM command (and
+// Bridge overrides) in its own syntax with the short-run flags; the log importer fed line by line gives what
+// the one-pass import gives; and JobRun runs the stand-in training command (real H200 logs replayed at
+// their pace), its iterations arriving while it still runs.
+#include <QtTest>
+
+#include "core/megatron_flags.h"
+#include "core/recipe_json.h"
+#include "core/recipe_input.h"
+#include "launch/job_run.h"
+#include "storage/log_import.h"
+
+using namespace Qt::StringLiterals;
+Q_DECLARE_METATYPE(std::optional<rs::RecomputeChoice>)
+
+namespace {
+
+const QString kLogs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-h200");
+
+// The fixture's own command line (its first line), the recompute flags taken out: the dense [] shape.
+std::vector<std::string> fixtureCommand(const QString& program = u"torchrun"_s)
+{
+    QFile f(kLogs + u"/dense-none.log"_s);
+    if (!f.open(QIODevice::ReadOnly))
+        return {};
+    QString first = QString::fromUtf8(f.readLine()).trimmed();
+    first.remove(0, QStringLiteral("# command: ").size());
+    std::vector<std::string> out;
+    const QStringList words = first.split(u' ', Qt::SkipEmptyParts);
+    for (int i = 0; i < words.size(); ++i)
+        out.push_back(i == 0 ? program.toStdString() : words[i].toStdString());
+    return out;
+}
+
+rs::Recipe mlmRecipe(const QString& program = u"torchrun"_s)
+{
+    std::vector<std::string> args { "--profile", "main", "--mlm-args" };
+    for (const std::string& w : fixtureCommand(program))
+        args.push_back(w);
+    return rs::readRecipeInput(args, nullptr).recipe;
+}
+
+int count(const std::vector<std::string>& v, const std::string& w)
+{
+    return int(std::count(v.begin(), v.end(), w));
+}
+
+std::string after(const std::vector<std::string>& v, const std::string& w)
+{
+    const auto it = std::find(v.begin(), v.end(), w);
+    return it != v.end() && it + 1 != v.end() ? *(it + 1) : std::string();
+}
+
+} // namespace
+
+class TestJobRun : public QObject {
+    Q_OBJECT
+private slots:
+    void megatronCommand_data()
+    {
+        QTest::addColumn<std::optional<rs::RecomputeChoice>>("choice");
+        QTest::addColumn<QString>("granularity"); // "" none
+        QTest::addColumn<QString>("modules");
+        QTest::addColumn<QString>("method");
+        QTest::addColumn<QString>("layers");
+        QTest::newRow("[] control: recompute off")
+            << std::optional<rs::RecomputeChoice>() << QString() << QString() << QString() << QString();
+        QTest::newRow("core_attn") << std::optional(rs::parseRecomputeChoice("core_attn")) << u"selective"_s
+                                   << u"core_attn"_s << QString() << QString();
+        QTest::newRow("layernorm,mlp") << std::optional(rs::parseRecomputeChoice("layernorm,mlp"))
+                                       << u"selective"_s << u"layernorm"_s << QString() << QString();
+        QTest::newRow("full uniform 1") << std::optional(rs::parseRecomputeChoice("full:uniform:1"))
+                                        << u"full"_s << QString() << u"uniform"_s << u"1"_s;
+        QTest::newRow("full block 4") << std::optional(rs::parseRecomputeChoice("full:block:4")) << u"full"_s
+                                      << QString() << u"block"_s << u"4"_s;
+    }
+    void megatronCommand()
+    {
+        QFETCH(std::optional<rs::RecomputeChoice>, choice);
+        QFETCH(QString, granularity);
+        QFETCH(QString, modules);
+        QFETCH(QString, method);
+        QFETCH(QString, layers);
+        const rs::Recipe base = mlmRecipe();
+        const std::vector<std::string> cmd
+            = rs::launch::jobCommand(base, rs::InputFormat::MegatronFlags, choice, { 7 });
+        // The user's launcher and script first, their own flags kept.
+        QCOMPARE(cmd.front(), std::string("torchrun"));
+        QCOMPARE(count(cmd, "--standalone"), 1);
+        QCOMPARE(count(cmd, "pretrain_gpt.py"), 1);
+        QCOMPARE(count(cmd, "--mock-data"), 1);
+        QCOMPARE(after(cmd, "--hidden-size"), std::string("2048"));
+        // The short run, once each (the user's --train-iters 6 and intervals replaced).
+        QCOMPARE(count(cmd, "--train-iters"), 1);
+        QCOMPARE(after(cmd, "--train-iters"), std::string("7"));
+        QCOMPARE(after(cmd, "--log-interval"), std::string("1"));
+        QCOMPARE(after(cmd, "--log-memory-interval"), std::string("1")); // arguments.py at main has it
+        // The one recompute change, in Megatron-LM's spelling.
+        QCOMPARE(QString::fromStdString(after(cmd, "--recompute-granularity")), granularity);
+        QCOMPARE(QString::fromStdString(after(cmd, "--recompute-modules")), modules);
+        QCOMPARE(QString::fromStdString(after(cmd, "--recompute-method")), method);
+        QCOMPARE(QString::fromStdString(after(cmd, "--recompute-num-layers")), layers);
+        // Read back, it is the recipe of that choice and nothing else changed.
+        const rs::Recipe back = rs::recipeFromMegatronFlags(
+            cmd, rs::frontEndDefaults(rs::InputFormat::MegatronFlags, rs::Profile::Main));
+        const rs::Recipe want = rs::launch::jobRecipe(base, rs::InputFormat::MegatronFlags, choice);
+        QCOMPARE(back.recompute_granularity, want.recompute_granularity);
+        QCOMPARE(back.recompute_modules, want.recompute_modules);
+        QCOMPARE(back.num_layers, base.num_layers);
+        QCOMPARE(back.seq_length, base.seq_length);
+        QCOMPARE(back.train_iters, 7);
+    }
+
+    void bridgeCommand_data()
+    {
+        QTest::addColumn<std::optional<rs::RecomputeChoice>>("choice");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("[] control: the explicit []")
+            << std::optional<rs::RecomputeChoice>() << u"model.recompute_modules=[]"_s;
+        QTest::newRow("moe_act") << std::optional(rs::parseRecomputeChoice("layernorm,moe_act"))
+                                 << u"model.recompute_modules=[layernorm,moe_act]"_s;
+        QTest::newRow("full") << std::optional(rs::parseRecomputeChoice("full:uniform:2"))
+                              << u"model.recompute_method=uniform"_s;
+    }
+    void bridgeCommand()
+    {
+        QFETCH(std::optional<rs::RecomputeChoice>, choice);
+        QFETCH(QString, expected);
+        const rs::Recipe base = rs::readRecipeInput(
+            { "--overrides", "model.num_layers=4", "model.hidden_size=256", "model.num_attention_heads=4",
+                "train.train_iters=1000", "logger.log_interval=10" },
+            nullptr)
+                                    .recipe;
+        const std::vector<std::string> launcher { "torchrun", "--nproc-per-node", "8",
+            "scripts/training/run_recipe.py", "--recipe", "llama3_8b_pretrain_config" };
+        const auto cmd
+            = rs::launch::jobCommand(base, rs::InputFormat::BridgeOverrides, choice, { 12 }, launcher);
+        QVERIFY(std::equal(launcher.begin(), launcher.end(), cmd.begin()));
+        QStringList words;
+        for (const auto& w : cmd)
+            words << QString::fromStdString(w);
+        QVERIFY2(words.contains(expected), qPrintable(words.join(u' ')));
+        QCOMPARE(words.filter(u"train.train_iters="_s), QStringList { u"train.train_iters=12"_s });
+        QCOMPARE(words.filter(u"logger.log_interval="_s), QStringList { u"logger.log_interval=1"_s });
+        QVERIFY(words.contains(u"model.num_layers=4"_s));
+        QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
+            rs::launch::jobCommand(base, rs::InputFormat::BridgeOverrides, choice, { 12 }));
+    }
+
+    // Fed in pieces of any size (a line split across reads), the importer gives what the one-pass import
+    // gives, and each iteration as soon as its line is complete.
+    void incrementalImport_data()
+    {
+        QTest::addColumn<QString>("log");
+        QTest::addColumn<int>("chunk");
+        QTest::newRow("dense-core_attn, 1 byte") << u"dense-core_attn.log"_s << 1;
+        QTest::newRow("dense-core_attn, 1000 bytes") << u"dense-core_attn.log"_s << 1000;
+        QTest::newRow("moe-moe, 4096 bytes") << u"moe-moe.log"_s << 4096;
+        QTest::newRow("dense-mlp (OOM), 333 bytes") << u"dense-mlp.log"_s << 333;
+    }
+    void incrementalImport()
+    {
+        QFETCH(QString, log);
+        QFETCH(int, chunk);
+        QFile f(kLogs + u'/' + log);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        const QByteArray bytes = f.readAll();
+        const rs::storage::ParsedLog whole = rs::storage::parseTrainingLog(bytes);
+        rs::storage::TrainingLogStream stream;
+        int seen = 0;
+        for (qsizetype at = 0; at < bytes.size(); at += chunk) {
+            const QByteArrayView piece(bytes.constData() + at, std::min<qsizetype>(chunk, bytes.size() - at));
+            seen += int(stream.feed(piece).size());
+            // never ahead of the complete lines fed so far
+            const QByteArray fed = bytes.left(at + piece.size());
+            QVERIFY(seen <= fed.left(fed.lastIndexOf('\n') + 1).count("elapsed time per iteration"));
+        }
+        const rs::storage::ParsedLog parsed = stream.finish();
+        QCOMPARE(seen, int(whole.iterations.size()));
+        QCOMPARE(parsed.iterations.size(), whole.iterations.size());
+        for (qsizetype i = 0; i < whole.iterations.size(); ++i) {
+            QCOMPARE(parsed.iterations[i].iteration, whole.iterations[i].iteration);
+            QCOMPARE(parsed.iterations[i].stepMs, whole.iterations[i].stepMs);
+        }
+        QCOMPARE(parsed.memory.size(), whole.memory.size());
+        QCOMPARE(parsed.arguments, whole.arguments);
+        QCOMPARE(parsed.oom, whole.oom);
+        QCOMPARE(parsed.format, whole.format);
+        QCOMPARE(parsed.truncatedLastLine, whole.truncatedLastLine);
+    }
+
+    void runsTheStandIn_data()
+    {
+        QTest::addColumn<std::optional<rs::RecomputeChoice>>("choice");
+        QTest::addColumn<QString>("fixture");
+        QTest::addColumn<bool>("aborted");
+        QTest::newRow("[]") << std::optional<rs::RecomputeChoice>() << u"dense-none"_s << false;
+        QTest::newRow("core_attn") << std::optional(rs::parseRecomputeChoice("core_attn"))
+                                   << u"dense-core_attn"_s << false;
+        QTest::newRow("full block 4")
+            << std::optional(rs::parseRecomputeChoice("full:block:4")) << u"dense-full-block-4"_s << false;
+        QTest::newRow("mlp: the real OOM, exit 1")
+            << std::optional(rs::parseRecomputeChoice("mlp")) << u"dense-mlp"_s << true;
+    }
+    void runsTheStandIn()
+    {
+        QFETCH(std::optional<rs::RecomputeChoice>, choice);
+        QFETCH(QString, fixture);
+        QFETCH(bool, aborted);
+        QTemporaryDir dir;
+        const QString seen = dir.filePath(u"seen"_s);
+        const rs::Recipe base = mlmRecipe(QStringLiteral(RS_FAKE_MEGATRON));
+        const auto cmd = rs::launch::jobCommand(base, rs::InputFormat::MegatronFlags, choice, { 6 });
+        rs::launch::JobRun job;
+        rs::launch::JobOptions o;
+        o.environment = QStringList { u"RS_FAKE_MEGATRON_SEEN="_s + seen, u"RS_FAKE_MEGATRON_PACE=0.02"_s };
+        int iterations = 0, whileRunning = 0, lines = 0;
+        connect(&job, &rs::launch::JobRun::line, this, [&] { ++lines; });
+        connect(&job, &rs::launch::JobRun::iteration, this, [&](const rs::storage::IterationRow& r) {
+            ++iterations;
+            QVERIFY(r.stepMs.value_or(0) > 0);
+            if (job.isRunning())
+                ++whileRunning;
+        });
+        QSignalSpy finished(&job, &rs::launch::JobRun::finished);
+        QString error;
+        QVERIFY2(job.start(cmd, dir.filePath(u"job.log"_s), o, &error), qPrintable(error));
+        QVERIFY(finished.wait(60000));
+        QCOMPARE(finished.first().at(0).toBool(), aborted);
+        QFile s(seen);
+        QVERIFY(s.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(s.readAll()).trimmed(), fixture);
+        // Every iteration of the real log, each while the job still ran (streamed, not read at the end).
+        QFile fx(kLogs + u'/' + fixture + u".log"_s);
+        QVERIFY(fx.open(QIODevice::ReadOnly));
+        const auto expected = rs::storage::parseTrainingLog(fx.readAll());
+        QCOMPARE(iterations, int(expected.iterations.size()));
+        QVERIFY2(whileRunning >= iterations - 1, qPrintable(u"%1 of %2"_s.arg(whileRunning).arg(iterations)));
+        QVERIFY(lines > 1000);
+        QCOMPARE(job.parsed().iterations.size(), expected.iterations.size());
+        QCOMPARE(job.parsed().oom, expected.oom);
+        // The log file: our command line, then the job's lines, then its exit.
+        QFile lf(job.logPath());
+        QVERIFY(lf.open(QIODevice::ReadOnly));
+        const QByteArray text = lf.readAll();
+        QVERIFY(text.startsWith("# command: "));
+        QVERIFY(text.contains("--recompute") == choice.has_value());
+        QVERIFY(text.trimmed().endsWith(aborted ? "# exit: 1" : "# exit: 0"));
+        QCOMPARE(rs::storage::parseTrainingLog(text).iterations.size(), expected.iterations.size());
+    }
+
+    void programThatDoesNotStart()
+    {
+        QTemporaryDir dir;
+        rs::launch::JobRun job;
+        QSignalSpy finished(&job, &rs::launch::JobRun::finished);
+        QVERIFY(job.start(
+            { dir.filePath(u"no-such-program"_s).toStdString(), "x.py" }, dir.filePath(u"l.log"_s)));
+        QVERIFY(finished.wait(10000));
+        QCOMPARE(finished.first().at(0).toBool(), true);
+        QVERIFY2(finished.first().at(2).toString().contains(u"did not start"_s),
+            qPrintable(finished.first().at(2).toString()));
+        QString error;
+        QVERIFY(!job.start({ "true" }, dir.filePath(u"no/such/dir/l.log"_s), {}, &error));
+        QVERIFY(error.contains(u"cannot write"_s));
+    }
+};
+
+QTEST_GUILESS_MAIN(TestJobRun)
+#include "tst_job_run.moc"
