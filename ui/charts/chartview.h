@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Our chart interface. The charts are fed the plain values of chartdata.h and can be exported as PNG
-// or SVG or painted into a report; which library draws them is private to charts/qtcharts.cpp, the only
-// file that includes QtCharts (deprecated since Qt 6.10, so it must stay replaceable).
+// or SVG or painted into a report; which library draws them is private to ui/charts/*.cpp (one file per
+// chart over the backend of qtchartsbackend.h/.cpp), the only files that include QtCharts (deprecated since
+// Qt 6.10, so it must stay replaceable).
 #pragma once
 
 #include <memory>
