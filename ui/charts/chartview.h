@@ -86,4 +86,17 @@ public:
         const QString& title, const QVector<IterationLine>& lines, std::optional<double> targetGb = {});
 };
 
+// What holds the peak: one stacked horizontal bar per run and source (measured, estimate), the
+// categories of docs/stream.md's peak_attribution in GB, the memory target as a vertical line.
+class PeakAttributionChart : public ChartView {
+    Q_OBJECT
+public:
+    explicit PeakAttributionChart(QWidget* parent = nullptr);
+    void setData(const PeakAttributionData& data);
+    const PeakAttributionData& data() const { return m_data; }
+
+private:
+    PeakAttributionData m_data;
+};
+
 } // namespace rs::ui

@@ -11,8 +11,8 @@
 #include <QBarCategoryAxis>
 #include <QChart>
 #include <QChartView>
-#include <QCoreApplication>
 #include <QColor>
+#include <QCoreApplication>
 #include <QGraphicsSimpleTextItem>
 #include <QHash>
 #include <QLabel>
