@@ -72,6 +72,7 @@ TradeoffData buildTradeoffFrom(
         = delta ? QStringLiteral("Step time vs control (%)") : QStringLiteral("Steady step time (ms)");
     data.yTitle
         = delta ? QStringLiteral("Peak allocated vs control (%)") : QStringLiteral("Peak allocated (GB)");
+    data.yShortTitle = delta ? QStringLiteral("Δ alloc. (%)") : QStringLiteral("GB");
 
     QHash<qint64, const RunRecord*> byId;
     byId.reserve(runs.size());

@@ -48,6 +48,7 @@ struct TradeoffPoint {
 struct TradeoffData {
     QString xTitle;
     QString yTitle;
+    QString yShortTitle; // what the y axis says when yTitle does not fit the plot's height ("GB")
     QStringList groups;
     QVector<TradeoffPoint> points;
     std::optional<double> memoryTarget; // in y's units; empty: none to draw

@@ -27,6 +27,11 @@ void MemoryLinesChart::setData(
     }
     setEmptyMessage({});
     b.chart->setTitle(title);
+    // Up to eleven lines (three phases allocated and reserved, after the step, the control's pale copies):
+    // in one row under the plot QtCharts cuts every name to "forward peak ..." at 1366 px, so more than
+    // four go to the right, one per line, whole.
+    if (lines.size() + (targetGb ? 1 : 0) > 4)
+        b.chart->legend()->setAlignment(Qt::AlignRight);
     double xmax = 1.0, ymax = 0.0;
     for (const auto& l : lines) {
         for (const QPointF& p : l.points) {

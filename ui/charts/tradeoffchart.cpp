@@ -5,6 +5,7 @@
 #include <functional>
 
 #include <QElapsedTimer>
+#include <QFontMetrics>
 #include <QGraphicsSceneHoverEvent>
 #include <QGraphicsSceneMouseEvent>
 #include <QLegendMarker>
@@ -169,6 +170,17 @@ TradeoffChart::TradeoffChart(QWidget* parent)
     m_backend->onCloudsMoved = [this] {
         for (QGraphicsItem* cloud : std::as_const(m_backend->clouds))
             static_cast<PointCloud*>(cloud)->plotAreaChanged();
+        // A low plot (the runs page at 1366 x 768) cannot hold "Peak allocated (GB)" upright: QtCharts
+        // would cut it to "Peak allocate...". The short title then, decided on the plot's height alone
+        // (the title's width does not change it), so this settles at once.
+        QValueAxis* y = m_backend->valueY;
+        if (!y || m_data.yShortTitle.isEmpty())
+            return;
+        const bool fits = QFontMetrics(y->titleFont()).horizontalAdvance(m_data.yTitle) + 12
+            <= m_backend->chart->plotArea().height();
+        const QString& want = fits ? m_data.yTitle : m_data.yShortTitle;
+        if (y->titleText() != want)
+            y->setTitleText(want);
     };
 }
 

@@ -48,7 +48,6 @@ constexpr ColumnSpec kColumns[] = {
             "(measured − estimate) / estimate of peak allocated, in percent: positive when the run needed "
             "more than estimated. Passing runs only."),
         true },
-    { RunsModel::PeakReservedColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Peak resv. GB"), nullptr, true },
     { RunsModel::StepTimeColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Step ms"), nullptr, true },
     { RunsModel::AllocatedDeltaColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Δ alloc."),
         QT_TRANSLATE_NOOP("rs::ui::RunsModel",
@@ -63,6 +62,7 @@ constexpr ColumnSpec kColumns[] = {
             "The advisor's verdict for the memory target on the comparison the chart shows "
             "(recompute advise): the chosen run, or why each other was not chosen."),
         false },
+    { RunsModel::PeakReservedColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Peak resv. GB"), nullptr, true },
     { RunsModel::TflopsColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "TFLOP/s"), nullptr, true },
     { RunsModel::HostColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Host"), nullptr, false },
     { RunsModel::SourceColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Source"), nullptr, false },

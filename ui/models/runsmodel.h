@@ -32,11 +32,11 @@ public:
         PeakAllocatedColumn,
         EstimateColumn, // the estimator's hottest-rank peak for the run's stored recipe (GB)
         EstimateErrorColumn, // (measured - estimate) / estimate, in percent
-        PeakReservedColumn,
         StepTimeColumn,
         AllocatedDeltaColumn,
         TimeDeltaColumn,
         AdviceColumn, // the advisor's verdict for the memory target (setAdvice), as `recompute advise`
+        PeakReservedColumn, // after the advice: at 1366 px the advice stays on screen
         TflopsColumn,
         HostColumn,
         SourceColumn,
