@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "charts/chartview.h"
+#include "models/peakattributionmodel.h"
 #include "models/runsfilterproxy.h"
 #include "models/runsmodel.h"
 #include "storage/advice.h"
@@ -31,6 +32,7 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     , m_store(store)
     , m_model(new RunsModel(this))
     , m_proxy(new RunsFilterProxy(this))
+    , m_attributionModel(new PeakAttributionModel(this))
 {
     m_proxy->setSourceModel(m_model);
     auto* layout = new QVBoxLayout(this);
@@ -109,9 +111,14 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     m_tradeoff = new TradeoffChart;
     m_ranks = new RankBarsChart;
     m_lines = new MemoryLinesChart;
+    m_attribution = new PeakAttributionChart;
     m_chartTabs->addTab(m_tradeoff, tr("Trade-off"));
     m_chartTabs->addTab(m_ranks, tr("Per-rank allocated vs reserved"));
     m_chartTabs->addTab(m_lines, tr("Per-iteration memory"));
+    m_chartTabs->addTab(m_attribution, tr("What holds the peak"));
+    m_chartTabs->setTabToolTip(3,
+        tr("The selected run beside its [] control: the bytes live at the peak by category (parameters, "
+           "main parameters, gradient buffer, optimizer states, activations, backward, workspace, other)."));
     auto* exportPng = new QPushButton(tr("Export PNG…"));
     auto* exportSvg = new QPushButton(tr("Export SVG…"));
     auto* corner = new QWidget;
@@ -529,6 +536,9 @@ void RunsPage::showRun(qint64 runId)
         m_ranks->setEmptyMessage(tr("Select a run to see its per-rank peaks."));
         m_lines->setData(QString(), {});
         m_lines->setEmptyMessage(tr("Select a run to see its per-iteration memory."));
+        m_attributionModel->setAttribution({});
+        m_attribution->setData({});
+        m_attribution->setEmptyMessage(tr("Select a run to see what holds its peak."));
         return;
     }
     const QString title = tr("Run %1: %2, %3")
@@ -547,6 +557,45 @@ void RunsPage::showRun(qint64 runId)
     const double target = m_target->value();
     m_lines->setData(title, buildIterationLines(m_store->iterations(runId), r->peakRank.value_or(0)),
         target > 0.0 ? std::optional<double>(target) : std::nullopt);
+    const PeakAttributionData attribution = attributionOf(runId);
+    m_attributionModel->setAttribution(attribution);
+    m_attribution->setData(attribution);
+    if (attribution.bars.isEmpty())
+        m_attribution->setEmptyMessage(tr("Nothing to show for run %1: %2.")
+                                           .arg(runId)
+                                           .arg(m_model->estimateNote(m_model->rowOfRun(runId))));
+}
+
+PeakAttributionData RunsPage::attributionOf(qint64 runId) const
+{
+    PeakAttributionData data;
+    const storage::RunRecord* r = m_model->runById(runId);
+    if (!r)
+        return data;
+    const double target = m_target->value();
+    if (target > 0.0)
+        data.memoryTargetGb = target;
+    const storage::RunRecord* control
+        = r->controlRunId && *r->controlRunId != r->id ? m_model->runById(*r->controlRunId) : nullptr;
+    auto add = [&](const storage::RunRecord& run, bool isControl) {
+        const MemoryEstimate* e = m_model->estimate(m_model->rowOfRun(run.id));
+        if (!e)
+            return;
+        const QString name = isControl || run.isExplicitControl()
+            ? tr("run %1: %2 (control)").arg(run.id).arg(run.moduleSetLabel())
+            : tr("run %1: %2").arg(run.id).arg(run.moduleSetLabel());
+        data.bars << peakAttributionFromEstimate(name, run.id, *e);
+    };
+    add(*r, false);
+    if (control)
+        add(*control, true);
+    const QString name = r->recipeName.isEmpty() ? r->model : r->recipeName;
+    data.title = control ? tr("What holds the peak: %1, run %2 beside its control (run %3)")
+                               .arg(name)
+                               .arg(r->id)
+                               .arg(control->id)
+                         : tr("What holds the peak: %1, run %2").arg(name).arg(r->id);
+    return data;
 }
 
 void RunsPage::exportChart(ChartView* chart, const QString& suffix)

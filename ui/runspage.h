@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The runs page: the stored runs as a sortable, filterable table with deltas against each run's matched
-// control, and the charts of what is shown (the trade-off scatter of the filtered runs; per-rank bars and
-// per-iteration memory of the selected run), each exportable as PNG or SVG.
+// control and beside the estimator's prediction, and the charts of what is shown (the trade-off scatter of
+// the filtered runs; per-rank bars, per-iteration memory and what holds the peak of the selected run beside
+// its control), each exportable as PNG or SVG.
 #pragma once
 
 #include <optional>
@@ -23,6 +24,9 @@ class Store;
 namespace rs::ui {
 
 class MemoryLinesChart;
+class PeakAttributionChart;
+class PeakAttributionModel;
+struct PeakAttributionData;
 class RankBarsChart;
 class RunsFilterProxy;
 class RunsModel;
@@ -40,6 +44,12 @@ public:
     TradeoffChart* tradeoffChart() const { return m_tradeoff; }
     RankBarsChart* rankChart() const { return m_ranks; }
     MemoryLinesChart* linesChart() const { return m_lines; }
+    PeakAttributionChart* attributionChart() const { return m_attribution; }
+    PeakAttributionModel* attributionModel() const { return m_attributionModel; }
+    // What holds the peak of a run and of its matched control (when it has one), one bar each: today the
+    // estimate of the run's stored recipe (series "estimate"); the measured attribution of the stream's
+    // peak_attribution joins as series "measured" once the store reads it back.
+    PeakAttributionData attributionOf(qint64 runId) const;
     QTabWidget* chartTabs() const { return m_chartTabs; }
     QComboBox* axesBox() const { return m_axes; }
     QComboBox* comparisonBox() const { return m_comparison; }
@@ -100,6 +110,8 @@ private:
     TradeoffChart* m_tradeoff;
     RankBarsChart* m_ranks;
     MemoryLinesChart* m_lines;
+    PeakAttributionChart* m_attribution;
+    PeakAttributionModel* m_attributionModel;
 };
 
 } // namespace rs::ui

@@ -7,6 +7,8 @@
 
 #include <QHash>
 
+#include "core/estimator.h"
+
 namespace rs::ui {
 
 using storage::RunRecord;
@@ -70,6 +72,7 @@ TradeoffData buildTradeoffFrom(
         = delta ? QStringLiteral("Step time vs control (%)") : QStringLiteral("Steady step time (ms)");
     data.yTitle
         = delta ? QStringLiteral("Peak allocated vs control (%)") : QStringLiteral("Peak allocated (GB)");
+    data.yShortTitle = delta ? QStringLiteral("Δ alloc. (%)") : QStringLiteral("GB");
 
     QHash<qint64, const RunRecord*> byId;
     byId.reserve(runs.size());
@@ -363,6 +366,61 @@ QVector<IterationLine> buildIterationLines(const QVector<storage::IterationRow>&
         }
     }
     return lines;
+}
+
+const QStringList& peakCategories()
+{
+    static const QStringList k { QStringLiteral("parameters"), QStringLiteral("main_parameters"),
+        QStringLiteral("gradient_buffer"), QStringLiteral("optimizer_states"), QStringLiteral("activations"),
+        QStringLiteral("backward"), QStringLiteral("workspace"), QStringLiteral("other") };
+    return k;
+}
+
+qint64 PeakAttribution::category(const QString& name) const
+{
+    qint64 v = bytes.value(name);
+    if (name == QLatin1String("other")) {
+        for (auto it = bytes.begin(); it != bytes.end(); ++it)
+            if (!peakCategories().contains(it.key()))
+                v += it.value();
+    }
+    return v;
+}
+
+qint64 PeakAttribution::total() const
+{
+    qint64 sum = 0;
+    for (qint64 v : bytes)
+        sum += v;
+    return sum;
+}
+
+PeakAttribution peakAttributionFromEstimate(const QString& run, qint64 runId, const MemoryEstimate& e)
+{
+    PeakAttribution a;
+    a.run = run;
+    a.runId = runId;
+    a.series = QStringLiteral("estimate");
+    if (e.ranks.empty())
+        return a;
+    const PhaseEstimate& peak = e.ranks[size_t(e.hottest)].peak();
+    a.phase = QString::fromStdString(peak.phase);
+    const bool forward = peak.phase == "forward";
+    const bool backward = peak.phase == "backward";
+    for (const MemoryTerm& t : peak.terms) {
+        QString c = QString::fromStdString(t.category);
+        if (c == QLatin1String("gradients"))
+            c = t.name.rfind("parameter gradients", 0) == 0 ? QStringLiteral("backward")
+                                                            : QStringLiteral("gradient_buffer");
+        else if (c == QLatin1String("transient"))
+            c = forward    ? QStringLiteral("activations")
+                : backward ? QStringLiteral("backward")
+                           : QStringLiteral("workspace");
+        else if (!peakCategories().contains(c))
+            c = QStringLiteral("other");
+        a.bytes[c] += t.bytes;
+    }
+    return a;
 }
 
 } // namespace rs::ui

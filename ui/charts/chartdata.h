@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // What the charts draw, as plain values, and the arithmetic that builds them from stored runs: the
 // trade-off points (one per module set within a matched comparison), the Pareto front, the per-rank
-// allocated/reserved bars and the per-iteration memory lines. No QtCharts here, so this is what the tests
-// check and what a replacement chart library would be fed.
+// allocated/reserved bars, the per-iteration memory lines and what holds the peak. No QtCharts here, so this
+// is what the tests check and what a replacement chart library would be fed.
 #pragma once
 
 #include <optional>
@@ -14,6 +14,10 @@
 #include <QVector>
 
 #include "storage/store.h"
+
+namespace rs {
+struct MemoryEstimate;
+}
 
 namespace rs::ui {
 
@@ -44,6 +48,7 @@ struct TradeoffPoint {
 struct TradeoffData {
     QString xTitle;
     QString yTitle;
+    QString yShortTitle; // what the y axis says when yTitle does not fit the plot's height ("GB")
     QStringList groups;
     QVector<TradeoffPoint> points;
     std::optional<double> memoryTarget; // in y's units; empty: none to draw
@@ -96,6 +101,34 @@ struct IterationLine {
 // One line per phase (forward, backward, optimizer) for allocated (solid) and reserved (dashed), plus
 // "allocated after step" where present. Rows of several ranks: rank `rank` only.
 QVector<IterationLine> buildIterationLines(const QVector<storage::IterationRow>& rows, int rank = 0);
+
+// What holds the peak (docs/stream.md, `peak_attribution`): the live bytes by category at one phase's peak
+// of one run, measured (the stream's attribution) or estimated (core/estimator.h). One bar per run and
+// source; the runs page shows the selected run beside its control.
+struct PeakAttribution {
+    QString run; // the bar's label: "run 7: core_attn", "run 3: [] (control)"
+    qint64 runId = 0;
+    QString series; // where the bytes come from: "estimate", "measured"
+    QString phase; // the phase whose peak it is: forward | backward | optimizer | optimizer-init
+    // category → live bytes at the peak; the categories are peakCategories() (a missing one is 0, one not
+    // among them counts as "other")
+    QHash<QString, qint64> bytes;
+    qint64 category(const QString& name) const;
+    qint64 total() const;
+};
+struct PeakAttributionData {
+    QString title;
+    QVector<PeakAttribution> bars; // top to bottom
+    std::optional<double> memoryTargetGb;
+};
+// The stream's categories, in its order (the bars' stacking order): parameters, main_parameters,
+// gradient_buffer, optimizer_states, activations, backward, workspace, other.
+const QStringList& peakCategories();
+// The estimate's hottest rank at its peak phase, labelled series "estimate". The estimator's categories
+// become the stream's: gradients → gradient_buffer (the worker layout's autograd gradients in backward and
+// the optimizer step → backward), transient → activations in forward (logits, a layer's temporaries),
+// backward in backward (replay, gradients in flight), workspace in the optimizer phases.
+PeakAttribution peakAttributionFromEstimate(const QString& run, qint64 runId, const MemoryEstimate& e);
 
 constexpr double kBytesPerGb = 1.0e9; // the guide reports decimal GB
 

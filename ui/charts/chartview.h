@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Our chart interface. The charts are fed the plain values of chartdata.h and can be exported as PNG
-// or SVG or painted into a report; which library draws them is private to charts/qtcharts.cpp, the only
-// file that includes QtCharts (deprecated since Qt 6.10, so it must stay replaceable).
+// or SVG or painted into a report; which library draws them is private to ui/charts/*.cpp (one file per
+// chart over the backend of qtchartsbackend.h/.cpp), the only files that include QtCharts (deprecated since
+// Qt 6.10, so it must stay replaceable).
 #pragma once
 
 #include <memory>
@@ -83,6 +84,19 @@ public:
     explicit MemoryLinesChart(QWidget* parent = nullptr);
     void setData(
         const QString& title, const QVector<IterationLine>& lines, std::optional<double> targetGb = {});
+};
+
+// What holds the peak: one stacked horizontal bar per run and source (measured, estimate), the
+// categories of docs/stream.md's peak_attribution in GB, the memory target as a vertical line.
+class PeakAttributionChart : public ChartView {
+    Q_OBJECT
+public:
+    explicit PeakAttributionChart(QWidget* parent = nullptr);
+    void setData(const PeakAttributionData& data);
+    const PeakAttributionData& data() const { return m_data; }
+
+private:
+    PeakAttributionData m_data;
 };
 
 } // namespace rs::ui

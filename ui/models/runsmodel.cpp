@@ -6,11 +6,80 @@
 
 #include "charts/chartdata.h"
 #include "core/comparison.h"
+#include "core/recipe_json.h"
+#include "core/rules.h"
 #include "core/units.h"
 
 namespace rs::ui {
 
 using storage::RunRecord;
+
+namespace {
+
+// The columns, in RunsModel::Column order: the header, its tooltip (may be empty) and whether the cells are
+// figures (right-aligned). headerData and the alignment read this table only.
+struct ColumnSpec {
+    RunsModel::Column column;
+    const char* header;
+    const char* tooltip;
+    bool figure;
+};
+
+constexpr ColumnSpec kColumns[] = {
+    { RunsModel::IdColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Run"), nullptr, true },
+    { RunsModel::RecipeColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Recipe"), nullptr, false },
+    { RunsModel::ModelColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Model"), nullptr, false },
+    { RunsModel::ModuleSetColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Module set"), nullptr, false },
+    { RunsModel::OutcomeColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Outcome"), nullptr, false },
+    { RunsModel::RanksColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Ranks"),
+        QT_TRANSLATE_NOOP(
+            "rs::ui::RunsModel", "Ranks measured (the world size), or the GPUs of an imported or guide job."),
+        true },
+    { RunsModel::PeakAllocatedColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Peak alloc. GB"),
+        QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Peak allocated, max over ranks (GB = 10⁹ bytes)."), true },
+    { RunsModel::EstimateColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Estimate GB"),
+        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
+            "The estimator's peak allocated of the hottest rank for the run's recipe and recompute choice "
+            "(recompute estimate, Megatron's layout), before any run. Only runs that keep their full recipe "
+            "(run by this program) have one."),
+        true },
+    { RunsModel::EstimateErrorColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Est. error"),
+        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
+            "(measured − estimate) / estimate of peak allocated, in percent: positive when the run needed "
+            "more than estimated. Passing runs only."),
+        true },
+    { RunsModel::StepTimeColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Step ms"), nullptr, true },
+    { RunsModel::AllocatedDeltaColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Δ alloc."),
+        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
+            "Peak allocated against the matched [] control, in percent (lower is better)."),
+        true },
+    { RunsModel::TimeDeltaColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Δ time"),
+        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
+            "Steady step time against the matched [] control, in percent (lower is better)."),
+        true },
+    { RunsModel::AdviceColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Advice"),
+        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
+            "The advisor's verdict for the memory target on the comparison the chart shows "
+            "(recompute advise): the chosen run, or why each other was not chosen."),
+        false },
+    { RunsModel::PeakReservedColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Peak resv. GB"), nullptr, true },
+    { RunsModel::TflopsColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "TFLOP/s"), nullptr, true },
+    { RunsModel::HostColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Host"), nullptr, false },
+    { RunsModel::SourceColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Source"), nullptr, false },
+    { RunsModel::CreatedColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Created"), nullptr, false },
+};
+static_assert(std::size(kColumns) == RunsModel::ColumnCount, "one kColumns row per RunsModel::Column");
+
+constexpr bool columnsInOrder()
+{
+    for (int i = 0; i < int(std::size(kColumns)); ++i)
+        if (kColumns[i].column != i)
+            return false;
+    return true;
+}
+static_assert(columnsInOrder(), "kColumns is in RunsModel::Column order");
+
+} // namespace
 
 RunsModel::RunsModel(QObject* parent)
     : QAbstractTableModel(parent)
@@ -27,6 +96,7 @@ void RunsModel::setRuns(const QVector<RunRecord>& runs)
         m_rowById.insert(m_runs[i].id, i);
     m_deltas.clear();
     m_deltas.resize(m_runs.size());
+    m_estimates.clear();
     for (int i = 0; i < m_runs.size(); ++i) {
         const RunRecord& r = m_runs[i];
         Delta& d = m_deltas[i];
@@ -84,6 +154,55 @@ std::optional<double> RunsModel::allocatedDeltaPct(int row) const
 std::optional<double> RunsModel::timeDeltaPct(int row) const
 {
     return row >= 0 && row < m_deltas.size() ? m_deltas[row].time : std::nullopt;
+}
+
+const RunsModel::Estimate& RunsModel::estimateEntry(int row) const
+{
+    static const Estimate kNone { std::nullopt, tr("no such run") };
+    const RunRecord* r = run(row);
+    if (!r)
+        return kNone;
+    if (r->recipeJson.isEmpty()) {
+        static const Estimate kNoRecipe { std::nullopt,
+            tr("the run keeps no full recipe (imported or from the guide): nothing to estimate") };
+        return kNoRecipe;
+    }
+    auto& slot = m_estimates[r->recipeJson];
+    if (!slot) {
+        auto e = std::make_shared<Estimate>();
+        try {
+            const Recipe resolved = validate(recipeFromJsonText(r->recipeJson.toStdString())).resolved;
+            if (resolved.num_layers > 0 && resolved.hidden_size > 0 && resolved.num_attention_heads > 0)
+                e->estimate = estimateMemory(resolved, Layout::Megatron);
+            else
+                e->note = tr("the recipe needs layers, hidden size and heads");
+        } catch (const std::exception& ex) {
+            e->note = tr("the stored recipe cannot be read: %1").arg(QString::fromStdString(ex.what()));
+        }
+        slot = std::move(e);
+    }
+    return *slot;
+}
+
+const MemoryEstimate* RunsModel::estimate(int row) const
+{
+    const Estimate& e = estimateEntry(row);
+    return e.estimate ? &*e.estimate : nullptr;
+}
+
+QString RunsModel::estimateNote(int row) const
+{
+    return estimateEntry(row).note;
+}
+
+std::optional<double> RunsModel::estimateErrorPct(int row) const
+{
+    const RunRecord* r = run(row);
+    const MemoryEstimate* e
+        = r && r->outcome == storage::outcome::Pass && r->peakAllocated ? estimate(row) : nullptr;
+    if (!e || e->peak_bytes <= 0)
+        return std::nullopt;
+    return (double(*r->peakAllocated) - double(e->peak_bytes)) / double(e->peak_bytes) * 100.0;
 }
 
 void RunsModel::setAdvice(const QHash<qint64, RunAdvice>& advice)
@@ -160,6 +279,14 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             return advice ? (advice->chosen ? tr("✔ chosen") : advice->verdict) : QString();
         case PeakAllocatedColumn:
             return gb(r->peakAllocated);
+        case EstimateColumn: {
+            const MemoryEstimate* e = estimate(index.row());
+            return e ? gb(e->peak_bytes) : QString();
+        }
+        case EstimateErrorColumn: {
+            const auto err = estimateErrorPct(index.row());
+            return err ? QString::asprintf("%+.1f%%", *err) : QString();
+        }
         case PeakReservedColumn:
             return gb(r->peakReserved);
         case StepTimeColumn:
@@ -184,6 +311,12 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             return r->id;
         case PeakAllocatedColumn:
             return r->peakAllocated ? QVariant(*r->peakAllocated) : QVariant(-1LL);
+        case EstimateColumn: {
+            const MemoryEstimate* e = estimate(index.row());
+            return e ? QVariant(qint64(e->peak_bytes)) : QVariant(-1LL);
+        }
+        case EstimateErrorColumn:
+            return estimateErrorPct(index.row()).value_or(-1e9);
         case PeakReservedColumn:
             return r->peakReserved ? QVariant(*r->peakReserved) : QVariant(-1LL);
         case StepTimeColumn:
@@ -214,6 +347,24 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             if (!has && !d.why.isEmpty())
                 return tr("No delta: %1").arg(d.why);
             return tr("Against control run %1").arg(r->controlRunId ? *r->controlRunId : 0);
+        }
+        if (index.column() == EstimateColumn || index.column() == EstimateErrorColumn) {
+            const MemoryEstimate* e = estimate(index.row());
+            if (!e)
+                return tr("No estimate: %1").arg(estimateNote(index.row()));
+            const RankEstimate& hot = e->ranks[size_t(e->hottest)];
+            QString tip = tr("Estimated %1 on stage %2 (%3), in its %4 phase; Megatron's layout")
+                              .arg(QString::fromStdString(formatGbUnit(e->peak_bytes)))
+                              .arg(hot.stage)
+                              .arg(QString::fromStdString(hot.scope), QString::fromStdString(hot.peak_phase));
+            if (index.column() == EstimateErrorColumn && !estimateErrorPct(index.row()))
+                tip += QLatin1Char('\n')
+                    + (r->outcome != storage::outcome::Pass ? tr("No error: the run did not pass.")
+                                                            : tr("No error: no measured peak."));
+            else if (index.column() == EstimateErrorColumn)
+                tip += QLatin1Char('\n')
+                    + tr("Measured %1").arg(QString::fromStdString(formatGbUnit(r->peakAllocated)));
+            return tip;
         }
         if (index.column() == OutcomeColumn && !r->message.isEmpty())
             return r->message;
@@ -250,6 +401,12 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             // lower is better for both
             return v < 0 ? QColor(0x2e, 0x7d, 0x32) : v > 0 ? QColor(0xb2, 0x6a, 0x00) : QVariant();
         }
+        if (index.column() == EstimateErrorColumn) {
+            // within the estimator's goal (±5 %) or not
+            const auto err = estimateErrorPct(index.row());
+            if (err)
+                return std::abs(*err) <= 5.0 ? QColor(0x2e, 0x7d, 0x32) : QColor(0xb2, 0x6a, 0x00);
+        }
         break;
     case Qt::FontRole:
         if (control || (advice && advice->chosen)) {
@@ -259,17 +416,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         }
         break;
     case Qt::TextAlignmentRole:
-        switch (index.column()) {
-        case IdColumn:
-        case RanksColumn:
-        case PeakAllocatedColumn:
-        case PeakReservedColumn:
-        case StepTimeColumn:
-        case AllocatedDeltaColumn:
-        case TimeDeltaColumn:
-        case TflopsColumn:
+        if (kColumns[index.column()].figure)
             return int(Qt::AlignRight | Qt::AlignVCenter);
-        }
         break;
     case RunIdRole:
         return r->id;
@@ -289,60 +437,13 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
 
 QVariant RunsModel::headerData(int section, Qt::Orientation orientation, int role) const
 {
-    if (orientation != Qt::Horizontal)
+    if (orientation != Qt::Horizontal || section < 0 || section >= ColumnCount)
         return {};
-    if (role == Qt::ToolTipRole) {
-        switch (section) {
-        case AllocatedDeltaColumn:
-            return tr("Peak allocated against the matched [] control, in percent (lower is better).");
-        case TimeDeltaColumn:
-            return tr("Steady step time against the matched [] control, in percent (lower is better).");
-        case PeakAllocatedColumn:
-            return tr("Peak allocated, max over ranks (GB = 10⁹ bytes).");
-        case RanksColumn:
-            return tr("Ranks measured (the world size), or the GPUs of an imported or guide job.");
-        case AdviceColumn:
-            return tr("The advisor's verdict for the memory target on the comparison the chart shows "
-                      "(recompute advise): the chosen run, or why each other was not chosen.");
-        }
-        return {};
-    }
-    if (role != Qt::DisplayRole)
-        return {};
-    switch (section) {
-    case IdColumn:
-        return tr("Run");
-    case RecipeColumn:
-        return tr("Recipe");
-    case ModelColumn:
-        return tr("Model");
-    case ModuleSetColumn:
-        return tr("Module set");
-    case OutcomeColumn:
-        return tr("Outcome");
-    case RanksColumn:
-        return tr("Ranks");
-    case PeakAllocatedColumn:
-        return tr("Peak alloc. GB");
-    case PeakReservedColumn:
-        return tr("Peak resv. GB");
-    case StepTimeColumn:
-        return tr("Step ms");
-    case AllocatedDeltaColumn:
-        return tr("Δ alloc.");
-    case TimeDeltaColumn:
-        return tr("Δ time");
-    case AdviceColumn:
-        return tr("Advice");
-    case TflopsColumn:
-        return tr("TFLOP/s");
-    case HostColumn:
-        return tr("Host");
-    case SourceColumn:
-        return tr("Source");
-    case CreatedColumn:
-        return tr("Created");
-    }
+    const ColumnSpec& c = kColumns[section];
+    if (role == Qt::DisplayRole)
+        return tr(c.header);
+    if (role == Qt::ToolTipRole && c.tooltip)
+        return tr(c.tooltip);
     return {};
 }
 

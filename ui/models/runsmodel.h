@@ -1,15 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-// The stored runs: one row per run with the measurement contract's columns and the deltas against the
-// run's matched control (only when Store::matchCheck says the two are comparable). Fed whole by setRuns;
-// the filter proxy (runsfilterproxy.h) narrows it by recipe, module set, outcome and host.
+// The stored runs: one row per run with the measurement contract's columns, the deltas against the run's
+// matched control (only when Store::matchCheck says the two are comparable), and the estimator's prediction
+// for the run's stored recipe beside the measured peak with its error (core/estimator.h). The columns are
+// one table (kColumns in runsmodel.cpp: header, header tooltip, alignment); a new column is an enum value,
+// a row of that table and its cells. Fed whole by setRuns; the filter proxy (runsfilterproxy.h) narrows it
+// by recipe, module set, outcome and host.
 #pragma once
 
+#include <memory>
 #include <optional>
 
 #include <QAbstractTableModel>
 #include <QHash>
 
 #include "charts/chartdata.h"
+#include "core/estimator.h"
 #include "storage/store.h"
 
 namespace rs::ui {
@@ -25,11 +30,13 @@ public:
         OutcomeColumn,
         RanksColumn, // ranks measured (world size), or the job's GPUs for imported and guide runs
         PeakAllocatedColumn,
-        PeakReservedColumn,
+        EstimateColumn, // the estimator's hottest-rank peak for the run's stored recipe (GB)
+        EstimateErrorColumn, // (measured - estimate) / estimate, in percent
         StepTimeColumn,
         AllocatedDeltaColumn,
         TimeDeltaColumn,
         AdviceColumn, // the advisor's verdict for the memory target (setAdvice), as `recompute advise`
+        PeakReservedColumn, // after the advice: at 1366 px the advice stays on screen
         TflopsColumn,
         HostColumn,
         SourceColumn,
@@ -56,6 +63,14 @@ public:
     // (run - control) / control * 100 when the run has a matched control among the runs.
     std::optional<double> allocatedDeltaPct(int row) const;
     std::optional<double> timeDeltaPct(int row) const;
+    // The estimator's prediction for the run's stored recipe under its own recompute choice
+    // (Layout::Megatron, as `recompute estimate`), computed when first asked and kept per recipe; null when
+    // the run keeps no full recipe (imported and guide runs) or the recipe cannot be estimated
+    // (estimateNote says why).
+    const MemoryEstimate* estimate(int row) const;
+    QString estimateNote(int row) const;
+    // (measured peak allocated - estimate) / estimate * 100, for a passing run with both.
+    std::optional<double> estimateErrorPct(int row) const;
     // The advisor's verdicts by run id (empty: no advice, no memory target or no comparison chosen).
     void setAdvice(const QHash<qint64, RunAdvice>& advice);
     const QHash<qint64, RunAdvice>& advice() const { return m_advice; }
@@ -71,8 +86,15 @@ private:
         std::optional<double> time;
         QString why; // why there is none, for the tooltip
     };
+    struct Estimate {
+        std::optional<MemoryEstimate> estimate;
+        QString note; // why there is none
+    };
+    const Estimate& estimateEntry(int row) const;
     QVector<storage::RunRecord> m_runs;
     QVector<Delta> m_deltas;
+    // By recipe text (runs of one recipe share it); filled lazily, so 10,000 rows cost nothing until shown.
+    mutable QHash<QString, std::shared_ptr<const Estimate>> m_estimates;
     QHash<qint64, int> m_rowById;
     QHash<qint64, RunAdvice> m_advice;
 };
