@@ -168,6 +168,13 @@ public:
     }
 };
 
+// Tokens per expert, on the device and without a host synchronisation (CUDA's bincount reads the input's
+// maximum on the host to size its output).
+Tensor countsOnDevice(const Tensor& ids, int64_t n)
+{
+    return torch::zeros({ n }, ids.options()).index_add_(0, ids, torch::ones_like(ids));
+}
+
 } // namespace
 
 struct Model::Layer {
@@ -810,7 +817,7 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     auto flat_expert = std::get<1>(top).reshape({ -1 });
     if (aux_scores.defined()) {
         // Switch load balancing: E x coeff / (T^2 k) x sum_e (sum of the scores of e) x (tokens routed to e).
-        const auto routed = at::bincount(flat_expert, {}, c.experts);
+        const auto routed = countsOnDevice(flat_expert, c.experts);
         const double t = static_cast<double>(T);
         aux_losses_.push_back((aux_scores.sum(0) * routed.to(torch::kFloat32)).sum()
             * (c.experts * c.moe_aux_loss_coeff / (t * t * c.topk)));
@@ -833,7 +840,7 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     auto token_of = slot_token.index_select(0, order);
     auto permuted = source.index_select(0, token_of);
     auto permuted_probs = flat_probs.index_select(0, order);
-    auto counts_on_device = at::bincount(local_expert, {}, local_experts_);
+    auto counts_on_device = countsOnDevice(local_expert, local_experts_);
     // The per-expert loop (and the grouped fallback's capacity) needs the counts on the host; the grouped
     // GEMM does not.
     Tensor counts;
