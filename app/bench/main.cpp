@@ -17,9 +17,11 @@ namespace {
 constexpr const char* kHelp
     = R"(Usage: recompute-bench RECIPE.json | - | --overrides ARGS... [--mlm-args ARGS...]
                        [--profile P] [--device auto|cpu|cuda|cuda:N] [--warmup N] [--iters N] [--seed S]
+                       [--rank-of-layout N]
 
 Runs one recipe: validates it with the rules of its profile, builds the transformer layer stack it
-describes (the first pipeline stage when pipeline_model_parallel_size > 1), trains it with AdamW for N
+describes as one rank of its parallel layout sees it (TP / SP / CP / EP shares, the pipeline stage and
+the micro-batches its schedule keeps in flight; collectives as local operations), trains it with AdamW for N
 warm-up and N steady iterations with the recompute it asks for, and measures allocator peaks per phase
 (forward, backward, optimizer; optimizer-state initialisation apart), step time and throughput.
 
@@ -37,6 +39,8 @@ Run settings:
   --warmup N           warm-up iterations (default: the recipe's warmup_iters)
   --iters N            steady iterations, timed (default: train_iters - warmup_iters)
   --seed S             seed of the parameters, the batch and dropout (default 1234)
+  --rank-of-layout N   the global rank of the recipe's layout (TP x CP x DP x PP, Megatron's tp-cp-ep-dp-pp
+                       order) to run on this device (default: the hottest, as the estimator names it)
   --help               this text
 
 Several ranks (data-parallel replicas, one process each, started by torchrun --no-python, srun or mpirun):
@@ -135,6 +139,10 @@ int main(int argc, char** argv)
             if (!takeInt(rest, i, a, value))
                 return rs::engine::kInvalid;
             options.seed = static_cast<uint64_t>(value);
+        } else if (a == "--rank-of-layout") {
+            if (!takeInt(rest, i, a, value))
+                return rs::engine::kInvalid;
+            options.rank_of_layout = static_cast<int>(value);
         } else {
             std::cerr << "recompute-bench: unknown argument '" << a << "' (see --help)\n";
             return rs::engine::kInvalid;

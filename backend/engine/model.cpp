@@ -37,6 +37,145 @@ std::string why(const std::string& label)
     return "it is not a label the engine knows";
 }
 
+// ---------------------------------------------------------------------------------------------------------
+// The collectives of one rank as local operations with the same shapes (one device; their values are not
+// the real job's, their sizes and what autograd keeps are). Dimension 0 is the sequence ([s, b, ...]) or
+// the tokens ([T, ...]).
+
+// All-gather along dimension 0 over n ranks (gather_from_sequence_parallel_region): n copies of the local
+// tensor; backward: reduce-scatter (the sum of the n slices).
+class GatherSeq : public torch::autograd::Function<GatherSeq> {
+public:
+    static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, int64_t n)
+    {
+        ctx->saved_data["n"] = n;
+        std::vector<int64_t> reps(static_cast<size_t>(x.dim()), 1);
+        reps[0] = n;
+        return x.repeat(reps);
+    }
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        const int64_t n = ctx->saved_data["n"].toInt();
+        const Tensor& g = grads[0];
+        std::vector<int64_t> shape = g.sizes().vec();
+        shape[0] /= n;
+        shape.insert(shape.begin(), n);
+        return { g.reshape(shape).sum(0), Tensor() };
+    }
+};
+
+// Reduce-scatter along dimension 0 over n ranks (reduce_scatter_to_sequence_parallel_region): this rank's
+// slice, a tensor of its own; backward: all-gather of the gradient.
+class ScatterSeq : public torch::autograd::Function<ScatterSeq> {
+public:
+    static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, int64_t n)
+    {
+        ctx->saved_data["n"] = n;
+        return x.narrow(0, 0, x.size(0) / n).clone();
+    }
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        const int64_t n = ctx->saved_data["n"].toInt();
+        std::vector<int64_t> reps(static_cast<size_t>(grads[0].dim()), 1);
+        reps[0] = n;
+        return { grads[0].repeat(reps), Tensor() };
+    }
+};
+
+// Column-parallel linear under sequence parallelism: all-gather the input's sequence, multiply; keeps
+// only the local input and gathers it again in backward, whose input gradient is reduce-scattered.
+class GatherLinear : public torch::autograd::Function<GatherLinear> {
+public:
+    static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, const Tensor& weight,
+        const Tensor& bias, int64_t n)
+    {
+        ctx->saved_data["n"] = n;
+        ctx->saved_data["bias"] = bias.numel() > 0; // an empty tensor: no bias
+        ctx->save_for_backward({ x, weight });
+        std::vector<int64_t> reps(static_cast<size_t>(x.dim()), 1);
+        reps[0] = n;
+        const Tensor full = x.repeat(reps);
+        return bias.numel() > 0 ? at::linear(full, weight, bias) : at::linear(full, weight);
+    }
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        const int64_t n = ctx->saved_data["n"].toInt();
+        const bool has_bias = ctx->saved_data["bias"].toBool();
+        const auto saved = ctx->get_saved_variables();
+        const Tensor& x = saved[0];
+        const Tensor& weight = saved[1];
+        const Tensor& g = grads[0];
+        std::vector<int64_t> reps(static_cast<size_t>(x.dim()), 1);
+        reps[0] = n;
+        const int64_t out = weight.size(0), in = weight.size(1);
+        const Tensor g2 = g.reshape({ -1, out });
+        Tensor grad_w;
+        {
+            const Tensor full = x.repeat(reps);
+            grad_w = g2.t().mm(full.reshape({ -1, in }));
+        }
+        Tensor grad_full = g.matmul(weight);
+        std::vector<int64_t> shape = grad_full.sizes().vec();
+        shape[0] /= n;
+        shape.insert(shape.begin(), n);
+        Tensor grad_x = grad_full.reshape(shape).sum(0);
+        grad_full = Tensor();
+        return { grad_x, grad_w, has_bias ? g2.sum(0) : Tensor(), Tensor() };
+    }
+};
+
+// The grouped GEMM's fallback (no torch::_grouped_mm: LibTorch before 2.9, CPU, fp32): the tokens sorted by
+// expert are padded into [E, C, in] (C: the most tokens any expert got), one batched matmul with the
+// [E, out, in] weight, and the rows taken back; keeps only the unpadded input (as _grouped_mm does), the
+// padded buffers live inside forward and backward.
+class PaddedGroupedLinear : public torch::autograd::Function<PaddedGroupedLinear> {
+public:
+    // rows: [R] the padded row (e x C + position) of each sorted token.
+    static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, const Tensor& weight,
+        const Tensor& rows, int64_t capacity)
+    {
+        ctx->saved_data["capacity"] = capacity;
+        ctx->save_for_backward({ x, weight, rows });
+        const int64_t e = weight.size(0), in = weight.size(2);
+        Tensor padded = torch::zeros({ e * capacity, in }, x.options()).index_copy_(0, rows, x);
+        Tensor y = at::bmm(padded.view({ e, capacity, in }), weight.transpose(1, 2));
+        padded = Tensor();
+        return y.view({ e * capacity, -1 }).index_select(0, rows);
+    }
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        const int64_t capacity = ctx->saved_data["capacity"].toInt();
+        const auto saved = ctx->get_saved_variables();
+        const Tensor& x = saved[0];
+        const Tensor& weight = saved[1];
+        const Tensor& rows = saved[2];
+        const int64_t e = weight.size(0), out = weight.size(1), in = weight.size(2);
+        const Tensor g = torch::zeros({ e * capacity, out }, grads[0].options())
+                             .index_copy_(0, rows, grads[0].contiguous())
+                             .view({ e, capacity, out });
+        Tensor grad_w;
+        {
+            const Tensor padded = torch::zeros({ e * capacity, in }, x.options())
+                                      .index_copy_(0, rows, x)
+                                      .view({ e, capacity, in });
+            grad_w = at::bmm(g.transpose(1, 2), padded);
+        }
+        Tensor grad_x = at::bmm(g, weight).view({ e * capacity, in }).index_select(0, rows);
+        return { grad_x, grad_w, Tensor(), Tensor() };
+    }
+};
+
+// Tokens per expert, on the device and without a host synchronisation (CUDA's bincount reads the input's
+// maximum on the host to size its output).
+Tensor countsOnDevice(const Tensor& ids, int64_t n)
+{
+    return torch::zeros({ n }, ids.options()).index_add_(0, ids, torch::ones_like(ids));
+}
+
 } // namespace
 
 struct Model::Layer {
@@ -47,7 +186,8 @@ struct Model::Layer {
     Tensor q, q_down, q_ln_w, q_ln_b, q_up, kv_down, kv_ln_w, kv_ln_b, kv_up; // MLA
     Tensor fc1, fc1_b, fc2, fc2_b; // dense MLP
     Tensor router, shared_fc1, shared_fc2; // MoE
-    std::vector<Tensor> expert_fc1, expert_fc1_b, expert_fc2, expert_fc2_b;
+    std::vector<Tensor> expert_fc1, expert_fc1_b, expert_fc2, expert_fc2_b; // SequentialMLP
+    Tensor grouped_fc1, grouped_fc2; // GroupedMLP: [local experts, out, in]
 };
 
 int paddedVocabSize(const Recipe& r)
@@ -57,15 +197,23 @@ int paddedVocabSize(const Recipe& r)
     return static_cast<int>((int64_t(r.vocab_size) + multiple - 1) / multiple * multiple);
 }
 
-ModelConfig modelConfig(const Recipe& r)
+ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
 {
     ModelConfig c;
-    const StageLayers stage = firstStageLayers(r);
-    c.global_layers = stage.layers;
-    c.chunk = stage.chunk;
-    c.stage_scope = stage.scope;
-    for (int g : stage.layers)
+    c.layout = layoutRank(r, rank_of_layout);
+    c.global_layers = c.layout.layers;
+    c.chunk = c.layout.chunk;
+    c.stage_scope = c.layout.scope;
+    for (int g : c.layout.layers)
         c.moe.push_back(isMoeLayer(r, g));
+    c.tp = c.layout.tp;
+    c.cp = c.layout.cp;
+    c.ep = c.layout.ep;
+    c.etp = c.layout.etp;
+    c.sp = c.layout.sp;
+    c.has_embedding = c.layout.first_stage;
+    c.has_head = c.layout.last_stage;
+    c.grouped_gemm = r.moe_grouped_gemm;
     c.hidden = r.hidden_size;
     c.ffn = r.ffn_hidden_size.value_or(4 * r.hidden_size);
     c.heads = r.num_attention_heads;
@@ -128,17 +276,8 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
         throw EngineError("mtp_num_layers", "the engine builds no multi-token-prediction layers");
     if (r.cpu_offloading)
         throw EngineError("cpu_offloading", "the engine does not offload activations");
-    for (const auto& [field, size] :
-        { std::pair<const char*, int> { "tensor_model_parallel_size", r.tensor_model_parallel_size },
-            { "context_parallel_size", r.context_parallel_size },
-            { "expert_model_parallel_size", r.expert_model_parallel_size } }) {
-        if (size != 1)
-            throw EngineError(field,
-                "the engine runs one rank (layers of the first pipeline stage); set 1 (got "
-                    + std::to_string(size) + ")");
-    }
     if (c.global_layers.empty())
-        throw EngineError("num_layers", "the first pipeline stage holds no layers");
+        throw EngineError("num_layers", "the pipeline stage holds no layers");
     if (c.position_embedding != "learned_absolute" && c.position_embedding != "rope"
         && c.position_embedding != "none")
         throw EngineError("position_embedding_type",
@@ -206,10 +345,26 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
     torch::manual_seed(seed);
     const auto& c = config_;
     const int64_t h = c.hidden;
+    const int64_t tp = std::max(1, c.tp);
+    // This rank's shares (Megatron's ColumnParallelLinear / RowParallelLinear splits, the vocabulary split
+    // of VocabParallelEmbedding, the local experts of MoELayer).
+    np_ = c.heads / tp;
+    ng_ = std::max<int64_t>(1, c.query_groups / tp);
+    ffn_ = c.ffn / tp;
+    moe_ffn_ = c.moe_ffn / std::max(1, c.etp);
+    shared_ffn_ = c.shared_ffn / tp;
+    vocab_ = c.vocab / tp;
+    local_experts_ = c.experts / std::max(1, c.ep);
+    seq_ = c.seq / std::max(1, c.cp);
+    layer_seq_ = c.sp ? seq_ / tp : seq_;
     MemoryRegion region(MemoryCategory::Other);
-    embedding_ = param("embedding.word_embeddings.weight", { c.vocab, h });
-    if (c.position_embedding == "learned_absolute")
-        position_embedding_ = param("embedding.position_embeddings.weight", { c.max_position_embeddings, h });
+    if (c.has_embedding) {
+        embedding_ = param("embedding.word_embeddings.weight", { vocab_, h });
+        if (c.position_embedding == "learned_absolute")
+            position_embedding_
+                = param("embedding.position_embeddings.weight", { c.max_position_embeddings, h });
+    }
+    const int64_t glu = c.gated ? 2 : 1;
     for (size_t i = 0; i < c.global_layers.size(); ++i) {
         Layer L;
         L.global = c.global_layers[i];
@@ -229,56 +384,77 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
                 L.q_ln_w = param(a + "q_layernorm.weight", { c.q_lora_rank }, true);
                 if (!c.rmsnorm)
                     L.q_ln_b = param(a + "q_layernorm.bias", { c.q_lora_rank }, true);
-                L.q_up = param(a + "linear_q_up_proj.weight", { c.heads * (dn + dr), c.q_lora_rank });
+                L.q_up = param(a + "linear_q_up_proj.weight", { np_ * (dn + dr), c.q_lora_rank });
             } else {
-                L.q = param(a + "linear_q_proj.weight", { c.heads * (dn + dr), h });
+                L.q = param(a + "linear_q_proj.weight", { np_ * (dn + dr), h });
             }
             L.kv_down = param(a + "linear_kv_down_proj.weight", { c.kv_lora_rank + dr, h });
             L.kv_ln_w = param(a + "kv_layernorm.weight", { c.kv_lora_rank }, true);
             if (!c.rmsnorm)
                 L.kv_ln_b = param(a + "kv_layernorm.bias", { c.kv_lora_rank }, true);
-            L.kv_up = param(a + "linear_kv_up_proj.weight", { c.heads * (dn + dv), c.kv_lora_rank });
-            L.proj = param(a + "linear_proj.weight", { h, c.heads * dv });
+            L.kv_up = param(a + "linear_kv_up_proj.weight", { np_ * (dn + dv), c.kv_lora_rank });
+            L.proj = param(a + "linear_proj.weight", { h, np_ * dv });
         } else {
             const int64_t kv = c.kv_channels;
-            L.qkv = param(a + "linear_qkv.weight", { (c.heads + 2 * c.query_groups) * kv, h });
-            L.qkv_b = biasParam(c.qkv_bias, a + "linear_qkv.bias", (c.heads + 2 * c.query_groups) * kv);
-            L.proj = param(a + "linear_proj.weight", { h, c.heads * kv });
+            L.qkv = param(a + "linear_qkv.weight", { (np_ + 2 * ng_) * kv, h });
+            L.qkv_b = biasParam(c.qkv_bias, a + "linear_qkv.bias", (np_ + 2 * ng_) * kv);
+            L.proj = param(a + "linear_proj.weight", { h, np_ * kv });
         }
         L.proj_b = biasParam(c.bias_linear, a + "linear_proj.bias", h);
         const std::string m = p + "mlp.";
         if (L.moe) {
             L.router = param(m + "router.weight", { c.experts, h });
-            const int64_t fc1_out = (c.gated ? 2 : 1) * static_cast<int64_t>(c.moe_ffn);
-            for (int e = 0; e < c.experts; ++e) {
-                L.expert_fc1.push_back(
-                    param(m + "experts.linear_fc1.weight" + std::to_string(e), { fc1_out, h }));
-                L.expert_fc2.push_back(
-                    param(m + "experts.linear_fc2.weight" + std::to_string(e), { h, c.moe_ffn }));
-                L.expert_fc1_b.push_back(
-                    biasParam(c.moe_expert_bias, m + "experts.linear_fc1.bias" + std::to_string(e), fc1_out));
-                L.expert_fc2_b.push_back(
-                    biasParam(c.moe_expert_bias, m + "experts.linear_fc2.bias" + std::to_string(e), h));
+            const int64_t fc1_out = glu * moe_ffn_;
+            if (c.grouped_gemm) {
+                // GroupedMLP: one weight per FC for the local experts, drawn expert by expert in the
+                // order SequentialMLP draws its own (the same values: tested).
+                L.grouped_fc1
+                    = param(m + "experts.linear_fc1.weight", { local_experts_, fc1_out, h }, false, true);
+                L.grouped_fc2
+                    = param(m + "experts.linear_fc2.weight", { local_experts_, h, moe_ffn_ }, false, true);
+                torch::NoGradGuard no_grad;
+                for (int64_t e = 0; e < local_experts_; ++e) {
+                    L.grouped_fc1[e].normal_(0.0, 0.02);
+                    L.grouped_fc2[e].normal_(0.0, 0.02);
+                }
+            } else {
+                for (int64_t e = 0; e < local_experts_; ++e) {
+                    L.expert_fc1.push_back(
+                        param(m + "experts.linear_fc1.weight" + std::to_string(e), { fc1_out, h }));
+                    L.expert_fc2.push_back(
+                        param(m + "experts.linear_fc2.weight" + std::to_string(e), { h, moe_ffn_ }));
+                    L.expert_fc1_b.push_back(biasParam(
+                        c.moe_expert_bias, m + "experts.linear_fc1.bias" + std::to_string(e), fc1_out));
+                    L.expert_fc2_b.push_back(
+                        biasParam(c.moe_expert_bias, m + "experts.linear_fc2.bias" + std::to_string(e), h));
+                }
             }
             if (c.shared_ffn > 0) {
-                L.shared_fc1 = param(m + "shared_experts.linear_fc1.weight",
-                    { (c.gated ? 2 : 1) * static_cast<int64_t>(c.shared_ffn), h });
-                L.shared_fc2 = param(m + "shared_experts.linear_fc2.weight", { h, c.shared_ffn });
+                L.shared_fc1 = param(m + "shared_experts.linear_fc1.weight", { glu * shared_ffn_, h });
+                L.shared_fc2 = param(m + "shared_experts.linear_fc2.weight", { h, shared_ffn_ });
             }
         } else {
-            L.fc1 = param(m + "linear_fc1.weight", { (c.gated ? 2 : 1) * static_cast<int64_t>(c.ffn), h });
-            L.fc1_b = biasParam(
-                c.bias_linear, m + "linear_fc1.bias", (c.gated ? 2 : 1) * static_cast<int64_t>(c.ffn));
-            L.fc2 = param(m + "linear_fc2.weight", { h, c.ffn });
+            L.fc1 = param(m + "linear_fc1.weight", { glu * ffn_, h });
+            L.fc1_b = biasParam(c.bias_linear, m + "linear_fc1.bias", glu * ffn_);
+            L.fc2 = param(m + "linear_fc2.weight", { h, ffn_ });
             L.fc2_b = biasParam(c.bias_linear, m + "linear_fc2.bias", h);
         }
         layers_.push_back(std::move(L));
     }
-    final_norm_w_ = param("decoder.final_layernorm.weight", { h }, true);
-    if (!c.rmsnorm)
-        final_norm_b_ = param("decoder.final_layernorm.bias", { h }, true);
-    // Tied: the output layer multiplies by the word embedding itself (one parameter, two uses).
-    output_ = c.tied_embeddings ? embedding_ : param("output_layer.weight", { c.vocab, h });
+    if (c.has_head) {
+        final_norm_w_ = param("decoder.final_layernorm.weight", { h }, true);
+        if (!c.rmsnorm)
+            final_norm_b_ = param("decoder.final_layernorm.bias", { h }, true);
+        // Tied: the output layer multiplies by the word embedding itself (one parameter, two uses); a
+        // last stage without the embedding holds its own copy (setup_embeddings_and_output_layer).
+        output_
+            = c.tied_embeddings && c.has_embedding ? embedding_ : param("output_layer.weight", { vocab_, h });
+    } else {
+        // The gradient the stage's output receives from the next stage (a fixed tensor: its values do
+        // not matter, its shape does).
+        sent_grad_ = torch::full(
+            { layer_seq_, c.micro_batch, h }, 1.0 / double(layer_seq_ * c.micro_batch * h), options_);
+    }
 
     if (c.attention_backend == "unfused")
         causal_mask_
@@ -310,7 +486,7 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
 
 Model::~Model() = default;
 
-Tensor Model::param(const std::string& name, std::vector<int64_t> shape, bool ones)
+Tensor Model::param(const std::string& name, std::vector<int64_t> shape, bool ones, bool uninitialized)
 {
     // Norm biases start at zero, norm weights at one, matrices at N(0, 0.02) (Megatron's init_method_std).
     const bool bias = name.size() > 5 && name.compare(name.size() - 5, 5, ".bias") == 0;
@@ -318,7 +494,9 @@ Tensor Model::param(const std::string& name, std::vector<int64_t> shape, bool on
     Tensor t = torch::empty(shape, options_);
     {
         torch::NoGradGuard no_grad;
-        if (bias)
+        if (uninitialized)
+            t.zero_(); // the caller fills it (no draw from the generator here)
+        else if (bias)
             t.zero_();
         else if (ones)
             t.fill_(1.0);
@@ -339,9 +517,39 @@ std::pair<Tensor, Tensor> Model::batch(uint64_t seed) const
 {
     auto gen = at::detail::createCPUGenerator(seed);
     auto opts = torch::TensorOptions().dtype(torch::kLong);
-    auto tokens = torch::randint(config_.tokenizer_vocab, { config_.seq, config_.micro_batch }, gen, opts);
-    auto labels = torch::randint(config_.tokenizer_vocab, { config_.seq, config_.micro_batch }, gen, opts);
+    // The rank's sequence chunk (s / CP). Under TP the embedding and the cross-entropy see the rank's
+    // vocabulary shard: ids are taken modulo its rows (vocab-parallel lookups of tokens outside the shard
+    // are masked to zero in Megatron; the shapes are the same).
+    const int64_t below = std::min<int64_t>(config_.tokenizer_vocab, vocab_);
+    auto tokens = torch::randint(below, { seq_, config_.micro_batch }, gen, opts);
+    auto labels = torch::randint(below, { seq_, config_.micro_batch }, gen, opts);
     return { tokens.to(device_), labels.to(device_) };
+}
+
+Tensor Model::columnLinear(const Tensor& x, const Tensor& weight, const Tensor& bias) const
+{
+    if (!config_.sp)
+        return linear(x, weight, bias);
+    countFlops(
+        2 * (x.numel() / std::max<int64_t>(1, x.size(-1))) * config_.tp * weight.size(0) * weight.size(1));
+    // Function::apply takes defined tensors only: no bias travels as an empty one.
+    return GatherLinear::apply(
+        x, weight, bias.defined() ? bias : torch::empty({ 0 }, x.options()), int64_t(config_.tp));
+}
+
+Tensor Model::rowReduce(const Tensor& x) const
+{
+    return config_.sp ? ScatterSeq::apply(x, int64_t(config_.tp)) : x;
+}
+
+Tensor Model::receivedActivation() const
+{
+    return torch::randn({ layer_seq_, config_.micro_batch, config_.hidden }, options_).requires_grad_(true);
+}
+
+int Model::chunks() const
+{
+    return config_.chunk.empty() ? 1 : config_.chunk.back() + 1;
 }
 
 Tensor Model::linear(const Tensor& x, const Tensor& weight, const Tensor& bias) const
@@ -385,7 +593,7 @@ Tensor Model::activation(const Tensor& fc1_out) const
 
 Tensor Model::mlp(const Tensor& x, const Tensor& fc1, const Tensor& fc1_b, const Tensor& fc2) const
 {
-    return linear(activation(linear(x, fc1, fc1_b)), fc2);
+    return linear(activation(columnLinear(x, fc1, fc1_b)), fc2);
 }
 
 Tensor Model::rope(const Tensor& x, const Tensor& cos, const Tensor& sin) const
@@ -500,16 +708,23 @@ Tensor Model::coreAttention(const Layer& L, const Tensor& q, const Tensor& k, co
 Tensor Model::attention(const Layer& L, const Tensor& x)
 {
     const auto& c = config_;
-    const int64_t s = x.size(0), b = x.size(1);
+    // Under SP x holds s / TP positions; the column-parallel projections gather the rank's whole chunk.
+    const int64_t s = x.size(0) * (c.sp ? c.tp : 1), b = x.size(1);
     if (!c.mla) {
-        const int64_t kv = c.kv_channels, nq = c.heads * kv, nkv = c.query_groups * kv;
-        auto qkv = linear(x, L.qkv, L.qkv_b);
-        auto q = qkv.narrow(-1, 0, nq).view({ s, b, c.heads, kv });
-        auto k = qkv.narrow(-1, nq, nkv).view({ s, b, c.query_groups, kv });
-        auto v = qkv.narrow(-1, nq + nkv, nkv).view({ s, b, c.query_groups, kv });
+        const int64_t kv = c.kv_channels, nq = np_ * kv, nkv = ng_ * kv;
+        auto qkv = columnLinear(x, L.qkv, L.qkv_b);
+        auto q = qkv.narrow(-1, 0, nq).view({ s, b, np_, kv });
+        auto k = qkv.narrow(-1, nq, nkv).view({ s, b, ng_, kv });
+        auto v = qkv.narrow(-1, nq + nkv, nkv).view({ s, b, ng_, kv });
         if (c.position_embedding == "rope") {
             q = rope(q, rotary_cos_, rotary_sin_);
             k = rope(k, rotary_cos_, rotary_sin_);
+        }
+        if (c.cp > 1) {
+            // Context parallelism: the rank's queries attend to the keys and values of the whole
+            // sequence, gathered over the CP ranks (backward: their gradients reduce-scattered).
+            k = GatherSeq::apply(k, int64_t(c.cp));
+            v = GatherSeq::apply(v, int64_t(c.cp));
         }
         auto core = coreAttention(L, q, k, v);
         return linear(core, L.proj);
@@ -522,13 +737,16 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
     auto kv_all = linear(x, L.kv_down);
     auto kv_c = norm(kv_all.narrow(-1, 0, c.kv_lora_rank), L.kv_ln_w, L.kv_ln_b);
     auto k_pe = kv_all.narrow(-1, c.kv_lora_rank, dr);
-    Region up = [this, &L, s, b, dn, dr, dv](const Tensors& in) -> Tensors {
+    if (c.sp) // multi_latent_attention.py: k_pos_emb gathered over the sequence (duplicated down-proj)
+        k_pe = GatherSeq::apply(k_pe, int64_t(c.tp));
+    const int64_t np = np_;
+    Region up = [this, &L, s, b, np, dn, dr, dv](const Tensors& in) -> Tensors {
         MemoryRegion region(MemoryCategory::Activations, L.global, "mla_up_proj");
         const auto& c = config_;
-        auto q = linear(in[0], c.q_lora_rank > 0 ? L.q_up : L.q).view({ s, b, c.heads, dn + dr });
-        auto kv = linear(in[1], L.kv_up).view({ s, b, c.heads, dn + dv });
+        auto q = columnLinear(in[0], c.q_lora_rank > 0 ? L.q_up : L.q).view({ s, b, np, dn + dr });
+        auto kv = columnLinear(in[1], L.kv_up).view({ s, b, np, dn + dv });
         auto q_pe = rope(q.narrow(-1, dn, dr), rope_cos_, rope_sin_);
-        auto k_pe = rope(in[2].unsqueeze(2), rope_cos_, rope_sin_).expand({ s, b, c.heads, dr });
+        auto k_pe = rope(in[2].unsqueeze(2), rope_cos_, rope_sin_).expand({ s, b, np, dr });
         auto query = torch::cat({ q.narrow(-1, 0, dn), q_pe }, -1);
         auto key = torch::cat({ kv.narrow(-1, 0, dn), k_pe }, -1);
         auto value = kv.narrow(-1, dn, dv).contiguous();
@@ -537,19 +755,72 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
     OutputDiscardCheckpoint up_ckpt;
     const bool discard = plan_.has("mla_up_proj");
     Tensors qkv = discard ? up_ckpt.run(up, { q_in, kv_c, k_pe }) : up({ q_in, kv_c, k_pe });
-    auto core = coreAttention(L, qkv[0], qkv[1], qkv[2]);
+    Tensor key = qkv[1], value = qkv[2];
+    if (c.cp > 1) {
+        key = GatherSeq::apply(key, int64_t(c.cp));
+        value = GatherSeq::apply(value, int64_t(c.cp));
+    }
+    auto core = coreAttention(L, qkv[0], key, value);
     if (discard)
         up_ckpt.discardOutputAndRegisterRecompute(core);
     return linear(core, L.proj);
 }
 
+Tensor Model::expertLinear(const Layer& L, bool fc1, const Tensor& sorted, const Tensor& counts_on_device,
+    const int64_t* counts_on_host) const
+{
+    if (!config_.grouped_gemm) {
+        // SequentialMLP: one linear per local expert on its slice of the sorted tokens.
+        Tensors parts;
+        int64_t offset = 0;
+        for (int64_t e = 0; e < local_experts_; ++e) {
+            const int64_t n = counts_on_host[e];
+            if (n > 0) {
+                const auto& w
+                    = fc1 ? L.expert_fc1[static_cast<size_t>(e)] : L.expert_fc2[static_cast<size_t>(e)];
+                const auto& bias
+                    = fc1 ? L.expert_fc1_b[static_cast<size_t>(e)] : L.expert_fc2_b[static_cast<size_t>(e)];
+                parts.push_back(linear(sorted.narrow(0, offset, n), w, bias));
+            }
+            offset += n;
+        }
+        return torch::cat(parts, 0);
+    }
+    const Tensor& w = fc1 ? L.grouped_fc1 : L.grouped_fc2; // [E, out, in]
+    countFlops(2 * sorted.size(0) * w.size(1) * w.size(2));
+    if (compat::groupedMmAvailable(sorted)) {
+        // One grouped GEMM; the group ends are a device tensor: nothing goes to the host.
+        const Tensor offs = counts_on_device.cumsum(0).to(torch::kInt);
+        return compat::groupedMm(sorted, w.transpose(1, 2), offs);
+    }
+    // Fallback: a batched matmul over the tokens padded to the fullest expert. Its capacity is read on the
+    // host (one synchronisation on a GPU; none on CPU).
+    int64_t capacity = 0;
+    for (int64_t e = 0; e < local_experts_; ++e)
+        capacity = std::max(capacity, counts_on_host[e]);
+    capacity = std::max<int64_t>(capacity, 1);
+    const auto long_opts = counts_on_device.options().dtype(torch::kLong);
+    const Tensor starts = counts_on_device.cumsum(0) - counts_on_device;
+    const Tensor expert_of = at::repeat_interleave(torch::arange(local_experts_, long_opts), counts_on_device,
+        /*dim=*/0, /*output_size=*/sorted.size(0));
+    const Tensor rows
+        = expert_of * capacity + torch::arange(sorted.size(0), long_opts) - starts.index_select(0, expert_of);
+    return PaddedGroupedLinear::apply(sorted, w, rows, capacity);
+}
+
 Tensor Model::moeLayer(const Layer& L, const Tensor& x)
 {
-    // Router (top-k over logits, softmax over the chosen k), token permutation by expert, grouped experts
-    // FC1 -> activation x probs (the moe_act region) -> FC2, unpermutation, shared experts.
+    // Router (top-k over logits, softmax over the chosen k) on the rank's tokens, the dispatcher's
+    // permutation to this rank's local experts, the experts FC1 -> activation x probs (the moe_act region)
+    // -> FC2, the combine, the shared experts. One rank of an EP layout: every routed slot goes to the
+    // local expert (its expert id modulo the local experts), which under uniform routing is as many tokens
+    // as the all-to-all delivers from every EP rank to these experts; under SP with expert-TP the tokens of
+    // the TP ranks are gathered first (the alltoall dispatcher's gather over the TP group) and the
+    // experts' output reduce-scattered back.
     const auto& c = config_;
     const int64_t h = x.size(-1);
     auto tokens = x.reshape({ -1, h });
+    const int64_t T = tokens.size(0);
     auto logits = linear(tokens, L.router);
     auto top = logits.topk(c.topk, -1);
     Tensor aux_scores; // the load-balancing loss's softmax over every expert, fp32
@@ -557,28 +828,42 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
         aux_scores = at::softmax(logits.to(torch::kFloat32), -1);
     auto probs = at::softmax(std::get<0>(top).to(torch::kFloat32), -1).to(x.scalar_type());
     auto flat_expert = std::get<1>(top).reshape({ -1 });
-    auto order = std::get<1>(at::sort(flat_expert, true, 0, false));
-    auto token_of = order.div(c.topk, "floor");
-    auto permuted = tokens.index_select(0, token_of);
-    auto permuted_probs = probs.reshape({ -1 }).index_select(0, order);
-    auto counts_on_device = at::bincount(flat_expert, {}, c.experts);
     if (aux_scores.defined()) {
         // Switch load balancing: E x coeff / (T^2 k) x sum_e (sum of the scores of e) x (tokens routed to e).
-        const double t = static_cast<double>(tokens.size(0));
-        aux_losses_.push_back((aux_scores.sum(0) * counts_on_device.to(torch::kFloat32)).sum()
+        const auto routed = countsOnDevice(flat_expert, c.experts);
+        const double t = static_cast<double>(T);
+        aux_losses_.push_back((aux_scores.sum(0) * routed.to(torch::kFloat32)).sum()
             * (c.experts * c.moe_aux_loss_coeff / (t * t * c.topk)));
     }
-    auto counts = counts_on_device.to(torch::kCPU);
-    const auto* count = counts.data_ptr<int64_t>();
-
-    Tensors parts;
-    int64_t offset = 0;
-    for (int e = 0; e < c.experts; ++e) {
-        if (count[e] > 0)
-            parts.push_back(linear(permuted.narrow(0, offset, count[e]), L.expert_fc1[e], L.expert_fc1_b[e]));
-        offset += count[e];
+    auto local_expert = local_experts_ == c.experts ? flat_expert : flat_expert.remainder(local_experts_);
+    auto flat_probs = probs.reshape({ -1 });
+    const int64_t gather = (c.sp && c.etp > 1) ? c.etp : 1;
+    Tensor source = tokens; // the tokens the experts' slots index
+    Tensor slot_token = torch::arange(T * c.topk, flat_expert.options()).div(c.topk, "floor");
+    if (gather > 1) {
+        source = GatherSeq::apply(tokens, gather);
+        flat_probs = GatherSeq::apply(flat_probs, gather);
+        local_expert = local_expert.repeat({ gather });
+        // Copy g of the gathered tokens starts at g x T.
+        slot_token
+            = (slot_token.view({ 1, -1 }) + torch::arange(gather, slot_token.options()).view({ -1, 1 }) * T)
+                  .reshape({ -1 });
     }
-    auto fc1_out = torch::cat(parts, 0);
+    auto order = std::get<1>(at::sort(local_expert, true, 0, false));
+    auto token_of = slot_token.index_select(0, order);
+    auto permuted = source.index_select(0, token_of);
+    auto permuted_probs = flat_probs.index_select(0, order);
+    auto counts_on_device = countsOnDevice(local_expert, local_experts_);
+    // The per-expert loop (and the grouped fallback's capacity) needs the counts on the host; the grouped
+    // GEMM does not.
+    Tensor counts;
+    const int64_t* count = nullptr;
+    if (!c.grouped_gemm || !compat::groupedMmAvailable(permuted)) {
+        counts = counts_on_device.to(torch::kCPU);
+        count = counts.data_ptr<int64_t>();
+    }
+
+    auto fc1_out = expertLinear(L, true, permuted, counts_on_device, count);
     const int layer = L.global;
     Region act_region = [this, layer](const Tensors& in) -> Tensors {
         MemoryRegion region(MemoryCategory::Activations, layer, "moe_act");
@@ -588,27 +873,22 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     const bool discard = plan_.has("moe_act");
     auto act = (discard ? act_ckpt.run(act_region, { fc1_out, permuted_probs })
                         : act_region({ fc1_out, permuted_probs }))[0];
-    parts.clear();
-    offset = 0;
-    for (int e = 0; e < c.experts; ++e) {
-        if (count[e] > 0)
-            parts.push_back(linear(act.narrow(0, offset, count[e]), L.expert_fc2[e], L.expert_fc2_b[e]));
-        offset += count[e];
-    }
-    auto expert_out = torch::cat(parts, 0);
+    auto expert_out = expertLinear(L, false, act, counts_on_device, count);
     if (discard)
         act_ckpt.discardOutputAndRegisterRecompute(expert_out);
-    auto out = torch::zeros_like(tokens).index_add(0, token_of, expert_out);
+    auto out = torch::zeros_like(source).index_add(0, token_of, expert_out);
+    if (gather > 1)
+        out = ScatterSeq::apply(out, gather);
     if (c.shared_ffn > 0) {
         MemoryRegion region(MemoryCategory::Activations, layer, "shared_experts");
         if (plan_.has("shared_experts")) {
             Region head = [this, &L](const Tensors& in) -> Tensors {
                 MemoryRegion region(MemoryCategory::Activations, L.global, "shared_experts");
-                return { activation(linear(in[0], L.shared_fc1)) };
+                return { activation(columnLinear(in[0], L.shared_fc1)) };
             };
-            out = out + checkpoint(head, linearTail(L.shared_fc2), { tokens })[0];
+            out = out + rowReduce(checkpoint(head, linearTail(L.shared_fc2), { tokens })[0]);
         } else {
-            out = out + mlp(tokens, L.shared_fc1, Tensor(), L.shared_fc2);
+            out = out + rowReduce(linear(activation(columnLinear(tokens, L.shared_fc1)), L.shared_fc2));
         }
     }
     return out.view(x.sizes());
@@ -642,7 +922,7 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
     Tensor attn;
     {
         MemoryRegion region(Cat::Activations, layer, "self_attention");
-        attn = attention(L, ln1);
+        attn = rowReduce(attention(L, ln1));
     }
     if (discard_norms)
         ln1_ckpt.discardOutputAndRegisterRecompute(attn);
@@ -663,11 +943,11 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
         if (plan_.has("mlp")) {
             Region head = [this, &L](const Tensors& in) -> Tensors {
                 MemoryRegion region(Cat::Activations, L.global, "mlp");
-                return { activation(linear(in[0], L.fc1, L.fc1_b)) };
+                return { activation(columnLinear(in[0], L.fc1, L.fc1_b)) };
             };
-            out = checkpoint(head, linearTail(L.fc2), { ln2 })[0];
+            out = rowReduce(checkpoint(head, linearTail(L.fc2), { ln2 })[0]);
         } else {
-            out = mlp(ln2, L.fc1, L.fc1_b, L.fc2);
+            out = rowReduce(mlp(ln2, L.fc1, L.fc1_b, L.fc2));
         }
     }
     if (discard_norms)
@@ -681,27 +961,31 @@ Tensors Model::denseLayerHead(const Layer& L, Tensor x)
     // layerForward's ops in the same order, for a layer with no selective labels, no hidden dropout and no
     // bias on its last linear.
     x = biasDropoutAdd(attention(L, norm(x, L.ln1_w, L.ln1_b)), L.proj_b, x);
-    return { x, activation(linear(norm(x, L.ln2_w, L.ln2_b), L.fc1, L.fc1_b)) };
+    return { x, activation(columnLinear(norm(x, L.ln2_w, L.ln2_b), L.fc1, L.fc1_b)) };
 }
 
-Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
+Tensor Model::embed(const Tensor& tokens)
 {
-    aux_losses_.clear();
-    Tensor x;
-    {
-        // LanguageModelEmbedding: word (+ learned absolute position) embeddings, then embedding dropout.
-        MemoryRegion region(MemoryCategory::Activations, -1, "embedding");
-        x = at::embedding(embedding_, tokens);
-        if (position_embedding_.defined()) {
-            auto positions = torch::arange(tokens.size(0), tokens.options());
-            x = x + at::embedding(position_embedding_, positions).unsqueeze(1);
-        }
-        x = dropout(x, config_.hidden_dropout);
+    // LanguageModelEmbedding: word (+ learned absolute position) embeddings, then embedding dropout; the
+    // vocabulary-parallel lookup's all-reduce is a reduce-scatter to s / TP under SP.
+    MemoryRegion region(MemoryCategory::Activations, -1, "embedding");
+    Tensor x = at::embedding(embedding_, tokens);
+    if (position_embedding_.defined()) {
+        auto positions = torch::arange(tokens.size(0), tokens.options());
+        x = x + at::embedding(position_embedding_, positions).unsqueeze(1);
     }
+    x = rowReduce(x);
+    return dropout(x, config_.hidden_dropout);
+}
+
+Tensor Model::runLayers(int chunk, Tensor x)
+{
     for (const auto& unit : plan_.units) {
+        if (chunk >= 0 && config_.chunk[static_cast<size_t>(unit.first)] != chunk)
+            continue;
         const int last = unit.first + unit.count - 1;
         if (unit.checkpointed && !layers_[last].moe && config_.hidden_dropout == 0
-            && !layers_[last].fc2_b.defined()) {
+            && !layers_[last].fc2_b.defined() && !config_.sp) {
             // The unit ends with x + fc2(act): the replay stops at the last layer's activation.
             Region head = [this, unit, last](const Tensors& in) -> Tensors {
                 Tensor h = in[0];
@@ -722,10 +1006,53 @@ Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
         };
         x = (unit.checkpointed ? checkpoint(run, { x }) : run({ x }))[0];
     }
+    return x;
+}
+
+Tensor Model::head(Tensor x, const Tensor& labels)
+{
+    // Final norm, the column-parallel output layer (the rank's vocabulary shard), and the vocab-parallel
+    // cross-entropy as a local one over the shard (fp32 [s*b, V/TP], as Megatron's keeps).
     MemoryRegion region(MemoryCategory::Activations, -1, "output");
     x = norm(x, final_norm_w_, final_norm_b_);
-    auto logits = linear(x, output_);
-    auto loss = vocabCrossEntropy(logits.view({ -1, config_.vocab }), labels.reshape({ -1 })).mean();
+    auto logits = columnLinear(x, output_);
+    return vocabCrossEntropy(logits.view({ -1, vocab_ }), labels.reshape({ -1 })).mean();
+}
+
+Model::ChunkOutput Model::chunkForward(
+    int chunk, const Tensor& tokens, const Tensor& labels, const Tensor& received)
+{
+    aux_losses_.clear();
+    ChunkOutput out;
+    Tensor x = chunkStartsFromTokens(chunk) ? embed(tokens) : received;
+    x = runLayers(chunk, x);
+    if (chunk == chunks() - 1 && config_.has_head) {
+        out.out = head(x, labels);
+        out.is_loss = true;
+        for (const auto& aux : aux_losses_)
+            out.out = out.out + aux;
+    } else {
+        out.out = x;
+        for (const auto& aux : aux_losses_)
+            out.aux = out.aux.defined() ? out.aux + aux : aux;
+    }
+    aux_losses_.clear();
+    return out;
+}
+
+Tensor Model::loss(const Tensor& tokens, const Tensor& labels)
+{
+    aux_losses_.clear();
+    Tensor x = config_.has_embedding ? embed(tokens) : receivedActivation();
+    x = runLayers(-1, x);
+    Tensor loss;
+    if (config_.has_head) {
+        loss = head(x, labels);
+    } else {
+        // No loss head on this stage: the gradient its output would receive, as a fixed tensor.
+        MemoryRegion region(MemoryCategory::Activations, -1, "output");
+        loss = (x * sent_grad_).sum().to(torch::kFloat32);
+    }
     for (const auto& aux : aux_losses_)
         loss = loss + aux;
     aux_losses_.clear();

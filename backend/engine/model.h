@@ -4,6 +4,7 @@
 // label to its checkpoint).
 #pragma once
 
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
@@ -13,6 +14,7 @@
 #include <torch/torch.h>
 
 #include "core/recipe.h"
+#include "engine/layout_rank.h"
 
 namespace rs::engine {
 
@@ -29,7 +31,8 @@ struct EngineError : std::runtime_error {
 // Megatron-LM's padded vocabulary: vocab_size rounded up to a multiple of make_vocab_size_divisible_by x TP.
 int paddedVocabSize(const Recipe& resolved);
 
-// Shapes and settings of the stack this process runs (the first pipeline stage when PP > 1).
+// Shapes and settings of the stack this process runs: one rank of the recipe's layout (layout_rank.h),
+// its pipeline stage's layers, its shares under TP / SP / CP / EP.
 struct ModelConfig {
     std::vector<int> global_layers; // global index of each local layer
     std::vector<int> chunk; // virtual-pipeline chunk of each local layer (full recompute is per chunk)
@@ -58,9 +61,20 @@ struct ModelConfig {
     int experts = 0, topk = 0, moe_ffn = 0, shared_ffn = 0;
     double attention_dropout = 0, hidden_dropout = 0;
     torch::Dtype dtype = torch::kFloat32;
+
+    // The rank of the layout (layout_rank.h). Sizes above are the whole model's; the Model divides them:
+    // heads, query groups, FFN, shared experts and vocabulary by TP, the sequence by CP (and the layers'
+    // residual stream, norms and dropout by TP again under SP), routed experts by EP, their FFN by
+    // expert-TP.
+    int tp = 1, cp = 1, ep = 1, etp = 1;
+    bool sp = false;
+    bool has_embedding = true, has_head = true; // first / last pipeline stage
+    bool grouped_gemm = false; // moe_grouped_gemm: one [local experts, out, in] weight per FC
+    LayoutRank layout;
 };
 
-ModelConfig modelConfig(const Recipe& resolved);
+// The rank of the recipe's layout that `rank_of_layout` names (default: the estimator's hottest).
+ModelConfig modelConfig(const Recipe& resolved, std::optional<int> rank_of_layout = std::nullopt);
 
 // Where the checkpoints go. Selective: the labels in effect. Full: units of consecutive local layers,
 // each checkpointed as one region or run plainly (megatron-rules.md (d)).
@@ -88,8 +102,25 @@ public:
 
     // Random token ids and labels of shape [seq, micro_batch], drawn from `seed`.
     std::pair<torch::Tensor, torch::Tensor> batch(uint64_t seed) const;
-    // Forward pass to the mean cross-entropy loss (fp32).
+    // Forward pass of the whole stage to the mean cross-entropy loss (fp32). A stage without the loss head
+    // ends in sum(output x g) with a fixed g (the gradient it would receive); one without the embedding
+    // starts from a received activation.
     torch::Tensor loss(const torch::Tensor& tokens, const torch::Tensor& labels);
+
+    // One model chunk (virtual pipeline) of one micro-batch, as the pipeline schedule runs it: from the
+    // tokens (chunk 0 of the first stage) or from `received` (the activation the previous stage sends,
+    // a leaf with requires_grad), to the loss (the last chunk of the last stage) or to the activation it
+    // sends. `aux` holds the MoE load-balancing losses of the chunk (undefined when none).
+    struct ChunkOutput {
+        torch::Tensor out, aux;
+        bool is_loss = false;
+    };
+    ChunkOutput chunkForward(
+        int chunk, const torch::Tensor& tokens, const torch::Tensor& labels, const torch::Tensor& received);
+    bool chunkStartsFromTokens(int chunk) const { return chunk == 0 && config_.has_embedding; }
+    // The activation a stage receives, [s / CP (/ TP under SP), b, h], random, requires_grad.
+    torch::Tensor receivedActivation() const;
+    int chunks() const;
 
     const std::vector<std::pair<std::string, torch::Tensor>>& parameters() const { return params_; }
     const ModelConfig& config() const { return config_; }
@@ -98,7 +129,8 @@ public:
     struct Layer; // defined in model.cpp
 
 private:
-    torch::Tensor param(const std::string& name, std::vector<int64_t> shape, bool ones = false);
+    torch::Tensor param(
+        const std::string& name, std::vector<int64_t> shape, bool ones = false, bool uninitialized = false);
     torch::Tensor biasParam(bool present, const std::string& name, int64_t size);
     torch::Tensor layerForward(const Layer& layer, torch::Tensor x);
     torch::Tensor norm(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias) const;
@@ -127,6 +159,19 @@ private:
     torch::Tensor activation(const torch::Tensor& fc1_out) const;
     torch::Tensor moe(const Layer& layer, const torch::Tensor& x);
     torch::Tensor moeLayer(const Layer& layer, const torch::Tensor& x);
+    // The experts' FC over tokens sorted by local expert: per-expert linears (SequentialMLP) or one grouped
+    // GEMM over the [E, out, in] weight with the per-expert counts on the device (GroupedMLP).
+    torch::Tensor expertLinear(const Layer& layer, bool fc1, const torch::Tensor& sorted,
+        const torch::Tensor& counts_on_device, const int64_t* counts_on_host) const;
+    torch::Tensor embed(const torch::Tensor& tokens);
+    torch::Tensor runLayers(int chunk, torch::Tensor x); // chunk -1: every layer
+    torch::Tensor head(torch::Tensor x, const torch::Tensor& labels);
+    // Column-parallel linear under SP: all-gather the sequence, then the linear; keeps the local input
+    // only (Megatron's LinearWithGradAccumulationAndAsyncCommunication gathers again in backward).
+    torch::Tensor columnLinear(
+        const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {}) const;
+    // Row-parallel linear's reduce-scatter under SP ([s, ...] -> [s / TP, ...]); identity otherwise.
+    torch::Tensor rowReduce(const torch::Tensor& x) const;
 
     ModelConfig config_;
     RecomputePlan plan_;
@@ -141,6 +186,11 @@ private:
     torch::Tensor rope_cos_, rope_sin_; // MLA: [seq, 1, 1, qk_pos_emb_head_dim]
     torch::Tensor rotary_cos_, rotary_sin_; // standard attention with rope: [seq, 1, 1, rotary_dim]
     std::vector<torch::Tensor> aux_losses_; // MoE load-balancing losses of the current forward pass
+    torch::Tensor sent_grad_; // a stage without the loss head: the gradient its output receives
+    // Per-rank sizes.
+    int64_t np_ = 0, ng_ = 0, ffn_ = 0, moe_ffn_ = 0, shared_ffn_ = 0, vocab_ = 0, local_experts_ = 0;
+    int64_t seq_ = 0; // the rank's sequence (s / CP)
+    int64_t layer_seq_ = 0; // the layers' residual stream: s / CP / TP under SP
 };
 
 } // namespace rs::engine

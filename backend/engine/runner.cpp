@@ -18,9 +18,11 @@
 #include "core/rules.h"
 #include "engine/checkpoint.h"
 #include "engine/distributed.h"
+#include "engine/layout_rank.h"
 #include "engine/memory_probe.h"
 #include "engine/model.h"
 #include "engine/optimizer.h"
+#include "engine/timing.h"
 #include "engine/torch_compat.h"
 
 namespace rs::engine {
@@ -336,8 +338,14 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     // Arithmetic only: whatever the recipe, nothing below divides by zero or allocates without bound.
     const std::optional<SizeProblem> size_problem = sizeProblem(resolved, device);
     ModelConfig config;
-    if (!size_problem)
-        config = modelConfig(resolved);
+    std::optional<EngineError> layout_error; // reported with the other build errors below
+    if (!size_problem && !validation.hasErrors()) {
+        try {
+            config = modelConfig(resolved, options.rank_of_layout);
+        } catch (const EngineError& e) {
+            layout_error = e;
+        }
+    }
     stream.emit({ { "event", "recipe" }, { "recipe", recipeToJson(resolved) },
         { "recipe_hash", sha256Hex(recipeCanonicalText(resolved)) }, { "findings", findings },
         { "stage_scope", config.stage_scope } });
@@ -372,8 +380,16 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     RecomputePlan plan;
     TrainingLayout layout;
     try {
+        if (layout_error)
+            throw *layout_error;
         plan = recomputePlan(resolved, config);
         layout = trainingLayout(resolved, config.dtype, ranks.rank, std::max(1, ranks.world_size));
+        if (ranks.world_size > 1 && (config.tp > 1 || config.cp > 1 || config.ep > 1))
+            throw EngineError(config.tp > 1 ? "tensor_model_parallel_size"
+                    : config.cp > 1         ? "context_parallel_size"
+                                            : "expert_model_parallel_size",
+                "several ranks of the worker are data-parallel replicas; one rank of a TP / CP / EP layout "
+                "runs on one device (--rank-of-layout)");
         if (ranks.world_size > 1 && resolved.pipeline_model_parallel_size > 1)
             throw EngineError("pipeline_model_parallel_size",
                 "pipeline_model_parallel_size " + std::to_string(resolved.pipeline_model_parallel_size)
@@ -436,22 +452,61 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             params.push_back(p);
             param_bytes += static_cast<int64_t>(p.nbytes());
         }
+        // One rank of a layout whose expert-DP differs from its DP (EP > 1): Megatron's DDP keeps the
+        // routed experts' gradients in buffers of their own, sharded over expert-DP by the distributed
+        // optimizer.
+        std::vector<std::pair<std::string, torch::Tensor>> dense_named, expert_named;
+        const bool expert_shards
+            = world == 1 && layout.distributed_optimizer && config.layout.edp != layout.data_parallel_size;
+        for (const auto& np : model.parameters())
+            (expert_shards && np.first.find(".mlp.experts.") != std::string::npos ? expert_named
+                                                                                  : dense_named)
+                .push_back(np);
         GradBuffer buffer(
-            model.parameters(), layout.grad_dtype, layout.distributed_optimizer, layout.data_parallel_size);
+            dense_named, layout.grad_dtype, layout.distributed_optimizer, layout.data_parallel_size);
         MainParamAdamW optimizer(buffer, layout);
+        TrainingLayout expert_layout = layout;
+        expert_layout.data_parallel_size = config.layout.edp;
+        expert_layout.shard = 0;
+        std::unique_ptr<GradBuffer> expert_buffer;
+        std::unique_ptr<MainParamAdamW> expert_optimizer;
+        if (!expert_named.empty()) {
+            expert_buffer = std::make_unique<GradBuffer>(expert_named, layout.grad_dtype,
+                layout.distributed_optimizer, expert_layout.data_parallel_size);
+            expert_optimizer = std::make_unique<MainParamAdamW>(*expert_buffer, expert_layout);
+        }
         int64_t main_bytes = 0;
         for (size_t i = 0; i < optimizer.mainParams().size(); ++i)
             if (!optimizer.mainParams()[i].is_same(optimizer.modelPieces()[i]))
                 main_bytes += static_cast<int64_t>(optimizer.mainParams()[i].nbytes());
+        if (expert_optimizer)
+            for (size_t i = 0; i < expert_optimizer->mainParams().size(); ++i)
+                if (!expert_optimizer->mainParams()[i].is_same(expert_optimizer->modelPieces()[i]))
+                    main_bytes += static_cast<int64_t>(expert_optimizer->mainParams()[i].nbytes());
         stream.emit({ { "event", "memory_layout" }, { "rank", rank },
             { "micro_batches", layout.micro_batches }, { "data_parallel_size", layout.data_parallel_size },
             { "distributed_optimizer", layout.distributed_optimizer },
             { "grad_buffer_dtype", layout.grad_dtype == torch::kFloat32 ? "fp32" : "param" },
-            { "grad_buffer_bytes", static_cast<int64_t>(buffer.data().nbytes()) },
+            { "grad_buffer_bytes",
+                static_cast<int64_t>(
+                    buffer.data().nbytes() + (expert_buffer ? expert_buffer->data().nbytes() : 0)) },
+            { "expert_data_parallel_size", config.layout.edp },
             { "parameters", static_cast<int64_t>(params.size()) }, { "parameter_bytes", param_bytes },
             { "main_parameter_bytes", main_bytes }, { "shard_elements", optimizer.shardElements() },
             { "padded_vocab_size", config.vocab }, { "tied_embeddings", config.tied_embeddings },
             { "one_pass_optimizer", optimizer.onePassAvailable() } });
+        if (config.layout.world > 1) {
+            stream.emit({ { "event", "note" }, { "kind", "layout_rank" },
+                { "rank_of_layout", config.layout.rank }, { "layout_world_size", config.layout.world },
+                { "stage", config.layout.stage }, { "in_flight_micro_batches", config.layout.in_flight },
+                { "message",
+                    config.layout.describe()
+                        + ". The collectives (TP / SP all-gathers and reduce-scatters, CP's key/value "
+                          "gather, EP's all-to-all, pipeline sends) run as local operations producing "
+                          "tensors "
+                          "of the real shapes: communication time is not measured; MoE routing is taken as "
+                          "uniform (every EP rank receives as many routed tokens as it sends)" } });
+        }
         // Each data-parallel replica trains on its own micro-batches.
         std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
         {
@@ -473,11 +528,19 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
 
         std::vector<RankRecord> records(static_cast<size_t>(world));
         FlopCount flops;
-        // Marks: step start, then per micro-batch forward done and backward done, gradients averaged,
-        // optimizer done.
+        // The pipeline schedule of this rank's stage (layout_rank.h): forward and backward per micro-batch
+        // with PP 1; 1F1B or interleaved, keeping the micro-batches Megatron keeps in flight, with PP > 1.
         const int m_count = layout.micro_batches;
-        const size_t reduced_mark = 2 * static_cast<size_t>(m_count) + 1, optimized_mark = reduced_mark + 1;
+        const std::vector<ScheduleOp> schedule = pipelineSchedule(
+            config.layout.pp, model.chunks() > 1 ? config.layout.vpp : 1, config.layout.stage, m_count);
+        // Marks: step start, then one after each scheduled forward or backward, gradients averaged,
+        // optimizer done.
+        const size_t reduced_mark = schedule.size() + 1, optimized_mark = reduced_mark + 1;
         compat::PhaseClock clock(device, optimized_mark + 1);
+        struct InFlight {
+            Model::ChunkOutput out;
+            torch::Tensor received;
+        };
         for (int it = 1; it <= warmup + steady; ++it) {
             iteration = it;
             const bool is_steady = it > warmup;
@@ -493,43 +556,72 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             // Megatron's train_step: zero_grad_buffer, then forward and backward per micro-batch (the
             // loss divided by their number), the gradients accumulating in the buffer; one optimizer step.
             buffer.zero();
+            if (expert_buffer)
+                expert_buffer->zero();
             MemorySnapshot fwd, bwd;
             double forward_ms = 0, backward_ms = 0;
             torch::Tensor loss_value;
-            for (int m = 0; m < m_count; ++m) {
-                stage = "forward";
-                probe->resetPeak();
-                torch::Tensor loss;
-                {
-                    MemoryRegion region(MemoryCategory::Other);
-                    loss = model.loss(
-                        batches[static_cast<size_t>(m)].first, batches[static_cast<size_t>(m)].second);
-                    if (m_count > 1)
-                        loss = loss / static_cast<double>(m_count);
-                }
-                const auto f = probe->read();
-                clock.mark(1 + 2 * static_cast<size_t>(m));
-                attribute("forward", f.peak_allocated, it);
-
-                stage = "backward";
-                probe->resetPeak();
-                {
-                    MemoryRegion region(MemoryCategory::Backward);
-                    loss.backward();
-                    loss_value = loss_value.defined() ? loss_value + loss.detach() : loss.detach();
-                    loss = torch::Tensor(); // frees what is left of the graph
-                }
-                const auto b = probe->read();
-                clock.mark(2 + 2 * static_cast<size_t>(m));
-                attribute("backward", b.peak_allocated, it);
-                if (m == 0 || f.peak_allocated > fwd.peak_allocated) {
-                    fwd.peak_allocated = f.peak_allocated;
+            std::map<std::pair<int, int>, InFlight> in_flight;
+            bool first_forward = true;
+            for (size_t k = 0; k < schedule.size(); ++k) {
+                const ScheduleOp& op = schedule[k];
+                const auto key = std::make_pair(op.micro_batch, op.chunk);
+                const auto& batch = batches[static_cast<size_t>(op.micro_batch)];
+                if (op.forward) {
+                    stage = "forward";
+                    probe->resetPeak();
+                    {
+                        MemoryRegion region(MemoryCategory::Other);
+                        InFlight f;
+                        if (!model.chunkStartsFromTokens(op.chunk))
+                            f.received = model.receivedActivation(); // the previous stage's send
+                        f.out = model.chunkForward(op.chunk, batch.first, batch.second, f.received);
+                        if (f.out.is_loss && m_count > 1)
+                            f.out.out = f.out.out / static_cast<double>(m_count);
+                        in_flight[key] = std::move(f);
+                    }
+                    const auto f = probe->read();
+                    clock.mark(k + 1);
+                    attribute("forward", f.peak_allocated, it);
+                    if (first_forward || f.peak_allocated > fwd.peak_allocated)
+                        fwd.peak_allocated = f.peak_allocated;
+                    first_forward = false;
                     fwd.peak_reserved = std::max(fwd.peak_reserved, f.peak_reserved);
+                    fwd.allocated = f.allocated;
+                } else {
+                    stage = "backward";
+                    probe->resetPeak();
+                    {
+                        MemoryRegion region(MemoryCategory::Backward);
+                        InFlight f = std::move(in_flight[key]);
+                        in_flight.erase(key);
+                        torch::Tensor value;
+                        if (f.out.is_loss) {
+                            f.out.out.backward();
+                            value = f.out.out.detach();
+                        } else {
+                            // The gradient the next stage sends back (a fixed tensor of the output's shape),
+                            // and the chunk's MoE auxiliary losses.
+                            std::vector<torch::Tensor> roots { f.out.out },
+                                grads { torch::full_like(f.out.out, 1.0 / double(f.out.out.numel())) };
+                            if (f.out.aux.defined()) {
+                                roots.push_back(f.out.aux);
+                                grads.push_back(torch::ones_like(f.out.aux));
+                            }
+                            torch::autograd::backward(roots, grads);
+                            value = f.out.out.detach().to(torch::kFloat32).mean()
+                                / static_cast<double>(m_count);
+                        }
+                        if (op.chunk == model.chunks() - 1)
+                            loss_value = loss_value.defined() ? loss_value + value : value;
+                        f = InFlight(); // frees what is left of the graph and the received activation
+                    }
+                    const auto b = probe->read();
+                    clock.mark(k + 1);
+                    attribute("backward", b.peak_allocated, it);
+                    bwd.peak_allocated = std::max(bwd.peak_allocated, b.peak_allocated);
+                    bwd.peak_reserved = std::max(bwd.peak_reserved, b.peak_reserved);
                 }
-                fwd.peak_reserved = std::max(fwd.peak_reserved, f.peak_reserved);
-                fwd.allocated = f.allocated;
-                bwd.peak_allocated = std::max(bwd.peak_allocated, b.peak_allocated);
-                bwd.peak_reserved = std::max(bwd.peak_reserved, b.peak_reserved);
             }
 
             // The optimizer phase holds the gradient average too (Megatron's finalize_model_grads runs
@@ -545,6 +637,8 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
                     group->averageBuffer(buffer.data());
                 clock.mark(reduced_mark);
                 optimizer.step();
+                if (expert_optimizer)
+                    expert_optimizer->step();
                 if (group && layout.distributed_optimizer) {
                     // The parameter all-gather: each rank keeps the shard it updated and zeros the rest,
                     // and the sum hands every rank every shard.
@@ -575,11 +669,8 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             const double lv = loss_value.item<double>();
             std::vector<double> mine(StepFigures::Count);
             mine[StepFigures::StepMs] = ms;
-            for (int m = 0; m < m_count; ++m) {
-                const size_t start = 2 * static_cast<size_t>(m);
-                forward_ms += clock.ms(start, start + 1);
-                backward_ms += clock.ms(start + 1, start + 2);
-            }
+            for (size_t k = 0; k < schedule.size(); ++k)
+                (schedule[k].forward ? forward_ms : backward_ms) += clock.ms(k, k + 1);
             mine[StepFigures::ForwardMs] = forward_ms;
             mine[StepFigures::BackwardMs] = backward_ms;
             mine[StepFigures::GradReduceMs] = clock.ms(reduced_mark - 1, reduced_mark);
@@ -683,11 +774,17 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             json peaks = json::object();
             for (const auto& [phase, p] : record.phase_peaks)
                 peaks[phase] = { { "allocated", p.allocated }, { "reserved", p.reserved } };
-            stream.emit({ { "event", "rank_summary" }, { "rank", r },
+            json summary = { { "event", "rank_summary" }, { "rank", r },
                 { "peak_allocated", record.overall.allocated }, { "peak_reserved", record.overall.reserved },
                 { "peak_phase", record.overall_phase }, { "peak_iteration", record.overall_iteration },
                 { "steady_step_ms", meanOf(record.steady_ms) },
-                { "steady_step_ms_median", medianOf(record.steady_ms) }, { "phase_peaks", peaks } });
+                { "steady_step_ms_median", medianOf(record.steady_ms) }, { "phase_peaks", peaks } };
+            const StepTimeSpread spread = stepTimeSpread(record.steady_ms);
+            summary["steady_step_ms_p2_5"] = spread.p2_5;
+            summary["steady_step_ms_p97_5"] = spread.p97_5;
+            summary["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
+            summary["steady_iterations"] = spread.n;
+            stream.emit(summary);
         }
 
         const double mean = meanOf(step_ms);
@@ -697,6 +794,18 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         auto r = result("pass", std::nullopt, std::nullopt, "");
         const double seconds = mean / 1000.0;
         r["steady_step_ms"] = mean;
+        {
+            // The step's spread over the steady iterations (timing.h states the method).
+            const StepTimeSpread spread = stepTimeSpread(step_ms);
+            r["steady_step_ms_median"] = spread.median;
+            r["steady_step_ms_p2_5"] = spread.p2_5;
+            r["steady_step_ms_p97_5"] = spread.p97_5;
+            r["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
+        }
+        if (config.layout.world > 1) {
+            r["rank_of_layout"] = config.layout.rank;
+            r["layout_world_size"] = config.layout.world;
+        }
         r["tokens_per_s"] = static_cast<double>(config.seq) * config.micro_batch * world * m_count / seconds;
         r["model_tflops"] = model_flops / seconds / 1e12;
         r["executed_tflops"] = executed_flops / seconds / 1e12;

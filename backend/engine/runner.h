@@ -22,6 +22,9 @@ struct RunOptions {
     // Flags of the user's command line that the worker accepted and does not model (data, tokenizer,
     // logging ...): listed in one `note` event.
     std::vector<std::string> ignored_flags;
+    // The rank of the recipe's parallel layout to run (engine/layout_rank.h); default: the hottest one,
+    // as the estimator names it.
+    std::optional<int> rank_of_layout;
 };
 
 // Exit codes of recompute-bench, one per result status.

@@ -207,4 +207,30 @@ inline bool fusedAdamW(std::vector<torch::Tensor>& params, std::vector<torch::Te
 #endif
 }
 
+// Grouped GEMM of tokens sorted by expert ([R, in], the groups ending at `offs`, int32 on the device) with
+// one weight per expert ([E, in, out]): torch::_grouped_mm, LibTorch 2.9 and later on CUDA, bf16, compute
+// capability 9.0 or above (H100 / H200), widths a multiple of 8; its backward is autograd's. Where it is
+// absent the model falls back to a batched matmul over padded tokens (model.cpp).
+inline bool groupedMmAvailable(const torch::Tensor& x)
+{
+#if RS_TORCH_AT_LEAST(2, 9) && defined(RS_ENGINE_CUDA)
+    if (!x.is_cuda() || x.scalar_type() != torch::kBFloat16 || x.size(-1) % 8 != 0)
+        return false;
+    return at::cuda::getDeviceProperties(x.device().index())->major >= 9;
+#else
+    (void)x;
+    return false;
+#endif
+}
+
+inline torch::Tensor groupedMm(const torch::Tensor& x, const torch::Tensor& w, const torch::Tensor& offs)
+{
+#if RS_TORCH_AT_LEAST(2, 9) && defined(RS_ENGINE_CUDA)
+    return at::_grouped_mm(x, w, offs);
+#else
+    (void)w, (void)offs;
+    return x;
+#endif
+}
+
 } // namespace rs::engine::compat

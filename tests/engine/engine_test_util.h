@@ -114,10 +114,10 @@ struct StepResult {
 
 // One forward + backward of the recipe's stack on CPU in fp32, from fixed seeds: parameters from `seed`,
 // batch from seed + 1, dropout from seed + 2 (as the worker does).
-inline StepResult runStep(const Recipe& r, uint64_t seed = 1234)
+inline StepResult runStep(const Recipe& r, uint64_t seed = 1234, int rank_of_layout = 0)
 {
     auto probe = engine::MemoryProbe::create(torch::Device(torch::kCPU));
-    const auto config = engine::modelConfig(r);
+    const auto config = engine::modelConfig(r, rank_of_layout);
     engine::Model model(config, engine::recomputePlan(r, config), torch::Device(torch::kCPU), seed);
     const auto [tokens, labels] = model.batch(seed + 1);
     torch::manual_seed(seed + 2);

@@ -24,6 +24,44 @@ namespace {
 
 constexpr double kTolerance = 0.05;
 
+// layoutRankWithinFivePercent's rows whose estimate misses by more than 5 % (measured: the run prints the
+// error of each). The Worker layout does not model the layout rank yet (TP / SP / CP / EP shares, the
+// stage's in-flight micro-batches); its [] rows are 28-613 % off, the full-recompute rows 3-551 %.
+const QStringList kLayoutMisses = {
+    QStringLiteral("dense-gqa-swiglu.json tp2sp []"),
+    QStringLiteral("dense-gqa-swiglu.json tp2sp full:uniform:1"),
+    QStringLiteral("dense-gqa-swiglu.json tp4 []"),
+    QStringLiteral("dense-gqa-swiglu.json tp4 full:uniform:1"),
+    QStringLiteral("dense-gqa-swiglu.json tp8sp []"),
+    QStringLiteral("dense-gqa-swiglu.json tp8sp full:uniform:1"),
+    QStringLiteral("dense-gqa-swiglu.json cp2 []"),
+    QStringLiteral("dense-gqa-swiglu.json pp2 []"),
+    QStringLiteral("dense-gqa-swiglu.json pp4vpp2 []"),
+    QStringLiteral("gpt-unfused.json tp2sp []"),
+    QStringLiteral("gpt-unfused.json tp2sp full:uniform:1"),
+    QStringLiteral("gpt-unfused.json tp4 []"),
+    QStringLiteral("gpt-unfused.json tp4 full:uniform:1"),
+    QStringLiteral("gpt-unfused.json tp8sp []"),
+    QStringLiteral("gpt-unfused.json tp8sp full:uniform:1"),
+    QStringLiteral("gpt-unfused.json cp2 []"),
+    QStringLiteral("gpt-unfused.json cp2 full:uniform:1"),
+    QStringLiteral("gpt-unfused.json pp2 []"),
+    QStringLiteral("gpt-unfused.json pp4vpp2 []"),
+    QStringLiteral("moonlight-mla-moe.json tp2sp []"),
+    QStringLiteral("moonlight-mla-moe.json tp2sp full:uniform:1"),
+    QStringLiteral("moonlight-mla-moe.json tp4 []"),
+    QStringLiteral("moonlight-mla-moe.json tp4 full:uniform:1"),
+    QStringLiteral("moonlight-mla-moe.json tp8sp []"),
+    QStringLiteral("moonlight-mla-moe.json tp8sp full:uniform:1"),
+    QStringLiteral("moonlight-mla-moe.json cp2 []"),
+    QStringLiteral("moonlight-mla-moe.json cp2 full:uniform:1"),
+    QStringLiteral("moonlight-mla-moe.json ep8 []"),
+    QStringLiteral("moonlight-mla-moe.json ep8 full:uniform:1"),
+    QStringLiteral("moonlight-mla-moe.json pp2 []"),
+    QStringLiteral("moonlight-mla-moe.json pp4vpp2 []"),
+    QStringLiteral("moonlight-mla-moe.json pp4vpp2 full:uniform:1"),
+};
+
 Recipe readPreset(const QString& path)
 {
     QFile f(path);
@@ -129,6 +167,8 @@ private Q_SLOTS:
     void initTestCase() { torch::set_num_threads(1); }
     void presetWithinFivePercent_data();
     void presetWithinFivePercent();
+    void layoutRankWithinFivePercent_data();
+    void layoutRankWithinFivePercent();
 };
 
 void TestEngineEstimate::presetWithinFivePercent_data()
@@ -192,6 +232,82 @@ void TestEngineEstimate::presetWithinFivePercent()
         || row == QStringLiteral("dense-gqa-swiglu.json full:block:2"))
         QEXPECT_FAIL("", "full recompute of a GQA layer: estimate 7.4 % above the worker", Continue);
     QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
+}
+
+// One rank of a parallel layout (issue 14): the worker runs the rank's shapes (engine/layout_rank.h); the
+// estimate is the Worker layout's. Rows: every preset at TP 2 (SP) / 4 / 8 (SP), CP 2, EP 8 (MoE), PP 2 and
+// PP 4 with VPP 2, for [] and one label.
+void TestEngineEstimate::layoutRankWithinFivePercent_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<QString>("choice");
+    QTest::addColumn<QString>("layout");
+    const QDir dir(QStringLiteral(RS_SOURCE_DIR "/resources/presets"));
+    const auto files = dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
+    for (const auto& file : files) {
+        const bool moe = file.startsWith(QLatin1String("moonlight"));
+        for (const char* layout : { "tp2sp", "tp4", "tp8sp", "cp2", "ep8", "pp2", "pp4vpp2" }) {
+            if (QLatin1String(layout) == QLatin1String("ep8") && !moe)
+                continue;
+            for (const QString& choice : { QStringLiteral("[]"), QStringLiteral("full:uniform:1") })
+                QTest::newRow(qPrintable(file + u' ' + QLatin1String(layout) + u' ' + choice))
+                    << dir.filePath(file) << choice << QString::fromLatin1(layout);
+        }
+    }
+}
+
+void TestEngineEstimate::layoutRankWithinFivePercent()
+{
+    QFETCH(QString, preset);
+    QFETCH(QString, choice);
+    QFETCH(QString, layout);
+    Recipe small = shrink(readPreset(preset));
+    small.hidden_size = 64;
+    small.num_attention_heads = 8;
+    if (small.num_query_groups)
+        small.num_query_groups = 8;
+    small.num_layers = 8;
+    if (small.num_moe_experts) {
+        small.moe_layer_freq = { 0, 1, 1, 1, 1, 1, 1, 1 };
+        small.num_moe_experts = 8;
+    }
+    small.data_parallel_size = 2;
+    if (layout.startsWith(QLatin1String("tp"))) {
+        small.tensor_model_parallel_size = layout.mid(2, 1).toInt();
+        small.sequence_parallel = layout.endsWith(QLatin1String("sp"));
+    } else if (layout == QLatin1String("cp2")) {
+        small.context_parallel_size = 2;
+    } else if (layout == QLatin1String("ep8")) {
+        small.expert_model_parallel_size = 8;
+        small.data_parallel_size = 8;
+    } else if (layout == QLatin1String("pp2")) {
+        small.pipeline_model_parallel_size = 2;
+        small.global_batch_size = 8;
+    } else if (layout == QLatin1String("pp4vpp2")) {
+        small.pipeline_model_parallel_size = 4;
+        small.virtual_pipeline_model_parallel_size = 2;
+        small.global_batch_size = 8;
+    }
+    const Recipe r = validate(candidateRecipe(small, *readChoiceSpelling(choice.toStdString()))).resolved;
+    const Measured m = runWorker(r);
+    QVERIFY2(m.error.empty(), m.error.c_str());
+    const MemoryEstimate e = estimateMemory(r, Layout::Worker);
+    const double error = err(e.peak_bytes, m.peak);
+    const QString detail = QStringLiteral("%1 %2 %3: estimate %4, measured %5 (%6%)")
+                               .arg(QFileInfo(preset).fileName(), layout, choice)
+                               .arg(e.peak_bytes)
+                               .arg(m.peak)
+                               .arg(100 * error, 0, 'f', 1);
+    qInfo("%s", qPrintable(detail));
+    // The Worker layout of core/estimator.cpp models one rank with TP = CP = EP = 1 and the first pipeline
+    // stage without in-flight micro-batches: for a rank of a larger layout it is the wrong rank's figure.
+    // Rows that miss (measured with this test; the error is printed with each).
+    if (kLayoutMisses.contains(QFileInfo(preset).fileName() + u' ' + layout + u' ' + choice))
+        QEXPECT_FAIL("",
+            qPrintable(QStringLiteral("the estimator's Worker layout does not model the layout rank yet: ")
+                + detail),
+            Continue);
+    QVERIFY2(std::abs(error) <= kTolerance, qPrintable(detail));
 }
 
 QTEST_GUILESS_MAIN(TestEngineEstimate)

@@ -135,11 +135,12 @@ void TestEngineRecompute::pipelineStageRunsItsChunks()
     r.num_layers = 8;
     r.pipeline_model_parallel_size = 2;
     r.virtual_pipeline_model_parallel_size = 2;
-    const auto config = engine::modelConfig(r);
+    const auto config = engine::modelConfig(r, 0); // rank 0 of the layout: the first stage
     QCOMPARE(config.global_layers, (std::vector<int> { 0, 1, 4, 5 }));
     QCOMPARE(config.chunk, (std::vector<int> { 0, 0, 1, 1 }));
     QCOMPARE(QString::fromStdString(config.stage_scope),
-        QStringLiteral("first pipeline stage: layers 0-1, 4-5 of 8"));
+        QStringLiteral("stage 0 of 2: layers 0-1, 4-5 of 8, embedding"));
+    QVERIFY(config.has_embedding && !config.has_head);
     // block k=1 applies per chunk: local layers 0 and 2 (global 0 and 4) are checkpointed.
     const auto plan = engine::recomputePlan(full(r, "block", 1), config);
     QCOMPARE(plan.units.size(), size_t(4));
