@@ -76,6 +76,79 @@ QVector<const Column*> columnsFor(int version);
 QString moduleKey(const std::optional<QStringList>& modules);
 QString sqlError(const QSqlQuery& q);
 QString joinInts(const QVector<qint64>& ids);
+QString sqlType(ColumnType t);
+// The index in iterationColumns() of the column a stream key fills (-1: none; columns not from the stream
+// are not found).
+int iterationColumnIndex(const QByteArray& key);
+int iterationColumnIndex(const QString& key);
+QString columnDefinition(const QString& name, ColumnType type, const QString& constraint);
+
+// One byte count of an attribution: a category, or the activations of one (layer, region).
+struct AttributionBytesRow {
+    qint64 runId = 0;
+    int rank = 0;
+    QString phase;
+    QString kind; // category | activation
+    QString name; // the category, or the region
+    std::optional<int> layer;
+    qint64 bytes = 0;
+};
+const QVector<TableColumn<PeakAttributionRow>>& peakAttributionColumns();
+const QVector<TableColumn<AttributionBytesRow>>& attributionBytesColumns();
+const QVector<TableColumn<MemoryLayoutRow>>& memoryLayoutColumns();
+
+// INSERT OR REPLACE of one row through a column table (every column).
+template <typename Row>
+bool insertRow(const QSqlDatabase& db, const QString& table, const QVector<TableColumn<Row>>& columns,
+    const Row& row, QString* error)
+{
+    QStringList names, marks;
+    for (const auto& c : columns) {
+        names << c.name;
+        marks << QStringLiteral("?");
+    }
+    QSqlQuery q(db);
+    q.prepare(QStringLiteral("INSERT OR REPLACE INTO %1 (%2) VALUES (%3)")
+                  .arg(table, names.join(u','), marks.join(u',')));
+    for (const auto& c : columns)
+        q.addBindValue(c.get(row));
+    if (!q.exec()) {
+        *error = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+// SELECT of rows through a column table; `where` binds `binds`.
+template <typename Row>
+QVector<Row> selectRows(const QSqlDatabase& db, const QString& table,
+    const QVector<TableColumn<Row>>& columns, const QString& where, const QVariantList& binds,
+    const QString& orderBy)
+{
+    QStringList names;
+    for (const auto& c : columns)
+        names << c.name;
+    QSqlQuery q(db);
+    q.setForwardOnly(true);
+    QString sql = QStringLiteral("SELECT %1 FROM %2").arg(names.join(u','), table);
+    if (!where.isEmpty())
+        sql += QStringLiteral(" WHERE ") + where;
+    if (!orderBy.isEmpty())
+        sql += QStringLiteral(" ORDER BY ") + orderBy;
+    q.prepare(sql);
+    for (const auto& b : binds)
+        q.addBindValue(b);
+    QVector<Row> out;
+    if (!q.exec())
+        return out;
+    while (q.next()) {
+        Row r;
+        for (int i = 0; i < columns.size(); ++i)
+            columns[i].set(r, q.value(i));
+        out << r;
+    }
+    return out;
+}
 
 #ifdef RS_HAVE_SQLITE3
 // The QSQLITE connection's own sqlite3 handle (the driver links the same system libsqlite3).

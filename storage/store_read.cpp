@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The store's reads: runs (filtered), peaks, iterations, memory reports, and the guide's matched
 // comparison on stored runs (core/comparison.h does the matching and the deltas).
+#include <algorithm>
+
 #include <QHash>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -218,13 +220,23 @@ QVector<PhasePeak> Store::phasePeaks(qint64 runId) const
 
 QVector<IterationRow> Store::iterations(qint64 runId, int rank) const
 {
+    // The table's columns this file has; the others stay unknown.
+    const auto& columns = iterationColumns();
+    const QStringList present = tableColumnsInFile(u"iterations"_s);
+    QVector<int> read;
+    QStringList names;
+    for (int i = 0; i < columns.size(); ++i) {
+        if (present.contains(columns[i].name)) {
+            read << i;
+            names << columns[i].name;
+        }
+    }
+    QVector<IterationRow> out;
+    if (read.isEmpty())
+        return out;
     QSqlQuery q(database());
     q.setForwardOnly(true);
-    QString sql
-        = u"SELECT rank, iteration, phase, step_ms, loss, loss_finite, forward_peak_allocated, "
-          "forward_peak_reserved, backward_peak_allocated, backward_peak_reserved, optimizer_peak_allocated, "
-          "optimizer_peak_reserved, allocated_after, reserved_after, alloc_retries, optimizer_init, tflops, "
-          "skipped_iterations, nan_iterations FROM iterations WHERE run_id=?"_s;
+    QString sql = u"SELECT "_s + names.join(u", "_s) + u" FROM iterations WHERE run_id=?"_s;
     if (rank >= 0)
         sql += u" AND rank=?"_s;
     sql += u" ORDER BY iteration, rank"_s;
@@ -232,31 +244,13 @@ QVector<IterationRow> Store::iterations(qint64 runId, int rank) const
     q.addBindValue(runId);
     if (rank >= 0)
         q.addBindValue(rank);
-    QVector<IterationRow> out;
     if (!q.exec())
         return out;
     while (q.next()) {
         IterationRow r;
+        for (int k = 0; k < read.size(); ++k)
+            columns[read[k]].set(r, q.value(k));
         r.runId = runId;
-        r.rank = q.value(0).toInt();
-        r.iteration = q.value(1).toInt();
-        r.phase = q.value(2).toString();
-        r.stepMs = varOpt<double>(q.value(3));
-        r.loss = varOpt<double>(q.value(4));
-        r.lossFinite = varOpt<bool>(q.value(5));
-        r.forwardPeakAllocated = varOpt<qint64>(q.value(6));
-        r.forwardPeakReserved = varOpt<qint64>(q.value(7));
-        r.backwardPeakAllocated = varOpt<qint64>(q.value(8));
-        r.backwardPeakReserved = varOpt<qint64>(q.value(9));
-        r.optimizerPeakAllocated = varOpt<qint64>(q.value(10));
-        r.optimizerPeakReserved = varOpt<qint64>(q.value(11));
-        r.allocatedAfter = varOpt<qint64>(q.value(12));
-        r.reservedAfter = varOpt<qint64>(q.value(13));
-        r.allocRetries = varOpt<int>(q.value(14));
-        r.optimizerInit = q.value(15).toInt() != 0;
-        r.tflops = varOpt<double>(q.value(16));
-        r.skippedIterations = varOpt<int>(q.value(17));
-        r.nanIterations = varOpt<int>(q.value(18));
         out << r;
     }
     return out;
@@ -287,6 +281,90 @@ QVector<MemoryReport> Store::memoryReports(qint64 runId) const
         out << m;
     }
     return out;
+}
+
+namespace {
+int phaseOrder(const QString& phase)
+{
+    static const QStringList order { u"forward"_s, u"backward"_s, u"optimizer-init"_s, u"optimizer"_s };
+    const int i = int(order.indexOf(phase));
+    return i < 0 ? int(order.size()) : i;
+}
+int categoryOrder(const QString& category)
+{
+    static const QStringList order { u"parameters"_s, u"main_parameters"_s, u"gradient_buffer"_s,
+        u"optimizer_states"_s, u"activations"_s, u"backward"_s, u"workspace"_s, u"other"_s };
+    const int i = int(order.indexOf(category));
+    return i < 0 ? int(order.size()) : i;
+}
+} // namespace
+
+QHash<qint64, QVector<PeakAttributionRow>> Store::peakAttributions(
+    const QVector<qint64>& runIds, int rank) const
+{
+    QHash<qint64, QVector<PeakAttributionRow>> out;
+    if (schemaVersion() < 6)
+        return out;
+    QString where = u"rank=?"_s;
+    if (!runIds.isEmpty())
+        where += u" AND run_id IN ("_s + joinInts(runIds) + u")"_s;
+    for (const PeakAttributionRow& r :
+        selectRows(database(), u"peak_attribution"_s, peakAttributionColumns(), where, { rank }, {}))
+        out[r.runId] << r;
+    for (const AttributionBytesRow& b : selectRows(database(), u"peak_attribution_bytes"_s,
+             attributionBytesColumns(), where, { rank }, u"rowid"_s)) {
+        auto it = out.find(b.runId);
+        if (it == out.end())
+            continue;
+        for (PeakAttributionRow& r : *it) {
+            if (r.phase != b.phase)
+                continue;
+            if (b.kind == u"category")
+                r.categories.append({ b.name, b.bytes });
+            else
+                r.activations.append({ b.layer, b.name, b.bytes });
+        }
+    }
+    for (auto& rows : out) {
+        std::sort(rows.begin(), rows.end(),
+            [](const auto& a, const auto& b) { return phaseOrder(a.phase) < phaseOrder(b.phase); });
+        for (auto& r : rows) {
+            std::stable_sort(r.categories.begin(), r.categories.end(), [](const auto& a, const auto& b) {
+                const int x = categoryOrder(a.first), y = categoryOrder(b.first);
+                return x != y ? x < y : a.first < b.first;
+            });
+            std::stable_sort(r.activations.begin(), r.activations.end(),
+                [](const ActivationShare& a, const ActivationShare& b) {
+                    return a.layer.value_or(-1) < b.layer.value_or(-1);
+                });
+        }
+    }
+    return out;
+}
+
+QVector<PeakAttributionRow> Store::peakAttribution(qint64 runId, int rank) const
+{
+    return peakAttributions({ runId }, rank).value(runId);
+}
+
+const PeakAttributionRow* Store::peakPhaseOf(const QVector<PeakAttributionRow>& rows)
+{
+    const PeakAttributionRow* best = nullptr;
+    for (const auto& r : rows)
+        if (r.peakAllocated && (!best || *r.peakAllocated > *best->peakAllocated))
+            best = &r;
+    return best;
+}
+
+std::optional<MemoryLayoutRow> Store::memoryLayout(qint64 runId, int rank) const
+{
+    if (schemaVersion() < 6)
+        return std::nullopt;
+    const auto rows = selectRows(
+        database(), u"memory_layout"_s, memoryLayoutColumns(), u"run_id=? AND rank=?"_s, { runId, rank }, {});
+    if (rows.isEmpty())
+        return std::nullopt;
+    return rows.first();
 }
 
 std::optional<qint64> Store::matchedControl(qint64 runId) const

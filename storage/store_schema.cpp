@@ -10,6 +10,7 @@
 #include <QDir>
 #include <QElapsedTimer>
 #include <QFileInfo>
+#include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QRandomGenerator>
@@ -207,9 +208,141 @@ QString joinInts(const QVector<qint64>& ids)
         parts << QString::number(id);
     return parts.join(u',');
 }
+QString sqlType(ColumnType t)
+{
+    switch (t) {
+    case ColumnType::Real:
+        return u"REAL"_s;
+    case ColumnType::Text:
+        return u"TEXT"_s;
+    case ColumnType::Integer:
+    case ColumnType::Boolean:
+        break;
+    }
+    return u"INTEGER"_s;
+}
+
+QString columnDefinition(const QString& name, ColumnType type, const QString& constraint)
+{
+    QString def = name + u' ' + sqlType(type);
+    if (!constraint.isEmpty())
+        def += u' ' + constraint;
+    return def;
+}
+
 } // namespace detail
 
 namespace {
+
+template <typename T>
+IterationColumn iterOpt(const char* name, ColumnType type, std::optional<T> IterationRow::*m, int since = 1,
+    bool fromStream = true)
+{
+    return { QString::fromLatin1(name), type, since, fromStream,
+        [m](const IterationRow& r) { return optVar(r.*m); },
+        [m](IterationRow& r, const QVariant& v) { r.*m = varOpt<T>(v); } };
+}
+
+QVector<IterationColumn>& iterationTable()
+{
+    static QVector<IterationColumn> columns = {
+        { u"run_id"_s, ColumnType::Integer, 1, false, [](const IterationRow& r) { return QVariant(r.runId); },
+            [](IterationRow& r, const QVariant& v) { r.runId = v.toLongLong(); },
+            u"NOT NULL REFERENCES runs(id) ON DELETE CASCADE"_s },
+        { u"rank"_s, ColumnType::Integer, 1, true, [](const IterationRow& r) { return QVariant(r.rank); },
+            [](IterationRow& r, const QVariant& v) { r.rank = v.toInt(); }, u"NOT NULL"_s },
+        { u"iteration"_s, ColumnType::Integer, 1, true,
+            [](const IterationRow& r) { return QVariant(r.iteration); },
+            [](IterationRow& r, const QVariant& v) { r.iteration = v.toInt(); }, u"NOT NULL"_s },
+        { u"phase"_s, ColumnType::Text, 1, true, [](const IterationRow& r) { return textVar(r.phase); },
+            [](IterationRow& r, const QVariant& v) { r.phase = v.toString(); } },
+        iterOpt("step_ms", ColumnType::Real, &IterationRow::stepMs),
+        iterOpt("loss", ColumnType::Real, &IterationRow::loss),
+        iterOpt("loss_finite", ColumnType::Boolean, &IterationRow::lossFinite),
+        iterOpt("forward_peak_allocated", ColumnType::Integer, &IterationRow::forwardPeakAllocated),
+        iterOpt("forward_peak_reserved", ColumnType::Integer, &IterationRow::forwardPeakReserved),
+        iterOpt("backward_peak_allocated", ColumnType::Integer, &IterationRow::backwardPeakAllocated),
+        iterOpt("backward_peak_reserved", ColumnType::Integer, &IterationRow::backwardPeakReserved),
+        iterOpt("optimizer_peak_allocated", ColumnType::Integer, &IterationRow::optimizerPeakAllocated),
+        iterOpt("optimizer_peak_reserved", ColumnType::Integer, &IterationRow::optimizerPeakReserved),
+        iterOpt("allocated_after", ColumnType::Integer, &IterationRow::allocatedAfter),
+        iterOpt("reserved_after", ColumnType::Integer, &IterationRow::reservedAfter),
+        iterOpt("alloc_retries", ColumnType::Integer, &IterationRow::allocRetries),
+        { u"optimizer_init"_s, ColumnType::Boolean, 1, true,
+            [](const IterationRow& r) { return QVariant(int(r.optimizerInit)); },
+            [](IterationRow& r, const QVariant& v) { r.optimizerInit = v.toInt() != 0; },
+            u"NOT NULL DEFAULT 0"_s },
+        // imported logs only
+        iterOpt("tflops", ColumnType::Real, &IterationRow::tflops, 1, false),
+        iterOpt("skipped_iterations", ColumnType::Integer, &IterationRow::skippedIterations, 1, false),
+        iterOpt("nan_iterations", ColumnType::Integer, &IterationRow::nanIterations, 1, false),
+        // v6
+        iterOpt("forward_ms", ColumnType::Real, &IterationRow::forwardMs, 6),
+        iterOpt("backward_ms", ColumnType::Real, &IterationRow::backwardMs, 6),
+        iterOpt("optimizer_ms", ColumnType::Real, &IterationRow::optimizerMs, 6),
+        iterOpt("grad_reduce_ms", ColumnType::Real, &IterationRow::gradReduceMs, 6),
+        iterOpt("forward_allocated_after", ColumnType::Integer, &IterationRow::forwardAllocatedAfter, 6),
+    };
+    return columns;
+}
+
+template <typename Row, typename T>
+TableColumn<Row> col(const char* name, ColumnType type, std::optional<T> Row::*m, const char* constraint = "")
+{
+    return { QString::fromLatin1(name), type, 6, true, [m](const Row& r) { return optVar(r.*m); },
+        [m](Row& r, const QVariant& v) { r.*m = varOpt<T>(v); }, QString::fromLatin1(constraint) };
+}
+template <typename Row>
+TableColumn<Row> textCol(const char* name, QString Row::*m, const char* constraint = "")
+{
+    return { QString::fromLatin1(name), ColumnType::Text, 6, true,
+        [m](const Row& r) { return textVar(r.*m); }, [m](Row& r, const QVariant& v) { r.*m = v.toString(); },
+        QString::fromLatin1(constraint) };
+}
+template <typename Row> TableColumn<Row> runIdCol()
+{
+    return { u"run_id"_s, ColumnType::Integer, 6, false, [](const Row& r) { return QVariant(r.runId); },
+        [](Row& r, const QVariant& v) { r.runId = v.toLongLong(); },
+        u"NOT NULL REFERENCES runs(id) ON DELETE CASCADE"_s };
+}
+template <typename Row> TableColumn<Row> rankCol()
+{
+    return { u"rank"_s, ColumnType::Integer, 6, true, [](const Row& r) { return QVariant(r.rank); },
+        [](Row& r, const QVariant& v) { r.rank = v.toInt(); }, u"NOT NULL"_s };
+}
+
+template <typename Row>
+QString createTable(const QString& table, const QVector<TableColumn<Row>>& columns, const QString& tail)
+{
+    QStringList defs;
+    for (const auto& c : columns)
+        defs << columnDefinition(c.name, c.type, c.constraint);
+    if (!tail.isEmpty())
+        defs << tail;
+    return u"CREATE TABLE "_s + table + u" (\n  "_s + defs.join(u",\n  "_s) + u")"_s;
+}
+
+QString iterationsTableV1()
+{
+    QStringList defs;
+    for (const auto& c : iterationTable())
+        if (c.sinceVersion == 1)
+            defs << columnDefinition(c.name, c.type, c.constraint);
+    defs << u"PRIMARY KEY (run_id, rank, iteration)"_s;
+    return u"CREATE TABLE iterations (\n  "_s + defs.join(u",\n  "_s) + u") WITHOUT ROWID"_s;
+}
+
+// ALTER TABLE for every column of `table` that schema version `version` added.
+template <typename Row>
+QStringList addedColumns(const QString& table, const QVector<TableColumn<Row>>& columns, int version)
+{
+    QStringList out;
+    for (const auto& c : columns)
+        if (c.sinceVersion == version)
+            out << u"ALTER TABLE "_s + table + u" ADD COLUMN "_s
+                    + columnDefinition(c.name, c.type, c.constraint);
+    return out;
+}
 
 QString v1RunsTable()
 {
@@ -247,17 +380,7 @@ QVector<QStringList> migrations()
         "  peak_allocated INTEGER, peak_reserved INTEGER, peak_phase TEXT, peak_iteration INTEGER,\n"
         "  steady_step_ms REAL, steady_step_ms_median REAL,\n"
         "  PRIMARY KEY (run_id, rank)) WITHOUT ROWID"_s,
-        u"CREATE TABLE iterations (\n"
-        "  run_id INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,\n"
-        "  rank INTEGER NOT NULL, iteration INTEGER NOT NULL, phase TEXT,\n"
-        "  step_ms REAL, loss REAL, loss_finite INTEGER,\n"
-        "  forward_peak_allocated INTEGER, forward_peak_reserved INTEGER,\n"
-        "  backward_peak_allocated INTEGER, backward_peak_reserved INTEGER,\n"
-        "  optimizer_peak_allocated INTEGER, optimizer_peak_reserved INTEGER,\n"
-        "  allocated_after INTEGER, reserved_after INTEGER, alloc_retries INTEGER,\n"
-        "  optimizer_init INTEGER NOT NULL DEFAULT 0,\n"
-        "  tflops REAL, skipped_iterations INTEGER, nan_iterations INTEGER,\n"
-        "  PRIMARY KEY (run_id, rank, iteration)) WITHOUT ROWID"_s,
+        iterationsTableV1(),
     };
     QStringList v2;
     for (const auto& c : runColumns()) {
@@ -281,7 +404,14 @@ QVector<QStringList> migrations()
     QStringList v4 { u"ALTER TABLE runs ADD COLUMN ingest_host TEXT"_s,
         u"ALTER TABLE runs ADD COLUMN ingest_pid INTEGER"_s };
     QStringList v5 { u"ALTER TABLE runs ADD COLUMN import_settings TEXT"_s };
-    return { v1, v2, v3, v4, v5 };
+    QStringList v6 = addedColumns(u"iterations"_s, iterationTable(), 6);
+    v6 << createTable(u"peak_attribution"_s, peakAttributionColumns(), u"PRIMARY KEY (run_id, rank, phase)"_s)
+            + u" WITHOUT ROWID"_s
+       << createTable(u"peak_attribution_bytes"_s, attributionBytesColumns(), {})
+       << u"CREATE INDEX peak_attribution_bytes_run ON peak_attribution_bytes(run_id, rank, phase)"_s
+       << createTable(u"memory_layout"_s, memoryLayoutColumns(), u"PRIMARY KEY (run_id, rank)"_s)
+            + u" WITHOUT ROWID"_s;
+    return { v1, v2, v3, v4, v5, v6 };
 }
 
 std::atomic<int> g_connectionSerial { 0 };
@@ -299,6 +429,163 @@ const QStringList& notMatchedKeys()
 }
 
 } // namespace
+
+namespace detail {
+const QVector<TableColumn<PeakAttributionRow>>& peakAttributionColumns()
+{
+    using R = PeakAttributionRow;
+    static const QVector<TableColumn<R>> columns = {
+        runIdCol<R>(),
+        rankCol<R>(),
+        textCol("phase", &R::phase, "NOT NULL"),
+        col("iteration", ColumnType::Integer, &R::iteration),
+        col("peak_allocated", ColumnType::Integer, &R::peakAllocated),
+        col("attributed", ColumnType::Integer, &R::attributed),
+    };
+    return columns;
+}
+const QVector<TableColumn<AttributionBytesRow>>& attributionBytesColumns()
+{
+    using R = AttributionBytesRow;
+    static const QVector<TableColumn<R>> columns = {
+        runIdCol<R>(),
+        rankCol<R>(),
+        textCol("phase", &R::phase, "NOT NULL"),
+        textCol("kind", &R::kind, "NOT NULL CHECK (kind IN ('category','activation'))"),
+        textCol("name", &R::name, "NOT NULL"),
+        col("layer", ColumnType::Integer, &R::layer),
+        { u"bytes"_s, ColumnType::Integer, 6, true, [](const R& r) { return QVariant(r.bytes); },
+            [](R& r, const QVariant& v) { r.bytes = v.toLongLong(); }, u"NOT NULL"_s },
+    };
+    return columns;
+}
+const QVector<TableColumn<MemoryLayoutRow>>& memoryLayoutColumns()
+{
+    using R = MemoryLayoutRow;
+    static const QVector<TableColumn<R>> columns = {
+        runIdCol<R>(),
+        rankCol<R>(),
+        col("micro_batches", ColumnType::Integer, &R::microBatches),
+        col("data_parallel_size", ColumnType::Integer, &R::dataParallelSize),
+        col("distributed_optimizer", ColumnType::Boolean, &R::distributedOptimizer),
+        textCol("grad_buffer_dtype", &R::gradBufferDtype),
+        col("grad_buffer_bytes", ColumnType::Integer, &R::gradBufferBytes),
+        col("parameters", ColumnType::Integer, &R::parameters),
+        col("parameter_bytes", ColumnType::Integer, &R::parameterBytes),
+        col("main_parameter_bytes", ColumnType::Integer, &R::mainParameterBytes),
+        col("shard_elements", ColumnType::Integer, &R::shardElements),
+        col("padded_vocab_size", ColumnType::Integer, &R::paddedVocabSize),
+        col("tied_embeddings", ColumnType::Boolean, &R::tiedEmbeddings),
+        col("one_pass_optimizer", ColumnType::Boolean, &R::onePassOptimizer),
+    };
+    return columns;
+}
+} // namespace detail
+
+const QVector<IterationColumn>& iterationColumns()
+{
+    return iterationTable();
+}
+
+void registerIterationColumn(const QString& name, ColumnType type)
+{
+    auto& columns = iterationTable();
+    for (const auto& c : columns)
+        if (c.name == name)
+            return;
+    columns.append({ name, type, 0, true,
+        [name](const IterationRow& r) {
+            const auto it = r.extra.constFind(name);
+            return it == r.extra.constEnd() ? QVariant() : it.value();
+        },
+        [name, type](IterationRow& r, const QVariant& v) {
+            if (v.isNull() || !v.isValid()) {
+                r.extra.remove(name);
+                return;
+            }
+            switch (type) {
+            case ColumnType::Integer:
+                r.extra.insert(name, QVariant(v.toLongLong()));
+                break;
+            case ColumnType::Real:
+                r.extra.insert(name, QVariant(v.toDouble()));
+                break;
+            case ColumnType::Boolean:
+                r.extra.insert(name, QVariant(v.toInt() != 0 || v.toBool()));
+                break;
+            case ColumnType::Text:
+                r.extra.insert(name, QVariant(v.toString()));
+                break;
+            }
+        } });
+}
+
+namespace detail {
+namespace {
+template <typename Key> int indexIn(QHash<Key, int>& map, int& builtFor, const Key& key)
+{
+    const auto& columns = iterationTable();
+    if (builtFor != columns.size()) {
+        map.clear();
+        for (int i = 0; i < columns.size(); ++i) {
+            if (!columns[i].fromStream)
+                continue;
+            if constexpr (std::is_same_v<Key, QByteArray>)
+                map.insert(columns[i].name.toUtf8(), i);
+            else
+                map.insert(columns[i].name, i);
+        }
+        builtFor = int(columns.size());
+    }
+    return map.value(key, -1);
+}
+} // namespace
+int iterationColumnIndex(const QByteArray& key)
+{
+    static QHash<QByteArray, int> map;
+    static int builtFor = -1;
+    return indexIn(map, builtFor, key);
+}
+int iterationColumnIndex(const QString& key)
+{
+    static QHash<QString, int> map;
+    static int builtFor = -1;
+    return indexIn(map, builtFor, key);
+}
+} // namespace detail
+
+QStringList Store::tableColumnsInFile(const QString& table) const
+{
+    QStringList names;
+    QSqlQuery q(database());
+    if (q.exec(u"PRAGMA table_info("_s + table + u")"_s))
+        while (q.next())
+            names << q.value(1).toString();
+    return names;
+}
+
+bool Store::addRegisteredColumns()
+{
+    QStringList missing;
+    const QStringList present = tableColumnsInFile(u"iterations"_s);
+    if (present.isEmpty())
+        return true;
+    for (const auto& c : iterationColumns())
+        if (c.sinceVersion == 0 && !present.contains(c.name))
+            missing << u"ALTER TABLE iterations ADD COLUMN "_s
+                    + columnDefinition(c.name, c.type, c.constraint);
+    if (missing.isEmpty())
+        return true;
+    if (!beginWrite())
+        return false;
+    for (const QString& sql : missing) {
+        if (!exec(sql)) {
+            rollbackWrite();
+            return false;
+        }
+    }
+    return commitWrite();
+}
 
 QString Store::recipeMatchKey(const QString& recipeJson)
 {
@@ -414,6 +701,7 @@ bool Store::openAtVersion(const QString& path, int version, QString* error)
         return fail(why);
     if (!migrate(version, &why))
         return fail(why);
+    addRegisteredColumns(); // a file that cannot be written reads them as unknown
     if (version >= 4)
         recoverInterruptedRuns();
     return true;
@@ -426,6 +714,7 @@ void Store::close()
     sqlite3_finalize(static_cast<sqlite3_stmt*>(m_iterationStmt));
 #endif
     m_iterationStmt = nullptr;
+    m_iterationBound.clear();
     if (QSqlDatabase::contains(m_connection)) {
         {
             QSqlDatabase db = QSqlDatabase::database(m_connection, false);

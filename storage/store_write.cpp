@@ -96,18 +96,31 @@ bool Store::updateRun(const RunRecord& run)
 
 bool Store::insertIteration(const IterationRow& r)
 {
-    // One prepared statement per connection: live ingest and bulk replay insert many rows.
-    static const QString sql
-        = u"INSERT OR REPLACE INTO iterations (run_id, rank, iteration, phase, step_ms, loss, "
-          "loss_finite, forward_peak_allocated, forward_peak_reserved, backward_peak_allocated, "
-          "backward_peak_reserved, optimizer_peak_allocated, optimizer_peak_reserved, "
-          "allocated_after, reserved_after, alloc_retries, optimizer_init, tflops, "
-          "skipped_iterations, nan_iterations) "
-          "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)"_s;
+    // One prepared statement per connection, over the table's columns this file has: live ingest and bulk
+    // replay insert many rows.
+    const auto& columns = iterationColumns();
+    const bool prepared = m_iterationStmt || m_iterationInsert;
+    if (!prepared) {
+        m_iterationBound.clear();
+        const QStringList present = tableColumnsInFile(u"iterations"_s);
+        for (int i = 0; i < columns.size(); ++i)
+            if (present.contains(columns[i].name))
+                m_iterationBound << i;
+    }
+    QStringList names, marks;
+    if (!prepared) {
+        for (int i : m_iterationBound) {
+            names << columns[i].name;
+            marks << u"?"_s;
+        }
+    }
+    const QString sql = prepared ? QString()
+                                 : u"INSERT OR REPLACE INTO iterations ("_s + names.join(u", "_s)
+            + u") VALUES ("_s + marks.join(u',') + u")"_s;
 #ifdef RS_HAVE_SQLITE3
     // Iteration rows are the bulk of the store: bound straight through SQLite's API, they go in several
     // times faster than through QSqlQuery's QVariant binding (docs/benchmarks.md, "## Store").
-    if (!m_iterationStmt) {
+    if (!prepared) {
         if (sqlite3* h = sqliteHandle(database())) {
             sqlite3_stmt* st = nullptr;
             const QByteArray utf8 = sql.toUtf8();
@@ -119,31 +132,22 @@ bool Store::insertIteration(const IterationRow& r)
     }
     if (auto* st = static_cast<sqlite3_stmt*>(m_iterationStmt)) {
         sqlite3_reset(st);
-        sqlite3_bind_int64(st, 1, r.runId);
-        sqlite3_bind_int(st, 2, r.rank);
-        sqlite3_bind_int(st, 3, r.iteration);
-        if (r.phase.isEmpty()) {
-            sqlite3_bind_null(st, 4);
-        } else {
-            const QByteArray phase = r.phase.toUtf8();
-            sqlite3_bind_text(st, 4, phase.constData(), int(phase.size()), SQLITE_TRANSIENT);
+        int index = 1;
+        for (int i : m_iterationBound) {
+            const IterationColumn& c = columns[i];
+            const QVariant v = c.get(r);
+            if (v.isNull() || !v.isValid()) {
+                sqlite3_bind_null(st, index);
+            } else if (c.type == ColumnType::Real) {
+                sqlite3_bind_double(st, index, v.toDouble());
+            } else if (c.type == ColumnType::Text) {
+                const QByteArray text = v.toString().toUtf8();
+                sqlite3_bind_text(st, index, text.constData(), int(text.size()), SQLITE_TRANSIENT);
+            } else {
+                sqlite3_bind_int64(st, index, sqlite3_int64(v.toLongLong()));
+            }
+            ++index;
         }
-        bindOpt(st, 5, r.stepMs);
-        bindOpt(st, 6, r.loss);
-        bindOpt(st, 7, r.lossFinite);
-        bindOpt(st, 8, r.forwardPeakAllocated);
-        bindOpt(st, 9, r.forwardPeakReserved);
-        bindOpt(st, 10, r.backwardPeakAllocated);
-        bindOpt(st, 11, r.backwardPeakReserved);
-        bindOpt(st, 12, r.optimizerPeakAllocated);
-        bindOpt(st, 13, r.optimizerPeakReserved);
-        bindOpt(st, 14, r.allocatedAfter);
-        bindOpt(st, 15, r.reservedAfter);
-        bindOpt(st, 16, r.allocRetries);
-        sqlite3_bind_int(st, 17, r.optimizerInit ? 1 : 0);
-        bindOpt(st, 18, r.tflops);
-        bindOpt(st, 19, r.skippedIterations);
-        bindOpt(st, 20, r.nanIterations);
         const int rc = sqlite3_step(st);
         if (rc != SQLITE_DONE) {
             m_lastError = u"insert iteration: "_s + QString::fromUtf8(sqlite3_errmsg(sqlite3_db_handle(st)));
@@ -163,26 +167,8 @@ bool Store::insertIteration(const IterationRow& r)
         }
     }
     QSqlQuery& q = *m_iterationInsert;
-    q.bindValue(0, r.runId);
-    q.bindValue(1, r.rank);
-    q.bindValue(2, r.iteration);
-    q.bindValue(3, textVar(r.phase));
-    q.bindValue(4, optVar(r.stepMs));
-    q.bindValue(5, optVar(r.loss));
-    q.bindValue(6, optVar(r.lossFinite));
-    q.bindValue(7, optVar(r.forwardPeakAllocated));
-    q.bindValue(8, optVar(r.forwardPeakReserved));
-    q.bindValue(9, optVar(r.backwardPeakAllocated));
-    q.bindValue(10, optVar(r.backwardPeakReserved));
-    q.bindValue(11, optVar(r.optimizerPeakAllocated));
-    q.bindValue(12, optVar(r.optimizerPeakReserved));
-    q.bindValue(13, optVar(r.allocatedAfter));
-    q.bindValue(14, optVar(r.reservedAfter));
-    q.bindValue(15, optVar(r.allocRetries));
-    q.bindValue(16, int(r.optimizerInit));
-    q.bindValue(17, optVar(r.tflops));
-    q.bindValue(18, optVar(r.skippedIterations));
-    q.bindValue(19, optVar(r.nanIterations));
+    for (int k = 0; k < m_iterationBound.size(); ++k)
+        q.bindValue(k, columns[m_iterationBound[k]].get(r));
     if (!q.exec()) {
         m_lastError = sqlError(q);
         return false;
@@ -243,6 +229,54 @@ bool Store::insertMemoryReport(const MemoryReport& m)
     q.addBindValue(optVar(m.allocRetries));
     if (!q.exec()) {
         m_lastError = sqlError(q);
+        return false;
+    }
+    return true;
+}
+
+bool Store::insertPeakAttribution(const PeakAttributionRow& row)
+{
+    QString error;
+    if (!insertRow(database(), u"peak_attribution"_s, peakAttributionColumns(), row, &error)) {
+        m_lastError = error;
+        return false;
+    }
+    QSqlQuery clear(database());
+    clear.prepare(u"DELETE FROM peak_attribution_bytes WHERE run_id=? AND rank=? AND phase=?"_s);
+    clear.addBindValue(row.runId);
+    clear.addBindValue(row.rank);
+    clear.addBindValue(row.phase);
+    if (!clear.exec()) {
+        m_lastError = sqlError(clear);
+        return false;
+    }
+    AttributionBytesRow b { row.runId, row.rank, row.phase, u"category"_s, {}, std::nullopt, 0 };
+    for (const auto& [name, bytes] : row.categories) {
+        b.name = name;
+        b.bytes = bytes;
+        if (!insertRow(database(), u"peak_attribution_bytes"_s, attributionBytesColumns(), b, &error)) {
+            m_lastError = error;
+            return false;
+        }
+    }
+    b.kind = u"activation"_s;
+    for (const ActivationShare& a : row.activations) {
+        b.name = a.region;
+        b.layer = a.layer;
+        b.bytes = a.bytes;
+        if (!insertRow(database(), u"peak_attribution_bytes"_s, attributionBytesColumns(), b, &error)) {
+            m_lastError = error;
+            return false;
+        }
+    }
+    return true;
+}
+
+bool Store::insertMemoryLayout(const MemoryLayoutRow& row)
+{
+    QString error;
+    if (!insertRow(database(), u"memory_layout"_s, memoryLayoutColumns(), row, &error)) {
+        m_lastError = error;
         return false;
     }
     return true;
