@@ -507,8 +507,8 @@ bool isByteColumn(const QString& table, const QString& name)
     if (table == u"phase_peaks" || table == u"memory_reports")
         return name == u"allocated" || name == u"reserved" || name == u"max_allocated"
             || name == u"max_reserved";
-    return name.endsWith(u"_allocated"_s) || name.endsWith(u"_reserved"_s) || name == u"allocated_after"
-        || name == u"reserved_after";
+    return name.endsWith(u"_allocated"_s) || name.endsWith(u"_reserved"_s)
+        || name.endsWith(u"allocated_after"_s) || name.endsWith(u"reserved_after"_s);
 }
 
 Table selectTable(const Store& store, const QString& table, const QVector<qint64>& ids,
