@@ -18,37 +18,31 @@
 
 #include "core/overrides.h"
 #include "core/recipe_json.h"
+#include "core/stream.h"
+#include "storage/store_internal.h"
 
 using namespace Qt::StringLiterals;
 
 namespace rs::storage {
 
 namespace {
-std::optional<qint64> bytes(const QJsonObject& o, const QString& key)
+QString qs(const std::string& s)
 {
-    const QJsonValue v = o.value(key);
-    if (!v.isDouble())
-        return std::nullopt;
-    return qint64(v.toDouble());
+    return QString::fromStdString(s);
 }
-std::optional<double> number(const QJsonObject& o, const QString& key)
+QString qs(const std::optional<std::string>& s)
 {
-    const QJsonValue v = o.value(key);
-    if (!v.isDouble())
-        return std::nullopt;
-    return v.toDouble();
+    return s ? QString::fromStdString(*s) : QString();
 }
-std::optional<int> integer(const QJsonObject& o, const QString& key)
+template <typename T> std::optional<qint64> bytesOf(const std::optional<T>& v)
 {
-    const QJsonValue v = o.value(key);
-    if (!v.isDouble())
-        return std::nullopt;
-    return v.toInt();
+    return v ? std::optional<qint64>(qint64(*v)) : std::nullopt;
 }
-QString str(const QJsonObject& o, const QString& key)
+QJsonObject qjson(const nlohmann::json& j)
 {
-    const QJsonValue v = o.value(key);
-    return v.isString() ? v.toString() : QString();
+    return QJsonDocument::fromJson(
+        QByteArray::fromStdString(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
+        .object();
 }
 // The recipe's hash (the worker's when given, else ours of the canonical text) and its Bridge overrides.
 void fillRecipeIdentity(RunRecord* run, const QJsonObject& recipe, const QString& workerHash)
@@ -70,8 +64,9 @@ void fillRecipeIdentity(RunRecord* run, const QJsonObject& recipe, const QString
 
 // A flat JSON object, one pass: keys and values as byte ranges. Returns false on anything it does not
 // handle (escapes, nested values, syntax errors): the caller then uses the full JSON parser.
-bool decodeIterationLine(const QByteArray& line, IterationRow* row, std::optional<bool>* finite)
+bool decodeIterationLine(const QByteArray& line, IterationRow* row)
 {
+    static const QString steady = u"steady"_s, warmup = u"warmup"_s; // shared, not one copy per row
     const char* p = line.constData();
     const char* const end = p + line.size();
     auto skipSpace = [&] {
@@ -149,47 +144,42 @@ bool decodeIterationLine(const QByteArray& line, IterationRow* row, std::optiona
             number = v;
             p = next;
         }
-        const auto asInt64 = [&] { return number ? std::optional<qint64>(qint64(*number)) : std::nullopt; };
         if (key == "event") {
             if (text != "iteration")
                 return false;
             isIteration = true;
-        } else if (key == "rank") {
-            row->rank = number ? int(*number) : 0;
-        } else if (key == "iteration") {
-            row->iteration = number ? int(*number) : 0;
-        } else if (key == "phase") {
-            row->phase = text == "steady" ? u"steady"_s
-                : text == "warmup"        ? u"warmup"_s
-                                          : QString::fromUtf8(text.data(), qsizetype(text.size()));
-        } else if (key == "step_ms") {
-            row->stepMs = number;
-        } else if (key == "loss") {
-            row->loss = number;
-        } else if (key == "loss_finite") {
-            *finite = boolean;
-        } else if (key == "forward_peak_allocated") {
-            row->forwardPeakAllocated = asInt64();
-        } else if (key == "forward_peak_reserved") {
-            row->forwardPeakReserved = asInt64();
-        } else if (key == "backward_peak_allocated") {
-            row->backwardPeakAllocated = asInt64();
-        } else if (key == "backward_peak_reserved") {
-            row->backwardPeakReserved = asInt64();
-        } else if (key == "optimizer_peak_allocated") {
-            row->optimizerPeakAllocated = asInt64();
-        } else if (key == "optimizer_peak_reserved") {
-            row->optimizerPeakReserved = asInt64();
-        } else if (key == "allocated_after") {
-            row->allocatedAfter = asInt64();
-        } else if (key == "reserved_after") {
-            row->reservedAfter = asInt64();
-        } else if (key == "alloc_retries") {
-            row->allocRetries = number ? std::optional<int>(int(*number)) : std::nullopt;
-        } else if (key == "optimizer_init") {
-            row->optimizerInit = boolean.value_or(false);
+            continue;
         }
-        (void)isNull; // null leaves the field unset, as absent values are
+        const int c
+            = detail::iterationColumnIndex(QByteArray::fromRawData(key.data(), qsizetype(key.size())));
+        if (c < 0)
+            continue; // unknown keys are ignored (stream contract)
+        const IterationColumn& column = iterationColumns()[c];
+        if (isNull) {
+            column.set(*row, QVariant()); // null is unknown, as absent values are
+            continue;
+        }
+        switch (column.type) {
+        case ColumnType::Integer:
+        case ColumnType::Real:
+            if (!number)
+                return false; // the real parser says what is wrong
+            column.set(*row, QVariant(*number));
+            break;
+        case ColumnType::Boolean:
+            if (!boolean)
+                return false;
+            column.set(*row, QVariant(*boolean));
+            break;
+        case ColumnType::Text:
+            if (number || boolean)
+                return false;
+            column.set(*row,
+                text == "steady"       ? QVariant(steady)
+                    : text == "warmup" ? QVariant(warmup)
+                                       : QVariant(QString::fromUtf8(text.data(), qsizetype(text.size()))));
+            break;
+        }
     }
     skipSpace();
     return isIteration && p == end;
@@ -432,12 +422,11 @@ bool RunIngest::ingestLineToStore(const QByteArray& line)
     // They are decoded here without building a QJsonObject; anything else (or anything unusual in one:
     // escapes, nesting) goes through QJsonDocument.
     IterationRow row;
-    std::optional<bool> finite;
-    if (!m_finished && m_runId != 0 && decodeIterationLine(line, &row, &finite)) {
+    if (!m_finished && m_runId != 0 && decodeIterationLine(line, &row)) {
         if (!begin())
             return false;
         row.runId = m_runId;
-        if (!storeIteration(row, finite)) {
+        if (!storeIteration(row)) {
             m_store->rollbackWrite();
             return false;
         }
@@ -447,6 +436,8 @@ bool RunIngest::ingestLineToStore(const QByteArray& line)
     const QJsonDocument doc = QJsonDocument::fromJson(line, &err);
     if (err.error != QJsonParseError::NoError || !doc.isObject()) {
         ++m_malformed;
+        m_malformedReason
+            = err.error != QJsonParseError::NoError ? err.errorString() : u"not a JSON object"_s;
         return true;
     }
     return ingestToStore(doc.object());
@@ -469,40 +460,68 @@ bool RunIngest::ingest(const QJsonObject& e)
 
 bool RunIngest::ingestToStore(const QJsonObject& e)
 {
-    const QString kind = e.value(QLatin1StringView("event")).toString();
-    bool ok = true;
-    if (kind == u"hello")
-        ok = onHello(e);
-    else if (kind == u"recipe")
-        ok = onRecipe(e);
-    else if (kind == u"phase")
-        ok = ensureRun(); // the phase sequence is in the iteration rows; a marker alone stores nothing
-    else if (kind == u"iteration")
-        ok = onIteration(e);
-    else if (kind == u"rank_summary")
-        ok = onRankSummary(e);
-    else if (kind == u"result")
-        ok = onResult(e);
-    else
+    using stream::EventKind;
+    const EventKind kind
+        = stream::eventKindFromName(e.value(QLatin1StringView("event")).toString().toStdString());
+    if (kind == EventKind::Unknown)
         return true; // unknown events are ignored (stream contract)
+    bool ok = true;
+    try {
+        if (kind == EventKind::Iteration) {
+            ok = onIteration(e); // the hot path: decoded straight from the object
+        } else {
+            // Every other event is read as its type (core/stream.h); one that does not read is malformed.
+            const QByteArray text = QJsonDocument(e).toJson(QJsonDocument::Compact);
+            const nlohmann::json j = nlohmann::json::parse(text.constData(), text.constData() + text.size());
+            switch (kind) {
+            case EventKind::Hello:
+                ok = onHello(stream::Hello::fromJson(j));
+                break;
+            case EventKind::Recipe:
+                ok = onRecipe(stream::RecipeEvent::fromJson(j));
+                break;
+            case EventKind::RankSummary:
+                ok = onRankSummary(stream::RankSummary::fromJson(j));
+                break;
+            case EventKind::Result:
+                ok = onResult(stream::Result::fromJson(j));
+                break;
+            case EventKind::PeakAttribution:
+                ok = onPeakAttribution(stream::PeakAttribution::fromJson(j));
+                break;
+            case EventKind::MemoryLayout:
+                ok = onMemoryLayout(stream::MemoryLayout::fromJson(j));
+                break;
+            default:
+                // phase, note: checked, and the run exists from here on
+                stream::checkEvent(j);
+                ok = ensureRun();
+                break;
+            }
+        }
+    } catch (const std::exception& error) {
+        ++m_malformed;
+        m_malformedReason = QString::fromStdString(error.what());
+        return true;
+    }
     if (!ok) {
         m_store->rollbackWrite();
         return false;
     }
-    return maybeCommit(kind != u"iteration");
+    return maybeCommit(kind != EventKind::Iteration);
 }
 
-bool RunIngest::onHello(const QJsonObject& e)
+bool RunIngest::onHello(const stream::Hello& e)
 {
-    m_run.workerVersion = str(e, u"worker_version"_s);
-    m_run.libtorchVersion = str(e, u"libtorch_version"_s);
-    m_run.cudaVersion = str(e, u"cuda_version"_s);
-    m_run.ncclVersion = str(e, u"nccl_version"_s);
-    m_run.device = str(e, u"device"_s);
-    m_run.deviceKind = str(e, u"device_kind"_s);
-    m_run.host = str(e, u"host"_s);
-    m_run.worldSize = integer(e, u"world_size"_s);
-    m_run.profile = str(e, u"profile"_s);
+    m_run.workerVersion = qs(e.worker_version);
+    m_run.libtorchVersion = qs(e.libtorch_version);
+    m_run.cudaVersion = qs(e.cuda_version);
+    m_run.ncclVersion = qs(e.nccl_version);
+    m_run.device = qs(e.device);
+    m_run.deviceKind = qs(e.device_kind);
+    m_run.host = qs(e.host);
+    m_run.worldSize = e.world_size;
+    m_run.profile = qs(e.profile);
     if (!ensureRun())
         return false;
     if (!m_store->updateRun(m_run)) {
@@ -512,20 +531,21 @@ bool RunIngest::onHello(const QJsonObject& e)
     return true;
 }
 
-bool RunIngest::onRecipe(const QJsonObject& e)
+bool RunIngest::onRecipe(const stream::RecipeEvent& e)
 {
     if (!ensureRun())
         return false;
     const QString profile = m_run.profile;
-    fillFromRecipeJson(&m_run, e.value(u"recipe"_s).toObject());
+    const QJsonObject recipe = qjson(e.recipe);
+    fillFromRecipeJson(&m_run, recipe);
     if (m_run.profile.isEmpty())
         m_run.profile = profile;
-    fillRecipeIdentity(&m_run, e.value(u"recipe"_s).toObject(), str(e, u"recipe_hash"_s));
-    const QJsonArray findings = e.value(u"findings"_s).toArray();
+    fillRecipeIdentity(&m_run, recipe, qs(e.recipe_hash));
+    const QJsonArray findings = QJsonDocument::fromJson(QByteArray::fromStdString(e.findings.dump())).array();
     if (!findings.isEmpty())
         m_run.notes
             = u"findings: "_s + QString::fromUtf8(QJsonDocument(findings).toJson(QJsonDocument::Compact));
-    const QString scope = str(e, u"stage_scope"_s);
+    const QString scope = qs(e.stage_scope);
     if (!scope.isEmpty())
         m_run.peakNote = u"measured on "_s + scope;
     if (!m_store->updateRun(m_run)) {
@@ -535,98 +555,85 @@ bool RunIngest::onRecipe(const QJsonObject& e)
     return true;
 }
 
+namespace {
+QString jsonText(const QJsonValue& v)
+{
+    QString text = QString::fromUtf8(QJsonDocument(QJsonArray { v }).toJson(QJsonDocument::Compact));
+    text = text.mid(1, text.size() - 2);
+    return text.size() > 60 ? text.left(57) + u"..."_s : text;
+}
+// One pass over the event's keys through the iteration column table. A value of the wrong type is left
+// unknown; with `error` the first one is said there, as core/stream.h says it.
+IterationRow decodeIteration(const QJsonObject& e, QString* error)
+{
+    IterationRow r;
+    const auto& columns = iterationColumns();
+    for (auto it = e.constBegin(); it != e.constEnd(); ++it) {
+        const int c = detail::iterationColumnIndex(it.key());
+        if (c < 0)
+            continue; // unknown keys are ignored (stream contract)
+        const IterationColumn& column = columns[c];
+        const QJsonValue v = it.value();
+        if (v.isNull() || v.isUndefined()) {
+            column.set(r, QVariant());
+            continue;
+        }
+        const char* expected = nullptr;
+        switch (column.type) {
+        case ColumnType::Integer:
+        case ColumnType::Real:
+            if (v.isDouble())
+                column.set(r, QVariant(v.toDouble()));
+            else
+                expected = "a number";
+            break;
+        case ColumnType::Boolean:
+            if (v.isBool())
+                column.set(r, QVariant(v.toBool()));
+            else
+                expected = "true or false";
+            break;
+        case ColumnType::Text:
+            if (v.isString())
+                column.set(r, QVariant(v.toString()));
+            else
+                expected = "a string";
+            break;
+        }
+        if (expected && error && error->isEmpty())
+            *error = u"iteration event: '%1': expected %2, got %3"_s.arg(
+                it.key(), QLatin1StringView(expected), jsonText(v));
+    }
+    return r;
+}
+} // namespace
+
 IterationRow iterationRowFromEvent(const QJsonObject& e, std::optional<bool>* finite)
 {
-    // One pass over the keys, dispatched on their length: a lookup per field would binary-search the object
-    // 17 times, and this is the hot path of ingest (docs/benchmarks.md, "## Store").
-    IterationRow r;
-    for (auto it = e.constBegin(); it != e.constEnd(); ++it) {
-        const QString k = it.key();
-        const QJsonValue v = it.value();
-        const auto is = [&k](const char* name) { return k == QLatin1StringView(name); };
-        const auto num = [&v] { return v.isDouble() ? std::optional<double>(v.toDouble()) : std::nullopt; };
-        const auto bytes
-            = [&v] { return v.isDouble() ? std::optional<qint64>(qint64(v.toDouble())) : std::nullopt; };
-        switch (k.size()) {
-        case 4:
-            if (is("rank"))
-                r.rank = v.toInt();
-            else if (is("loss"))
-                r.loss = num();
-            break;
-        case 5:
-            if (is("phase"))
-                r.phase = v.toString();
-            break;
-        case 7:
-            if (is("step_ms"))
-                r.stepMs = num();
-            break;
-        case 9:
-            if (is("iteration"))
-                r.iteration = v.toInt();
-            break;
-        case 11:
-            if (is("loss_finite") && v.isBool())
-                if (finite)
-                    *finite = v.toBool();
-            break;
-        case 13:
-            if (is("alloc_retries"))
-                r.allocRetries = v.isDouble() ? std::optional<int>(v.toInt()) : std::nullopt;
-            break;
-        case 14:
-            if (is("reserved_after"))
-                r.reservedAfter = bytes();
-            else if (is("optimizer_init"))
-                r.optimizerInit = v.toBool();
-            break;
-        case 15:
-            if (is("allocated_after"))
-                r.allocatedAfter = bytes();
-            break;
-        case 21:
-            if (is("forward_peak_reserved"))
-                r.forwardPeakReserved = bytes();
-            break;
-        case 22:
-            if (is("forward_peak_allocated"))
-                r.forwardPeakAllocated = bytes();
-            else if (is("backward_peak_reserved"))
-                r.backwardPeakReserved = bytes();
-            break;
-        case 23:
-            if (is("backward_peak_allocated"))
-                r.backwardPeakAllocated = bytes();
-            else if (is("optimizer_peak_reserved"))
-                r.optimizerPeakReserved = bytes();
-            break;
-        case 24:
-            if (is("optimizer_peak_allocated"))
-                r.optimizerPeakAllocated = bytes();
-            break;
-        default:
-            break; // unknown keys are ignored (stream contract)
-        }
-    }
+    IterationRow r = decodeIteration(e, nullptr);
+    if (finite)
+        *finite = r.lossFinite;
     return r;
 }
 
 bool RunIngest::onIteration(const QJsonObject& e)
 {
+    QString why;
+    IterationRow r = decodeIteration(e, &why);
+    if (!why.isEmpty())
+        throw std::runtime_error(why.toStdString()); // malformed (ingestToStore)
     if (!ensureRun())
         return false;
     if (!begin())
         return false;
-    std::optional<bool> finite;
-    IterationRow r = iterationRowFromEvent(e, &finite);
     r.runId = m_runId;
-    return storeIteration(r, finite);
+    return storeIteration(r);
 }
 
-bool RunIngest::storeIteration(IterationRow& r, std::optional<bool> finite)
+bool RunIngest::storeIteration(IterationRow& r)
 {
-    r.lossFinite = finite ? finite : std::optional<bool>(r.loss.has_value());
+    if (!r.lossFinite)
+        r.lossFinite = r.loss.has_value();
     if (!*r.lossFinite)
         m_anyNonFinite = true;
     if (!m_store->insertIteration(r)) {
@@ -641,7 +648,7 @@ bool RunIngest::storeIteration(IterationRow& r, std::optional<bool> finite)
     return true;
 }
 
-bool RunIngest::onRankSummary(const QJsonObject& e)
+bool RunIngest::onRankSummary(const stream::RankSummary& e)
 {
     if (!ensureRun())
         return false;
@@ -649,22 +656,20 @@ bool RunIngest::onRankSummary(const QJsonObject& e)
         return false;
     RankPeak p;
     p.runId = m_runId;
-    p.rank = integer(e, u"rank"_s).value_or(0);
-    p.peakAllocated = bytes(e, u"peak_allocated"_s);
-    p.peakReserved = bytes(e, u"peak_reserved"_s);
-    p.peakPhase = str(e, u"peak_phase"_s);
-    p.peakIteration = integer(e, u"peak_iteration"_s);
-    p.steadyStepMs = number(e, u"steady_step_ms"_s);
-    p.steadyStepMsMedian = number(e, u"steady_step_ms_median"_s);
+    p.rank = e.rank;
+    p.peakAllocated = bytesOf(e.peak_allocated);
+    p.peakReserved = bytesOf(e.peak_reserved);
+    p.peakPhase = qs(e.peak_phase);
+    p.peakIteration = e.peak_iteration;
+    p.steadyStepMs = e.steady_step_ms;
+    p.steadyStepMsMedian = e.steady_step_ms_median;
     if (!m_store->insertRankPeak(p)) {
         m_error = m_store->lastError();
         return false;
     }
-    const QJsonObject phases = e.value(u"phase_peaks"_s).toObject();
     if (m_store->schemaVersion() >= 2) {
-        for (auto it = phases.begin(); it != phases.end(); ++it) {
-            const QJsonObject v = it.value().toObject();
-            PhasePeak pp { m_runId, p.rank, it.key(), bytes(v, u"allocated"_s), bytes(v, u"reserved"_s) };
+        for (const auto& [phase, v] : e.phase_peaks) {
+            PhasePeak pp { m_runId, p.rank, qs(phase), bytesOf(v.allocated), bytesOf(v.reserved) };
             if (!m_store->insertPhasePeak(pp)) {
                 m_error = m_store->lastError();
                 return false;
@@ -684,26 +689,82 @@ bool RunIngest::onRankSummary(const QJsonObject& e)
     return true;
 }
 
-bool RunIngest::onResult(const QJsonObject& e)
+bool RunIngest::onPeakAttribution(const stream::PeakAttribution& e)
+{
+    if (!ensureRun())
+        return false;
+    if (m_store->schemaVersion() < 6)
+        return true;
+    if (!begin())
+        return false;
+    PeakAttributionRow row;
+    row.runId = m_runId;
+    row.rank = e.rank;
+    row.phase = qs(e.phase);
+    row.iteration = e.iteration;
+    row.peakAllocated = e.peak_allocated;
+    row.attributed = e.attributed;
+    for (const auto& [category, bytes] : e.categories)
+        row.categories.append({ qs(category), bytes });
+    for (const auto& a : e.activations)
+        row.activations.append({ a.layer, qs(a.region), a.bytes });
+    if (!m_store->insertPeakAttribution(row)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    return true;
+}
+
+bool RunIngest::onMemoryLayout(const stream::MemoryLayout& e)
+{
+    if (!ensureRun())
+        return false;
+    if (m_store->schemaVersion() < 6)
+        return true;
+    if (!begin())
+        return false;
+    MemoryLayoutRow row;
+    row.runId = m_runId;
+    row.rank = e.rank;
+    row.microBatches = e.micro_batches;
+    row.dataParallelSize = e.data_parallel_size;
+    row.distributedOptimizer = e.distributed_optimizer;
+    row.gradBufferDtype = qs(e.grad_buffer_dtype);
+    row.gradBufferBytes = e.grad_buffer_bytes;
+    row.parameters = e.parameters;
+    row.parameterBytes = e.parameter_bytes;
+    row.mainParameterBytes = e.main_parameter_bytes;
+    row.shardElements = e.shard_elements;
+    row.paddedVocabSize = e.padded_vocab_size;
+    row.tiedEmbeddings = e.tied_embeddings;
+    row.onePassOptimizer = e.one_pass_optimizer;
+    if (!m_store->insertMemoryLayout(row)) {
+        m_error = m_store->lastError();
+        return false;
+    }
+    return true;
+}
+
+bool RunIngest::onResult(const stream::Result& e)
 {
     if (!ensureRun())
         return false;
     if (!begin())
         return false;
     m_hasResult = true;
-    const QString status = str(e, u"status"_s);
+    const QString status = qs(e.status);
     static const QStringList known
         = { outcome::Pass, outcome::Oom, outcome::Nonfinite, outcome::Invalid, outcome::Error };
     m_run.outcome = known.contains(status) ? status : outcome::Error;
-    m_run.failureStage = str(e, u"stage"_s);
-    m_run.failureIteration = integer(e, u"iteration"_s);
-    m_run.message = str(e, u"message"_s);
+    m_run.failureStage = qs(e.stage);
+    m_run.failureIteration = e.iteration;
+    m_run.message = qs(e.message);
     if (!known.contains(status))
         m_run.message = u"unknown result status '%1'. "_s.arg(status) + m_run.message;
-    m_run.steadyStepMs = number(e, u"steady_step_ms"_s);
-    m_run.tokensPerS = number(e, u"tokens_per_s"_s);
-    m_run.modelTflops = number(e, u"model_tflops"_s);
-    m_run.executedTflops = number(e, u"executed_tflops"_s);
+    m_run.steadyStepMs = e.steady_step_ms;
+    m_run.tokensPerS = e.tokens_per_s;
+    m_run.modelTflops = e.model_tflops;
+    m_run.executedTflops = e.executed_tflops;
     if (!m_store->updateRun(m_run)) {
         m_error = m_store->lastError();
         return false;

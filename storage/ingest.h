@@ -18,6 +18,15 @@
 
 #include "storage/store.h"
 
+namespace rs::stream {
+struct Hello;
+struct RecipeEvent;
+struct RankSummary;
+struct Result;
+struct PeakAttribution;
+struct MemoryLayout;
+} // namespace rs::stream
+
 namespace rs::storage {
 
 class RunIngest {
@@ -67,6 +76,9 @@ public:
     bool finished() const { return m_finished; }
     int iterationCount() const { return m_iterations; }
     int malformedLines() const { return m_malformed; }
+    // Why the last malformed line was not ingested: not JSON, or an event whose key does not read as its
+    // type ("rank_summary event: 'peak_allocated': expected an integer (bytes or a count), got \"x\"").
+    QString lastMalformedReason() const { return m_malformedReason; }
     QString error() const { return m_error; }
     // The running maximum of allocated bytes seen in iterations (for progress displays).
     std::optional<qint64> currentPeakAllocated() const { return m_currentPeak; }
@@ -81,12 +93,14 @@ private:
     static QString spoolPathFor(const QString& storePath);
     bool ensureRun();
     bool maybeCommit(bool force);
-    bool onHello(const QJsonObject& e);
-    bool onRecipe(const QJsonObject& e);
+    bool onHello(const stream::Hello& e);
+    bool onRecipe(const stream::RecipeEvent& e);
     bool onIteration(const QJsonObject& e);
-    bool storeIteration(IterationRow& row, std::optional<bool> lossFinite);
-    bool onRankSummary(const QJsonObject& e);
-    bool onResult(const QJsonObject& e);
+    bool storeIteration(IterationRow& row);
+    bool onRankSummary(const stream::RankSummary& e);
+    bool onResult(const stream::Result& e);
+    bool onPeakAttribution(const stream::PeakAttribution& e);
+    bool onMemoryLayout(const stream::MemoryLayout& e);
 
     Store* m_store;
     RunRecord m_run;
@@ -101,6 +115,7 @@ private:
     bool m_finished = false;
     int m_iterations = 0;
     int m_malformed = 0;
+    QString m_malformedReason;
     bool m_anyNonFinite = false;
     std::optional<qint64> m_currentPeak;
     QString m_error;

@@ -176,7 +176,8 @@ QString csvNum(std::optional<double> v)
 }
 } // namespace
 
-QVector<ReportTable> buildReport(
+namespace {
+QVector<ReportTable> buildTables(
     const Store& store, std::optional<qint64> control, const QVector<qint64>& runIds)
 {
     QVector<ReportTable> tables;
@@ -267,6 +268,80 @@ QVector<ReportTable> buildReport(
     return tables;
 }
 
+} // namespace
+
+QVector<ReportTable> buildReport(
+    const Store& store, std::optional<qint64> control, const QVector<qint64>& runIds)
+{
+    QVector<ReportTable> tables = buildTables(store, control, runIds);
+    QVector<qint64> ids;
+    for (const auto& t : tables)
+        for (const auto& row : t.rows)
+            ids << row.run.id;
+    if (ids.isEmpty())
+        return tables;
+    // One read for every run (a report over a large store reads each table once).
+    const auto attribution = store.peakAttributions(runIds.isEmpty() && !control ? QVector<qint64>() : ids);
+    for (auto& t : tables)
+        for (const auto& row : t.rows)
+            if (attribution.contains(row.run.id))
+                t.attribution.insert(row.run.id, attribution.value(row.run.id));
+    return tables;
+}
+
+QString formatPeakAttribution(const ReportTable& t)
+{
+    if (t.attribution.isEmpty())
+        return {};
+    // The categories any run of the table has, in the stream's order.
+    QStringList categories;
+    for (const auto& row : t.rows)
+        if (const PeakAttributionRow* p = Store::peakPhaseOf(t.attribution.value(row.run.id)))
+            for (const auto& [name, bytes] : p->categories)
+                if (!categories.contains(name))
+                    categories << name;
+    QStringList head { u"Module set"_s, u"Peak phase"_s, u"Peak (GB)"_s, u"Attributed (GB)"_s };
+    for (const QString& c : categories)
+        head << c + u" (GB)"_s;
+    head << u"Largest activation region"_s;
+    QString out = u"#### What holds the peak (rank 0, GB)\n\n"_s;
+    out += u"| "_s + head.join(u" | "_s) + u" |\n"_s;
+    out += u"|"_s + QStringList(head.size(), u" --- "_s).join(u"|"_s) + u"|\n"_s;
+    for (const auto& row : t.rows) {
+        const PeakAttributionRow* p = Store::peakPhaseOf(t.attribution.value(row.run.id));
+        if (!p)
+            continue;
+        const auto gb = [](std::optional<qint64> b) {
+            return b ? QString::fromStdString(rs::formatGb(std::optional<std::int64_t>(*b))) : QString();
+        };
+        QStringList c { row.run.moduleSetLabel() + (row.isControl ? u" (control)"_s : QString()), p->phase,
+            gb(p->peakAllocated), gb(p->attributed) };
+        for (const QString& name : categories) {
+            std::optional<qint64> bytes;
+            for (const auto& [n, b] : p->categories)
+                if (n == name)
+                    bytes = b;
+            c << gb(bytes);
+        }
+        // The region that holds most of the activations: the label whose recompute would free most.
+        QHash<QString, qint64> byRegion;
+        for (const ActivationShare& a : p->activations)
+            byRegion[a.region] += a.bytes;
+        QString top;
+        qint64 topBytes = -1;
+        for (auto it = byRegion.cbegin(); it != byRegion.cend(); ++it)
+            if (it.value() > topBytes || (it.value() == topBytes && it.key() < top)) {
+                top = it.key();
+                topBytes = it.value();
+            }
+        c << (top.isEmpty() ? QString() : top + u" "_s + gb(topBytes));
+        for (auto& cell : c)
+            cell.replace(u"|"_s, u"\\|"_s);
+        out += u"| "_s + c.join(u" | "_s) + u" |\n"_s;
+    }
+    return out + u"\n"_s;
+}
+
 int unmatchedRows(const QVector<ReportTable>& tables)
 {
     int n = 0;
@@ -296,6 +371,7 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
                 out += u"| "_s + c.join(u" | "_s) + u" |\n"_s;
             }
             out += u"\n"_s;
+            out += formatPeakAttribution(t);
         }
         if (tables.isEmpty())
             out += u"No runs.\n"_s;
@@ -431,8 +507,8 @@ bool isByteColumn(const QString& table, const QString& name)
     if (table == u"phase_peaks" || table == u"memory_reports")
         return name == u"allocated" || name == u"reserved" || name == u"max_allocated"
             || name == u"max_reserved";
-    return name.endsWith(u"_allocated"_s) || name.endsWith(u"_reserved"_s) || name == u"allocated_after"
-        || name == u"reserved_after";
+    return name.endsWith(u"_allocated"_s) || name.endsWith(u"_reserved"_s)
+        || name.endsWith(u"allocated_after"_s) || name.endsWith(u"reserved_after"_s);
 }
 
 Table selectTable(const Store& store, const QString& table, const QVector<qint64>& ids,
@@ -456,6 +532,12 @@ Table selectTable(const Store& store, const QString& table, const QVector<qint64
             c.kind = Kind::Boolean;
         else if (arrayColumns().contains(name))
             c.kind = Kind::Array;
+        if (table == u"iterations") { // the iteration column table says which are booleans
+            for (const auto& column : iterationColumns()) {
+                if (column.name == name && column.type == ColumnType::Boolean)
+                    c.kind = Kind::Boolean;
+            }
+        }
         if (isByteColumn(table, name))
             c.exported = name + u"_bytes"_s;
         t.columns << c;

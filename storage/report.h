@@ -7,6 +7,7 @@
 
 #include <optional>
 
+#include <QHash>
 #include <QString>
 #include <QVector>
 
@@ -22,7 +23,12 @@ std::optional<ReportFormat> reportFormatFromName(const QString& name);
 struct ReportTable {
     std::optional<RunRecord> control; // empty: these runs have no matched control stored
     QVector<ComparisonRow> rows;
+    // What held each run's peak on rank 0 (Store::peakAttribution), for the rows that have it.
+    QHash<qint64, QVector<PeakAttributionRow>> attribution;
 };
+// "What holds the peak": per run of the table (the control first), the phase of its peak and the live
+// GB by category there; empty when no run of the table has an attribution.
+QString formatPeakAttribution(const ReportTable& table);
 
 // With `control`: one table of `runIds` (or, when empty, every run linked to that control) against it.
 // Without: the runs (every run when `runIds` is empty) grouped by their stored matched control; runs whose

@@ -9,14 +9,19 @@
 // file at once (WAL, busy timeout, BEGIN IMMEDIATE).
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
 
 #include <QDateTime>
+#include <QHash>
 #include <QJsonObject>
+#include <QPair>
 #include <QSqlDatabase>
 #include <QString>
 #include <QStringList>
+#include <QVariant>
+#include <QVariantMap>
 #include <QVector>
 
 class QSqlError;
@@ -174,7 +179,36 @@ struct IterationRow {
     bool optimizerInit = false;
     std::optional<double> tflops; // imported: throughput per GPU (TFLOP/s/GPU)
     std::optional<int> skippedIterations, nanIterations; // imported: the log's running counters
+    // schema v6: the step's phases (sums over the micro-batches), the gradient average (several ranks), and
+    // what forward left allocated
+    std::optional<double> forwardMs, backwardMs, optimizerMs, gradReduceMs;
+    std::optional<qint64> forwardAllocatedAfter;
+    // Registered columns (registerIterationColumn) by name; absent when unknown.
+    QVariantMap extra;
 };
+
+// A stored table, column by column: one list drives CREATE (and the migrations that add columns), INSERT
+// and its bindings, SELECT and the row decoders. The iteration table's column names are the stream's keys.
+enum class ColumnType { Integer, Real, Text, Boolean }; // Boolean is stored as INTEGER 0/1
+template <typename Row> struct TableColumn {
+    QString name;
+    ColumnType type = ColumnType::Integer;
+    int sinceVersion = 1; // the schema version that added it; 0: registered at run time
+    bool fromStream = true; // read from the event's key of this name (false: the run id, imported fields)
+    std::function<QVariant(const Row&)> get; // a null QVariant for unknown
+    std::function<void(Row&, const QVariant&)> set; // a null / invalid QVariant for unknown
+    QString constraint = {}; // "NOT NULL", "NOT NULL DEFAULT 0", "REFERENCES ..."
+};
+using IterationColumn = TableColumn<IterationRow>;
+// The iterations table: the shipped columns (store_schema.cpp) and any registered ones. Ingest decodes
+// iteration events with it (both its JSON paths), the store creates, migrates, binds and selects with it,
+// the GUI's live curve decodes with it, export writes what it stored.
+const QVector<IterationColumn>& iterationColumns();
+// Adds a column beyond the shipped ones (tests, tools): its values live in IterationRow::extra under
+// `name`, are read from the iteration event's key `name`, stored, read back by Store::iterations and
+// exported. Register before opening stores: a file opened for writing gets the column when it lacks it,
+// one opened read-only without it reads the column as unknown. Registering a name twice does nothing.
+void registerIterationColumn(const QString& name, ColumnType type);
 
 // A memory report line of an imported log (schema v2): one rank after one iteration, in bytes.
 struct MemoryReport {
@@ -183,6 +217,38 @@ struct MemoryReport {
     int afterIteration = 0;
     std::optional<qint64> allocated, maxAllocated, reserved, maxReserved;
     std::optional<int> allocRetries;
+};
+
+// What held one phase's peak on one rank (schema v6; the stream's peak_attribution): the live bytes by
+// category at the step whose phase peak was the run's highest, and the activations by layer and region.
+struct ActivationShare {
+    std::optional<int> layer; // global layer index; empty for embedding / output
+    QString region; // input_layernorm, self_attention, core_attn, ..., embedding, output
+    qint64 bytes = 0;
+};
+struct PeakAttributionRow {
+    qint64 runId = 0;
+    int rank = 0;
+    QString phase; // forward, backward, optimizer-init, optimizer
+    std::optional<int> iteration;
+    std::optional<qint64> peakAllocated; // the allocator's peak
+    std::optional<qint64> attributed; // the sum of the categories
+    // category -> bytes, in the stream contract's order: parameters, main_parameters, gradient_buffer,
+    // optimizer_states, activations, backward, workspace, other (then any other, by name)
+    QVector<QPair<QString, qint64>> categories;
+    QVector<ActivationShare> activations; // by layer, then region
+};
+
+// The training memory layout of one rank (schema v6; the stream's memory_layout).
+struct MemoryLayoutRow {
+    qint64 runId = 0;
+    int rank = 0;
+    std::optional<int> microBatches, dataParallelSize;
+    std::optional<bool> distributedOptimizer;
+    QString gradBufferDtype; // fp32 | param
+    std::optional<qint64> gradBufferBytes, parameters, parameterBytes, mainParameterBytes, shardElements;
+    std::optional<qint64> paddedVocabSize;
+    std::optional<bool> tiedEmbeddings, onePassOptimizer;
 };
 
 struct RunFilter {
@@ -219,8 +285,10 @@ class Store {
 public:
     // v1: runs, rank peaks, iterations. v2: per-phase peaks, import provenance, memory reports,
     // theoretical memory. v3: the recipe match key (backfilled from the stored recipes). v4: the ingesting
-    // process of each run. v5: the settings of an imported log (import_settings).
-    static constexpr int kSchemaVersion = 5;
+    // process of each run. v5: the settings of an imported log (import_settings). v6: the iterations' phase
+    // times and forward_allocated_after; peak attribution (peak_attribution, peak_attribution_bytes) and
+    // the memory layout (memory_layout) of worker runs.
+    static constexpr int kSchemaVersion = 6;
 
     Store();
     ~Store();
@@ -249,6 +317,8 @@ public:
     int schemaVersion() const; // PRAGMA user_version of the open file
     QSqlDatabase database() const;
     QString lastError() const;
+    // The columns of `table` in the open file, in file order (PRAGMA table_info).
+    QStringList tableColumnsInFile(const QString& table) const;
 
     // --- writing (ingest and import use these; each is its own transaction unless one is open) ---
     // How long one statement waits for another process's write lock (SQLite's busy timeout).
@@ -273,6 +343,8 @@ public:
     bool insertRankPeak(const RankPeak& peak); // replaces an existing (run, rank)
     bool insertPhasePeak(const PhasePeak& peak);
     bool insertMemoryReport(const MemoryReport& report);
+    bool insertPeakAttribution(const PeakAttributionRow& row); // replaces an existing (run, rank, phase)
+    bool insertMemoryLayout(const MemoryLayoutRow& row); // replaces an existing (run, rank)
     bool setControl(qint64 runId, std::optional<qint64> controlRunId);
     bool deleteRun(qint64 runId); // cascades
 
@@ -283,6 +355,15 @@ public:
     QVector<PhasePeak> phasePeaks(qint64 runId) const;
     QVector<IterationRow> iterations(qint64 runId, int rank = -1) const; // rank -1: all ranks
     QVector<MemoryReport> memoryReports(qint64 runId) const;
+    // What held each phase's peak on `rank`: forward, backward, optimizer-init, optimizer (those stored).
+    // Empty for runs without attribution (imports, older workers, a file older than v6).
+    QVector<PeakAttributionRow> peakAttribution(qint64 runId, int rank = 0) const;
+    // The same for many runs at once (every run when `runIds` is empty), by run id.
+    QHash<qint64, QVector<PeakAttributionRow>> peakAttributions(
+        const QVector<qint64>& runIds, int rank = 0) const;
+    // The phase whose peak is the run's highest among `rows` (nullptr when there is none).
+    static const PeakAttributionRow* peakPhaseOf(const QVector<PeakAttributionRow>& rows);
+    std::optional<MemoryLayoutRow> memoryLayout(qint64 runId, int rank = 0) const;
     int runCount() const;
 
     // The run's matched control: the stored link if any.
@@ -337,6 +418,7 @@ private:
     bool migrate(int targetVersion, QString* error);
     bool setWalMode(QString* error);
     bool backfillMatchKeys(QString* error);
+    bool addRegisteredColumns(); // registerIterationColumn's columns a writable file lacks
     bool exec(const QString& sql, QString* error = nullptr);
     QString m_connection;
     QString m_path;
@@ -346,6 +428,7 @@ private:
     bool m_lastBusy = false;
     std::unique_ptr<QSqlQuery> m_iterationInsert; // prepared once per connection
     void* m_iterationStmt = nullptr; // sqlite3_stmt*, when built with the SQLite headers (fast path)
+    QVector<int> m_iterationBound; // iterationColumns() indices the prepared insert binds, in order
 };
 
 // A stored run as the guide's comparison (core/comparison.h) reads it: its facts for the match check (the

@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QGridLayout>
 #include <QHBoxLayout>
+#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -19,6 +20,7 @@
 #include <QVBoxLayout>
 
 #include "charts/chartview.h"
+#include "core/stream.h"
 #include "core/units.h"
 #include "launch/run_session.h"
 #include "recipedocument.h"
@@ -330,17 +332,11 @@ void LaunchPage::redrawChart(const QString& title)
 
 void LaunchPage::onEvent(const QJsonObject& e)
 {
-    const QString kind = e.value(QLatin1String("event")).toString();
-    if (kind == QLatin1String("hello")) {
-        appendLog(tr("worker %1, LibTorch %2, device %3, rank %4 of %5")
-                      .arg(e.value(QLatin1String("worker_version")).toString(),
-                          e.value(QLatin1String("libtorch_version")).toString(),
-                          e.value(QLatin1String("device")).toString())
-                      .arg(e.value(QLatin1String("rank")).toInt())
-                      .arg(e.value(QLatin1String("world_size")).toInt()));
-    } else if (kind == QLatin1String("phase")) {
-        m_status->setText(tr("%1: phase %2").arg(m_currentLabel, e.value(QLatin1String("phase")).toString()));
-    } else if (kind == QLatin1String("iteration")) {
+    // Read as the stream's types (core/stream.h); the launcher has already refused events that do not read.
+    using stream::EventKind;
+    const EventKind kind
+        = stream::eventKindFromName(e.value(QLatin1String("event")).toString().toStdString());
+    if (kind == EventKind::Iteration) {
         const storage::IterationRow row = storage::iterationRowFromEvent(e);
         if (row.rank != 0)
             return;
@@ -356,15 +352,35 @@ void LaunchPage::onEvent(const QJsonObject& e)
                               .arg(row.stepMs.value_or(0.0), 0, 'f', 1)
                               .arg(gbText(m_session->currentPeakAllocated())));
         redrawChart(tr("Live: %1").arg(m_currentLabel));
-    } else if (kind == QLatin1String("result")) {
-        const QString status = e.value(QLatin1String("status")).toString();
-        QString text = tr("%1: %2").arg(m_currentLabel, status);
-        if (!e.value(QLatin1String("stage")).toString().isEmpty())
-            text += tr(" in %1").arg(e.value(QLatin1String("stage")).toString());
-        if (!e.value(QLatin1String("message")).toString().isEmpty())
-            text += QStringLiteral(": ") + e.value(QLatin1String("message")).toString();
-        appendLog(text);
-        m_status->setText(text);
+        return;
+    }
+    if (kind != EventKind::Hello && kind != EventKind::Phase && kind != EventKind::Result)
+        return;
+    const QByteArray text = QJsonDocument(e).toJson(QJsonDocument::Compact);
+    try {
+        const nlohmann::json j = nlohmann::json::parse(text.constData(), text.constData() + text.size());
+        if (kind == EventKind::Hello) {
+            const auto h = stream::Hello::fromJson(j);
+            appendLog(tr("worker %1, LibTorch %2, device %3, rank %4 of %5")
+                          .arg(QString::fromStdString(h.worker_version),
+                              QString::fromStdString(h.libtorch_version), QString::fromStdString(h.device))
+                          .arg(h.rank)
+                          .arg(h.world_size));
+        } else if (kind == EventKind::Phase) {
+            const auto p = stream::Phase::fromJson(j);
+            m_status->setText(tr("%1: phase %2").arg(m_currentLabel, QString::fromStdString(p.phase)));
+        } else {
+            const auto r = stream::Result::fromJson(j);
+            QString line = tr("%1: %2").arg(m_currentLabel, QString::fromStdString(r.status));
+            if (r.stage && !r.stage->empty())
+                line += tr(" in %1").arg(QString::fromStdString(*r.stage));
+            if (!r.message.empty())
+                line += QStringLiteral(": ") + QString::fromStdString(r.message);
+            appendLog(line);
+            m_status->setText(line);
+        }
+    } catch (const std::exception& error) {
+        appendLog(tr("malformed event: %1").arg(QString::fromStdString(error.what())));
     }
 }
 

@@ -16,6 +16,7 @@
 #include "core/flops.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
+#include "core/stream.h"
 #include "engine/checkpoint.h"
 #include "engine/distributed.h"
 #include "engine/layout_rank.h"
@@ -37,6 +38,7 @@ public:
         , enabled_(enabled)
     {
     }
+    template <typename Event> void emit(const Event& e) { emit(e.toJson()); }
     // Whole lines only, also when a rank's failure watcher emits the result from its own thread.
     void emit(const json& j)
     {
@@ -59,29 +61,47 @@ private:
     std::mutex mutex_;
 };
 
-json hello(const Recipe& recipe, const torch::Device& device, const RankInfo& ranks)
+stream::Hello hello(const Recipe& recipe, const torch::Device& device, const RankInfo& ranks)
 {
     char host[256] = {};
     gethostname(host, sizeof host - 1);
     const bool cuda = device.is_cuda();
-    return { { "event", "hello" }, { "worker_version", RS_VERSION }, { "libtorch_version", TORCH_VERSION },
-        { "cuda_version", cuda ? json(compat::cudaRuntimeVersion()) : json(nullptr) },
-        { "nccl_version", cuda && !ncclVersion().empty() ? json(ncclVersion()) : json(nullptr) },
-        { "device", cuda ? compat::cudaDeviceName(device.index()) : std::string("cpu") },
-        { "device_kind", cuda ? "cuda" : "cpu" }, { "host", host }, { "pid", static_cast<int64_t>(getpid()) },
-        { "rank", ranks.rank }, { "world_size", ranks.world_size }, { "local_rank", ranks.local_rank },
-        { "profile", profileName(recipe.profile) }, { "stream_version", 1 },
-        { "cpu_threads", at::get_num_threads() } };
+    stream::Hello h;
+    h.worker_version = RS_VERSION;
+    h.libtorch_version = TORCH_VERSION;
+    if (cuda)
+        h.cuda_version = compat::cudaRuntimeVersion();
+    if (cuda && !ncclVersion().empty())
+        h.nccl_version = ncclVersion();
+    h.device = cuda ? compat::cudaDeviceName(device.index()) : std::string("cpu");
+    h.device_kind = cuda ? "cuda" : "cpu";
+    h.host = host;
+    h.pid = static_cast<int64_t>(getpid());
+    h.rank = ranks.rank;
+    h.world_size = ranks.world_size;
+    h.local_rank = ranks.local_rank;
+    h.profile = profileName(recipe.profile);
+    h.cpu_threads = at::get_num_threads();
+    return h;
 }
 
-json result(const std::string& status, const std::optional<std::string>& stage, std::optional<int> iteration,
-    const std::string& message)
+stream::Result result(const std::string& status, const std::optional<std::string>& stage,
+    std::optional<int> iteration, const std::string& message)
 {
-    return { { "event", "result" }, { "status", status }, { "stage", stage ? json(*stage) : json(nullptr) },
-        { "iteration", iteration ? json(*iteration) : json(nullptr) }, { "message", message },
-        { "steady_step_ms", nullptr }, { "tokens_per_s", nullptr }, { "model_tflops", nullptr },
-        { "executed_tflops", nullptr }, { "model_flops_per_step", nullptr },
-        { "executed_flops_per_step", nullptr } };
+    stream::Result r;
+    r.status = status;
+    r.stage = stage;
+    r.iteration = iteration;
+    r.message = message;
+    return r;
+}
+
+stream::Phase phaseEvent(const char* phase, int rank)
+{
+    stream::Phase p;
+    p.phase = phase;
+    p.rank = rank;
+    return p;
 }
 
 bool isOutOfMemory(const std::exception& e)
@@ -111,23 +131,23 @@ struct PhaseAttribution {
     PeakAttribution attribution;
 };
 
-json attributionEvent(int rank, const std::string& phase, const PhaseAttribution& a)
+stream::PeakAttribution attributionEvent(int rank, const std::string& phase, const PhaseAttribution& a)
 {
-    json categories = json::object();
+    stream::PeakAttribution e;
+    e.rank = rank;
+    e.phase = phase;
+    e.iteration = a.iteration;
+    e.peak_allocated = a.peak_allocated;
     for (int c = 0; c <= static_cast<int>(MemoryCategory::Workspace); ++c)
-        categories[categoryName(static_cast<MemoryCategory>(c))] = int64_t(0);
-    json regions = json::array();
-    int64_t sum = 0;
+        e.categories[categoryName(static_cast<MemoryCategory>(c))] = 0;
     for (const auto& r : a.attribution.regions) {
-        categories[categoryName(r.category)] = categories[categoryName(r.category)].get<int64_t>() + r.bytes;
-        sum += r.bytes;
+        e.categories[categoryName(r.category)] += r.bytes;
+        e.attributed += r.bytes;
         if (r.category == MemoryCategory::Activations)
-            regions.push_back({ { "layer", r.layer >= 0 ? json(r.layer) : json(nullptr) },
-                { "region", r.region }, { "bytes", r.bytes } });
+            e.activations.push_back(
+                { r.layer >= 0 ? std::optional<int>(r.layer) : std::nullopt, r.region, r.bytes });
     }
-    return { { "event", "peak_attribution" }, { "rank", rank }, { "phase", phase },
-        { "iteration", a.iteration }, { "peak_allocated", a.peak_allocated }, { "attributed", sum },
-        { "categories", categories }, { "activations", regions } };
+    return e;
 }
 
 // One rank's figures of one step, in the order they travel between ranks (DataParallelGroup::gather).
@@ -346,17 +366,21 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             layout_error = e;
         }
     }
-    stream.emit({ { "event", "recipe" }, { "recipe", recipeToJson(resolved) },
-        { "recipe_hash", sha256Hex(recipeCanonicalText(resolved)) }, { "findings", findings },
-        { "stage_scope", config.stage_scope } });
+    {
+        stream::RecipeEvent e;
+        e.recipe = recipeToJson(resolved);
+        e.recipe_hash = sha256Hex(recipeCanonicalText(resolved));
+        e.findings = findings;
+        e.stage_scope = config.stage_scope;
+        stream.emit(e);
+    }
     if (!options.ignored_flags.empty()) {
-        json flags = json::array();
-        for (const auto& f : options.ignored_flags)
-            flags.push_back(f);
-        stream.emit({ { "event", "note" }, { "kind", "ignored_flags" }, { "flags", flags },
-            { "message",
-                "accepted and not modelled (they change neither the layers' memory nor recompute): "
-                    + flags.dump() } });
+        stream::Note note;
+        note.kind = "ignored_flags";
+        note.flags.assign(options.ignored_flags.begin(), options.ignored_flags.end());
+        note.message = "accepted and not modelled (they change neither the layers' memory nor recompute): "
+            + json(note.flags).dump();
+        stream.emit(note);
     }
     if (validation.hasErrors()) {
         for (const auto& f : validation.findings) {
@@ -369,7 +393,7 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
     }
     if (size_problem) {
         auto r = result("invalid", "validate", std::nullopt, size_problem->message);
-        r["field"] = size_problem->field;
+        r.field = size_problem->field;
         stream.emit(r);
         return kInvalid;
     }
@@ -398,7 +422,7 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
                       "data-parallel replicas and need pipeline_model_parallel_size 1");
     } catch (const EngineError& e) {
         auto r = result("error", "build", std::nullopt, e.what());
-        r["field"] = e.field;
+        r.field = e.field;
         stream.emit(r);
         return kError;
     }
@@ -425,18 +449,22 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         return code;
     };
     try {
-        stream.emit({ { "event", "phase" }, { "phase", "build" }, { "rank", rank } });
+        stream.emit(phaseEvent("build", rank));
         if (world > 1) {
             group = DataParallelGroup::join(ranks, device);
             // A rank that fails reports through the store; rank 0 turns the first report into the
             // stream's result, every rank then ends.
             group->watch([&stream, rank](int failed_rank, const std::string& report) {
-                json r = json::parse(report, nullptr, false);
-                const std::string status = r.is_object() ? r.value("status", "error") : "error";
-                if (rank == 0 && r.is_object()) {
-                    r["message"] = "rank " + std::to_string(failed_rank) + ": " + r.value("message", "");
-                    r["rank"] = failed_rank;
-                    stream.emit(r);
+                std::optional<stream::Result> r;
+                try {
+                    r = stream::Result::fromJson(json::parse(report));
+                } catch (const std::exception&) {
+                }
+                const std::string status = r && !r->status.empty() ? r->status : "error";
+                if (rank == 0 && r) {
+                    r->message = "rank " + std::to_string(failed_rank) + ": " + r->message;
+                    r->rank = failed_rank;
+                    stream.emit(*r);
                 }
                 std::cerr << "recompute-bench: rank " << failed_rank << " failed (" << status << "), rank "
                           << rank << " ends\n";
@@ -483,29 +511,38 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             for (size_t i = 0; i < expert_optimizer->mainParams().size(); ++i)
                 if (!expert_optimizer->mainParams()[i].is_same(expert_optimizer->modelPieces()[i]))
                     main_bytes += static_cast<int64_t>(expert_optimizer->mainParams()[i].nbytes());
-        stream.emit({ { "event", "memory_layout" }, { "rank", rank },
-            { "micro_batches", layout.micro_batches }, { "data_parallel_size", layout.data_parallel_size },
-            { "distributed_optimizer", layout.distributed_optimizer },
-            { "grad_buffer_dtype", layout.grad_dtype == torch::kFloat32 ? "fp32" : "param" },
-            { "grad_buffer_bytes",
-                static_cast<int64_t>(
-                    buffer.data().nbytes() + (expert_buffer ? expert_buffer->data().nbytes() : 0)) },
-            { "expert_data_parallel_size", config.layout.edp },
-            { "parameters", static_cast<int64_t>(params.size()) }, { "parameter_bytes", param_bytes },
-            { "main_parameter_bytes", main_bytes }, { "shard_elements", optimizer.shardElements() },
-            { "padded_vocab_size", config.vocab }, { "tied_embeddings", config.tied_embeddings },
-            { "one_pass_optimizer", optimizer.onePassAvailable() } });
+        {
+            stream::MemoryLayout e;
+            e.rank = rank;
+            e.micro_batches = layout.micro_batches;
+            e.data_parallel_size = layout.data_parallel_size;
+            e.distributed_optimizer = layout.distributed_optimizer;
+            e.grad_buffer_dtype = layout.grad_dtype == torch::kFloat32 ? "fp32" : "param";
+            e.grad_buffer_bytes = static_cast<int64_t>(
+                buffer.data().nbytes() + (expert_buffer ? expert_buffer->data().nbytes() : 0));
+            e.parameters = static_cast<int64_t>(params.size());
+            e.parameter_bytes = param_bytes;
+            e.main_parameter_bytes = main_bytes;
+            e.shard_elements = optimizer.shardElements();
+            e.padded_vocab_size = config.vocab;
+            e.tied_embeddings = config.tied_embeddings;
+            e.one_pass_optimizer = optimizer.onePassAvailable();
+            e.extra["expert_data_parallel_size"] = config.layout.edp;
+            stream.emit(e);
+        }
         if (config.layout.world > 1) {
-            stream.emit({ { "event", "note" }, { "kind", "layout_rank" },
-                { "rank_of_layout", config.layout.rank }, { "layout_world_size", config.layout.world },
-                { "stage", config.layout.stage }, { "in_flight_micro_batches", config.layout.in_flight },
-                { "message",
-                    config.layout.describe()
-                        + ". The collectives (TP / SP all-gathers and reduce-scatters, CP's key/value "
-                          "gather, EP's all-to-all, pipeline sends) run as local operations producing "
-                          "tensors "
-                          "of the real shapes: communication time is not measured; MoE routing is taken as "
-                          "uniform (every EP rank receives as many routed tokens as it sends)" } });
+            stream::Note note;
+            note.kind = "layout_rank";
+            note.message = config.layout.describe()
+                + ". The collectives (TP / SP all-gathers and reduce-scatters, CP's key/value gather, EP's "
+                  "all-to-all, pipeline sends) run as local operations producing tensors of the real shapes: "
+                  "communication time is not measured; MoE routing is taken as uniform (every EP rank "
+                  "receives as many routed tokens as it sends)";
+            note.extra["rank_of_layout"] = config.layout.rank;
+            note.extra["layout_world_size"] = config.layout.world;
+            note.extra["stage"] = config.layout.stage;
+            note.extra["in_flight_micro_batches"] = config.layout.in_flight;
+            stream.emit(note);
         }
         // Each data-parallel replica trains on its own micro-batches.
         std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
@@ -545,9 +582,9 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             iteration = it;
             const bool is_steady = it > warmup;
             if (it == 1 && warmup > 0)
-                stream.emit({ { "event", "phase" }, { "phase", "warmup" }, { "rank", rank } });
+                stream.emit(phaseEvent("warmup", rank));
             if (it == warmup + 1)
-                stream.emit({ { "event", "phase" }, { "phase", "steady" }, { "rank", rank } });
+                stream.emit(phaseEvent("steady", rank));
             sync();
             resetFlopCount();
             const auto t0 = std::chrono::steady_clock::now();
@@ -629,7 +666,7 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             const bool init = !optimizer.initialized();
             stage = init ? "optimizer-init" : "optimizer";
             if (init)
-                stream.emit({ { "event", "phase" }, { "phase", "optimizer-init" }, { "rank", rank } });
+                stream.emit(phaseEvent("optimizer-init", rank));
             probe->resetPeak();
             {
                 MemoryRegion region(MemoryCategory::Workspace);
@@ -705,25 +742,30 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
                 const bool finite = f[StepFigures::LossFinite] != 0;
                 if (!finite && nonfinite_rank < 0)
                     nonfinite_rank = r;
-                json event = { { "event", "iteration" }, { "rank", r }, { "iteration", it },
-                    { "phase", is_steady ? "steady" : "warmup" }, { "step_ms", f[StepFigures::StepMs] },
-                    { "forward_ms", f[StepFigures::ForwardMs] },
-                    { "backward_ms", f[StepFigures::BackwardMs] },
-                    { "optimizer_ms", f[StepFigures::OptimizerMs] },
-                    { "loss", finite ? json(f[StepFigures::Loss]) : json(nullptr) },
-                    { "loss_finite", finite },
-                    { "forward_peak_allocated", bytes(StepFigures::ForwardPeakAllocated) },
-                    { "forward_peak_reserved", bytes(StepFigures::ForwardPeakReserved) },
-                    { "backward_peak_allocated", bytes(StepFigures::BackwardPeakAllocated) },
-                    { "backward_peak_reserved", bytes(StepFigures::BackwardPeakReserved) },
-                    { "optimizer_peak_allocated", bytes(StepFigures::OptimizerPeakAllocated) },
-                    { "optimizer_peak_reserved", bytes(StepFigures::OptimizerPeakReserved) },
-                    { "allocated_after", bytes(StepFigures::AllocatedAfter) },
-                    { "reserved_after", bytes(StepFigures::ReservedAfter) },
-                    { "alloc_retries", bytes(StepFigures::AllocRetries) }, { "optimizer_init", init },
-                    { "forward_allocated_after", bytes(StepFigures::ForwardAllocatedAfter) } };
+                stream::Iteration event;
+                event.rank = r;
+                event.iteration = it;
+                event.phase = is_steady ? "steady" : "warmup";
+                event.step_ms = f[StepFigures::StepMs];
+                event.forward_ms = f[StepFigures::ForwardMs];
+                event.backward_ms = f[StepFigures::BackwardMs];
+                event.optimizer_ms = f[StepFigures::OptimizerMs];
+                if (finite)
+                    event.loss = f[StepFigures::Loss];
+                event.loss_finite = finite;
+                event.forward_peak_allocated = bytes(StepFigures::ForwardPeakAllocated);
+                event.forward_peak_reserved = bytes(StepFigures::ForwardPeakReserved);
+                event.backward_peak_allocated = bytes(StepFigures::BackwardPeakAllocated);
+                event.backward_peak_reserved = bytes(StepFigures::BackwardPeakReserved);
+                event.optimizer_peak_allocated = bytes(StepFigures::OptimizerPeakAllocated);
+                event.optimizer_peak_reserved = bytes(StepFigures::OptimizerPeakReserved);
+                event.allocated_after = bytes(StepFigures::AllocatedAfter);
+                event.reserved_after = bytes(StepFigures::ReservedAfter);
+                event.alloc_retries = bytes(StepFigures::AllocRetries);
+                event.optimizer_init = init;
+                event.forward_allocated_after = bytes(StepFigures::ForwardAllocatedAfter);
                 if (group)
-                    event["grad_reduce_ms"] = f[StepFigures::GradReduceMs];
+                    event.grad_reduce_ms = f[StepFigures::GradReduceMs];
                 stream.emit(event);
             }
             if (nonfinite_rank >= 0) {
@@ -771,19 +813,21 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         }
         for (int r = 0; r < world; ++r) {
             const auto& record = records[static_cast<size_t>(r)];
-            json peaks = json::object();
+            stream::RankSummary summary;
+            summary.rank = r;
+            summary.peak_allocated = record.overall.allocated;
+            summary.peak_reserved = record.overall.reserved;
+            summary.peak_phase = record.overall_phase;
+            summary.peak_iteration = record.overall_iteration;
+            summary.steady_step_ms = meanOf(record.steady_ms);
+            summary.steady_step_ms_median = medianOf(record.steady_ms);
             for (const auto& [phase, p] : record.phase_peaks)
-                peaks[phase] = { { "allocated", p.allocated }, { "reserved", p.reserved } };
-            json summary = { { "event", "rank_summary" }, { "rank", r },
-                { "peak_allocated", record.overall.allocated }, { "peak_reserved", record.overall.reserved },
-                { "peak_phase", record.overall_phase }, { "peak_iteration", record.overall_iteration },
-                { "steady_step_ms", meanOf(record.steady_ms) },
-                { "steady_step_ms_median", medianOf(record.steady_ms) }, { "phase_peaks", peaks } };
+                summary.phase_peaks[phase] = { p.allocated, p.reserved };
             const StepTimeSpread spread = stepTimeSpread(record.steady_ms);
-            summary["steady_step_ms_p2_5"] = spread.p2_5;
-            summary["steady_step_ms_p97_5"] = spread.p97_5;
-            summary["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
-            summary["steady_iterations"] = spread.n;
+            summary.extra["steady_step_ms_p2_5"] = spread.p2_5;
+            summary.extra["steady_step_ms_p97_5"] = spread.p97_5;
+            summary.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
+            summary.extra["steady_iterations"] = spread.n;
             stream.emit(summary);
         }
 
@@ -793,29 +837,29 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
             = 3.0 * static_cast<double>(flops.forward) + static_cast<double>(flops.replay);
         auto r = result("pass", std::nullopt, std::nullopt, "");
         const double seconds = mean / 1000.0;
-        r["steady_step_ms"] = mean;
+        r.steady_step_ms = mean;
         {
             // The step's spread over the steady iterations (timing.h states the method).
             const StepTimeSpread spread = stepTimeSpread(step_ms);
-            r["steady_step_ms_median"] = spread.median;
-            r["steady_step_ms_p2_5"] = spread.p2_5;
-            r["steady_step_ms_p97_5"] = spread.p97_5;
-            r["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
+            r.extra["steady_step_ms_median"] = spread.median;
+            r.extra["steady_step_ms_p2_5"] = spread.p2_5;
+            r.extra["steady_step_ms_p97_5"] = spread.p97_5;
+            r.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
         }
         if (config.layout.world > 1) {
-            r["rank_of_layout"] = config.layout.rank;
-            r["layout_world_size"] = config.layout.world;
+            r.extra["rank_of_layout"] = config.layout.rank;
+            r.extra["layout_world_size"] = config.layout.world;
         }
-        r["tokens_per_s"] = static_cast<double>(config.seq) * config.micro_batch * world * m_count / seconds;
-        r["model_tflops"] = model_flops / seconds / 1e12;
-        r["executed_tflops"] = executed_flops / seconds / 1e12;
-        r["model_flops_per_step"] = model_flops;
-        r["executed_flops_per_step"] = executed_flops;
-        r["replay_flops_per_step"] = static_cast<double>(flops.replay);
+        r.tokens_per_s = static_cast<double>(config.seq) * config.micro_batch * world * m_count / seconds;
+        r.model_tflops = model_flops / seconds / 1e12;
+        r.executed_tflops = executed_flops / seconds / 1e12;
+        r.model_flops_per_step = model_flops;
+        r.executed_flops_per_step = executed_flops;
+        r.replay_flops_per_step = static_cast<double>(flops.replay);
         if (group) {
-            r["world_size"] = world;
-            r["collective_backend"] = group->backend();
-            r["dp_replicas_identical"] = *replicas_identical;
+            r.world_size = world;
+            r.collective_backend = group->backend();
+            r.dp_replicas_identical = *replicas_identical;
         }
         stream.emit(r);
         return finish(kPass);
@@ -824,9 +868,9 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         auto r = result(
             status, stage, iteration ? std::optional<int>(iteration) : std::nullopt, firstLine(e.what()));
         if (group)
-            group->fail(r.dump()); // the other ranks' watchers end them
+            group->fail(r.toJson().dump()); // the other ranks' watchers end them
         if (world > 1)
-            r["rank"] = rank;
+            r.rank = rank;
         stream.emit(r);
         return finish(exitCodeOf(status));
     }

@@ -17,6 +17,8 @@
 #include <QTemporaryFile>
 #include <QTimer>
 
+#include "core/stream.h"
+
 using namespace Qt::StringLiterals;
 
 namespace rs::launch {
@@ -376,22 +378,47 @@ void WorkerLauncher::onStderr()
 
 void WorkerLauncher::dispatch(const QJsonObject& e)
 {
-    const QString kind = e.value(u"event"_s).toString();
-    if (kind == u"result")
+    // Read as its event type (core/stream.h): one whose keys do not read as that event is a malformed
+    // line, named with the event and the key, and is not dispatched.
+    const QByteArray line = QJsonDocument(e).toJson(QJsonDocument::Compact);
+    rs::stream::EventKind kind = rs::stream::EventKind::Unknown;
+    try {
+        const nlohmann::json j = nlohmann::json::parse(line.constData(), line.constData() + line.size());
+        kind = rs::stream::eventKind(j);
+        rs::stream::checkEvent(j);
+    } catch (const std::exception& error) {
+        emit malformedLine(line, QString::fromStdString(error.what()));
+        return;
+    }
+    using rs::stream::EventKind;
+    if (kind == EventKind::Result)
         m_gotResult = true;
     emit event(e);
-    if (kind == u"hello")
+    switch (kind) {
+    case EventKind::Hello:
         emit hello(e);
-    else if (kind == u"recipe")
+        break;
+    case EventKind::Recipe:
         emit recipe(e);
-    else if (kind == u"phase")
+        break;
+    case EventKind::Phase:
         emit phase(e);
-    else if (kind == u"iteration")
+        break;
+    case EventKind::Iteration:
         emit iteration(e);
-    else if (kind == u"rank_summary")
+        break;
+    case EventKind::RankSummary:
         emit rankSummary(e);
-    else if (kind == u"result")
+        break;
+    case EventKind::Result:
         emit result(e);
+        break;
+    case EventKind::Note:
+    case EventKind::MemoryLayout:
+    case EventKind::PeakAttribution:
+    case EventKind::Unknown:
+        break; // through event() only
+    }
 }
 
 void WorkerLauncher::onFinished(int exitCode, QProcess::ExitStatus status)

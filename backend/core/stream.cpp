@@ -1,0 +1,537 @@
+// SPDX-License-Identifier: Apache-2.0
+#include "core/stream.h"
+
+#include <cmath>
+#include <limits>
+#include <set>
+#include <type_traits>
+
+namespace rs::stream {
+namespace {
+
+using nlohmann::json;
+
+struct KindName {
+    EventKind kind;
+    const char* name;
+};
+// The one list of event names.
+constexpr KindName kKinds[] = {
+    { EventKind::Hello, "hello" },
+    { EventKind::Recipe, "recipe" },
+    { EventKind::Note, "note" },
+    { EventKind::Phase, "phase" },
+    { EventKind::MemoryLayout, "memory_layout" },
+    { EventKind::Iteration, "iteration" },
+    { EventKind::PeakAttribution, "peak_attribution" },
+    { EventKind::RankSummary, "rank_summary" },
+    { EventKind::Result, "result" },
+};
+
+std::string shortDump(const json& v)
+{
+    std::string s = v.dump(-1, ' ', false, json::error_handler_t::replace);
+    if (s.size() > 60)
+        s = s.substr(0, 57) + "...";
+    return s;
+}
+
+// Where a value is read from, for the error.
+struct At {
+    const char* event;
+    std::string key;
+    [[noreturn]] void fail(const char* expected, const json& v) const
+    {
+        throw StreamError(event, key, std::string("expected ") + expected + ", got " + shortDump(v));
+    }
+};
+
+int64_t readInteger(const json& v, const At& at, int64_t lo, int64_t hi, const char* expected)
+{
+    if (v.is_number_integer()) {
+        if (v.is_number_unsigned()) {
+            const auto u = v.get<uint64_t>();
+            if (u <= static_cast<uint64_t>(hi))
+                return static_cast<int64_t>(u);
+        } else {
+            const auto i = v.get<int64_t>();
+            if (i >= lo && i <= hi)
+                return i;
+        }
+        at.fail(expected, v);
+    }
+    if (v.is_number_float()) {
+        // A reader that writes every number as a double (QJsonDocument) writes 4096 as 4096.0 or 4.096e3.
+        const double d = v.get<double>();
+        if (std::isfinite(d) && d == std::floor(d) && d >= static_cast<double>(lo)
+            && d <= static_cast<double>(hi))
+            return static_cast<int64_t>(d);
+    }
+    at.fail(expected, v);
+}
+
+void read(const json& v, std::string& out, const At& at)
+{
+    if (!v.is_string())
+        at.fail("a string", v);
+    out = v.get<std::string>();
+}
+void read(const json& v, bool& out, const At& at)
+{
+    if (!v.is_boolean())
+        at.fail("true or false", v);
+    out = v.get<bool>();
+}
+void read(const json& v, double& out, const At& at)
+{
+    if (!v.is_number())
+        at.fail("a number", v);
+    out = v.get<double>();
+}
+void read(const json& v, int& out, const At& at)
+{
+    out = static_cast<int>(
+        readInteger(v, at, std::numeric_limits<int>::min(), std::numeric_limits<int>::max(), "an integer"));
+}
+void read(const json& v, int64_t& out, const At& at)
+{
+    out = readInteger(v, at, std::numeric_limits<int64_t>::min(), std::numeric_limits<int64_t>::max(),
+        "an integer (bytes or a count)");
+}
+void read(const json& v, json& out, const At&)
+{
+    out = v;
+}
+void read(const json& v, std::vector<std::string>& out, const At& at)
+{
+    if (!v.is_array())
+        at.fail("an array of strings", v);
+    out.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+        std::string s;
+        read(v[i], s, At { at.event, at.key + "[" + std::to_string(i) + "]" });
+        out.push_back(std::move(s));
+    }
+}
+void read(const json& v, std::map<std::string, int64_t>& out, const At& at)
+{
+    if (!v.is_object())
+        at.fail("an object of byte counts", v);
+    out.clear();
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        if (it.value().is_null())
+            continue;
+        int64_t n = 0;
+        read(it.value(), n, At { at.event, at.key + "." + it.key() });
+        out[it.key()] = n;
+    }
+}
+template <typename T> void read(const json& v, std::optional<T>& out, const At& at)
+{
+    if (v.is_null()) {
+        out.reset();
+        return;
+    }
+    T value {};
+    read(v, value, at);
+    out = std::move(value);
+}
+void read(const json& v, std::vector<ActivationBytes>& out, const At& at)
+{
+    if (!v.is_array())
+        at.fail("an array of {layer, region, bytes}", v);
+    out.clear();
+    for (size_t i = 0; i < v.size(); ++i) {
+        const At item { at.event, at.key + "[" + std::to_string(i) + "]" };
+        if (!v[i].is_object())
+            item.fail("an object {layer, region, bytes}", v[i]);
+        ActivationBytes a;
+        const auto field = [&](const char* key, auto& member) {
+            const auto f = v[i].find(key);
+            if (f != v[i].end())
+                read(*f, member, At { at.event, item.key + "." + key });
+        };
+        field("layer", a.layer);
+        field("region", a.region);
+        field("bytes", a.bytes);
+        out.push_back(std::move(a));
+    }
+}
+void read(const json& v, std::map<std::string, PhasePeakBytes>& out, const At& at)
+{
+    if (!v.is_object())
+        at.fail("an object phase -> {allocated, reserved}", v);
+    out.clear();
+    for (auto it = v.begin(); it != v.end(); ++it) {
+        const At item { at.event, at.key + "." + it.key() };
+        if (!it.value().is_object())
+            item.fail("an object {allocated, reserved}", it.value());
+        PhasePeakBytes p;
+        for (const char* key : { "allocated", "reserved" }) {
+            const auto f = it.value().find(key);
+            if (f != it.value().end())
+                read(*f, key[0] == 'a' ? p.allocated : p.reserved, At { at.event, item.key + "." + key });
+        }
+        out[it.key()] = p;
+    }
+}
+
+template <typename T> json write(const T& v)
+{
+    return json(v);
+}
+template <typename T> json write(const std::optional<T>& v)
+{
+    return v ? write(*v) : json(nullptr);
+}
+json write(const std::vector<ActivationBytes>& v)
+{
+    json out = json::array();
+    for (const auto& a : v)
+        out.push_back({ { "layer", a.layer ? json(*a.layer) : json(nullptr) }, { "region", a.region },
+            { "bytes", a.bytes } });
+    return out;
+}
+json write(const std::map<std::string, PhasePeakBytes>& v)
+{
+    json out = json::object();
+    for (const auto& [phase, p] : v)
+        out[phase] = { { "allocated", write(p.allocated) }, { "reserved", write(p.reserved) } };
+    return out;
+}
+json write(const std::map<std::string, int64_t>& v)
+{
+    json out = json::object();
+    for (const auto& [k, n] : v)
+        out[k] = n;
+    return out;
+}
+
+struct Writer {
+    json& j;
+    template <typename T> void operator()(const char* key, const T& v) { j[key] = write(v); }
+};
+struct Reader {
+    const json& j;
+    const char* event;
+    std::set<std::string> known { "event" };
+    template <typename T> void operator()(const char* key, T& v)
+    {
+        known.insert(key);
+        const auto f = j.find(key);
+        if (f != j.end() && !f->is_null()) // null is absent (the contract)
+            read(*f, v, At { event, key });
+    }
+};
+
+// One list of keys per event, read and written by the same function.
+template <typename B, typename E> void fieldsOf(B& b, E& e, Hello*)
+{
+    b("worker_version", e.worker_version);
+    b("libtorch_version", e.libtorch_version);
+    b("cuda_version", e.cuda_version);
+    b("nccl_version", e.nccl_version);
+    b("device", e.device);
+    b("device_kind", e.device_kind);
+    b("host", e.host);
+    b("pid", e.pid);
+    b("rank", e.rank);
+    b("world_size", e.world_size);
+    b("local_rank", e.local_rank);
+    b("profile", e.profile);
+    b("stream_version", e.stream_version);
+    b("cpu_threads", e.cpu_threads);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, RecipeEvent*)
+{
+    b("recipe", e.recipe);
+    b("recipe_hash", e.recipe_hash);
+    b("findings", e.findings);
+    b("stage_scope", e.stage_scope);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, Note*)
+{
+    b("kind", e.kind);
+    b("flags", e.flags);
+    b("message", e.message);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, Phase*)
+{
+    b("phase", e.phase);
+    b("rank", e.rank);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, MemoryLayout*)
+{
+    b("rank", e.rank);
+    b("micro_batches", e.micro_batches);
+    b("data_parallel_size", e.data_parallel_size);
+    b("distributed_optimizer", e.distributed_optimizer);
+    b("grad_buffer_dtype", e.grad_buffer_dtype);
+    b("grad_buffer_bytes", e.grad_buffer_bytes);
+    b("parameters", e.parameters);
+    b("parameter_bytes", e.parameter_bytes);
+    b("main_parameter_bytes", e.main_parameter_bytes);
+    b("shard_elements", e.shard_elements);
+    b("padded_vocab_size", e.padded_vocab_size);
+    b("tied_embeddings", e.tied_embeddings);
+    b("one_pass_optimizer", e.one_pass_optimizer);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, Iteration*)
+{
+    b("rank", e.rank);
+    b("iteration", e.iteration);
+    b("phase", e.phase);
+    b("step_ms", e.step_ms);
+    b("forward_ms", e.forward_ms);
+    b("backward_ms", e.backward_ms);
+    b("optimizer_ms", e.optimizer_ms);
+    b("loss", e.loss);
+    b("loss_finite", e.loss_finite);
+    b("forward_peak_allocated", e.forward_peak_allocated);
+    b("forward_peak_reserved", e.forward_peak_reserved);
+    b("backward_peak_allocated", e.backward_peak_allocated);
+    b("backward_peak_reserved", e.backward_peak_reserved);
+    b("optimizer_peak_allocated", e.optimizer_peak_allocated);
+    b("optimizer_peak_reserved", e.optimizer_peak_reserved);
+    b("allocated_after", e.allocated_after);
+    b("reserved_after", e.reserved_after);
+    b("alloc_retries", e.alloc_retries);
+    b("optimizer_init", e.optimizer_init);
+    b("forward_allocated_after", e.forward_allocated_after);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, PeakAttribution*)
+{
+    b("rank", e.rank);
+    b("phase", e.phase);
+    b("iteration", e.iteration);
+    b("peak_allocated", e.peak_allocated);
+    b("attributed", e.attributed);
+    b("categories", e.categories);
+    b("activations", e.activations);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, RankSummary*)
+{
+    b("rank", e.rank);
+    b("peak_allocated", e.peak_allocated);
+    b("peak_reserved", e.peak_reserved);
+    b("peak_phase", e.peak_phase);
+    b("peak_iteration", e.peak_iteration);
+    b("steady_step_ms", e.steady_step_ms);
+    b("steady_step_ms_median", e.steady_step_ms_median);
+    b("phase_peaks", e.phase_peaks);
+}
+template <typename B, typename E> void fieldsOf(B& b, E& e, Result*)
+{
+    b("status", e.status);
+    b("stage", e.stage);
+    b("iteration", e.iteration);
+    b("message", e.message);
+    b("steady_step_ms", e.steady_step_ms);
+    b("tokens_per_s", e.tokens_per_s);
+    b("model_tflops", e.model_tflops);
+    b("executed_tflops", e.executed_tflops);
+    b("model_flops_per_step", e.model_flops_per_step);
+    b("executed_flops_per_step", e.executed_flops_per_step);
+}
+// The result's keys that are written only when set (several ranks, a failure's rank and field).
+template <typename B, typename E> void optionalFieldsOf(B& b, E& e)
+{
+    b("replay_flops_per_step", e.replay_flops_per_step);
+    b("world_size", e.world_size);
+    b("collective_backend", e.collective_backend);
+    b("dp_replicas_identical", e.dp_replicas_identical);
+    b("rank", e.rank);
+    b("field", e.field);
+}
+
+template <typename E> json toJsonOf(const E& e, EventKind kind)
+{
+    json j = e.extra.is_object() ? e.extra : json::object();
+    j["event"] = eventName(kind);
+    Writer w { j };
+    fieldsOf(w, e, static_cast<E*>(nullptr));
+    return j;
+}
+
+template <typename E> E fromJsonOf(const json& j, EventKind kind)
+{
+    const char* name = eventName(kind);
+    if (!j.is_object())
+        throw StreamError(name, "", "expected a JSON object, got " + shortDump(j));
+    E e;
+    Reader r { j, name };
+    fieldsOf(r, e, static_cast<E*>(nullptr));
+    if constexpr (std::is_same_v<E, Result>)
+        optionalFieldsOf(r, e);
+    e.extra = json::object();
+    for (auto it = j.begin(); it != j.end(); ++it)
+        if (!r.known.count(it.key()))
+            e.extra[it.key()] = it.value();
+    return e;
+}
+
+} // namespace
+
+StreamError::StreamError(std::string event, std::string key, const std::string& why)
+    : std::runtime_error(event + " event: " + (key.empty() ? std::string() : "'" + key + "': ") + why)
+    , m_event(std::move(event))
+    , m_key(std::move(key))
+{
+}
+
+const char* eventName(EventKind kind)
+{
+    for (const auto& k : kKinds)
+        if (k.kind == kind)
+            return k.name;
+    return "";
+}
+
+EventKind eventKindFromName(const std::string& name)
+{
+    for (const auto& k : kKinds)
+        if (name == k.name)
+            return k.kind;
+    return EventKind::Unknown;
+}
+
+EventKind eventKind(const json& event)
+{
+    if (!event.is_object())
+        return EventKind::Unknown;
+    const auto f = event.find("event");
+    if (f == event.end() || !f->is_string())
+        return EventKind::Unknown;
+    return eventKindFromName(f->get<std::string>());
+}
+
+json Hello::toJson() const
+{
+    return toJsonOf(*this, EventKind::Hello);
+}
+Hello Hello::fromJson(const json& j)
+{
+    return fromJsonOf<Hello>(j, EventKind::Hello);
+}
+json RecipeEvent::toJson() const
+{
+    return toJsonOf(*this, EventKind::Recipe);
+}
+RecipeEvent RecipeEvent::fromJson(const json& j)
+{
+    RecipeEvent e = fromJsonOf<RecipeEvent>(j, EventKind::Recipe);
+    if (!e.recipe.is_object())
+        throw StreamError(
+            "recipe", "recipe", "expected an object (the resolved recipe), got " + shortDump(e.recipe));
+    if (!e.findings.is_array())
+        throw StreamError("recipe", "findings", "expected an array, got " + shortDump(e.findings));
+    return e;
+}
+json Note::toJson() const
+{
+    return toJsonOf(*this, EventKind::Note);
+}
+Note Note::fromJson(const json& j)
+{
+    return fromJsonOf<Note>(j, EventKind::Note);
+}
+json Phase::toJson() const
+{
+    return toJsonOf(*this, EventKind::Phase);
+}
+Phase Phase::fromJson(const json& j)
+{
+    return fromJsonOf<Phase>(j, EventKind::Phase);
+}
+json MemoryLayout::toJson() const
+{
+    return toJsonOf(*this, EventKind::MemoryLayout);
+}
+MemoryLayout MemoryLayout::fromJson(const json& j)
+{
+    return fromJsonOf<MemoryLayout>(j, EventKind::MemoryLayout);
+}
+json Iteration::toJson() const
+{
+    json j = toJsonOf(*this, EventKind::Iteration);
+    if (grad_reduce_ms) // several ranks only
+        j["grad_reduce_ms"] = *grad_reduce_ms;
+    return j;
+}
+Iteration Iteration::fromJson(const json& j)
+{
+    Iteration e = fromJsonOf<Iteration>(j, EventKind::Iteration);
+    if (const auto f = e.extra.find("grad_reduce_ms"); f != e.extra.end()) {
+        read(*f, e.grad_reduce_ms, At { "iteration", "grad_reduce_ms" });
+        e.extra.erase(f);
+    }
+    return e;
+}
+json PeakAttribution::toJson() const
+{
+    return toJsonOf(*this, EventKind::PeakAttribution);
+}
+PeakAttribution PeakAttribution::fromJson(const json& j)
+{
+    return fromJsonOf<PeakAttribution>(j, EventKind::PeakAttribution);
+}
+json RankSummary::toJson() const
+{
+    return toJsonOf(*this, EventKind::RankSummary);
+}
+RankSummary RankSummary::fromJson(const json& j)
+{
+    return fromJsonOf<RankSummary>(j, EventKind::RankSummary);
+}
+json Result::toJson() const
+{
+    json j = toJsonOf(*this, EventKind::Result);
+    json set = json::object();
+    Writer w { set };
+    optionalFieldsOf(w, *this);
+    for (auto it = set.begin(); it != set.end(); ++it)
+        if (!it.value().is_null())
+            j[it.key()] = it.value();
+    return j;
+}
+Result Result::fromJson(const json& j)
+{
+    return fromJsonOf<Result>(j, EventKind::Result);
+}
+
+void checkEvent(const json& j)
+{
+    switch (eventKind(j)) {
+    case EventKind::Hello:
+        Hello::fromJson(j);
+        break;
+    case EventKind::Recipe:
+        RecipeEvent::fromJson(j);
+        break;
+    case EventKind::Note:
+        Note::fromJson(j);
+        break;
+    case EventKind::Phase:
+        Phase::fromJson(j);
+        break;
+    case EventKind::MemoryLayout:
+        MemoryLayout::fromJson(j);
+        break;
+    case EventKind::Iteration:
+        Iteration::fromJson(j);
+        break;
+    case EventKind::PeakAttribution:
+        PeakAttribution::fromJson(j);
+        break;
+    case EventKind::RankSummary:
+        RankSummary::fromJson(j);
+        break;
+    case EventKind::Result:
+        Result::fromJson(j);
+        break;
+    case EventKind::Unknown:
+        break;
+    }
+}
+
+} // namespace rs::stream
