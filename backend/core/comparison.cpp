@@ -174,7 +174,9 @@ MatchResult matchRuns(const RunFacts& run, const RunFacts& control)
     MatchResult m;
     auto show = [](const std::optional<std::string>& v) { return v ? *v : std::string("unknown"); };
     for (std::size_t i = 0; i < run.fields.size(); ++i) {
-        const auto& [name, value] = run.fields[i];
+        // Not a structured binding: clang before 16 (the fuzz build) cannot capture one in the lambda below.
+        const std::string& name = run.fields[i].first;
+        const std::optional<std::string>& value = run.fields[i].second;
         std::optional<std::string> other;
         if (i < control.fields.size() && control.fields[i].first == name) {
             other = control.fields[i].second;
