@@ -15,7 +15,7 @@ namespace {
 // ---------------------------------------------------------------------------------------------------------
 // Regions: every recompute label's region inside one layer. A tensor is kept for backward when a consumer
 // that runs with grad saves it, or when an active checkpoint keeps it as its input; an output-discard
-// region's outputs are freed (megatron-rules.md (c); the worker's checkpoint.h).
+// region's outputs are freed (docs/rules.md "Recompute labels"; the worker's checkpoint.h).
 enum Region : int {
     kOutside = 0,
     kCoreAttn,
@@ -919,8 +919,8 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     const LayerFigures dense_fig = selective(dense, false);
     const LayerFigures moe_fig = x.experts > 0 ? selective(moe_layer, true) : dense_fig;
     {
-        // Full recompute units per chunk (megatron-rules.md (d)): uniform groups of k layers, block the
-        // first k layers of each chunk one by one.
+        // Full recompute units per chunk (docs/rules.md "Full recompute"): uniform groups of k layers, block
+        // the first k layers of each chunk one by one.
         size_t i = 0;
         while (i < st.layers.size()) {
             size_t end = i;

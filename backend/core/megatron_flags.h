@@ -31,7 +31,8 @@
 // - an empty list for a list flag (argparse nargs='+' cannot say []): cuda_graph_modules=[] and
 //   cuda_graph_scope=[] come back unset, and recompute_modules=[] without selective granularity too.
 // And these throw RecipeError instead of writing something that trains differently:
-// - recompute_granularity=selective with recompute_modules=[] (megatron-rules.md (i));
+// - recompute_granularity=selective with recompute_modules=[] (Megatron-LM cannot say it: docs/rules.md,
+//   "Seen running Megatron Core main");
 // - mixed_precision set (a Bridge recipe name; apply B8 first);
 // - gated_linear_unit/activation_func other than SwiGLU or plain GeLU.
 #pragma once

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The table follows Megatron Bridge's training/mixed_precision.py (MIXED_PRECISION_RECIPES; megatron-rules.md
+// The table follows Megatron Bridge's training/mixed_precision.py (MIXED_PRECISION_RECIPES; docs/rules.md
 // B8). MixedPrecisionConfig.fp8_recipe defaults to "tensorwise", not MCore's "delayed", so the recipes
 // without fp8 carry "tensorwise" too: B8 overwrites the model's fp8_recipe with it.
 #include "core/mixed_precision.h"

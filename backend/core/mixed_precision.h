@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // Megatron Bridge's mixed_precision recipe names and the precision settings each one sets
-// (megatron-rules.md B8). The rules engine applies the mapping; readers only validate the name.
+// (docs/rules.md#b8). The rules engine applies the mapping; readers only validate the name.
 #pragma once
 
 #include <optional>

@@ -11,7 +11,7 @@
 
 namespace rs {
 
-// Which Megatron Core revision's rules apply (megatron-rules.md (a)).
+// Which Megatron Core revision's rules apply (docs/rules.md "Profiles"; the table is profiles.h).
 enum class Profile {
     BridgePin, // 2a75ac12: the Megatron Core that Megatron Bridge HEAD pins
     Guide, // 24bad8e6: the revision of the guide's Moonlight / Nemotron measurements
