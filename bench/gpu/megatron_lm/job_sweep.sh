@@ -28,13 +28,14 @@ if [ "${1:-}" = bundle ]; then
   rm -rf "$bundle" && mkdir -p "$bundle/lib" "$bundle/plugins/sqldrivers"
   cp "$cli" "$bundle/recompute"
   # Qt and what Qt needs beyond glibc (ICU, double-conversion, pcre2, zstd, ...).
-  ldd "$cli" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|libgcc_s|libstdc\+\+|ld-linux)[.-]' |
+  ldd "$cli" | awk '/=> \//{print $3}' | grep -vE '/(libc|libm|libpthread|libdl|librt|ld-linux)[.-]' |
     while read -r l; do cp -L "$l" "$bundle/lib/"; done
   plugdir=$(dirname "$(ldd "$cli" | awk '/libQt6Core/{print $3}')")/qt6/plugins/sqldrivers
   cp -L "$plugdir/libqsqlite.so" "$bundle/plugins/sqldrivers/" 2>/dev/null ||
     cp -L /usr/lib/x86_64-linux-gnu/qt6/plugins/sqldrivers/libqsqlite.so "$bundle/plugins/sqldrivers/"
   ldd "$bundle/plugins/sqldrivers/libqsqlite.so" | awk '/=> \//{print $3}' | grep -E 'sqlite' |
     while read -r l; do cp -L "$l" "$bundle/lib/"; done
+  strip --strip-unneeded "$bundle/recompute" "$bundle"/lib/*.so* "$bundle"/plugins/sqldrivers/*.so 2>/dev/null
   du -sh "$bundle"
   exit 0
 fi
