@@ -313,55 +313,92 @@ std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& dev
             "the recipe needs about " + json(bytes).dump() + " bytes: more than any device holds" };
     return std::nullopt;
 }
-} // namespace
 
-int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& options, std::ostream& out,
-    const std::string& input_error)
+// The device of this rank: --device, or with "auto" the GPU when this build has one; cuda without an index
+// is the rank's LOCAL_RANK. A device the worker cannot use is no exception here: hello still names the
+// device first, and the run ends with a build error after the recipe event.
+struct DeviceChoice {
+    torch::Device device { torch::kCPU };
+    std::string error;
+};
+
+DeviceChoice chooseDevice(const std::string& option, const RankInfo& ranks)
 {
-    const RankInfo ranks = rankInfoFromEnvironment();
-    // Rank 0 writes the stream for every rank; the others keep stdout quiet (their lines would interleave
-    // with rank 0's under torchrun or srun) and send their figures to rank 0.
-    Stream stream(out, ranks.rank == 0);
-    torch::Device device(torch::kCPU);
-    std::string device_error;
+    DeviceChoice c;
     try {
         const bool gpu = compat::cudaBuilt() && torch::cuda::is_available();
-        device = options.device == "auto" ? (gpu ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU))
-                                          : torch::Device(options.device);
-        if (device.is_cuda() && !device.has_index())
-            device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ranks.local_rank));
-        if (device.is_cuda() && !(compat::cudaBuilt() && torch::cuda::is_available()))
-            device_error = "--device cuda: this worker has no CUDA device (built with CUDA: "
+        c.device = option == "auto" ? (gpu ? torch::Device(torch::kCUDA) : torch::Device(torch::kCPU))
+                                    : torch::Device(option);
+        if (c.device.is_cuda() && !c.device.has_index())
+            c.device = torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(ranks.local_rank));
+        if (c.device.is_cuda() && !(compat::cudaBuilt() && torch::cuda::is_available()))
+            c.error = "--device cuda: this worker has no CUDA device (built with CUDA: "
                 + std::string(compat::cudaBuilt() ? "yes" : "no") + ")";
-        else if (device.is_cuda() && device.index() >= static_cast<int>(torch::cuda::device_count()))
-            device_error = "--device cuda:" + std::to_string(device.index()) + " (LOCAL_RANK "
+        else if (c.device.is_cuda() && c.device.index() >= static_cast<int>(torch::cuda::device_count()))
+            c.error = "--device cuda:" + std::to_string(c.device.index()) + " (LOCAL_RANK "
                 + std::to_string(ranks.local_rank) + "): this host has "
                 + std::to_string(torch::cuda::device_count()) + " CUDA devices";
-        else if (device.is_cuda())
-            compat::cudaSetDevice(device.index());
+        else if (c.device.is_cuda())
+            compat::cudaSetDevice(c.device.index());
     } catch (const std::exception& e) {
-        device_error = "--device: " + firstLine(e.what());
-        device = torch::Device(torch::kCPU);
+        c.error = "--device: " + firstLine(e.what());
+        c.device = torch::Device(torch::kCPU);
     }
-    stream.emit(hello(recipe, device, ranks));
-    if (!input_error.empty()) {
-        stream.emit(result("invalid", "validate", std::nullopt, input_error));
-        return kInvalid;
-    }
+    return c;
+}
 
-    // Validation first: a recipe with errors ends here, before anything is allocated.
-    const Validation validation = validate(recipe, format);
-    const Recipe& resolved = validation.resolved;
+// The recipe as this rank runs it: validate's resolved recipe, the engine's model of it (for the rank of
+// the layout), its recompute plan and Megatron's training layout (micro-batches, DP, the optimizer's).
+struct ResolvedRun {
+    Validation validation;
+    ModelConfig config;
+    RecomputePlan plan;
+    TrainingLayout layout;
+
+    const Recipe& recipe() const { return validation.resolved; }
+};
+
+// What the engine can build of a valid recipe; an EngineError names the field that it cannot.
+void planRun(ResolvedRun& run, const RankInfo& ranks, const std::optional<EngineError>& layout_error)
+{
+    const Recipe& resolved = run.recipe();
+    const ModelConfig& config = run.config;
+    if (layout_error)
+        throw *layout_error;
+    run.plan = recomputePlan(resolved, config);
+    run.layout = trainingLayout(resolved, config.dtype, ranks.rank, std::max(1, ranks.world_size));
+    if (ranks.world_size > 1 && (config.tp > 1 || config.cp > 1 || config.ep > 1))
+        throw EngineError(config.tp > 1 ? "tensor_model_parallel_size"
+                : config.cp > 1         ? "context_parallel_size"
+                                        : "expert_model_parallel_size",
+            "several ranks of the worker are data-parallel replicas; one rank of a TP / CP / EP layout "
+            "runs on one device (--rank-of-layout)");
+    if (ranks.world_size > 1 && resolved.pipeline_model_parallel_size > 1)
+        throw EngineError("pipeline_model_parallel_size",
+            "pipeline_model_parallel_size " + std::to_string(resolved.pipeline_model_parallel_size) + " with "
+                + std::to_string(ranks.world_size)
+                + " ranks: the worker runs the first pipeline stage on one rank; several ranks are "
+                  "data-parallel replicas and need pipeline_model_parallel_size 1");
+}
+
+// Validation first: a recipe with errors ends here, before anything is allocated. The recipe event (with
+// every finding) and the ignored-flags note come before the result of the first problem, whatever it is.
+// Returns the exit code when the run ends here.
+std::optional<int> resolveRun(const Recipe& recipe, InputFormat format, const RunOptions& options,
+    const RankInfo& ranks, const DeviceChoice& device, Stream& stream, ResolvedRun& run)
+{
+    run.validation = validate(recipe, format);
+    const Validation& validation = run.validation;
+    const Recipe& resolved = run.recipe();
     json findings = json::array();
     for (const auto& f : validation.findings)
         findings.push_back(findingToJson(f));
     // Arithmetic only: whatever the recipe, nothing below divides by zero or allocates without bound.
-    const std::optional<SizeProblem> size_problem = sizeProblem(resolved, device);
-    ModelConfig config;
+    const std::optional<SizeProblem> size_problem = sizeProblem(resolved, device.device);
     std::optional<EngineError> layout_error; // reported with the other build errors below
     if (!size_problem && !validation.hasErrors()) {
         try {
-            config = modelConfig(resolved, options.rank_of_layout);
+            run.config = modelConfig(resolved, options.rank_of_layout);
         } catch (const EngineError& e) {
             layout_error = e;
         }
@@ -371,7 +408,7 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         e.recipe = recipeToJson(resolved);
         e.recipe_hash = sha256Hex(recipeCanonicalText(resolved));
         e.findings = findings;
-        e.stage_scope = config.stage_scope;
+        e.stage_scope = run.config.stage_scope;
         stream.emit(e);
     }
     if (!options.ignored_flags.empty()) {
@@ -397,482 +434,665 @@ int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& option
         stream.emit(r);
         return kInvalid;
     }
-    if (!device_error.empty()) {
-        stream.emit(result("error", "build", std::nullopt, device_error));
+    if (!device.error.empty()) {
+        stream.emit(result("error", "build", std::nullopt, device.error));
         return kError;
     }
-    RecomputePlan plan;
-    TrainingLayout layout;
     try {
-        if (layout_error)
-            throw *layout_error;
-        plan = recomputePlan(resolved, config);
-        layout = trainingLayout(resolved, config.dtype, ranks.rank, std::max(1, ranks.world_size));
-        if (ranks.world_size > 1 && (config.tp > 1 || config.cp > 1 || config.ep > 1))
-            throw EngineError(config.tp > 1 ? "tensor_model_parallel_size"
-                    : config.cp > 1         ? "context_parallel_size"
-                                            : "expert_model_parallel_size",
-                "several ranks of the worker are data-parallel replicas; one rank of a TP / CP / EP layout "
-                "runs on one device (--rank-of-layout)");
-        if (ranks.world_size > 1 && resolved.pipeline_model_parallel_size > 1)
-            throw EngineError("pipeline_model_parallel_size",
-                "pipeline_model_parallel_size " + std::to_string(resolved.pipeline_model_parallel_size)
-                    + " with " + std::to_string(ranks.world_size)
-                    + " ranks: the worker runs the first pipeline stage on one rank; several ranks are "
-                      "data-parallel replicas and need pipeline_model_parallel_size 1");
+        planRun(run, ranks, layout_error);
     } catch (const EngineError& e) {
         auto r = result("error", "build", std::nullopt, e.what());
         r.field = e.field;
         stream.emit(r);
         return kError;
     }
+    return std::nullopt;
+}
 
-    const int warmup = std::max(0, options.warmup.value_or(resolved.warmup_iters));
-    const int steady
-        = std::max(1, options.iters.value_or(std::max(1, resolved.train_iters - resolved.warmup_iters)));
-    const int rank = ranks.rank;
-    const int world = std::max(1, ranks.world_size);
-    const auto sync = [&] {
-        if (device.is_cuda())
-            compat::cudaSynchronize();
-    };
+// What every phase of a run shares, and what the result of a failure names: the stage and iteration it
+// happened in, and the data-parallel group whose other ranks it ends.
+struct RunState {
+    RunState(const ResolvedRun& run_, const RunOptions& options_, const torch::Device& device_,
+        const RankInfo& ranks, Stream& stream_, std::ostream& out_)
+        : run(run_)
+        , options(options_)
+        , device(device_)
+        , rank(ranks.rank)
+        , world(std::max(1, ranks.world_size))
+        , stream(stream_)
+        , out(out_)
+    {
+    }
 
+    const ResolvedRun& run;
+    const RunOptions& options;
+    const torch::Device device;
+    const int rank;
+    const int world;
+    Stream& stream;
+    std::ostream& out;
     std::string stage = "build";
     int iteration = 0; // 0: not inside a step
     std::unique_ptr<DataParallelGroup> group;
-    // Several ranks end with _Exit once the stream is flushed: the order in which the ranks tear down their
-    // process groups is not worth waiting on, and a rank whose peer failed may be blocked in a collective.
-    const auto finish = [&](int code) {
+
+    void sync() const
+    {
+        if (device.is_cuda())
+            compat::cudaSynchronize();
+    }
+
+    // Several ranks end with _Exit once the stream is flushed: the order in which the ranks tear down
+    // their process groups is not worth waiting on, and a rank whose peer failed may be blocked in a
+    // collective.
+    int finish(int code)
+    {
         out.flush();
         if (world > 1)
             std::_Exit(code);
         return code;
+    }
+};
+
+// Several ranks: a rank that fails reports through the store; rank 0 turns the first report into the
+// stream's result, every rank then ends.
+void joinGroup(RunState& s, const RankInfo& ranks)
+{
+    s.group = DataParallelGroup::join(ranks, s.device);
+    Stream& stream = s.stream;
+    const int rank = s.rank;
+    s.group->watch([&stream, rank](int failed_rank, const std::string& report) {
+        std::optional<stream::Result> r;
+        try {
+            r = stream::Result::fromJson(json::parse(report));
+        } catch (const std::exception&) {
+        }
+        const std::string status = r && !r->status.empty() ? r->status : "error";
+        if (rank == 0 && r) {
+            r->message = "rank " + std::to_string(failed_rank) + ": " + r->message;
+            r->rank = failed_rank;
+            stream.emit(*r);
+        }
+        std::cerr << "recompute-bench: rank " << failed_rank << " failed (" << status << "), rank " << rank
+                  << " ends\n";
+        std::cout.flush();
+        std::_Exit(exitCodeOf(status));
+    });
+}
+
+// The stack of this rank (model, gradient buffer, optimizer, micro-batches) and Megatron's train loop over
+// it. Built in the constructor and alive only inside runRecipe's try, so a failure's stack is freed
+// before its result is written.
+class Training {
+public:
+    explicit Training(RunState& s);
+    // The warm-up and steady iterations; the exit code when a loss is not finite.
+    std::optional<int> train();
+    // rank_summary, peak_attribution and the result, after the last step.
+    void summarize();
+
+private:
+    // A micro-batch's chunk between its forward and its backward.
+    struct InFlight {
+        Model::ChunkOutput out;
+        torch::Tensor received;
     };
+    // One step's figures as its schedule runs.
+    struct Step {
+        MemorySnapshot fwd, bwd;
+        torch::Tensor loss_value;
+        std::map<std::pair<int, int>, InFlight> in_flight;
+        bool first_forward = true;
+    };
+
+    void emitMemoryLayout();
+    void emitLayoutRank();
+    void attribute(const std::string& phase, int64_t peak, int it);
+    int trainStep(int it, bool is_steady);
+    void forwardStep(size_t k, Step& step, int it);
+    void backwardStep(size_t k, Step& step, int it);
+    MemorySnapshot optimizerStep(bool init, int it);
+    void allGatherParameters();
+    std::vector<double> stepFigures(const Step& step, const MemorySnapshot& opt, double ms) const;
+    int reportIteration(const std::vector<std::vector<double>>& all, int it, bool is_steady, bool init);
+    std::optional<bool> compareReplicas();
+    std::vector<double> slowestSteps() const;
+    void emitPeakAttributions();
+    void emitRankSummaries();
+    void emitResult(const std::vector<double>& step_ms, const std::optional<bool>& replicas_identical);
+
+    RunState& s_;
+    const ModelConfig& config_;
+    const TrainingLayout& layout_;
+    std::unique_ptr<MemoryProbe> probe_;
+    std::optional<Model> model_;
+    std::vector<torch::Tensor> params_;
+    int64_t param_bytes_ = 0;
+    std::optional<GradBuffer> buffer_;
+    std::optional<MainParamAdamW> optimizer_;
+    TrainingLayout expert_layout_;
+    std::unique_ptr<GradBuffer> expert_buffer_;
+    std::unique_ptr<MainParamAdamW> expert_optimizer_;
+    std::vector<std::pair<torch::Tensor, torch::Tensor>> batches_;
+    std::map<std::string, PhaseAttribution> attributions_;
+    std::vector<RankRecord> records_;
+    FlopCount flops_;
+    std::vector<ScheduleOp> schedule_;
+    size_t reduced_mark_ = 0, optimized_mark_ = 0;
+    std::optional<compat::PhaseClock> clock_;
+};
+
+Training::Training(RunState& s)
+    : s_(s)
+    , config_(s.run.config)
+    , layout_(s.run.layout)
+{
+    probe_ = MemoryProbe::create(s_.device);
+    model_.emplace(config_, s_.run.plan, s_.device, s_.options.seed);
+    for (const auto& [name, p] : model_->parameters()) {
+        params_.push_back(p);
+        param_bytes_ += static_cast<int64_t>(p.nbytes());
+    }
+    // One rank of a layout whose expert-DP differs from its DP (EP > 1): Megatron's DDP keeps the routed
+    // experts' gradients in buffers of their own, sharded over expert-DP by the distributed optimizer.
+    std::vector<std::pair<std::string, torch::Tensor>> dense_named, expert_named;
+    const bool expert_shards
+        = s_.world == 1 && layout_.distributed_optimizer && config_.layout.edp != layout_.data_parallel_size;
+    for (const auto& np : model_->parameters())
+        (expert_shards && np.first.find(".mlp.experts.") != std::string::npos ? expert_named : dense_named)
+            .push_back(np);
+    buffer_.emplace(
+        dense_named, layout_.grad_dtype, layout_.distributed_optimizer, layout_.data_parallel_size);
+    optimizer_.emplace(*buffer_, layout_);
+    expert_layout_ = layout_;
+    expert_layout_.data_parallel_size = config_.layout.edp;
+    expert_layout_.shard = 0;
+    if (!expert_named.empty()) {
+        expert_buffer_ = std::make_unique<GradBuffer>(expert_named, layout_.grad_dtype,
+            layout_.distributed_optimizer, expert_layout_.data_parallel_size);
+        expert_optimizer_ = std::make_unique<MainParamAdamW>(*expert_buffer_, expert_layout_);
+    }
+    emitMemoryLayout();
+    if (config_.layout.world > 1)
+        emitLayoutRank();
+    // Each data-parallel replica trains on its own micro-batches.
+    {
+        MemoryRegion region(MemoryCategory::Other);
+        for (int m = 0; m < layout_.micro_batches; ++m)
+            batches_.push_back(model_->batch(
+                s_.options.seed + 1 + static_cast<uint64_t>(s_.rank) + static_cast<uint64_t>(s_.world) * m));
+    }
+    torch::manual_seed(s_.options.seed + 2); // dropout draws from here on
+
+    records_.resize(static_cast<size_t>(s_.world));
+    // The pipeline schedule of this rank's stage (layout_rank.h): forward and backward per micro-batch with
+    // PP 1; 1F1B or interleaved, keeping the micro-batches Megatron keeps in flight, with PP > 1.
+    schedule_ = pipelineSchedule(config_.layout.pp, model_->chunks() > 1 ? config_.layout.vpp : 1,
+        config_.layout.stage, layout_.micro_batches);
+    // Marks: step start, then one after each scheduled forward or backward, gradients averaged, optimizer
+    // done.
+    reduced_mark_ = schedule_.size() + 1;
+    optimized_mark_ = reduced_mark_ + 1;
+    clock_.emplace(s_.device, optimized_mark_ + 1);
+}
+
+void Training::emitMemoryLayout()
+{
+    // The fp32 main copies the optimizer keeps where the model's parameters are not fp32 themselves.
+    int64_t main_bytes = 0;
+    for (size_t i = 0; i < optimizer_->mainParams().size(); ++i)
+        if (!optimizer_->mainParams()[i].is_same(optimizer_->modelPieces()[i]))
+            main_bytes += static_cast<int64_t>(optimizer_->mainParams()[i].nbytes());
+    if (expert_optimizer_)
+        for (size_t i = 0; i < expert_optimizer_->mainParams().size(); ++i)
+            if (!expert_optimizer_->mainParams()[i].is_same(expert_optimizer_->modelPieces()[i]))
+                main_bytes += static_cast<int64_t>(expert_optimizer_->mainParams()[i].nbytes());
+    stream::MemoryLayout e;
+    e.rank = s_.rank;
+    e.micro_batches = layout_.micro_batches;
+    e.data_parallel_size = layout_.data_parallel_size;
+    e.distributed_optimizer = layout_.distributed_optimizer;
+    e.grad_buffer_dtype = layout_.grad_dtype == torch::kFloat32 ? "fp32" : "param";
+    e.grad_buffer_bytes = static_cast<int64_t>(
+        buffer_->data().nbytes() + (expert_buffer_ ? expert_buffer_->data().nbytes() : 0));
+    e.parameters = static_cast<int64_t>(params_.size());
+    e.parameter_bytes = param_bytes_;
+    e.main_parameter_bytes = main_bytes;
+    e.shard_elements = optimizer_->shardElements();
+    e.padded_vocab_size = config_.vocab;
+    e.tied_embeddings = config_.tied_embeddings;
+    e.one_pass_optimizer = optimizer_->onePassAvailable();
+    e.extra["expert_data_parallel_size"] = config_.layout.edp;
+    s_.stream.emit(e);
+}
+
+// One rank of a parallel layout on one device: the note says which rank and what is not measured.
+void Training::emitLayoutRank()
+{
+    stream::Note note;
+    note.kind = "layout_rank";
+    note.message = config_.layout.describe()
+        + ". The collectives (TP / SP all-gathers and reduce-scatters, CP's key/value gather, EP's "
+          "all-to-all, pipeline sends) run as local operations producing tensors of the real shapes: "
+          "communication time is not measured; MoE routing is taken as uniform (every EP rank "
+          "receives as many routed tokens as it sends)";
+    note.extra["rank_of_layout"] = config_.layout.rank;
+    note.extra["layout_world_size"] = config_.layout.world;
+    note.extra["stage"] = config_.layout.stage;
+    note.extra["in_flight_micro_batches"] = config_.layout.in_flight;
+    s_.stream.emit(note);
+}
+
+// Keeps what held the memory at each phase's highest peak of the run (the trace is read only then).
+void Training::attribute(const std::string& phase, int64_t peak, int it)
+{
+    auto& a = attributions_[phase];
+    if (peak > a.peak_allocated) {
+        a.peak_allocated = peak;
+        a.iteration = it;
+        a.attribution = probe_->attribution();
+    }
+}
+
+std::optional<int> Training::train()
+{
+    const Recipe& resolved = s_.run.recipe();
+    const int warmup = std::max(0, s_.options.warmup.value_or(resolved.warmup_iters));
+    const int steady
+        = std::max(1, s_.options.iters.value_or(std::max(1, resolved.train_iters - resolved.warmup_iters)));
+    for (int it = 1; it <= warmup + steady; ++it) {
+        s_.iteration = it;
+        const bool is_steady = it > warmup;
+        if (it == 1 && warmup > 0)
+            s_.stream.emit(phaseEvent("warmup", s_.rank));
+        if (it == warmup + 1)
+            s_.stream.emit(phaseEvent("steady", s_.rank));
+        const int nonfinite_rank = trainStep(it, is_steady);
+        if (nonfinite_rank >= 0) {
+            // Every rank saw the same gathered figures, so every rank ends here the same way.
+            s_.stream.emit(result("nonfinite", "forward", it,
+                "loss is not finite at iteration " + std::to_string(it)
+                    + (s_.world > 1 ? " on rank " + std::to_string(nonfinite_rank) : std::string())));
+            return kNonfinite;
+        }
+    }
+    s_.iteration = 0;
+    return std::nullopt;
+}
+
+// Megatron's train_step: zero_grad_buffer, then forward and backward per micro-batch (the loss divided by
+// their number), the gradients accumulating in the buffer; one optimizer step. Returns the first rank whose
+// loss is not finite, -1 when none.
+int Training::trainStep(int it, bool is_steady)
+{
+    s_.sync();
+    resetFlopCount();
+    const auto t0 = std::chrono::steady_clock::now();
+    clock_->mark(0);
+
+    buffer_->zero();
+    if (expert_buffer_)
+        expert_buffer_->zero();
+    Step step;
+    for (size_t k = 0; k < schedule_.size(); ++k) {
+        if (schedule_[k].forward)
+            forwardStep(k, step, it);
+        else
+            backwardStep(k, step, it);
+    }
+
+    const bool init = !optimizer_->initialized();
+    const MemorySnapshot opt = optimizerStep(init, it);
+    const double ms
+        = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+    flops_ = flopCount();
+
+    const std::vector<double> mine = stepFigures(step, opt, ms);
+    const auto all = s_.group ? s_.group->gather(mine) : std::vector<std::vector<double>> { mine };
+    return reportIteration(all, it, is_steady, init);
+}
+
+void Training::forwardStep(size_t k, Step& step, int it)
+{
+    const ScheduleOp& op = schedule_[k];
+    const auto& batch = batches_[static_cast<size_t>(op.micro_batch)];
+    const int m_count = layout_.micro_batches;
+    s_.stage = "forward";
+    probe_->resetPeak();
+    {
+        MemoryRegion region(MemoryCategory::Other);
+        InFlight f;
+        if (!model_->chunkStartsFromTokens(op.chunk))
+            f.received = model_->receivedActivation(); // the previous stage's send
+        f.out = model_->chunkForward(op.chunk, batch.first, batch.second, f.received);
+        if (f.out.is_loss && m_count > 1)
+            f.out.out = f.out.out / static_cast<double>(m_count);
+        step.in_flight[std::make_pair(op.micro_batch, op.chunk)] = std::move(f);
+    }
+    const auto f = probe_->read();
+    clock_->mark(k + 1);
+    attribute("forward", f.peak_allocated, it);
+    if (step.first_forward || f.peak_allocated > step.fwd.peak_allocated)
+        step.fwd.peak_allocated = f.peak_allocated;
+    step.first_forward = false;
+    step.fwd.peak_reserved = std::max(step.fwd.peak_reserved, f.peak_reserved);
+    step.fwd.allocated = f.allocated;
+}
+
+void Training::backwardStep(size_t k, Step& step, int it)
+{
+    const ScheduleOp& op = schedule_[k];
+    const auto key = std::make_pair(op.micro_batch, op.chunk);
+    const int m_count = layout_.micro_batches;
+    s_.stage = "backward";
+    probe_->resetPeak();
+    {
+        MemoryRegion region(MemoryCategory::Backward);
+        InFlight f = std::move(step.in_flight[key]);
+        step.in_flight.erase(key);
+        torch::Tensor value;
+        if (f.out.is_loss) {
+            f.out.out.backward();
+            value = f.out.out.detach();
+        } else {
+            // The gradient the next stage sends back (a fixed tensor of the output's shape), and the
+            // chunk's MoE auxiliary losses.
+            std::vector<torch::Tensor> roots { f.out.out },
+                grads { torch::full_like(f.out.out, 1.0 / double(f.out.out.numel())) };
+            if (f.out.aux.defined()) {
+                roots.push_back(f.out.aux);
+                grads.push_back(torch::ones_like(f.out.aux));
+            }
+            torch::autograd::backward(roots, grads);
+            value = f.out.out.detach().to(torch::kFloat32).mean() / static_cast<double>(m_count);
+        }
+        if (op.chunk == model_->chunks() - 1)
+            step.loss_value = step.loss_value.defined() ? step.loss_value + value : value;
+        f = InFlight(); // frees what is left of the graph and the received activation
+    }
+    const auto b = probe_->read();
+    clock_->mark(k + 1);
+    attribute("backward", b.peak_allocated, it);
+    step.bwd.peak_allocated = std::max(step.bwd.peak_allocated, b.peak_allocated);
+    step.bwd.peak_reserved = std::max(step.bwd.peak_reserved, b.peak_reserved);
+}
+
+// The optimizer phase holds the gradient average too (Megatron's finalize_model_grads runs between backward
+// and the optimizer step when the reduce is not overlapped).
+MemorySnapshot Training::optimizerStep(bool init, int it)
+{
+    s_.stage = init ? "optimizer-init" : "optimizer";
+    if (init)
+        s_.stream.emit(phaseEvent("optimizer-init", s_.rank));
+    probe_->resetPeak();
+    {
+        MemoryRegion region(MemoryCategory::Workspace);
+        if (s_.group)
+            s_.group->averageBuffer(buffer_->data());
+        clock_->mark(reduced_mark_);
+        optimizer_->step();
+        if (expert_optimizer_)
+            expert_optimizer_->step();
+        if (s_.group && layout_.distributed_optimizer)
+            allGatherParameters();
+        clock_->mark(optimized_mark_);
+    }
+    s_.sync();
+    const auto opt = probe_->read();
+    attribute(s_.stage, opt.peak_allocated, it);
+    return opt;
+}
+
+// The distributed optimizer's parameter all-gather: each rank keeps the shard it updated and zeros the rest,
+// and the sum hands every rank every shard.
+void Training::allGatherParameters()
+{
+    torch::NoGradGuard no_grad;
+    const int64_t shard = buffer_->data().numel() / layout_.data_parallel_size;
+    const int64_t lo = shard * layout_.shard, hi = lo + shard;
+    std::vector<torch::Tensor> flat;
+    for (size_t i = 0; i < buffer_->params().size(); ++i) {
+        auto t = buffer_->params()[i].detach().view({ -1 });
+        const int64_t start = buffer_->starts()[i], n = t.numel();
+        const int64_t keep_from = std::clamp(lo - start, int64_t(0), n);
+        const int64_t keep_to = std::clamp(hi - start, int64_t(0), n);
+        t.narrow(0, 0, keep_from).zero_();
+        t.narrow(0, keep_to, n - keep_to).zero_();
+        flat.push_back(t);
+    }
+    s_.group->sumTensors(flat);
+}
+
+// This rank's figures of the step, as they travel to rank 0.
+std::vector<double> Training::stepFigures(const Step& step, const MemorySnapshot& opt, double ms) const
+{
+    const double lv = step.loss_value.item<double>();
+    double forward_ms = 0, backward_ms = 0;
+    std::vector<double> mine(StepFigures::Count);
+    mine[StepFigures::StepMs] = ms;
+    for (size_t k = 0; k < schedule_.size(); ++k)
+        (schedule_[k].forward ? forward_ms : backward_ms) += clock_->ms(k, k + 1);
+    mine[StepFigures::ForwardMs] = forward_ms;
+    mine[StepFigures::BackwardMs] = backward_ms;
+    mine[StepFigures::GradReduceMs] = clock_->ms(reduced_mark_ - 1, reduced_mark_);
+    mine[StepFigures::OptimizerMs] = clock_->ms(reduced_mark_, optimized_mark_);
+    mine[StepFigures::Loss] = std::isfinite(lv) ? lv : 0.0;
+    mine[StepFigures::LossFinite] = std::isfinite(lv) ? 1 : 0;
+    mine[StepFigures::ForwardPeakAllocated] = double(step.fwd.peak_allocated);
+    mine[StepFigures::ForwardPeakReserved] = double(step.fwd.peak_reserved);
+    mine[StepFigures::BackwardPeakAllocated] = double(step.bwd.peak_allocated);
+    mine[StepFigures::BackwardPeakReserved] = double(step.bwd.peak_reserved);
+    mine[StepFigures::OptimizerPeakAllocated] = double(opt.peak_allocated);
+    mine[StepFigures::OptimizerPeakReserved] = double(opt.peak_reserved);
+    mine[StepFigures::AllocatedAfter] = double(opt.allocated);
+    mine[StepFigures::ReservedAfter] = double(opt.reserved);
+    mine[StepFigures::AllocRetries] = double(opt.alloc_retries);
+    mine[StepFigures::ForwardAllocatedAfter] = double(step.fwd.allocated);
+    return mine;
+}
+
+// Every rank's figures of the step: into the records of the summary, and one iteration event per rank.
+// Returns the first rank whose loss is not finite, -1 when none.
+int Training::reportIteration(const std::vector<std::vector<double>>& all, int it, bool is_steady, bool init)
+{
+    int nonfinite_rank = -1;
+    for (int r = 0; r < s_.world; ++r) {
+        const auto& f = all[static_cast<size_t>(r)];
+        const auto bytes = [&f](int i) { return static_cast<int64_t>(f[static_cast<size_t>(i)]); };
+        auto& record = records_[static_cast<size_t>(r)];
+        record.note(
+            "forward", bytes(StepFigures::ForwardPeakAllocated), bytes(StepFigures::ForwardPeakReserved), it);
+        record.note("backward", bytes(StepFigures::BackwardPeakAllocated),
+            bytes(StepFigures::BackwardPeakReserved), it);
+        record.note(s_.stage, bytes(StepFigures::OptimizerPeakAllocated),
+            bytes(StepFigures::OptimizerPeakReserved), it);
+        if (is_steady)
+            record.steady_ms.push_back(f[StepFigures::StepMs]);
+        const bool finite = f[StepFigures::LossFinite] != 0;
+        if (!finite && nonfinite_rank < 0)
+            nonfinite_rank = r;
+        stream::Iteration event;
+        event.rank = r;
+        event.iteration = it;
+        event.phase = is_steady ? "steady" : "warmup";
+        event.step_ms = f[StepFigures::StepMs];
+        event.forward_ms = f[StepFigures::ForwardMs];
+        event.backward_ms = f[StepFigures::BackwardMs];
+        event.optimizer_ms = f[StepFigures::OptimizerMs];
+        if (finite)
+            event.loss = f[StepFigures::Loss];
+        event.loss_finite = finite;
+        event.forward_peak_allocated = bytes(StepFigures::ForwardPeakAllocated);
+        event.forward_peak_reserved = bytes(StepFigures::ForwardPeakReserved);
+        event.backward_peak_allocated = bytes(StepFigures::BackwardPeakAllocated);
+        event.backward_peak_reserved = bytes(StepFigures::BackwardPeakReserved);
+        event.optimizer_peak_allocated = bytes(StepFigures::OptimizerPeakAllocated);
+        event.optimizer_peak_reserved = bytes(StepFigures::OptimizerPeakReserved);
+        event.allocated_after = bytes(StepFigures::AllocatedAfter);
+        event.reserved_after = bytes(StepFigures::ReservedAfter);
+        event.alloc_retries = bytes(StepFigures::AllocRetries);
+        event.optimizer_init = init;
+        event.forward_allocated_after = bytes(StepFigures::ForwardAllocatedAfter);
+        if (s_.group)
+            event.grad_reduce_ms = f[StepFigures::GradReduceMs];
+        s_.stream.emit(event);
+    }
+    return nonfinite_rank;
+}
+
+void Training::summarize()
+{
+    const std::optional<bool> replicas_identical = compareReplicas();
+    const std::vector<double> step_ms = slowestSteps();
+    emitPeakAttributions();
+    emitRankSummaries();
+    emitResult(step_ms, replicas_identical);
+}
+
+// Data-parallel replicas must hold the same parameters after the same averaged steps (Megatron checks the
+// same with --check-weight-hash-across-dp-replicas-interval): compared once, after the last step, outside
+// the timed steps. No group: nothing to compare.
+std::optional<bool> Training::compareReplicas()
+{
+    if (!s_.group)
+        return std::nullopt;
+    torch::NoGradGuard no_grad;
+    // Summed on the device, copied to the host once.
+    std::vector<torch::Tensor> on_device;
+    for (const auto& p : params_) {
+        const auto d = p.detach().to(torch::kFloat64);
+        on_device.push_back(d.sum());
+        on_device.push_back(d.abs().sum());
+    }
+    const auto host = torch::stack(on_device).to(torch::kCPU).contiguous();
+    const std::vector<double> sums(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
+    const auto all = s_.group->gather(sums);
+    bool identical = true;
+    for (const auto& row : all)
+        identical = identical && row == all.front();
+    return identical;
+}
+
+// The step of several ranks ends with the slowest: per iteration the largest of the ranks' times.
+std::vector<double> Training::slowestSteps() const
+{
+    std::vector<double> step_ms(records_.front().steady_ms.size(), 0.0);
+    for (const auto& record : records_)
+        for (size_t i = 0; i < step_ms.size() && i < record.steady_ms.size(); ++i)
+            step_ms[i] = std::max(step_ms[i], record.steady_ms[i]);
+    return step_ms;
+}
+
+// What holds each phase's peak: this rank's trace (rank 0 writes its own; the other ranks are replicas of
+// the same layout).
+void Training::emitPeakAttributions()
+{
+    for (const char* phase : { "forward", "backward", "optimizer-init", "optimizer" }) {
+        auto it = attributions_.find(phase);
+        if (it != attributions_.end() && it->second.attribution.available)
+            s_.stream.emit(attributionEvent(s_.rank, phase, it->second));
+    }
+}
+
+void Training::emitRankSummaries()
+{
+    for (int r = 0; r < s_.world; ++r) {
+        const auto& record = records_[static_cast<size_t>(r)];
+        stream::RankSummary summary;
+        summary.rank = r;
+        summary.peak_allocated = record.overall.allocated;
+        summary.peak_reserved = record.overall.reserved;
+        summary.peak_phase = record.overall_phase;
+        summary.peak_iteration = record.overall_iteration;
+        summary.steady_step_ms = meanOf(record.steady_ms);
+        summary.steady_step_ms_median = medianOf(record.steady_ms);
+        for (const auto& [phase, p] : record.phase_peaks)
+            summary.phase_peaks[phase] = { p.allocated, p.reserved };
+        const StepTimeSpread spread = stepTimeSpread(record.steady_ms);
+        summary.extra["steady_step_ms_p2_5"] = spread.p2_5;
+        summary.extra["steady_step_ms_p97_5"] = spread.p97_5;
+        summary.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
+        summary.extra["steady_iterations"] = spread.n;
+        s_.stream.emit(summary);
+    }
+}
+
+// The run's pass: the steady step of the slowest rank, and the throughput and FLOPs it gives.
+void Training::emitResult(const std::vector<double>& step_ms, const std::optional<bool>& replicas_identical)
+{
+    const int m_count = layout_.micro_batches;
+    const double mean = meanOf(step_ms);
+    const double model_flops = modelFlops(s_.run.recipe(), config_.global_layers).per_step * m_count;
+    const double executed_flops
+        = 3.0 * static_cast<double>(flops_.forward) + static_cast<double>(flops_.replay);
+    auto r = result("pass", std::nullopt, std::nullopt, "");
+    const double seconds = mean / 1000.0;
+    r.steady_step_ms = mean;
+    {
+        // The step's spread over the steady iterations (timing.h states the method).
+        const StepTimeSpread spread = stepTimeSpread(step_ms);
+        r.extra["steady_step_ms_median"] = spread.median;
+        r.extra["steady_step_ms_p2_5"] = spread.p2_5;
+        r.extra["steady_step_ms_p97_5"] = spread.p97_5;
+        r.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
+    }
+    if (config_.layout.world > 1) {
+        r.extra["rank_of_layout"] = config_.layout.rank;
+        r.extra["layout_world_size"] = config_.layout.world;
+    }
+    r.tokens_per_s = static_cast<double>(config_.seq) * config_.micro_batch * s_.world * m_count / seconds;
+    r.model_tflops = model_flops / seconds / 1e12;
+    r.executed_tflops = executed_flops / seconds / 1e12;
+    r.model_flops_per_step = model_flops;
+    r.executed_flops_per_step = executed_flops;
+    r.replay_flops_per_step = static_cast<double>(flops_.replay);
+    if (s_.group) {
+        r.world_size = s_.world;
+        r.collective_backend = s_.group->backend();
+        r.dp_replicas_identical = *replicas_identical;
+    }
+    s_.stream.emit(r);
+}
+} // namespace
+
+// The run's phases: hello; resolve (validation, the recipe event, what the engine can build); build (the
+// model, gradient buffer, optimizer and memory_layout event); the steps; the summary.
+int runRecipe(const Recipe& recipe, InputFormat format, const RunOptions& options, std::ostream& out,
+    const std::string& input_error)
+{
+    const RankInfo ranks = rankInfoFromEnvironment();
+    // Rank 0 writes the stream for every rank; the others keep stdout quiet (their lines would interleave
+    // with rank 0's under torchrun or srun) and send their figures to rank 0.
+    Stream stream(out, ranks.rank == 0);
+    const DeviceChoice device = chooseDevice(options.device, ranks);
+    stream.emit(hello(recipe, device.device, ranks));
+    if (!input_error.empty()) {
+        stream.emit(result("invalid", "validate", std::nullopt, input_error));
+        return kInvalid;
+    }
+    ResolvedRun run;
+    if (const std::optional<int> code = resolveRun(recipe, format, options, ranks, device, stream, run))
+        return *code;
+
+    RunState s(run, options, device.device, ranks, stream, out);
     try {
-        stream.emit(phaseEvent("build", rank));
-        if (world > 1) {
-            group = DataParallelGroup::join(ranks, device);
-            // A rank that fails reports through the store; rank 0 turns the first report into the
-            // stream's result, every rank then ends.
-            group->watch([&stream, rank](int failed_rank, const std::string& report) {
-                std::optional<stream::Result> r;
-                try {
-                    r = stream::Result::fromJson(json::parse(report));
-                } catch (const std::exception&) {
-                }
-                const std::string status = r && !r->status.empty() ? r->status : "error";
-                if (rank == 0 && r) {
-                    r->message = "rank " + std::to_string(failed_rank) + ": " + r->message;
-                    r->rank = failed_rank;
-                    stream.emit(*r);
-                }
-                std::cerr << "recompute-bench: rank " << failed_rank << " failed (" << status << "), rank "
-                          << rank << " ends\n";
-                std::cout.flush();
-                std::_Exit(exitCodeOf(status));
-            });
-        }
-        auto probe = MemoryProbe::create(device);
-        Model model(config, plan, device, options.seed);
-        std::vector<torch::Tensor> params;
-        int64_t param_bytes = 0;
-        for (const auto& [name, p] : model.parameters()) {
-            params.push_back(p);
-            param_bytes += static_cast<int64_t>(p.nbytes());
-        }
-        // One rank of a layout whose expert-DP differs from its DP (EP > 1): Megatron's DDP keeps the
-        // routed experts' gradients in buffers of their own, sharded over expert-DP by the distributed
-        // optimizer.
-        std::vector<std::pair<std::string, torch::Tensor>> dense_named, expert_named;
-        const bool expert_shards
-            = world == 1 && layout.distributed_optimizer && config.layout.edp != layout.data_parallel_size;
-        for (const auto& np : model.parameters())
-            (expert_shards && np.first.find(".mlp.experts.") != std::string::npos ? expert_named
-                                                                                  : dense_named)
-                .push_back(np);
-        GradBuffer buffer(
-            dense_named, layout.grad_dtype, layout.distributed_optimizer, layout.data_parallel_size);
-        MainParamAdamW optimizer(buffer, layout);
-        TrainingLayout expert_layout = layout;
-        expert_layout.data_parallel_size = config.layout.edp;
-        expert_layout.shard = 0;
-        std::unique_ptr<GradBuffer> expert_buffer;
-        std::unique_ptr<MainParamAdamW> expert_optimizer;
-        if (!expert_named.empty()) {
-            expert_buffer = std::make_unique<GradBuffer>(expert_named, layout.grad_dtype,
-                layout.distributed_optimizer, expert_layout.data_parallel_size);
-            expert_optimizer = std::make_unique<MainParamAdamW>(*expert_buffer, expert_layout);
-        }
-        int64_t main_bytes = 0;
-        for (size_t i = 0; i < optimizer.mainParams().size(); ++i)
-            if (!optimizer.mainParams()[i].is_same(optimizer.modelPieces()[i]))
-                main_bytes += static_cast<int64_t>(optimizer.mainParams()[i].nbytes());
-        if (expert_optimizer)
-            for (size_t i = 0; i < expert_optimizer->mainParams().size(); ++i)
-                if (!expert_optimizer->mainParams()[i].is_same(expert_optimizer->modelPieces()[i]))
-                    main_bytes += static_cast<int64_t>(expert_optimizer->mainParams()[i].nbytes());
-        {
-            stream::MemoryLayout e;
-            e.rank = rank;
-            e.micro_batches = layout.micro_batches;
-            e.data_parallel_size = layout.data_parallel_size;
-            e.distributed_optimizer = layout.distributed_optimizer;
-            e.grad_buffer_dtype = layout.grad_dtype == torch::kFloat32 ? "fp32" : "param";
-            e.grad_buffer_bytes = static_cast<int64_t>(
-                buffer.data().nbytes() + (expert_buffer ? expert_buffer->data().nbytes() : 0));
-            e.parameters = static_cast<int64_t>(params.size());
-            e.parameter_bytes = param_bytes;
-            e.main_parameter_bytes = main_bytes;
-            e.shard_elements = optimizer.shardElements();
-            e.padded_vocab_size = config.vocab;
-            e.tied_embeddings = config.tied_embeddings;
-            e.one_pass_optimizer = optimizer.onePassAvailable();
-            e.extra["expert_data_parallel_size"] = config.layout.edp;
-            stream.emit(e);
-        }
-        if (config.layout.world > 1) {
-            stream::Note note;
-            note.kind = "layout_rank";
-            note.message = config.layout.describe()
-                + ". The collectives (TP / SP all-gathers and reduce-scatters, CP's key/value gather, EP's "
-                  "all-to-all, pipeline sends) run as local operations producing tensors of the real shapes: "
-                  "communication time is not measured; MoE routing is taken as uniform (every EP rank "
-                  "receives as many routed tokens as it sends)";
-            note.extra["rank_of_layout"] = config.layout.rank;
-            note.extra["layout_world_size"] = config.layout.world;
-            note.extra["stage"] = config.layout.stage;
-            note.extra["in_flight_micro_batches"] = config.layout.in_flight;
-            stream.emit(note);
-        }
-        // Each data-parallel replica trains on its own micro-batches.
-        std::vector<std::pair<torch::Tensor, torch::Tensor>> batches;
-        {
-            MemoryRegion region(MemoryCategory::Other);
-            for (int m = 0; m < layout.micro_batches; ++m)
-                batches.push_back(model.batch(
-                    options.seed + 1 + static_cast<uint64_t>(rank) + static_cast<uint64_t>(world) * m));
-        }
-        torch::manual_seed(options.seed + 2); // dropout draws from here on
-        std::map<std::string, PhaseAttribution> attributions;
-        const auto attribute = [&](const std::string& phase, int64_t peak, int it) {
-            auto& a = attributions[phase];
-            if (peak > a.peak_allocated) {
-                a.peak_allocated = peak;
-                a.iteration = it;
-                a.attribution = probe->attribution();
-            }
-        };
-
-        std::vector<RankRecord> records(static_cast<size_t>(world));
-        FlopCount flops;
-        // The pipeline schedule of this rank's stage (layout_rank.h): forward and backward per micro-batch
-        // with PP 1; 1F1B or interleaved, keeping the micro-batches Megatron keeps in flight, with PP > 1.
-        const int m_count = layout.micro_batches;
-        const std::vector<ScheduleOp> schedule = pipelineSchedule(
-            config.layout.pp, model.chunks() > 1 ? config.layout.vpp : 1, config.layout.stage, m_count);
-        // Marks: step start, then one after each scheduled forward or backward, gradients averaged,
-        // optimizer done.
-        const size_t reduced_mark = schedule.size() + 1, optimized_mark = reduced_mark + 1;
-        compat::PhaseClock clock(device, optimized_mark + 1);
-        struct InFlight {
-            Model::ChunkOutput out;
-            torch::Tensor received;
-        };
-        for (int it = 1; it <= warmup + steady; ++it) {
-            iteration = it;
-            const bool is_steady = it > warmup;
-            if (it == 1 && warmup > 0)
-                stream.emit(phaseEvent("warmup", rank));
-            if (it == warmup + 1)
-                stream.emit(phaseEvent("steady", rank));
-            sync();
-            resetFlopCount();
-            const auto t0 = std::chrono::steady_clock::now();
-            clock.mark(0);
-
-            // Megatron's train_step: zero_grad_buffer, then forward and backward per micro-batch (the
-            // loss divided by their number), the gradients accumulating in the buffer; one optimizer step.
-            buffer.zero();
-            if (expert_buffer)
-                expert_buffer->zero();
-            MemorySnapshot fwd, bwd;
-            double forward_ms = 0, backward_ms = 0;
-            torch::Tensor loss_value;
-            std::map<std::pair<int, int>, InFlight> in_flight;
-            bool first_forward = true;
-            for (size_t k = 0; k < schedule.size(); ++k) {
-                const ScheduleOp& op = schedule[k];
-                const auto key = std::make_pair(op.micro_batch, op.chunk);
-                const auto& batch = batches[static_cast<size_t>(op.micro_batch)];
-                if (op.forward) {
-                    stage = "forward";
-                    probe->resetPeak();
-                    {
-                        MemoryRegion region(MemoryCategory::Other);
-                        InFlight f;
-                        if (!model.chunkStartsFromTokens(op.chunk))
-                            f.received = model.receivedActivation(); // the previous stage's send
-                        f.out = model.chunkForward(op.chunk, batch.first, batch.second, f.received);
-                        if (f.out.is_loss && m_count > 1)
-                            f.out.out = f.out.out / static_cast<double>(m_count);
-                        in_flight[key] = std::move(f);
-                    }
-                    const auto f = probe->read();
-                    clock.mark(k + 1);
-                    attribute("forward", f.peak_allocated, it);
-                    if (first_forward || f.peak_allocated > fwd.peak_allocated)
-                        fwd.peak_allocated = f.peak_allocated;
-                    first_forward = false;
-                    fwd.peak_reserved = std::max(fwd.peak_reserved, f.peak_reserved);
-                    fwd.allocated = f.allocated;
-                } else {
-                    stage = "backward";
-                    probe->resetPeak();
-                    {
-                        MemoryRegion region(MemoryCategory::Backward);
-                        InFlight f = std::move(in_flight[key]);
-                        in_flight.erase(key);
-                        torch::Tensor value;
-                        if (f.out.is_loss) {
-                            f.out.out.backward();
-                            value = f.out.out.detach();
-                        } else {
-                            // The gradient the next stage sends back (a fixed tensor of the output's shape),
-                            // and the chunk's MoE auxiliary losses.
-                            std::vector<torch::Tensor> roots { f.out.out },
-                                grads { torch::full_like(f.out.out, 1.0 / double(f.out.out.numel())) };
-                            if (f.out.aux.defined()) {
-                                roots.push_back(f.out.aux);
-                                grads.push_back(torch::ones_like(f.out.aux));
-                            }
-                            torch::autograd::backward(roots, grads);
-                            value = f.out.out.detach().to(torch::kFloat32).mean()
-                                / static_cast<double>(m_count);
-                        }
-                        if (op.chunk == model.chunks() - 1)
-                            loss_value = loss_value.defined() ? loss_value + value : value;
-                        f = InFlight(); // frees what is left of the graph and the received activation
-                    }
-                    const auto b = probe->read();
-                    clock.mark(k + 1);
-                    attribute("backward", b.peak_allocated, it);
-                    bwd.peak_allocated = std::max(bwd.peak_allocated, b.peak_allocated);
-                    bwd.peak_reserved = std::max(bwd.peak_reserved, b.peak_reserved);
-                }
-            }
-
-            // The optimizer phase holds the gradient average too (Megatron's finalize_model_grads runs
-            // between backward and the optimizer step when the reduce is not overlapped).
-            const bool init = !optimizer.initialized();
-            stage = init ? "optimizer-init" : "optimizer";
-            if (init)
-                stream.emit(phaseEvent("optimizer-init", rank));
-            probe->resetPeak();
-            {
-                MemoryRegion region(MemoryCategory::Workspace);
-                if (group)
-                    group->averageBuffer(buffer.data());
-                clock.mark(reduced_mark);
-                optimizer.step();
-                if (expert_optimizer)
-                    expert_optimizer->step();
-                if (group && layout.distributed_optimizer) {
-                    // The parameter all-gather: each rank keeps the shard it updated and zeros the rest,
-                    // and the sum hands every rank every shard.
-                    torch::NoGradGuard no_grad;
-                    const int64_t shard = buffer.data().numel() / layout.data_parallel_size;
-                    const int64_t lo = shard * layout.shard, hi = lo + shard;
-                    std::vector<torch::Tensor> flat;
-                    for (size_t i = 0; i < buffer.params().size(); ++i) {
-                        auto t = buffer.params()[i].detach().view({ -1 });
-                        const int64_t start = buffer.starts()[i], n = t.numel();
-                        const int64_t keep_from = std::clamp(lo - start, int64_t(0), n);
-                        const int64_t keep_to = std::clamp(hi - start, int64_t(0), n);
-                        t.narrow(0, 0, keep_from).zero_();
-                        t.narrow(0, keep_to, n - keep_to).zero_();
-                        flat.push_back(t);
-                    }
-                    group->sumTensors(flat);
-                }
-                clock.mark(optimized_mark);
-            }
-            sync();
-            const auto opt = probe->read();
-            attribute(stage, opt.peak_allocated, it);
-            const double ms
-                = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
-            flops = flopCount();
-
-            const double lv = loss_value.item<double>();
-            std::vector<double> mine(StepFigures::Count);
-            mine[StepFigures::StepMs] = ms;
-            for (size_t k = 0; k < schedule.size(); ++k)
-                (schedule[k].forward ? forward_ms : backward_ms) += clock.ms(k, k + 1);
-            mine[StepFigures::ForwardMs] = forward_ms;
-            mine[StepFigures::BackwardMs] = backward_ms;
-            mine[StepFigures::GradReduceMs] = clock.ms(reduced_mark - 1, reduced_mark);
-            mine[StepFigures::OptimizerMs] = clock.ms(reduced_mark, optimized_mark);
-            mine[StepFigures::Loss] = std::isfinite(lv) ? lv : 0.0;
-            mine[StepFigures::LossFinite] = std::isfinite(lv) ? 1 : 0;
-            mine[StepFigures::ForwardPeakAllocated] = double(fwd.peak_allocated);
-            mine[StepFigures::ForwardPeakReserved] = double(fwd.peak_reserved);
-            mine[StepFigures::BackwardPeakAllocated] = double(bwd.peak_allocated);
-            mine[StepFigures::BackwardPeakReserved] = double(bwd.peak_reserved);
-            mine[StepFigures::OptimizerPeakAllocated] = double(opt.peak_allocated);
-            mine[StepFigures::OptimizerPeakReserved] = double(opt.peak_reserved);
-            mine[StepFigures::AllocatedAfter] = double(opt.allocated);
-            mine[StepFigures::ReservedAfter] = double(opt.reserved);
-            mine[StepFigures::AllocRetries] = double(opt.alloc_retries);
-            mine[StepFigures::ForwardAllocatedAfter] = double(fwd.allocated);
-            const auto all = group ? group->gather(mine) : std::vector<std::vector<double>> { mine };
-
-            int nonfinite_rank = -1;
-            for (int r = 0; r < world; ++r) {
-                const auto& f = all[static_cast<size_t>(r)];
-                const auto bytes = [&f](int i) { return static_cast<int64_t>(f[static_cast<size_t>(i)]); };
-                auto& record = records[static_cast<size_t>(r)];
-                record.note("forward", bytes(StepFigures::ForwardPeakAllocated),
-                    bytes(StepFigures::ForwardPeakReserved), it);
-                record.note("backward", bytes(StepFigures::BackwardPeakAllocated),
-                    bytes(StepFigures::BackwardPeakReserved), it);
-                record.note(stage, bytes(StepFigures::OptimizerPeakAllocated),
-                    bytes(StepFigures::OptimizerPeakReserved), it);
-                if (is_steady)
-                    record.steady_ms.push_back(f[StepFigures::StepMs]);
-                const bool finite = f[StepFigures::LossFinite] != 0;
-                if (!finite && nonfinite_rank < 0)
-                    nonfinite_rank = r;
-                stream::Iteration event;
-                event.rank = r;
-                event.iteration = it;
-                event.phase = is_steady ? "steady" : "warmup";
-                event.step_ms = f[StepFigures::StepMs];
-                event.forward_ms = f[StepFigures::ForwardMs];
-                event.backward_ms = f[StepFigures::BackwardMs];
-                event.optimizer_ms = f[StepFigures::OptimizerMs];
-                if (finite)
-                    event.loss = f[StepFigures::Loss];
-                event.loss_finite = finite;
-                event.forward_peak_allocated = bytes(StepFigures::ForwardPeakAllocated);
-                event.forward_peak_reserved = bytes(StepFigures::ForwardPeakReserved);
-                event.backward_peak_allocated = bytes(StepFigures::BackwardPeakAllocated);
-                event.backward_peak_reserved = bytes(StepFigures::BackwardPeakReserved);
-                event.optimizer_peak_allocated = bytes(StepFigures::OptimizerPeakAllocated);
-                event.optimizer_peak_reserved = bytes(StepFigures::OptimizerPeakReserved);
-                event.allocated_after = bytes(StepFigures::AllocatedAfter);
-                event.reserved_after = bytes(StepFigures::ReservedAfter);
-                event.alloc_retries = bytes(StepFigures::AllocRetries);
-                event.optimizer_init = init;
-                event.forward_allocated_after = bytes(StepFigures::ForwardAllocatedAfter);
-                if (group)
-                    event.grad_reduce_ms = f[StepFigures::GradReduceMs];
-                stream.emit(event);
-            }
-            if (nonfinite_rank >= 0) {
-                // Every rank saw the same gathered figures, so every rank ends here the same way.
-                stream.emit(result("nonfinite", "forward", it,
-                    "loss is not finite at iteration " + std::to_string(it)
-                        + (world > 1 ? " on rank " + std::to_string(nonfinite_rank) : std::string())));
-                return finish(kNonfinite);
-            }
-        }
-        iteration = 0;
-
-        // Data-parallel replicas must hold the same parameters after the same averaged steps (Megatron
-        // checks the same with --check-weight-hash-across-dp-replicas-interval): compared once, after
-        // the last step, outside the timed steps.
-        std::optional<bool> replicas_identical;
-        if (group) {
-            torch::NoGradGuard no_grad;
-            // Summed on the device, copied to the host once.
-            std::vector<torch::Tensor> on_device;
-            for (const auto& p : params) {
-                const auto d = p.detach().to(torch::kFloat64);
-                on_device.push_back(d.sum());
-                on_device.push_back(d.abs().sum());
-            }
-            const auto host = torch::stack(on_device).to(torch::kCPU).contiguous();
-            const std::vector<double> sums(host.data_ptr<double>(), host.data_ptr<double>() + host.numel());
-            const auto all = group->gather(sums);
-            replicas_identical = true;
-            for (const auto& row : all)
-                replicas_identical = *replicas_identical && row == all.front();
-        }
-
-        // The step of several ranks ends with the slowest: per iteration the largest of the ranks' times.
-        std::vector<double> step_ms(records.front().steady_ms.size(), 0.0);
-        for (const auto& record : records)
-            for (size_t i = 0; i < step_ms.size() && i < record.steady_ms.size(); ++i)
-                step_ms[i] = std::max(step_ms[i], record.steady_ms[i]);
-        // What holds each phase's peak: this rank's trace (rank 0 writes its own; the other ranks are
-        // replicas of the same layout).
-        for (const char* phase : { "forward", "backward", "optimizer-init", "optimizer" }) {
-            auto it = attributions.find(phase);
-            if (it != attributions.end() && it->second.attribution.available)
-                stream.emit(attributionEvent(rank, phase, it->second));
-        }
-        for (int r = 0; r < world; ++r) {
-            const auto& record = records[static_cast<size_t>(r)];
-            stream::RankSummary summary;
-            summary.rank = r;
-            summary.peak_allocated = record.overall.allocated;
-            summary.peak_reserved = record.overall.reserved;
-            summary.peak_phase = record.overall_phase;
-            summary.peak_iteration = record.overall_iteration;
-            summary.steady_step_ms = meanOf(record.steady_ms);
-            summary.steady_step_ms_median = medianOf(record.steady_ms);
-            for (const auto& [phase, p] : record.phase_peaks)
-                summary.phase_peaks[phase] = { p.allocated, p.reserved };
-            const StepTimeSpread spread = stepTimeSpread(record.steady_ms);
-            summary.extra["steady_step_ms_p2_5"] = spread.p2_5;
-            summary.extra["steady_step_ms_p97_5"] = spread.p97_5;
-            summary.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
-            summary.extra["steady_iterations"] = spread.n;
-            stream.emit(summary);
-        }
-
-        const double mean = meanOf(step_ms);
-        const double model_flops = modelFlops(resolved, config.global_layers).per_step * m_count;
-        const double executed_flops
-            = 3.0 * static_cast<double>(flops.forward) + static_cast<double>(flops.replay);
-        auto r = result("pass", std::nullopt, std::nullopt, "");
-        const double seconds = mean / 1000.0;
-        r.steady_step_ms = mean;
-        {
-            // The step's spread over the steady iterations (timing.h states the method).
-            const StepTimeSpread spread = stepTimeSpread(step_ms);
-            r.extra["steady_step_ms_median"] = spread.median;
-            r.extra["steady_step_ms_p2_5"] = spread.p2_5;
-            r.extra["steady_step_ms_p97_5"] = spread.p97_5;
-            r.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
-        }
-        if (config.layout.world > 1) {
-            r.extra["rank_of_layout"] = config.layout.rank;
-            r.extra["layout_world_size"] = config.layout.world;
-        }
-        r.tokens_per_s = static_cast<double>(config.seq) * config.micro_batch * world * m_count / seconds;
-        r.model_tflops = model_flops / seconds / 1e12;
-        r.executed_tflops = executed_flops / seconds / 1e12;
-        r.model_flops_per_step = model_flops;
-        r.executed_flops_per_step = executed_flops;
-        r.replay_flops_per_step = static_cast<double>(flops.replay);
-        if (group) {
-            r.world_size = world;
-            r.collective_backend = group->backend();
-            r.dp_replicas_identical = *replicas_identical;
-        }
-        stream.emit(r);
-        return finish(kPass);
+        stream.emit(phaseEvent("build", s.rank));
+        if (s.world > 1)
+            joinGroup(s, ranks);
+        Training training(s);
+        if (const std::optional<int> code = training.train())
+            return s.finish(*code);
+        training.summarize();
+        return s.finish(kPass);
     } catch (const std::exception& e) {
         const std::string status = isOutOfMemory(e) ? "oom" : "error";
-        auto r = result(
-            status, stage, iteration ? std::optional<int>(iteration) : std::nullopt, firstLine(e.what()));
-        if (group)
-            group->fail(r.toJson().dump()); // the other ranks' watchers end them
-        if (world > 1)
-            r.rank = rank;
+        auto r = result(status, s.stage, s.iteration ? std::optional<int>(s.iteration) : std::nullopt,
+            firstLine(e.what()));
+        if (s.group)
+            s.group->fail(r.toJson().dump()); // the other ranks' watchers end them
+        if (s.world > 1)
+            r.rank = s.rank;
         stream.emit(r);
-        return finish(exitCodeOf(status));
+        return s.finish(exitCodeOf(status));
     }
 }
 
