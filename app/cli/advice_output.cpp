@@ -8,6 +8,7 @@
 
 #include "core/step_stats.h"
 #include "core/units.h"
+#include "launch/run_session.h"
 
 using namespace Qt::StringLiterals;
 
@@ -121,18 +122,8 @@ namespace rs::cli {
 
 std::vector<double> steadyIterationTimes(const storage::Store& store, qint64 runId)
 {
-    const QVector<storage::IterationRow> rows = store.iterations(runId);
-    std::optional<int> rank;
-    for (const storage::IterationRow& r : rows) {
-        if (!rank || r.rank < *rank)
-            rank = r.rank;
-    }
-    std::vector<double> out;
-    for (const storage::IterationRow& r : rows) {
-        if (r.rank == rank && r.phase == u"steady"_s && r.stepMs)
-            out.push_back(*r.stepMs);
-    }
-    return out;
+    return launch::RunSession::steadyTimes(
+        store, runId); // one reading of "steady" for the session and the CLI
 }
 
 RecomputeChoice storedChoice(const storage::RunRecord& run)
