@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "storage/advice.h"
 
+#include <algorithm>
+
 #include <QJsonDocument>
 #include <QJsonObject>
 
@@ -34,6 +36,31 @@ void fillEstimate(const RunRecord& run, AdviceCandidate& c)
     }
 }
 
+// The measured attribution at the phase of the run's peak (rank 0, as the store keeps it by default), with
+// the activations summed by region over layers.
+void fillAttribution(const Store& store, const RunRecord& run, AdviceCandidate& c)
+{
+    const QVector<PeakAttributionRow> rows = store.peakAttribution(run.id);
+    const PeakAttributionRow* p = Store::peakPhaseOf(rows);
+    if (!p)
+        return;
+    PeakAttributionBytes a;
+    a.phase = p->phase.toStdString();
+    a.peak_bytes = p->peakAllocated.value_or(p->attributed.value_or(0));
+    for (const auto& cat : p->categories)
+        a.categories.emplace_back(cat.first.toStdString(), cat.second);
+    for (const ActivationShare& share : p->activations) {
+        const std::string region = share.region.toStdString();
+        auto it = std::find_if(
+            a.regions.begin(), a.regions.end(), [&](const auto& r) { return r.first == region; });
+        if (it == a.regions.end())
+            a.regions.emplace_back(region, share.bytes);
+        else
+            it->second += share.bytes;
+    }
+    c.peak_attribution = std::move(a);
+}
+
 } // namespace
 
 StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>& rows, double targetGb)
@@ -61,6 +88,7 @@ StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>
             c.unmatched_reasons.push_back(r.toStdString());
         c.is_control = row.isControl && run.isExplicitControl();
         fillEstimate(run, c);
+        fillAttribution(store, run, c);
         out.candidates.push_back(std::move(c));
     }
     out.advice = adviseRecompute(out.candidates, targetGb);

@@ -269,6 +269,9 @@ void RunsPage::updateAdvice()
                 text += QStringLiteral("<br><span style='color:gray'>%1</span> <tt>%2</tt>")
                             .arg(tr("Megatron Bridge overrides:"), overrides.toHtmlEscaped());
         }
+        if (!a->advice.peak_attribution.empty())
+            text += QStringLiteral("<br>%1").arg(
+                QString::fromStdString(a->advice.peak_attribution).toHtmlEscaped());
         for (const auto& note : a->advice.notes)
             text += QStringLiteral("<br><span style='color:#b26a00'>%1</span>")
                         .arg(QString::fromStdString(note).toHtmlEscaped());
@@ -577,14 +580,33 @@ PeakAttributionData RunsPage::attributionOf(qint64 runId) const
         data.memoryTargetGb = target;
     const storage::RunRecord* control
         = r->controlRunId && *r->controlRunId != r->id ? m_model->runById(*r->controlRunId) : nullptr;
+    // The measured attribution at the phase of each run's peak (rank 0), from the store.
+    QHash<qint64, QVector<storage::PeakAttributionRow>> measured;
+    if (m_store && m_store->isOpen()) {
+        QVector<qint64> ids { r->id };
+        if (control)
+            ids << control->id;
+        measured = m_store->peakAttributions(ids);
+    }
     auto add = [&](const storage::RunRecord& run, bool isControl) {
-        const MemoryEstimate* e = m_model->estimate(m_model->rowOfRun(run.id));
-        if (!e)
-            return;
         const QString name = isControl || run.isExplicitControl()
             ? tr("run %1: %2 (control)").arg(run.id).arg(run.moduleSetLabel())
             : tr("run %1: %2").arg(run.id).arg(run.moduleSetLabel());
-        data.bars << peakAttributionFromEstimate(name, run.id, *e);
+        if (const MemoryEstimate* e = m_model->estimate(m_model->rowOfRun(run.id)))
+            data.bars << peakAttributionFromEstimate(name, run.id, *e);
+        const auto rows = measured.constFind(run.id);
+        if (rows == measured.constEnd())
+            return;
+        if (const storage::PeakAttributionRow* p = storage::Store::peakPhaseOf(*rows)) {
+            PeakAttribution bar;
+            bar.run = name;
+            bar.runId = run.id;
+            bar.series = QStringLiteral("measured");
+            bar.phase = p->phase;
+            for (const auto& c : p->categories)
+                bar.bytes[c.first] += c.second;
+            data.bars << bar;
+        }
     };
     add(*r, false);
     if (control)

@@ -46,9 +46,9 @@ public:
     MemoryLinesChart* linesChart() const { return m_lines; }
     PeakAttributionChart* attributionChart() const { return m_attribution; }
     PeakAttributionModel* attributionModel() const { return m_attributionModel; }
-    // What holds the peak of a run and of its matched control (when it has one), one bar each: today the
-    // estimate of the run's stored recipe (series "estimate"); the measured attribution of the stream's
-    // peak_attribution joins as series "measured" once the store reads it back.
+    // What holds the peak of a run and of its matched control (when it has one): the
+    // estimate of the run's stored recipe (series "estimate"), each followed by the measured attribution the
+    // store keeps (the stream's peak_attribution, rank 0, at the phase of the run's peak; series "measured").
     PeakAttributionData attributionOf(qint64 runId) const;
     QTabWidget* chartTabs() const { return m_chartTabs; }
     QComboBox* axesBox() const { return m_axes; }

@@ -75,6 +75,8 @@ QByteArray adviceText(const StoredAdvice& a)
         if (!overrides.isEmpty())
             s += u"  Megatron Bridge overrides: "_s + overrides + u"\n"_s;
     }
+    if (!adv.peak_attribution.empty())
+        s += u"  "_s + QString::fromStdString(adv.peak_attribution) + u"\n"_s;
     for (const auto& n : adv.notes)
         s += u"  note: "_s + QString::fromStdString(n) + u"\n"_s;
     int width = 10;
@@ -105,6 +107,10 @@ QJsonObject adviceJson(const StoredAdvice& a)
     QJsonObject o { { u"target_gb"_s, adv.target_gb }, { u"fits"_s, adv.chosen.has_value() },
         { u"summary"_s, QString::fromStdString(adv.summary) }, { u"notes"_s, notes },
         { u"candidates"_s, candidates } };
+    if (!adv.peak_attribution.empty())
+        o.insert(u"peak_attribution"_s, QString::fromStdString(adv.peak_attribution));
+    if (!adv.attribution_label.empty())
+        o.insert(u"attribution_label"_s, QString::fromStdString(adv.attribution_label));
     if (!a.rows.isEmpty()) {
         const storage::RunRecord& control = a.rows.first().run;
         o.insert(u"control_run_id"_s, control.id);

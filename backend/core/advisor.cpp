@@ -83,7 +83,64 @@ std::string stageText(const AdviceCandidate& c)
     return c.estimated_stage ? " on stage " + std::to_string(*c.estimated_stage) : std::string();
 }
 
+std::string categoryText(const std::string& name)
+{
+    std::string s = name;
+    std::replace(s.begin(), s.end(), '_', ' ');
+    return s;
+}
+
+// The guide's step 3 on the control's attribution: the line, and the label to try first.
+void attributePeak(const AdviceCandidate& control, int dp, Advice& advice)
+{
+    if (!control.peak_attribution)
+        return;
+    const PeakAttributionBytes& a = *control.peak_attribution;
+    auto gb = [dp](std::int64_t b) { return formatGb(b, dp); };
+    std::vector<std::pair<std::string, std::int64_t>> cats;
+    for (const auto& c : a.categories) {
+        if (c.second > 0)
+            cats.push_back(c);
+    }
+    if (cats.empty())
+        return;
+    std::stable_sort(
+        cats.begin(), cats.end(), [](const auto& x, const auto& y) { return x.second > y.second; });
+    std::optional<std::pair<std::string, std::int64_t>> largest;
+    for (const auto& r : a.regions) {
+        if (r.second > 0 && (!largest || r.second > largest->second))
+            largest = r;
+    }
+    std::string line = "the peak (" + (a.phase.empty() ? std::string("unknown phase") : a.phase) + ", "
+        + gb(a.peak_bytes) + " GB) is held by: ";
+    std::int64_t activations = 0;
+    for (std::size_t i = 0; i < cats.size(); ++i) {
+        line += (i ? ", " : "") + categoryText(cats[i].first) + " " + gb(cats[i].second) + " GB";
+        if (cats[i].first == "activations") {
+            activations = cats[i].second;
+            if (largest)
+                line += " (largest region " + largest->first + ": " + gb(largest->second) + " GB)";
+        }
+    }
+    advice.peak_attribution = line;
+    const std::int64_t base = a.peak_bytes > 0 ? a.peak_bytes : 0;
+    if (largest && base > 0 && double(activations) >= kActivationShareFraction * double(base))
+        advice.attribution_label = recomputeLabelOfRegion(largest->first);
+    if (!advice.attribution_label.empty())
+        advice.peak_attribution
+            += "; try " + advice.attribution_label + " first: its region holds the most " + "activations";
+}
+
 } // namespace
+
+std::string recomputeLabelOfRegion(const std::string& region)
+{
+    if (region == "input_layernorm" || region == "pre_mlp_layernorm")
+        return "layernorm";
+    static const std::vector<std::string> same
+        = { "core_attn", "mlp", "moe", "moe_act", "shared_experts", "mla_up_proj" };
+    return std::find(same.begin(), same.end(), region) != same.end() ? region : std::string();
+}
 
 const char* verdictName(Verdict v)
 {
@@ -357,6 +414,8 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
                 + errorText + " error): " + list);
         }
     }
+    if (control)
+        attributePeak(*control, dp, advice);
     if (!control)
         advice.notes.push_back(
             "no [] control among the candidates: the comparison is not the guide's matched one");

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 namespace rs {
@@ -26,6 +27,26 @@ struct RankPeakBytes {
 // The estimator's stated error (docs/estimator.md, issue 12: within 5 % of the real per-rank peak). A
 // candidate is skipped by its estimate only when the estimate exceeds the target by more than this.
 constexpr double kEstimateErrorFraction = 0.05;
+
+// What held a run's peak, measured (the stream's peak_attribution at the phase whose peak was the run's
+// highest): the live bytes by category and the saved activations by region label, summed over layers.
+struct PeakAttributionBytes {
+    std::string phase; // forward, backward, optimizer-init, optimizer
+    std::int64_t peak_bytes = 0; // the allocator's peak at that phase
+    // category -> bytes, in the stream's order (parameters, main_parameters, gradient_buffer,
+    // optimizer_states, activations, backward, workspace, other)
+    std::vector<std::pair<std::string, std::int64_t>> categories;
+    // region -> activation bytes summed over layers (core_attn, mlp, input_layernorm, embedding, ...)
+    std::vector<std::pair<std::string, std::int64_t>> regions;
+};
+
+// The recompute label whose boundary replays `region` (core_attn, mlp, moe, moe_act, shared_experts,
+// mla_up_proj as themselves; input_layernorm and pre_mlp_layernorm: layernorm); "" when none does.
+std::string recomputeLabelOfRegion(const std::string& region);
+
+// Activations hold "a real share" of the peak from this fraction on: then the label of their largest
+// region is the candidate to try first (the guide's step 3, attribute the peak).
+constexpr double kActivationShareFraction = 0.10;
 
 struct AdviceCandidate {
     std::int64_t run_id = 0; // the stored run; 0 when not stored
@@ -46,6 +67,8 @@ struct AdviceCandidate {
     // (MemoryEstimate::peak_bytes / RankedCandidate::peak_bytes) and the pipeline stage that holds it.
     std::optional<std::int64_t> estimated_peak_bytes;
     std::optional<int> estimated_stage;
+    // The measured peak attribution (rank 0 / the first rank stored), when the run has one.
+    std::optional<PeakAttributionBytes> peak_attribution;
 };
 
 enum class Verdict {
@@ -92,6 +115,12 @@ struct Advice {
     std::vector<std::size_t> order;
     // The first candidate of `order` not yet measured: what to run next (none when all are measured).
     std::optional<std::size_t> next;
+    // The guide's step 3 on the control's measured attribution: "the peak (forward, 62.000 GB) is held by:
+    // activations 40.000 GB (largest region core_attn: 22.550 GB), optimizer states ..." ("" without one).
+    std::string peak_attribution;
+    // When activations hold a real share of that peak: the label whose region holds most of them, the
+    // candidate to try first ("" otherwise or when the largest region maps to no label).
+    std::string attribution_label;
 };
 
 // Throws std::invalid_argument when target_gb is not a positive finite number.

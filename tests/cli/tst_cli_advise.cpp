@@ -150,6 +150,44 @@ private slots:
         QVERIFY2(d.err.contains(u"control run 7); other controls: 1 (Moonlight 16B)"_s), qPrintable(d.err));
     }
 
+    // The guide's step 3 on the control's stored attribution: the line, and the label to try first.
+    void attributesTheControlsPeak()
+    {
+        const QString db = m_dir.filePath(u"attributed.sqlite"_s);
+        Store store;
+        QString error;
+        QVERIFY2(store.open(db, &error), qPrintable(error));
+        QCOMPARE(store.seedGuideSample(
+                     QStringLiteral(RS_SOURCE_DIR "/resources/sample/guide-measurements.json"), &error),
+            12);
+        PeakAttributionRow row;
+        row.runId = 1;
+        row.phase = u"forward"_s;
+        row.peakAllocated = 36'618'000'000;
+        row.attributed = 36'618'000'000;
+        row.categories = { { u"parameters"_s, 6'000'000'000 }, { u"gradient_buffer"_s, 6'000'000'000 },
+            { u"optimizer_states"_s, 12'000'000'000 }, { u"activations"_s, 12'618'000'000 } };
+        row.activations = { { 0, u"moe_act"_s, 5'000'000'000 }, { 1, u"moe_act"_s, 4'000'000'000 },
+            { 0, u"core_attn"_s, 3'618'000'000 } };
+        QVERIFY(store.insertPeakAttribution(row));
+        store.close();
+        const Cli c = recompute({ u"--db"_s, db, u"--control"_s, u"1"_s, u"--target-gb"_s, u"36"_s });
+        QCOMPARE(c.code, 0);
+        QVERIFY2(c.out.contains(u"  the peak (forward, 36.618 GB) is held by: activations 12.618 GB (largest "
+                                "region moe_act: 9.000 GB), optimizer states 12.000 GB, parameters 6.000 GB, "
+                                "gradient buffer 6.000 GB; try moe_act first: its region holds the most "
+                                "activations\n"_s),
+            qPrintable(c.out));
+        const Cli j = recompute(
+            { u"--db"_s, db, u"--control"_s, u"1"_s, u"--target-gb"_s, u"36"_s, u"--format"_s, u"json"_s });
+        const QJsonObject o = QJsonDocument::fromJson(j.out.toUtf8()).object();
+        QCOMPARE(o.value(u"attribution_label"_s).toString(), u"moe_act"_s);
+        QVERIFY(o.value(u"peak_attribution"_s).toString().startsWith(u"the peak (forward"_s));
+        // Without a stored attribution, no line.
+        const Cli plain = recompute({ u"--db"_s, m_db, u"--control"_s, u"1"_s, u"--target-gb"_s, u"36"_s });
+        QVERIFY(!plain.out.contains(u"is held by"_s));
+    }
+
     void unmatchedRunIsNotCompared()
     {
         // A faster, smaller run at another sequence length, linked to the Moonlight control: the store's

@@ -86,6 +86,10 @@ private slots:
     void byEstimate_data();
     void byEstimate();
     void estimateBesideMeasurement();
+    void attributePeak_data();
+    void attributePeak();
+    void regionLabels_data();
+    void regionLabels();
 };
 
 void TestAdvisor::choice_data()
@@ -419,6 +423,103 @@ void TestAdvisor::estimateBesideMeasurement()
                 .endsWith(u"the estimate said it would not fit, the measurement decides"_s));
     QVERIFY(!a.next);
     QVERIFY(a.order.size() == 2 && a.order[0] == 0);
+}
+
+using Categories = std::vector<std::pair<std::string, double>>; // name -> GB
+Q_DECLARE_METATYPE(Categories)
+
+void TestAdvisor::attributePeak_data()
+{
+    QTest::addColumn<bool>("onControl");
+    QTest::addColumn<double>("peakGb");
+    QTest::addColumn<Categories>("categories");
+    QTest::addColumn<Categories>("regions");
+    QTest::addColumn<QString>("line");
+    QTest::addColumn<QString>("label");
+
+    const Categories dense { { "parameters", 4.0 }, { "main_parameters", 0.0 }, { "gradient_buffer", 8.0 },
+        { "optimizer_states", 16.0 }, { "activations", 30.0 }, { "backward", 0.0 }, { "workspace", 2.0 },
+        { "other", 0.0 } };
+    // The guide's dense case: core_attn holds most of the saved activations.
+    QTest::newRow("activations, core_attn largest")
+        << true << 60.0 << dense
+        << Categories { { "core_attn", 22.55 }, { "mlp", 5.0 }, { "embedding", 2.45 } }
+        << u"the peak (forward, 60.000 GB) is held by: activations 30.000 GB (largest region core_attn: "
+           u"22.550 GB), optimizer states 16.000 GB, gradient buffer 8.000 GB, parameters 4.000 GB, "
+           u"workspace 2.000 GB; try core_attn first: its region holds the most activations"_s
+        << u"core_attn"_s;
+    QTest::newRow("layernorm regions map to layernorm")
+        << true << 60.0 << dense
+        << Categories { { "input_layernorm", 12.0 }, { "mlp", 10.0 }, { "pre_mlp_layernorm", 8.0 } }
+        << u"the peak (forward, 60.000 GB) is held by: activations 30.000 GB (largest region "
+           u"input_layernorm: "
+           u"12.000 GB), optimizer states 16.000 GB, gradient buffer 8.000 GB, parameters 4.000 GB, "
+           u"workspace 2.000 GB; try layernorm first: its region holds the most activations"_s
+        << u"layernorm"_s;
+    // The largest region is one no label replays: the line, no candidate.
+    QTest::newRow("largest region has no label")
+        << true << 60.0 << dense << Categories { { "embedding", 20.0 }, { "mlp", 10.0 } }
+        << u"the peak (forward, 60.000 GB) is held by: activations 30.000 GB (largest region embedding: "
+           u"20.000 GB), optimizer states 16.000 GB, gradient buffer 8.000 GB, parameters 4.000 GB, "
+           u"workspace 2.000 GB"_s
+        << QString();
+    // Activations hold under 10 % of the peak: recompute takes little back, no candidate named.
+    QTest::newRow("activations a small share")
+        << true << 60.0
+        << Categories { { "parameters", 10.0 }, { "optimizer_states", 45.0 }, { "activations", 5.0 } }
+        << Categories { { "mlp", 5.0 } }
+        << u"the peak (forward, 60.000 GB) is held by: optimizer states 45.000 GB, parameters 10.000 GB, "
+           u"activations 5.000 GB (largest region mlp: 5.000 GB)"_s
+        << QString();
+    // Only the control's attribution is read: on another candidate, quiet.
+    QTest::newRow("attribution not on the control")
+        << false << 60.0 << dense << Categories { { "core_attn", 22.55 } } << QString() << QString();
+    QTest::newRow("no bytes") << true << 60.0 << Categories { { "activations", 0.0 } } << Categories {}
+                              << QString() << QString();
+}
+
+void TestAdvisor::attributePeak()
+{
+    QFETCH(bool, onControl);
+    QFETCH(double, peakGb);
+    QFETCH(Categories, categories);
+    QFETCH(Categories, regions);
+    QFETCH(QString, line);
+    QFETCH(QString, label);
+    auto bytes = [](double gb) { return std::int64_t(std::llround(gb * 1e9)); };
+    rs::PeakAttributionBytes a;
+    a.phase = "forward";
+    a.peak_bytes = bytes(peakGb);
+    for (const auto& [name, gb] : categories)
+        a.categories.emplace_back(name, bytes(gb));
+    for (const auto& [name, gb] : regions)
+        a.regions.emplace_back(name, bytes(gb));
+    Candidates c { cand("[]", "pass", { { 0, peakGb } }, 457.18, true),
+        cand("core_attn", "pass", { { 0, 39.5 } }, 474.80) };
+    c[onControl ? 0 : 1].peak_attribution = a;
+    const rs::Advice adv = rs::adviseRecompute(c, 45.0);
+    QCOMPARE(QString::fromStdString(adv.peak_attribution), line);
+    QCOMPARE(QString::fromStdString(adv.attribution_label), label);
+    QCOMPARE(adv.chosen, std::optional<std::size_t>(1)); // the attribution informs, the measurement decides
+}
+
+void TestAdvisor::regionLabels_data()
+{
+    QTest::addColumn<QString>("region");
+    QTest::addColumn<QString>("label");
+    for (const char* same : { "core_attn", "mlp", "moe", "moe_act", "shared_experts", "mla_up_proj" })
+        QTest::newRow(same) << QString::fromLatin1(same) << QString::fromLatin1(same);
+    QTest::newRow("input_layernorm") << u"input_layernorm"_s << u"layernorm"_s;
+    QTest::newRow("pre_mlp_layernorm") << u"pre_mlp_layernorm"_s << u"layernorm"_s;
+    for (const char* none : { "self_attention", "embedding", "output", "" })
+        QTest::newRow(*none ? none : "empty") << QString::fromLatin1(none) << QString();
+}
+
+void TestAdvisor::regionLabels()
+{
+    QFETCH(QString, region);
+    QFETCH(QString, label);
+    QCOMPARE(QString::fromStdString(rs::recomputeLabelOfRegion(region.toStdString())), label);
 }
 
 QTEST_GUILESS_MAIN(TestAdvisor)

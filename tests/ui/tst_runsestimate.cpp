@@ -291,6 +291,55 @@ private slots:
         compareGolden(QStringLiteral("peak-attribution-gpt-unfused.tsv"), page.attributionModel()->dump());
     }
 
+    // The store's measured attribution beside the estimate: each run's estimate, then its measured bar at
+    // the phase of its peak (the higher of the phases stored), for the run and its control.
+    void measuredBesideTheEstimateGolden()
+    {
+        const Recipe base = presetRecipe(QStringLiteral("gpt-unfused"));
+        const qint64 control
+            = ingestRun(m_store.get(), withModules(base, {}), 50'000'000'000, QStringLiteral("pass"), {});
+        const qint64 candidate = ingestRun(m_store.get(), withModules(base, { QStringLiteral("core_attn") }),
+            40'000'000'000, QStringLiteral("pass"), control);
+        auto stored = [&](qint64 run, const QString& phase, qint64 activations) {
+            storage::PeakAttributionRow row;
+            row.runId = run;
+            row.phase = phase;
+            row.categories = { { QStringLiteral("parameters"), 4'000'000'000 },
+                { QStringLiteral("gradient_buffer"), 8'000'000'000 },
+                { QStringLiteral("optimizer_states"), 16'000'000'000 },
+                { QStringLiteral("activations"), activations },
+                { QStringLiteral("workspace"), 250'000'000 } };
+            row.attributed = 28'250'000'000 + activations;
+            row.peakAllocated = row.attributed;
+            row.activations = { { 0, QStringLiteral("core_attn"), activations } };
+            QVERIFY(m_store->insertPeakAttribution(row));
+        };
+        stored(control, QStringLiteral("forward"), 21'750'000'000); // the control's peak: 50 GB in forward
+        stored(control, QStringLiteral("backward"), 1'000'000'000);
+        stored(candidate, QStringLiteral("backward"), 11'750'000'000); // the candidate's: 40 GB in backward
+        RunsPage page(m_store.get());
+        QAbstractItemModelTester tester(
+            page.attributionModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        page.setMemoryTarget(40.0);
+        page.selectRun(candidate);
+        const PeakAttributionData data = page.attributionModel()->attribution();
+        QCOMPARE(data.bars.size(), 4);
+        const QList<QPair<qint64, QString>> order { { candidate, QStringLiteral("estimate") },
+            { candidate, QStringLiteral("measured") }, { control, QStringLiteral("estimate") },
+            { control, QStringLiteral("measured") } };
+        for (int i = 0; i < 4; ++i) {
+            QCOMPARE(data.bars[i].runId, order[i].first);
+            QCOMPARE(data.bars[i].series, order[i].second);
+        }
+        QCOMPARE(data.bars[1].phase, QStringLiteral("backward"));
+        QCOMPARE(data.bars[1].total(), 40'000'000'000LL);
+        QCOMPARE(data.bars[3].phase, QStringLiteral("forward"));
+        QCOMPARE(data.bars[3].total(), 50'000'000'000LL);
+        QCOMPARE(data.bars[3].category(QStringLiteral("activations")), 21'750'000'000LL);
+        QVERIFY(!page.attributionChart()->isEmpty());
+        compareGolden(QStringLiteral("peak-attribution-measured.tsv"), page.attributionModel()->dump());
+    }
+
     // Real CPU runs of the worker (this build's recompute-bench): estimated, with an error, and attributed.
     void realWorkerRuns_data()
     {
@@ -348,7 +397,25 @@ private slots:
             QVERIFY2(std::abs(*err) < 50.0, qPrintable(QString::number(*err)));
         }
         page.selectRun(candidate);
-        QCOMPARE(page.attributionModel()->rowCount(), 2);
+        // the estimate and the measured attribution of the run, then of its control
+        const PeakAttributionData data = page.attributionModel()->attribution();
+        QCOMPARE(data.bars.size(), 4);
+        for (int i = 0; i < 4; ++i) {
+            const qint64 id = i < 2 ? candidate : control;
+            QCOMPARE(data.bars[i].runId, id);
+            QCOMPARE(data.bars[i].series, i % 2 ? QStringLiteral("measured") : QStringLiteral("estimate"));
+            if (i % 2 == 0)
+                continue;
+            const auto rows = m_store->peakAttribution(id);
+            const storage::PeakAttributionRow* peak = storage::Store::peakPhaseOf(rows);
+            QVERIFY(peak && peak->attributed);
+            QCOMPARE(data.bars[i].phase, peak->phase);
+            QCOMPARE(data.bars[i].total(), *peak->attributed);
+            // the bar accounts for the run's stored peak within 1 %
+            const qint64 stored = *page.model()->runById(id)->peakAllocated;
+            QVERIFY2(std::abs(double(data.bars[i].total() - stored)) <= 0.01 * double(stored),
+                qPrintable(QStringLiteral("%1 vs %2").arg(data.bars[i].total()).arg(stored)));
+        }
     }
 
 private:
