@@ -126,6 +126,12 @@ void read(const json& v, std::map<std::string, int64_t>& out, const At& at)
         out[it.key()] = n;
     }
 }
+void read(const json& v, std::pair<double, double>& out, const At& at)
+{
+    if (!v.is_array() || v.size() != 2 || !v[0].is_number() || !v[1].is_number())
+        at.fail("an array of two numbers [low, high]", v);
+    out = { v[0].get<double>(), v[1].get<double>() };
+}
 template <typename T> void read(const json& v, std::optional<T>& out, const At& at)
 {
     if (v.is_null()) {
@@ -179,6 +185,10 @@ void read(const json& v, std::map<std::string, PhasePeakBytes>& out, const At& a
 template <typename T> json write(const T& v)
 {
     return json(v);
+}
+json write(const std::pair<double, double>& v)
+{
+    return json::array({ v.first, v.second });
 }
 template <typename T> json write(const std::optional<T>& v)
 {
@@ -254,6 +264,22 @@ template <typename B, typename E> void fieldsOf(B& b, E& e, Note*)
     b("kind", e.kind);
     b("flags", e.flags);
     b("message", e.message);
+}
+// The note's keys written only when set (a layout_rank note).
+template <typename B, typename E> void optionalNoteFieldsOf(B& b, E& e)
+{
+    b("rank_of_layout", e.rank_of_layout);
+    b("layout_world_size", e.layout_world_size);
+    b("stage", e.stage);
+    b("in_flight_micro_batches", e.in_flight_micro_batches);
+}
+// The step spread's keys, in a rank summary and a result.
+template <typename B, typename S> void spreadFieldsOf(B& b, S& s)
+{
+    b("steady_step_ms_p2_5", s.p2_5);
+    b("steady_step_ms_p97_5", s.p97_5);
+    b("steady_step_ms_median_ci95", s.median_ci95);
+    b("steady_iterations", s.iterations);
 }
 template <typename B, typename E> void fieldsOf(B& b, E& e, Phase*)
 {
@@ -342,6 +368,21 @@ template <typename B, typename E> void optionalFieldsOf(B& b, E& e)
     b("dp_replicas_identical", e.dp_replicas_identical);
     b("rank", e.rank);
     b("field", e.field);
+    b("steady_step_ms_median", e.steady_step_ms_median);
+    spreadFieldsOf(b, e.spread);
+    b("rank_of_layout", e.rank_of_layout);
+    b("layout_world_size", e.layout_world_size);
+}
+
+// Writes the keys `fields` names into j, leaving out those not set (keys a reader may not expect).
+template <typename F> void writeSet(json& j, F fields)
+{
+    json set = json::object();
+    Writer w { set };
+    fields(w);
+    for (auto it = set.begin(); it != set.end(); ++it)
+        if (!it.value().is_null())
+            j[it.key()] = it.value();
 }
 
 template <typename E> json toJsonOf(const E& e, EventKind kind)
@@ -363,6 +404,12 @@ template <typename E> E fromJsonOf(const json& j, EventKind kind)
     fieldsOf(r, e, static_cast<E*>(nullptr));
     if constexpr (std::is_same_v<E, Result>)
         optionalFieldsOf(r, e);
+    if constexpr (std::is_same_v<E, Note>)
+        optionalNoteFieldsOf(r, e);
+    if constexpr (std::is_same_v<E, RankSummary>)
+        spreadFieldsOf(r, e.spread);
+    if constexpr (std::is_same_v<E, MemoryLayout>)
+        r("expert_data_parallel_size", e.expert_data_parallel_size);
     e.extra = json::object();
     for (auto it = j.begin(); it != j.end(); ++it)
         if (!r.known.count(it.key()))
@@ -429,7 +476,9 @@ RecipeEvent RecipeEvent::fromJson(const json& j)
 }
 json Note::toJson() const
 {
-    return toJsonOf(*this, EventKind::Note);
+    json j = toJsonOf(*this, EventKind::Note);
+    writeSet(j, [this](Writer& w) { optionalNoteFieldsOf(w, *this); });
+    return j;
 }
 Note Note::fromJson(const json& j)
 {
@@ -445,7 +494,9 @@ Phase Phase::fromJson(const json& j)
 }
 json MemoryLayout::toJson() const
 {
-    return toJsonOf(*this, EventKind::MemoryLayout);
+    json j = toJsonOf(*this, EventKind::MemoryLayout);
+    writeSet(j, [this](Writer& w) { w("expert_data_parallel_size", expert_data_parallel_size); });
+    return j;
 }
 MemoryLayout MemoryLayout::fromJson(const json& j)
 {
@@ -477,7 +528,9 @@ PeakAttribution PeakAttribution::fromJson(const json& j)
 }
 json RankSummary::toJson() const
 {
-    return toJsonOf(*this, EventKind::RankSummary);
+    json j = toJsonOf(*this, EventKind::RankSummary);
+    writeSet(j, [this](Writer& w) { spreadFieldsOf(w, spread); });
+    return j;
 }
 RankSummary RankSummary::fromJson(const json& j)
 {
@@ -486,12 +539,7 @@ RankSummary RankSummary::fromJson(const json& j)
 json Result::toJson() const
 {
     json j = toJsonOf(*this, EventKind::Result);
-    json set = json::object();
-    Writer w { set };
-    optionalFieldsOf(w, *this);
-    for (auto it = set.begin(); it != set.end(); ++it)
-        if (!it.value().is_null())
-            j[it.key()] = it.value();
+    writeSet(j, [this](Writer& w) { optionalFieldsOf(w, *this); });
     return j;
 }
 Result Result::fromJson(const json& j)

@@ -81,9 +81,11 @@ struct RecipeEvent {
 };
 
 struct Note {
-    std::string kind; // ignored_flags
+    std::string kind; // ignored_flags, layout_rank
     std::vector<std::string> flags;
     std::string message;
+    // layout_rank: the rank of the layout the worker runs, its pipeline stage, micro-batches in flight
+    std::optional<int> rank_of_layout, layout_world_size, stage, in_flight_micro_batches;
     nlohmann::json extra = nlohmann::json::object();
 
     nlohmann::json toJson() const;
@@ -113,6 +115,7 @@ struct MemoryLayout {
     int64_t padded_vocab_size = 0;
     bool tied_embeddings = false;
     bool one_pass_optimizer = false;
+    std::optional<int> expert_data_parallel_size; // one rank of a layout with experts
     nlohmann::json extra = nlohmann::json::object();
 
     nlohmann::json toJson() const;
@@ -166,6 +169,14 @@ struct PhasePeakBytes {
     std::optional<int64_t> allocated, reserved;
 };
 
+// The steady step time's spread over the steady iterations (engine/timing.h states the method): the
+// 2.5th and 97.5th percentiles, the median's 95 % interval, how many iterations; absent keys when unknown.
+struct StepSpread {
+    std::optional<double> p2_5, p97_5;
+    std::optional<std::pair<double, double>> median_ci95;
+    std::optional<int> iterations;
+};
+
 struct RankSummary {
     int rank = 0;
     std::optional<int64_t> peak_allocated, peak_reserved;
@@ -173,6 +184,7 @@ struct RankSummary {
     std::optional<int> peak_iteration;
     std::optional<double> steady_step_ms, steady_step_ms_median;
     std::map<std::string, PhasePeakBytes> phase_peaks;
+    StepSpread spread;
     nlohmann::json extra = nlohmann::json::object();
 
     nlohmann::json toJson() const;
@@ -193,6 +205,10 @@ struct Result {
     std::optional<bool> dp_replicas_identical;
     std::optional<int> rank; // the rank that failed
     std::optional<std::string> field; // the recipe field an invalid / build result is about
+    // a pass: the steady step's spread; one rank of a parallel layout: which rank of how many
+    std::optional<double> steady_step_ms_median;
+    StepSpread spread;
+    std::optional<int> rank_of_layout, layout_world_size;
     nlohmann::json extra = nlohmann::json::object();
 
     nlohmann::json toJson() const;

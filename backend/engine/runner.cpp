@@ -661,7 +661,7 @@ void Training::emitMemoryLayout()
     e.padded_vocab_size = config_.vocab;
     e.tied_embeddings = config_.tied_embeddings;
     e.one_pass_optimizer = optimizer_->onePassAvailable();
-    e.extra["expert_data_parallel_size"] = config_.layout.edp;
+    e.expert_data_parallel_size = config_.layout.edp;
     s_.stream.emit(e);
 }
 
@@ -675,10 +675,10 @@ void Training::emitLayoutRank()
           "all-to-all, pipeline sends) run as local operations producing tensors of the real shapes: "
           "communication time is not measured; MoE routing is taken as uniform (every EP rank "
           "receives as many routed tokens as it sends)";
-    note.extra["rank_of_layout"] = config_.layout.rank;
-    note.extra["layout_world_size"] = config_.layout.world;
-    note.extra["stage"] = config_.layout.stage;
-    note.extra["in_flight_micro_batches"] = config_.layout.in_flight;
+    note.rank_of_layout = config_.layout.rank;
+    note.layout_world_size = config_.layout.world;
+    note.stage = config_.layout.stage;
+    note.in_flight_micro_batches = config_.layout.in_flight;
     s_.stream.emit(note);
 }
 
@@ -993,6 +993,13 @@ void Training::emitPeakAttributions()
     }
 }
 
+namespace {
+stream::StepSpread streamSpread(const StepTimeSpread& s)
+{
+    return { s.p2_5, s.p97_5, std::make_pair(s.median_lo, s.median_hi), s.n };
+}
+} // namespace
+
 void Training::emitRankSummaries()
 {
     for (int r = 0; r < s_.world; ++r) {
@@ -1007,11 +1014,7 @@ void Training::emitRankSummaries()
         summary.steady_step_ms_median = medianOf(record.steady_ms);
         for (const auto& [phase, p] : record.phase_peaks)
             summary.phase_peaks[phase] = { p.allocated, p.reserved };
-        const StepTimeSpread spread = stepTimeSpread(record.steady_ms);
-        summary.extra["steady_step_ms_p2_5"] = spread.p2_5;
-        summary.extra["steady_step_ms_p97_5"] = spread.p97_5;
-        summary.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
-        summary.extra["steady_iterations"] = spread.n;
+        summary.spread = streamSpread(stepTimeSpread(record.steady_ms));
         s_.stream.emit(summary);
     }
 }
@@ -1030,14 +1033,13 @@ void Training::emitResult(const std::vector<double>& step_ms, const std::optiona
     {
         // The step's spread over the steady iterations (timing.h states the method).
         const StepTimeSpread spread = stepTimeSpread(step_ms);
-        r.extra["steady_step_ms_median"] = spread.median;
-        r.extra["steady_step_ms_p2_5"] = spread.p2_5;
-        r.extra["steady_step_ms_p97_5"] = spread.p97_5;
-        r.extra["steady_step_ms_median_ci95"] = json::array({ spread.median_lo, spread.median_hi });
+        r.steady_step_ms_median = spread.median;
+        r.spread = streamSpread(spread);
+        r.spread.iterations.reset(); // the count is the rank summaries' (as before: not in the result)
     }
     if (config_.layout.world > 1) {
-        r.extra["rank_of_layout"] = config_.layout.rank;
-        r.extra["layout_world_size"] = config_.layout.world;
+        r.rank_of_layout = config_.layout.rank;
+        r.layout_world_size = config_.layout.world;
     }
     r.tokens_per_s = static_cast<double>(config_.seq) * config_.micro_batch * s_.world * m_count / seconds;
     r.model_tflops = model_flops / seconds / 1e12;

@@ -61,6 +61,11 @@ private slots:
             R"("grad_buffer_dtype":"fp32","grad_buffer_bytes":4096,"parameters":12,"parameter_bytes":2048,)"
             R"("main_parameter_bytes":4096,"shard_elements":1024,"padded_vocab_size":128,"tied_embeddings":true,)"
             R"("one_pass_optimizer":false})");
+        QTest::newRow("memory_layout, a rank with experts") << std::string(
+            R"({"event":"memory_layout","rank":0,"micro_batches":4,"data_parallel_size":8,"distributed_optimizer":true,)"
+            R"("grad_buffer_dtype":"fp32","grad_buffer_bytes":4096,"parameters":12,"parameter_bytes":2048,)"
+            R"("main_parameter_bytes":4096,"shard_elements":128,"padded_vocab_size":128,"tied_embeddings":false,)"
+            R"("one_pass_optimizer":false,"expert_data_parallel_size":1})");
         QTest::newRow("iteration, one rank") << std::string(
             R"({"event":"iteration","rank":0,"iteration":3,"phase":"steady","step_ms":12.5,"forward_ms":4.0,)"
             R"("backward_ms":7.0,"optimizer_ms":1.0,"loss":10.4,"loss_finite":true,"forward_peak_allocated":100,)"
@@ -82,6 +87,20 @@ private slots:
             R"({"event":"rank_summary","rank":0,"peak_allocated":1000,"peak_reserved":2000,"peak_phase":"backward",)"
             R"("peak_iteration":2,"steady_step_ms":12.5,"steady_step_ms_median":12.0,)"
             R"("phase_peaks":{"backward":{"allocated":1000,"reserved":2000},"forward":{"allocated":900,"reserved":2000}}})");
+        QTest::newRow("rank_summary with the steady step's spread") << std::string(
+            R"({"event":"rank_summary","rank":0,"peak_allocated":1000,"peak_reserved":2000,"peak_phase":"backward",)"
+            R"("peak_iteration":2,"steady_step_ms":12.5,"steady_step_ms_median":12.0,"phase_peaks":{},)"
+            R"("steady_step_ms_p2_5":11.0,"steady_step_ms_p97_5":14.0,"steady_step_ms_median_ci95":[11.5,12.5],)"
+            R"("steady_iterations":20})");
+        QTest::newRow("note, one rank of a layout") << std::string(
+            R"({"event":"note","kind":"layout_rank","flags":[],"message":"rank 4 of 8","rank_of_layout":4,)"
+            R"("layout_world_size":8,"stage":1,"in_flight_micro_batches":3})");
+        QTest::newRow("result, pass, one rank of a layout") << std::string(
+            R"({"event":"result","status":"pass","stage":null,"iteration":null,"message":"","steady_step_ms":12.5,)"
+            R"("tokens_per_s":100.0,"model_tflops":1.5,"executed_tflops":2.0,"model_flops_per_step":1e12,)"
+            R"("executed_flops_per_step":2e12,"steady_step_ms_median":12.0,"steady_step_ms_p2_5":11.0,)"
+            R"("steady_step_ms_p97_5":14.0,"steady_step_ms_median_ci95":[11.5,12.5],"rank_of_layout":4,)"
+            R"("layout_world_size":8})");
         QTest::newRow("result, pass") << std::string(
             R"({"event":"result","status":"pass","stage":null,"iteration":null,"message":"","steady_step_ms":12.5,)"
             R"("tokens_per_s":100.0,"model_tflops":1.5,"executed_tflops":2.0,"model_flops_per_step":1e12,)"
@@ -111,6 +130,28 @@ private slots:
         const auto s = stream::RankSummary::fromJson(
             json::parse(R"({"event":"rank_summary","peak_allocated":4096.0})"));
         QCOMPARE(*s.peak_allocated, int64_t(4096));
+    }
+
+    void spreadAndLayoutRankAreTyped()
+    {
+        const auto s = stream::RankSummary::fromJson(json::parse(
+            R"({"event":"rank_summary","steady_step_ms_p2_5":11.0,"steady_step_ms_median_ci95":[11.5,12.5],)"
+            R"("steady_iterations":20})"));
+        QCOMPARE(*s.spread.p2_5, 11.0);
+        QVERIFY(!s.spread.p97_5);
+        QCOMPARE(s.spread.median_ci95->second, 12.5);
+        QCOMPARE(*s.spread.iterations, 20);
+        QVERIFY(s.extra.empty());
+        const auto n = stream::Note::fromJson(json::parse(
+            R"({"event":"note","kind":"layout_rank","rank_of_layout":3,"in_flight_micro_batches":2})"));
+        QCOMPARE(*n.rank_of_layout, 3);
+        QCOMPARE(*n.in_flight_micro_batches, 2);
+        QVERIFY(!n.stage);
+        QVERIFY(n.extra.empty());
+        // Not set: not written (a one-rank run's result has no layout keys).
+        const json r = stream::Result().toJson();
+        QVERIFY(!r.contains("rank_of_layout"));
+        QVERIFY(!r.contains("steady_step_ms_p2_5"));
     }
 
     void eventNames()
@@ -158,6 +199,11 @@ private slots:
         QTest::newRow("flags")
             << std::string(R"({"event":"note","flags":"--data-path"})")
             << QStringLiteral(R"(note event: 'flags': expected an array of strings, got "--data-path")");
+        QTest::newRow("median interval not a pair")
+            << std::string(R"({"event":"rank_summary","steady_step_ms_median_ci95":[1]})")
+            << QStringLiteral(
+                   "rank_summary event: 'steady_step_ms_median_ci95': expected an array of two numbers "
+                   "[low, high], got [1]");
         QTest::newRow("grad reduce")
             << std::string(R"({"event":"iteration","grad_reduce_ms":"x"})")
             << QStringLiteral(R"(iteration event: 'grad_reduce_ms': expected a number, got "x")");
