@@ -154,6 +154,7 @@ struct Shape {
     double tp = 1, cp = 1, ep = 1, etp = 1, pp = 1, dp = 1, edp = 1;
     int vpp = 1;
     bool sp = false, gated = false, rms = false, mla = false, bias = false, qkv_bias = false;
+    bool fused_act = false; // bias_activation_fusion: the activation keeps only FC1's output
     double ql = 0, kvl = 0, dn = 0, dr = 0, dv = 0;
     double experts = 0, topk = 0, Fm = 0, Fs = 0, capacity = 0;
     double act = 2; // activation / parameter bytes
@@ -199,6 +200,7 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.groups = r.num_query_groups.value_or(r.num_attention_heads);
     x.kv = r.kv_channels.value_or(r.num_attention_heads > 0 ? r.hidden_size / r.num_attention_heads : 0);
     x.gated = r.gated_linear_unit;
+    x.fused_act = r.bias_activation_fusion;
     x.rms = r.normalization == "RMSNorm";
     x.mla = r.multi_latent_attention;
     x.ql = r.q_lora_rank.value_or(0);
@@ -488,8 +490,8 @@ LayerModel workerLayer(const Shape& x, bool moe)
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
         add(m, T * glu * x.F * d, kMlp, bit(kMlp)); // FC1's output (kept by the activation)
-        if (x.gated)
-            add(m, T * x.F * d, kMlp, bit(kMlp)); // silu(a), kept by silu(a) * b
+        if (x.gated && !x.fused_act)
+            add(m, T * x.F * d, kMlp, bit(kMlp)); // silu(a), kept by silu(a) * b (eager only)
         add(m, T * x.F * d, kMlp, bit(kMlp)); // the activation, kept by FC2
         m.forward_temp = std::max(m.forward_temp, T * h * d);
     } else {
@@ -502,14 +504,16 @@ LayerModel workerLayer(const Shape& x, bool moe)
         add(m, R * h * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
         add(m, R * glu * x.Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
         add(m, R * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities
-        if (x.gated)
-            add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
-        add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
+        if (!x.fused_act) { // the fused function keeps FC1's output and the probabilities only
+            if (x.gated)
+                add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
+            add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
+        }
         add(m, R * x.Fm * d, kMoeAct, bit(kMoe), 0, true); // the region's output, kept by FC2
         add(m, R * h * d, kMoe, bit(kMoe)); // FC2's output, kept by index_add (its source)
         if (x.Fs > 0) {
             add(m, T * glu * x.Fs * d, kShared, bit(kShared));
-            if (x.gated)
+            if (x.gated && !x.fused_act)
                 add(m, T * x.Fs * d, kShared, bit(kShared));
             add(m, T * x.Fs * d, kShared, bit(kShared));
         }
@@ -618,6 +622,9 @@ LayerModel megatronLayer(const Shape& x, bool moe)
         // FC1 output kept by the activation, the activation kept by FC2 [Korthikanti 8sbh/t each for 4h]
         add(m, T * glu * x.F / t * d, kMlp, bit(kMlp));
         add(m, T * x.F / t * d, kMlp, bit(kMlp));
+        // Unfused GLU (bias_activation_fusion off, mlp.py glu()): act(a) * b also keeps act(a).
+        if (x.gated && !x.fused_act)
+            add(m, T * x.F / t * d, kMlp, bit(kMlp));
     } else {
         const uint32_t users = bit(kMoe) | (x.Fs > 0 ? bit(kShared) : 0);
         add(m, Tsp * h * d, n2, users, users, norm2_module);
@@ -633,11 +640,17 @@ LayerModel megatronLayer(const Shape& x, bool moe)
         // input; the activation's output kept by FC2 = moe_act's output.
         add(m, R * glu * x.Fm / x.etp * d, kMoe, bit(kMoeAct), bit(kMoeAct));
         add(m, R * x.Fm / x.etp * d, kMoeAct, bit(kMoe), 0, true);
+        // Unfused (bias_activation_fusion off, experts.py bias_act_func): act(a) [* b] kept by the multiply
+        // by the probabilities, and act(a) by act(a) * b under GLU; the fused function keeps neither.
+        if (!x.fused_act)
+            add(m, (x.gated ? 2 : 1) * R * x.Fm / x.etp * d, kMoeAct, bit(kMoeAct));
         // Combine: the unpermute keeps its index map (int32 per routed token).
         add(m, Tsp * x.topk * 4 * 2, kMoe, bit(kMoe));
         if (x.Fs > 0) {
             add(m, T * glu * x.Fs / t * d, kShared, bit(kShared));
             add(m, T * x.Fs / t * d, kShared, bit(kShared));
+            if (x.gated && !x.fused_act)
+                add(m, T * x.Fs / t * d, kShared, bit(kShared)); // unfused GLU's act(a)
         }
         m.forward_temp = std::max(m.forward_temp, 2 * R * h * d);
     }

@@ -45,6 +45,8 @@ const std::vector<FlagDef>& flagDefs()
         { "--vocab-size", Arity::Value, "vocab_size" },
         { "--make-vocab-size-divisible-by", Arity::Value, "make_vocab_size_divisible_by" },
         { "--disable-bias-linear", Arity::Switch, "" },
+        { "--no-bias-swiglu-fusion", Arity::Switch, "" },
+        { "--no-bias-gelu-fusion", Arity::Switch, "" },
         { "--add-qkv-bias", Arity::Switch, "add_qkv_bias" },
         { "--position-embedding-type", Arity::Value, "position_embedding_type" },
         { "--max-position-embeddings", Arity::Value, "max_position_embeddings" },
@@ -337,6 +339,7 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
     std::optional<int> layersPerVirtualStage;
     bool vppGiven = false, qLoraGiven = false, kvLoraGiven = false;
     bool accumulateInFp32 = false, gradReduceInBf16 = false;
+    bool biasSwigluFusion = true, biasGeluFusion = true; // argparse: store_false, default True
 
     std::size_t first = 0;
     // The launcher and the script: everything up to the first word that names a .py file.
@@ -454,6 +457,12 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         } else if (flag == "--disable-bias-linear") {
             base.add_bias_linear = false;
             markExplicit(base, "add_bias_linear");
+        } else if (flag == "--no-bias-swiglu-fusion") {
+            biasSwigluFusion = false;
+            markExplicit(base, "bias_activation_fusion");
+        } else if (flag == "--no-bias-gelu-fusion") {
+            biasGeluFusion = false;
+            markExplicit(base, "bias_activation_fusion");
         } else if (flag == "--accumulate-allreduce-grads-in-fp32") {
             accumulateInFp32 = true;
         } else if (flag == "--grad-reduce-in-bf16") {
@@ -519,6 +528,12 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         }
         base.virtual_pipeline_model_parallel_size = perRank / *layersPerVirtualStage;
     }
+    // validate_args turns bias_gelu_fusion off without linear biases; core_transformer_config_from_args
+    // (argument_utils.py) takes bias_activation_fusion from bias_swiglu_fusion under --swiglu, else from
+    // bias_gelu_fusion.
+    base.bias_activation_fusion = base.gated_linear_unit && base.activation_func == "silu"
+        ? biasSwigluFusion
+        : biasGeluFusion && base.add_bias_linear;
     // validate_args: under bf16, gradients accumulate and all-reduce in fp32 unless --grad-reduce-in-bf16
     // or --main-grads-dtype bf16 says otherwise; --accumulate-allreduce-grads-in-fp32 asks for it always.
     if (accumulateInFp32 || gradReduceInBf16) {
@@ -621,6 +636,21 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
         }
         if (flag == "--disable-bias-linear") {
             if (!r.add_bias_linear)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--no-bias-swiglu-fusion" || flag == "--no-bias-gelu-fusion") {
+            // Written only where the fusion Megatron-LM derives (on, except GeLU without linear biases)
+            // is off; its own flag for the recipe's activation.
+            const bool swiglu = r.gated_linear_unit;
+            if (swiglu != (flag == "--no-bias-swiglu-fusion"))
+                continue;
+            const bool derived = swiglu || r.add_bias_linear;
+            if (r.bias_activation_fusion && !derived)
+                throw RecipeError("bias_activation_fusion", where,
+                    "Megatron-LM turns the bias-GeLU fusion off without linear biases (validate_args); "
+                    "bias_activation_fusion=true needs add_bias_linear or SwiGLU");
+            if (!r.bias_activation_fusion && derived)
                 out.push_back(flag);
             continue;
         }

@@ -18,6 +18,8 @@
 // - --attention-backend takes Megatron's enum: local and unfused -> unfused, auto -> fused;
 // - grad_reduce_in_fp32 as validate_args sets it: bf16 with --main-grads-dtype fp32 turns it on unless
 //   --grad-reduce-in-bf16; --accumulate-allreduce-grads-in-fp32 turns it on;
+// - bias_activation_fusion as core_transformer_config_from_args derives it: under --swiglu on unless
+//   --no-bias-swiglu-fusion, else on unless --no-bias-gelu-fusion or --disable-bias-linear;
 // - data_parallel_size from torchrun's --nproc-per-node x --nnodes over TP x PP x CP;
 // - --checkpoint-activations is stored (checkpoint_activations_flag) so the rules engine raises M1, and
 //   --recompute-activations is stored as recompute_activations for M2.
@@ -34,7 +36,8 @@
 // - recompute_granularity=selective with recompute_modules=[] (Megatron-LM cannot say it: docs/rules.md,
 //   "Seen running Megatron Core main");
 // - mixed_precision set (a Bridge recipe name; apply B8 first);
-// - gated_linear_unit/activation_func other than SwiGLU or plain GeLU.
+// - gated_linear_unit/activation_func other than SwiGLU or plain GeLU;
+// - bias_activation_fusion=true for plain GeLU without linear biases (Megatron-LM turns it off).
 #pragma once
 
 #include <string>

@@ -41,6 +41,11 @@ struct Recipe {
     std::string normalization = "LayerNorm"; // LayerNorm | RMSNorm
     bool gated_linear_unit = false; // true + activation_func silu = SwiGLU
     std::string activation_func = "gelu"; // gelu | silu
+    // The fused bias + activation (megatron/core/fusions/fused_bias_{swiglu,geglu,gelu}.py): a custom
+    // autograd function that keeps only FC1's output and recomputes the activation in backward.
+    // TransformerConfig False; Megatron-LM's flags derive it (--no-bias-swiglu-fusion /
+    // --no-bias-gelu-fusion, both on by default; off without linear biases for GeLU).
+    bool bias_activation_fusion = false;
     int vocab_size = 32000; // the tokenizer's vocabulary; padded as Megatron pads it (below)
     int make_vocab_size_divisible_by = 128; // Megatron-LM: padded to a multiple of this x TP
 

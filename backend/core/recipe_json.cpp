@@ -190,6 +190,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "normalization", &Recipe::normalization },
         { "gated_linear_unit", &Recipe::gated_linear_unit },
         { "activation_func", &Recipe::activation_func },
+        { "bias_activation_fusion", &Recipe::bias_activation_fusion },
         { "vocab_size", &Recipe::vocab_size },
         { "make_vocab_size_divisible_by", &Recipe::make_vocab_size_divisible_by },
         { "add_bias_linear", &Recipe::add_bias_linear },
@@ -820,12 +821,16 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
         // allgather dispatcher, top-2 router) is the same as TransformerConfig's. grad_reduce_in_fp32 is
         // derived after the flags are read (bf16 with fp32 main grads: validate_args turns it on).
         r.attention_softmax_in_fp32 = false;
+        // --no-bias-swiglu-fusion / --no-bias-gelu-fusion are store_false flags (on by default); the
+        // reader derives the field from them after the whole command line (megatron_flags.cpp).
+        r.bias_activation_fusion = true;
         break;
     case InputFormat::BridgeOverrides:
         // Megatron Bridge's GPTModelProvider (src/megatron/bridge/models/gpt_provider.py): seq_length 1024;
         // share_embeddings_and_output_weights True, make_vocab_size_divisible_by 128, learned_absolute,
         // rotary 10000 / 1.0 as TransformerConfig. DistributedDataParallelConfig: grad_reduce_in_fp32
-        // False, use_distributed_optimizer False.
+        // False, use_distributed_optimizer False. bias_activation_fusion: GPTModelProvider keeps
+        // TransformerConfig's False (the Llama / Qwen providers and Bridge's perf recipes set it True).
         r.seq_length = 1024;
         break;
     }

@@ -169,6 +169,91 @@ public:
     }
 };
 
+// Megatron's fused bias activations (bias_activation_fusion; megatron/core/fusions/fused_bias_swiglu.py,
+// fused_bias_geglu.py, fused_bias_gelu.py): one autograd node that keeps only its input (FC1's output, the
+// bias already added by the worker's FC1) and recomputes the activation in backward, where the eager
+// path's silu(a) * b also keeps silu(a). The same ATen ops as the eager path, forward and backward, so the
+// values are the eager path's.
+Tensor actOf(const Tensor& a, bool silu)
+{
+    return silu ? at::silu(a) : at::gelu(a);
+}
+Tensor actBackward(const Tensor& grad, const Tensor& a, bool silu)
+{
+    return silu ? at::silu_backward(grad, a) : at::gelu_backward(grad, a);
+}
+Tensor fusedForward(const Tensor& x, bool silu, bool gated)
+{
+    if (!gated)
+        return actOf(x, silu);
+    const auto halves = x.chunk(2, -1);
+    return actOf(halves[0], silu) * halves[1];
+}
+// The input's gradient from the output's. Gated: both halves written into the one [.., 2F] gradient (no
+// concatenation of two [.., F] pieces), one [.., F] temporary at a time.
+Tensor fusedBackward(const Tensor& grad, const Tensor& x, bool silu, bool gated)
+{
+    if (!gated)
+        return actBackward(grad, x, silu);
+    const auto halves = x.chunk(2, -1);
+    Tensor grad_x = at::empty_like(x);
+    const int64_t f = halves[0].size(-1);
+    Tensor grad_a = grad_x.narrow(-1, 0, f), grad_b = grad_x.narrow(-1, f, f);
+    at::mul_out(grad_b, grad, actOf(halves[0], silu));
+    const Tensor grad_act = grad * halves[1];
+    if (silu)
+        at::silu_backward_out(grad_a, grad_act, halves[0]);
+    else
+        at::gelu_backward_out(grad_a, grad_act, halves[0]);
+    return grad_x;
+}
+
+// act(x) (SwiGLU, GeGLU: act(a) * b), as BiasSwiGLUFunction / GeGLUFunction / GeLUFunction.
+class FusedActivation : public torch::autograd::Function<FusedActivation> {
+public:
+    static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, bool silu, bool gated)
+    {
+        ctx->saved_data["silu"] = silu;
+        ctx->saved_data["gated"] = gated;
+        ctx->save_for_backward({ x });
+        return fusedForward(x, silu, gated);
+    }
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        const Tensor x = ctx->get_saved_variables()[0];
+        return { fusedBackward(
+                     grads[0], x, ctx->saved_data["silu"].toBool(), ctx->saved_data["gated"].toBool()),
+            Tensor(), Tensor() };
+    }
+};
+
+// act(x) x probs per routed token [R] (weighted_bias_swiglu_impl: the experts' activation with the routing
+// probabilities inside the function): keeps the input and the probabilities.
+class WeightedFusedActivation : public torch::autograd::Function<WeightedFusedActivation> {
+public:
+    static Tensor forward(
+        torch::autograd::AutogradContext* ctx, const Tensor& x, const Tensor& probs, bool silu, bool gated)
+    {
+        ctx->saved_data["silu"] = silu;
+        ctx->saved_data["gated"] = gated;
+        ctx->save_for_backward({ x, probs });
+        return fusedForward(x, silu, gated) * probs.unsqueeze(-1);
+    }
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        const auto saved = ctx->get_saved_variables();
+        const Tensor& x = saved[0];
+        const Tensor& probs = saved[1];
+        const bool silu = ctx->saved_data["silu"].toBool(), gated = ctx->saved_data["gated"].toBool();
+        const Tensor& g = grads[0];
+        Tensor grad_probs = (g * fusedForward(x, silu, gated)).sum(-1);
+        Tensor grad_x = fusedBackward(g * probs.unsqueeze(-1), x, silu, gated);
+        return { grad_x, grad_probs, Tensor(), Tensor() };
+    }
+};
+
 // Tokens per expert, on the device and without a host synchronisation (CUDA's bincount reads the input's
 // maximum on the host to size its output).
 Tensor countsOnDevice(const Tensor& ids, int64_t n)
@@ -239,6 +324,7 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.rmsnorm = r.normalization == "RMSNorm";
     c.gated = r.gated_linear_unit;
     c.silu = r.activation_func == "silu";
+    c.bias_activation_fusion = r.bias_activation_fusion;
     c.attention_backend = r.attention_backend;
     c.mla = r.multi_latent_attention;
     c.q_lora_rank = r.q_lora_rank.value_or(0);
@@ -582,13 +668,21 @@ Tensor Model::dropout(const Tensor& x, double p) const
     return p > 0 ? at::dropout(x, p, true) : x;
 }
 
-Tensor Model::activation(const Tensor& fc1_out) const
+Tensor Model::activation(const Tensor& fc1_out, const Tensor& probs) const
 {
+    if (config_.bias_activation_fusion) {
+        return probs.defined() ? WeightedFusedActivation::apply(fc1_out, probs, config_.silu, config_.gated)
+                               : FusedActivation::apply(fc1_out, config_.silu, config_.gated);
+    }
     auto act = [this](const Tensor& t) { return config_.silu ? at::silu(t) : at::gelu(t); };
-    if (!config_.gated)
-        return act(fc1_out);
-    auto halves = fc1_out.chunk(2, -1);
-    return act(halves[0]) * halves[1];
+    Tensor out;
+    if (!config_.gated) {
+        out = act(fc1_out);
+    } else {
+        auto halves = fc1_out.chunk(2, -1);
+        out = act(halves[0]) * halves[1];
+    }
+    return probs.defined() ? out * probs.unsqueeze(-1) : out;
 }
 
 Tensor Model::mlp(const Tensor& x, const Tensor& fc1, const Tensor& fc1_b, const Tensor& fc2) const
@@ -867,7 +961,7 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     const int layer = L.global;
     Region act_region = [this, layer](const Tensors& in) -> Tensors {
         MemoryRegion region(MemoryCategory::Activations, layer, "moe_act");
-        return { activation(in[0]) * in[1].unsqueeze(-1) };
+        return { activation(in[0], in[1]) };
     };
     OutputDiscardCheckpoint act_ckpt;
     const bool discard = plan_.has("moe_act");

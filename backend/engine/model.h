@@ -54,6 +54,7 @@ struct ModelConfig {
     double moe_aux_loss_coeff = 0; // > 0 with load balancing aux_loss / seq_aux_loss
     bool moe_expert_bias = false; // linear biases in the experts (add_bias_linear without grouped GEMM)
     bool rmsnorm = false, gated = false, silu = false;
+    bool bias_activation_fusion = false; // one autograd node keeping FC1's output only (model.cpp)
     std::string attention_backend = "fused";
     bool mla = false;
     int q_lora_rank = 0; // 0: no Q compression
@@ -156,7 +157,9 @@ private:
     torch::Tensor rope(const torch::Tensor& x, const torch::Tensor& cos, const torch::Tensor& sin) const;
     torch::Tensor mlp(const torch::Tensor& x, const torch::Tensor& fc1, const torch::Tensor& fc1_b,
         const torch::Tensor& fc2) const;
-    torch::Tensor activation(const torch::Tensor& fc1_out) const;
+    // The MLP activation of FC1's output, times the routed tokens' probabilities [R] when given (moe_act).
+    // bias_activation_fusion: Megatron's fused function, which keeps FC1's output only.
+    torch::Tensor activation(const torch::Tensor& fc1_out, const torch::Tensor& probs = {}) const;
     torch::Tensor moe(const Layer& layer, const torch::Tensor& x);
     torch::Tensor moeLayer(const Layer& layer, const torch::Tensor& x);
     // The experts' FC over tokens sorted by local expert: per-expert linears (SequentialMLP) or one grouped

@@ -69,6 +69,7 @@ Recipe fullRecipe()
     r.normalization = "RMSNorm";
     r.gated_linear_unit = true;
     r.activation_func = "silu";
+    r.bias_activation_fusion = true;
     r.vocab_size = 1000;
     r.make_vocab_size_divisible_by = 64;
     r.add_bias_linear = false;
@@ -774,6 +775,9 @@ void TestRecipeIo::overrideForms_data()
     QTest::newRow("fp8 recipe custom") << "model.fp8_recipe=custom"
                                        << "fp8_recipe"
                                        << R"("custom")";
+    QTest::newRow("bias activation fusion") << "model.bias_activation_fusion=true"
+                                            << "bias_activation_fusion"
+                                            << "true";
 }
 
 void TestRecipeIo::overrideForms()
@@ -1004,6 +1008,17 @@ void TestRecipeIo::flagForms_data()
         QTest::newRow(name) << L(flags) << QString::fromLatin1(field) << QString::fromLatin1(value);
     };
     row("granularity", { "--recompute-granularity", "full" }, "recompute_granularity", R"("full")");
+    // bias_activation_fusion as core_transformer_config_from_args derives it (both fusions on by default).
+    row("gelu fusion default", { "--num-layers", "2" }, "bias_activation_fusion", "true");
+    row("no gelu fusion", { "--no-bias-gelu-fusion" }, "bias_activation_fusion", "false");
+    row("gelu fusion without biases", { "--disable-bias-linear" }, "bias_activation_fusion", "false");
+    row("swiglu fusion default", { "--swiglu" }, "bias_activation_fusion", "true");
+    row("swiglu fusion without biases", { "--swiglu", "--disable-bias-linear" }, "bias_activation_fusion",
+        "true");
+    row("no swiglu fusion", { "--swiglu", "--no-bias-swiglu-fusion" }, "bias_activation_fusion", "false");
+    row("no gelu fusion under swiglu", { "--swiglu", "--no-bias-gelu-fusion" }, "bias_activation_fusion",
+        "true");
+    row("no swiglu fusion under gelu", { "--no-bias-swiglu-fusion" }, "bias_activation_fusion", "true");
     row("method", { "--recompute-method", "block" }, "recompute_method", R"("block")");
     row("num layers", { "--recompute-num-layers", "2" }, "recompute_num_layers", "2");
     row("modules", { "--recompute-modules", "core_attn", "moe_act" }, "recompute_modules",
@@ -1330,6 +1345,20 @@ void TestRecipeIo::flagsLossyCases()
     geglu.gated_linear_unit = true;
     QVERIFY_THROWS_EXCEPTION(RecipeError, recipeToMegatronFlags(geglu));
 
+    // Megatron-LM turns the bias-GeLU fusion off without linear biases: a fused GeLU MLP without biases
+    // has no command line (R41 refuses it too).
+    Recipe gelu;
+    gelu.add_bias_linear = false;
+    gelu.bias_activation_fusion = true;
+    try {
+        recipeToMegatronFlags(gelu);
+        QFAIL("fused GeLU without biases written as flags");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.field), QStringLiteral("bias_activation_fusion"));
+    }
+    gelu.bias_activation_fusion = false;
+    QVERIFY(!join(recipeToMegatronFlags(gelu)).contains(QStringLiteral("fusion")));
+
     // [] for a nargs='+' list flag has no spelling: it comes back unset (R26 makes the unset default []).
     Recipe graphs;
     graphs.cuda_graph_impl = "transformer_engine";
@@ -1411,6 +1440,7 @@ void TestRecipeIo::recipeInputForms()
         QCOMPARE(in.origin, fixture);
         QCOMPARE(in.recipe.num_layers, 4);
         QCOMPARE(in.recipe.profile, Profile::Main); // the file's own
+        QVERIFY(!in.recipe.bias_activation_fusion); // TransformerConfig's default
         QCOMPARE(join(rest), QStringLiteral("--report out.json --json"));
     }
     {
@@ -1431,7 +1461,16 @@ void TestRecipeIo::recipeInputForms()
         QCOMPARE(in.recipe.recompute_modules.value_or(std::vector<std::string> {}),
             (std::vector<std::string> { "core_attn", "moe_act" }));
         QCOMPARE(in.recipe.profile, Profile::Guide);
+        QVERIFY(!in.recipe.bias_activation_fusion); // GPTModelProvider keeps TransformerConfig's False
         QCOMPARE(join(rest), QStringLiteral("--json"));
+    }
+    {
+        const RecipeInput in
+            = readRecipeInput({ "--overrides", "model.gated_linear_unit=true", "model.activation_func=silu",
+                                  "model.bias_activation_fusion=true" },
+                nullptr);
+        QVERIFY(in.recipe.bias_activation_fusion);
+        QVERIFY(in.recipe.extra_overrides.empty());
     }
     {
         // --mlm-args takes everything after it, Megatron-LM's own --profile flag included.
@@ -1444,7 +1483,20 @@ void TestRecipeIo::recipeInputForms()
         QCOMPARE(in.recipe.num_layers, 4);
         QVERIFY(in.recipe.bf16);
         QCOMPARE(in.recipe.profile, Profile::Main);
+        QVERIFY(in.recipe.bias_activation_fusion); // bias_gelu_fusion's default (argument_utils.py)
         QCOMPARE(join(rest), QStringLiteral("--json"));
+    }
+    {
+        // SwiGLU from Megatron-LM flags: fused unless --no-bias-swiglu-fusion.
+        const RecipeInput fused = readRecipeInput({ "--mlm-args", "--num-layers", "4", "--swiglu" }, nullptr);
+        QVERIFY(fused.recipe.bias_activation_fusion);
+        const RecipeInput eager = readRecipeInput(
+            { "--mlm-args", "--num-layers", "4", "--swiglu", "--no-bias-swiglu-fusion" }, nullptr);
+        QVERIFY(!eager.recipe.bias_activation_fusion);
+        QVERIFY(eager.recipe.extra_flags.empty());
+        QVERIFY(
+            join(recipeToMegatronFlags(eager.recipe)).contains(QStringLiteral("--no-bias-swiglu-fusion")));
+        QVERIFY(!join(recipeToMegatronFlags(fused.recipe)).contains(QStringLiteral("fusion")));
     }
     {
         // The first .json is the recipe; a later one is the verb's.

@@ -95,6 +95,8 @@ const std::vector<Case>& cases()
     // --- TransformerConfig
     { "*", "json", "R39", "simultaneously", R"({"fp8": "e4m3", "fp4": "e2m1"})", true },
     { "*", "json", "R39", "simultaneously", R"({"fp4": "e2m1"})", false },
+    { "*", "json", "R41", "add_bias_linear must also be True", R"({"bias_activation_fusion": true, "add_bias_linear": false})", true },
+    { "*", "json", "R41", "add_bias_linear must also be True", R"({"bias_activation_fusion": true})", false },
     { "*", "json", "R38", "alltoall or flex", R"({"num_moe_experts": 8, "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true})", true },
     { "*", "json", "R38", "alltoall or flex", R"({"num_moe_experts": 8, "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "flex"})", false },
     { "*", "json", "R01", "less than", R"({"cpu_offloading": true, "cpu_offloading_num_layers": 8})", true },
@@ -277,6 +279,12 @@ const std::vector<Case>& cases()
     { "*", "json", "RT9", "not supported for MTP yet", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1})", false },
     { "*", "json", "RT12", "inside the captured CUDA-graph scope", R"({)" SEL R"("recompute_modules": ["core_attn"], "attention_dropout": 0.0, "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["attn"]})", true },
     { "*", "json", "RT12", "inside the captured CUDA-graph scope", R"({)" SEL R"("recompute_modules": ["core_attn"], "attention_dropout": 0.0, "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["mlp"]})", false },
+    { "*", "json", "RT14", "fusion of gelu and swiglu", R"({"bias_activation_fusion": true, "activation_func": "silu"})", true },
+    { "*", "json", "RT14", "fusion of gelu and swiglu", R"({"bias_activation_fusion": true, "activation_func": "silu", "gated_linear_unit": true})", false },
+    { "*", "json", "RT15", "per_token_scale in MLP", R"({)" MOE R"("bias_activation_fusion": true, "transformer_impl": "local"})", true },
+    { "*", "json", "RT15", "per_token_scale in MLP", R"({)" MOE R"("bias_activation_fusion": true, "transformer_impl": "local", "activation_func": "silu", "gated_linear_unit": true})", false },
+    { "*", "json", "RT15", "in TEGroupedMLP", R"({)" MOE R"("bias_activation_fusion": true})", true },
+    { "*", "json", "RT15", "in TEGroupedMLP", R"({)" MOE R"("bias_activation_fusion": true, "transformer_impl": "local"})", false },
     // --- ours
     { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
     { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },

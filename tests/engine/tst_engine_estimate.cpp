@@ -175,14 +175,21 @@ void TestEngineEstimate::presetWithinFivePercent_data()
 {
     QTest::addColumn<QString>("preset");
     QTest::addColumn<QString>("choice");
+    QTest::addColumn<bool>("fused"); // bias_activation_fusion on (Megatron-LM's default), for SwiGLU presets
     const QDir dir(QStringLiteral(RS_SOURCE_DIR "/resources/presets"));
     const auto files = dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
     QVERIFY(!files.isEmpty());
     for (const auto& file : files) {
         const Recipe small = validate(shrink(readPreset(dir.filePath(file)))).resolved;
-        for (const auto& c : recomputeChoices(small)) {
-            const QString label = QString::fromStdString(choiceSpelling(c));
-            QTest::newRow(qPrintable(file + QStringLiteral(" ") + label)) << dir.filePath(file) << label;
+        for (const bool fused : { false, true }) {
+            if (fused && !small.gated_linear_unit)
+                continue;
+            for (const auto& c : recomputeChoices(small)) {
+                const QString label = QString::fromStdString(choiceSpelling(c));
+                QTest::newRow(qPrintable(
+                    file + QStringLiteral(" ") + label + (fused ? QStringLiteral(" fused") : QString())))
+                    << dir.filePath(file) << label << fused;
+            }
         }
     }
 }
@@ -191,7 +198,9 @@ void TestEngineEstimate::presetWithinFivePercent()
 {
     QFETCH(QString, preset);
     QFETCH(QString, choice);
-    const Recipe small = shrink(readPreset(preset));
+    QFETCH(bool, fused);
+    Recipe small = shrink(readPreset(preset));
+    small.bias_activation_fusion = fused;
     const Recipe r = validate(candidateRecipe(small, *readChoiceSpelling(choice.toStdString()))).resolved;
     const Measured m = runWorker(r);
     QVERIFY2(m.error.empty(), m.error.c_str());
@@ -221,8 +230,10 @@ void TestEngineEstimate::presetWithinFivePercent()
                     (long long)t.bytes);
     // Known gaps since the worker took Megatron's training layout (the gradient buffer, lazy moments): the
     // Worker layout still models the earlier worker's frees for these, 5.9-6.1 % high (issue 12 open).
-    const QString row = QFileInfo(preset).fileName() + u' ' + choice;
+    const QString row
+        = QFileInfo(preset).fileName() + u' ' + choice + (fused ? QStringLiteral(" fused") : QString());
     if (row == QStringLiteral("dense-gqa-swiglu.json layernorm")
+        || row == QStringLiteral("dense-gqa-swiglu.json layernorm fused")
         || row == QStringLiteral("gpt-unfused.json full:uniform:1")
         || row == QStringLiteral("gpt-unfused.json full:block:2"))
         QEXPECT_FAIL("", "the Worker layout predates the worker's gradient buffer (issue 12)", Continue);
@@ -231,6 +242,12 @@ void TestEngineEstimate::presetWithinFivePercent()
     if (row == QStringLiteral("dense-gqa-swiglu.json full:uniform:1")
         || row == QStringLiteral("dense-gqa-swiglu.json full:block:2"))
         QEXPECT_FAIL("", "full recompute of a GQA layer: estimate 7.4 % above the worker", Continue);
+    // The same replay with the fused bias activation: 5.2 % above (the fused node keeps one [T, F] less
+    // through the replay, the estimate drops by it, the measured backward peak by 5 kB).
+    if (row == QStringLiteral("dense-gqa-swiglu.json full:uniform:1 fused")
+        || row == QStringLiteral("dense-gqa-swiglu.json full:block:2 fused"))
+        QEXPECT_FAIL(
+            "", "full recompute of a GQA layer, fused activation: estimate 5.2 % above the worker", Continue);
     QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
 }
 

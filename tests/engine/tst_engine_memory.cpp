@@ -11,6 +11,8 @@
 using namespace rs;
 using namespace rs::enginetest;
 
+Q_DECLARE_METATYPE(rs::enginetest::Arch)
+
 namespace {
 
 constexpr int64_t kF32 = 4;
@@ -54,6 +56,8 @@ private Q_SLOTS:
     void mlpFreesTheDenseMlpRegion();
     void sharedExpertsFreesTheSharedMlp();
     void moeFreesMoreThanItsInnerBoundaries();
+    void fusedActivationKeepsOnlyFc1Output_data();
+    void fusedActivationKeepsOnlyFc1Output();
 };
 
 void TestEngineMemory::probeSeesAllocationsAndFrees()
@@ -241,6 +245,80 @@ void TestEngineMemory::moeFreesMoreThanItsInnerBoundaries()
     const int64_t permuted
         = int64_t(r.seq_length) * r.micro_batch_size * r.moe_router_topk * r.hidden_size * kF32;
     QVERIFY(whole - inner > permuted);
+}
+
+void TestEngineMemory::fusedActivationKeepsOnlyFc1Output_data()
+{
+    // What the eager path keeps and the fused bias activation (bias_activation_fusion) does not, per layer:
+    // gated (SwiGLU / GeGLU) dense MLP and shared experts: act(a) [T, F], kept by act(a) * b; routed experts:
+    // act(a) and act(a) * b [T*topk, moe_ffn], kept by the multiply by the probabilities (plain GeLU: the
+    // latter only); plain GeLU dense: nothing (GeLU keeps its input either way). In units of those tensors:
+    // dense, routed, shared.
+    QTest::addColumn<Arch>("arch");
+    QTest::addColumn<QString>("activation"); // swiglu | geglu | gelu
+    QTest::addColumn<bool>("grouped");
+    QTest::addColumn<QStringList>("modules");
+    QTest::addColumn<int>("dense");
+    QTest::addColumn<int>("routed");
+    QTest::addColumn<int>("shared");
+    const auto row = [](const char* name, Arch arch, const char* act, bool grouped, QStringList modules,
+                         int dense, int routed, int shared) {
+        QTest::newRow(name) << arch << QString::fromLatin1(act) << grouped << modules << dense << routed
+                            << shared;
+    };
+    row("dense swiglu", Arch::DenseFusedGqa, "swiglu", false, {}, 1, 0, 0);
+    row("dense geglu", Arch::DenseUnfused, "geglu", false, {}, 1, 0, 0);
+    row("dense gelu", Arch::DenseUnfused, "gelu", false, {}, 0, 0, 0);
+    row("dense swiglu mlp", Arch::DenseFusedGqa, "swiglu", false, { QStringLiteral("mlp") }, 0, 0, 0);
+    row("moe swiglu grouped", Arch::MlaMoe, "swiglu", true, {}, 1, 2, 1);
+    row("moe swiglu sequential", Arch::MlaMoe, "swiglu", false, {}, 1, 2, 1);
+    row("moe gelu sequential", Arch::MlaMoe, "gelu", false, {}, 0, 1, 0);
+    row("moe swiglu moe_act", Arch::MlaMoe, "swiglu", true, { QStringLiteral("moe_act") }, 1, 0, 1);
+    row("moe swiglu shared_experts", Arch::MlaMoe, "swiglu", true, { QStringLiteral("shared_experts") }, 1, 2,
+        0);
+    row("moe swiglu moe", Arch::MlaMoe, "swiglu", true, { QStringLiteral("moe") }, 1, 0, 0);
+    row("moe swiglu mlp", Arch::MlaMoe, "swiglu", true, { QStringLiteral("mlp") }, 0, 2, 1);
+}
+
+void TestEngineMemory::fusedActivationKeepsOnlyFc1Output()
+{
+    QFETCH(Arch, arch);
+    QFETCH(QString, activation);
+    QFETCH(bool, grouped);
+    QFETCH(QStringList, modules);
+    QFETCH(int, dense);
+    QFETCH(int, routed);
+    QFETCH(int, shared);
+    Recipe eager = tinyRecipe(arch);
+    eager.gated_linear_unit = activation != QLatin1String("gelu");
+    eager.activation_func = activation == QLatin1String("swiglu") ? "silu" : "gelu";
+    eager.moe_grouped_gemm = grouped;
+    if (!modules.isEmpty()) {
+        std::vector<std::string> labels;
+        for (const auto& m : modules)
+            labels.push_back(m.toStdString());
+        eager = selective(eager, labels);
+    }
+    Recipe fused = eager;
+    fused.bias_activation_fusion = true;
+    const int64_t tokens = int64_t(eager.seq_length) * eager.micro_batch_size;
+    int64_t moe_layers = 0;
+    if (eager.num_moe_experts)
+        for (int f : eager.moe_layer_freq)
+            moe_layers += f;
+    const int64_t dense_layers = eager.num_layers - moe_layers;
+    const int64_t expected = kF32
+        * (dense * dense_layers * tokens * *eager.ffn_hidden_size
+            + routed * moe_layers * tokens * eager.moe_router_topk * eager.moe_ffn_hidden_size.value_or(0)
+            + shared * moe_layers * tokens * eager.moe_shared_expert_intermediate_size.value_or(0));
+    const auto e = runStep(eager);
+    const auto f = runStep(fused);
+    // What backward starts with, and the forward pass's peak (at its end, with the loss).
+    const QString detail
+        = QStringLiteral("retained %1 vs %2, forward peak %3 vs %4, expected %5 less")
+              .arg(mb(f.retained), mb(e.retained), mb(f.forward_peak), mb(e.forward_peak), mb(expected));
+    QCOMPARE(e.retained - f.retained, expected);
+    QVERIFY2(e.forward_peak - f.forward_peak == expected, qPrintable(detail));
 }
 
 QTEST_GUILESS_MAIN(TestEngineMemory)
