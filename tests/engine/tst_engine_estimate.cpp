@@ -145,6 +145,9 @@ Measured runWorker(const Recipe& r)
             for (const auto& [phase, p] : j["phase_peaks"].items())
                 m.phases[phase] = p.value("allocated", int64_t(0));
         }
+        // RS_DEBUG_TERMS=1: what holds each of the worker's phase peaks (its CPU attribution).
+        if (j.value("event", "") == "peak_attribution" && qEnvironmentVariableIsSet("RS_DEBUG_TERMS"))
+            qInfo("  worker %s %s", j.value("phase", "").c_str(), line.c_str());
         if (j.value("event", "") == "result" && j.value("status", "") != "pass")
             m.error = j.value("message", "");
     }
