@@ -215,16 +215,22 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.capacity = r.moe_expert_capacity_factor.value_or(0);
     x.fp32 = !r.bf16 && !r.fp16;
     x.act = x.fp32 ? 4 : 2;
-    x.grad = worker ? x.act : (x.fp32 || r.grad_reduce_in_fp32 ? 4 : 2);
+    x.grad = x.fp32 || r.grad_reduce_in_fp32 ? 4 : 2; // both layouts: DDP's gradient buffer
     x.attn_dropout = r.attention_dropout;
     x.hidden_dropout = r.hidden_dropout;
     x.backend = r.attention_backend;
     x.te = r.transformer_impl == "transformer_engine";
     x.softmax_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
     if (worker) {
-        x.vocab = r.vocab_size;
-        x.bias = x.qkv_bias = false;
-        x.untied = true;
+        // The worker builds Megatron-LM's layers around the stack (engine/model.cpp modelConfig): the
+        // padded vocabulary, biases, tied or untied output layer, learned absolute positions.
+        const double multiple = std::max(1, r.make_vocab_size_divisible_by) * x.tp;
+        x.vocab = std::ceil(r.vocab_size / multiple) * multiple;
+        x.bias = r.add_bias_linear;
+        x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
+        x.untied = r.untie_embeddings_and_output_weights;
+        if (r.position_embedding_type == "learned_absolute")
+            x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
     } else {
         // Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
         // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding).
@@ -860,6 +866,13 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         base.add("optimizer_states", "AdamW exp_avg, exp_avg_sq, step", state_bytes, kWorkerOpt,
             "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no distributed "
             "optimizer)");
+        grad_bytes = P * x.grad;
+        base.add("gradients", "DDP gradient buffer", grad_bytes, kWorkerOpt,
+            std::string("GradBuffer: persistent and contiguous, ")
+                + (x.grad == 4 ? "fp32" : "in the parameters' dtype")
+                + "; each parameter's autograd gradient is added into it and freed at once");
+        if (x.grad != 4)
+            fp32_main_grads = (r.use_distributed_optimizer ? P / x.dp : P) * 4;
         double inputs = 2 * T * 8;
         if (x.backend == "unfused")
             inputs += x.s * x.s;
@@ -887,7 +900,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                      : "megatron/core/optimizer/optimizer.py",
                 dist ? "the distributed optimizer's fp32 shard: dense parameters / DP, experts / expert-DP"
                      : "Float16OptimizerWithFloat16Params: an fp32 copy of every parameter");
-            if (x.grad != 4)
+            if (x.grad != 4 && !r.use_precision_aware_optimizer)
                 fp32_main_grads = sharded * 4;
         }
         state_bytes = sharded * 8;
@@ -1100,14 +1113,18 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                 what = w;
             }
         };
-        double grads_so_far = 0; // worker: autograd's gradients, allocated layer by layer
+        // worker: the gradient buffer holds every gradient (base); autograd's own gradient of a parameter
+        // lives until the buffer's hook has added it, except the tied embedding's output-layer part, which
+        // autograd keeps in the embedding's input buffer until the lookup's gradient joins it.
+        double grads_so_far = 0;
         const double acts_all = layers_retained + embed;
         if (holds_output) {
             consider(stage_acts, head_bwd, 0, "loss");
             if (worker) {
-                grads_so_far += (V * h + h * (x.rms ? 1 : 2)) * d;
                 // the output layer's weight gradient arrives while the logits' gradient is alive
-                consider(acts_all + head - T * V * 4, T * V * d + T * h * d, grads_so_far, "output layer");
+                consider(acts_all + head - T * V * 4, T * V * d + T * h * d, V * h * d, "output layer");
+                if (!x.untied)
+                    grads_so_far = V * h * d;
             }
         }
         double below = acts_all;
@@ -1115,8 +1132,6 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             const auto& f = lf[j];
             below -= f.retained;
             consider(below + f.retained, f.replay + f.bwd_temp, grads_so_far, "layer");
-            if (worker)
-                grads_so_far += f.params * d;
         }
         if (worker && holds_embedding) {
             consider(embed, T * h * d * 2, grads_so_far + V * h * d, "embedding");
@@ -1133,22 +1148,27 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                   "largest tensor and the residual gradient are in flight alongside"
                 : head_note);
         if (worker)
-            bwd.add("gradients", "parameter gradients accumulated so far", best_grads, kWorkerModel,
-                "autograd allocates each parameter's gradient (the recipe's dtype) as backward reaches it");
+            bwd.add("gradients", "parameter gradients in flight", best_grads, kWorkerModel,
+                "autograd's gradient of a parameter before the buffer's hook adds it (engine/optimizer.cpp "
+                "MainGradPostHook); a tied embedding's output-layer part waits for the lookup's");
     }
 
     // ---- optimizer step and optimizer-state initialisation ----
     Builder opt = base;
     if (worker) {
-        const double bucket = std::min(P, static_cast<double>(int64_t(1) << 27));
-        opt.add("gradients", "parameter gradients", (d != 4 ? P - bucket : P) * d, kWorkerOpt,
-            "every gradient is alive when the step starts; 16-bit ones are freed as their fp32 copy is made");
-        if (d != 4)
-            opt.add("transient", "fp32 copies of one bucket's gradients", bucket * 4, kWorkerOpt,
-                "the first bucket (2^27 elements at most) converted to fp32");
-        opt.add("transient", "AdamW temporaries (sqrt, division) of the largest tensor",
-            2 * params.largest * 4, kWorkerOpt,
-            "the unfused AdamW of LibTorch 1.13 on CPU; a CUDA build's fused kernel needs none");
+        // MainParamAdamW::step: Megatron's prepare_grads copies every gradient of a 16-bit buffer to fp32
+        // (kept until the next zero_grad), then the update.
+        if (fp32_main_grads > 0)
+            opt.add("transient", "fp32 main gradients", fp32_main_grads, kWorkerOpt,
+                "16-bit gradient buffer: the step copies its (shard of the) gradients to fp32, as "
+                "_copy_model_grads_to_main_grads does");
+        if (r.adam_implementation == "torch")
+            opt.add("transient", "torch.optim.AdamW's square roots of every second moment", state_bytes / 2,
+                kWorkerOpt, "the multi-tensor AdamW: one fp32 temporary as large as the main parameters");
+        else
+            opt.add("transient", "AdamW temporaries (sqrt, division) of the largest tensor",
+                2 * params.largest * 4, kWorkerOpt,
+                "the unfused AdamW of LibTorch 1.13 on CPU; a CUDA build's fused kernel needs none");
     } else {
         if (fp32_main_grads > 0)
             // Made by the step (_copy_model_grads_to_main_grads) and dropped by the next zero_grad,

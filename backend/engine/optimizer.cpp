@@ -61,6 +61,7 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
     t.distributed_optimizer = r.use_distributed_optimizer;
     t.grad_dtype = r.grad_reduce_in_fp32 ? torch::kFloat32 : param_dtype;
     t.torch_adam = r.adam_implementation == "torch";
+    t.precision_aware = r.use_precision_aware_optimizer;
     if (r.global_batch_size && world > 1 && *r.global_batch_size < int64_t(r.micro_batch_size) * world) {
         // The worker's own ranks replicate a recipe written for fewer: at least one micro-batch each.
         t.micro_batches = 1;
@@ -119,7 +120,10 @@ void GradBuffer::zero()
 }
 
 MainParamAdamW::MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path)
-    : path_(path == Path::Auto && layout.torch_adam ? Path::Foreach : path)
+    : path_(path != Path::Auto       ? path
+            : layout.torch_adam      ? Path::Foreach
+            : layout.precision_aware ? Path::Auto
+                                     : Path::Buckets)
 {
     torch::NoGradGuard no_grad;
     const int64_t total = buffer.data().numel();
@@ -185,11 +189,36 @@ bool MainParamAdamW::onePassAvailable() const
 #endif
 }
 
+bool MainParamAdamW::usesOnePass() const
+{
+    return path_ == Path::OnePass || (path_ == Path::Auto && onePassAvailable());
+}
+
 void MainParamAdamW::step()
 {
     torch::NoGradGuard no_grad;
+    const bool one_pass = usesOnePass();
+    {
+        MemoryRegion region(MemoryCategory::Workspace);
+        if (from_param_grads_) {
+            for (size_t i = 0; i < params_.size(); ++i) {
+                const auto g = params_[i].grad();
+                grads_[i] = g.defined()
+                    ? g.to(one_pass ? params_[i].scalar_type() : torch::kFloat32).contiguous()
+                    : (one_pass ? torch::Tensor() : torch::zeros_like(main_[i]));
+            }
+        }
+        // Megatron's prepare_grads (_copy_model_grads_to_main_grads): every piece's gradient in fp32, one
+        // copy after another, kept until zeroGrad(); an fp32 gradient is its own (`.float()` returns the
+        // tensor itself). The one-pass kernel reads the 16-bit gradients in place (decoupled_grad).
+        main_grads_.clear();
+        if (!one_pass)
+            for (const auto& g : grads_)
+                main_grads_.push_back(g.scalar_type() == torch::kFloat32 ? g : g.to(torch::kFloat32));
+    }
     if (!initialized()) {
-        // Adam's state appears at the first step (torch.optim / FusedAdam create it lazily).
+        // Adam's state appears inside the first step, after the gradients (torch.optim / FusedAdam create
+        // it lazily).
         MemoryRegion region(MemoryCategory::OptimizerStates);
         for (const auto& m : main_) {
             exp_avg_.push_back(torch::zeros_like(m));
@@ -199,14 +228,6 @@ void MainParamAdamW::step()
     }
     MemoryRegion region(MemoryCategory::Workspace);
     ++step_;
-    const bool one_pass = path_ == Path::OnePass || (path_ == Path::Auto && onePassAvailable());
-    if (from_param_grads_) {
-        for (size_t i = 0; i < params_.size(); ++i) {
-            const auto g = params_[i].grad();
-            grads_[i] = g.defined() ? g.to(one_pass ? params_[i].scalar_type() : torch::kFloat32).contiguous()
-                                    : (one_pass ? torch::Tensor() : torch::zeros_like(main_[i]));
-        }
-    }
     if (path_ == Path::Foreach)
         stepForeach();
     else if (one_pass)
@@ -214,11 +235,17 @@ void MainParamAdamW::step()
     else
         stepBuckets();
     if (from_param_grads_) {
+        main_grads_.clear();
         for (size_t i = 0; i < params_.size(); ++i) {
             grads_[i] = torch::Tensor();
             params_[i].mutable_grad() = torch::Tensor(); // set to none, as zero_grad() does
         }
     }
+}
+
+void MainParamAdamW::zeroGrad()
+{
+    main_grads_.clear();
 }
 
 void MainParamAdamW::stepOnePass()
@@ -257,9 +284,7 @@ void MainParamAdamW::stepForeach()
     // torch.optim.AdamW's multi-tensor path (foreach=True, what Megatron runs without Transformer Engine
     // and Apex), op for op: moments and decay in place, then the square root of every second moment at
     // once: a temporary as large as the main parameters, alive until the update is applied.
-    std::vector<torch::Tensor> grads;
-    for (const auto& g : grads_)
-        grads.push_back(g.scalar_type() == torch::kFloat32 ? g : g.to(torch::kFloat32));
+    auto& grads = main_grads_;
     const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
     at::_foreach_mul_(main_, 1 - kLr * kWeightDecay);
     at::_foreach_mul_(exp_avg_, kBeta1);
@@ -272,7 +297,6 @@ void MainParamAdamW::stepForeach()
         at::_foreach_add_(denom, kEps);
         at::_foreach_addcdiv_(main_, exp_avg_, denom, -kLr / bc1);
     }
-    grads.clear();
     for (size_t i = 0; i < main_.size(); ++i)
         if (!pieces_[i].is_same(main_[i]))
             pieces_[i].copy_(main_[i]);
@@ -280,11 +304,9 @@ void MainParamAdamW::stepForeach()
 
 void MainParamAdamW::stepBuckets()
 {
-    // The main gradients in fp32: the buffer's own views when it is fp32, else fp32 copies of every piece
-    // at once (Megatron's _copy_model_grads_to_main_grads), alive until the step ends.
-    std::vector<torch::Tensor> grads;
-    for (const auto& g : grads_)
-        grads.push_back(g.scalar_type() == torch::kFloat32 ? g : g.to(torch::kFloat32));
+    // The main gradients in fp32 (step() made them): the buffer's own views when it is fp32, else fp32
+    // copies of every piece (Megatron's _copy_model_grads_to_main_grads).
+    auto& grads = main_grads_;
     if (!compat::fusedAdamW(
             main_, grads, exp_avg_, exp_avg_sq_, steps_, kLr, kBeta1, kBeta2, kWeightDecay, kEps)) {
         const double bc1 = 1 - std::pow(kBeta1, step_), bc2 = 1 - std::pow(kBeta2, step_);
@@ -296,7 +318,6 @@ void MainParamAdamW::stepBuckets()
             main_[i].addcdiv_(exp_avg_[i], denom, -kLr / bc1);
         }
     }
-    grads.clear();
     for (size_t i = 0; i < main_.size(); ++i)
         if (!pieces_[i].is_same(main_[i]))
             pieces_[i].copy_(main_[i]);

@@ -8,7 +8,10 @@
 //   mixed-precision optimizer), over this rank's 1/DP shard of the buffer under the distributed optimizer
 //   (distrib_optimizer.py: main parameters and moments of the shard only; the buffer stays whole). The
 //   main parameters are made when the optimizer is; the moments at its first step, which is the
-//   optimizer-init phase of the stream.
+//   optimizer-init phase of the stream. For a 16-bit gradient buffer each step first copies the rank's
+//   gradients (its shard under the distributed optimizer) to fp32, as Megatron's prepare_grads does
+//   (_copy_model_grads_to_main_grads: main_param.grad = main_grad.float()), and keeps the copies until the
+//   next zeroGrad(), where Megatron's optimizer.zero_grad(set_to_none=True) drops them.
 #pragma once
 
 #include <cstdint>
@@ -31,6 +34,9 @@ struct TrainingLayout {
     bool distributed_optimizer = false;
     torch::Dtype grad_dtype = torch::kFloat32; // the buffer's: fp32 under grad_reduce_in_fp32
     bool torch_adam = false; // recipe adam_implementation "torch": the step runs as torch.optim.AdamW's
+    // recipe use_precision_aware_optimizer: the step reads the 16-bit gradients where they are
+    // (Megatron's decoupled_grad), no fp32 copies: the one-pass kernel where it applies.
+    bool precision_aware = false;
 };
 
 // `world` > 1: the worker's own ranks are the data-parallel ones; else the recipe's data_parallel_size
@@ -66,13 +72,16 @@ private:
 
 class MainParamAdamW {
 public:
-    // How a step runs (Auto picks the first that applies):
+    // How a step runs (Auto: Foreach for adam_implementation "torch"; with the precision-aware optimizer
+    // OnePass where it applies; else Buckets):
     // - OnePass: 16-bit CUDA parameters and a 16-bit gradient buffer, our kernel
     //   (engine/adamw_main_params.h) reads each 16-bit gradient and writes main parameter, moments and
-    //   16-bit parameter in one pass;
+    //   16-bit parameter in one pass, with no fp32 gradient (Megatron's precision-aware optimizer);
     // - Buckets: fp32 gradients (the buffer's own views when it is fp32, else fp32 copies of the whole
     //   shard, as Megatron's _copy_model_grads_to_main_grads makes them), torch's fused AdamW where it has
-    //   one (else the same update op by op), then the 16-bit parameters copied from the main ones.
+    //   one (else the same update op by op), then the 16-bit parameters copied from the main ones: what
+    //   Megatron's FusedAdam (Transformer Engine / Apex) step does;
+    // - Foreach: the same fp32 gradients, torch.optim.AdamW's multi-tensor update op for op.
     enum class Path { Auto, OnePass, Buckets, Foreach };
 
     MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path = Path::Auto);
@@ -84,7 +93,12 @@ public:
     bool initialized() const { return !exp_avg_.empty(); }
     // Whether this build and these parameters can take the one-pass kernel.
     bool onePassAvailable() const;
+    // Whether step() runs the one-pass kernel (and so makes no fp32 gradient copies).
+    bool usesOnePass() const;
     void step();
+    // Megatron's optimizer.zero_grad(set_to_none=True) at the start of every train step: drops the fp32
+    // gradient copies the last step made.
+    void zeroGrad();
 
     // One entry per piece: a parameter's part inside this rank's shard (the whole parameter without the
     // distributed optimizer).
@@ -92,6 +106,9 @@ public:
     // The pieces of the model parameters (views) that this rank updates.
     const std::vector<torch::Tensor>& modelPieces() const { return pieces_; }
     const std::vector<torch::Tensor>& gradPieces() const { return grads_; }
+    // The fp32 gradients the last step read (main_param.grad): copies for a 16-bit buffer, the buffer's own
+    // views for an fp32 one; empty after zeroGrad() and with the one-pass kernel.
+    const std::vector<torch::Tensor>& mainGrads() const { return main_grads_; }
     int64_t shardElements() const { return shard_elements_; }
 
     static constexpr double kLr = 3e-4, kBeta1 = 0.9, kBeta2 = 0.95, kWeightDecay = 0.1, kEps = 1e-8;
@@ -105,6 +122,7 @@ private:
     bool from_param_grads_ = false;
     std::vector<torch::Tensor> params_; // from_param_grads_ only
     std::vector<torch::Tensor> pieces_, grads_, main_, exp_avg_, exp_avg_sq_, steps_;
+    std::vector<torch::Tensor> main_grads_; // fp32, one per piece, from the step to zeroGrad()
     int64_t step_ = 0;
     int64_t shard_elements_ = 0;
 };

@@ -660,7 +660,7 @@ void Training::emitMemoryLayout()
     e.shard_elements = optimizer_->shardElements();
     e.padded_vocab_size = config_.vocab;
     e.tied_embeddings = config_.tied_embeddings;
-    e.one_pass_optimizer = optimizer_->onePassAvailable();
+    e.one_pass_optimizer = optimizer_->usesOnePass();
     e.expert_data_parallel_size = config_.layout.edp;
     s_.stream.emit(e);
 }
@@ -732,6 +732,10 @@ int Training::trainStep(int it, bool is_steady)
     buffer_->zero();
     if (expert_buffer_)
         expert_buffer_->zero();
+    // optimizer.zero_grad(): the last step's fp32 gradient copies go.
+    optimizer_->zeroGrad();
+    if (expert_optimizer_)
+        expert_optimizer_->zeroGrad();
     Step step;
     for (size_t k = 0; k < schedule_.size(); ++k) {
         if (schedule_[k].forward)

@@ -65,6 +65,10 @@ private Q_SLOTS:
     void distributedOptimizerShards_data();
     void distributedOptimizerShards();
     void shardedStepUpdatesOnlyTheShard();
+    void stepMakesFp32GradientCopies_data();
+    void stepMakesFp32GradientCopies();
+    void stepMatchesReferenceAdamW_data();
+    void stepMatchesReferenceAdamW();
     void microBatchesFromGlobalBatch_data();
     void microBatchesFromGlobalBatch();
     void tiedAndUntiedEmbeddings();
@@ -250,6 +254,144 @@ void TestEngineLayout::shardedStepUpdatesOnlyTheShard()
     }
     QVERIFY(changed_inside > 0);
     QCOMPARE(changed_outside, int64_t(0));
+}
+
+void TestEngineLayout::stepMakesFp32GradientCopies_data()
+{
+    QTest::addColumn<bool>("fp32_buffer");
+    QTest::addColumn<bool>("distributed");
+    QTest::addColumn<bool>("torch_adam");
+    QTest::newRow("bf16 buffer (Float16OptimizerWithFloat16Params)") << false << false << false;
+    QTest::newRow("bf16 buffer, distributed dp 4 (the shard)") << false << true << false;
+    QTest::newRow("bf16 buffer, torch AdamW") << false << false << true;
+    QTest::newRow("fp32 buffer: no copies") << true << false << false;
+    QTest::newRow("fp32 buffer, distributed dp 4: no copies") << true << true << false;
+}
+
+void TestEngineLayout::stepMakesFp32GradientCopies()
+{
+    // Megatron's step with a 16-bit gradient buffer: prepare_grads sets main_param.grad to an fp32 copy of
+    // every gradient of the rank's pieces (its shard under the distributed optimizer), freed by the next
+    // optimizer.zero_grad(set_to_none=True). With an fp32 buffer `.float()` is the buffer's own view.
+    QFETCH(bool, fp32_buffer);
+    QFETCH(bool, distributed);
+    QFETCH(bool, torch_adam);
+    const auto probe = engine::MemoryProbe::create(torch::kCPU);
+    Recipe r = noDropout(tinyRecipe(Arch::DenseUnfused));
+    r.bf16 = true;
+    r.grad_reduce_in_fp32 = fp32_buffer;
+    r.use_distributed_optimizer = distributed;
+    r.data_parallel_size = distributed ? 4 : 1;
+    r.adam_implementation = torch_adam ? "torch" : "fused";
+    auto model = build(r);
+    auto layout = engine::trainingLayout(r, torch::kBFloat16, 0, 1);
+    layout.shard = distributed ? 1 : 0;
+    engine::GradBuffer buffer(model->parameters(), layout.grad_dtype, distributed, layout.data_parallel_size);
+    engine::MainParamAdamW optimizer(buffer, layout);
+    QVERIFY(!optimizer.usesOnePass());
+    const auto [tokens, labels] = model->batch(3);
+    int64_t pieces = 0, largest = 0;
+    for (const auto& piece : optimizer.modelPieces()) {
+        pieces += piece.numel();
+        largest = std::max(largest, piece.numel());
+    }
+    const int64_t copies = fp32_buffer ? 0 : 4 * pieces; // bytes
+    for (int step = 1; step <= 2; ++step) {
+        buffer.zero();
+        optimizer.zeroGrad();
+        QVERIFY(optimizer.mainGrads().empty());
+        model->loss(tokens, labels).backward();
+        const bool init = !optimizer.initialized();
+        const int64_t before = probe->read().allocated;
+        probe->resetPeak();
+        optimizer.step();
+        const auto after = probe->read();
+        // The moments (two fp32 per piece element and a 4-byte step per piece) appear at the first step.
+        const int64_t states = init ? 8 * pieces + 4 * int64_t(optimizer.modelPieces().size()) : 0;
+        QCOMPARE(after.allocated - before, copies + states);
+        // The update's own temporaries on top: torch's multi-tensor AdamW takes the square root of every
+        // second moment at once (4 bytes a shard element), the op-by-op update (LibTorch 1.13 on CPU has
+        // no fused AdamW) two fp32 temporaries of one piece at a time.
+        const int64_t update = torch_adam ? 4 * pieces : 8 * largest;
+        const int64_t rise = after.peak_allocated - before;
+        QVERIFY2(rise >= copies + states + update && rise <= copies + states + update + 64,
+            qPrintable(QStringLiteral("step %1: peak rises %2 bytes, expected %3 (copies %4, states %5, "
+                                      "update %6)")
+                           .arg(step)
+                           .arg(rise)
+                           .arg(copies + states + update)
+                           .arg(copies)
+                           .arg(states)
+                           .arg(update)));
+        QCOMPARE(optimizer.mainGrads().size(), optimizer.gradPieces().size());
+        for (size_t i = 0; i < optimizer.mainGrads().size(); ++i) {
+            const auto& g = optimizer.mainGrads()[i];
+            QCOMPARE(g.scalar_type(), torch::kFloat32);
+            QCOMPARE(g.is_same(optimizer.gradPieces()[i]), fp32_buffer);
+            QVERIFY(torch::equal(g, optimizer.gradPieces()[i].to(torch::kFloat32)));
+        }
+        // zero_grad(set_to_none=True) at the next train step drops them.
+        const int64_t live = probe->read().allocated;
+        optimizer.zeroGrad();
+        QCOMPARE(live - probe->read().allocated, copies);
+    }
+}
+
+void TestEngineLayout::stepMatchesReferenceAdamW_data()
+{
+    QTest::addColumn<bool>("fp32_buffer");
+    QTest::addColumn<bool>("torch_adam");
+    QTest::newRow("bf16 buffer, fused") << false << false;
+    QTest::newRow("bf16 buffer, torch AdamW") << false << true;
+    QTest::newRow("fp32 buffer, fused") << true << false;
+}
+
+void TestEngineLayout::stepMatchesReferenceAdamW()
+{
+    // The copies change where the fp32 gradients live, not the arithmetic: after N steps the main
+    // parameters equal AdamW applied to the buffer's gradients in fp32, op by op.
+    QFETCH(bool, fp32_buffer);
+    QFETCH(bool, torch_adam);
+    Recipe r = noDropout(tinyRecipe(Arch::DenseUnfused));
+    r.bf16 = true;
+    r.grad_reduce_in_fp32 = fp32_buffer;
+    r.adam_implementation = torch_adam ? "torch" : "fused";
+    auto model = build(r);
+    const auto layout = engine::trainingLayout(r, torch::kBFloat16, 0, 1);
+    engine::GradBuffer buffer(model->parameters(), layout.grad_dtype, false, 1);
+    engine::MainParamAdamW optimizer(buffer, layout);
+    using A = engine::MainParamAdamW;
+    std::vector<torch::Tensor> main, m, v;
+    for (const auto& p : optimizer.mainParams()) {
+        main.push_back(p.clone());
+        m.push_back(torch::zeros_like(p));
+        v.push_back(torch::zeros_like(p));
+    }
+    for (int step = 1; step <= 3; ++step) {
+        buffer.zero();
+        optimizer.zeroGrad();
+        const auto [tokens, labels] = model->batch(20 + step);
+        model->loss(tokens, labels).backward();
+        torch::NoGradGuard no_grad;
+        const double bc1 = 1 - std::pow(A::kBeta1, step), bc2 = 1 - std::pow(A::kBeta2, step);
+        for (size_t i = 0; i < main.size(); ++i) {
+            const auto g = optimizer.gradPieces()[i].to(torch::kFloat32);
+            main[i].mul_(1 - A::kLr * A::kWeightDecay);
+            m[i].mul_(A::kBeta1).add_(g, 1 - A::kBeta1);
+            v[i].mul_(A::kBeta2).addcmul_(g, g, 1 - A::kBeta2);
+            main[i].addcdiv_(m[i], (v[i].sqrt() / std::sqrt(bc2)).add_(A::kEps), -A::kLr / bc1);
+        }
+        optimizer.step();
+    }
+    for (size_t i = 0; i < main.size(); ++i) {
+        const auto& got = optimizer.mainParams()[i];
+        QVERIFY2(torch::allclose(got, main[i], 1e-6, 1e-8),
+            qPrintable(QStringLiteral("piece %1: max |diff| %2")
+                           .arg(i)
+                           .arg((got - main[i]).abs().max().item<double>())));
+        // The 16-bit parameter is the rounded main parameter.
+        QVERIFY(torch::equal(optimizer.modelPieces()[i], got.to(torch::kBFloat16)));
+    }
 }
 
 void TestEngineLayout::microBatchesFromGlobalBatch_data()
