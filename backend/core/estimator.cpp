@@ -111,6 +111,7 @@ bool inside(int created, int region)
 struct LayerModel {
     std::vector<Entry> entries;
     double forward_temp = 0; // transient above the layer's own saved tensors during its forward
+    size_t temp_at = SIZE_MAX; // entries created before forward_temp's moment (all: the layer's whole set)
     double backward_temp = 0; // transient of its backward beyond the replay (gradients in flight)
     double params = 0; // elements
     double largest_param = 0; // elements of its largest parameter tensor
@@ -123,6 +124,14 @@ struct LayerModel {
         for (const auto& e : entries)
             sum += retainedBytes(e, a);
         return sum + checkpoints;
+    }
+    // What the first n entries keep (the saved tensors alive at a moment of the layer's forward).
+    double retainedUpTo(const Active& a, size_t n) const
+    {
+        double sum = 0;
+        for (size_t i = 0; i < entries.size() && i < n; ++i)
+            sum += retainedBytes(entries[i], a);
+        return sum;
     }
     // Largest replay of one checkpointed region in backward: what the region saves when it runs with grad.
     double replay(const Active& a) const
@@ -384,6 +393,13 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
 LayerModel workerLayer(const Shape& x, bool moe)
 {
     LayerModel m;
+    // A forward temporary at this moment of the layer (what it keeps so far: the entries added before).
+    auto temp = [&m](double bytes) {
+        if (bytes > m.forward_temp) {
+            m.forward_temp = bytes;
+            m.temp_at = m.entries.size();
+        }
+    };
     // One rank of the layout (engine/model.cpp, Megatron's shares): heads, query groups and FFN widths per
     // TP rank; the rank's sequence chunk s = seq / CP, whose keys and values CP gathers (sk = seq); under
     // SP the residual stream, norms and dropout on T / TP tokens (xs), the column-parallel linears
@@ -460,11 +476,13 @@ LayerModel workerLayer(const Shape& x, bool moe)
             add(m, v_elems * d, kOutside, bit(kCoreAttn), bit(kCoreAttn));
         }
         const double up_q = T * nh * dq * d, up_kv = T * nh * (x.dn + x.dv) * d;
-        m.forward_temp = std::max(m.forward_temp, up_q + up_kv);
+        temp(up_q + up_kv);
     }
     if (x.backend == "unfused") {
         // Scores: the fp32 softmax output (the worker converts 16-bit scores to fp32), the 16-bit cast,
-        // the dropout mask and the dropped probabilities (kept by the probabilities x V product).
+        // the dropout mask and the dropped probabilities (kept by the probabilities x V product). Before
+        // the softmax: baddbmm's scores and their fp32 copy.
+        temp(scores * (d + (x.fp32 ? 0 : 4)));
         add(m, scores * 4, kCoreAttn, bit(kCoreAttn));
         if (x.attn_dropout > 0) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // mask
@@ -472,11 +490,12 @@ LayerModel workerLayer(const Shape& x, bool moe)
         } else if (!x.fp32) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // 16-bit probabilities for P x V
         }
-        m.forward_temp = std::max(m.forward_temp, scores * (2 * d + (x.fp32 ? 0 : 4)));
     } else {
         // LibTorch 1.13's math path of _scaled_dot_product_attention (CPU): the softmax in the dtype,
-        // dropout's mask and output.
+        // dropout's mask and output; at the softmax the scores it is taken of and the causal masks
+        // ([sq, sk] bool and in the dtype) are alive beside it.
         add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+        temp(scores * d + s * sk * (1 + d));
         if (x.attn_dropout > 0) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn));
             add(m, scores * d, kCoreAttn, bit(kCoreAttn));
@@ -486,12 +505,11 @@ LayerModel workerLayer(const Shape& x, bool moe)
         // buffer of q_layernorm (measured, not derived).
         if (x.mla)
             add(m, Tsp * x.ql * 4, kOutside, out);
-        m.forward_temp = std::max(m.forward_temp, scores * 2 * d);
     }
     // The context, laid out [s, b, np * hv] (a copy), kept by linear_proj.
     add(m, T * nh * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true);
     if (x.sp) // the gathered input of a column-parallel linear, the row-parallel output before its scatter
-        m.forward_temp = std::max(m.forward_temp, T * h * d);
+        temp(T * h * d);
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * d, kOutside, out); // dropout mask after the attention
     // pre_mlp_layernorm: its input is the residual after attention.
@@ -512,7 +530,7 @@ LayerModel workerLayer(const Shape& x, bool moe)
         if (x.gated)
             add(m, T * F * d, kMlp, bit(kMlp)); // silu(a), kept by silu(a) * b
         add(m, T * F * d, kMlp, bit(kMlp)); // the activation, kept by FC2
-        m.forward_temp = std::max(m.forward_temp, T * h * d);
+        temp(T * h * d);
     } else {
         // The router on the rank's local tokens (Tsp); R routed slots reach the rank's local experts (from
         // every EP rank, uniform routing; gathered over expert-TP under SP), FFN / expert-TP wide.
@@ -540,7 +558,7 @@ LayerModel workerLayer(const Shape& x, bool moe)
             add(m, T * Fs * d, kShared, bit(kShared));
         }
         // Expert outputs are concatenated from per-expert pieces (both alive during cat).
-        m.forward_temp = std::max(m.forward_temp, R * std::max(glu * Fm, h) * d + Tsp * E * d);
+        temp(R * std::max(glu * Fm, h) * d + Tsp * E * d);
     }
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * d, kOutside, out); // dropout mask after the MLP
@@ -929,6 +947,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     const double ckpt_state = worker ? kWorkerRngState : 0;
     struct LayerFigures {
         double retained = 0, replay = 0, fwd_temp = 0, bwd_temp = 0, params = 0;
+        double fwd_point = 0; // what the layer keeps when its forward temporary is alive
     };
     std::vector<LayerFigures> lf(st.layers.size());
     const auto selective = [&](const LayerModel& L, bool is_moe) {
@@ -938,6 +957,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         f.fwd_temp = L.forward_temp;
         f.bwd_temp = L.backward_temp;
         f.params = L.params;
+        f.fwd_point = L.temp_at == SIZE_MAX ? f.retained : L.retainedUpTo(sel, L.temp_at);
         return f;
     };
     const LayerFigures dense_fig = selective(dense, false);
@@ -972,14 +992,20 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                         const double acts = L.retained(Active {}, 0);
                         unit_acts += acts;
                         auto& f = lf[i + first + j];
-                        f.fwd_temp = L.forward_temp;
+                        // A checkpointed unit runs without grad: what its layer would keep up to the
+                        // temporary's moment lives beside it as temporaries too.
+                        f.fwd_temp = L.forward_temp
+                            + (ck[u] && L.temp_at != SIZE_MAX ? L.retainedUpTo(Active {}, L.temp_at) : 0);
                         f.bwd_temp = L.backward_temp;
                         f.params = L.params;
                         f.retained = ck[u] ? 0 : acts;
+                        f.fwd_point = ck[u] || L.temp_at == SIZE_MAX ? f.retained
+                                                                     : L.retainedUpTo(Active {}, L.temp_at);
                     }
                     if (ck[u]) {
                         const auto& L0 = layerAt(i + first);
                         lf[i + first].retained = L0.residual + ckpt_state;
+                        lf[i + first].fwd_point = lf[i + first].retained;
                         // The unit's replay: every layer's tensors, rebuilt in its backward.
                         lf[i + first + count - 1].replay = unit_acts;
                     }
@@ -1083,9 +1109,9 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         }
         double before = embed;
         for (const auto& f : lf) {
-            const double here = before + f.retained + f.fwd_temp;
+            const double here = before + f.fwd_point + f.fwd_temp;
             if (here > best_acts + best) {
-                best_acts = before + f.retained;
+                best_acts = before + f.fwd_point;
                 best = f.fwd_temp;
                 what = "layer";
             }
@@ -1180,9 +1206,9 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             }
             double best = -1;
             for (size_t q = f.i0; q < f.i1; ++q) {
-                if (acts + lf[q].retained + lf[q].fwd_temp > best) {
-                    best = acts + lf[q].retained + lf[q].fwd_temp;
-                    f.fwd_acts = acts + lf[q].retained;
+                if (acts + lf[q].fwd_point + lf[q].fwd_temp > best) {
+                    best = acts + lf[q].fwd_point + lf[q].fwd_temp;
+                    f.fwd_acts = acts + lf[q].fwd_point;
                     f.fwd_tr = lf[q].fwd_temp;
                 }
                 acts += lf[q].retained;
