@@ -872,14 +872,23 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                  "elements) left out");
     double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
     double fp32_main_grads = 0; // Megatron layout, 16-bit gradient buffer: the optimizer step's fp32 copies
+    double worker_shard = P; // Worker layout: the elements this rank's optimizer steps
     if (worker) {
-        main_bytes = pd == 4 ? 0 : P * 4;
-        state_bytes = P * 8 + params.tensors * 4.0;
+        // The distributed optimizer's shard of the rank (MainParamAdamW over the buffer's first DP slice):
+        // dense parameters / DP, routed experts / expert-DP (their own buffer), as Megatron shards them.
+        const bool dist = r.use_distributed_optimizer;
+        worker_shard = dist ? params.dense / x.dp + params.expert / x.edp : P;
+        main_bytes = pd == 4 ? 0 : worker_shard * 4;
+        state_bytes = worker_shard * 8 + params.tensors * 4.0;
         base.add("main_parameters", "fp32 main parameters", main_bytes, kWorkerOpt,
-            "an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main copy)");
+            std::string("an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main "
+                        "copy)")
+                + (dist ? ", this rank's shard: dense / DP, experts / expert-DP" : ""));
         base.add("optimizer_states", "AdamW exp_avg, exp_avg_sq, step", state_bytes, kWorkerOpt,
-            "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no distributed "
-            "optimizer)");
+            dist ? "fp32 moments of this rank's shard (dense / DP, experts / expert-DP) and a 0-dim step per "
+                   "piece"
+                 : "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no "
+                   "distributed optimizer)");
         grad_bytes = P * x.grad;
         base.add("gradients", "gradient buffer", grad_bytes, kWorkerOpt,
             "GradBuffer, Megatron's DDP buffer: persistent and contiguous, in the parameters' dtype (fp32 "
@@ -1331,7 +1340,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     // ---- optimizer step and optimizer-state initialisation ----
     Builder opt = base;
     if (worker) {
-        const double bucket = std::min(P, static_cast<double>(int64_t(1) << 27));
+        const double bucket = std::min(worker_shard, static_cast<double>(int64_t(1) << 27));
         if (d != 4)
             opt.add("transient", "fp32 copies of one bucket's gradients", bucket * 4, kWorkerOpt,
                 "the first bucket (2^27 elements at most) converted to fp32");

@@ -193,7 +193,8 @@ void TestEngineEstimate::presetWithinFivePercent()
 
 // One rank of a parallel layout (issue 14): the worker runs the rank's shapes (engine/layout_rank.h); the
 // estimate is the Worker layout's. Rows: every preset at TP 2 (SP) / 4 / 8 (SP), CP 2, EP 8 (MoE), PP 2 and
-// PP 4 with VPP 2, for [] and one label.
+// PP 4 with VPP 2, DP 4 with the distributed optimizer (and EP 8 with it: experts over expert-DP 1), for []
+// and full recompute.
 void TestEngineEstimate::layoutRankWithinFivePercent_data()
 {
     QTest::addColumn<QString>("preset");
@@ -203,8 +204,9 @@ void TestEngineEstimate::layoutRankWithinFivePercent_data()
     const auto files = dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
     for (const auto& file : files) {
         const bool moe = file.startsWith(QLatin1String("moonlight"));
-        for (const char* layout : { "tp2sp", "tp4", "tp8sp", "cp2", "ep8", "pp2", "pp4vpp2" }) {
-            if (QLatin1String(layout) == QLatin1String("ep8") && !moe)
+        for (const char* layout :
+            { "tp2sp", "tp4", "tp8sp", "cp2", "ep8", "pp2", "pp4vpp2", "dp4do", "ep8do" }) {
+            if (QLatin1String(layout).startsWith(QLatin1String("ep8")) && !moe)
                 continue;
             for (const QString& choice : { QStringLiteral("[]"), QStringLiteral("full:uniform:1") })
                 QTest::newRow(qPrintable(file + u' ' + QLatin1String(layout) + u' ' + choice))
@@ -234,9 +236,14 @@ void TestEngineEstimate::layoutRankWithinFivePercent()
         small.sequence_parallel = layout.endsWith(QLatin1String("sp"));
     } else if (layout == QLatin1String("cp2")) {
         small.context_parallel_size = 2;
-    } else if (layout == QLatin1String("ep8")) {
+    } else if (layout.startsWith(QLatin1String("ep8"))) {
         small.expert_model_parallel_size = 8;
         small.data_parallel_size = 8;
+        // ep8do: the distributed optimizer shards dense parameters over DP 8, the experts over expert-DP 1.
+        small.use_distributed_optimizer = layout.endsWith(QLatin1String("do"));
+    } else if (layout == QLatin1String("dp4do")) {
+        small.data_parallel_size = 4;
+        small.use_distributed_optimizer = true;
     } else if (layout == QLatin1String("pp2")) {
         small.pipeline_model_parallel_size = 2;
         small.global_batch_size = 8;
