@@ -111,6 +111,7 @@ bool inside(int created, int region)
 struct LayerModel {
     std::vector<Entry> entries;
     double forward_temp = 0; // transient above the layer's own saved tensors during its forward
+    size_t temp_at = SIZE_MAX; // entries created before forward_temp's moment (all: the layer's whole set)
     double backward_temp = 0; // transient of its backward beyond the replay (gradients in flight)
     double params = 0; // elements
     double largest_param = 0; // elements of its largest parameter tensor
@@ -123,6 +124,14 @@ struct LayerModel {
         for (const auto& e : entries)
             sum += retainedBytes(e, a);
         return sum + checkpoints;
+    }
+    // What the first n entries keep (the saved tensors alive at a moment of the layer's forward).
+    double retainedUpTo(const Active& a, size_t n) const
+    {
+        double sum = 0;
+        for (size_t i = 0; i < entries.size() && i < n; ++i)
+            sum += retainedBytes(entries[i], a);
+        return sum;
     }
     // Largest replay of one checkpointed region in backward: what the region saves when it runs with grad.
     double replay(const Active& a) const
@@ -168,6 +177,7 @@ struct Shape {
     double micro_batches = 1; // per step, per DP rank
     double pos_table = 0; // learned absolute position embedding rows
     bool untied = false;
+    bool grouped = false; // moe_grouped_gemm
 };
 
 // CPU generator state each checkpoint keeps (the worker's RngState: mt19937 + normal cache).
@@ -178,18 +188,20 @@ Shape shapeOf(const Recipe& r, Layout layout)
     Shape x;
     x.layout = layout;
     const bool worker = layout == Layout::Worker;
-    x.tp = worker ? 1 : std::max(1, r.tensor_model_parallel_size);
-    x.cp = worker ? 1 : std::max(1, r.context_parallel_size);
-    x.ep = worker ? 1 : std::max(1, r.expert_model_parallel_size);
+    // The worker runs one rank of the recipe's layout (engine/layout_rank.h) with Megatron's shares: both
+    // layouts see the same TP / CP / EP / PP / DP sizes.
+    x.tp = std::max(1, r.tensor_model_parallel_size);
+    x.cp = std::max(1, r.context_parallel_size);
+    x.ep = std::max(1, r.expert_model_parallel_size);
     x.pp = std::max(1, r.pipeline_model_parallel_size);
     x.vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
-    x.dp = worker ? 1 : std::max(1, r.data_parallel_size);
+    x.dp = std::max(1, r.data_parallel_size);
     // expert_tensor_parallel_size is not a recipe field: Megatron's default is TP, which must fit
     // TP x EP x PP into the world; where it does not, the recipe can only have run with ETP 1.
     const double world = x.tp * x.pp * x.cp * x.dp;
     x.etp = (std::fmod(world, x.tp * x.ep * x.pp) == 0) ? x.tp : 1;
     x.edp = std::max(1.0, world / (x.etp * x.ep * x.pp));
-    x.sp = !worker && r.sequence_parallel && x.tp > 1;
+    x.sp = r.sequence_parallel && x.tp > 1;
     x.s = r.seq_length / x.cp;
     x.b = r.micro_batch_size;
     x.T = x.s * x.b;
@@ -213,6 +225,7 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.Fm = r.moe_ffn_hidden_size.value_or(x.F);
     x.Fs = r.moe_shared_expert_intermediate_size.value_or(0);
     x.capacity = r.moe_expert_capacity_factor.value_or(0);
+    x.grouped = r.moe_grouped_gemm;
     x.fp32 = !r.bf16 && !r.fp16;
     x.act = x.fp32 ? 4 : 2;
     x.grad = x.fp32 || r.grad_reduce_in_fp32 ? 4 : 2; // both layouts: DDP's gradient buffer
@@ -221,26 +234,19 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.backend = r.attention_backend;
     x.te = r.transformer_impl == "transformer_engine";
     x.softmax_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
-    if (worker) {
-        // The worker builds Megatron-LM's layers around the stack (engine/model.cpp modelConfig): the
-        // padded vocabulary, biases, tied or untied output layer, learned absolute positions.
-        const double multiple = std::max(1, r.make_vocab_size_divisible_by) * x.tp;
-        x.vocab = std::ceil(r.vocab_size / multiple) * multiple;
-        x.bias = r.add_bias_linear;
-        x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
-        x.untied = r.untie_embeddings_and_output_weights;
-        if (r.position_embedding_type == "learned_absolute")
-            x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
-    } else {
-        // Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
-        // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding).
-        const double multiple = std::max(1, r.make_vocab_size_divisible_by) * x.tp;
-        x.vocab = std::ceil(r.vocab_size / multiple) * multiple;
-        x.bias = r.add_bias_linear;
-        x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
-        x.untied = r.untie_embeddings_and_output_weights;
-        if (r.position_embedding_type == "learned_absolute")
-            x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
+    // Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
+    // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding); the worker pads it the same way
+    // (engine/model.cpp paddedVocabSize).
+    const double multiple = std::max(1, r.make_vocab_size_divisible_by) * x.tp;
+    x.vocab = std::ceil(r.vocab_size / multiple) * multiple;
+    // Both build the recipe's biases, learned absolute position table and tied or untied output layer
+    // (engine/model.cpp: the worker's stack follows Megatron's).
+    x.bias = r.add_bias_linear;
+    x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
+    x.untied = r.untie_embeddings_and_output_weights;
+    if (r.position_embedding_type == "learned_absolute")
+        x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
+    if (!worker) {
         // FusedScaleMaskSoftmax.is_kernel_available (fusions/fused_softmax.py): 16-bit input,
         // 16 < sk <= 4096, sq and sk multiples of 4, b * np a multiple of 4 (masked_softmax_fusion on).
         const double np = x.heads / x.tp;
@@ -252,12 +258,9 @@ Shape shapeOf(const Recipe& r, Layout layout)
         x.fused_softmax = x.te && !x.fp32 && x.s > 16 && x.s <= 4096 && std::fmod(x.s, 4) == 0
             && std::fmod(x.b * np, 4) == 0;
     }
-    if (worker) {
-        x.micro_batches = 1;
-    } else {
-        const double gbs = r.global_batch_size.value_or(r.micro_batch_size * static_cast<int>(x.dp));
-        x.micro_batches = std::max(1.0, std::floor(gbs / (x.b * x.dp)));
-    }
+    // Both layouts run Megatron's micro-batches per step (engine/optimizer.cpp trainingLayout).
+    const double gbs = r.global_batch_size.value_or(r.micro_batch_size * static_cast<int>(x.dp));
+    x.micro_batches = std::max(1.0, std::floor(gbs / (x.b * x.dp)));
     return x;
 }
 
@@ -291,7 +294,6 @@ ParamCount layerParams(const Shape& x, bool moe)
 {
     ParamCount p;
     const double t = x.tp;
-    const bool worker = x.layout == Layout::Worker;
     const double norm = x.rms ? 1 : 2;
     auto addNorm = [&](double width) {
         p.add(width);
@@ -332,7 +334,7 @@ ParamCount layerParams(const Shape& x, bool moe)
             p.add(x.h);
     } else {
         p.add(x.experts * x.h); // router
-        const double local = worker ? x.experts : x.experts / x.ep;
+        const double local = x.experts / x.ep; // the rank's local experts (both layouts)
         // The worker keeps one fc1/fc2 per expert; Megatron's grouped GEMM one weight per local expert too.
         p.expert += local * (glu + 1) * x.Fm * x.h / x.etp;
         p.largest = std::max(p.largest, glu * x.Fm * x.h / x.etp);
@@ -381,6 +383,9 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
     } else {
         add(m, T * width * d, kOutside, in_savers_extra, bit(region));
         add(m, T * width * 4, region, bit(region)); // x.float(), saved by pow and mul
+        // A second fp32 [T, width] tensor the region keeps: measured on the CPU probe (tst_engine_estimate,
+        // the layout rows, where its share no longer hides behind the attention's), not derived.
+        add(m, T * width * 4, region, bit(region));
         add(m, T * 4, region, bit(region));
         add(m, T * width * d, region, bit(region)); // (x * rstd).to(dtype), saved by the weight multiply
     }
@@ -390,10 +395,24 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
 LayerModel workerLayer(const Shape& x, bool moe)
 {
     LayerModel m;
-    const double T = x.T, d = x.act, h = x.h, nh = x.heads, b = x.b, s = x.s;
+    // A forward temporary at this moment of the layer (what it keeps so far: the entries added before).
+    auto temp = [&m](double bytes) {
+        if (bytes > m.forward_temp) {
+            m.forward_temp = bytes;
+            m.temp_at = m.entries.size();
+        }
+    };
+    // One rank of the layout (engine/model.cpp, Megatron's shares): heads, query groups and FFN widths per
+    // TP rank; the rank's sequence chunk s = seq / CP, whose keys and values CP gathers (sk = seq); under
+    // SP the residual stream, norms and dropout on T / TP tokens (xs), the column-parallel linears
+    // gathering them (GatherLinear keeps the local input) and the row-parallel ones reduce-scattering.
+    const double T = x.T, Tsp = x.Tsp, d = x.act, h = x.h, b = x.b, s = x.s, t = x.tp;
+    const double nh = x.heads / t, ng = std::max(1.0, x.groups / t), sk = s * x.cp;
+    Shape xs = x;
+    xs.T = Tsp;
     const uint32_t out = bit(kOutside);
-    m.residual = T * h * d;
-    const double scores = b * nh * s * s;
+    m.residual = Tsp * h * d;
+    const double scores = b * nh * s * sk;
 
     // input_layernorm: its input is the layer input (the previous layer's output).
     uint32_t ln1_savers = out; // linear_qkv / MLA's down projections
@@ -402,7 +421,7 @@ LayerModel workerLayer(const Shape& x, bool moe)
         ln1_savers |= bit(kMlaUp); // linear_q_proj inside the up-projection region
         ln1_input_of |= bit(kMlaUp);
     }
-    normWorker(m, x, h, kNorm1, ln1_savers, ln1_input_of, 0, true);
+    normWorker(m, xs, h, kNorm1, ln1_savers, ln1_input_of, 0, true);
 
     // Attention up to the core: q, k, v as the core sees them.
     double q_elems = 0, k_elems = 0, v_elems = 0;
@@ -410,10 +429,12 @@ LayerModel workerLayer(const Shape& x, bool moe)
         const double kvw = x.kv;
         // The projection's output: only the core_attn checkpoint keeps it (its inputs are views of it);
         // without it the core copies q, k, v (reshape of narrowed views) and the projection output dies.
-        add(m, T * (nh + 2 * x.groups) * kvw * d, kOutside, 0, bit(kCoreAttn));
+        add(m, T * (nh + 2 * ng) * kvw * d, kOutside, 0, bit(kCoreAttn));
+        if (x.cp > 1) // CP: k and v gathered over the CP ranks (GatherSeq), the core's inputs
+            add(m, 2 * x.cp * T * ng * kvw * d, kOutside, 0, bit(kCoreAttn));
         q_elems = T * nh * kvw;
-        k_elems = T * nh * kvw; // a copy, or repeat_interleave's output under GQA
-        v_elems = T * nh * kvw;
+        k_elems = x.cp * T * nh * kvw; // a copy, or repeat_interleave's output under GQA
+        v_elems = x.cp * T * nh * kvw;
         add(m, q_elems * d, kCoreAttn, bit(kCoreAttn));
         add(m, k_elems * d, kCoreAttn, bit(kCoreAttn));
         add(m, v_elems * d, kCoreAttn, bit(kCoreAttn));
@@ -421,37 +442,49 @@ LayerModel workerLayer(const Shape& x, bool moe)
         const double dq = x.dn + x.dr;
         if (x.ql > 0) {
             // linear_q_down_proj's output feeds q_layernorm (outside every label in the worker).
-            LayerModel qn;
-            normWorker(m, x, x.ql, kOutside, bit(kMlaUp), bit(kMlaUp), 0, false);
+            normWorker(m, xs, x.ql, kOutside, bit(kMlaUp), bit(kMlaUp), 0, false);
         }
         // linear_kv_down_proj's output [T, kvl + dr]: k_pe is a view of it (an up-region input);
         // kv_layernorm on a narrowed view saves the view itself when the dtype is fp32.
-        add(m, T * (x.kvl + x.dr) * d, kOutside, x.fp32 ? (x.rms ? out : 0) : 0, bit(kMlaUp));
+        // The down projections run on the rank's local tokens (Tsp); under SP k_pos_emb is gathered
+        // (GatherSeq, a tensor of its own, the up region's input instead of the view).
+        add(m, Tsp * (x.kvl + x.dr) * d, kOutside, x.fp32 ? (x.rms ? out : 0) : 0, x.sp ? 0 : bit(kMlaUp));
+        if (x.sp)
+            add(m, T * x.dr * d, kOutside, 0, bit(kMlaUp));
         if (x.rms && x.fp32) {
-            add(m, T * 4, kOutside, out);
-            add(m, T * x.kvl * 4, kOutside, out);
+            add(m, Tsp * 4, kOutside, out);
+            add(m, Tsp * x.kvl * 4, kOutside, out);
         } else if (x.rms) {
-            add(m, T * x.kvl * 4, kOutside, out);
-            add(m, T * 4, kOutside, out);
-            add(m, T * x.kvl * d, kOutside, out);
+            add(m, Tsp * x.kvl * 4, kOutside, out);
+            add(m, Tsp * x.kvl * 4, kOutside, out); // the second fp32 tensor of normWorker (measured)
+            add(m, Tsp * 4, kOutside, out);
+            add(m, Tsp * x.kvl * d, kOutside, out);
         } else {
-            add(m, T * x.kvl * d, kOutside, out); // LayerNorm's contiguous copy of the narrowed input
-            add(m, 2 * T * d, kOutside, out);
+            add(m, Tsp * x.kvl * d, kOutside, out); // LayerNorm's contiguous copy of the narrowed input
+            add(m, 2 * Tsp * d, kOutside, out);
         }
-        add(m, T * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output -> linear_kv_up
+        add(m, Tsp * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output -> linear_kv_up
         q_elems = T * nh * dq;
-        k_elems = T * nh * dq;
-        v_elems = T * nh * x.dv;
-        // query, key (cat of the no-PE part and RoPE), value (contiguous): the up region's outputs.
+        k_elems = x.cp * T * nh * dq;
+        v_elems = x.cp * T * nh * x.dv;
+        // query, key (cat of the no-PE part and RoPE), value (contiguous): the up region's outputs; under
+        // CP the core saves the gathered key and value instead (GatherSeq outside the up region).
+        const uint32_t kv_savers = x.cp > 1 ? 0 : bit(kCoreAttn);
         add(m, q_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
-        add(m, k_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
-        add(m, v_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+        add(m, T * nh * dq * d, kMlaUp, kv_savers, kv_savers, true);
+        add(m, T * nh * x.dv * d, kMlaUp, kv_savers, kv_savers, true);
+        if (x.cp > 1) {
+            add(m, k_elems * d, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+            add(m, v_elems * d, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+        }
         const double up_q = T * nh * dq * d, up_kv = T * nh * (x.dn + x.dv) * d;
-        m.forward_temp = std::max(m.forward_temp, up_q + up_kv);
+        temp(up_q + up_kv);
     }
     if (x.backend == "unfused") {
         // Scores: the fp32 softmax output (the worker converts 16-bit scores to fp32), the 16-bit cast,
-        // the dropout mask and the dropped probabilities (kept by the probabilities x V product).
+        // the dropout mask and the dropped probabilities (kept by the probabilities x V product). Before
+        // the softmax: baddbmm's scores and their fp32 copy.
+        temp(scores * (d + (x.fp32 ? 0 : 4)));
         add(m, scores * 4, kCoreAttn, bit(kCoreAttn));
         if (x.attn_dropout > 0) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // mask
@@ -459,29 +492,28 @@ LayerModel workerLayer(const Shape& x, bool moe)
         } else if (!x.fp32) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // 16-bit probabilities for P x V
         }
-        m.forward_temp = std::max(m.forward_temp, scores * (2 * d + (x.fp32 ? 0 : 4)));
     } else {
         // LibTorch 1.13's math path of _scaled_dot_product_attention (CPU): the softmax in the dtype,
-        // dropout's mask and output.
+        // dropout's mask and output; at the softmax the scores it is taken of and the causal masks
+        // ([sq, sk] bool and in the dtype) are alive beside it.
         add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+        temp(scores * d + s * sk * (1 + d));
         if (x.attn_dropout > 0) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn));
             add(m, scores * d, kCoreAttn, bit(kCoreAttn));
         }
-        // What the math path keeps that the core_attn checkpoint does not free: measured on the CPU
-        // probe (tst_engine_estimate), not derived from the op's source: [b, np, s, s] bytes and the
-        // [s, s] causal mask per layer without MLA; with MLA q, k, v-sized buffers (and, with Q
-        // compression, an fp32 [T, q_lora_rank] buffer of q_layernorm).
-        if (!x.mla)
-            add(m, scores * 1 + s * s, kOutside, out);
-        else
-            add(m, T * x.ql * 4 + T * nh * (2 * (x.dn + x.dr) + 2 * x.dv) * d, kOutside, out);
-        m.forward_temp = std::max(m.forward_temp, scores * 2 * d);
+        // The math path keeps its softmax and q, k, v (or their copies) only: the CPU probe's layout rows
+        // (tst_engine_estimate) show no further buffer; with Q compression an fp32 [T, q_lora_rank]
+        // buffer of q_layernorm (measured, not derived).
+        if (x.mla)
+            add(m, Tsp * x.ql * 4, kOutside, out);
     }
     // The context, laid out [s, b, np * hv] (a copy), kept by linear_proj.
-    add(m, v_elems * d, kCoreAttn, out, 0, true);
+    add(m, T * nh * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true);
+    if (x.sp) // the gathered input of a column-parallel linear, the row-parallel output before its scatter
+        temp(T * h * d);
     if (x.hidden_dropout > 0)
-        add(m, T * h * d, kOutside, out); // dropout mask after the attention
+        add(m, Tsp * h * d, kOutside, out); // dropout mask after the attention
     // pre_mlp_layernorm: its input is the residual after attention.
     uint32_t ln2_savers = 0, ln2_input_of = 0;
     if (moe) {
@@ -491,43 +523,49 @@ LayerModel workerLayer(const Shape& x, bool moe)
         ln2_savers = bit(kMlp);
         ln2_input_of = bit(kMlp);
     }
-    normWorker(m, x, h, kNorm2, ln2_savers, ln2_input_of, 0, true);
+    normWorker(m, xs, h, kNorm2, ln2_savers, ln2_input_of, 0, true);
 
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
-        add(m, T * glu * x.F * d, kMlp, bit(kMlp)); // FC1's output (kept by the activation)
+        const double F = x.F / t;
+        add(m, T * glu * F * d, kMlp, bit(kMlp)); // FC1's output (kept by the activation)
         if (x.gated && !x.fused_act)
-            add(m, T * x.F * d, kMlp, bit(kMlp)); // silu(a), kept by silu(a) * b (eager only)
-        add(m, T * x.F * d, kMlp, bit(kMlp)); // the activation, kept by FC2
-        m.forward_temp = std::max(m.forward_temp, T * h * d);
+            add(m, T * F * d, kMlp, bit(kMlp)); // silu(a), kept by silu(a) * b (eager only)
+        add(m, T * F * d, kMlp, bit(kMlp)); // the activation, kept by FC2
+        temp(T * h * d);
     } else {
-        const double R = T * x.topk;
+        // The router on the rank's local tokens (Tsp); R routed slots reach the rank's local experts (from
+        // every EP rank, uniform routing; gathered over expert-TP under SP), FFN / expert-TP wide.
+        const double R = routedTokens(x), Fm = x.Fm / x.etp;
         const double E = x.experts;
-        add(m, T * x.topk * 8, kMoe, bit(kMoe)); // top-k indices (TopkBackward)
-        add(m, T * x.topk * 4, kMoe, bit(kMoe)); // softmax over the chosen k (fp32)
+        add(m, Tsp * x.topk * 8, kMoe, bit(kMoe)); // top-k indices (TopkBackward)
+        add(m, Tsp * x.topk * 4, kMoe, bit(kMoe)); // softmax over the chosen k (fp32)
         add(m, R * 8, kMoe, bit(kMoe)); // sort order (index_select of the probabilities)
         add(m, R * 8, kMoe, bit(kMoe)); // token of each routed slot (index_select, index_add)
         add(m, R * h * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
-        add(m, R * glu * x.Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
+        add(m, R * glu * Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
         add(m, R * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities
         if (!x.fused_act) { // the fused function keeps FC1's output and the probabilities only
             if (x.gated)
-                add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
-            add(m, R * x.Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
+                add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
+            add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
         }
-        add(m, R * x.Fm * d, kMoeAct, bit(kMoe), 0, true); // the region's output, kept by FC2
+        add(m, R * Fm * d, kMoeAct, bit(kMoe), 0, true); // the region's output, kept by FC2
         add(m, R * h * d, kMoe, bit(kMoe)); // FC2's output, kept by index_add (its source)
+        if (x.grouped) // GroupedMLP's CPU fallback (PaddedGroupedLinear) keeps each FC's padded row indices
+            add(m, 2 * R * 8, kMoe, bit(kMoe));
         if (x.Fs > 0) {
-            add(m, T * glu * x.Fs * d, kShared, bit(kShared));
+            const double Fs = x.Fs / t;
+            add(m, T * glu * Fs * d, kShared, bit(kShared));
             if (x.gated && !x.fused_act)
-                add(m, T * x.Fs * d, kShared, bit(kShared));
-            add(m, T * x.Fs * d, kShared, bit(kShared));
+                add(m, T * Fs * d, kShared, bit(kShared));
+            add(m, T * Fs * d, kShared, bit(kShared));
         }
         // Expert outputs are concatenated from per-expert pieces (both alive during cat).
-        m.forward_temp = std::max(m.forward_temp, R * std::max(glu * x.Fm, h) * d + T * E * d);
+        temp(R * std::max(glu * Fm, h) * d + Tsp * E * d);
     }
     if (x.hidden_dropout > 0)
-        add(m, T * h * d, kOutside, out); // dropout mask after the MLP
+        add(m, Tsp * h * d, kOutside, out); // dropout mask after the MLP
     const ParamCount p = layerParams(x, moe);
     m.params = p.total();
     m.largest_param = p.largest;
@@ -725,22 +763,11 @@ struct StageLayout {
     std::string scope;
 };
 
-std::vector<StageLayout> stagesOf(const Recipe& r, Layout layout)
+// Every pipeline stage, for both layouts: the worker runs any one of them (engine/layout_rank.cpp, the same
+// layer offsets).
+std::vector<StageLayout> stagesOf(const Recipe& r)
 {
     std::vector<StageLayout> stages;
-    if (layout == Layout::Worker) {
-        const StageLayers f = firstStageLayers(r);
-        StageLayout s;
-        s.layers = f.layers;
-        s.chunk = f.chunk;
-        s.chunks = f.chunks;
-        s.scope = f.scope
-            + (r.pipeline_model_parallel_size > 1 ? " (the worker runs this stage with the "
-                                                    "embedding and the loss head)"
-                                                  : "");
-        stages.push_back(s);
-        return stages;
-    }
     const int pp = std::max(1, r.pipeline_model_parallel_size);
     const int vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
     const int per_chunk = r.num_layers / (pp * vpp);
@@ -828,8 +855,8 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         params.largest = std::max(params.largest, p.largest);
         params.tensors += p.tensors;
     }
-    const bool holds_embedding = st.first || worker;
-    const bool holds_output = st.last || worker;
+    const bool holds_embedding = st.first;
+    const bool holds_output = st.last;
     if (holds_embedding) {
         params.add(V * h / t);
         if (x.pos_table > 0)
@@ -851,36 +878,50 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     Builder base;
     base.add("parameters", "model parameters", P * pd,
         worker ? kWorkerModel : "megatron/core/distributed/param_and_grad_buffer.py",
-        worker ? "one tensor per parameter in the recipe's dtype; no biases, no position embeddings, an "
-                 "untied output layer"
+        worker ? "one tensor per parameter in the recipe's dtype: biases, position table and output layer "
+                 "as the recipe has them (tied: the embedding serves both; a last stage keeps its copy)"
                : "the DDP parameter buffer in the training dtype; bucket padding (to multiples of the DP "
                  "size x 128 "
                  "elements) left out");
     double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
     double fp32_main_grads = 0; // Megatron layout, 16-bit gradient buffer: the optimizer step's fp32 copies
+    double worker_shard = P; // Worker layout: the elements this rank's optimizer steps
     if (worker) {
-        main_bytes = pd == 4 ? 0 : P * 4;
-        state_bytes = P * 8 + params.tensors * 4.0;
+        // The distributed optimizer's shard of the rank (MainParamAdamW over the buffer's first DP slice):
+        // dense parameters / DP, routed experts / expert-DP (their own buffer), as Megatron shards them.
+        const bool dist = r.use_distributed_optimizer;
+        worker_shard = dist ? params.dense / x.dp + params.expert / x.edp : P;
+        main_bytes = pd == 4 ? 0 : worker_shard * 4;
+        state_bytes = worker_shard * 8 + params.tensors * 4.0;
         base.add("main_parameters", "fp32 main parameters", main_bytes, kWorkerOpt,
-            "an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main copy)");
+            std::string("an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main "
+                        "copy)")
+                + (dist ? ", this rank's shard: dense / DP, experts / expert-DP" : ""));
         base.add("optimizer_states", "AdamW exp_avg, exp_avg_sq, step", state_bytes, kWorkerOpt,
-            "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no distributed "
-            "optimizer)");
+            dist ? "fp32 moments of this rank's shard (dense / DP, experts / expert-DP) and a 0-dim step per "
+                   "piece"
+                 : "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no "
+                   "distributed optimizer)");
         grad_bytes = P * x.grad;
         base.add("gradients", "DDP gradient buffer", grad_bytes, kWorkerOpt,
             std::string("GradBuffer: persistent and contiguous, ")
                 + (x.grad == 4 ? "fp32" : "in the parameters' dtype")
                 + "; each parameter's autograd gradient is added into it and freed at once");
         if (x.grad != 4)
-            fp32_main_grads = (r.use_distributed_optimizer ? P / x.dp : P) * 4;
-        double inputs = 2 * T * 8;
+            fp32_main_grads = worker_shard * 4; // the step's fp32 copies of the rank's (shard of the) gradients
+        // Every micro-batch of the step is drawn up front (engine/runner.cpp); the mask and the tables
+        // span the whole sequence (s x CP).
+        const double seq = x.s * x.cp;
+        double inputs = 2 * T * 8 * x.micro_batches;
         if (x.backend == "unfused")
-            inputs += x.s * x.s;
+            inputs += seq * seq;
         if (x.mla)
-            inputs += 2 * x.s * x.dr * d;
+            inputs += 2 * seq * x.dr * d;
+        if (!st.last)
+            inputs += Tsp * h * d; // the stage's fixed gradient of its sent activation (sent_grad_)
         base.add("other", "tokens, labels, causal mask, RoPE tables", inputs, kWorkerModel,
-            "int64 token ids and labels of one micro-batch; the unfused path's bool causal mask; MLA's "
-            "cos/sin tables");
+            "int64 token ids and labels of the step's micro-batches; the unfused path's bool causal mask; "
+            "MLA's cos/sin tables; a stage without the loss head: the gradient tensor it receives");
     } else {
         const bool dist = r.use_distributed_optimizer;
         const double dense_share = dist ? params.dense / x.dp : params.dense;
@@ -931,6 +972,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     const double ckpt_state = worker ? kWorkerRngState : 0;
     struct LayerFigures {
         double retained = 0, replay = 0, fwd_temp = 0, bwd_temp = 0, params = 0;
+        double fwd_point = 0; // what the layer keeps when its forward temporary is alive
     };
     std::vector<LayerFigures> lf(st.layers.size());
     const auto selective = [&](const LayerModel& L, bool is_moe) {
@@ -940,6 +982,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         f.fwd_temp = L.forward_temp;
         f.bwd_temp = L.backward_temp;
         f.params = L.params;
+        f.fwd_point = L.temp_at == SIZE_MAX ? f.retained : L.retainedUpTo(sel, L.temp_at);
         return f;
     };
     const LayerFigures dense_fig = selective(dense, false);
@@ -974,14 +1017,20 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                         const double acts = L.retained(Active {}, 0);
                         unit_acts += acts;
                         auto& f = lf[i + first + j];
-                        f.fwd_temp = L.forward_temp;
+                        // A checkpointed unit runs without grad: what its layer would keep up to the
+                        // temporary's moment lives beside it as temporaries too.
+                        f.fwd_temp = L.forward_temp
+                            + (ck[u] && L.temp_at != SIZE_MAX ? L.retainedUpTo(Active {}, L.temp_at) : 0);
                         f.bwd_temp = L.backward_temp;
                         f.params = L.params;
                         f.retained = ck[u] ? 0 : acts;
+                        f.fwd_point = ck[u] || L.temp_at == SIZE_MAX ? f.retained
+                                                                     : L.retainedUpTo(Active {}, L.temp_at);
                     }
                     if (ck[u]) {
                         const auto& L0 = layerAt(i + first);
                         lf[i + first].retained = L0.residual + ckpt_state;
+                        lf[i + first].fwd_point = lf[i + first].retained;
                         // The unit's replay: every layer's tensors, rebuilt in its backward.
                         lf[i + first + count - 1].replay = unit_acts;
                     }
@@ -1002,7 +1051,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     std::string head_source, head_note;
     if (holds_embedding) {
         if (x.hidden_dropout > 0)
-            embed += worker ? T * h * d : Tsp * h * 1; // embedding dropout mask [Korthikanti: sbh]
+            embed += worker ? Tsp * h * d : Tsp * h * 1; // embedding dropout mask [Korthikanti: sbh]
     }
     if (holds_output) {
         // The final norm keeps its input (the last layer's output) and its statistics; the output layer
@@ -1016,9 +1065,9 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             // backend/engine/cross_entropy.cpp, Megatron's way: the fp32 copy of the logits becomes the
             // softmax in place and is kept (fp32 logits are their own copy); backward writes the gradient
             // into it, cast to the logits' dtype, beside the output layer's input gradient.
-            head += T * V * 4;
-            head_fwd = d == 4 ? 0 : T * V * d;
-            head_bwd = (d == 4 ? 0 : T * V * d) + T * h * d;
+            head += T * V / t * 4; // the rank's vocabulary shard, as Megatron's vocab-parallel loss
+            head_fwd = d == 4 ? 0 : T * V / t * d;
+            head_bwd = (d == 4 ? 0 : T * V / t * d) + T * h * d;
             head_source = "backend/engine/cross_entropy.cpp";
             head_note
                 = "Megatron's cross-entropy: fp32 softmax [T, V] kept; the 16-bit logits during the loss "
@@ -1039,7 +1088,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     // ---- in-flight micro-batches (pipeline schedules, schedules.py) ----
     int in_flight = 1; // chunk-micro-batches whose activations are held at once, including the current one
     const double m = x.micro_batches;
-    if (!worker && x.pp > 1) {
+    if (x.pp > 1) {
         const int p = stage_index;
         if (st.chunks == 1) {
             in_flight = static_cast<int>(std::min<double>(x.pp - p, m));
@@ -1085,9 +1134,9 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         }
         double before = embed;
         for (const auto& f : lf) {
-            const double here = before + f.retained + f.fwd_temp;
+            const double here = before + f.fwd_point + f.fwd_temp;
             if (here > best_acts + best) {
-                best_acts = before + f.retained;
+                best_acts = before + f.fwd_point;
                 best = f.fwd_temp;
                 what = "layer";
             }
@@ -1122,9 +1171,10 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             consider(stage_acts, head_bwd, 0, "loss");
             if (worker) {
                 // the output layer's weight gradient arrives while the logits' gradient is alive
-                consider(acts_all + head - T * V * 4, T * V * d + T * h * d, V * h * d, "output layer");
+                consider(acts_all + head - T * V / t * 4, T * V / t * d + T * h * d, V / t * h * d,
+                    "output layer");
                 if (!x.untied)
-                    grads_so_far = V * h * d;
+                    grads_so_far = V / t * h * d;
             }
         }
         double below = acts_all;
@@ -1134,7 +1184,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             consider(below + f.retained, f.replay + f.bwd_temp, grads_so_far, "layer");
         }
         if (worker && holds_embedding) {
-            consider(embed, T * h * d * 2, grads_so_far + V * h * d, "embedding");
+            consider(embed, T * h * d * 2, grads_so_far + V / t * h * d, "embedding");
         }
         actTerms(bwd, best_acts);
         bwd.add("transient",
@@ -1151,6 +1201,160 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             bwd.add("gradients", "parameter gradients in flight", best_grads, kWorkerModel,
                 "autograd's gradient of a parameter before the buffer's hook adds it (engine/optimizer.cpp "
                 "MainGradPostHook); a tied embedding's output-layer part waits for the lookup's");
+    }
+
+    // ---- the worker's pipeline schedule ----
+    // A stage of PP > 1 (or with VPP chunks) runs engine/layout_rank.cpp pipelineSchedule (Megatron's 1F1B
+    // or interleaved order, schedules.py): each chunk-micro-batch keeps its chunk's saved tensors, the
+    // activation it received (a leaf, unless its first layer keeps it anyway) and the one it sends, until
+    // its backward; the peaks are taken over the schedule's steps.
+    if (worker && (x.pp > 1 || st.chunks > 1)) {
+        const double boundary = Tsp * h * d; // [s / CP (/ TP under SP), b, h]
+        const int nc = std::max(1, st.chunks);
+        const bool full_units = full && (method == "uniform" || method == "block") && k > 0;
+        struct ChunkFig {
+            size_t i0 = 0, i1 = 0;
+            bool from_tokens = false, loss = false;
+            double held = 0, fwd_acts = 0, fwd_tr = 0;
+        };
+        std::vector<ChunkFig> cf(static_cast<size_t>(nc));
+        size_t j = 0;
+        for (int c = 0; c < nc; ++c) {
+            auto& f = cf[static_cast<size_t>(c)];
+            f.i0 = j;
+            while (j < lf.size() && st.chunk[j] == c)
+                ++j;
+            f.i1 = j;
+            f.from_tokens = c == 0 && st.first;
+            f.loss = c == nc - 1 && st.last;
+            double acts = f.from_tokens ? embed : 0;
+            if (!f.from_tokens && f.i0 < f.i1 && !full_units) {
+                const LayerModel& L0 = isMoeLayer(r, st.layers[f.i0]) ? moe_layer : dense;
+                if (L0.entries.empty() || retainedBytes(L0.entries.front(), sel) <= 0)
+                    acts += boundary; // the received activation, kept by the schedule only
+            }
+            double best = -1;
+            for (size_t q = f.i0; q < f.i1; ++q) {
+                if (acts + lf[q].fwd_point + lf[q].fwd_temp > best) {
+                    best = acts + lf[q].fwd_point + lf[q].fwd_temp;
+                    f.fwd_acts = acts + lf[q].fwd_point;
+                    f.fwd_tr = lf[q].fwd_temp;
+                }
+                acts += lf[q].retained;
+            }
+            acts += f.loss ? head : boundary; // the loss head, or the activation sent on
+            const double end_tr = f.loss ? head_fwd : 0;
+            if (acts + end_tr > best) {
+                f.fwd_acts = acts;
+                f.fwd_tr = end_tr;
+            }
+            f.held = acts;
+        }
+        // One chunk's backward: its worst point as (activations, transient, gradients).
+        struct Point {
+            double acts = 0, tr = 0, grads = 0;
+            double total() const { return acts + tr + grads; }
+        };
+        // Gradients: the buffer (base) takes each parameter's as it arrives; one in flight at a time.
+        auto chunkBackward = [&](const ChunkFig& f) {
+            Point best { 0, 0, 0 };
+            bool any = false;
+            auto consider = [&](double a, double tr, double g) {
+                if (!any || a + tr + g > best.total())
+                    best = { a, tr, g };
+                any = true;
+            };
+            double below = f.held, tr_in = 0;
+            if (f.loss) {
+                consider(f.held, head_bwd, 0);
+                consider(f.held - T * V / t * 4, T * V / t * d + T * h * d, V / t * h * d);
+                below -= head;
+            } else {
+                tr_in = boundary; // the gradient the next stage sends back
+            }
+            for (size_t q = f.i1; q-- > f.i0;) {
+                below -= lf[q].retained;
+                consider(below + lf[q].retained, lf[q].replay + lf[q].bwd_temp + tr_in, 0);
+            }
+            if (f.from_tokens)
+                consider(embed, T * h * d * 2, V / t * h * d);
+            return best;
+        };
+        // The schedule (layout_rank.cpp pipelineSchedule): micro-batches in groups of PP, through the
+        // chunks in order forward and in reverse backward; warm-up, steady 1F1B, cool-down.
+        const int pp = std::max(1, static_cast<int>(x.pp)), mb = std::max(1, static_cast<int>(m));
+        std::vector<int> fwd_chunks, bwd_chunks;
+        for (int g0 = 0; g0 < mb; g0 += pp) {
+            const int g1 = std::min(mb, g0 + pp);
+            for (int v = 0; v < nc; ++v)
+                for (int i = g0; i < g1; ++i)
+                    fwd_chunks.push_back(v);
+            for (int v = nc - 1; v >= 0; --v)
+                for (int i = g0; i < g1; ++i)
+                    bwd_chunks.push_back(v);
+        }
+        std::vector<std::pair<bool, int>> ops;
+        const int total = static_cast<int>(fwd_chunks.size());
+        const int warmup = std::clamp(
+            nc == 1 ? pp - stage_index - 1 : (pp - stage_index - 1) * 2 + (nc - 1) * pp, 0, total);
+        size_t fi = 0, bi = 0;
+        for (; fi < static_cast<size_t>(warmup); ++fi)
+            ops.push_back({ true, fwd_chunks[fi] });
+        while (fi < fwd_chunks.size()) {
+            ops.push_back({ true, fwd_chunks[fi++] });
+            ops.push_back({ false, bwd_chunks[bi++] });
+        }
+        while (bi < bwd_chunks.size())
+            ops.push_back({ false, bwd_chunks[bi++] });
+        double held = 0;
+        int now = 0, most = 0;
+        Point best_f, best_b;
+        double others_f = 0, others_b = 0;
+        int n_f = 0, n_b = 0;
+        bool seen_f = false, seen_b = false;
+        for (const auto& [is_fwd, c] : ops) {
+            const ChunkFig& f = cf[static_cast<size_t>(c)];
+            if (is_fwd) {
+                const Point p { f.fwd_acts, f.fwd_tr, 0 };
+                if (!seen_f || held + p.total() > others_f + best_f.total()) {
+                    best_f = p;
+                    others_f = held;
+                    n_f = now;
+                }
+                seen_f = true;
+                held += f.held;
+                most = std::max(most, ++now);
+            } else {
+                held -= f.held;
+                --now;
+                const Point p = chunkBackward(f);
+                if (!seen_b || held + p.total() > others_b + best_b.total()) {
+                    best_b = p;
+                    others_b = held;
+                    n_b = now;
+                }
+                seen_b = true;
+            }
+        }
+        rank.in_flight_micro_batches = most;
+        auto build = [&](const Point& p, double others, int n_others, const char* tr_name) {
+            Builder bl = base;
+            bl.add("activations", "saved activations of the in-flight micro-batch", p.acts, act_source,
+                act_note + "; the received and the sent activation of a pipeline stage");
+            bl.add("activations",
+                "activations of " + std::to_string(n_others) + " more in-flight chunk-micro-batches", others,
+                "engine/layout_rank.cpp pipelineSchedule",
+                "the worker's 1F1B / interleaved schedule (Megatron's order): every chunk-micro-batch "
+                "forwarded and not yet backwarded keeps its chunk's activations");
+            bl.add("transient", tr_name, p.tr, act_source,
+                "the largest tensor alive only inside the current step of the schedule");
+            bl.add("gradients", "a parameter's gradient before the buffer takes it", p.grads, kWorkerOpt,
+                "autograd allocates the gradient (the recipe's dtype); the hook adds it into the buffer and "
+                "frees it");
+            return bl;
+        };
+        fwd = build(best_f, others_f, n_f, "a chunk's forward temporaries");
+        bwd = build(best_b, others_b, n_b, "a chunk's backward: replay and gradients in flight");
     }
 
     // ---- optimizer step and optimizer-state initialisation ----
@@ -1286,7 +1490,7 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     const Active sel = activeOf(r);
     const LayerModel dense = layerModel(x, false);
     const LayerModel moe = x.experts > 0 ? layerModel(x, true) : dense;
-    const auto stages = stagesOf(r, layout);
+    const auto stages = stagesOf(r);
     for (size_t p = 0; p < stages.size(); ++p)
         e.ranks.push_back(estimateStage(r, x, stages[p], static_cast<int>(p), sel, dense, moe));
     for (size_t i = 0; i < e.ranks.size(); ++i) {
@@ -1295,14 +1499,34 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
             e.hottest = static_cast<int>(i);
         }
     }
+    if (layout == Layout::Worker && e.ranks.size() > 1) {
+        // The worker runs by default the stage the Megatron layout names the hottest
+        // (engine/layout_rank.cpp layoutRank): the Worker layout's figure is that rank's.
+        const MemoryEstimate megatron = estimateMemory(r, Layout::Megatron);
+        e.hottest = std::clamp(megatron.hottest, 0, static_cast<int>(e.ranks.size()) - 1);
+        e.peak_bytes = e.ranks[static_cast<size_t>(e.hottest)].peak_bytes;
+    }
     const std::string dtype = x.fp32 ? "fp32" : (r.bf16 ? "bf16" : "fp16");
     if (layout == Layout::Worker) {
         e.assumptions
-            = { "layout: recompute-bench as it is today (one rank, the first pipeline stage, one micro-batch "
-                "per step, autograd's gradients, AdamW on fp32 main parameters, no distributed optimizer)",
+            = { "layout: recompute-bench as it is today (one rank of the layout on one device, every "
+                "pipeline stage, autograd's gradients, AdamW on fp32 main parameters, no distributed "
+                "optimizer); the hottest rank is the one the worker runs by default (the Megatron "
+                "layout's hottest stage)",
                   "dtype " + dtype
                       + "; CPU allocations as LibTorch 1.13 makes them (dropout masks in the input's dtype)",
-                  "TP, CP and EP are 1 (the worker refuses others); MoE routing balanced (tokens x top-k)" };
+                  [&] {
+                      std::ostringstream o;
+                      o << "parallel: TP " << x.tp << (x.sp ? " (sequence parallel)" : "") << ", PP " << x.pp;
+                      if (x.vpp > 1)
+                          o << " (VPP " << x.vpp << ")";
+                      o << ", CP " << x.cp << ", EP " << x.ep << ", expert-TP " << x.etp << ", DP " << x.dp
+                        << "; " << x.micro_batches
+                        << " micro-batches per step, in flight as the worker's schedule keeps them; "
+                           "collectives as local operations of the same shapes (engine/model.cpp); MoE "
+                           "routing balanced (every rank receives tokens x top-k)";
+                      return o.str();
+                  }() };
     } else {
         std::ostringstream o;
         o << "parallel: TP " << x.tp << (x.sp ? " (sequence parallel)" : "") << ", PP " << x.pp;
