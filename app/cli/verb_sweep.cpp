@@ -83,6 +83,7 @@ struct JobSweepSettings {
     std::vector<std::string> bridgeLauncher;
     QString sshHost;
     QStringList sshOptions;
+    std::optional<rs::launch::SlurmSettings> slurm; // --slurm-*: each run a Slurm batch job
 };
 
 // The half-width (% of the median) of the pooled steady iterations of `runs`; nullopt without an interval.
@@ -150,6 +151,14 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
     }
     std::cerr << "recompute sweep --job: the [] control, then " << plan.size() - 1 << " recompute choice(s), "
               << set.iters << " iterations each; logs in " << logDir.toStdString() << "\n";
+    if (set.slurm)
+        std::cerr << "recompute sweep --job: each run a Slurm batch job ("
+                  << (set.slurm->partition.isEmpty() ? std::string("the default partition")
+                                                     : "partition " + set.slurm->partition.toStdString())
+                  << ", " << set.slurm->nodes << " node(s) x " << set.slurm->tasksPerNode << " task(s)"
+                  << (set.slurm->loginHost.isEmpty() ? std::string()
+                                                     : ", submitted on " + set.slurm->loginHost.toStdString())
+                  << "), its output read from " << set.slurm->workDir.toStdString() << "\n";
 
     rs::cli::InterruptScope interrupts;
     const int interruptsBefore = rs::cli::InterruptScope::count();
@@ -187,6 +196,10 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                 if (tail.size() > 20)
                     tail.removeFirst();
             });
+            QObject::connect(&job, &JobRun::note, [&](const QString& n) {
+                std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] " << n.toStdString()
+                          << "\n";
+            });
             QObject::connect(&job, &JobRun::iteration, [&](const rs::storage::IterationRow& row) {
                 std::cerr << "  [" << p.label.toStdString() << "] iteration " << row.iteration << "/"
                           << set.iters
@@ -209,6 +222,7 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
             rs::launch::JobOptions jo;
             jo.sshHost = set.sshHost;
             jo.sshOptions = set.sshOptions;
+            jo.slurm = set.slurm;
             QString startError;
             std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "]";
             for (const std::string& w : p.command)
@@ -406,6 +420,7 @@ int sweepMain(const std::vector<std::string>& argv)
         js.logDir = jobLogDir;
         js.sshHost = options.sshHost;
         js.sshOptions = options.sshOptions;
+        js.slurm = options.slurm;
         for (const QString& w : jobLauncher.split(u' ', Qt::SkipEmptyParts))
             js.bridgeLauncher.push_back(w.toStdString());
         return jobSweep(input.recipe, input.format, unique, js);

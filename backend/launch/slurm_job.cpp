@@ -202,6 +202,15 @@ QString pendingReasonText(const QString& reason)
     return reason;
 }
 
+QString slurmStateNote(const QString& jobId, const QString& state, const QString& reason)
+{
+    if (reason.startsWith(u"squeue failed"_s) || reason.startsWith(u"scancel failed"_s))
+        return u"Slurm job %1: %2"_s.arg(jobId, reason);
+    if (state == u"PENDING"_s)
+        return u"Slurm job %1 pending: %2"_s.arg(jobId, pendingReasonText(reason));
+    return u"Slurm job %1 %2"_s.arg(jobId, state.toLower());
+}
+
 SlurmJob::SlurmJob(QObject* parent)
     : QObject(parent)
 {
