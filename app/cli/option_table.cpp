@@ -124,6 +124,10 @@ std::vector<OptionSpec> makeOptionTable()
             "is within --interval-target of the median, at most N runs" },
         { "interval-target", "PCT", Arity::Value, { "sweep" }, false, false,
             "the interval's half-width that ends the repeats, in percent of the median (default 2)" },
+        { "no-skip-by-estimate", "", Arity::Flag, { "sweep" }, false, false,
+            "run every choice, also those the estimate says cannot fit the target (by default a choice "
+            "estimated over --target-gb by more than the estimator's 5 % error is skipped, with the "
+            "reason)" },
         { "job", "", Arity::Flag, { "sweep" }, false, false,
             "run the user's own training command (the Megatron-LM line given to --mlm-args, or Bridge "
             "overrides with --job-launcher) once per choice instead of the worker" },
@@ -255,7 +259,11 @@ std::vector<VerbSpec> makeVerbTable()
             "are compared soundly: the median with its 95 % interval, Δ vs [] with its interval; a "
             "difference "
             "inside the noise is \"not significant\" and never decides the choice (ties go to the narrower "
-            "recompute boundary, the guide's rule). --job runs the user's own training command instead of "
+            "recompute boundary, the guide's rule). With a target, a choice the estimate says cannot fit "
+            "(over "
+            "it by more than the estimator's 5 % error) is not run: it is reported with its estimate and "
+            "the target, and does not change the exit status (--no-skip-by-estimate runs it). --job runs the "
+            "user's own training command instead of "
             "the worker: the [] control first (Megatron-LM: recompute off), then one recompute change at a "
             "time written into the command, for a short run; each run's output is imported as it streams, "
             "linked to the control and compared, the estimate printed beside each measured peak; with "

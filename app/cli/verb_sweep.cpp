@@ -12,6 +12,7 @@
 #include <QTimer>
 
 #include "advice_output.h"
+#include "core/advisor.h"
 #include "core/comparison.h"
 #include "core/estimator.h"
 #include "core/recipe_input.h"
@@ -73,6 +74,63 @@ QString oneLine(const rs::storage::Store& store, qint64 runId)
     return s;
 }
 
+// A candidate the estimate says cannot fit the memory target, not run.
+struct EstimateSkip {
+    QString label;
+    QString reason;
+};
+
+// The candidates of `choices` the estimate says cannot fit `targetGb` per rank: estimated over it by more
+// than the estimator's stated error (the advisor's rule, kEstimateErrorFraction; within the error only a
+// measurement can say), through core's rankCandidatesByEstimate on the control. One entry per choice,
+// nullopt where it may fit, or when there is no target or no estimate.
+std::vector<std::optional<QString>> skipsByEstimate(const rs::Recipe& base, rs::InputFormat format,
+    const std::vector<rs::RecomputeChoice>& choices, std::optional<double> targetGb, rs::Layout layout)
+{
+    std::vector<std::optional<QString>> out(choices.size());
+    if (!targetGb || choices.empty())
+        return out;
+    try {
+        const rs::Recipe resolved = rs::validate(rs::controlRecipe(base), format).resolved;
+        const int dp = *targetGb < 1.0 ? 6 : 3;
+        for (const rs::RankedCandidate& c :
+            rs::rankCandidatesByEstimate(resolved, choices, targetGb, layout, -rs::kEstimateErrorFraction)) {
+            if (c.fits || c.index >= out.size())
+                continue;
+            out[c.index]
+                = QString::fromStdString("estimated " + rs::formatGb(c.peak_bytes, dp) + " GB (stage "
+                    + std::to_string(c.hottest_stage) + ", the hottest rank, " + rs::layoutName(layout)
+                    + " layout) > target " + rs::formatFixed(*targetGb, dp) + " GB, over it by more than the "
+                    + "estimator's " + rs::formatFixed(rs::kEstimateErrorFraction * 100.0, 0) + " % error");
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "recompute sweep: no estimate (" << e.what() << "): no candidate is skipped by it\n";
+        return std::vector<std::optional<QString>>(choices.size());
+    }
+    return out;
+}
+
+void sayEstimateSkip(const EstimateSkip& skip)
+{
+    std::cerr << "recompute sweep: [" << skip.label.toStdString()
+              << "] skipped by its estimate, not run: " << skip.reason.toStdString()
+              << " (--no-skip-by-estimate runs it)\n";
+}
+
+// The sweep's report of what its estimate kept from running.
+QByteArray estimateSkipTable(const QVector<EstimateSkip>& skips)
+{
+    if (skips.isEmpty())
+        return {};
+    QString s = u"Skipped by the estimate (not run; --no-skip-by-estimate runs them):\n"_s;
+    int width = 10;
+    for (const EstimateSkip& k : skips)
+        width = std::max(width, int(k.label.size()));
+    for (const EstimateSkip& k : skips)
+        s += u"  %1  skipped by estimate  %2\n"_s.arg(k.label, -width).arg(k.reason);
+    return s.toUtf8();
+}
+
 struct JobSweepSettings {
     QString db;
     std::optional<double> target;
@@ -84,6 +142,7 @@ struct JobSweepSettings {
     QString sshHost;
     QStringList sshOptions;
     std::optional<rs::launch::SlurmSettings> slurm; // --slurm-*: each run a Slurm batch job
+    bool skipByEstimate = true; // --no-skip-by-estimate: false
 };
 
 // The half-width (% of the median) of the pooled steady iterations of `runs`; nullopt without an interval.
@@ -113,12 +172,22 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
     };
     std::vector<Planned> plan;
     int skipped = 0;
+    QVector<EstimateSkip> estimateSkips;
+    // What Megatron-LM would allocate: the Megatron layout.
+    const std::vector<std::optional<QString>> overTarget = set.skipByEstimate
+        ? skipsByEstimate(base, format, choices, set.target, rs::Layout::Megatron)
+        : std::vector<std::optional<QString>>(choices.size());
     try {
         for (int i = -1; i < int(choices.size()); ++i) {
             Planned p;
             if (i >= 0)
                 p.choice = choices[std::size_t(i)];
             p.label = p.choice ? label(*p.choice) : u"[]"_s;
+            if (i >= 0 && overTarget[std::size_t(i)]) {
+                estimateSkips.push_back({ p.label, *overTarget[std::size_t(i)] });
+                sayEstimateSkip(estimateSkips.back());
+                continue;
+            }
             p.recipe = rs::launch::jobRecipe(base, format, p.choice);
             if (!validated(p.recipe, format, p.label)) {
                 if (!p.choice) {
@@ -300,6 +369,8 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                      .toStdString();
     const auto rows = store.compare(*controlId, ids);
     std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
+    if (!estimateSkips.isEmpty())
+        std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
     bool fits = true;
     if (set.target) {
         rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *set.target);
@@ -331,6 +402,7 @@ int sweepMain(const std::vector<std::string>& argv)
     std::vector<rs::RecomputeChoice> sets;
     bool job = false; // the user's own training command, not the worker
     std::optional<int> jobIters;
+    bool skipByEstimate = true;
     QString jobLogDir, jobLauncher;
     options.reuseCandidates = true;
     try {
@@ -350,6 +422,7 @@ int sweepMain(const std::vector<std::string>& argv)
         options.reuseControl = !args.has("rerun-control") && !args.has("rerun");
         options.reuseCandidates = !args.has("rerun");
         job = args.has("job");
+        skipByEstimate = !args.has("no-skip-by-estimate");
         if (args.has("job-log-dir"))
             jobLogDir = QString::fromStdString(args.value("job-log-dir"));
         if (args.has("job-launcher"))
@@ -421,6 +494,7 @@ int sweepMain(const std::vector<std::string>& argv)
         js.sshHost = options.sshHost;
         js.sshOptions = options.sshOptions;
         js.slurm = options.slurm;
+        js.skipByEstimate = skipByEstimate;
         for (const QString& w : jobLauncher.split(u' ', Qt::SkipEmptyParts))
             js.bridgeLauncher.push_back(w.toStdString());
         return jobSweep(input.recipe, input.format, unique, js);
@@ -430,10 +504,21 @@ int sweepMain(const std::vector<std::string>& argv)
         std::cerr << "recompute sweep: the [] control of this recipe does not validate: nothing was run\n";
         return 1;
     }
-    // Each candidate is the control with only its recompute choice set (rs::candidateRecipe).
+    // Each candidate is the control with only its recompute choice set (rs::candidateRecipe); those the
+    // estimate says cannot fit the target are not run (what the worker allocates: the worker layout).
     QVector<rs::Recipe> runnable;
     int skipped = 0;
-    for (const auto& s : unique) {
+    QVector<EstimateSkip> estimateSkips;
+    const std::vector<std::optional<QString>> overTarget = skipByEstimate
+        ? skipsByEstimate(base, input.format, unique, target, rs::Layout::Worker)
+        : std::vector<std::optional<QString>>(unique.size());
+    for (std::size_t i = 0; i < unique.size(); ++i) {
+        const auto& s = unique[i];
+        if (overTarget[i]) {
+            estimateSkips.push_back({ label(s), *overTarget[i] });
+            sayEstimateSkip(estimateSkips.back());
+            continue;
+        }
         const rs::Recipe r = rs::candidateRecipe(base, s);
         if (validated(r, input.format, label(s)))
             runnable << r;
@@ -491,6 +576,8 @@ int sweepMain(const std::vector<std::string>& argv)
                      .toStdString();
     const auto rows = store.compare(controlId, ids);
     std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
+    if (!estimateSkips.isEmpty())
+        std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
     bool fits = true;
     if (target) {
         // Never chosen on a difference inside the noise: ties go to the narrower boundary.
