@@ -9,6 +9,7 @@
 #include <QDir>
 #include <QEventLoop>
 #include <QFileInfo>
+#include <QSysInfo>
 #include <QTimer>
 
 #include "advice_output.h"
@@ -20,6 +21,7 @@
 #include "core/step_stats.h"
 #include "core/units.h"
 #include "launch/job_run.h"
+#include "launch/run_session.h"
 #include "run_session.h"
 #include "storage/log_import.h"
 #include "storage/report.h"
@@ -143,6 +145,7 @@ struct JobSweepSettings {
     QStringList sshOptions;
     std::optional<rs::launch::SlurmSettings> slurm; // --slurm-*: each run a Slurm batch job
     bool skipByEstimate = true; // --no-skip-by-estimate: false
+    bool reuseControl = true, reuseCandidates = true; // --rerun-control, --rerun: false
 };
 
 // The half-width (% of the median) of the pooled steady iterations of `runs`; nullopt without an interval.
@@ -235,10 +238,41 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
     QVector<qint64> ids, moreControls;
     bool interrupted = false;
     const QString stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s);
+    int reusedRuns = 0;
     for (const Planned& p : plan) {
         QVector<qint64> runsOfChoice;
+        rs::launch::JobOptions jo;
+        jo.sshHost = set.sshHost;
+        jo.sshOptions = set.sshOptions;
+        jo.slurm = set.slurm;
+        // A stored run of the same recipe (hash), the same command (iterations included) launched the same
+        // way stands in for running it again (RunSession's lookup, as worker runs are reused).
+        const QString signature
+            = rs::launch::RunSession::signatureMark() + rs::launch::jobSignature(p.command, jo);
+        rs::Recipe trained = p.recipe;
+        trained.train_iters = set.iters;
+        const QStringList hashes = rs::launch::RunSession::recipeHashes(trained);
+        const int cap = std::max(set.repeats, set.repeatsMax);
+        QVector<qint64> reusable;
+        if (p.choice ? set.reuseCandidates : set.reuseControl) {
+            reusable = rs::launch::RunSession::findStoredRuns(
+                store, { rs::storage::source::Import, hashes, signature, std::nullopt, false });
+            if (reusable.size() > cap)
+                reusable.resize(cap); // the newest
+            std::reverse(reusable.begin(), reusable.end()); // oldest first, as they were measured
+        }
+        const auto take = [&](qint64 id) {
+            runsOfChoice << id;
+            if (!p.choice) {
+                if (!controlId)
+                    controlId = id;
+                else
+                    moreControls << id;
+            } else {
+                ids << id;
+            }
+        };
         for (int repeat = 1; !interrupted; ++repeat) {
-            const int cap = std::max(set.repeats, set.repeatsMax);
             if (repeat > cap)
                 break;
             if (repeat > set.repeats) {
@@ -249,6 +283,18 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                           << (hw ? "+-" + rs::formatFixed(*hw, 2) + " %" : std::string("not known yet"))
                           << ", wider than " << rs::formatFixed(set.intervalTargetPct, 2) << " %: run "
                           << repeat << " of at most " << cap << "\n";
+            }
+            if (!reusable.isEmpty()) {
+                const qint64 id = reusable.takeFirst();
+                std::cout << oneLine(store, id).toStdString() << " (reused)\n" << std::flush;
+                std::cerr
+                    << "recompute sweep --job: [" << p.label.toStdString() << "] run " << id
+                    << " reused: stored with the same recipe hash, command and iterations, launched the "
+                       "same way (--rerun"
+                    << (p.choice ? "" : "-control or --rerun") << " runs it again)\n";
+                ++reusedRuns;
+                take(id);
+                continue;
             }
             QString name = p.label;
             name.replace(u' ', u'-').replace(u',', u'+');
@@ -288,10 +334,6 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                 }
             });
             poll.start(100);
-            rs::launch::JobOptions jo;
-            jo.sshHost = set.sshHost;
-            jo.sshOptions = set.sshOptions;
-            jo.slurm = set.slurm;
             QString startError;
             std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "]";
             for (const std::string& w : p.command)
@@ -322,6 +364,15 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                     return 2;
                 break;
             }
+            // What the reuse lookup reads: the recipe's hash, this machine, how it was launched.
+            if (auto run = store.run(imported.runId)) {
+                run->recipeHash = hashes.front();
+                run->ingestHost = QSysInfo::machineHostName();
+                run->provenance += signature;
+                if (!store.updateRun(*run))
+                    std::cerr << "recompute sweep --job: run " << imported.runId
+                              << ": its launch could not be stored; it will not be reused\n";
+            }
             std::cout << oneLine(store, imported.runId).toStdString() << "\n";
             for (const QString& n : imported.notes)
                 std::cerr << "  note: " << n.toStdString() << "\n";
@@ -344,15 +395,7 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                 std::cerr << "  calibration [" << p.label.toStdString() << "]: no estimate (" << ex.what()
                           << ")\n";
             }
-            runsOfChoice << imported.runId;
-            if (!p.choice) {
-                if (!controlId)
-                    controlId = imported.runId;
-                else
-                    moreControls << imported.runId;
-            } else {
-                ids << imported.runId;
-            }
+            take(imported.runId);
             if (aborted)
                 break; // a failed run is not repeated
         }
@@ -381,6 +424,9 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << *controlId << ")\n";
+    if (reusedRuns > 0)
+        std::cerr << "recompute sweep --job: " << reusedRuns
+                  << " stored run(s) reused, not run again (--rerun runs everything again)\n";
     if (interrupted) {
         std::cerr << "recompute sweep --job: interrupted\n";
         return 130;
@@ -495,6 +541,8 @@ int sweepMain(const std::vector<std::string>& argv)
         js.sshOptions = options.sshOptions;
         js.slurm = options.slurm;
         js.skipByEstimate = skipByEstimate;
+        js.reuseControl = options.reuseControl;
+        js.reuseCandidates = options.reuseCandidates;
         for (const QString& w : jobLauncher.split(u' ', Qt::SkipEmptyParts))
             js.bridgeLauncher.push_back(w.toStdString());
         return jobSweep(input.recipe, input.format, unique, js);

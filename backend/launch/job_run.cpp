@@ -107,6 +107,27 @@ std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
                                 "(--overrides), not a JSON recipe");
 }
 
+QString jobSignature(const std::vector<std::string>& command, const JobOptions& options)
+{
+    QStringList words;
+    for (const std::string& w : command)
+        words << plainOrQuoted(QString::fromStdString(w));
+    QString s = u"job command "_s + words.join(u' ');
+    if (!options.workingDirectory.isEmpty())
+        s += u", in "_s + options.workingDirectory;
+    if (!options.environment.isEmpty())
+        s += u", environment "_s + options.environment.join(u' ');
+    if (options.slurm)
+        s += (options.slurm->loginHost.isEmpty() ? QString()
+                                                 : u", submitted on "_s + options.slurm->loginHost)
+            + u", "_s + slurmAllocationSignature(*options.slurm);
+    else if (!options.sshHost.isEmpty())
+        s += u", ssh "_s + options.sshHost;
+    else
+        s += u", this host"_s;
+    return s;
+}
+
 JobRun::JobRun(QObject* parent)
     : QObject(parent)
     , m_stream(std::make_unique<storage::TrainingLogStream>())

@@ -71,6 +71,11 @@ struct JobOptions {
     std::optional<SlurmSettings> slurm;
 };
 
+// How a job run was launched, for deciding whether a stored one measured the same way: the exact command
+// (its words quoted), the working directory and environment given, and where it ran (this host, the ssh
+// host, or the Slurm allocation: slurmAllocationSignature, and the login host).
+QString jobSignature(const std::vector<std::string>& command, const JobOptions& options);
+
 class JobRun : public QObject {
     Q_OBJECT
 public:

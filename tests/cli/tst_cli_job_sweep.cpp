@@ -171,13 +171,77 @@ private slots:
             QCOMPARE(c.code, 0);
     }
 
+    // A stored run of the same recipe hash, command and iterations is reused instead of run again, and
+    // says so; other iterations run again, --rerun runs everything, --rerun-control the control.
+    void storedJobRunsAreReused_data()
+    {
+        QTest::addColumn<QStringList>("again");
+        QTest::addColumn<QStringList>("replayed"); // by the second sweep
+        QTest::addColumn<QStringList>("reused"); // labels the second sweep said it reused
+        QTest::newRow("the same sweep: both reused")
+            << QStringList {} << QStringList {} << QStringList { u"[]"_s, u"core_attn"_s };
+        QTest::newRow("other iterations: both run")
+            << QStringList { u"--job-iters"_s, u"8"_s }
+            << QStringList { u"dense-none"_s, u"dense-core_attn"_s } << QStringList {};
+        QTest::newRow("--rerun: both run")
+            << QStringList { u"--rerun"_s } << QStringList { u"dense-none"_s, u"dense-core_attn"_s }
+            << QStringList {};
+        QTest::newRow("--rerun-control: the control runs")
+            << QStringList { u"--rerun-control"_s } << QStringList { u"dense-none"_s }
+            << QStringList { u"core_attn"_s };
+        QTest::newRow("--repeats 2: one reused, one more run")
+            << QStringList { u"--repeats"_s, u"2"_s } << QStringList { u"dense-none"_s, u"dense-core_attn"_s }
+            << QStringList { u"[]"_s, u"core_attn"_s };
+    }
+    void storedJobRunsAreReused()
+    {
+        QFETCH(QStringList, again);
+        QFETCH(QStringList, replayed);
+        QFETCH(QStringList, reused);
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"jobs.sqlite"_s);
+        const auto sweepOnce = [&](const QString& seen, const QStringList& extra) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(u"RS_FAKE_MEGATRON_SEEN"_s, seen);
+            env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.005"_s);
+            QStringList args = { u"sweep"_s, u"--job"_s, u"--db"_s, db, u"--modules"_s, u"core_attn"_s,
+                u"--target-gb"_s, u"14"_s };
+            if (!extra.contains(u"--job-iters"_s))
+                args << u"--job-iters"_s << u"6"_s;
+            args << extra << u"--profile"_s << u"main"_s << u"--mlm-args"_s
+                 << QStringLiteral(RS_FAKE_MEGATRON) << fixtureFlags();
+            return rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE), args, 300000, env);
+        };
+        const auto first = sweepOnce(dir.filePath(u"seen1"_s), {});
+        QVERIFY2(first.code == 0, qPrintable(first.out + first.err));
+        QVERIFY2(!first.out.contains(u"(reused)"_s), qPrintable(first.out));
+        const auto second = sweepOnce(dir.filePath(u"seen2"_s), again);
+        QVERIFY2(second.code == 0, qPrintable(second.out + second.err));
+        QFile s(dir.filePath(u"seen2"_s));
+        const QStringList seen = s.open(QIODevice::ReadOnly)
+            ? QString::fromUtf8(s.readAll()).split(u'\n', Qt::SkipEmptyParts)
+            : QStringList {};
+        QCOMPARE(seen, replayed);
+        for (const QString& l : { u"[]"_s, u"core_attn"_s }) {
+            const bool said = second.err.contains(QRegularExpression(u"\\["_s + QRegularExpression::escape(l)
+                + u"\\] run \\d+ reused: stored with the same recipe hash, command and iterations"_s));
+            QVERIFY2(said == reused.contains(l), qPrintable(l + u": "_s + second.err));
+        }
+        QCOMPARE(second.out.count(u" (reused)\n"_s), int(reused.size()));
+        Store store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.listRuns().size(), 2 + replayed.size());
+        // The comparison is made all the same, on the reused runs too.
+        QVERIFY2(second.out.contains(u"\nuse core_attn"_s), qPrintable(second.out));
+    }
+
     void sameChoiceAcrossThreeSweeps()
     {
         QTemporaryDir dir;
         const QString db = dir.filePath(u"jobs.sqlite"_s);
         QStringList choices;
         for (int i = 0; i < 3; ++i) {
-            const auto c = jobSweep(db, dir.filePath(u"seen"_s), { u"--target-gb"_s, u"14"_s });
+            const auto c = jobSweep(db, dir.filePath(u"seen"_s), { u"--target-gb"_s, u"14"_s, u"--rerun"_s });
             QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
             QVERIFY2(c.out.contains(u"is not significantly faster than core_attn"_s), qPrintable(c.out));
             const qsizetype at = c.out.indexOf(u"\nuse "_s);
