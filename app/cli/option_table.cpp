@@ -192,7 +192,10 @@ std::vector<VerbSpec> makeVerbTable()
             "From one matched comparison (the [] control and the runs linked to it), choose the passing run "
             "with the lowest steady step time whose every rank's peak allocated fits X GB (ties: the smaller "
             "peak), and say why each other run was not chosen: did not pass (an OOM that gets farther is "
-            "still not a pass), over the target on a rank, not matched to the control, or slower. Neither "
+            "still not a pass), over the target on a rank, not matched to the control, or slower. Where "
+            "the runs have stored steady iterations, step times are compared as the sweep does: a "
+            "difference inside the noise is \"not significant\" and never decides (ties go to the narrower "
+            "recompute boundary, the guide's rule; a note says when that moved the choice). Neither "
             "--control nor --recipe-name: the newest comparison in the store.\nExit: 0 something fits, 1 "
             "nothing fits, 2 unusable input." },
         { "estimate", "predict every rank's peak memory per phase, for one or every recompute choice",
