@@ -124,6 +124,10 @@ std::vector<OptionSpec> makeOptionTable()
             "is within --interval-target of the median, at most N runs" },
         { "interval-target", "PCT", Arity::Value, { "sweep" }, false, false,
             "the interval's half-width that ends the repeats, in percent of the median (default 2)" },
+        { "no-skip-by-estimate", "", Arity::Flag, { "sweep" }, false, false,
+            "run every choice, also those the estimate says cannot fit the target (by default a choice "
+            "estimated over --target-gb by more than the estimator's 5 % error is skipped, with the "
+            "reason)" },
         { "job", "", Arity::Flag, { "sweep" }, false, false,
             "run the user's own training command (the Megatron-LM line given to --mlm-args, or Bridge "
             "overrides with --job-launcher) once per choice instead of the worker" },
@@ -188,7 +192,10 @@ std::vector<VerbSpec> makeVerbTable()
             "From one matched comparison (the [] control and the runs linked to it), choose the passing run "
             "with the lowest steady step time whose every rank's peak allocated fits X GB (ties: the smaller "
             "peak), and say why each other run was not chosen: did not pass (an OOM that gets farther is "
-            "still not a pass), over the target on a rank, not matched to the control, or slower. Neither "
+            "still not a pass), over the target on a rank, not matched to the control, or slower. Where "
+            "the runs have stored steady iterations, step times are compared as the sweep does: a "
+            "difference inside the noise is \"not significant\" and never decides (ties go to the narrower "
+            "recompute boundary, the guide's rule; a note says when that moved the choice). Neither "
             "--control nor --recipe-name: the newest comparison in the store.\nExit: 0 something fits, 1 "
             "nothing fits, 2 unusable input." },
         { "estimate", "predict every rank's peak memory per phase, for one or every recompute choice",
@@ -255,10 +262,18 @@ std::vector<VerbSpec> makeVerbTable()
             "are compared soundly: the median with its 95 % interval, Δ vs [] with its interval; a "
             "difference "
             "inside the noise is \"not significant\" and never decides the choice (ties go to the narrower "
-            "recompute boundary, the guide's rule). --job runs the user's own training command instead of "
+            "recompute boundary, the guide's rule). With a target, a choice the estimate says cannot fit "
+            "(over "
+            "it by more than the estimator's 5 % error) is not run: it is reported with its estimate and "
+            "the target, and does not change the exit status (--no-skip-by-estimate runs it). --job runs the "
+            "user's own training command instead of "
             "the worker: the [] control first (Megatron-LM: recompute off), then one recompute change at a "
             "time written into the command, for a short run; each run's output is imported as it streams, "
-            "linked to the control and compared, the estimate printed beside each measured peak. Where the "
+            "linked to the control and compared, the estimate printed beside each measured peak; with "
+            "--host over ssh, and with --slurm-* each run a Slurm batch job from those settings (its "
+            "task output imported as it comes, Slurm's refusal, pending reason, cancel, node failure or "
+            "time limit said as such); a stored run of the same recipe hash, command and iterations, "
+            "launched the same way, is reused (--rerun-control, --rerun as for the worker). Where the "
             "worker runs (--ranks, --host, --slurm-*) is as for `recompute run`. Ctrl-C "
             "stops the current worker, keeps what was measured and runs no further choice.\nExit: 0 every "
             "choice ran (and, with a target, one fits), 1 a choice was skipped or nothing fits, 2 unusable "

@@ -9,9 +9,11 @@
 #include <QDir>
 #include <QEventLoop>
 #include <QFileInfo>
+#include <QSysInfo>
 #include <QTimer>
 
 #include "advice_output.h"
+#include "core/advisor.h"
 #include "core/comparison.h"
 #include "core/estimator.h"
 #include "core/recipe_input.h"
@@ -19,6 +21,7 @@
 #include "core/step_stats.h"
 #include "core/units.h"
 #include "launch/job_run.h"
+#include "launch/run_session.h"
 #include "run_session.h"
 #include "storage/log_import.h"
 #include "storage/report.h"
@@ -73,6 +76,63 @@ QString oneLine(const rs::storage::Store& store, qint64 runId)
     return s;
 }
 
+// A candidate the estimate says cannot fit the memory target, not run.
+struct EstimateSkip {
+    QString label;
+    QString reason;
+};
+
+// The candidates of `choices` the estimate says cannot fit `targetGb` per rank: estimated over it by more
+// than the estimator's stated error (the advisor's rule, kEstimateErrorFraction; within the error only a
+// measurement can say), through core's rankCandidatesByEstimate on the control. One entry per choice,
+// nullopt where it may fit, or when there is no target or no estimate.
+std::vector<std::optional<QString>> skipsByEstimate(const rs::Recipe& base, rs::InputFormat format,
+    const std::vector<rs::RecomputeChoice>& choices, std::optional<double> targetGb, rs::Layout layout)
+{
+    std::vector<std::optional<QString>> out(choices.size());
+    if (!targetGb || choices.empty())
+        return out;
+    try {
+        const rs::Recipe resolved = rs::validate(rs::controlRecipe(base), format).resolved;
+        const int dp = *targetGb < 1.0 ? 6 : 3;
+        for (const rs::RankedCandidate& c :
+            rs::rankCandidatesByEstimate(resolved, choices, targetGb, layout, -rs::kEstimateErrorFraction)) {
+            if (c.fits || c.index >= out.size())
+                continue;
+            out[c.index]
+                = QString::fromStdString("estimated " + rs::formatGb(c.peak_bytes, dp) + " GB (stage "
+                    + std::to_string(c.hottest_stage) + ", the hottest rank, " + rs::layoutName(layout)
+                    + " layout) > target " + rs::formatFixed(*targetGb, dp) + " GB, over it by more than the "
+                    + "estimator's " + rs::formatFixed(rs::kEstimateErrorFraction * 100.0, 0) + " % error");
+        }
+    } catch (const std::exception& e) {
+        std::cerr << "recompute sweep: no estimate (" << e.what() << "): no candidate is skipped by it\n";
+        return std::vector<std::optional<QString>>(choices.size());
+    }
+    return out;
+}
+
+void sayEstimateSkip(const EstimateSkip& skip)
+{
+    std::cerr << "recompute sweep: [" << skip.label.toStdString()
+              << "] skipped by its estimate, not run: " << skip.reason.toStdString()
+              << " (--no-skip-by-estimate runs it)\n";
+}
+
+// The sweep's report of what its estimate kept from running.
+QByteArray estimateSkipTable(const QVector<EstimateSkip>& skips)
+{
+    if (skips.isEmpty())
+        return {};
+    QString s = u"Skipped by the estimate (not run; --no-skip-by-estimate runs them):\n"_s;
+    int width = 10;
+    for (const EstimateSkip& k : skips)
+        width = std::max(width, int(k.label.size()));
+    for (const EstimateSkip& k : skips)
+        s += u"  %1  skipped by estimate  %2\n"_s.arg(k.label, -width).arg(k.reason);
+    return s.toUtf8();
+}
+
 struct JobSweepSettings {
     QString db;
     std::optional<double> target;
@@ -83,6 +143,9 @@ struct JobSweepSettings {
     std::vector<std::string> bridgeLauncher;
     QString sshHost;
     QStringList sshOptions;
+    std::optional<rs::launch::SlurmSettings> slurm; // --slurm-*: each run a Slurm batch job
+    bool skipByEstimate = true; // --no-skip-by-estimate: false
+    bool reuseControl = true, reuseCandidates = true; // --rerun-control, --rerun: false
 };
 
 // The half-width (% of the median) of the pooled steady iterations of `runs`; nullopt without an interval.
@@ -112,12 +175,22 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
     };
     std::vector<Planned> plan;
     int skipped = 0;
+    QVector<EstimateSkip> estimateSkips;
+    // What Megatron-LM would allocate: the Megatron layout.
+    const std::vector<std::optional<QString>> overTarget = set.skipByEstimate
+        ? skipsByEstimate(base, format, choices, set.target, rs::Layout::Megatron)
+        : std::vector<std::optional<QString>>(choices.size());
     try {
         for (int i = -1; i < int(choices.size()); ++i) {
             Planned p;
             if (i >= 0)
                 p.choice = choices[std::size_t(i)];
             p.label = p.choice ? label(*p.choice) : u"[]"_s;
+            if (i >= 0 && overTarget[std::size_t(i)]) {
+                estimateSkips.push_back({ p.label, *overTarget[std::size_t(i)] });
+                sayEstimateSkip(estimateSkips.back());
+                continue;
+            }
             p.recipe = rs::launch::jobRecipe(base, format, p.choice);
             if (!validated(p.recipe, format, p.label)) {
                 if (!p.choice) {
@@ -150,6 +223,14 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
     }
     std::cerr << "recompute sweep --job: the [] control, then " << plan.size() - 1 << " recompute choice(s), "
               << set.iters << " iterations each; logs in " << logDir.toStdString() << "\n";
+    if (set.slurm)
+        std::cerr << "recompute sweep --job: each run a Slurm batch job ("
+                  << (set.slurm->partition.isEmpty() ? std::string("the default partition")
+                                                     : "partition " + set.slurm->partition.toStdString())
+                  << ", " << set.slurm->nodes << " node(s) x " << set.slurm->tasksPerNode << " task(s)"
+                  << (set.slurm->loginHost.isEmpty() ? std::string()
+                                                     : ", submitted on " + set.slurm->loginHost.toStdString())
+                  << "), its output read from " << set.slurm->workDir.toStdString() << "\n";
 
     rs::cli::InterruptScope interrupts;
     const int interruptsBefore = rs::cli::InterruptScope::count();
@@ -157,10 +238,41 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
     QVector<qint64> ids, moreControls;
     bool interrupted = false;
     const QString stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s);
+    int reusedRuns = 0;
     for (const Planned& p : plan) {
         QVector<qint64> runsOfChoice;
+        rs::launch::JobOptions jo;
+        jo.sshHost = set.sshHost;
+        jo.sshOptions = set.sshOptions;
+        jo.slurm = set.slurm;
+        // A stored run of the same recipe (hash), the same command (iterations included) launched the same
+        // way stands in for running it again (RunSession's lookup, as worker runs are reused).
+        const QString signature
+            = rs::launch::RunSession::signatureMark() + rs::launch::jobSignature(p.command, jo);
+        rs::Recipe trained = p.recipe;
+        trained.train_iters = set.iters;
+        const QStringList hashes = rs::launch::RunSession::recipeHashes(trained);
+        const int cap = std::max(set.repeats, set.repeatsMax);
+        QVector<qint64> reusable;
+        if (p.choice ? set.reuseCandidates : set.reuseControl) {
+            reusable = rs::launch::RunSession::findStoredRuns(
+                store, { rs::storage::source::Import, hashes, signature, std::nullopt, false });
+            if (reusable.size() > cap)
+                reusable.resize(cap); // the newest
+            std::reverse(reusable.begin(), reusable.end()); // oldest first, as they were measured
+        }
+        const auto take = [&](qint64 id) {
+            runsOfChoice << id;
+            if (!p.choice) {
+                if (!controlId)
+                    controlId = id;
+                else
+                    moreControls << id;
+            } else {
+                ids << id;
+            }
+        };
         for (int repeat = 1; !interrupted; ++repeat) {
-            const int cap = std::max(set.repeats, set.repeatsMax);
             if (repeat > cap)
                 break;
             if (repeat > set.repeats) {
@@ -171,6 +283,18 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                           << (hw ? "+-" + rs::formatFixed(*hw, 2) + " %" : std::string("not known yet"))
                           << ", wider than " << rs::formatFixed(set.intervalTargetPct, 2) << " %: run "
                           << repeat << " of at most " << cap << "\n";
+            }
+            if (!reusable.isEmpty()) {
+                const qint64 id = reusable.takeFirst();
+                std::cout << oneLine(store, id).toStdString() << " (reused)\n" << std::flush;
+                std::cerr
+                    << "recompute sweep --job: [" << p.label.toStdString() << "] run " << id
+                    << " reused: stored with the same recipe hash, command and iterations, launched the "
+                       "same way (--rerun"
+                    << (p.choice ? "" : "-control or --rerun") << " runs it again)\n";
+                ++reusedRuns;
+                take(id);
+                continue;
             }
             QString name = p.label;
             name.replace(u' ', u'-').replace(u',', u'+');
@@ -186,6 +310,10 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                 tail << l;
                 if (tail.size() > 20)
                     tail.removeFirst();
+            });
+            QObject::connect(&job, &JobRun::note, [&](const QString& n) {
+                std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] " << n.toStdString()
+                          << "\n";
             });
             QObject::connect(&job, &JobRun::iteration, [&](const rs::storage::IterationRow& row) {
                 std::cerr << "  [" << p.label.toStdString() << "] iteration " << row.iteration << "/"
@@ -206,9 +334,6 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                 }
             });
             poll.start(100);
-            rs::launch::JobOptions jo;
-            jo.sshHost = set.sshHost;
-            jo.sshOptions = set.sshOptions;
             QString startError;
             std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "]";
             for (const std::string& w : p.command)
@@ -239,6 +364,15 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                     return 2;
                 break;
             }
+            // What the reuse lookup reads: the recipe's hash, this machine, how it was launched.
+            if (auto run = store.run(imported.runId)) {
+                run->recipeHash = hashes.front();
+                run->ingestHost = QSysInfo::machineHostName();
+                run->provenance += signature;
+                if (!store.updateRun(*run))
+                    std::cerr << "recompute sweep --job: run " << imported.runId
+                              << ": its launch could not be stored; it will not be reused\n";
+            }
             std::cout << oneLine(store, imported.runId).toStdString() << "\n";
             for (const QString& n : imported.notes)
                 std::cerr << "  note: " << n.toStdString() << "\n";
@@ -261,15 +395,7 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                 std::cerr << "  calibration [" << p.label.toStdString() << "]: no estimate (" << ex.what()
                           << ")\n";
             }
-            runsOfChoice << imported.runId;
-            if (!p.choice) {
-                if (!controlId)
-                    controlId = imported.runId;
-                else
-                    moreControls << imported.runId;
-            } else {
-                ids << imported.runId;
-            }
+            take(imported.runId);
             if (aborted)
                 break; // a failed run is not repeated
         }
@@ -286,6 +412,8 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
                      .toStdString();
     const auto rows = store.compare(*controlId, ids);
     std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
+    if (!estimateSkips.isEmpty())
+        std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
     bool fits = true;
     if (set.target) {
         rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *set.target);
@@ -296,6 +424,9 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << *controlId << ")\n";
+    if (reusedRuns > 0)
+        std::cerr << "recompute sweep --job: " << reusedRuns
+                  << " stored run(s) reused, not run again (--rerun runs everything again)\n";
     if (interrupted) {
         std::cerr << "recompute sweep --job: interrupted\n";
         return 130;
@@ -317,6 +448,7 @@ int sweepMain(const std::vector<std::string>& argv)
     std::vector<rs::RecomputeChoice> sets;
     bool job = false; // the user's own training command, not the worker
     std::optional<int> jobIters;
+    bool skipByEstimate = true;
     QString jobLogDir, jobLauncher;
     options.reuseCandidates = true;
     try {
@@ -336,6 +468,7 @@ int sweepMain(const std::vector<std::string>& argv)
         options.reuseControl = !args.has("rerun-control") && !args.has("rerun");
         options.reuseCandidates = !args.has("rerun");
         job = args.has("job");
+        skipByEstimate = !args.has("no-skip-by-estimate");
         if (args.has("job-log-dir"))
             jobLogDir = QString::fromStdString(args.value("job-log-dir"));
         if (args.has("job-launcher"))
@@ -406,6 +539,10 @@ int sweepMain(const std::vector<std::string>& argv)
         js.logDir = jobLogDir;
         js.sshHost = options.sshHost;
         js.sshOptions = options.sshOptions;
+        js.slurm = options.slurm;
+        js.skipByEstimate = skipByEstimate;
+        js.reuseControl = options.reuseControl;
+        js.reuseCandidates = options.reuseCandidates;
         for (const QString& w : jobLauncher.split(u' ', Qt::SkipEmptyParts))
             js.bridgeLauncher.push_back(w.toStdString());
         return jobSweep(input.recipe, input.format, unique, js);
@@ -415,10 +552,21 @@ int sweepMain(const std::vector<std::string>& argv)
         std::cerr << "recompute sweep: the [] control of this recipe does not validate: nothing was run\n";
         return 1;
     }
-    // Each candidate is the control with only its recompute choice set (rs::candidateRecipe).
+    // Each candidate is the control with only its recompute choice set (rs::candidateRecipe); those the
+    // estimate says cannot fit the target are not run (what the worker allocates: the worker layout).
     QVector<rs::Recipe> runnable;
     int skipped = 0;
-    for (const auto& s : unique) {
+    QVector<EstimateSkip> estimateSkips;
+    const std::vector<std::optional<QString>> overTarget = skipByEstimate
+        ? skipsByEstimate(base, input.format, unique, target, rs::Layout::Worker)
+        : std::vector<std::optional<QString>>(unique.size());
+    for (std::size_t i = 0; i < unique.size(); ++i) {
+        const auto& s = unique[i];
+        if (overTarget[i]) {
+            estimateSkips.push_back({ label(s), *overTarget[i] });
+            sayEstimateSkip(estimateSkips.back());
+            continue;
+        }
         const rs::Recipe r = rs::candidateRecipe(base, s);
         if (validated(r, input.format, label(s)))
             runnable << r;
@@ -476,6 +624,8 @@ int sweepMain(const std::vector<std::string>& argv)
                      .toStdString();
     const auto rows = store.compare(controlId, ids);
     std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
+    if (!estimateSkips.isEmpty())
+        std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
     bool fits = true;
     if (target) {
         // Never chosen on a difference inside the noise: ties go to the narrower boundary.

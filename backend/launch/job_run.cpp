@@ -39,8 +39,9 @@ void dropFlag(std::vector<std::string>& words, std::size_t from, const std::stri
     }
 }
 
-// One word for a POSIX shell: as is when it is plain, else single-quoted.
-QString shellWord(const QString& word)
+// One word for a POSIX shell: as is when it is plain, else single-quoted (the log's command line reads
+// as the user would type it; slurm_job.h's shellWord quotes every word).
+QString plainOrQuoted(const QString& word)
 {
     static const QString plain
         = u"abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789-_./=:,+@%"_s;
@@ -106,6 +107,27 @@ std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
                                 "(--overrides), not a JSON recipe");
 }
 
+QString jobSignature(const std::vector<std::string>& command, const JobOptions& options)
+{
+    QStringList words;
+    for (const std::string& w : command)
+        words << plainOrQuoted(QString::fromStdString(w));
+    QString s = u"job command "_s + words.join(u' ');
+    if (!options.workingDirectory.isEmpty())
+        s += u", in "_s + options.workingDirectory;
+    if (!options.environment.isEmpty())
+        s += u", environment "_s + options.environment.join(u' ');
+    if (options.slurm)
+        s += (options.slurm->loginHost.isEmpty() ? QString()
+                                                 : u", submitted on "_s + options.slurm->loginHost)
+            + u", "_s + slurmAllocationSignature(*options.slurm);
+    else if (!options.sshHost.isEmpty())
+        s += u", ssh "_s + options.sshHost;
+    else
+        s += u", this host"_s;
+    return s;
+}
+
 JobRun::JobRun(QObject* parent)
     : QObject(parent)
     , m_stream(std::make_unique<storage::TrainingLogStream>())
@@ -114,6 +136,11 @@ JobRun::JobRun(QObject* parent)
 
 JobRun::~JobRun()
 {
+    if (m_slurm && m_slurm->isActive()) {
+        // No job is left running behind a sweep that ends: scancel.
+        m_slurm->disconnect(this);
+        m_slurm->cancel();
+    }
     if (m_process && m_process->state() != QProcess::NotRunning) {
         m_process->disconnect(this);
         m_process->kill();
@@ -123,7 +150,7 @@ JobRun::~JobRun()
 
 bool JobRun::isRunning() const
 {
-    return m_process && m_process->state() != QProcess::NotRunning;
+    return m_slurmActive || (m_process && m_process->state() != QProcess::NotRunning);
 }
 
 bool JobRun::start(const std::vector<std::string>& command, const QString& logPath, const JobOptions& options,
@@ -138,11 +165,20 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
         return fail(tr("a job is already running"));
     if (command.empty())
         return fail(tr("no command to run"));
+    if (options.slurm && !options.sshHost.isEmpty())
+        return fail(tr("ssh host %1 and a Slurm job at once: give the host as the Slurm settings' login host")
+                        .arg(options.sshHost));
+    if (options.slurm) {
+        if (const QString problem = checkSlurmSettings(*options.slurm); !problem.isEmpty())
+            return fail(tr("Slurm settings: %1").arg(problem));
+    }
     m_stream = std::make_unique<storage::TrainingLogStream>();
     m_parsed = {};
     m_partial.clear();
     m_cancelled = false;
     m_done = false;
+    m_slurmPartial.clear();
+    m_slurm.reset();
     m_logPath = logPath;
     m_log.close();
     m_log.setFileName(logPath);
@@ -153,13 +189,22 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
         words << QString::fromStdString(w);
     QStringList quoted;
     for (const QString& w : words)
-        quoted << shellWord(w);
+        quoted << plainOrQuoted(w);
     // Like the fixtures' logs: the exact command first, then when and where.
     m_log.write((u"# command: "_s + quoted.join(u' ') + u"\n"_s).toUtf8());
-    m_log.write((u"# started: %1%2\n"_s.arg(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs),
-                     options.sshHost.isEmpty() ? QString() : u" on "_s + options.sshHost))
-                    .toUtf8());
+    QString where;
+    if (options.slurm)
+        where = u" as a Slurm job"_s
+            + (options.slurm->loginHost.isEmpty() ? QString()
+                                                  : u" submitted on "_s + options.slurm->loginHost);
+    else if (!options.sshHost.isEmpty())
+        where = u" on "_s + options.sshHost;
+    m_log.write(
+        (u"# started: %1%2\n"_s.arg(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs), where))
+            .toUtf8());
     m_log.flush();
+    if (options.slurm)
+        return startSlurm(words, options);
 
     m_process = std::make_unique<QProcess>();
     m_process->setProcessChannelMode(QProcess::MergedChannels);
@@ -179,11 +224,11 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
         // The remote shell reads one line: cd there, the environment, then every word quoted.
         QString remote;
         if (!options.workingDirectory.isEmpty())
-            remote += u"cd "_s + shellWord(options.workingDirectory) + u" && "_s;
+            remote += u"cd "_s + plainOrQuoted(options.workingDirectory) + u" && "_s;
         if (!options.environment.isEmpty()) {
             remote += u"env"_s;
             for (const QString& kv : options.environment)
-                remote += u' ' + shellWord(kv);
+                remote += u' ' + plainOrQuoted(kv);
             remote += u' ';
         }
         remote += quoted.join(u' ');
@@ -199,24 +244,99 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
     return true;
 }
 
-void JobRun::cancel(int graceMs)
+bool JobRun::startSlurm(const QStringList& words, const JobOptions& options)
 {
-    if (!isRunning())
-        return;
-    m_cancelled = true;
-    m_process->terminate();
-    QPointer<QProcess> p = m_process.get();
-    QTimer::singleShot(graceMs, this, [p] {
-        if (p && p->state() != QProcess::NotRunning)
-            p->kill();
+    const SlurmSettings& s = *options.slurm;
+    // The job's shell starts in the work folder with sbatch's environment: the folder and the variables
+    // asked for go through env.
+    QStringList command;
+    QStringList environment;
+    for (const QString& kv : options.environment) {
+        if (kv.indexOf(u'=') > 0 && !kv.startsWith(u'-'))
+            environment << kv;
+    }
+    if (!options.workingDirectory.isEmpty() || !environment.isEmpty()) {
+        command << u"env"_s;
+        if (!options.workingDirectory.isEmpty())
+            command << u"-C"_s << options.workingDirectory;
+        command << environment;
+    }
+    command << words;
+    m_program = u"sbatch"_s;
+    m_arguments = command;
+    m_slurm = std::make_unique<SlurmJob>();
+    SlurmJob* job = m_slurm.get();
+    connect(job, &SlurmJob::submitted, this, [this, s](const QString& id) {
+        emit started();
+        writeNote(u"Slurm job %1 submitted%2: %3 node(s) x %4 task(s)%5, output in %6"_s
+                      .arg(id, s.loginHost.isEmpty() ? QString() : u" on "_s + s.loginHost)
+                      .arg(s.nodes)
+                      .arg(s.tasksPerNode)
+                      .arg(s.partition.isEmpty() ? QString() : u", partition "_s + s.partition, s.workDir));
     });
+    connect(job, &SlurmJob::stateChanged, this, [this, job](const QString& state, const QString& reason) {
+        writeNote(slurmStateNote(job->jobId(), state, reason));
+    });
+    connect(job, &SlurmJob::taskOutput, this,
+        [this](int task, const QByteArray& bytes) { onSlurmBytes(2 * task, bytes); });
+    connect(job, &SlurmJob::taskError, this,
+        [this](int task, const QByteArray& bytes) { onSlurmBytes(2 * task + 1, bytes); });
+    connect(job, &SlurmJob::batchOutput, this, [this](const QByteArray& bytes) { onSlurmBytes(-1, bytes); });
+    connect(
+        job, &SlurmJob::finished, this, [this](SlurmOutcome outcome, int exitCode, const QString& message) {
+            for (auto& [key, bytes] : m_slurmPartial) {
+                if (!bytes.isEmpty())
+                    onSlurmBytes(key, {}, true);
+            }
+            // From the event loop: the job may end inside submit() or cancel(), before they return.
+            QTimer::singleShot(0, this, [this, outcome, exitCode, message] {
+                const QString what = u"Slurm "_s + message;
+                writeNote(what);
+                const bool aborted = outcome != SlurmOutcome::Completed || exitCode > 0;
+                end(aborted, exitCode,
+                    outcome == SlurmOutcome::Cancelled && m_cancelled ? u"cancelled: "_s + what
+                        : aborted                                     ? what
+                                                                      : QString());
+            });
+        });
+    m_slurmActive = true;
+    QString why;
+    if (!job->submit(s, command, &why)) {
+        // Refused by sbatch (its own words) or the work folder could not be made: the run ends like a
+        // program that did not start.
+        writeNote(why);
+        QTimer::singleShot(0, this, [this, why] { end(true, -1, why); });
+    }
+    return true;
 }
 
-void JobRun::onOutput()
+void JobRun::writeNote(const QString& text)
 {
-    const QByteArray bytes = m_process->readAllStandardOutput();
-    if (bytes.isEmpty())
+    if (m_log.isOpen()) {
+        // Every line of it a note of ours (sbatch's refusal can take two), never read as the job's output.
+        for (const QString& l : text.split(u'\n', Qt::SkipEmptyParts))
+            m_log.write((u"# slurm: "_s + l + u'\n').toUtf8());
+        m_log.flush();
+    }
+    emit note(text);
+}
+
+void JobRun::onSlurmBytes(int key, const QByteArray& bytes, bool flush)
+{
+    QByteArray& pending = m_slurmPartial[key];
+    pending += bytes;
+    if (flush && !pending.isEmpty() && !pending.endsWith('\n'))
+        pending += '\n';
+    const qsizetype end = pending.lastIndexOf('\n') + 1;
+    if (end <= 0)
         return;
+    const QByteArray whole = pending.left(end);
+    pending.remove(0, end);
+    takeBytes(whole);
+}
+
+void JobRun::takeBytes(const QByteArray& bytes)
+{
     m_log.write(bytes);
     m_log.flush();
     m_partial += bytes;
@@ -231,6 +351,31 @@ void JobRun::onOutput()
     m_partial.remove(0, pos);
     for (const storage::IterationRow& row : m_stream->feed(bytes))
         emit iteration(row);
+}
+
+void JobRun::cancel(int graceMs)
+{
+    if (!isRunning())
+        return;
+    m_cancelled = true;
+    if (m_slurm) {
+        m_slurm->cancel(); // scancel: Slurm signals every task; the end arrives through the poll
+        return;
+    }
+    m_process->terminate();
+    QPointer<QProcess> p = m_process.get();
+    QTimer::singleShot(graceMs, this, [p] {
+        if (p && p->state() != QProcess::NotRunning)
+            p->kill();
+    });
+}
+
+void JobRun::onOutput()
+{
+    const QByteArray bytes = m_process->readAllStandardOutput();
+    if (bytes.isEmpty())
+        return;
+    takeBytes(bytes);
 }
 
 void JobRun::onFinished(int exitCode, QProcess::ExitStatus status)
@@ -259,6 +404,7 @@ void JobRun::end(bool aborted, int exitCode, const QString& reason)
     if (m_done)
         return;
     m_done = true;
+    m_slurmActive = false;
     m_parsed = m_stream->finish();
     if (!m_partial.isEmpty())
         m_log.write("\n"); // the job's last line had no end: ours starts on a line of its own

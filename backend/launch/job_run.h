@@ -18,8 +18,16 @@
 // (storage::TrainingLogStream), which gives each iteration as its line arrives. At the end the log file
 // is what `recompute import` stores (storage::importTrainingLog), so a real-job run and an imported log
 // are one kind of run. It lives in rs_session (it needs the store's parser).
+//
+// With JobOptions::slurm the command is a Slurm batch job instead (slurm_job.h: the batch script from the
+// host settings, sbatch on this host or on the login host over ssh, followed with squeue / scontrol / sacct,
+// scancel on cancel()): every task's stdout and stderr and the script's own output are read as they grow,
+// and their whole lines go into the log and the parser as they come (a line is never cut by another
+// task's). Slurm's word on the job (submitted, pending and why, running, its end: rejected and why,
+// cancelled, node failure, time limit) arrives as note() and is kept in the log as "# slurm: ..." lines.
 #pragma once
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -33,6 +41,7 @@
 
 #include "core/comparison.h"
 #include "core/recipe.h"
+#include "launch/slurm_job.h"
 #include "storage/log_import.h"
 
 namespace rs::launch {
@@ -57,7 +66,15 @@ struct JobOptions {
     QStringList environment; // extra VAR=value entries
     QString sshHost; // [user@]host: run there through the OpenSSH client; empty: this host
     QStringList sshOptions;
+    // A Slurm batch job (its login host, if any, is the settings'); sshHost must then be empty. The
+    // working directory and the environment reach the job through `env -C DIR VAR=value ...`.
+    std::optional<SlurmSettings> slurm;
 };
+
+// How a job run was launched, for deciding whether a stored one measured the same way: the exact command
+// (its words quoted), the working directory and environment given, and where it ran (this host, the ssh
+// host, or the Slurm allocation: slurmAllocationSignature, and the login host).
+QString jobSignature(const std::vector<std::string>& command, const JobOptions& options);
 
 class JobRun : public QObject {
     Q_OBJECT
@@ -78,22 +95,35 @@ public:
     // The whole log as parsed, once finished() was emitted.
     const storage::ParsedLog& parsed() const { return m_parsed; }
     QStringList lastArguments() const { return m_arguments; } // the argv run (ssh's when over ssh)
-    QString program() const { return m_program; }
+    QString program() const { return m_program; } // "sbatch" for a Slurm job
+    QString slurmJobId() const { return m_slurm ? m_slurm->jobId() : QString(); }
+    QString slurmState() const { return m_slurm ? m_slurm->state() : QString(); }
 
 signals:
     void started();
     void line(const QString& text); // every line of the job's output, as it arrives
+    // A sentence about the launch itself: a Slurm job submitted, pending and why, running, how it ended.
+    void note(const QString& text);
     void iteration(const storage::IterationRow& row); // an iteration line, parsed as it arrived
     // aborted: killed, crashed, failed to start, or exit code != 0; `reason` says which.
     void finished(bool aborted, int exitCode, const QString& reason);
 
 private:
+    bool startSlurm(const QStringList& words, const JobOptions& options);
     void onOutput();
+    // Bytes of one of a Slurm job's outputs (key: 2 x task (+1 for stderr), -1 the batch script's): its
+    // whole lines are taken; flush: the rest too, ended by a line break.
+    void onSlurmBytes(int key, const QByteArray& bytes, bool flush = false);
+    void takeBytes(const QByteArray& bytes); // into the log, the line signal and the parser
+    void writeNote(const QString& text); // note(), and a "# slurm: " line in the log
     void onFinished(int exitCode, QProcess::ExitStatus status);
     void onError(QProcess::ProcessError error);
     void end(bool aborted, int exitCode, const QString& reason);
 
     std::unique_ptr<QProcess> m_process;
+    std::unique_ptr<SlurmJob> m_slurm;
+    std::map<int, QByteArray> m_slurmPartial;
+    bool m_slurmActive = false;
     std::unique_ptr<storage::TrainingLogStream> m_stream;
     storage::ParsedLog m_parsed;
     QFile m_log;

@@ -29,9 +29,10 @@ QJsonObject toQJson(const Recipe& r)
     return QJsonDocument::fromJson(QByteArray::fromStdString(recipeToJson(r).dump())).object();
 }
 
-// The hashes a stored recipe may carry for one recipe: of the recipe as sent and as the rules resolve it
-// (the real worker stores the resolved one; a recipe without silent adjustments has one hash).
-QStringList recipeHashes(const Recipe& r)
+} // namespace
+
+// The real worker stores the resolved recipe's hash; a recipe without silent adjustments has one hash.
+QStringList RunSession::recipeHashes(const Recipe& r)
 {
     QStringList out { QString::fromStdString(sha256Hex(recipeCanonicalText(r))) };
     const QString resolved
@@ -41,7 +42,10 @@ QStringList recipeHashes(const Recipe& r)
     return out;
 }
 
-} // namespace
+QString RunSession::signatureMark()
+{
+    return kSignatureMark;
+}
 
 RunSession::RunSession(storage::Store* store, QObject* parent)
     : QObject(parent)
@@ -126,14 +130,7 @@ QString RunSession::launchSignature(const LaunchOptions& o)
     if (o.slurm) {
         // What places the ranks and their devices (not the time limit, account or folders): a control
         // measured on Slurm stands in only for Slurm runs of the same allocation.
-        const SlurmSettings& j = *o.slurm;
-        s += u", slurm partition %1, nodes %2, tasks per node %3, GPUs per node %4"_s
-                 .arg(j.partition.isEmpty() ? u"(default)"_s : j.partition)
-                 .arg(j.nodes)
-                 .arg(j.tasksPerNode)
-                 .arg(j.gpusPerNode);
-        if (!j.extraSbatchLines.isEmpty())
-            s += u", "_s + j.extraSbatchLines.join(u"; "_s);
+        s += u", "_s + slurmAllocationSignature(*o.slurm);
     }
     return s;
 }
@@ -148,31 +145,45 @@ std::optional<qint64> RunSession::findReusableControl(
 QVector<qint64> RunSession::findReusableRuns(
     const Recipe& recipe, const LaunchOptions& options, bool explicitControlOnly) const
 {
-    QVector<qint64> out;
     if (!m_store || !m_store->isOpen())
+        return {};
+    ReuseKey key;
+    key.source = storage::source::Worker;
+    key.recipeHashes = recipeHashes(recipe);
+    key.signature = kSignatureMark + launchSignature(options);
+    key.worldSize = launchRanks(options);
+    key.explicitControlOnly = explicitControlOnly;
+    return findStoredRuns(*m_store, key);
+}
+
+QVector<qint64> RunSession::findStoredRuns(const storage::Store& store, const ReuseKey& key)
+{
+    QVector<qint64> out;
+    if (!store.isOpen())
         return out;
-    const QStringList wanted = recipeHashes(recipe);
-    const QString signature = kSignatureMark + launchSignature(options);
     storage::RunFilter f;
-    if (explicitControlOnly)
+    if (key.explicitControlOnly)
         f.moduleSet = QStringList {}; // explicit [] controls, newest first
-    f.source = storage::source::Worker;
+    f.source = key.source;
     f.outcome = storage::outcome::Pass;
     const QString thisHost = QSysInfo::machineHostName();
-    for (const storage::RunRecord& r : m_store->listRuns(f)) {
+    for (const storage::RunRecord& r : store.listRuns(f)) {
         // Launched from this machine (a store copied from elsewhere names other paths and hosts).
-        if ((explicitControlOnly && !r.isExplicitControl()) || r.worldSize.value_or(1) != launchRanks(options)
-            || r.ingestHost != thisHost || !r.provenance.endsWith(signature))
+        if ((key.explicitControlOnly && !r.isExplicitControl())
+            || (key.worldSize && r.worldSize.value_or(1) != *key.worldSize) || r.ingestHost != thisHost
+            || !r.provenance.endsWith(key.signature))
             continue;
-        if (wanted.contains(r.recipeHash)) {
+        if (key.recipeHashes.contains(r.recipeHash)) {
             out << r.id;
             continue;
         }
+        if (r.recipeJson.isEmpty())
+            continue;
         try {
             // The stored (resolved) recipe, hashed as ours: a worker that hashes differently still matches.
             const Recipe stored = recipeFromJsonText(r.recipeJson.toStdString(), "stored run");
             for (const QString& h : recipeHashes(stored)) {
-                if (wanted.contains(h)) {
+                if (key.recipeHashes.contains(h)) {
                     out << r.id;
                     break;
                 }

@@ -90,6 +90,24 @@ public:
     // ingested on this machine, the same launch signature and world size, its recipe hashing as ours.
     QVector<qint64> findReusableRuns(
         const Recipe& recipe, const LaunchOptions& options, bool explicitControlOnly = false) const;
+    // What a stored run must be to stand in for running a recipe again: of this source, passing, ingested on
+    // this machine, its provenance ending with `signature` (how it was launched), its recipe hashing as one
+    // of `recipeHashes` (its stored hash, or its stored recipe hashed as ours), and, when set, of this world
+    // size / an explicit [] control. The one lookup for worker runs (findReusableRuns) and real-job runs
+    // (recompute sweep --job: the recipe the command trains, the exact command and where it ran).
+    struct ReuseKey {
+        QString source;
+        QStringList recipeHashes;
+        QString signature;
+        std::optional<int> worldSize;
+        bool explicitControlOnly = false;
+    };
+    // Newest first.
+    static QVector<qint64> findStoredRuns(const storage::Store& store, const ReuseKey& key);
+    // The hashes a stored recipe may carry for `recipe`: as sent and as the rules resolve it.
+    static QStringList recipeHashes(const Recipe& recipe);
+    // " | launch: ": what separates a run's provenance from its launch signature.
+    static QString signatureMark();
     // The steady iteration times of a stored run (its lowest rank), the samples of the repeats' interval.
     static std::vector<double> steadyTimes(const storage::Store& store, qint64 runId);
     // The half-width of the interval of the median over `runs` pooled, % of the median; nullopt: none yet.

@@ -202,6 +202,27 @@ QString pendingReasonText(const QString& reason)
     return reason;
 }
 
+QString slurmStateNote(const QString& jobId, const QString& state, const QString& reason)
+{
+    if (reason.startsWith(u"squeue failed"_s) || reason.startsWith(u"scancel failed"_s))
+        return u"Slurm job %1: %2"_s.arg(jobId, reason);
+    if (state == u"PENDING"_s)
+        return u"Slurm job %1 pending: %2"_s.arg(jobId, pendingReasonText(reason));
+    return u"Slurm job %1 %2"_s.arg(jobId, state.toLower());
+}
+
+QString slurmAllocationSignature(const SlurmSettings& j)
+{
+    QString s = u"slurm partition %1, nodes %2, tasks per node %3, GPUs per node %4"_s
+                    .arg(j.partition.isEmpty() ? u"(default)"_s : j.partition)
+                    .arg(j.nodes)
+                    .arg(j.tasksPerNode)
+                    .arg(j.gpusPerNode);
+    if (!j.extraSbatchLines.isEmpty())
+        s += u", "_s + j.extraSbatchLines.join(u"; "_s);
+    return s;
+}
+
 SlurmJob::SlurmJob(QObject* parent)
     : QObject(parent)
 {

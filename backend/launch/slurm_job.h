@@ -67,6 +67,13 @@ const char* slurmOutcomeName(SlurmOutcome outcome);
 SlurmOutcome slurmOutcomeFromState(const QString& jobState);
 // Why a pending job waits, in words (Slurm's reason codes: Resources, Priority, JobHeldUser, ...).
 QString pendingReasonText(const QString& reason);
+// What a user is told when SlurmJob::stateChanged says `state` and `reason`: "Slurm job 12 pending: held
+// (release it with scontrol release)", "Slurm job 12 running", or squeue's / scancel's failure.
+QString slurmStateNote(const QString& jobId, const QString& state, const QString& reason);
+// What places a job's tasks and their devices, for deciding whether a stored run measured the same way:
+// "slurm partition P, nodes N, tasks per node T, GPUs per node G[, extra #SBATCH lines]" (not the time limit,
+// account or folders).
+QString slurmAllocationSignature(const SlurmSettings& settings);
 
 class SlurmJob : public QObject {
     Q_OBJECT

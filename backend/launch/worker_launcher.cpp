@@ -521,12 +521,7 @@ bool WorkerLauncher::startSlurm(const QByteArray& recipeJson, const LaunchOption
                       .arg(s.partition.isEmpty() ? QString() : u", partition "_s + s.partition, s.workDir));
     });
     connect(job, &SlurmJob::stateChanged, this, [this, job](const QString& state, const QString& reason) {
-        if (reason.startsWith(u"squeue failed"_s) || reason.startsWith(u"scancel failed"_s))
-            emit note(u"Slurm job %1: %2"_s.arg(job->jobId(), reason));
-        else if (state == u"PENDING"_s)
-            emit note(u"Slurm job %1 pending: %2"_s.arg(job->jobId(), pendingReasonText(reason)));
-        else
-            emit note(u"Slurm job %1 %2"_s.arg(job->jobId(), state.toLower()));
+        emit note(slurmStateNote(job->jobId(), state, reason));
     });
     connect(job, &SlurmJob::taskOutput, this, [this](int task, const QByteArray& bytes) {
         if (task == 0) // rank 0 writes the stream for every rank

@@ -220,6 +220,72 @@ private slots:
             qPrintable(last.value(u"reasons"_s).toArray()[0].toString()));
     }
 
+    // Stored steady iterations decide as in the sweep: mla_up_proj has the lowest stored step time, but where
+    // its iterations overlap moe_act's the difference is not significant and moe_act, the narrower
+    // boundary, is chosen (the guide's tie rule); where they are clearly apart mla_up_proj stays chosen.
+    void differenceInsideTheNoiseIsNotChosenOn_data()
+    {
+        QTest::addColumn<double>("mlaMs");
+        QTest::addColumn<double>("spread");
+        QTest::addColumn<QString>("chosen");
+        QTest::addColumn<bool>("moved");
+        QTest::newRow("overlapping: moe_act") << 462.0 << 15.0 << u"moe_act"_s << true;
+        QTest::newRow("apart: mla_up_proj") << 400.0 << 2.0 << u"mla_up_proj"_s << false;
+    }
+    void differenceInsideTheNoiseIsNotChosenOn()
+    {
+        QFETCH(double, mlaMs);
+        QFETCH(double, spread);
+        QFETCH(QString, chosen);
+        QFETCH(bool, moved);
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"noise.sqlite"_s);
+        QVERIFY(QFile::copy(m_db, db));
+        {
+            Store store;
+            QVERIFY(store.open(db));
+            // Run 3: mla_up_proj, run 5: moe_act (both fit 36 GB); 12 steady iterations each, alternating
+            // around their medians.
+            RunRecord mla = *store.run(3);
+            QCOMPARE(mla.moduleSetLabel(), u"mla_up_proj"_s);
+            QCOMPARE(store.run(5)->moduleSetLabel(), u"moe_act"_s);
+            mla.steadyStepMs = mlaMs;
+            QVERIFY(store.updateRun(mla));
+            const std::pair<qint64, double> runs[] = { { 3, mlaMs }, { 5, 466.0 } };
+            for (const auto& [id, ms] : runs) {
+                for (int i = 1; i <= 12; ++i) {
+                    IterationRow row;
+                    row.runId = id;
+                    row.iteration = i;
+                    row.phase = u"steady"_s;
+                    row.stepMs = ms + spread * ((i % 4) - 1.5) / 1.5;
+                    QVERIFY(store.insertIteration(row));
+                }
+            }
+        }
+        for (const QString& format : { u"text"_s, u"json"_s }) {
+            const Cli c = recompute(
+                { u"--db"_s, db, u"--control"_s, u"1"_s, u"--target-gb"_s, u"36"_s, u"--format"_s, format });
+            QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
+            const QString note = u"the lowest single-run step time, mla_up_proj, is not significantly faster "
+                                 "than moe_act, the narrower boundary"_s;
+            if (format == u"text"_s) {
+                QVERIFY2(
+                    c.out.contains(u"\nuse "_s + chosen + u": "_s) || c.out.startsWith(u"use "_s + chosen),
+                    qPrintable(c.out));
+                QCOMPARE(c.out.contains(note), moved);
+                QVERIFY2(c.out.contains(u"not significant"_s) == moved, qPrintable(c.out));
+            } else {
+                const QJsonObject o = QJsonDocument::fromJson(c.out.toUtf8()).object();
+                QCOMPARE(o.value(u"chosen"_s).toObject().value(u"module_set"_s).toString(), chosen);
+                bool noted = false;
+                for (const QJsonValue& n : o.value(u"notes"_s).toArray())
+                    noted = noted || n.toString().contains(note);
+                QCOMPARE(noted, moved);
+            }
+        }
+    }
+
     void unusableInput_data()
     {
         QTest::addColumn<QStringList>("args");

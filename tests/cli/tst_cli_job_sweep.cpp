@@ -59,7 +59,8 @@ private slots:
         QTest::addColumn<QString>("target");
         QTest::addColumn<QString>("chosen");
         // 14 GB: only core_attn (13.640) and full uniform 1 (11.760) fit; full uniform 1 is significantly
-        // faster. 100 GB: the control (recompute off) fits and is significantly the fastest.
+        // faster; full block 4 (estimated 16.829 GB) is run only when the sweep does not skip by estimate.
+        // 100 GB: the control (recompute off) fits and is significantly the fastest.
         QTest::newRow("14 GB: full uniform 1") << u"14"_s << u"full uniform 1"_s;
         QTest::newRow("100 GB: no recompute") << u"100"_s << u"none"_s;
     }
@@ -69,7 +70,9 @@ private slots:
         QFETCH(QString, chosen);
         QTemporaryDir dir;
         const QString db = dir.filePath(u"jobs.sqlite"_s), seen = dir.filePath(u"seen"_s);
-        const auto c = jobSweep(db, seen, { u"--target-gb"_s, target, u"--repeats"_s, u"2"_s });
+        const auto c = jobSweep(
+            db, seen, { u"--target-gb"_s, target, u"--repeats"_s, u"2"_s, u"--no-skip-by-estimate"_s });
+        QVERIFY2(!c.err.contains(u"skipped by its estimate"_s), qPrintable(c.err));
         QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
         // The stand-in replayed the real log of each choice's recompute flags, the control first.
         QFile s(seen);
@@ -116,13 +119,129 @@ private slots:
         }
     }
 
+    // A target the estimate says only some candidates fit: the others are not run, each reported with its
+    // estimate and the target; the rest run as ever, and the skips leave the exit status alone.
+    void candidatesOverTheTargetAreSkippedByEstimate_data()
+    {
+        QTest::addColumn<QString>("target");
+        QTest::addColumn<QStringList>("skipped");
+        QTest::addColumn<QStringList>("replayed");
+        // Estimates (Megatron layout): core_attn 13.876, full uniform 1 12.013, full block 4 16.829 GB.
+        QTest::newRow("14 GB: full block 4 skipped")
+            << u"14"_s << QStringList { u"full block 4: estimated 16.829 GB"_s }
+            << QStringList { u"dense-none"_s, u"dense-core_attn"_s, u"dense-full-uniform-1"_s };
+        // 13.5 GB: core_attn is over it by less than the 5 % error (14.175): only a measurement can say.
+        QTest::newRow("13.5 GB: within the error, run")
+            << u"13.5"_s << QStringList { u"full block 4: estimated 16.829 GB"_s }
+            << QStringList { u"dense-none"_s, u"dense-core_attn"_s, u"dense-full-uniform-1"_s };
+        QTest::newRow("12 GB: two skipped")
+            << u"12"_s
+            << QStringList { u"core_attn: estimated 13.876 GB"_s, u"full block 4: estimated 16.829 GB"_s }
+            << QStringList { u"dense-none"_s, u"dense-full-uniform-1"_s };
+    }
+    void candidatesOverTheTargetAreSkippedByEstimate()
+    {
+        QFETCH(QString, target);
+        QFETCH(QStringList, skipped);
+        QFETCH(QStringList, replayed);
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"jobs.sqlite"_s), seen = dir.filePath(u"seen"_s);
+        const auto c = jobSweep(db, seen, { u"--target-gb"_s, target });
+        QVERIFY2(c.code == 0 || c.code == 1, qPrintable(c.out + c.err));
+        QFile s(seen);
+        QVERIFY(s.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(s.readAll()).split(u'\n', Qt::SkipEmptyParts), replayed);
+        QVERIFY2(c.out.contains(u"Skipped by the estimate (not run"_s), qPrintable(c.out));
+        for (const QString& k : skipped) {
+            const QString label = k.section(u':', 0, 0), estimate = k.section(u": "_s, 1);
+            const QString reason = estimate + u" (stage 0, the hottest rank, megatron layout) > target "_s
+                + QString::number(target.toDouble(), 'f', 3)
+                + u" GB, over it by more than the estimator's 5 % error"_s;
+            QVERIFY2(c.err.contains(u"[%1] skipped by its estimate, not run: %2"_s.arg(label, reason)),
+                qPrintable(c.err));
+            QVERIFY2(c.out.contains(QRegularExpression(u"\n  "_s + QRegularExpression::escape(label)
+                         + u" +skipped by estimate  "_s + QRegularExpression::escape(reason))),
+                qPrintable(c.out));
+        }
+        Store store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.listRuns().size(), replayed.size());
+        // Skips alone leave the exit status at 0 where a run fits.
+        if (c.out.contains(u"\nuse "_s))
+            QCOMPARE(c.code, 0);
+    }
+
+    // A stored run of the same recipe hash, command and iterations is reused instead of run again, and
+    // says so; other iterations run again, --rerun runs everything, --rerun-control the control.
+    void storedJobRunsAreReused_data()
+    {
+        QTest::addColumn<QStringList>("again");
+        QTest::addColumn<QStringList>("replayed"); // by the second sweep
+        QTest::addColumn<QStringList>("reused"); // labels the second sweep said it reused
+        QTest::newRow("the same sweep: both reused")
+            << QStringList {} << QStringList {} << QStringList { u"[]"_s, u"core_attn"_s };
+        QTest::newRow("other iterations: both run")
+            << QStringList { u"--job-iters"_s, u"8"_s }
+            << QStringList { u"dense-none"_s, u"dense-core_attn"_s } << QStringList {};
+        QTest::newRow("--rerun: both run")
+            << QStringList { u"--rerun"_s } << QStringList { u"dense-none"_s, u"dense-core_attn"_s }
+            << QStringList {};
+        QTest::newRow("--rerun-control: the control runs")
+            << QStringList { u"--rerun-control"_s } << QStringList { u"dense-none"_s }
+            << QStringList { u"core_attn"_s };
+        QTest::newRow("--repeats 2: one reused, one more run")
+            << QStringList { u"--repeats"_s, u"2"_s } << QStringList { u"dense-none"_s, u"dense-core_attn"_s }
+            << QStringList { u"[]"_s, u"core_attn"_s };
+    }
+    void storedJobRunsAreReused()
+    {
+        QFETCH(QStringList, again);
+        QFETCH(QStringList, replayed);
+        QFETCH(QStringList, reused);
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"jobs.sqlite"_s);
+        const auto sweepOnce = [&](const QString& seen, const QStringList& extra) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(u"RS_FAKE_MEGATRON_SEEN"_s, seen);
+            env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.005"_s);
+            QStringList args = { u"sweep"_s, u"--job"_s, u"--db"_s, db, u"--modules"_s, u"core_attn"_s,
+                u"--target-gb"_s, u"14"_s };
+            if (!extra.contains(u"--job-iters"_s))
+                args << u"--job-iters"_s << u"6"_s;
+            args << extra << u"--profile"_s << u"main"_s << u"--mlm-args"_s
+                 << QStringLiteral(RS_FAKE_MEGATRON) << fixtureFlags();
+            return rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE), args, 300000, env);
+        };
+        const auto first = sweepOnce(dir.filePath(u"seen1"_s), {});
+        QVERIFY2(first.code == 0, qPrintable(first.out + first.err));
+        QVERIFY2(!first.out.contains(u"(reused)"_s), qPrintable(first.out));
+        const auto second = sweepOnce(dir.filePath(u"seen2"_s), again);
+        QVERIFY2(second.code == 0, qPrintable(second.out + second.err));
+        QFile s(dir.filePath(u"seen2"_s));
+        const QStringList seen = s.open(QIODevice::ReadOnly)
+            ? QString::fromUtf8(s.readAll()).split(u'\n', Qt::SkipEmptyParts)
+            : QStringList {};
+        QCOMPARE(seen, replayed);
+        for (const QString& l : { u"[]"_s, u"core_attn"_s }) {
+            const bool said = second.err.contains(QRegularExpression(u"\\["_s + QRegularExpression::escape(l)
+                + u"\\] run \\d+ reused: stored with the same recipe hash, command and iterations"_s));
+            QVERIFY2(said == reused.contains(l), qPrintable(l + u": "_s + second.err));
+        }
+        QCOMPARE(second.out.count(u" (reused)\n"_s), int(reused.size()));
+        Store store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.listRuns().size(), 2 + replayed.size());
+        // The comparison is made all the same, on the reused runs too.
+        QVERIFY2(second.out.contains(u"\nuse core_attn"_s), qPrintable(second.out));
+    }
+
     void sameChoiceAcrossThreeSweeps()
     {
         QTemporaryDir dir;
         const QString db = dir.filePath(u"jobs.sqlite"_s);
         QStringList choices;
         for (int i = 0; i < 3; ++i) {
-            const auto c = jobSweep(db, dir.filePath(u"seen"_s), { u"--target-gb"_s, u"14"_s });
+            const auto c = jobSweep(db, dir.filePath(u"seen"_s), { u"--target-gb"_s, u"14"_s, u"--rerun"_s });
             QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
             QVERIFY2(c.out.contains(u"is not significantly faster than core_attn"_s), qPrintable(c.out));
             const qsizetype at = c.out.indexOf(u"\nuse "_s);

@@ -199,6 +199,56 @@ private slots:
     }
 
 #ifdef RS_FAKE_WORKER
+    // A target the worker-layout estimate says only some candidates fit (a recipe whose activations hold
+    // its peak: [] and mlp about 9.8 GB, core_attn and full uniform 1 about 5.5 GB): mlp is not run, said
+    // with its estimate and the target; --no-skip-by-estimate runs it.
+    void candidatesOverTheTargetAreSkippedByEstimate_data()
+    {
+        QTest::addColumn<bool>("skip");
+        QTest::newRow("skipped by estimate") << true;
+        QTest::newRow("--no-skip-by-estimate") << false;
+    }
+    void candidatesOverTheTargetAreSkippedByEstimate()
+    {
+        QFETCH(bool, skip);
+        QTemporaryDir dir;
+        const QJsonObject recipe { { u"name"_s, u"sweep-acts"_s }, { u"num_layers"_s, 2 },
+            { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 4096 },
+            { u"micro_batch_size"_s, 4 }, { u"global_batch_size"_s, 4 }, { u"vocab_size"_s, 256 },
+            { u"attention_backend"_s,
+                u"unfused"_s } };
+        QFile f(dir.filePath(u"acts.json"_s));
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QJsonDocument(recipe).toJson());
+        f.close();
+        const QString db = dir.filePath(u"skip.sqlite"_s);
+        QStringList args = { f.fileName(), u"--db"_s, db, u"--iters"_s, u"2"_s, u"--target-gb"_s, u"7"_s,
+            u"--modules"_s, u"core_attn"_s, u"mlp"_s, u"full:uniform:1"_s };
+        if (!skip)
+            args << u"--no-skip-by-estimate"_s;
+        const Cli c = sweep(args, QStringLiteral(RS_FAKE_WORKER));
+        QVERIFY2(c.code == 0 || c.code == 1, qPrintable(c.out + c.err));
+        Store store;
+        QVERIFY(store.open(db));
+        QStringList labels;
+        for (const RunRecord& r : store.listRuns())
+            labels.prepend(r.moduleSetLabel());
+        const QRegularExpression said(
+            u"\\[mlp\\] skipped by its estimate, not run: estimated [0-9.]+ GB \\(stage 0, the hottest rank, "
+            "worker layout\\) > target 7.000 GB, over it by more than the estimator's 5 % error"_s);
+        if (skip) {
+            QCOMPARE(labels, (QStringList { u"[]"_s, u"core_attn"_s, u"full uniform 1"_s }));
+            QVERIFY2(c.err.contains(said), qPrintable(c.err));
+            QVERIFY2(c.out.contains(u"Skipped by the estimate (not run"_s) && c.out.contains(u"\n  mlp "_s),
+                qPrintable(c.out));
+            QVERIFY2(!c.err.contains(u"[core_attn] skipped"_s), qPrintable(c.err));
+        } else {
+            QCOMPARE(labels, (QStringList { u"[]"_s, u"core_attn"_s, u"mlp"_s, u"full uniform 1"_s }));
+            QVERIFY2(!c.err.contains(u"skipped by its estimate"_s), qPrintable(c.err));
+            QVERIFY2(!c.out.contains(u"Skipped by the estimate"_s), qPrintable(c.out));
+        }
+    }
+
     void ctrlCKeepsWhatWasMeasured()
     {
         QTemporaryDir dir;
