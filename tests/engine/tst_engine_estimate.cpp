@@ -24,10 +24,6 @@ namespace {
 
 constexpr double kTolerance = 0.05;
 
-// layoutRankWithinFivePercent's rows whose estimate misses by more than 5 % (measured: the run prints the
-// error of each). None: the Worker layout models the layout rank the worker runs (docs/estimator.md).
-const QStringList kLayoutMisses = {};
-
 Recipe readPreset(const QString& path)
 {
     QFile f(path);
@@ -200,12 +196,6 @@ void TestEngineEstimate::presetWithinFivePercent()
             for (const auto& t : ph.terms)
                 qInfo("  %s %s %s %lld", ph.phase.c_str(), t.category.c_str(), t.name.c_str(),
                     (long long)t.bytes);
-    // The worker's RMSNorm keeps more than the Worker layout counts and its CPU attention less (open).
-    const QString row
-        = QFileInfo(preset).fileName() + u' ' + choice + (fused ? QStringLiteral(" fused") : QString());
-    if (row == QStringLiteral("dense-gqa-swiglu.json layernorm")
-        || row == QStringLiteral("dense-gqa-swiglu.json layernorm fused"))
-        QEXPECT_FAIL("", "the Worker layout's RMSNorm and CPU attention terms (issue 12)", Continue);
     QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
 }
 
@@ -293,11 +283,7 @@ void TestEngineEstimate::layoutRankWithinFivePercent()
             qInfo("  %s", a.c_str());
     }
     // The Worker layout of core/estimator.cpp models the rank the worker runs (its TP / SP / CP / EP shares,
-    // its pipeline stage and schedule); rows that miss are listed in kLayoutMisses.
-    if (kLayoutMisses.contains(QFileInfo(preset).fileName() + u' ' + layout + u' ' + choice))
-        QEXPECT_FAIL("",
-            qPrintable(QStringLiteral("the estimator's Worker layout misses this layout rank: ") + detail),
-            Continue);
+    // its pipeline stage and schedule): every row within the tolerance.
     QVERIFY2(std::abs(error) <= kTolerance, qPrintable(detail));
 }
 
