@@ -1149,7 +1149,6 @@ const std::vector<Row>& ruleRows()
       "full recompute with an unknown method at run time (unreachable: R05/R06 run first; not evaluated)",
       "Invalid activation recompute method.",
       MC, { { "main", "RC:182-183" } }, nullptr, nullptr, nullptr, nullptr, "", "" },
-
     { "RT14", "*", kAnyFormat, E, "bias_activation_fusion gated_linear_unit activation_func",
       "the fused bias activation with a non-gated silu MLP (dense layers or shared experts) fails at the first forward",
       "Only support fusion of gelu and swiglu",

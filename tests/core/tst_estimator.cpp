@@ -69,6 +69,8 @@ private Q_SLOTS:
     void korthikantiPerLayer_data();
     void korthikantiPerLayer();
     void fullRecomputeKeepsLayerInputs();
+    void fusedActivationKeepsLess_data();
+    void fusedActivationKeepsLess();
     void bytesPerParameter_data();
     void bytesPerParameter();
     void gradientBufferDtype();
@@ -130,6 +132,53 @@ void TestEstimator::fullRecomputeKeepsLayerInputs()
     const double saved = static_cast<double>(fwd(none) - fwd(full));
     const double expected = none.num_layers * (32 * s * b * h + 5 * a * s * s * b + 16 * s * b);
     QVERIFY2(rel(saved, expected) < 1e-9, qPrintable(QStringLiteral("%1 vs %2").arg(saved).arg(expected)));
+}
+
+void TestEstimator::fusedActivationKeepsLess_data()
+{
+    QTest::addColumn<int>("layout");
+    QTest::addColumn<QString>("activation"); // swiglu | geglu | gelu
+    QTest::addColumn<bool>("moe");
+    for (const Layout layout : { Layout::Megatron, Layout::Worker })
+        for (const char* act : { "swiglu", "geglu", "gelu" })
+            for (const bool moe : { false, true })
+                QTest::newRow(qPrintable(QStringLiteral("%1 %2 %3")
+                                             .arg(QLatin1String(layoutName(layout)), QLatin1String(act),
+                                                 moe ? QStringLiteral("moe") : QStringLiteral("dense"))))
+                    << static_cast<int>(layout) << QString::fromLatin1(act) << moe;
+}
+
+void TestEstimator::fusedActivationKeepsLess()
+{
+    // bias_activation_fusion keeps FC1's output only. Unfused, a GLU also keeps act(a) [T, F] (dense MLP,
+    // shared experts), and routed experts keep act(a) [* b] for the multiply by the probabilities (and
+    // act(a) under GLU) [R, Fm]; plain GeLU keeps its input either way (mlp.py glu(), experts.py
+    // bias_act_func; the worker's Model::activation).
+    QFETCH(int, layout);
+    QFETCH(QString, activation);
+    QFETCH(bool, moe);
+    Recipe r = gpt();
+    r.gated_linear_unit = activation != QLatin1String("gelu");
+    r.activation_func = activation == QLatin1String("swiglu") ? "silu" : "gelu";
+    if (moe) {
+        r.num_moe_experts = 8;
+        r.moe_router_topk = 2;
+        r.moe_ffn_hidden_size = 512;
+        r.moe_shared_expert_intermediate_size = 1024;
+        r.moe_grouped_gemm = true;
+    }
+    Recipe fused = r;
+    fused.bias_activation_fusion = true;
+    const Layout l = static_cast<Layout>(layout);
+    const auto eager = activationsPerLayer(validate(r).resolved, l);
+    const auto with = activationsPerLayer(validate(fused).resolved, l);
+    const double T = double(r.seq_length) * r.micro_batch_size, d = 2, glu = r.gated_linear_unit ? 1 : 0;
+    const double expected = moe ? (glu + 1) * T * r.moe_router_topk * *r.moe_ffn_hidden_size * d
+            + glu * T * *r.moe_shared_expert_intermediate_size * d
+                                : glu * T * 4 * r.hidden_size * d;
+    const double saved = static_cast<double>(moe ? eager.moe - with.moe : eager.dense - with.dense);
+    QVERIFY2(
+        std::abs(saved - expected) < 0.5, qPrintable(QStringLiteral("%1 vs %2").arg(saved).arg(expected)));
 }
 
 void TestEstimator::bytesPerParameter_data()
