@@ -6,6 +6,7 @@
 #include <cmath>
 #include <sstream>
 
+#include "core/attention_softmax.h"
 #include "core/flops.h"
 #include "core/rules.h"
 
@@ -247,17 +248,15 @@ Shape shapeOf(const Recipe& r, Layout layout)
     if (r.position_embedding_type == "learned_absolute")
         x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
     if (!worker) {
-        // FusedScaleMaskSoftmax.is_kernel_available (fusions/fused_softmax.py): 16-bit input,
-        // 16 < sk <= 4096, sq and sk multiples of 4, b * np a multiple of 4 (masked_softmax_fusion on).
-        const double np = x.heads / x.tp;
         // The local spec (transformer_impl local) builds the unfused DotProductAttention whatever the
-        // attention backend says, and its fused softmax kernel needs Transformer Engine or Apex: assumed
-        // absent there (the Megatron-LM fixture logs also pass --no-masked-softmax-fusion).
+        // attention backend says.
         if (!x.te)
             x.backend = "unfused";
-        x.fused_softmax = x.te && !x.fp32 && x.s > 16 && x.s <= 4096 && std::fmod(x.s, 4) == 0
-            && std::fmod(x.b * np, 4) == 0;
     }
+    // Megatron's fused scaled-masked-softmax kernel or the torch softmax, for this rank's scores: the
+    // worker runs the same one (core/attention_softmax.h).
+    x.fused_softmax = fusedMaskedSoftmaxApplies(r, static_cast<int64_t>(x.b),
+        static_cast<int64_t>(x.heads / x.tp), static_cast<int64_t>(x.s), static_cast<int64_t>(x.s));
     // Both layouts run Megatron's micro-batches per step (engine/optimizer.cpp trainingLayout).
     const double gbs = r.global_batch_size.value_or(r.micro_batch_size * static_cast<int>(x.dp));
     x.micro_batches = std::max(1.0, std::floor(gbs / (x.b * x.dp)));
@@ -481,16 +480,34 @@ LayerModel workerLayer(const Shape& x, bool moe)
         temp(up_q + up_kv);
     }
     if (x.backend == "unfused") {
-        // Scores: the fp32 softmax output (the worker converts 16-bit scores to fp32), the 16-bit cast,
-        // the dropout mask and the dropped probabilities (kept by the probabilities x V product). Before
-        // the softmax: baddbmm's scores and their fp32 copy.
-        temp(scores * (d + (x.fp32 ? 0 : 4)));
-        add(m, scores * 4, kCoreAttn, bit(kCoreAttn));
+        // Scores (core/attention_softmax.h says which softmax). The torch path keeps the softmax's output,
+        // fp32 under attention_softmax_in_fp32 (the worker converts the 16-bit scores) and its 16-bit cast
+        // for P x V; Megatron's fused kernel keeps only its 16-bit probabilities, which P x V (or dropout)
+        // reads too. Then the dropout mask and the dropped probabilities (kept by P x V).
+        const double softmax_bytes = (x.fused_softmax || !x.softmax_fp32) ? d : 4;
+        add(m, scores * softmax_bytes, kCoreAttn, bit(kCoreAttn));
         if (x.attn_dropout > 0) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // mask
             add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // dropped probabilities
-        } else if (!x.fp32) {
+        } else if (softmax_bytes != d) {
             add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // 16-bit probabilities for P x V
+        }
+        if (!x.fused_softmax && !x.fp32) {
+            // The torch path on 16-bit scores. Forward: under attention_softmax_in_fp32 the fp32 copy of the
+            // scores, alive beside the softmax's output until the head returns (and the 16-bit cast beside
+            // the dropout mask and output); else the 16-bit scores. Backward: two fp32 tensors of the scores'
+            // size at once (the probabilities' gradient and the softmax's input gradient: LibTorch 1.13's CPU
+            // softmax backward of bf16 goes through fp32 too), once P x V's (and dropout's) saved tensors
+            // have gone (measured: tst_engine_estimate unfusedSoftmaxWithinFivePercent).
+            const double freed = x.attn_dropout > 0 ? 2 * d : d;
+            const double copy = softmax_bytes == 4 ? 4 + (x.attn_dropout > 0 ? d : 0) : d;
+            temp(scores * copy);
+            m.backward_temp = 2 * m.residual + scores * (8 - freed);
+        } else if (!x.fp32) {
+            // The kernel: the 16-bit scores beside its output (its fp32 rows are a small slice at a time).
+            temp(scores * d);
+        } else {
+            temp(scores * 2 * d);
         }
     } else {
         // LibTorch 1.13's math path of _scaled_dot_product_attention (CPU): the softmax in the dtype,
@@ -718,7 +735,8 @@ LayerModel layerModel(const Shape& x, bool moe)
     // Megatron's unfused softmax backward holds the probabilities' gradient and the scores' gradient
     // beside the saved probabilities (fixture logs, llama-full-uniform-1: two of the largest in flight);
     // the worker's LibTorch CPU backward frees one before the next (tst_engine_estimate).
-    m.backward_temp = 2 * m.residual + (x.layout == Layout::Megatron ? 2 : 1) * largest;
+    m.backward_temp
+        = std::max(m.backward_temp, 2 * m.residual + (x.layout == Layout::Megatron ? 2 : 1) * largest);
     return m;
 }
 

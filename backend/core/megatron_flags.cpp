@@ -55,6 +55,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--untie-embeddings-and-output-weights", Arity::Switch, "untie_embeddings_and_output_weights" },
         { "--attention-softmax-in-fp32", Arity::Switch, "attention_softmax_in_fp32" },
         { "--apply-query-key-layer-scaling", Arity::Switch, "apply_query_key_layer_scaling" },
+        { "--no-masked-softmax-fusion", Arity::Switch, "" },
         { "--multi-latent-attention", Arity::Switch, "multi_latent_attention" },
         { "--q-lora-rank", Arity::Value, "q_lora_rank" },
         { "--kv-lora-rank", Arity::Value, "kv_lora_rank" },
@@ -449,6 +450,9 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
                 v = "fused";
             setRecipeField(base, "attention_backend", v, where);
             markExplicit(base, "attention_backend");
+        } else if (flag == "--no-masked-softmax-fusion") {
+            base.masked_softmax_fusion = false; // store_false, dest masked_softmax_fusion
+            markExplicit(base, "masked_softmax_fusion");
         } else if (flag == "--checkpoint-activations") {
             base.checkpoint_activations_flag = flag; // the rules engine raises M1 for it
         } else if (flag == "--no-check-for-nan-in-loss-and-grad") {
@@ -671,6 +675,11 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
         }
         if (flag == "--attention-backend") {
             out.insert(out.end(), { flag, r.attention_backend }); // always: Megatron-LM's default is auto
+            continue;
+        }
+        if (flag == "--no-masked-softmax-fusion") {
+            if (!r.masked_softmax_fusion)
+                out.push_back(flag);
             continue;
         }
         if (flag == "--checkpoint-activations") {

@@ -60,6 +60,10 @@ struct Recipe {
     bool untie_embeddings_and_output_weights = false; // false: the output layer reuses the embedding
     bool attention_softmax_in_fp32 = true; // TransformerConfig True; Megatron-LM's flag default is False
     bool apply_query_key_layer_scaling = false;
+    // Megatron's fused scaled-masked-softmax kernel for unfused attention (FusedScaleMaskSoftmax;
+    // fusedMaskedSoftmaxApplies in attention_softmax.h says when it runs). TransformerConfig False;
+    // Megatron-LM's flags True (--no-masked-softmax-fusion); Bridge's GPTModelProvider True.
+    bool masked_softmax_fusion = false;
 
     // --- multi-latent attention (MLATransformerConfig defaults) ---
     bool multi_latent_attention = false;

@@ -202,6 +202,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "untie_embeddings_and_output_weights", &Recipe::untie_embeddings_and_output_weights },
         { "attention_softmax_in_fp32", &Recipe::attention_softmax_in_fp32 },
         { "apply_query_key_layer_scaling", &Recipe::apply_query_key_layer_scaling },
+        { "masked_softmax_fusion", &Recipe::masked_softmax_fusion },
         { "multi_latent_attention", &Recipe::multi_latent_attention },
         { "q_lora_rank", &Recipe::q_lora_rank },
         { "kv_lora_rank", &Recipe::kv_lora_rank },
@@ -815,6 +816,8 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
     case InputFormat::Json:
         break;
     case InputFormat::MegatronFlags:
+        // --no-masked-softmax-fusion is store_false: Megatron-LM fuses unless told not to.
+        r.masked_softmax_fusion = true;
         // megatron/training/arguments.py: --attention-softmax-in-fp32 is a store_true flag (default
         // False), where TransformerConfig's field defaults to True. Every other modelled default
         // (learned_absolute positions, biases on, tied embeddings, dropout 0.1, padded vocabulary to 128,
@@ -832,6 +835,9 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
         // False, use_distributed_optimizer False. bias_activation_fusion: GPTModelProvider keeps
         // TransformerConfig's False (the Llama / Qwen providers and Bridge's perf recipes set it True).
         r.seq_length = 1024;
+        // GPTModelProvider (gpt_provider.py at 0254ddd4, "# Fusions"): masked_softmax_fusion True, where
+        // TransformerConfig says False.
+        r.masked_softmax_fusion = true;
         break;
     }
     return r;

@@ -5,6 +5,7 @@
 
 #include <ATen/CPUGeneratorImpl.h>
 
+#include "core/attention_softmax.h"
 #include "core/flops.h"
 #include "engine/checkpoint.h"
 #include "engine/cross_entropy.h"
@@ -318,6 +319,10 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     // TransformerConfig: apply_query_key_layer_scaling turns attention_softmax_in_fp32 on.
     c.query_key_layer_scaling = r.apply_query_key_layer_scaling;
     c.softmax_in_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
+    {
+        const int64_t s = c.seq / std::max(1, c.cp);
+        c.fused_softmax = fusedMaskedSoftmaxApplies(r, c.micro_batch, c.heads / std::max(1, c.tp), s, s);
+    }
     if (r.moe_router_load_balancing_type == "aux_loss" || r.moe_router_load_balancing_type == "seq_aux_loss")
         c.moe_aux_loss_coeff = r.moe_aux_loss_coeff;
     c.moe_expert_bias = r.add_bias_linear && !r.moe_grouped_gemm;
@@ -706,6 +711,84 @@ Tensor Model::repeatGroups(const Tensor& t, int64_t heads) const
     return t.size(2) == heads ? t : t.repeat_interleave(heads / t.size(2), 2);
 }
 
+namespace {
+
+// The fp32 working set of one step of the softmax below (elements): the kernel keeps its rows in
+// registers; we go through [b * np, sq, sk] a slice at a time so that what is alive beside the 16-bit
+// probabilities stays small (16 KiB of fp32 on CPU, where the tests' scores are a few hundred KiB; 64 MiB
+// on a GPU, where launches cost more).
+int64_t softmaxChunkElements(const Tensor& t)
+{
+    return t.is_cuda() ? int64_t(1) << 24 : int64_t(1) << 12;
+}
+
+// f(head0, heads, row0, rows) over [n, sq, sk]: whole heads at a time when one fits, else rows of one head.
+template <typename F> void forEachSoftmaxChunk(int64_t n, int64_t sq, int64_t sk, int64_t elements, F&& f)
+{
+    const int64_t rows = std::max<int64_t>(1, std::min<int64_t>(sq, elements / std::max<int64_t>(1, sk)));
+    if (rows == sq) {
+        const int64_t heads = std::max<int64_t>(1, elements / std::max<int64_t>(1, sq * sk));
+        for (int64_t h0 = 0; h0 < n; h0 += heads)
+            f(h0, std::min(heads, n - h0), int64_t(0), sq);
+        return;
+    }
+    for (int64_t h0 = 0; h0 < n; ++h0)
+        for (int64_t r0 = 0; r0 < sq; r0 += rows)
+            f(h0, int64_t(1), r0, std::min(rows, sq - r0));
+}
+
+// Megatron's ScaledUpperTriangMaskedSoftmax (fusions/fused_softmax.py; the CUDA kernel of Apex / Transformer
+// Engine, scaled_upper_triang_masked_softmax): 16-bit scores [b * np, sq, sk] in, scaled by `scale`, the
+// causal mask applied (true above the diagonal), softmax in fp32, 16-bit probabilities out. Only the
+// probabilities are saved for backward, which the kernel computes in place over the incoming gradient:
+// grad_in = scale * p * (g - sum(g * p)), in fp32, cast to the input dtype.
+class ScaledUpperTriangMaskedSoftmax : public torch::autograd::Function<ScaledUpperTriangMaskedSoftmax> {
+public:
+    static Tensor forward(
+        torch::autograd::AutogradContext* ctx, const Tensor& input, const Tensor& mask, double scale)
+    {
+        const Tensor in = input.contiguous();
+        const int64_t n = in.size(0), sq = in.size(1), sk = in.size(2);
+        Tensor probs = at::empty_like(in, at::MemoryFormat::Contiguous);
+        forEachSoftmaxChunk(
+            n, sq, sk, softmaxChunkElements(in), [&](int64_t h0, int64_t hs, int64_t r0, int64_t rs) {
+                Tensor x = in.narrow(0, h0, hs).narrow(1, r0, rs).to(torch::kFloat32);
+                if (scale != 1.0)
+                    x.mul_(scale);
+                x.masked_fill_(mask.narrow(0, r0, rs), -10000.0);
+                probs.narrow(0, h0, hs).narrow(1, r0, rs).copy_(at::softmax(x, -1));
+            });
+        ctx->save_for_backward({ probs });
+        ctx->saved_data["scale"] = scale;
+        return probs;
+    }
+
+    static torch::autograd::variable_list backward(
+        torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
+    {
+        if (!grads[0].defined())
+            return { Tensor(), Tensor(), Tensor() };
+        const Tensor probs = ctx->get_saved_variables()[0];
+        const double scale = ctx->saved_data["scale"].toDouble();
+        Tensor g = grads[0].contiguous(); // the input's gradient is written over it, as the kernel does
+        const int64_t n = g.size(0), sq = g.size(1), sk = g.size(2);
+        forEachSoftmaxChunk(
+            n, sq, sk, softmaxChunkElements(g), [&](int64_t h0, int64_t hs, int64_t r0, int64_t rs) {
+                Tensor gc = g.narrow(0, h0, hs).narrow(1, r0, rs);
+                Tensor p = probs.narrow(0, h0, hs).narrow(1, r0, rs).to(torch::kFloat32);
+                Tensor gp = gc.to(torch::kFloat32).mul_(p);
+                const Tensor sum = gp.sum(-1, true);
+                gp.sub_(p.mul_(sum));
+                if (scale != 1.0)
+                    gp.mul_(scale);
+                gc.copy_(gp);
+            });
+        return { g, Tensor(), Tensor() };
+    }
+};
+
+} // namespace
+
 Tensors Model::unfusedAttentionHead(const Tensor& q, const Tensor& k, const Tensor& v, int layer_number)
 {
     // Megatron Core's local DotProductAttention with the unfused path of FusedScaleMaskSoftmax:
@@ -729,6 +812,13 @@ Tensors Model::unfusedAttentionHead(const Tensor& q, const Tensor& k, const Tens
     auto scores = at::baddbmm(scores_input_buffer_.narrow(0, 0, b * np * sq * sk).view({ b * np, sq, sk }),
         query, key, 0.0, 1.0 / (std::sqrt(double(hn)) * coeff))
                       .view({ b, np, sq, sk });
+    if (config_.fused_softmax && q.scalar_type() != torch::kFloat32) {
+        // FusedScaleMaskSoftmax.forward_fused_softmax: the kernel takes the 16-bit scores, scale = coeff.
+        auto probs = ScaledUpperTriangMaskedSoftmax::apply(
+            scores.view({ b * np, sq, sk }), causal_mask_.narrow(0, 0, sq).narrow(1, 0, sk), coeff);
+        probs = dropout(probs, config_.attention_dropout);
+        return { probs, v.reshape({ sk, b * np, hv }).transpose(0, 1) };
+    }
     const bool low_precision = q.scalar_type() != torch::kFloat32 && config_.softmax_in_fp32;
     if (low_precision)
         scores = scores.to(torch::kFloat32);

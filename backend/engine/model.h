@@ -51,6 +51,9 @@ struct ModelConfig {
     bool tied_embeddings = true; // !untie_embeddings_and_output_weights
     bool softmax_in_fp32 = true; // attention_softmax_in_fp32 (unfused attention)
     bool query_key_layer_scaling = false;
+    // Megatron's fused ScaledUpperTriangMaskedSoftmax runs instead of the torch softmax (unfused attention):
+    // core/attention_softmax.h fusedMaskedSoftmaxApplies for this rank's scores.
+    bool fused_softmax = false;
     double moe_aux_loss_coeff = 0; // > 0 with load balancing aux_loss / seq_aux_loss
     bool moe_expert_bias = false; // linear biases in the experts (add_bias_linear without grouped GEMM)
     bool rmsnorm = false, gated = false, silu = false;

@@ -81,6 +81,7 @@ Recipe fullRecipe()
     r.untie_embeddings_and_output_weights = true;
     r.attention_softmax_in_fp32 = false;
     r.apply_query_key_layer_scaling = true;
+    r.masked_softmax_fusion = true;
     r.multi_latent_attention = true;
     r.q_lora_rank = 64;
     r.kv_lora_rank = 32;
@@ -271,6 +272,7 @@ private slots:
     void flagsRoundTrip();
     void flagsLossyCases();
     void flagsMlaDefaults();
+    void maskedSoftmaxFusionPerFrontEnd();
 
     // --- mixed precision ---
     void mixedPrecisionTable();
@@ -778,6 +780,9 @@ void TestRecipeIo::overrideForms_data()
     QTest::newRow("bias activation fusion") << "model.bias_activation_fusion=true"
                                             << "bias_activation_fusion"
                                             << "true";
+    QTest::newRow("no softmax fusion") << "model.masked_softmax_fusion=false"
+                                       << "masked_softmax_fusion"
+                                       << "false";
 }
 
 void TestRecipeIo::overrideForms()
@@ -940,9 +945,11 @@ void TestRecipeIo::overridesWriteOnlyDifferences()
     QCOMPARE(join(recipeToBridgeOverrides(r)), join(expected));
     QCOMPARE(QString::fromStdString(studioCommentLine(r)),
         QStringLiteral("# studio: name='null' profile=bridge-pin"));
-    // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024.
+    // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024,
+    // and its masked_softmax_fusion False (GPTModelProvider's is True).
     const std::vector<std::string> json = recipeToBridgeOverrides(Recipe {});
-    QCOMPARE(join(json), QStringLiteral("model.seq_length=4096 dataset.seq_length=4096"));
+    QCOMPARE(join(json),
+        QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 model.masked_softmax_fusion=false"));
     r.recompute_modules = std::vector<std::string> {};
     r.q_lora_rank = std::nullopt;
     const std::vector<std::string> out = recipeToBridgeOverrides(r);
@@ -1118,6 +1125,8 @@ void TestRecipeIo::flagForms_data()
     row("fp8 recipe custom", { "--fp8-recipe", "custom" }, "fp8_recipe", R"("custom")");
     row("softmax fp16 by default", {}, "attention_softmax_in_fp32", "false");
     row("softmax fp32", { "--attention-softmax-in-fp32" }, "attention_softmax_in_fp32", "true");
+    row("softmax fusion by default", {}, "masked_softmax_fusion", "true");
+    row("no softmax fusion", { "--no-masked-softmax-fusion" }, "masked_softmax_fusion", "false");
     row("bias by default", {}, "add_bias_linear", "true");
     row("no bias", { "--disable-bias-linear" }, "add_bias_linear", "false");
     row("qkv bias", { "--add-qkv-bias" }, "add_qkv_bias", "true");
@@ -1366,6 +1375,33 @@ void TestRecipeIo::flagsLossyCases()
     const Recipe back = recipeFromMegatronFlags(recipeToMegatronFlags(graphs));
     QVERIFY(!back.cuda_graph_modules.has_value());
     QCOMPARE(back.cuda_graph_impl, graphs.cuda_graph_impl);
+}
+
+void TestRecipeIo::maskedSoftmaxFusionPerFrontEnd()
+{
+    // TransformerConfig's default is False; Megatron-LM's --no-masked-softmax-fusion is store_false
+    // (default True); Bridge's GPTModelProvider sets True.
+    QCOMPARE(Recipe {}.masked_softmax_fusion, false);
+    QCOMPARE(recipeFromJsonText("{}", "test").masked_softmax_fusion, false);
+    QCOMPARE(recipeFromMegatronFlags({ "--num-layers", "2" }).masked_softmax_fusion, true);
+    QCOMPARE(recipeFromBridgeOverrides({ "model.num_layers=2" }).masked_softmax_fusion, true);
+    // Each writer spells it only where it differs from its front end's default.
+    QVERIFY(join(recipeToMegatronFlags(Recipe {})).contains(QStringLiteral("--no-masked-softmax-fusion")));
+    QVERIFY(!join(recipeToMegatronFlags(frontEndDefaults(InputFormat::MegatronFlags)))
+                 .contains(QStringLiteral("masked-softmax")));
+    Recipe bridge = frontEndDefaults(InputFormat::BridgeOverrides);
+    QVERIFY(recipeToBridgeOverrides(bridge).empty());
+    bridge.masked_softmax_fusion = false;
+    const std::vector<std::string> written = recipeToBridgeOverrides(bridge);
+    QCOMPARE(written.size(), std::size_t(1));
+    QCOMPARE(QString::fromStdString(written[0]), QStringLiteral("model.masked_softmax_fusion=false"));
+    QCOMPARE(recipeFromBridgeOverrides(written), bridge);
+    // A JSON recipe (fusion off) written as flags and read back keeps it off; read as overrides too.
+    Recipe json;
+    json.num_layers = 2;
+    QCOMPARE(recipeFromMegatronFlags(recipeToMegatronFlags(json)).masked_softmax_fusion, false);
+    QCOMPARE(recipeFromBridgeOverrides(recipeToBridgeOverrides(json)).masked_softmax_fusion, false);
+    QCOMPARE(recipeFromJson(recipeToJson(bridge), "test").masked_softmax_fusion, false);
 }
 
 void TestRecipeIo::flagsMlaDefaults()
