@@ -838,6 +838,9 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
         // GPTModelProvider (gpt_provider.py at 0254ddd4, "# Fusions"): masked_softmax_fusion True, where
         // TransformerConfig says False.
         r.masked_softmax_fusion = true;
+        // GPTModelProvider (same file and commit): attention_softmax_in_fp32 False, where TransformerConfig
+        // says True.
+        r.attention_softmax_in_fp32 = false;
         break;
     }
     return r;
