@@ -6,14 +6,14 @@
 // optimizer's moments) and the transient peaks (logits and cross-entropy, unfused attention scores, the
 // replay of a checkpointed region in backward).
 //
-// Two layouts, because the worker has not yet converged on Megatron's:
+// Two layouts:
 // - Layout::Megatron: what Megatron-LM / Megatron Core allocate on a GPU (bf16 parameters, DDP's persistent
 //   contiguous gradient buffer, fp32 main parameters and Adam moments, sharded over data parallelism by the
 //   distributed optimizer, micro-batches per step, pipeline stages with their in-flight micro-batches);
-// - Layout::Worker: what recompute-bench allocates today (backend/engine: 16-bit gradients allocated by
-//   autograd and freed by the optimizer each step, no gradient buffer, one micro-batch per step, no
-//   distributed optimizer, no position embeddings or biases, an untied output layer, LibTorch's own saved
-//   tensors, the first pipeline stage only). Every figure says which layout it is for.
+// - Layout::Worker: what recompute-bench allocates for one rank of the layout on one device (backend/engine:
+//   the rank's TP / SP / CP / EP shares, its gradient buffer and optimizer shard, the pipeline stage run by
+//   the worker's schedule, LibTorch 1.13's own saved tensors on CPU); its hottest rank is the one the
+//   worker runs by default (the Megatron layout's hottest stage). Every figure says which layout it is for.
 //
 // Standard library and nlohmann/json only; fast enough to run on every edit for every choice at once
 // (bench/bench_estimate.cpp).
