@@ -19,6 +19,7 @@
 #include <QVBoxLayout>
 
 #include "charts/chartview.h"
+#include "launch/run_session.h"
 #include "models/peakattributionmodel.h"
 #include "models/runsfilterproxy.h"
 #include "models/runsmodel.h"
@@ -35,6 +36,11 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     , m_attributionModel(new PeakAttributionModel(this))
 {
     m_proxy->setSourceModel(m_model);
+    // Δ time with its interval and "not significant", from the steady iterations as the sweep reads them.
+    m_model->setSteadyTimesSource([this](qint64 runId) {
+        return m_store && m_store->isOpen() ? launch::RunSession::steadyTimes(*m_store, runId)
+                                            : std::vector<double> {};
+    });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
 

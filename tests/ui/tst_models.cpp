@@ -3,6 +3,7 @@
 // rowCount/parent/signal contract), plus what each one is for: the deltas against the matched control,
 // the runs filters, the label checklist, the diff.
 #include <QAbstractItemModelTester>
+#include <QColor>
 #include <QSignalSpy>
 #include <QTest>
 
@@ -158,6 +159,67 @@ private slots:
                     .contains(QStringLiteral("seq_length")));
         model.setRuns({});
         QCOMPARE(model.rowCount(), 0);
+    }
+
+    // With the runs' steady iterations, Δ time is the sweep's: the shift with its 95 % interval, and "not
+    // significant" (greyed, said in the tooltip) when the interval holds 0; without them the plain
+    // percentage.
+    void runsModelTimeDeltaInterval_data()
+    {
+        QTest::addColumn<double>("candidateMs");
+        QTest::addColumn<double>("spread");
+        QTest::addColumn<bool>("significant");
+        QTest::newRow("inside the noise") << 462.0 << 20.0 << false;
+        QTest::newRow("clearly slower") << 520.0 << 2.0 << true;
+    }
+    void runsModelTimeDeltaInterval()
+    {
+        QFETCH(double, candidateMs);
+        QFETCH(double, spread);
+        QFETCH(bool, significant);
+        RunsModel model;
+        QAbstractItemModelTester tester(&model, QAbstractItemModelTester::FailureReportingMode::QtTest);
+        model.setRuns(comparison());
+        const int moeAct = model.rowOfRun(2);
+        QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
+        int asked = 0;
+        model.setSteadyTimesSource([&](qint64 id) {
+            ++asked;
+            std::vector<double> t;
+            const double median = id == 1 ? 457.0 : id == 2 ? candidateMs : 0.0;
+            for (int i = 0; median > 0 && i < 12; ++i)
+                t.push_back(median + spread * ((i % 4) - 1.5) / 1.5);
+            return t;
+        });
+        QCOMPARE(changed.size(), 1);
+        const QString text = model.index(moeAct, RunsModel::TimeDeltaColumn).data().toString();
+        const auto stats = model.timeDeltaStats(moeAct);
+        QVERIFY(stats && stats->low_pct && stats->high_pct);
+        QCOMPARE(text,
+            QString::asprintf("%+.2f%% [%+.2f, %+.2f]", stats->pct, *stats->low_pct, *stats->high_pct)
+                + (significant ? QString() : QStringLiteral(" not significant")));
+        QCOMPARE(stats->verdict == Significance::NotSignificant, !significant);
+        QVERIFY(*stats->low_pct <= stats->pct && stats->pct <= *stats->high_pct);
+        const QString tip = model.index(moeAct, RunsModel::TimeDeltaColumn).data(Qt::ToolTipRole).toString();
+        QVERIFY2(tip.contains(QString::fromStdString(deltaText(*stats))), qPrintable(tip));
+        QCOMPARE(tip.contains(QStringLiteral("inside the noise")), !significant);
+        const QColor fg
+            = model.index(moeAct, RunsModel::TimeDeltaColumn).data(Qt::ForegroundRole).value<QColor>();
+        QCOMPARE(fg == QColor(0x70, 0x70, 0x70), !significant);
+        QCOMPARE(
+            model.index(moeAct, RunsModel::TimeDeltaColumn).data(RunsModel::SortRole).toDouble(), stats->pct);
+        // A run without iterations keeps the plain percentage; the control stays "control".
+        const int mla = model.rowOfRun(3);
+        QCOMPARE(model.index(mla, RunsModel::TimeDeltaColumn).data().toString(),
+            QString::asprintf("%+.2f%%", *model.timeDeltaPct(mla)));
+        QCOMPARE(model.index(0, RunsModel::TimeDeltaColumn).data().toString(), QStringLiteral("control"));
+        // Asked once per run, kept until the runs change.
+        const int before = asked;
+        model.index(moeAct, RunsModel::TimeDeltaColumn).data();
+        QCOMPARE(asked, before);
+        model.setRuns(comparison());
+        model.index(moeAct, RunsModel::TimeDeltaColumn).data();
+        QVERIFY(asked > before);
     }
 
     void runsModelAdviceAndRanks()

@@ -218,6 +218,45 @@ private slots:
         QCOMPARE(cell(m_page.get(), id, RunsModel::RanksColumn), shown);
     }
 
+    // The page reads the stored steady iterations: Δ time shows its interval, and "not significant" for a
+    // difference inside the noise, as `recompute sweep` prints it.
+    void timeDeltaShowsItsInterval_data()
+    {
+        QTest::addColumn<double>("candidateMs");
+        QTest::addColumn<double>("spread");
+        QTest::addColumn<bool>("significant");
+        QTest::newRow("overlapping") << 101.0 << 5.0 << false;
+        QTest::newRow("apart") << 130.0 << 0.5 << true;
+    }
+    void timeDeltaShowsItsInterval()
+    {
+        QFETCH(double, candidateMs);
+        QFETCH(double, spread);
+        QFETCH(bool, significant);
+        const qint64 control = m_store->insertRun(workerRun({}, 2.0, 100.0));
+        RunRecord c = workerRun({ QStringLiteral("core_attn") }, 1.5, candidateMs);
+        c.controlRunId = control;
+        const qint64 candidate = m_store->insertRun(c);
+        for (const auto& [id, ms] : { std::pair { control, 100.0 }, std::pair { candidate, candidateMs } }) {
+            for (int i = 1; i <= 10; ++i) {
+                storage::IterationRow row;
+                row.runId = id;
+                row.iteration = i;
+                row.phase = QStringLiteral("steady");
+                row.stepMs = ms + spread * ((i % 3) - 1);
+                QVERIFY(m_store->insertIteration(row));
+            }
+        }
+        m_page->reload();
+        const QString text = cell(m_page.get(), candidate, RunsModel::TimeDeltaColumn);
+        QVERIFY2(text.contains(QLatin1Char('[')) && text.contains(QLatin1Char(']')), qPrintable(text));
+        QCOMPARE(text.endsWith(QStringLiteral(" not significant")), !significant);
+        QVERIFY2(cell(m_page.get(), candidate, RunsModel::TimeDeltaColumn, Qt::ToolTipRole)
+                     .contains(QStringLiteral("Hodges-Lehmann")),
+            qPrintable(cell(m_page.get(), candidate, RunsModel::TimeDeltaColumn, Qt::ToolTipRole)));
+        QCOMPARE(cell(m_page.get(), control, RunsModel::TimeDeltaColumn), QStringLiteral("control"));
+    }
+
     void stoppedRunIsNotDrawnAsFailed_data()
     {
         QTest::addColumn<QString>("outcome");

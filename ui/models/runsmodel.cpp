@@ -55,7 +55,9 @@ constexpr ColumnSpec kColumns[] = {
         true },
     { RunsModel::TimeDeltaColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Δ time"),
         QT_TRANSLATE_NOOP("rs::ui::RunsModel",
-            "Steady step time against the matched [] control, in percent (lower is better)."),
+            "Steady step time against the matched [] control, in percent (lower is better); with the "
+            "runs' steady iterations, the Hodges-Lehmann shift with its 95 % interval, and \"not "
+            "significant\" when the interval holds 0 (a difference inside the noise)."),
         true },
     { RunsModel::AdviceColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Advice"),
         QT_TRANSLATE_NOOP("rs::ui::RunsModel",
@@ -97,6 +99,8 @@ void RunsModel::setRuns(const QVector<RunRecord>& runs)
     m_deltas.clear();
     m_deltas.resize(m_runs.size());
     m_estimates.clear();
+    m_steady.clear();
+    m_timeStats.clear();
     for (int i = 0; i < m_runs.size(); ++i) {
         const RunRecord& r = m_runs[i];
         Delta& d = m_deltas[i];
@@ -154,6 +158,41 @@ std::optional<double> RunsModel::allocatedDeltaPct(int row) const
 std::optional<double> RunsModel::timeDeltaPct(int row) const
 {
     return row >= 0 && row < m_deltas.size() ? m_deltas[row].time : std::nullopt;
+}
+
+void RunsModel::setSteadyTimesSource(std::function<std::vector<double>(qint64 runId)> source)
+{
+    m_steadySource = std::move(source);
+    m_steady.clear();
+    m_timeStats.clear();
+    if (!m_runs.isEmpty())
+        emit dataChanged(index(0, TimeDeltaColumn), index(int(m_runs.size()) - 1, TimeDeltaColumn));
+}
+
+const std::vector<double>& RunsModel::steadyTimes(qint64 runId) const
+{
+    auto it = m_steady.find(runId);
+    if (it == m_steady.end())
+        it = m_steady.insert(runId, m_steadySource ? m_steadySource(runId) : std::vector<double> {});
+    return *it;
+}
+
+std::optional<TimeDelta> RunsModel::timeDeltaStats(int row) const
+{
+    // Only where the plain delta exists: a matched control, both measured.
+    if (!m_steadySource || !timeDeltaPct(row))
+        return std::nullopt;
+    if (const auto it = m_timeStats.constFind(row); it != m_timeStats.constEnd())
+        return *it;
+    const RunRecord* r = run(row);
+    std::optional<TimeDelta> d;
+    if (r && r->controlRunId)
+        d = timeDelta(steadyTimes(r->id), steadyTimes(*r->controlRunId));
+    // Two iterations a side give a shift but no interval: the plain percentage says as much.
+    if (d && (!d->low_pct || !d->high_pct))
+        d.reset();
+    m_timeStats.insert(row, d);
+    return d;
 }
 
 const RunsModel::Estimate& RunsModel::estimateEntry(int row) const
@@ -293,8 +332,18 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             return r->steadyStepMs ? QString::number(*r->steadyStepMs, 'f', 2) : QString();
         case AllocatedDeltaColumn:
             return control ? tr("control") : pct(d.allocated);
-        case TimeDeltaColumn:
-            return control ? tr("control") : pct(d.time);
+        case TimeDeltaColumn: {
+            if (control)
+                return tr("control");
+            const auto stats = timeDeltaStats(index.row());
+            if (!stats)
+                return pct(d.time);
+            QString text
+                = QString::asprintf("%+.2f%% [%+.2f, %+.2f]", stats->pct, *stats->low_pct, *stats->high_pct);
+            if (stats->verdict == Significance::NotSignificant)
+                text += QLatin1Char(' ') + tr("not significant");
+            return text;
+        }
         case TflopsColumn:
             return r->modelTflops ? QString::number(*r->modelTflops, 'f', 2) : QString();
         case HostColumn:
@@ -330,6 +379,8 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         case AllocatedDeltaColumn:
             return d.allocated ? *d.allocated : -1e9;
         case TimeDeltaColumn:
+            if (const auto stats = timeDeltaStats(index.row()))
+                return stats->pct;
             return d.time ? *d.time : -1e9;
         case TflopsColumn:
             return r->modelTflops ? *r->modelTflops : -1.0;
@@ -346,6 +397,17 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
                 = index.column() == AllocatedDeltaColumn ? d.allocated.has_value() : d.time.has_value();
             if (!has && !d.why.isEmpty())
                 return tr("No delta: %1").arg(d.why);
+            if (index.column() == TimeDeltaColumn) {
+                if (const auto stats = timeDeltaStats(index.row()))
+                    return tr("Against control run %1, from the steady iterations (Hodges-Lehmann shift, "
+                              "Mann-Whitney interval): %2%3")
+                        .arg(r->controlRunId ? *r->controlRunId : 0)
+                        .arg(QString::fromStdString(deltaText(*stats)),
+                            stats->verdict == Significance::NotSignificant
+                                ? tr("; a difference inside the noise, which recompute sweep and recompute "
+                                     "advise never choose on")
+                                : QString());
+            }
             return tr("Against control run %1").arg(r->controlRunId ? *r->controlRunId : 0);
         }
         if (index.column() == EstimateColumn || index.column() == EstimateErrorColumn) {
@@ -397,6 +459,11 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             return advice->chosen ? QColor(0x1b, 0x7f, 0x3b) : QColor(0x60, 0x60, 0x60);
         if ((index.column() == AllocatedDeltaColumn && d.allocated)
             || (index.column() == TimeDeltaColumn && d.time)) {
+            if (index.column() == TimeDeltaColumn) {
+                const auto stats = timeDeltaStats(index.row());
+                if (stats && stats->verdict == Significance::NotSignificant)
+                    return QColor(0x70, 0x70, 0x70);
+            }
             const double v = index.column() == AllocatedDeltaColumn ? *d.allocated : *d.time;
             // lower is better for both
             return v < 0 ? QColor(0x2e, 0x7d, 0x32) : v > 0 ? QColor(0xb2, 0x6a, 0x00) : QVariant();

@@ -7,14 +7,17 @@
 // by recipe, module set, outcome and host.
 #pragma once
 
+#include <functional>
 #include <memory>
 #include <optional>
+#include <vector>
 
 #include <QAbstractTableModel>
 #include <QHash>
 
 #include "charts/chartdata.h"
 #include "core/estimator.h"
+#include "core/step_stats.h"
 #include "storage/store.h"
 
 namespace rs::ui {
@@ -63,6 +66,12 @@ public:
     // (run - control) / control * 100 when the run has a matched control among the runs.
     std::optional<double> allocatedDeltaPct(int row) const;
     std::optional<double> timeDeltaPct(int row) const;
+    // Where a run's steady iteration times come from (the runs page: the store's, as the sweep reads them),
+    // asked when first needed and kept until the next setRuns. With them, Δ time is the sweep's sound one
+    // (core/step_stats.h: the Hodges-Lehmann shift against the control with its 95 % interval, and "not
+    // significant" when the interval holds 0); without, or with too few, the plain percentage.
+    void setSteadyTimesSource(std::function<std::vector<double>(qint64 runId)> source);
+    std::optional<TimeDelta> timeDeltaStats(int row) const;
     // The estimator's prediction for the run's stored recipe under its own recompute choice
     // (Layout::Megatron, as `recompute estimate`), computed when first asked and kept per recipe; null when
     // the run keeps no full recipe (imported and guide runs) or the recipe cannot be estimated
@@ -91,7 +100,11 @@ private:
         QString note; // why there is none
     };
     const Estimate& estimateEntry(int row) const;
+    const std::vector<double>& steadyTimes(qint64 runId) const;
     QVector<storage::RunRecord> m_runs;
+    std::function<std::vector<double>(qint64)> m_steadySource;
+    mutable QHash<qint64, std::vector<double>> m_steady;
+    mutable QHash<int, std::optional<TimeDelta>> m_timeStats; // by row
     QVector<Delta> m_deltas;
     // By recipe text (runs of one recipe share it); filled lazily, so 10,000 rows cost nothing until shown.
     mutable QHash<QString, std::shared_ptr<const Estimate>> m_estimates;
