@@ -558,7 +558,7 @@ LayerModel workerLayer(const Shape& x, bool moe)
         add(m, Tsp * x.topk * 8, kMoe, bit(kMoe)); // top-k indices (TopkBackward)
         add(m, Tsp * x.topk * 4, kMoe, bit(kMoe)); // softmax over the chosen k (fp32)
         add(m, R * 8, kMoe, bit(kMoe)); // sort order (index_select of the probabilities)
-        add(m, R * 8, kMoe, bit(kMoe)); // token of each routed slot (index_select, index_add)
+        add(m, R * 8, kMoe, bit(kMoe)); // token of each routed slot (index_select, the combine's scatter_add)
         add(m, R * h * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
         add(m, R * glu * Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
         add(m, R * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities
@@ -568,7 +568,6 @@ LayerModel workerLayer(const Shape& x, bool moe)
             add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
         }
         add(m, R * Fm * d, kMoeAct, bit(kMoe), 0, true); // the region's output, kept by FC2
-        add(m, R * h * d, kMoe, bit(kMoe)); // FC2's output, kept by index_add (its source)
         if (x.grouped) // GroupedMLP's CPU fallback (PaddedGroupedLinear) keeps each FC's padded row indices
             add(m, 2 * R * 8, kMoe, bit(kMoe));
         if (x.Fs > 0) {

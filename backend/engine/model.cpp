@@ -1060,7 +1060,11 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     auto expert_out = expertLinear(L, false, act, counts_on_device, count);
     if (discard)
         act_ckpt.discardOutputAndRegisterRecompute(expert_out);
-    auto out = torch::zeros_like(source).index_add(0, token_of, expert_out);
+    // The combine as Megatron's unpermute (moe_utils.py): scatter_add_ with the token index expanded over
+    // the hidden size, whose backward gathers the gradient and keeps only the index (a view of [R]);
+    // index_add would keep the experts' output [R, h] for its backward.
+    auto out = torch::zeros_like(source).scatter_add(
+        0, token_of.unsqueeze(1).expand({ -1, source.size(1) }), expert_out);
     if (gather > 1)
         out = ScatterSeq::apply(out, gather);
     if (c.shared_ffn > 0) {
