@@ -946,10 +946,12 @@ void TestRecipeIo::overridesWriteOnlyDifferences()
     QCOMPARE(QString::fromStdString(studioCommentLine(r)),
         QStringLiteral("# studio: name='null' profile=bridge-pin"));
     // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024,
-    // and its masked_softmax_fusion False (GPTModelProvider's is True).
+    // its attention_softmax_in_fp32 True and its masked_softmax_fusion False (GPTModelProvider's are False
+    // and True).
     const std::vector<std::string> json = recipeToBridgeOverrides(Recipe {});
     QCOMPARE(join(json),
-        QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 model.masked_softmax_fusion=false"));
+        QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 model.attention_softmax_in_fp32=true "
+                       "model.masked_softmax_fusion=false"));
     r.recompute_modules = std::vector<std::string> {};
     r.q_lora_rank = std::nullopt;
     const std::vector<std::string> out = recipeToBridgeOverrides(r);
@@ -1366,7 +1368,8 @@ void TestRecipeIo::flagsLossyCases()
         QCOMPARE(QString::fromStdString(e.field), QStringLiteral("bias_activation_fusion"));
     }
     gelu.bias_activation_fusion = false;
-    QVERIFY(!join(recipeToMegatronFlags(gelu)).contains(QStringLiteral("fusion")));
+    QVERIFY(!join(recipeToMegatronFlags(gelu)).contains(QStringLiteral("bias-gelu-fusion")));
+    QVERIFY(!join(recipeToMegatronFlags(gelu)).contains(QStringLiteral("bias-swiglu-fusion")));
 
     // [] for a nargs='+' list flag has no spelling: it comes back unset (R26 makes the unset default []).
     Recipe graphs;
