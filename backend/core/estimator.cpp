@@ -925,7 +925,8 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                 + (x.grad == 4 ? "fp32" : "in the parameters' dtype")
                 + "; each parameter's autograd gradient is added into it and freed at once");
         if (x.grad != 4)
-            fp32_main_grads = worker_shard * 4; // the step's fp32 copies of the rank's (shard of the) gradients
+            fp32_main_grads
+                = worker_shard * 4; // the step's fp32 copies of the rank's (shard of the) gradients
         // Every micro-batch of the step is drawn up front (engine/runner.cpp); the mask and the tables
         // span the whole sequence (s x CP).
         const double seq = x.s * x.cp;

@@ -103,8 +103,9 @@ void TestHostileInput::refusedWithTheField_data()
     QTest::newRow("overrides: a 100000-digit number (std::regex recursion)")
         << QByteArray("bridge") << QByteArray("model.num_layers=" + QByteArray(100000, '7'))
         << QByteArray("num_layers") << QByteArray("expected an integer");
-    QTest::newRow("overrides: name not UTF-8") << QByteArray("bridge") << QByteArray("# studio: name=ab\xff\xfe")
-                                               << QByteArray("name") << QByteArray("not valid UTF-8");
+    QTest::newRow("overrides: name not UTF-8")
+        << QByteArray("bridge") << QByteArray("# studio: name=ab\xff\xfe") << QByteArray("name")
+        << QByteArray("not valid UTF-8");
     QTest::newRow("overrides: label not UTF-8")
         << QByteArray("bridge") << QByteArray("model.recompute_modules=[core_attn,\xc3\x28]")
         << QByteArray("recompute_modules") << QByteArray("not valid UTF-8");

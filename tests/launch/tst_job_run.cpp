@@ -6,8 +6,8 @@
 #include <QtTest>
 
 #include "core/megatron_flags.h"
-#include "core/recipe_json.h"
 #include "core/recipe_input.h"
+#include "core/recipe_json.h"
 #include "launch/job_run.h"
 #include "storage/log_import.h"
 

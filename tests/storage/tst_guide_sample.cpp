@@ -170,11 +170,13 @@ private slots:
         QString error;
         const QStringList files = exportRuns(m_store, {}, out.path(), true, true, &error);
         QVERIFY2(error.isEmpty(), qPrintable(error));
-        QCOMPARE(files.size(), 15); // runs, rank_peaks, phase_peaks, memory_reports, iterations × csv, json, dtypes
+        QCOMPARE(files.size(),
+            15); // runs, rank_peaks, phase_peaks, memory_reports, iterations × csv, json, dtypes
         QFile runsCsv(out.filePath(u"runs.csv"_s));
         QVERIFY(runsCsv.open(QIODevice::ReadOnly));
         const QList<QByteArray> header = runsCsv.readLine().trimmed().split(',');
-        QVERIFY(header.contains("id") && header.contains("module_set") && header.contains("peak_allocated_bytes"));
+        QVERIFY(header.contains("id") && header.contains("module_set")
+            && header.contains("peak_allocated_bytes"));
         QFile runsJson(out.filePath(u"runs.json"_s));
         QVERIFY(runsJson.open(QIODevice::ReadOnly));
         const QJsonArray records = QJsonDocument::fromJson(runsJson.readAll()).array();

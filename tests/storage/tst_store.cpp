@@ -20,7 +20,6 @@ using namespace rs::storage::test;
 
 namespace {
 
-
 qint64 ingestAll(Store* store, const QVector<QJsonObject>& events, bool finish = true,
     std::optional<qint64> control = std::nullopt)
 {
