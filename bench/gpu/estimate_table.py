@@ -18,7 +18,7 @@ for f in sorted(os.listdir(os.path.join(a.results, "variants"))):
     recipe = os.path.join(a.results, "variants", f)
     est = json.loads(subprocess.run([a.recompute, "estimate", recipe, "--json", "--layout", a.layout], capture_output=True, text=True, check=True).stdout)
     ranks = est.get("ranks") or [{}]
-    hottest = max(ranks, key=lambda r: r.get("peak_allocated_bytes", 0))
+    hottest = max(ranks, key=lambda r: r.get("peak_bytes", 0))
     measured, phase = None, "-"
     stream = os.path.join(a.results, "streams", name + ".jsonl")
     for line in open(stream) if os.path.exists(stream) else []:
@@ -32,7 +32,7 @@ for f in sorted(os.listdir(os.path.join(a.results, "variants"))):
     err = "-" if not measured else f"{100 * (p - measured) / measured:+.1f} %"
     if measured:
         errors.append(abs(p - measured) / measured)
-    print(f"| {name} | {p / 1e9:.2f} ({hottest.get('peak_phase', '-')}) | "
+    print(f"| {name} | {p / 1e9:.2f} ({hottest.get('phase', '-')}) | "
           f"{measured / 1e9 if measured else float('nan'):.2f} ({phase}) | {err} |")
 if errors:
     print(f"\n{sum(e <= 0.05 for e in errors)} of {len(errors)} within ±5 %; largest {100 * max(errors):.1f} %")

@@ -28,12 +28,34 @@ VARIANTS = [
     ]),
 ]
 
+# One rank of parallel layouts (issue 14): the worker runs the hottest rank of each (the estimator names it).
+TP2SP_CP2_PP2 = {"tensor_model_parallel_size": 2, "sequence_parallel": True, "context_parallel_size": 2,
+                 "pipeline_model_parallel_size": 2, "data_parallel_size": 2, "global_batch_size": 8}
+TP4_PP4_VPP2 = {"tensor_model_parallel_size": 4, "pipeline_model_parallel_size": 4,
+                "virtual_pipeline_model_parallel_size": 2, "data_parallel_size": 4,
+                "use_distributed_optimizer": True, "global_batch_size": 32}
+TP8SP_CP2 = {"tensor_model_parallel_size": 8, "sequence_parallel": True, "context_parallel_size": 2,
+             "data_parallel_size": 2, "micro_batch_size": 4}
+TP2SP_EP8 = {"tensor_model_parallel_size": 2, "sequence_parallel": True, "expert_model_parallel_size": 8,
+             "data_parallel_size": 4, "use_distributed_optimizer": True}
+DENSE_CHOICES = VARIANTS[0][3]
+MOE_CHOICES = VARIANTS[2][3]
+LAYOUT_VARIANTS = [
+    ("dense-fused-tp2sp-cp2-pp2", "dense-gpt.json", dict(attention_backend="fused", **TP2SP_CP2_PP2), DENSE_CHOICES),
+    ("dense-fused-tp4-pp4-vpp2", "dense-gpt.json", dict(attention_backend="fused", **TP4_PP4_VPP2), DENSE_CHOICES),
+    ("dense-fused-tp8sp-cp2", "dense-gpt.json", dict(attention_backend="fused", **TP8SP_CP2), DENSE_CHOICES),
+    ("moonlight-tp2sp-ep8", "moonlight-like.json", TP2SP_EP8, MOE_CHOICES),
+    ("moonlight-tp4-pp4-vpp2", "moonlight-like.json", TP4_PP4_VPP2, MOE_CHOICES),
+]
+
 
 def main():
     out = sys.argv[1]
     only = set(sys.argv[2:])
     os.makedirs(out, exist_ok=True)
-    for model, base_file, base_patch, choices in VARIANTS:
+    # The layout variants only when asked for by name (the default set stays the one-rank benchmark).
+    groups = VARIANTS + [v for v in LAYOUT_VARIANTS if any(o.split("__")[0] == v[0] for o in only)]
+    for model, base_file, base_patch, choices in groups:
         base = json.load(open(os.path.join(HERE, "recipes", base_file)))
         base.update(base_patch)
         for choice, patch in choices:
