@@ -16,40 +16,6 @@ bool isMoeLayer(const Recipe& r, int layer)
     return layer >= 0 && layer < static_cast<int>(r.moe_layer_freq.size()) && r.moe_layer_freq[layer] != 0;
 }
 
-StageLayers firstStageLayers(const Recipe& r)
-{
-    StageLayers s;
-    const int pp = std::max(1, r.pipeline_model_parallel_size);
-    const int vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
-    if (pp == 1 && vpp == 1) {
-        for (int i = 0; i < r.num_layers; ++i) {
-            s.layers.push_back(i);
-            s.chunk.push_back(0);
-        }
-        s.scope = "all layers";
-        return s;
-    }
-    // Megatron's offset for chunk v of PP rank 0: v * (num_layers / vpp) (TL:65-215, even split).
-    // In 64 bits: pp x vpp can overflow an int (to 0: a division by zero).
-    const long long chunks = static_cast<long long>(pp) * vpp;
-    const int per_chunk = chunks > r.num_layers ? 0 : static_cast<int>(r.num_layers / chunks);
-    std::string ranges;
-    for (int v = 0; v < vpp; ++v) {
-        const int first = v * (r.num_layers / vpp);
-        for (int i = 0; i < per_chunk; ++i) {
-            s.layers.push_back(first + i);
-            s.chunk.push_back(v);
-        }
-        if (per_chunk > 0) {
-            ranges += (ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
-                + std::to_string(first + per_chunk - 1);
-        }
-    }
-    s.chunks = vpp;
-    s.scope = "first pipeline stage: layers " + ranges + " of " + std::to_string(r.num_layers);
-    return s;
-}
-
 namespace {
 
 double mlpFlops(const Recipe& r, double tokens, double ffn)

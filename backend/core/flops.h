@@ -5,7 +5,6 @@
 // Shared by the worker (throughput in its stream), the GUI and reports.
 #pragma once
 
-#include <string>
 #include <vector>
 
 #include "core/recipe.h"
@@ -15,16 +14,6 @@ namespace rs {
 // Whether global layer `layer` (0-based) has a MoE MLP: moe_layer_freq as Megatron reads it (an int N:
 // every N-th layer starting at 0; a 0/1 list: layer by layer). Dense models: never.
 bool isMoeLayer(const Recipe& r, int layer);
-
-// The global layers held by the first pipeline stage, in execution order (with virtual pipeline: its
-// chunks one after another), and the chunk each belongs to. PP=1: every layer, one chunk.
-struct StageLayers {
-    std::vector<int> layers;
-    std::vector<int> chunk; // chunk index of each entry of `layers`
-    int chunks = 1;
-    std::string scope; // "all layers" or "first pipeline stage: layers 0-7 of 32"
-};
-StageLayers firstStageLayers(const Recipe& r);
 
 struct StepFlops {
     double forward = 0; // one forward pass of the given layers plus embedding-free loss head

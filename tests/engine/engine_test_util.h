@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Tiny recipes and one-step runs shared by the engine tests. Torch comes before Qt (Qt's keywords are off
-// in these targets, see CMakeLists.txt).
+// Tiny recipes and one-step runs shared by the engine tests. Torch and Qt in one file: Qt's keywords are off
+// in these targets (see CMakeLists.txt).
 #pragma once
 
 #include <map>
 #include <string>
 #include <vector>
+
+#include <QString>
+#include <QStringList>
 
 #include <torch/torch.h>
 
@@ -102,6 +105,33 @@ inline Recipe full(Recipe r, const std::string& method, int k)
     r.recompute_method = method;
     r.recompute_num_layers = k;
     return r;
+}
+
+// One MLP activation on the recipe of `arch`, eager (bias_activation_fusion off) and fused (on), for the
+// tests that hold the fused bias activation against the eager path: activation swiglu | geglu | gelu;
+// grouped: moe_grouped_gemm; modules: selective recompute of those (none: no recompute).
+struct ActivationPair {
+    Recipe eager;
+    Recipe fused;
+};
+
+inline ActivationPair activationPair(
+    Arch arch, const QString& activation, bool grouped, const QStringList& modules, bool bf16 = false)
+{
+    Recipe eager = tinyRecipe(arch);
+    eager.gated_linear_unit = activation != QLatin1String("gelu");
+    eager.activation_func = activation == QLatin1String("swiglu") ? "silu" : "gelu";
+    eager.moe_grouped_gemm = grouped;
+    eager.bf16 = bf16;
+    if (!modules.isEmpty()) {
+        std::vector<std::string> labels;
+        for (const auto& m : modules)
+            labels.push_back(m.toStdString());
+        eager = selective(eager, labels);
+    }
+    Recipe fused = eager;
+    fused.bias_activation_fusion = true;
+    return { eager, fused };
 }
 
 struct StepResult {

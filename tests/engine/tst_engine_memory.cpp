@@ -289,18 +289,7 @@ void TestEngineMemory::fusedActivationKeepsOnlyFc1Output()
     QFETCH(int, dense);
     QFETCH(int, routed);
     QFETCH(int, shared);
-    Recipe eager = tinyRecipe(arch);
-    eager.gated_linear_unit = activation != QLatin1String("gelu");
-    eager.activation_func = activation == QLatin1String("swiglu") ? "silu" : "gelu";
-    eager.moe_grouped_gemm = grouped;
-    if (!modules.isEmpty()) {
-        std::vector<std::string> labels;
-        for (const auto& m : modules)
-            labels.push_back(m.toStdString());
-        eager = selective(eager, labels);
-    }
-    Recipe fused = eager;
-    fused.bias_activation_fusion = true;
+    const auto [eager, fused] = activationPair(arch, activation, grouped, modules);
     const int64_t tokens = int64_t(eager.seq_length) * eager.micro_batch_size;
     int64_t moe_layers = 0;
     if (eager.num_moe_experts)

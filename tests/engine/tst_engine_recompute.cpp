@@ -167,19 +167,7 @@ void TestEngineRecompute::fusedActivationMatchesEager()
     QFETCH(bool, grouped);
     QFETCH(QStringList, modules);
     QFETCH(bool, bf16);
-    Recipe eager = tinyRecipe(arch);
-    eager.gated_linear_unit = activation != QLatin1String("gelu");
-    eager.activation_func = activation == QLatin1String("swiglu") ? "silu" : "gelu";
-    eager.moe_grouped_gemm = grouped;
-    eager.bf16 = bf16;
-    if (!modules.isEmpty()) {
-        std::vector<std::string> labels;
-        for (const auto& m : modules)
-            labels.push_back(m.toStdString());
-        eager = selective(eager, labels);
-    }
-    Recipe fused = eager;
-    fused.bias_activation_fusion = true;
+    const auto [eager, fused] = activationPair(arch, activation, grouped, modules, bf16);
     const auto reference = runStep(eager);
     const auto run = runStep(fused);
     // bf16: the same ops in the same order; a gradient summed over tokens may round differently.

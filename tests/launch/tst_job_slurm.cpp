@@ -5,8 +5,6 @@
 // say what failed (rejected and why, held and why it waits, cancelled). Then `recompute sweep --job
 // --slurm-*` end to end: the [] control and one candidate, each a Slurm job, stored, linked and compared.
 // Against the real Slurm of slurm_cluster.h and, for a login host, the real sshd of sshd_fixture.h.
-#include <memory>
-
 #include <QSignalSpy>
 #include <QTemporaryDir>
 #include <QTest>
@@ -14,8 +12,7 @@
 #include "../cli_process.h"
 #include "core/recipe_input.h"
 #include "launch/job_run.h"
-#include "slurm_cluster.h"
-#include "sshd_fixture.h"
+#include "slurm_login_host.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
 
@@ -62,38 +59,9 @@ QStringList readLines(const QString& path)
 class TestJobSlurm : public QObject {
     Q_OBJECT
 
-    std::unique_ptr<Sshd> m_sshd;
     QTemporaryDir m_dir;
     // What the stand-in replayed, through a login host too (sshd's SetEnv gives the job its environment).
     QString m_seen;
-
-    bool onHost(SlurmSettings& s, const QString& host)
-    {
-        if (host != u"login host"_s)
-            return true;
-        if (!m_sshd || !m_sshd->skipReason.isEmpty())
-            return false;
-        s.loginHost = u"127.0.0.1"_s;
-        s.sshOptions = m_sshd->options();
-        return true;
-    }
-    QByteArray sshdProblem() const { return m_sshd ? m_sshd->skipReason : QByteArray("no Slurm, no sshd"); }
-
-#define ON_HOST(settings, host)                                                                              \
-    do {                                                                                                     \
-        if (!onHost(settings, host)) {                                                                       \
-            if (inCi())                                                                                      \
-                QFAIL(sshdProblem().constData());                                                            \
-            QSKIP(sshdProblem().constData());                                                                \
-        }                                                                                                    \
-    } while (false)
-
-    void hosts()
-    {
-        QTest::addColumn<QString>("host");
-        QTest::newRow("this host") << u"this host"_s;
-        QTest::newRow("login host") << u"login host"_s;
-    }
 
 private slots:
     void initTestCase()
@@ -104,29 +72,15 @@ private slots:
         // job has the ssh session's, which sshd sets.
         qputenv("RS_FAKE_MEGATRON_SEEN", m_seen.toUtf8());
         qputenv("RS_FAKE_MEGATRON_PACE", "1");
-        cluster = new SlurmCluster;
-        if (cluster->problem.isEmpty())
-            m_sshd = std::make_unique<Sshd>(QStringList { u"SetEnv SLURM_CONF="_s + cluster->conf
-                + u" RS_FAKE_MEGATRON_SEEN="_s + m_seen + u" RS_FAKE_MEGATRON_PACE=1"_s });
+        startSlurmAndLoginHost({ u"RS_FAKE_MEGATRON_SEEN="_s + m_seen, u"RS_FAKE_MEGATRON_PACE=1"_s });
     }
-    void cleanupTestCase()
-    {
-        m_sshd.reset();
-        delete cluster;
-        cluster = nullptr;
-    }
-    void init()
-    {
-        QFile::remove(m_seen);
-    }
+    void cleanupTestCase() { stopSlurmAndLoginHost(); }
+    void init() { QFile::remove(m_seen); }
 
     // The stand-in as a Slurm job: its iterations arrive while the job runs, every line of its task output
     // reaches the log (with Slurm's word on the job as "# slurm:" lines), and the log imports as the
     // fixture it replayed.
-    void jobStreamsItsOutput_data()
-    {
-        hosts();
-    }
+    void jobStreamsItsOutput_data() { hostRows(); }
     void jobStreamsItsOutput()
     {
         QFETCH(QString, host);
@@ -199,10 +153,7 @@ private slots:
     }
 
     // sbatch refuses the job: it ends at once, aborted, with sbatch's own reason, in the log too.
-    void rejectedJobSaysWhy_data()
-    {
-        hosts();
-    }
+    void rejectedJobSaysWhy_data() { hostRows(); }
     void rejectedJobSaysWhy()
     {
         QFETCH(QString, host);
@@ -257,10 +208,7 @@ private slots:
 
     // `recompute sweep --job` with the Slurm host settings: the [] control, then one candidate, each its own
     // Slurm job, imported, linked and compared.
-    void sweepRunsEachChoiceAsASlurmJob_data()
-    {
-        hosts();
-    }
+    void sweepRunsEachChoiceAsASlurmJob_data() { hostRows(); }
     void sweepRunsEachChoiceAsASlurmJob()
     {
         QFETCH(QString, host);

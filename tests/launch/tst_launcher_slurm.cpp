@@ -4,8 +4,6 @@
 // sshd_fixture.h: the job's tasks are the ranks (their variables checked through a stand-in worker whose
 // task 0 is the launcher's test double), a two-task job of the real worker stores every event through the
 // session, a job is cancelled with scancel, a held one says why it waits, and a job Slurm rejects says why.
-#include <memory>
-
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QSet>
@@ -16,8 +14,7 @@
 #include "core/recipe_json.h"
 #include "launch/run_session.h"
 #include "launch/worker_launcher.h"
-#include "slurm_cluster.h"
-#include "sshd_fixture.h"
+#include "slurm_login_host.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
@@ -98,47 +95,14 @@ QString realWorker()
 class TestLauncherSlurm : public QObject {
     Q_OBJECT
 
-    std::unique_ptr<Sshd> m_sshd;
     QTemporaryDir m_dir;
     QString m_standIn; // task 0: the launcher's test double; every task: its Slurm variables on stderr
-
-    // "login host": the settings submit through the real sshd; false (the test skipped or failed) when it
-    // is not up.
-    bool onHost(SlurmSettings& s, const QString& host)
-    {
-        if (host != u"login host"_s)
-            return true;
-        if (!m_sshd || !m_sshd->skipReason.isEmpty())
-            return false;
-        s.loginHost = u"127.0.0.1"_s;
-        s.sshOptions = m_sshd->options();
-        return true;
-    }
-    QByteArray sshdProblem() const { return m_sshd ? m_sshd->skipReason : QByteArray("no Slurm, no sshd"); }
-
-#define ON_HOST(settings, host)                                                                              \
-    do {                                                                                                     \
-        if (!onHost(settings, host)) {                                                                       \
-            if (inCi())                                                                                      \
-                QFAIL(sshdProblem().constData());                                                            \
-            QSKIP(sshdProblem().constData());                                                                \
-        }                                                                                                    \
-    } while (false)
-
-    void hosts()
-    {
-        QTest::addColumn<QString>("host");
-        QTest::newRow("this host") << u"this host"_s;
-        QTest::newRow("login host") << u"login host"_s;
-    }
 
 private slots:
     void initTestCase()
     {
         qRegisterMetaType<SlurmOutcome>();
-        cluster = new SlurmCluster;
-        if (cluster->problem.isEmpty())
-            m_sshd = std::make_unique<Sshd>(QStringList { u"SetEnv SLURM_CONF="_s + cluster->conf });
+        startSlurmAndLoginHost();
         m_standIn = m_dir.filePath(u"stand-in-worker"_s);
         QFile f(m_standIn);
         QVERIFY(f.open(QIODevice::WriteOnly));
@@ -154,12 +118,7 @@ private slots:
         f.setPermissions(
             QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner | QFile::ReadOther | QFile::ExeOther);
     }
-    void cleanupTestCase()
-    {
-        m_sshd.reset();
-        delete cluster;
-        cluster = nullptr;
-    }
+    void cleanupTestCase() { stopSlurmAndLoginHost(); }
 
     // Nothing reaches sbatch when the settings are wrong or disagree with the launch.
     void settingsAreCheckedBeforeAnything_data()
@@ -238,10 +197,7 @@ private slots:
     // The job's tasks are the ranks: srun's variables reach every task, torchrun's exported ones do not,
     // LaunchOptions::environment does; task 0's stream arrives while the job runs, the other tasks' stderr
     // comes prefixed with their task.
-    void tasksAreTheRanks_data()
-    {
-        hosts();
-    }
+    void tasksAreTheRanks_data() { hostRows(); }
     void tasksAreTheRanks()
     {
         QFETCH(QString, host);
@@ -292,10 +248,7 @@ private slots:
 
     // Two tasks of the real worker on CPU, run by the session: every event arrives through the launcher and
     // is stored; a second launch reuses that [] control (measured on Slurm), one without Slurm does not.
-    void realWorkerTwoTaskJobIsStored_data()
-    {
-        hosts();
-    }
+    void realWorkerTwoTaskJobIsStored_data() { hostRows(); }
     void realWorkerTwoTaskJobIsStored()
     {
         QFETCH(QString, host);
@@ -358,10 +311,7 @@ private slots:
 
     // scancel while the worker measures: the run ends aborted, says it was cancelled, and keeps what was
     // measured.
-    void cancelledJobEndsAborted_data()
-    {
-        hosts();
-    }
+    void cancelledJobEndsAborted_data() { hostRows(); }
     void cancelledJobEndsAborted()
     {
         QFETCH(QString, host);
@@ -427,10 +377,7 @@ private slots:
     }
 
     // sbatch refuses the job: the run ends aborted with sbatch's own reason, the session runs nothing more.
-    void rejectedJobSaysWhy_data()
-    {
-        hosts();
-    }
+    void rejectedJobSaysWhy_data() { hostRows(); }
     void rejectedJobSaysWhy()
     {
         QFETCH(QString, host);

@@ -6,8 +6,9 @@
 # EXTRA appended (argparse keeps the last value of a repeated flag). Megatron-LM runs all at once (memory is
 # per process; time is not compared here), with a CUDA memory snapshot when SNAP=1; the worker is built
 # meanwhile and runs each line after them. Prints per spec: Megatron-LM's max allocated, the worker's peak
-# and phase, what holds it (peak_attribution, activations by region) and, with SNAP=1, Megatron's live
-# blocks at its peak by source line (snapshot_peak.py). Everything ends in $OUT/probe.tar.gz.
+# and phase, what holds it (peak_attribution, activations by region: worker_peak.py) and, with SNAP=1,
+# Megatron's live blocks at its peak by source line (snapshot_peak.py). Everything ends in
+# $OUT/probe.tar.gz.
 # A spec `wait` waits for the Megatron-LM runs started before it (the GPU's memory is shared: runs whose
 # peaks add up to more than it must not run together).
 # Usage: bench/gpu/megatron_lm/probe_flags.sh 'NAME|FIXTURE|EXTRA' [wait] ...
@@ -57,25 +58,7 @@ for name in "${names[@]}"; do
   echo "## $name: Megatron-LM max allocated $(grep -o 'max allocated: [0-9.]*' "$OUT/probe/$name.megatron.log" \
     | awk '{printf "%.3f GB\n", $3 * 1048576 / 1e9}' | sort -g | tail -1) ($(grep -c 'elapsed time per iteration' \
     "$OUT/probe/$name.megatron.log") iterations)"
-  python3 - "$OUT/probe/$name.worker.jsonl" <<'PY'
-import json, sys
-ev = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-rs = [e for e in ev if e.get("event") == "rank_summary"]
-if not rs:
-    print("   worker: no rank_summary", [e.get("message") for e in ev if e.get("event") in ("error", "result")])
-    sys.exit()
-peak, phase = rs[0]["peak_allocated"], rs[0].get("peak_phase")
-print(f"   worker peak {peak/1e9:.3f} GB in {phase}")
-for e in ev:
-    if e.get("event") == "peak_attribution" and e.get("phase") == phase:
-        for k, v in sorted(e["categories"].items(), key=lambda kv: -kv[1]):
-            print(f"   {v/1e9:8.3f}  {k}")
-        reg = {}
-        for a in e.get("activations", []):
-            reg[a["region"]] = reg.get(a["region"], 0) + a["bytes"]
-        for k, v in sorted(reg.items(), key=lambda kv: -kv[1]):
-            print(f"   {v/1e9:8.3f}    activations/{k}")
-PY
+  python3 bench/gpu/megatron_lm/worker_peak.py "$OUT/probe/$name.worker.jsonl"
   if [ -f "$OUT/probe/${name}_0.pickle" ]; then
     python3 bench/gpu/megatron_lm/snapshot_peak.py "$OUT/probe/${name}_0.pickle" --top 25
     rm -f "$OUT/probe/${name}_0.pickle"

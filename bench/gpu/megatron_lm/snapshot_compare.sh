@@ -4,8 +4,8 @@
 # again for 3 iterations with --record-memory-history (all at once: memory is per process, time is not
 # measured here), builds the worker meanwhile, runs the worker on the same lines, and prints for each run
 # Megatron's peak grouped by the source line that allocated it (snapshot_peak.py) and the worker's
-# peak_attribution at its peak phase. Then, for issue 12's H200 table, the worker on the benchmark recipes'
-# variants (bench/gpu/make_variants.py) named in VARIANTS. Everything goes to $OUT.
+# peak_attribution at its peak phase (worker_peak.py). Then, for issue 12's H200 table, the worker on the
+# benchmark recipes' variants (bench/gpu/make_variants.py) named in VARIANTS. Everything goes to $OUT.
 # Usage: bench/gpu/megatron_lm/snapshot_compare.sh [RUN ...]   (default: the runs the worker misses most)
 set -u
 cd "$(dirname "$0")/../../.."
@@ -43,23 +43,7 @@ for r in "${runs[@]}"; do
   # shellcheck disable=SC2046
   timeout 150 "$BIN" --device cuda --warmup 2 --iters 3 --mlm-args $(flags_of "$r") </dev/null \
     >"$OUT/worker/$r.jsonl" 2>"$OUT/worker/$r.err"
-  python3 - "$OUT/worker/$r.jsonl" <<'PY'
-import json, sys
-ev = [json.loads(l) for l in open(sys.argv[1]) if l.startswith("{")]
-rs = [e for e in ev if e.get("event") == "rank_summary"]
-if not rs: print("worker: no rank_summary"); sys.exit()
-peak, phase = rs[0]["peak_allocated"], rs[0].get("peak_phase")
-print(f"## worker peak {peak/1e9:.3f} GB in {phase}")
-for e in ev:
-    if e.get("event") == "peak_attribution" and e.get("phase") == phase:
-        for k, v in sorted(e["categories"].items(), key=lambda kv: -kv[1]):
-            print(f"   {v/1e9:8.3f}  {k}")
-        reg = {}
-        for a in e.get("activations", []):
-            reg[a["region"]] = reg.get(a["region"], 0) + a["bytes"]
-        for k, v in sorted(reg.items(), key=lambda kv: -kv[1]):
-            print(f"   {v/1e9:8.3f}    activations/{k}")
-PY
+  python3 bench/gpu/megatron_lm/worker_peak.py "$OUT/worker/$r.jsonl" --heading
 done
 VARIANTS=${VARIANTS:-"dense-fused__none dense-fused__core_attn dense-fused__mlp dense-fused__full-uniform-1 dense-fused__full-block-4 dense-unfused__none dense-unfused__core_attn dense-unfused__full-uniform-1 moonlight__none moonlight__moe_act moonlight__full-uniform-1"}
 # shellcheck disable=SC2086
