@@ -85,10 +85,6 @@ const std::pair<const char*, const char*> kOpenMisses[] = {
         "interleaved PP 4 x VPP 2 with full recompute, unfused attention: estimate +6.6 %" },
     { "gpt-unfused.json tp4-pp4-vpp2-dp4-do-gbs32 full:block:1",
         "interleaved PP 4 x VPP 2 with full recompute, unfused attention: estimate +6.6 %" },
-    { "moonlight-mla-moe.json tp8sp-ep8-dp8-do full:uniform:1",
-        "TP 8 SP x EP 8, full recompute: the MoE layer's replay in backward, estimate -8.7 %" },
-    { "moonlight-mla-moe.json tp8sp-ep8-dp8-do full:block:8",
-        "TP 8 SP x EP 8, full recompute: the MoE layer's replay in backward, estimate -8.7 %" },
 };
 
 bool isMoePreset(const QString& file)
