@@ -116,6 +116,11 @@ struct LayerModel {
     // Full recompute: what the layer holds at its peak when it runs without grad (a checkpointed unit's
     // forward), where it is modelled; else (< 0) forward_temp beside what it would keep up to that moment.
     double nograd_peak = -1;
+    // The worker's unfused torch softmax: its backward comes once the layer's tensors after the core
+    // attention are gone; the first bwd_at entries alive with bwd_at_temp beside them (SIZE_MAX: no such
+    // moment), and bwd_after the backward transient of the layer's later tensors (layerModel).
+    size_t bwd_at = SIZE_MAX;
+    double bwd_at_temp = 0, bwd_after = 0;
     double backward_temp = 0; // transient of its backward beyond the replay (gradients in flight)
     double params = 0; // elements
     double largest_param = 0; // elements of its largest parameter tensor
@@ -136,6 +141,18 @@ struct LayerModel {
         for (size_t i = 0; i < entries.size() && i < n; ++i)
             sum += retainedBytes(entries[i], a);
         return sum;
+    }
+    // A full-recompute unit's replay of this layer, at the worst moment of its backward: what the layer
+    // keeps without recompute, less its input where the unit's checkpoint holds it already (the replay's
+    // detached input shares its storage), with the gradients in flight.
+    double replayBackward(bool first_of_unit) const
+    {
+        const double input
+            = first_of_unit && !entries.empty() ? retainedBytes(entries.front(), Active {}) : 0;
+        const double all = retained(Active {}, 0) - input;
+        if (bwd_at == SIZE_MAX)
+            return all + backward_temp;
+        return std::max(all + bwd_after, retainedUpTo(Active {}, bwd_at) - input + bwd_at_temp);
     }
     // Largest replay of one checkpointed region in backward: what the region saves when it runs with grad.
     double replay(const Active& a) const
@@ -506,6 +523,8 @@ LayerModel workerLayer(const Shape& x, bool moe)
             const double copy = softmax_bytes == 4 ? 4 + (x.attn_dropout > 0 ? d : 0) : d;
             temp(scores * copy);
             m.backward_temp = 2 * m.residual + scores * (8 - freed);
+            m.bwd_at = m.entries.size();
+            m.bwd_at_temp = m.backward_temp;
         } else if (!x.fp32) {
             // The kernel: the 16-bit scores beside its output (its fp32 rows are a small slice at a time).
             temp(scores * d);
@@ -764,6 +783,12 @@ LayerModel layerModel(const Shape& x, bool moe)
     // the worker's LibTorch CPU backward frees one before the next (tst_engine_estimate).
     m.backward_temp
         = std::max(m.backward_temp, 2 * m.residual + (x.layout == Layout::Megatron ? 2 : 1) * largest);
+    if (m.bwd_at != SIZE_MAX) {
+        double later = 0;
+        for (size_t i = m.bwd_at; i < m.entries.size(); ++i)
+            later = std::max(later, m.entries[i].bytes);
+        m.bwd_after = 2 * m.residual + later;
+    }
     return m;
 }
 
@@ -1081,20 +1106,32 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                         const auto& L0 = layerAt(i + first);
                         lf[i + first].retained = L0.residual + ckpt_state;
                         lf[i + first].fwd_point = lf[i + first].retained;
-                        // The unit's replay: every layer's tensors, rebuilt in its backward; its forward
-                        // reaches each layer's temporary beside what the replay keeps so far (only where
-                        // the layer models that moment with its locals: engine/model.cpp moeLayer).
-                        double so_far = 0, worst = 0;
-                        for (int j = 0; j < count; ++j) {
-                            const auto& L = layerAt(i + first + j);
-                            if (L.nograd_peak >= 0 && L.temp_at != SIZE_MAX)
-                                worst = std::max(worst,
-                                    so_far + L.retainedUpTo(Active {}, L.temp_at) + L.forward_temp
-                                        + L.residual + ckpt_state);
-                            so_far += L.retained(Active {}, 0);
+                        // The unit's replay: every layer's tensors, rebuilt in its backward.
+                        auto& last = lf[i + first + count - 1];
+                        last.replay = unit_acts;
+                        if (worker) {
+                            // The worker's replay (engine/checkpoint.cpp): its forward reaches each layer's
+                            // temporary beside what the replay keeps so far, with the gradient that arrived
+                            // and the generator state the replay captures; its backward, layer by layer in
+                            // reverse, each layer's worst moment beside the earlier layers' tensors. The
+                            // unit's input is the checkpoint's (its first layer's saved input shares it).
+                            double so_far = 0, fwd_worst = 0, bwd_worst = 0;
+                            for (int j = 0; j < count; ++j) {
+                                const auto& L = layerAt(i + first + j);
+                                const double input = j == 0 && !L.entries.empty()
+                                    ? retainedBytes(L.entries.front(), Active {})
+                                    : 0;
+                                if (L.temp_at != SIZE_MAX)
+                                    fwd_worst = std::max(fwd_worst,
+                                        so_far + L.retainedUpTo(Active {}, L.temp_at) - input + L.forward_temp
+                                            + L.residual + ckpt_state);
+                                bwd_worst = std::max(bwd_worst, so_far + L.replayBackward(j == 0));
+                                so_far += L.retained(Active {}, 0) - input;
+                            }
+                            last.replay = bwd_worst;
+                            last.bwd_temp = 0;
+                            last.replay_fwd = fwd_worst;
                         }
-                        lf[i + first + count - 1].replay = unit_acts;
-                        lf[i + first + count - 1].replay_fwd = worst;
                     }
                 }
             } else {
@@ -1338,7 +1375,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             for (size_t q = f.i1; q-- > f.i0;) {
                 below -= lf[q].retained;
                 consider(below + lf[q].retained,
-                    std::max(lf[q].replay + lf[q].bwd_temp, lf[q].replay_fwd) + tr_in, 0);
+                    std::max(lf[q].replay + lf[q].bwd_temp + tr_in, lf[q].replay_fwd), 0);
             }
             if (f.from_tokens)
                 consider(embed, T * h * d * 2, V / t * h * d);

@@ -81,10 +81,6 @@ QStringList presetFiles(QDir& dir)
 
 // Rows whose estimate misses by more than the tolerance today (issue 14), with the measured error.
 const std::pair<const char*, const char*> kOpenMisses[] = {
-    { "gpt-unfused.json tp4-pp4-vpp2-dp4-do-gbs32 full:uniform:1",
-        "interleaved PP 4 x VPP 2 with full recompute, unfused attention: estimate +6.6 %" },
-    { "gpt-unfused.json tp4-pp4-vpp2-dp4-do-gbs32 full:block:1",
-        "interleaved PP 4 x VPP 2 with full recompute, unfused attention: estimate +6.6 %" },
 };
 
 bool isMoePreset(const QString& file)
