@@ -79,10 +79,6 @@ QStringList presetFiles(QDir& dir)
     return dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
 }
 
-// Rows whose estimate misses by more than the tolerance today (issue 14), with the measured error.
-const std::pair<const char*, const char*> kOpenMisses[] = {
-};
-
 bool isMoePreset(const QString& file)
 {
     return file.startsWith(QLatin1String("moonlight"));
@@ -191,10 +187,7 @@ void TestEngineEstimateLayout::check()
             qInfo("  %s", a.c_str());
     }
     // The Worker layout of core/estimator.cpp models the rank the worker runs (its TP / SP / CP / EP shares,
-    // its pipeline stage and schedule): every row within the tolerance but these, measured and open.
-    for (const auto& [row, why] : kOpenMisses)
-        if (QLatin1String(QTest::currentDataTag()) == QLatin1String(row))
-            QEXPECT_FAIL("", why, Continue);
+    // its pipeline stage and schedule): every row within the tolerance.
     QVERIFY2(std::abs(error) <= kTolerance, qPrintable(detail));
 }
 
