@@ -615,8 +615,8 @@ LayerModel workerLayer(const Shape& x, bool moe)
         // would save: the two norms' outputs, the routing indices, permuted tokens and probabilities, FC1's
         // and the activation's outputs, the grouped fallback's row indices (the unfused activation's
         // intermediates and the fp32 softmax of the chosen k are gone by then).
-        double moe_locals = 2 * Tsp * h * d + Tsp * x.topk * 8 + 2 * R * 8 + R * h * d + R * glu * Fm * d
-            + R * d + R * Fm * d + (x.grouped ? 2 * R * 8 : 0);
+        const double moe_locals = 2 * Tsp * h * d + Tsp * x.topk * 8 + 2 * R * 8 + R * h * d
+            + R * glu * Fm * d + R * d + R * Fm * d + (x.grouped ? 2 * R * 8 : 0);
         m.nograd_peak = std::max(
             live + moe_locals, pre_temp + (pre_at == SIZE_MAX ? 0 : m.retainedUpTo(Active {}, pre_at)));
         if (x.Fs > 0) {
