@@ -113,6 +113,14 @@ struct LayerModel {
     std::vector<Entry> entries;
     double forward_temp = 0; // transient above the layer's own saved tensors during its forward
     size_t temp_at = SIZE_MAX; // entries created before forward_temp's moment (all: the layer's whole set)
+    // Full recompute: what the layer holds at its peak when it runs without grad (a checkpointed unit's
+    // forward), where it is modelled; else (< 0) forward_temp beside what it would keep up to that moment.
+    double nograd_peak = -1;
+    // The worker's unfused torch softmax: its backward comes once the layer's tensors after the core
+    // attention are gone; the first bwd_at entries alive with bwd_at_temp beside them (SIZE_MAX: no such
+    // moment), and bwd_after the backward transient of the layer's later tensors (layerModel).
+    size_t bwd_at = SIZE_MAX;
+    double bwd_at_temp = 0, bwd_after = 0;
     double backward_temp = 0; // transient of its backward beyond the replay (gradients in flight)
     double params = 0; // elements
     double largest_param = 0; // elements of its largest parameter tensor
@@ -133,6 +141,18 @@ struct LayerModel {
         for (size_t i = 0; i < entries.size() && i < n; ++i)
             sum += retainedBytes(entries[i], a);
         return sum;
+    }
+    // A full-recompute unit's replay of this layer, at the worst moment of its backward: what the layer
+    // keeps without recompute, less its input where the unit's checkpoint holds it already (the replay's
+    // detached input shares its storage), with the gradients in flight.
+    double replayBackward(bool first_of_unit) const
+    {
+        const double input
+            = first_of_unit && !entries.empty() ? retainedBytes(entries.front(), Active {}) : 0;
+        const double all = retained(Active {}, 0) - input;
+        if (bwd_at == SIZE_MAX)
+            return all + backward_temp;
+        return std::max(all + bwd_after, retainedUpTo(Active {}, bwd_at) - input + bwd_at_temp);
     }
     // Largest replay of one checkpointed region in backward: what the region saves when it runs with grad.
     double replay(const Active& a) const
@@ -503,6 +523,8 @@ LayerModel workerLayer(const Shape& x, bool moe)
             const double copy = softmax_bytes == 4 ? 4 + (x.attn_dropout > 0 ? d : 0) : d;
             temp(scores * copy);
             m.backward_temp = 2 * m.residual + scores * (8 - freed);
+            m.bwd_at = m.entries.size();
+            m.bwd_at_temp = m.backward_temp;
         } else if (!x.fp32) {
             // The kernel: the 16-bit scores beside its output (its fp32 rows are a small slice at a time).
             temp(scores * d);
@@ -570,6 +592,33 @@ LayerModel workerLayer(const Shape& x, bool moe)
         add(m, R * Fm * d, kMoeAct, bit(kMoe), 0, true); // the region's output, kept by FC2
         if (x.grouped) // GroupedMLP's CPU fallback (PaddedGroupedLinear) keeps each FC's padded row indices
             add(m, 2 * R * 8, kMoe, bit(kMoe));
+        // The layer's largest moment is the combine (engine/model.cpp moeLayer: scatter_add into
+        // zeros_like(source)): every local of moeLayer and layerForward is alive until they return, saved
+        // or not. Beside the saved tensors: the attention's output and the residual after it (layerForward),
+        // the router's logits and 16-bit probabilities, under SP with expert-TP the gathered tokens,
+        // probabilities and repeated expert ids, each slot's token, the experts' output [R, h], and the
+        // combine's zeros and result [tokens gathered, h]; the per-expert loop's concatenation (its pieces
+        // beside the result) where larger. One int64 [R] more with grad (measured: the TP 8 SP x EP 8 rows
+        // of tst_engine_estimate_layout, the MoE layer's replay in backward).
+        const double pre_temp = m.forward_temp; // the attention's moment
+        const size_t pre_at = m.temp_at;
+        const double gather = x.sp ? x.etp : 1; // as routedTokens
+        const double Tg = Tsp * gather;
+        double live = 2 * Tsp * h * d + Tsp * E * d + Tsp * x.topk * d + R * 8;
+        if (gather > 1)
+            live += Tg * h * d + R * d + R * 8;
+        else if (x.ep > 1)
+            live += Tsp * x.topk * 8; // the local expert of each slot (remainder)
+        live += R * h * d + std::max(2 * Tg * h * d, x.grouped ? 0.0 : R * h * d);
+        temp(live + R * 8);
+        // Without grad (a checkpointed unit's forward) the same moment holds the layer's locals that grad
+        // would save: the two norms' outputs, the routing indices, permuted tokens and probabilities, FC1's
+        // and the activation's outputs, the grouped fallback's row indices (the unfused activation's
+        // intermediates and the fp32 softmax of the chosen k are gone by then).
+        const double moe_locals = 2 * Tsp * h * d + Tsp * x.topk * 8 + 2 * R * 8 + R * h * d
+            + R * glu * Fm * d + R * d + R * Fm * d + (x.grouped ? 2 * R * 8 : 0);
+        m.nograd_peak = std::max(
+            live + moe_locals, pre_temp + (pre_at == SIZE_MAX ? 0 : m.retainedUpTo(Active {}, pre_at)));
         if (x.Fs > 0) {
             const double Fs = x.Fs / t;
             add(m, T * glu * Fs * d, kShared, bit(kShared));
@@ -577,8 +626,6 @@ LayerModel workerLayer(const Shape& x, bool moe)
                 add(m, T * Fs * d, kShared, bit(kShared));
             add(m, T * Fs * d, kShared, bit(kShared));
         }
-        // Expert outputs are concatenated from per-expert pieces (both alive during cat).
-        temp(R * std::max(glu * Fm, h) * d + Tsp * E * d);
     }
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * d, kOutside, out); // dropout mask after the MLP
@@ -736,6 +783,12 @@ LayerModel layerModel(const Shape& x, bool moe)
     // the worker's LibTorch CPU backward frees one before the next (tst_engine_estimate).
     m.backward_temp
         = std::max(m.backward_temp, 2 * m.residual + (x.layout == Layout::Megatron ? 2 : 1) * largest);
+    if (m.bwd_at != SIZE_MAX) {
+        double later = 0;
+        for (size_t i = m.bwd_at; i < m.entries.size(); ++i)
+            later = std::max(later, m.entries[i].bytes);
+        m.bwd_after = 2 * m.residual + later;
+    }
     return m;
 }
 
@@ -991,6 +1044,9 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     struct LayerFigures {
         double retained = 0, replay = 0, fwd_temp = 0, bwd_temp = 0, params = 0;
         double fwd_point = 0; // what the layer keeps when its forward temporary is alive
+        // The largest moment of the replay's forward (with grad, before its backward), with the gradient
+        // that arrived and the generator state the replay captures: a full-recompute unit's last layer.
+        double replay_fwd = 0;
     };
     std::vector<LayerFigures> lf(st.layers.size());
     const auto selective = [&](const LayerModel& L, bool is_moe) {
@@ -1037,8 +1093,9 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                         auto& f = lf[i + first + j];
                         // A checkpointed unit runs without grad: what its layer would keep up to the
                         // temporary's moment lives beside it as temporaries too.
-                        f.fwd_temp = L.forward_temp
-                            + (ck[u] && L.temp_at != SIZE_MAX ? L.retainedUpTo(Active {}, L.temp_at) : 0);
+                        f.fwd_temp = ck[u] && L.nograd_peak >= 0 ? L.nograd_peak
+                                                                 : L.forward_temp
+                                + (ck[u] && L.temp_at != SIZE_MAX ? L.retainedUpTo(Active {}, L.temp_at) : 0);
                         f.bwd_temp = L.backward_temp;
                         f.params = L.params;
                         f.retained = ck[u] ? 0 : acts;
@@ -1050,7 +1107,31 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                         lf[i + first].retained = L0.residual + ckpt_state;
                         lf[i + first].fwd_point = lf[i + first].retained;
                         // The unit's replay: every layer's tensors, rebuilt in its backward.
-                        lf[i + first + count - 1].replay = unit_acts;
+                        auto& last = lf[i + first + count - 1];
+                        last.replay = unit_acts;
+                        if (worker) {
+                            // The worker's replay (engine/checkpoint.cpp): its forward reaches each layer's
+                            // temporary beside what the replay keeps so far, with the gradient that arrived
+                            // and the generator state the replay captures; its backward, layer by layer in
+                            // reverse, each layer's worst moment beside the earlier layers' tensors. The
+                            // unit's input is the checkpoint's (its first layer's saved input shares it).
+                            double so_far = 0, fwd_worst = 0, bwd_worst = 0;
+                            for (int j = 0; j < count; ++j) {
+                                const auto& L = layerAt(i + first + j);
+                                const double input = j == 0 && !L.entries.empty()
+                                    ? retainedBytes(L.entries.front(), Active {})
+                                    : 0;
+                                if (L.temp_at != SIZE_MAX)
+                                    fwd_worst = std::max(fwd_worst,
+                                        so_far + L.retainedUpTo(Active {}, L.temp_at) - input + L.forward_temp
+                                            + L.residual + ckpt_state);
+                                bwd_worst = std::max(bwd_worst, so_far + L.replayBackward(j == 0));
+                                so_far += L.retained(Active {}, 0) - input;
+                            }
+                            last.replay = bwd_worst;
+                            last.bwd_temp = 0;
+                            last.replay_fwd = fwd_worst;
+                        }
                     }
                 }
             } else {
@@ -1199,7 +1280,8 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         for (size_t j = lf.size(); j-- > 0;) {
             const auto& f = lf[j];
             below -= f.retained;
-            consider(below + f.retained, f.replay + f.bwd_temp, grads_so_far, "layer");
+            consider(
+                below + f.retained, std::max(f.replay + f.bwd_temp, f.replay_fwd), grads_so_far, "layer");
         }
         if (worker && holds_embedding) {
             consider(embed, T * h * d * 2, grads_so_far + V / t * h * d, "embedding");
@@ -1292,7 +1374,8 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             }
             for (size_t q = f.i1; q-- > f.i0;) {
                 below -= lf[q].retained;
-                consider(below + lf[q].retained, lf[q].replay + lf[q].bwd_temp + tr_in, 0);
+                consider(below + lf[q].retained,
+                    std::max(lf[q].replay + lf[q].bwd_temp + tr_in, lf[q].replay_fwd), 0);
             }
             if (f.from_tokens)
                 consider(embed, T * h * d * 2, V / t * h * d);

@@ -79,18 +79,6 @@ QStringList presetFiles(QDir& dir)
     return dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name);
 }
 
-// Rows whose estimate misses by more than the tolerance today (issue 14), with the measured error.
-const std::pair<const char*, const char*> kOpenMisses[] = {
-    { "gpt-unfused.json tp4-pp4-vpp2-dp4-do-gbs32 full:uniform:1",
-        "interleaved PP 4 x VPP 2 with full recompute, unfused attention: estimate +6.6 %" },
-    { "gpt-unfused.json tp4-pp4-vpp2-dp4-do-gbs32 full:block:1",
-        "interleaved PP 4 x VPP 2 with full recompute, unfused attention: estimate +6.6 %" },
-    { "moonlight-mla-moe.json tp8sp-ep8-dp8-do full:uniform:1",
-        "TP 8 SP x EP 8, full recompute: the MoE layer's replay in backward, estimate -8.7 %" },
-    { "moonlight-mla-moe.json tp8sp-ep8-dp8-do full:block:8",
-        "TP 8 SP x EP 8, full recompute: the MoE layer's replay in backward, estimate -8.7 %" },
-};
-
 bool isMoePreset(const QString& file)
 {
     return file.startsWith(QLatin1String("moonlight"));
@@ -199,10 +187,7 @@ void TestEngineEstimateLayout::check()
             qInfo("  %s", a.c_str());
     }
     // The Worker layout of core/estimator.cpp models the rank the worker runs (its TP / SP / CP / EP shares,
-    // its pipeline stage and schedule): every row within the tolerance but these, measured and open.
-    for (const auto& [row, why] : kOpenMisses)
-        if (QLatin1String(QTest::currentDataTag()) == QLatin1String(row))
-            QEXPECT_FAIL("", why, Continue);
+    // its pipeline stage and schedule): every row within the tolerance.
     QVERIFY2(std::abs(error) <= kTolerance, qPrintable(detail));
 }
 
