@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The runs page as a user reads it: the banner counts what the filter shows, the memory target keeps
 // two decimals, the advisor's choice for the target is marked in the table and on the chart with every
-// other run's reason (the same advice as `recompute advise`), the ranks column, a cancelled run drawn as
-// stopped rather than failed, the table's context menu (compare, set as control, re-run, delete), and a
-// hovered point's tooltip staying up.
+// other run's reason (the same advice as `recompute advise`, step-time significance included), the ranks
+// column, a cancelled run drawn as stopped rather than failed, the table's context menu (compare, set as
+// control, re-run, delete), and a hovered point's tooltip staying up.
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>
