@@ -10,6 +10,7 @@
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "storage/report.h"
+#include "storage/significance.h"
 
 using namespace Qt::StringLiterals;
 
@@ -63,7 +64,8 @@ void fillAttribution(const Store& store, const RunRecord& run, AdviceCandidate& 
 
 } // namespace
 
-StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>& rows, double targetGb)
+StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>& rows, double targetGb,
+    const QVector<qint64>& moreControlRuns)
 {
     StoredAdvice out;
     out.rows = rows;
@@ -92,17 +94,19 @@ StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>
         out.candidates.push_back(std::move(c));
     }
     out.advice = adviseRecompute(out.candidates, targetGb);
+    out.significanceNote = applySignificance(out, store, moreControlRuns);
     return out;
 }
 
-std::optional<StoredAdvice> adviseOnControl(const Store& store, qint64 controlRunId, double targetGb)
+std::optional<StoredAdvice> adviseOnControl(
+    const Store& store, qint64 controlRunId, double targetGb, const QVector<qint64>& moreControlRuns)
 {
     if (controlRunId <= 0 || !(targetGb > 0))
         return std::nullopt;
     const QVector<ReportTable> tables = buildReport(store, controlRunId, {});
     if (tables.isEmpty() || !tables.first().control || tables.first().rows.isEmpty())
         return std::nullopt;
-    return adviseOnComparison(store, tables.first().rows, targetGb);
+    return adviseOnComparison(store, tables.first().rows, targetGb, moreControlRuns);
 }
 
 std::optional<double> recipeMemoryTarget(const QString& recipeJson)

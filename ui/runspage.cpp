@@ -281,6 +281,10 @@ void RunsPage::updateAdvice()
         for (const auto& note : a->advice.notes)
             text += QStringLiteral("<br><span style='color:#b26a00'>%1</span>")
                         .arg(QString::fromStdString(note).toHtmlEscaped());
+        // The choice decided by step-time significance, as `recompute advise` (storage/significance.h).
+        if (!a->significanceNote.isEmpty())
+            text += QStringLiteral("<br><span style='color:#b26a00'>%1</span>")
+                        .arg(a->significanceNote.toHtmlEscaped());
         m_advice->setText(text);
     } else {
         m_advice->setText(tr("Advisor: control run %1 has no stored comparison.").arg(comparison));

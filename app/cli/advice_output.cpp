@@ -8,7 +8,6 @@
 
 #include "core/step_stats.h"
 #include "core/units.h"
-#include "launch/run_session.h"
 
 using namespace Qt::StringLiterals;
 
@@ -122,94 +121,20 @@ QJsonObject adviceJson(const StoredAdvice& a)
     return o;
 }
 
-} // namespace rs::cli
-
-namespace rs::cli {
-
-std::vector<double> steadyIterationTimes(const storage::Store& store, qint64 runId)
-{
-    return launch::RunSession::steadyTimes(
-        store, runId); // one reading of "steady" for the session and the CLI
-}
-
-RecomputeChoice storedChoice(const storage::RunRecord& run)
-{
-    RecomputeChoice c;
-    if (run.recomputeGranularity == u"full"_s) {
-        c.granularity = "full";
-        c.method = run.recomputeMethod.toStdString();
-        c.num_layers = run.recomputeNumLayers.value_or(0);
-        return c;
-    }
-    if (run.recomputeGranularity == u"selective"_s) {
-        if (!run.recomputeModules)
-            c.modules = { "core_attn" };
-        else
-            for (const QString& m : *run.recomputeModules)
-                c.modules.push_back(m.toStdString());
-    }
-    return c;
-}
-
-namespace {
-
-struct ChoiceGroup {
-    QString label;
-    RecomputeChoice choice;
-    QVector<int> rows; // indices into the comparison rows
-    std::vector<double> times;
-    bool isControl = false;
-    std::vector<double> runMedians; // each run's own median (launchVerdict)
-};
-
-void addRun(ChoiceGroup& g, const std::vector<double>& t)
-{
-    g.times.insert(g.times.end(), t.begin(), t.end());
-    if (const auto s = stepStats(t))
-        g.runMedians.push_back(s->median_ms);
-}
-
-// The rows grouped by recompute choice, in order of first appearance (the control's first).
-QVector<ChoiceGroup> groupRows(const storage::Store& store, const QVector<storage::ComparisonRow>& rows,
-    const QVector<qint64>& moreControlRuns)
-{
-    QVector<ChoiceGroup> groups;
-    for (int i = 0; i < rows.size(); ++i) {
-        const storage::RunRecord& run = rows[i].run;
-        const QString label = rows[i].isControl ? rows[i].run.moduleSetLabel() : run.moduleSetLabel();
-        auto it = std::find_if(groups.begin(), groups.end(), [&](const ChoiceGroup& g) {
-            return rows[i].isControl ? g.isControl : (!g.isControl && g.label == label);
-        });
-        if (it == groups.end()) {
-            groups.push_back({ label, storedChoice(run), {}, {}, rows[i].isControl, {} });
-            it = groups.end() - 1;
-        }
-        it->rows << i;
-        addRun(*it, steadyIterationTimes(store, run.id));
-    }
-    if (!groups.isEmpty() && groups.front().isControl) {
-        for (qint64 id : moreControlRuns)
-            addRun(groups.front(), steadyIterationTimes(store, id));
-    }
-    return groups;
-}
-
-} // namespace
-
 QByteArray stepTimeTable(const storage::Store& store, const QVector<storage::ComparisonRow>& rows,
     const QVector<qint64>& moreControlRuns)
 {
-    const QVector<ChoiceGroup> groups = groupRows(store, rows, moreControlRuns);
+    const QVector<storage::ChoiceGroup> groups = storage::groupRows(store, rows, moreControlRuns);
     if (groups.isEmpty())
         return {};
     QString s
         = u"Steady step time: the median of the steady iterations (repeats pooled) with its 95 % "
           "order-statistic interval; Δ vs []: the Hodges-Lehmann shift with its Mann-Whitney interval\n"_s;
     int width = 10;
-    for (const ChoiceGroup& g : groups)
+    for (const storage::ChoiceGroup& g : groups)
         width = std::max(width, int(g.label.size()));
-    const ChoiceGroup* control = groups.front().isControl ? &groups.front() : nullptr;
-    for (const ChoiceGroup& g : groups) {
+    const storage::ChoiceGroup* control = groups.front().isControl ? &groups.front() : nullptr;
+    for (const storage::ChoiceGroup& g : groups) {
         const auto stats = stepStats(g.times);
         QString line = u"  %1  runs %2  "_s.arg(g.label, -width)
                            .arg(g.rows.size() + (g.isControl ? int(moreControlRuns.size()) : 0));
@@ -229,79 +154,6 @@ QByteArray stepTimeTable(const storage::Store& store, const QVector<storage::Com
         s += line + u"\n"_s;
     }
     return s.toUtf8();
-}
-
-QString applySignificance(
-    StoredAdvice& a, const storage::Store& store, const QVector<qint64>& moreControlRuns)
-{
-    Advice& adv = a.advice;
-    if (!adv.chosen)
-        return {};
-    const QVector<ChoiceGroup> groups = groupRows(store, a.rows, moreControlRuns);
-    // A choice is in the running when every run of it fits (chosen or merely slower).
-    std::vector<TimedChoice> timed;
-    QVector<int> groupOf;
-    for (int g = 0; g < groups.size(); ++g) {
-        const bool fits = std::all_of(groups[g].rows.begin(), groups[g].rows.end(), [&](int i) {
-            const Verdict v = adv.verdicts[std::size_t(i)].verdict;
-            return v == Verdict::Chosen || v == Verdict::Slower;
-        });
-        if (!fits || groups[g].times.empty())
-            continue;
-        timed.push_back({ groups[g].choice, groups[g].times, groups[g].runMedians });
-        groupOf << g;
-    }
-    if (timed.empty())
-        return {};
-    const SignificantChoice sc = chooseBySignificance(timed);
-    if (!sc.chosen)
-        return {};
-    const ChoiceGroup& chosen = groups[groupOf[int(*sc.chosen)]];
-    // The row of the chosen choice with the smallest worst peak stands for it.
-    int chosenRow = chosen.rows.front();
-    for (int i : chosen.rows) {
-        if (adv.verdicts[std::size_t(i)].worst_peak_bytes
-            < adv.verdicts[std::size_t(chosenRow)].worst_peak_bytes)
-            chosenRow = i;
-    }
-    const QString before = QString::fromStdString(a.candidates[*adv.chosen].label);
-    const auto chosenStats = stepStats(chosen.times);
-    for (std::size_t t = 0; t < timed.size(); ++t) {
-        const ChoiceGroup& g = groups[groupOf[int(t)]];
-        const auto vsChosen = t == *sc.chosen ? std::nullopt : timeDelta(g.times, chosen.times);
-        for (int i : g.rows) {
-            CandidateVerdict& v = adv.verdicts[std::size_t(i)];
-            // The advisor's "fits (...)" part stays; the time part is the significance's.
-            std::string fits = v.reasons.empty() ? std::string() : v.reasons.front();
-            if (const auto cut = fits.find(')'); cut != std::string::npos)
-                fits = fits.substr(0, cut + 1);
-            v.reasons.clear();
-            if (i == chosenRow) {
-                v.verdict = Verdict::Chosen;
-                v.slower_pct.reset();
-                v.reasons.push_back(fits + "; " + sc.reasons[t]);
-            } else {
-                v.verdict = Verdict::Slower;
-                v.slower_pct = vsChosen ? std::optional(vsChosen->pct) : std::optional<double>(0.0);
-                v.reasons.push_back(fits + "; "
-                    + (i != chosenRow && t == *sc.chosen ? std::string("a repeat of the chosen choice")
-                                                         : sc.reasons[t]));
-            }
-        }
-    }
-    adv.chosen = std::size_t(chosenRow);
-    const CandidateVerdict& cv = adv.verdicts[std::size_t(chosenRow)];
-    const int dp = adv.target_gb < 1.0 ? 6 : 3;
-    adv.summary = "use " + chosen.label.toStdString() + ": " + formatGb(cv.worst_peak_bytes, dp) + " GB on "
-        + (cv.worst_rank.value_or(-1) < 0 ? std::string("max over ranks")
-                                          : "rank " + std::to_string(*cv.worst_rank))
-        + " fits the " + formatFixed(adv.target_gb, dp) + " GB target at " + statsText(*chosenStats)
-        + " per step; " + sc.reasons[*sc.chosen];
-    if (chosen.label != before)
-        return u"the lowest single-run step time, %1, is not significantly faster than %2, the narrower "
-               u"boundary: %2 is "
-               "chosen (the guide's tie rule)"_s.arg(before, chosen.label);
-    return {};
 }
 
 } // namespace rs::cli

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // `recompute advise`: the cheapest stored recompute choice that fits a per-rank memory target, from one
 // matched comparison, with the reason every other candidate was not chosen; a difference of step time
-// inside the noise of the stored iterations is "not significant" and never decides (applySignificance).
+// inside the noise of the stored iterations is "not significant" and never decides
+// (storage/significance.h).
 #include <algorithm>
 #include <iostream>
 
@@ -95,13 +96,12 @@ int adviseMain(const std::vector<std::string>& argv)
         return 2;
     }
 
-    rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, table.rows, *target);
-    // As the sweep: never chosen on a difference of step time inside the noise (the stored steady
-    // iterations, repeats pooled); ties go to the narrower boundary. Runs without iterations keep the
+    // As the sweep and the studio: never chosen on a difference of step time inside the noise (the stored
+    // steady iterations, repeats pooled); ties go to the narrower boundary. Runs without iterations keep the
     // advisor's choice by their stored step time.
-    const QString moved = rs::cli::applySignificance(advice, store);
-    if (!moved.isEmpty())
-        advice.advice.notes.push_back(moved.toStdString());
+    rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, table.rows, *target);
+    if (!advice.significanceNote.isEmpty())
+        advice.advice.notes.push_back(advice.significanceNote.toStdString());
     if (format == u"json") {
         std::cout << QJsonDocument(rs::cli::adviceJson(advice)).toJson(QJsonDocument::Indented).constData();
     } else {

@@ -416,11 +416,11 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
         std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
     bool fits = true;
     if (set.target) {
-        rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *set.target);
-        const QString moved = rs::cli::applySignificance(advice, store, moreControls);
+        const rs::cli::StoredAdvice advice
+            = rs::cli::adviseOnComparison(store, rows, *set.target, moreControls);
         std::cout << "\n" << rs::cli::adviceText(advice).constData();
-        if (!moved.isEmpty())
-            std::cout << "  note: " << moved.toStdString() << "\n";
+        if (!advice.significanceNote.isEmpty())
+            std::cout << "  note: " << advice.significanceNote.toStdString() << "\n";
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << *controlId << ")\n";
@@ -629,11 +629,10 @@ int sweepMain(const std::vector<std::string>& argv)
     bool fits = true;
     if (target) {
         // Never chosen on a difference inside the noise: ties go to the narrower boundary.
-        rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *target);
-        const QString moved = rs::cli::applySignificance(advice, store, moreControls);
+        const rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *target, moreControls);
         std::cout << "\n" << rs::cli::adviceText(advice).constData();
-        if (!moved.isEmpty())
-            std::cout << "  note: " << moved.toStdString() << "\n";
+        if (!advice.significanceNote.isEmpty())
+            std::cout << "  note: " << advice.significanceNote.toStdString() << "\n";
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << controlId << ")\n";

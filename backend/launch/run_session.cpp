@@ -14,6 +14,7 @@
 #include "core/sha256.h"
 #include "core/step_stats.h"
 #include "storage/ingest.h"
+#include "storage/significance.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
@@ -197,18 +198,7 @@ QVector<qint64> RunSession::findStoredRuns(const storage::Store& store, const Re
 
 std::vector<double> RunSession::steadyTimes(const storage::Store& store, qint64 runId)
 {
-    const QVector<storage::IterationRow> rows = store.iterations(runId);
-    std::optional<int> rank;
-    for (const storage::IterationRow& r : rows) {
-        if (!rank || r.rank < *rank)
-            rank = r.rank;
-    }
-    std::vector<double> out;
-    for (const storage::IterationRow& r : rows) {
-        if (r.rank == rank && r.phase == u"steady"_s && r.stepMs)
-            out.push_back(*r.stepMs);
-    }
-    return out;
+    return storage::steadyIterationTimes(store, runId); // one reading of "steady" with the advice's
 }
 
 std::optional<double> RunSession::intervalHalfWidthPct(const QVector<qint64>& runs) const

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The runs page as a user reads it: the banner counts what the filter shows, the memory target keeps
 // two decimals, the advisor's choice for the target is marked in the table and on the chart with every
-// other run's reason (the same advice as `recompute advise`), the ranks column, a cancelled run drawn as
-// stopped rather than failed, the table's context menu (compare, set as control, re-run, delete), and a
-// hovered point's tooltip staying up.
+// other run's reason (the same advice as `recompute advise`, step-time significance included), the ranks
+// column, a cancelled run drawn as stopped rather than failed, the table's context menu (compare, set as
+// control, re-run, delete), and a hovered point's tooltip staying up.
 #include <QAbstractItemModelTester>
 #include <QAction>
 #include <QApplication>
@@ -144,14 +144,63 @@ private slots:
         QCOMPARE(*m_page->tradeoffChart()->data().memoryTarget, gb);
     }
 
+    // The guide's comparison 1 at 36 GB: moe_act has the lowest stored step time that fits. With stored
+    // steady iterations, mla_up_proj's step time made the lowest: inside the noise of moe_act's, moe_act
+    // (the narrower boundary) is still chosen by significance, where the advisor alone would take
+    // mla_up_proj; clearly apart, mla_up_proj is chosen. The page shows what storage::adviseOnControl
+    // (and so `recompute advise`) decides, its note included.
+    void advisorMarksTheChosenRunAsRecomputeAdviseDoes_data()
+    {
+        QTest::addColumn<double>("mlaMs"); // < 0: the guide's sample as it is, no iterations
+        QTest::addColumn<double>("spread");
+        QTest::addColumn<QString>("chosenLabel");
+        QTest::addColumn<bool>("moved");
+        QTest::newRow("no iterations: moe_act") << -1.0 << 0.0 << QStringLiteral("moe_act") << false;
+        QTest::newRow("not significantly faster: moe_act")
+            << 462.0 << 15.0 << QStringLiteral("moe_act") << true;
+        QTest::newRow("significantly faster: mla_up_proj")
+            << 400.0 << 2.0 << QStringLiteral("mla_up_proj") << false;
+    }
     void advisorMarksTheChosenRunAsRecomputeAdviseDoes()
     {
+        QFETCH(double, mlaMs);
+        QFETCH(double, spread);
+        QFETCH(QString, chosenLabel);
+        QFETCH(bool, moved);
+        if (mlaMs > 0) {
+            // Run 3: mla_up_proj, run 5: moe_act (both fit 36 GB); 12 steady iterations each.
+            RunRecord mla = *m_store->run(3);
+            QCOMPARE(mla.moduleSetLabel(), QStringLiteral("mla_up_proj"));
+            QCOMPARE(m_store->run(5)->moduleSetLabel(), QStringLiteral("moe_act"));
+            mla.steadyStepMs = mlaMs;
+            QVERIFY(m_store->updateRun(mla));
+            for (const auto& [id, ms] : { std::pair { qint64(3), mlaMs }, std::pair { qint64(5), 466.0 } }) {
+                for (int i = 1; i <= 12; ++i) {
+                    storage::IterationRow row;
+                    row.runId = id;
+                    row.iteration = i;
+                    row.phase = QStringLiteral("steady");
+                    row.stepMs = ms + spread * ((i % 4) - 1.5) / 1.5;
+                    QVERIFY(m_store->insertIteration(row));
+                }
+            }
+            m_page->reload();
+        }
         showComparison(m_page.get(), 1);
         m_page->setMemoryTarget(36.0);
         const auto expected = storage::adviseOnControl(*m_store, 1, 36.0);
         QVERIFY(expected && expected->advice.chosen);
         const qint64 chosen = expected->rows[int(*expected->advice.chosen)].run.id;
-        QCOMPARE(m_page->model()->runById(chosen)->moduleSetLabel(), QStringLiteral("moe_act"));
+        QCOMPARE(m_page->model()->runById(chosen)->moduleSetLabel(), chosenLabel);
+        // The advisor alone takes the lowest stored step time: where significance moved the choice, the
+        // page must not show that one.
+        const Advice plain = adviseRecompute(expected->candidates, 36.0);
+        QVERIFY(plain.chosen);
+        QCOMPARE(plain.chosen != expected->advice.chosen, moved);
+        QCOMPARE(!expected->significanceNote.isEmpty(), moved);
+        if (moved)
+            QVERIFY2(m_page->adviceLabel()->text().contains(expected->significanceNote.toHtmlEscaped()),
+                qPrintable(m_page->adviceLabel()->text()));
         for (std::size_t i = 0; i < expected->candidates.size(); ++i) {
             const qint64 id = expected->rows[int(i)].run.id;
             const CandidateVerdict& v = expected->advice.verdicts[i];
@@ -174,7 +223,7 @@ private slots:
         for (const TradeoffPoint& p : m_page->tradeoffChart()->data().points) {
             if (p.chosen) {
                 ++chosenPoints;
-                QCOMPARE(p.moduleSet, QStringLiteral("moe_act"));
+                QCOMPARE(p.moduleSet, chosenLabel);
                 QVERIFY(p.tooltip.contains(QStringLiteral("advisor: chosen")));
             } else if (p.groupKey == 1) {
                 QVERIFY2(p.tooltip.contains(QStringLiteral("advisor: ")), qPrintable(p.tooltip));
