@@ -420,7 +420,9 @@ LayerModel workerLayer(const Shape& x, bool moe)
         ln1_savers |= bit(kMlaUp); // linear_q_proj inside the up-projection region
         ln1_input_of |= bit(kMlaUp);
     }
-    normWorker(m, xs, h, kNorm1, ln1_savers, ln1_input_of, 0, true);
+    // Under the TE spec a dense norm is fused into the next linear and the layernorm label skips it (RT1):
+    // the input norm unless MLA, the pre-MLP norm unless MoE; the worker does the same (engine/model.cpp).
+    normWorker(m, xs, h, !x.te || x.mla ? kNorm1 : kOutside, ln1_savers, ln1_input_of, 0, true);
 
     // Attention up to the core: q, k, v as the core sees them.
     double q_elems = 0, k_elems = 0, v_elems = 0;
@@ -540,7 +542,7 @@ LayerModel workerLayer(const Shape& x, bool moe)
         ln2_savers = bit(kMlp);
         ln2_input_of = bit(kMlp);
     }
-    normWorker(m, xs, h, kNorm2, ln2_savers, ln2_input_of, 0, true);
+    normWorker(m, xs, h, !x.te || moe ? kNorm2 : kOutside, ln2_savers, ln2_input_of, 0, true);
 
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
