@@ -440,7 +440,9 @@ LayerModel workerLayer(const Shape& x, bool moe)
         ln1_savers |= bit(kMlaUp); // linear_q_proj inside the up-projection region
         ln1_input_of |= bit(kMlaUp);
     }
-    normWorker(m, xs, h, kNorm1, ln1_savers, ln1_input_of, 0, true);
+    // Under the TE spec a dense norm is fused into the next linear and the layernorm label skips it (RT1):
+    // the input norm unless MLA, the pre-MLP norm unless MoE; the worker does the same (engine/model.cpp).
+    normWorker(m, xs, h, !x.te || x.mla ? kNorm1 : kOutside, ln1_savers, ln1_input_of, 0, true);
 
     // Attention up to the core: q, k, v as the core sees them.
     double q_elems = 0, k_elems = 0, v_elems = 0;
@@ -562,7 +564,7 @@ LayerModel workerLayer(const Shape& x, bool moe)
         ln2_savers = bit(kMlp);
         ln2_input_of = bit(kMlp);
     }
-    normWorker(m, xs, h, kNorm2, ln2_savers, ln2_input_of, 0, true);
+    normWorker(m, xs, h, !x.te || moe ? kNorm2 : kOutside, ln2_savers, ln2_input_of, 0, true);
 
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
@@ -1209,6 +1211,14 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         ? "LibTorch 1.13 CPU autograd: what each op of the worker's layer saves (docs/estimator.md)"
         : "Korthikanti's per-layer terms generalised to GQA / MLA / SwiGLU / MoE and the recipe's recompute; "
           "each region's checkpoint keeps its inputs, output-discard regions free their outputs";
+    // The chunk outputs a stage sends on: with deallocate_pipeline_outputs False, Megatron keeps each one's
+    // data until its backward (schedules.py deallocate_output_tensor); with True only its autograd node. On
+    // the last stage the loss chunk sends nothing (interleaved: its share of the in-flight ones).
+    double sent_held = 0;
+    if (!worker && x.pp > 1 && !r.deallocate_pipeline_outputs) {
+        const double sending = st.last ? in_flight * (st.chunks - 1.0) / st.chunks : in_flight;
+        sent_held = std::floor(sending + 0.5) * Tsp * h * d;
+    }
     auto actTerms = [&](Builder& bld, double current) {
         bld.add(
             "activations", "saved activations of the in-flight micro-batch", current, act_source, act_note);
@@ -1218,6 +1228,12 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                 other_in_flight, "megatron/core/pipeline_parallel/schedules.py",
                 "1F1B: stage p holds min(PP - p, m); interleaved: (PP - p - 1) * 2 + (VPP - 1) * PP + 1 "
                 "chunk-micro-batches, each 1/VPP of the stage's layers");
+        if (sent_held > 0)
+            bld.add("activations", "sent chunk outputs of the in-flight micro-batches", sent_held,
+                "megatron/core/pipeline_parallel/schedules.py",
+                "deallocate_pipeline_outputs False (ModelParallelConfig's default; Megatron-LM and Bridge "
+                "set "
+                "True): each sent output [s/CP(/TP under SP), b, h] is kept until its backward");
     };
 
     // ---- forward ----
@@ -1342,7 +1358,9 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                 }
                 acts += lf[q].retained;
             }
-            acts += f.loss ? head : boundary; // the loss head, or the activation sent on
+            // The loss head, or the activation sent on: kept by the schedule unless deallocated once sent
+            // (deallocate_pipeline_outputs, as Megatron's deallocate_output_tensor; engine/runner.cpp).
+            acts += f.loss ? head : (r.deallocate_pipeline_outputs ? 0 : boundary);
             const double end_tr = f.loss ? head_fwd : 0;
             if (acts + end_tr > best) {
                 f.fwd_acts = acts;

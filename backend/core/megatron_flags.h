@@ -30,6 +30,7 @@
 // value outside the flag's choices at the profile is a RecipeError (--fp4-format nvfp4 where only e2m1
 // is allowed). recipeFromMegatronFlags(recipeToMegatronFlags(r)) == r except for these, which have no flag:
 // - name, profile, memory_target_gb, warmup_iters, te_version (ours); a non-MLA recipe's q_lora_rank=None;
+// - deallocate_pipeline_outputs=false (Megatron-LM always sets it True);
 // - an empty list for a list flag (argparse nargs='+' cannot say []): cuda_graph_modules=[] and
 //   cuda_graph_scope=[] come back unset, and recompute_modules=[] without selective granularity too.
 // And these throw RecipeError instead of writing something that trains differently:

@@ -104,6 +104,10 @@ struct Recipe {
     int expert_model_parallel_size = 1;
     bool sequence_parallel = false;
     int data_parallel_size = 1; // world size / (TP x PP x CP): shards the distributed optimizer
+    // A pipeline stage frees a chunk's output once sent, keeping only its autograd node
+    // (schedules.py deallocate_output_tensor). ModelParallelConfig False; Megatron-LM sets True
+    // (core_transformer_config_from_args, no flag); Bridge's GPTModelProvider True.
+    bool deallocate_pipeline_outputs = false;
 
     // --- the training job's memory layout (DistributedDataParallelConfig / OptimizerConfig) ---
     bool use_distributed_optimizer = false;

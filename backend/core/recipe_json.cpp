@@ -233,6 +233,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "expert_model_parallel_size", &Recipe::expert_model_parallel_size },
         { "sequence_parallel", &Recipe::sequence_parallel },
         { "data_parallel_size", &Recipe::data_parallel_size },
+        { "deallocate_pipeline_outputs", &Recipe::deallocate_pipeline_outputs },
         { "use_distributed_optimizer", &Recipe::use_distributed_optimizer },
         { "grad_reduce_in_fp32", &Recipe::grad_reduce_in_fp32 },
         { "main_grads_dtype", &Recipe::main_grads_dtype },
@@ -818,6 +819,9 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
     case InputFormat::MegatronFlags:
         // --no-masked-softmax-fusion is store_false: Megatron-LM fuses unless told not to.
         r.masked_softmax_fusion = true;
+        // megatron/training/argument_utils.py:305 (d98e8a64), core_transformer_config_from_args: always
+        // True, with no flag to say otherwise.
+        r.deallocate_pipeline_outputs = true;
         // megatron/training/arguments.py: --attention-softmax-in-fp32 is a store_true flag (default
         // False), where TransformerConfig's field defaults to True. Every other modelled default
         // (learned_absolute positions, biases on, tied embeddings, dropout 0.1, padded vocabulary to 128,
@@ -838,8 +842,11 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
         // GPTModelProvider (gpt_provider.py at 0254ddd4, "# Fusions"): masked_softmax_fusion True, where
         // TransformerConfig says False.
         r.masked_softmax_fusion = true;
-        // GPTModelProvider (same file and commit): attention_softmax_in_fp32 False, where TransformerConfig
-        // says True.
+        // GPTModelProvider (gpt_provider.py:162 at 067f987d): deallocate_pipeline_outputs True, where
+        // ModelParallelConfig says False.
+        r.deallocate_pipeline_outputs = true;
+        // GPTModelProvider (gpt_provider.py at 0254ddd4): attention_softmax_in_fp32 False, where
+        // TransformerConfig says True.
         r.attention_softmax_in_fp32 = false;
         break;
     }

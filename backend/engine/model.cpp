@@ -331,6 +331,7 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.silu = r.activation_func == "silu";
     c.bias_activation_fusion = r.bias_activation_fusion;
     c.attention_backend = r.attention_backend;
+    c.te_spec = r.transformer_impl == "transformer_engine";
     c.mla = r.multi_latent_attention;
     c.q_lora_rank = r.q_lora_rank.value_or(0);
     c.kv_lora_rank = r.kv_lora_rank;
@@ -1094,8 +1095,11 @@ Tensor Model::moe(const Layer& L, const Tensor& x)
 Tensor Model::layerForward(const Layer& L, Tensor x)
 {
     // layernorm is output-discard: the input norm's output is rebuilt when the attention output's gradient
-    // arrives, the pre-MLP norm's when the MLP output's does (TL:683-688, :1088-1093).
-    const bool discard_norms = plan_.has("layernorm");
+    // arrives, the pre-MLP norm's when the MLP output's does (TL:683-688, :1088-1093). Under the TE spec a
+    // norm fused into the next linear is an IdentityOp that the label skips (RT1, TL:475-479, :523-524):
+    // the input norm unless MLA, the pre-MLP norm unless MoE.
+    const bool discard_ln1 = plan_.has("layernorm") && (!config_.te_spec || config_.mla);
+    const bool discard_ln2 = plan_.has("layernorm") && (!config_.te_spec || L.moe);
     const int layer = L.global;
     using Cat = MemoryCategory;
     auto norm_region = [this, layer](const Tensor& w, const Tensor& bias, const char* name) -> Region {
@@ -1106,13 +1110,13 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
     };
     OutputDiscardCheckpoint ln1_ckpt;
     const Region ln1_region = norm_region(L.ln1_w, L.ln1_b, "input_layernorm");
-    auto ln1 = discard_norms ? ln1_ckpt.run(ln1_region, { x })[0] : ln1_region({ x })[0];
+    auto ln1 = discard_ln1 ? ln1_ckpt.run(ln1_region, { x })[0] : ln1_region({ x })[0];
     Tensor attn;
     {
         MemoryRegion region(Cat::Activations, layer, "self_attention");
         attn = rowReduce(attention(L, ln1));
     }
-    if (discard_norms)
+    if (discard_ln1)
         ln1_ckpt.discardOutputAndRegisterRecompute(attn);
     {
         MemoryRegion region(Cat::Activations, layer, "residual");
@@ -1121,7 +1125,7 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
 
     OutputDiscardCheckpoint ln2_ckpt;
     const Region ln2_region = norm_region(L.ln2_w, L.ln2_b, "pre_mlp_layernorm");
-    auto ln2 = discard_norms ? ln2_ckpt.run(ln2_region, { x })[0] : ln2_region({ x })[0];
+    auto ln2 = discard_ln2 ? ln2_ckpt.run(ln2_region, { x })[0] : ln2_region({ x })[0];
     Tensor out;
     if (L.moe) {
         MemoryRegion region(Cat::Activations, layer, "moe");
@@ -1138,7 +1142,7 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
             out = rowReduce(mlp(ln2, L.fc1, L.fc1_b, L.fc2));
         }
     }
-    if (discard_norms)
+    if (discard_ln2)
         ln2_ckpt.discardOutputAndRegisterRecompute(out);
     MemoryRegion region(Cat::Activations, layer, "residual");
     return biasDropoutAdd(out, L.fc2_b, x);

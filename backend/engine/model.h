@@ -59,6 +59,9 @@ struct ModelConfig {
     bool rmsnorm = false, gated = false, silu = false;
     bool bias_activation_fusion = false; // one autograd node keeping FC1's output only (model.cpp)
     std::string attention_backend = "fused";
+    // transformer_impl transformer_engine: the TE spec fuses a dense layer's norms into the next linear
+    // (IdentityOp), so the layernorm label applies only to MLA's input norm and MoE's pre-MLP norm (RT1).
+    bool te_spec = false;
     bool mla = false;
     int q_lora_rank = 0; // 0: no Q compression
     int kv_lora_rank = 0, qk_head_dim = 0, qk_pos_emb_head_dim = 0, v_head_dim = 0;

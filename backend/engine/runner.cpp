@@ -13,6 +13,9 @@
 
 #include <nlohmann/json.hpp>
 
+#include <torch/csrc/autograd/engine.h>
+#include <torch/csrc/autograd/function.h>
+
 #include "core/flops.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
@@ -535,6 +538,10 @@ private:
     struct InFlight {
         Model::ChunkOutput out;
         torch::Tensor received;
+        // deallocate_pipeline_outputs: the sent output's data is freed after its forward (only its autograd
+        // node stays); its shape is what the gradient sent back has.
+        std::vector<int64_t> sent_shape;
+        torch::Tensor sent_mean; // the freed output's mean (a stage without the loss: its finiteness check)
     };
     // One step's figures as its schedule runs.
     struct Step {
@@ -770,6 +777,13 @@ void Training::forwardStep(size_t k, Step& step, int it)
         f.out = model_->chunkForward(op.chunk, batch.first, batch.second, f.received);
         if (f.out.is_loss && m_count > 1)
             f.out.out = f.out.out / static_cast<double>(m_count);
+        // Megatron's deallocate_output_tensor once the output is sent (schedules.py): the data goes, the
+        // grad_fn stays for the backward; never for a view, whose storage is another tensor's.
+        if (!f.out.is_loss && s_.run.recipe().deallocate_pipeline_outputs && !f.out.out.is_view()) {
+            f.sent_shape = f.out.out.sizes().vec();
+            f.sent_mean = f.out.out.detach().to(torch::kFloat32).mean();
+            f.out.out.set_data(torch::empty({ 1 }, f.out.out.options()));
+        }
         step.in_flight[std::make_pair(op.micro_batch, op.chunk)] = std::move(f);
     }
     const auto f = probe_->read();
@@ -800,14 +814,28 @@ void Training::backwardStep(size_t k, Step& step, int it)
         } else {
             // The gradient the next stage sends back (a fixed tensor of the output's shape), and the
             // chunk's MoE auxiliary losses.
+            const std::vector<int64_t> shape = f.sent_shape.empty() ? f.out.out.sizes().vec() : f.sent_shape;
+            int64_t numel = 1;
+            for (const int64_t n : shape)
+                numel *= n;
             std::vector<torch::Tensor> roots { f.out.out },
-                grads { torch::full_like(f.out.out, 1.0 / double(f.out.out.numel())) };
+                grads { torch::full(shape, 1.0 / double(numel), f.out.out.options()) };
             if (f.out.aux.defined()) {
                 roots.push_back(f.out.aux);
                 grads.push_back(torch::ones_like(f.out.aux));
             }
-            torch::autograd::backward(roots, grads);
-            value = f.out.out.detach().to(torch::kFloat32).mean() / static_cast<double>(m_count);
+            if (f.sent_shape.empty()) {
+                value = f.out.out.detach().to(torch::kFloat32).mean() / static_cast<double>(m_count);
+                torch::autograd::backward(roots, grads);
+            } else {
+                // As Megatron's custom_backward: the engine runs from the output's autograd node, whose
+                // recorded shape the gradient matches, past the shape check of a freed output.
+                torch::autograd::edge_list edges;
+                for (const auto& root : roots)
+                    edges.push_back(torch::autograd::impl::gradient_edge(root));
+                torch::autograd::Engine::get_default_engine().execute(edges, grads, false, false, true);
+                value = f.sent_mean / static_cast<double>(m_count);
+            }
         }
         if (op.chunk == model_->chunks() - 1)
             step.loss_value = step.loss_value.defined() ? step.loss_value + value : value;

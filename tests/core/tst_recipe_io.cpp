@@ -113,6 +113,7 @@ Recipe fullRecipe()
     r.expert_model_parallel_size = 4;
     r.sequence_parallel = true;
     r.data_parallel_size = 4;
+    r.deallocate_pipeline_outputs = true;
     r.use_distributed_optimizer = true;
     r.grad_reduce_in_fp32 = true;
     r.main_grads_dtype = "bf16";
@@ -178,6 +179,7 @@ Recipe withoutFlaglessFields(Recipe r)
     // No Megatron-LM flag at any profile (Megatron-LM derives it from --cpu-offloading-num-layers), or
     // none at this one.
     r.cpu_offloading = defaults.cpu_offloading;
+    r.deallocate_pipeline_outputs = defaults.deallocate_pipeline_outputs; // always True, no flag
     const MegatronArgTable table = megatronArgTable(r.profile);
     if (!table.find("--enable-hyper-connections"))
         r.enable_hyper_connections = defaults.enable_hyper_connections;
@@ -273,6 +275,7 @@ private slots:
     void flagsLossyCases();
     void flagsMlaDefaults();
     void maskedSoftmaxFusionPerFrontEnd();
+    void deallocatePipelineOutputsPerFrontEnd();
 
     // --- mixed precision ---
     void mixedPrecisionTable();
@@ -946,12 +949,12 @@ void TestRecipeIo::overridesWriteOnlyDifferences()
     QCOMPARE(QString::fromStdString(studioCommentLine(r)),
         QStringLiteral("# studio: name='null' profile=bridge-pin"));
     // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024,
-    // its attention_softmax_in_fp32 True and its masked_softmax_fusion False (GPTModelProvider's are False
-    // and True).
+    // its attention_softmax_in_fp32 True, its masked_softmax_fusion and deallocate_pipeline_outputs False
+    // (GPTModelProvider's are False, True and True).
     const std::vector<std::string> json = recipeToBridgeOverrides(Recipe {});
     QCOMPARE(join(json),
         QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 model.attention_softmax_in_fp32=true "
-                       "model.masked_softmax_fusion=false"));
+                       "model.masked_softmax_fusion=false model.deallocate_pipeline_outputs=false"));
     r.recompute_modules = std::vector<std::string> {};
     r.q_lora_rank = std::nullopt;
     const std::vector<std::string> out = recipeToBridgeOverrides(r);
@@ -1378,6 +1381,26 @@ void TestRecipeIo::flagsLossyCases()
     const Recipe back = recipeFromMegatronFlags(recipeToMegatronFlags(graphs));
     QVERIFY(!back.cuda_graph_modules.has_value());
     QCOMPARE(back.cuda_graph_impl, graphs.cuda_graph_impl);
+}
+
+void TestRecipeIo::deallocatePipelineOutputsPerFrontEnd()
+{
+    // ModelParallelConfig's default is False; Megatron-LM always sets True (no flag); Bridge's
+    // GPTModelProvider True.
+    QCOMPARE(recipeFromJsonText("{}", "test").deallocate_pipeline_outputs, false);
+    QCOMPARE(
+        recipeFromJsonText(R"({"deallocate_pipeline_outputs": true})", "test").deallocate_pipeline_outputs,
+        true);
+    QCOMPARE(recipeFromMegatronFlags({ "--num-layers", "2" }).deallocate_pipeline_outputs, true);
+    QCOMPARE(recipeFromBridgeOverrides({ "model.num_layers=2" }).deallocate_pipeline_outputs, true);
+    QCOMPARE(
+        recipeFromBridgeOverrides({ "model.deallocate_pipeline_outputs=false" }).deallocate_pipeline_outputs,
+        false);
+    // Megatron-LM cannot say False: a JSON recipe written as flags comes back True (megatron_flags.h).
+    Recipe json;
+    json.num_layers = 2;
+    QCOMPARE(recipeFromMegatronFlags(recipeToMegatronFlags(json)).deallocate_pipeline_outputs, true);
+    QCOMPARE(recipeFromBridgeOverrides(recipeToBridgeOverrides(json)).deallocate_pipeline_outputs, false);
 }
 
 void TestRecipeIo::maskedSoftmaxFusionPerFrontEnd()

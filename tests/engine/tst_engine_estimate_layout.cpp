@@ -2,9 +2,10 @@
 // One rank of a parallel layout (issue 14): the worker runs the rank's own shapes and share of the work
 // (engine/layout_rank.h) and the estimator's Worker layout models that rank; the overall peak must agree
 // within 5 %. Two tables: every preset at one parallel dimension at a time (TP 2 with SP, 4, 8 with SP; CP 2;
-// EP 8; PP 2; PP 4 with VPP 2; DP 4 and EP 8 with the distributed optimizer) for [] and full recompute, and
-// every recompute choice of every preset at layouts that combine the dimensions, so that each label meets
-// every TP, CP, EP and PP size at least once (TP 1 / CP 1 / EP 1 / PP 1: tst_engine_estimate.cpp).
+// EP 8; PP 2; PP 4 with VPP 2, each with and without deallocate_pipeline_outputs; DP 4 and EP 8 with the
+// distributed optimizer) for [] and full recompute, and every recompute choice of every preset at layouts
+// that combine the dimensions, so that each label meets every TP, CP, EP and PP size at least once (TP 1 /
+// CP 1 / EP 1 / PP 1: tst_engine_estimate.cpp).
 #include "core/estimator.h"
 #include "core/rules.h"
 #include "estimate_test_util.h"
@@ -15,7 +16,8 @@ using namespace rs::estimatetest;
 namespace {
 
 // A layout written as tokens joined by '-': tpN (tpNsp: with sequence parallelism), cpN, epN, ppN, vppN,
-// dpN, gbsN (global batch), do (the distributed optimizer). Data-parallel size 2 unless given.
+// dpN, gbsN (global batch), do (the distributed optimizer), dealloc (deallocate_pipeline_outputs, as
+// Megatron-LM and Bridge set it). Data-parallel size 2 unless given.
 struct ParsedLayout {
     Recipe recipe;
     std::string error;
@@ -35,6 +37,8 @@ ParsedLayout applyLayout(Recipe r, const QString& layout)
         };
         if (token == QLatin1String("do"))
             r.use_distributed_optimizer = true;
+        else if (token == QLatin1String("dealloc"))
+            r.deallocate_pipeline_outputs = true;
         else if (token.startsWith(QLatin1String("tp"))) {
             r.tensor_model_parallel_size = number(2);
             r.sequence_parallel = token.endsWith(QLatin1String("sp"));
@@ -110,7 +114,7 @@ void TestEngineEstimateLayout::oneDimensionWithinFivePercent_data()
     QVERIFY(!files.isEmpty());
     for (const auto& file : files) {
         for (const char* layout : { "tp2sp", "tp4", "tp8sp", "cp2", "ep8-dp8", "pp2-gbs8", "pp4-vpp2-gbs8",
-                 "dp4-do", "ep8-dp8-do" }) {
+                 "pp2-gbs8-dealloc", "pp4-vpp2-gbs8-dealloc", "dp4-do", "ep8-dp8-do" }) {
             if (QLatin1String(layout).startsWith(QLatin1String("ep8")) && !isMoePreset(file))
                 continue;
             for (const QString& choice : { QStringLiteral("[]"), QStringLiteral("full:uniform:1") })

@@ -133,6 +133,8 @@ private Q_SLOTS:
     void scheduleKeepsTheEstimatorsInFlight();
     void rankTrains_data() { layoutRows(); }
     void rankTrains();
+    void sentOutputsFreedWhenDeallocated_data();
+    void sentOutputsFreedWhenDeallocated();
     void groupedGemmMatchesSequential_data();
     void groupedGemmMatchesSequential();
     void hottestRankByDefault();
@@ -249,6 +251,80 @@ void TestEngineLayoutRank::rankTrains()
     QVERIFY2(code == 0 && status == "pass", (status + ": " + message).c_str());
     if (tp * cp * pp * 2 > 1)
         QVERIFY2(note.find("communication time is not measured") != std::string::npos, note.c_str());
+}
+
+// deallocate_pipeline_outputs (Megatron-LM's and Bridge's setting): a stage frees each chunk output once sent
+// and runs its backward from the output's autograd node (schedules.py deallocate_output_tensor,
+// custom_backward). The first stage's forward peak drops by the sent outputs it held, [s, b, h] each, one per
+// in-flight chunk-micro-batch but the current one; the gradients are the same (so is the second step's loss).
+void TestEngineLayoutRank::sentOutputsFreedWhenDeallocated_data()
+{
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("vpp");
+    QTest::addColumn<int>("micro_batches");
+    QTest::addColumn<QString>("choice");
+    QTest::newRow("1f1b pp4 m4 []") << 4 << 1 << 4 << QStringLiteral("[]");
+    QTest::newRow("1f1b pp4 m4 full") << 4 << 1 << 4 << QStringLiteral("full:uniform:1");
+    QTest::newRow("vpp2 pp2 m4 []") << 2 << 2 << 4 << QStringLiteral("[]");
+}
+
+void TestEngineLayoutRank::sentOutputsFreedWhenDeallocated()
+{
+    QFETCH(int, pp);
+    QFETCH(int, vpp);
+    QFETCH(int, micro_batches);
+    QFETCH(QString, choice);
+    Recipe r = withLayout(small(readPreset(QStringLiteral("gpt-unfused.json"))), 1, 1, 1, pp, vpp, 1, false);
+    r.bf16 = r.fp16 = false;
+    r.global_batch_size = micro_batches;
+    r = candidateRecipe(r, *readChoiceSpelling(choice.toStdString()));
+    struct Run {
+        int64_t forward_peak = 0;
+        double loss = NAN;
+        int in_flight = 0;
+    };
+    auto run = [](const Recipe& recipe) {
+        engine::RunOptions options;
+        options.device = "cpu";
+        options.warmup = 0;
+        options.iters = 2; // the second step's loss follows from the first step's gradients
+        std::ostringstream out;
+        Run result;
+        if (engine::runRecipe(recipe, InputFormat::Json, options, out) != 0)
+            return result;
+        std::istringstream lines(out.str());
+        std::string line;
+        while (std::getline(lines, line)) {
+            const auto j = nlohmann::json::parse(line, nullptr, false);
+            if (j.value("event", "") == "rank_summary")
+                result.forward_peak = j["phase_peaks"]["forward"].value("allocated", int64_t(0));
+            if (j.value("event", "") == "iteration" && j.contains("loss") && j["loss"].is_number())
+                result.loss = j["loss"].get<double>();
+            if (j.value("event", "") == "note" && j.value("kind", "") == "layout_rank")
+                result.in_flight = j.value("in_flight_micro_batches", 0);
+        }
+        return result;
+    };
+    const Run kept = run(r);
+    r.deallocate_pipeline_outputs = true;
+    const Run freed = run(r);
+    QVERIFY(kept.forward_peak > 0 && freed.forward_peak > 0);
+    QVERIFY(kept.in_flight > 1);
+    QCOMPARE(freed.in_flight, kept.in_flight);
+    const int64_t boundary = int64_t(r.seq_length) * r.micro_batch_size * r.hidden_size * 4; // fp32
+    const int64_t dropped = kept.forward_peak - freed.forward_peak;
+    // Each freed output leaves a one-element tensor behind (its allocation rounded up).
+    const int64_t placeholders = kept.in_flight * 64;
+    QVERIFY2(
+        dropped >= (kept.in_flight - 1) * boundary - placeholders && dropped <= kept.in_flight * boundary,
+        qPrintable(QStringLiteral("forward peak %1 -> %2: %3 bytes freed, %4 in flight of %5 bytes")
+                       .arg(kept.forward_peak)
+                       .arg(freed.forward_peak)
+                       .arg(dropped)
+                       .arg(kept.in_flight)
+                       .arg(boundary)));
+    QVERIFY(std::isfinite(kept.loss));
+    QCOMPARE(freed.loss, kept.loss);
 }
 
 void TestEngineLayoutRank::groupedGemmMatchesSequential_data()

@@ -51,6 +51,8 @@ private Q_SLOTS:
     void fullUniformKeepsOnlyGroupInputs();
     void fullBlockIsLinearInK();
     void layernormDiscardsBothNormOutputs();
+    void layernormSkipsFusedNormsUnderTheTeSpec_data();
+    void layernormSkipsFusedNormsUnderTheTeSpec();
     void moeActDiscardsTheExpertActivation();
     void mlaUpProjDiscardsExpandedQkv();
     void mlpFreesTheDenseMlpRegion();
@@ -162,6 +164,42 @@ void TestEngineMemory::layernormDiscardsBothNormOutputs()
     const auto ln = runStep(selective(r, { "layernorm" }));
     const int64_t saved = none.retained - ln.retained;
     QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+void TestEngineMemory::layernormSkipsFusedNormsUnderTheTeSpec_data()
+{
+    // RT1: under the TE spec a dense layer's norms are fused into the next linear (IdentityOp modules), so
+    // the label discards only MLA's input norm and the MoE layers' pre-MLP norm. Rows: the number of norm
+    // outputs ([s, b, h] each, with their mean / rstd) the label discards under the TE spec, against what it
+    // saves per norm under the local spec (every norm a module).
+    QTest::addColumn<int>("arch");
+    QTest::addColumn<QString>("impl");
+    QTest::addColumn<int>("discarded");
+    QTest::newRow("dense te") << int(Arch::DenseUnfused) << QStringLiteral("transformer_engine") << 0;
+    // MLA + MoE: layer 0 dense, layers 1-2 MoE; every input norm is MLA's, pre-MLP norms on MoE layers only.
+    QTest::newRow("mla moe te") << int(Arch::MlaMoe) << QStringLiteral("transformer_engine") << 3 + 2;
+}
+
+void TestEngineMemory::layernormSkipsFusedNormsUnderTheTeSpec()
+{
+    QFETCH(int, arch);
+    QFETCH(QString, impl);
+    QFETCH(int, discarded);
+    Recipe r = tinyRecipe(Arch(arch));
+    r.transformer_impl = impl.toStdString();
+    r.hidden_size = 256; // norm outputs well above the generator states
+    Recipe local = r;
+    local.transformer_impl = "local";
+    const auto none = runStep(r);
+    const int64_t saved = none.retained - runStep(selective(r, { "layernorm" })).retained;
+    // One norm's share: what the label saves under the local spec (every norm a module), per norm.
+    const int64_t all_norms = 2 * r.num_layers;
+    const int64_t per_norm
+        = (runStep(local).retained - runStep(selective(local, { "layernorm" })).retained) / all_norms;
+    QVERIFY(per_norm > 0);
+    const int64_t expected = discarded * per_norm;
+    QVERIFY2(discarded == 0 ? saved == 0 : near(saved, expected, 0.02),
         qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
 }
 
