@@ -173,7 +173,7 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     launch::RunSession* session = m_session.get();
     connect(session, &launch::RunSession::message, this, [this](const QString& text) { appendLog(text); });
     connect(session, &launch::RunSession::jobStarted, this, &LaunchPage::onJobStarted);
-    connect(session, &launch::RunSession::event, this, &LaunchPage::onEvent);
+    connect(session, &launch::RunSession::streamEvent, this, &LaunchPage::onEvent);
     connect(session, &launch::RunSession::jobFinished, this, &LaunchPage::onJobFinished);
     connect(session, &launch::RunSession::finished, this, &LaunchPage::onSessionFinished);
     connect(session, &launch::RunSession::stderrText, this, [this](const QString& text) {

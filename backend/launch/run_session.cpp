@@ -53,12 +53,12 @@ RunSession::RunSession(storage::Store* store, QObject* parent)
     , m_store(store)
     , m_launcher(std::make_unique<WorkerLauncher>())
 {
-    connect(m_launcher.get(), &WorkerLauncher::event, this, [this](const QJsonObject& e) {
+    connect(m_launcher.get(), &WorkerLauncher::streamEvent, this, [this](const QJsonObject& e) {
         if (m_ingest && !m_ingest->ingest(e) && !m_storeFailed) {
             m_storeFailed = true;
             emit message(tr("the store refused a row: %1").arg(m_ingest->error()));
         }
-        emit event(e);
+        emit streamEvent(e);
     });
     connect(m_launcher.get(), &WorkerLauncher::started, this, [this] { m_workerStarted = true; });
     connect(m_launcher.get(), &WorkerLauncher::iteration, this, &RunSession::iteration);

@@ -143,7 +143,7 @@ signals:
     // A sentence for the user: the control reused, a start failure, a store error, a run not matched.
     void message(const QString& text);
     void jobStarted(int index);
-    void event(const QJsonObject& event); // every event of the current run, after it was stored
+    void streamEvent(const QJsonObject& event); // every event of the current run, after it was stored
     void iteration(const QJsonObject& event);
     void stderrText(const QString& text);
     void malformedLine(const QByteArray& line, const QString& why);

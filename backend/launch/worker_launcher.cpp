@@ -393,7 +393,7 @@ void WorkerLauncher::dispatch(const QJsonObject& e)
     using rs::stream::EventKind;
     if (kind == EventKind::Result)
         m_gotResult = true;
-    emit event(e);
+    emit streamEvent(e);
     switch (kind) {
     case EventKind::Hello:
         emit hello(e);

@@ -92,7 +92,7 @@ public:
 signals:
     void started();
     // Every event, in order (the store's ingest takes these), then the one for its kind.
-    void event(const QJsonObject& event);
+    void streamEvent(const QJsonObject& event);
     void hello(const QJsonObject& event);
     void recipe(const QJsonObject& event);
     void phase(const QJsonObject& event);

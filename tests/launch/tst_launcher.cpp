@@ -74,7 +74,7 @@ struct StoredLaunch {
         , ingest(&store)
         , rec(&launcher)
     {
-        QObject::connect(&launcher, &WorkerLauncher::event, context,
+        QObject::connect(&launcher, &WorkerLauncher::streamEvent, context,
             [this](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
     }
     QTemporaryDir dir;
@@ -194,7 +194,7 @@ private slots:
         RunIngest ingest(&store);
         WorkerLauncher launcher;
         Recorder rec(&launcher);
-        connect(&launcher, &WorkerLauncher::event, this, [&](const QJsonObject& e) { ingest.ingest(e); });
+        connect(&launcher, &WorkerLauncher::streamEvent, this, [&](const QJsonObject& e) { ingest.ingest(e); });
         connect(&launcher, &WorkerLauncher::iteration, this, [&](const QJsonObject& e) {
             if (e.value(u"iteration"_s).toInt() == 2)
                 launcher.cancel(500);
