@@ -194,7 +194,8 @@ private slots:
         RunIngest ingest(&store);
         WorkerLauncher launcher;
         Recorder rec(&launcher);
-        connect(&launcher, &WorkerLauncher::streamEvent, this, [&](const QJsonObject& e) { ingest.ingest(e); });
+        connect(
+            &launcher, &WorkerLauncher::streamEvent, this, [&](const QJsonObject& e) { ingest.ingest(e); });
         connect(&launcher, &WorkerLauncher::iteration, this, [&](const QJsonObject& e) {
             if (e.value(u"iteration"_s).toInt() == 2)
                 launcher.cancel(500);
