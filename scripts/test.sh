@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The README's test command: sets up, builds everything once with AddressSanitizer + UndefinedBehaviorSanitizer
-# and warnings as errors (the asan preset: -O2, asserts on, -Wall -Wextra -Werror, build/asan), runs every
+# and warnings as errors (the asan preset: -O0 -g1, asserts on, -Wall -Wextra -Werror, build/asan), runs every
 # test under them, then builds the libFuzzer targets with clang and runs each for FUZZ_SECONDS (default 30;
 # 0 skips them; scripts/fuzz.sh). Arguments go to ctest (e.g. -R tst_store). Fails if anything fails.
 set -euo pipefail
