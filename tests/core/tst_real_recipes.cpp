@@ -426,6 +426,8 @@ void TestRealRecipes::roundTripThroughEveryFormat()
             flagBase.front_end = r.front_end;
             flagBase.data_parallel_size = r.data_parallel_size;
             flagBase.cpu_offloading = r.cpu_offloading;
+            // No flag: Megatron-LM always sets it True (megatron_flags.h).
+            flagBase.deallocate_pipeline_outputs = r.deallocate_pipeline_outputs;
             flagBase.enable_hyper_connections = r.enable_hyper_connections;
             flagBase.enable_mhc_connections = r.enable_mhc_connections;
             flagBase.mhc_recompute_layer_num = r.mhc_recompute_layer_num;
