@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
-# What scripts/test.sh (and so CI) runs, without setup.sh's packages and with RS_JOBS (default 2) jobs: the
-# whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer (the asan preset: build/asan,
-# worker included, warnings are errors), then every libFuzzer target for FUZZ_SECONDS each (default 20;
-# scripts/fuzz.sh). Exits non-zero on the first failure.
+# The sanitizer run (not in CI: 37 min cold, docs/benchmarks.md "CI"), after scripts/setup.sh fuzz, with
+# RS_JOBS (default 2) jobs: the whole test suite built with AddressSanitizer + UndefinedBehaviorSanitizer
+# (the asan preset: build/asan, worker included, warnings are errors), then every libFuzzer target for
+# FUZZ_SECONDS each (default 20; scripts/fuzz.sh). Exits non-zero on the first failure.
 # Usage: scripts/test-sanitizers.sh [--no-suite] [--no-fuzz]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
