@@ -1170,6 +1170,13 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.bias_activation_fusion && c.moeLayers() > 0 && !(c.r.gated_linear_unit && c.r.activation_func == "silu") && c.r.moe_grouped_gemm && c.r.transformer_impl == "transformer_engine"; }, nullptr, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "set bias_activation_fusion=false", "bias_activation_fusion", false); },
       "bias_activation_fusion=false (or SwiGLU experts)", "the TE spec builds TEGroupedMLP under moe_grouped_gemm" },
+    { "RT16", "*", kAnyFormat, E, "num_moe_experts tensor_model_parallel_size sequence_parallel",
+      "MoE layers with tensor parallelism and no sequence parallelism fail at the first training forward (MoELayer.forward; any expert_model_parallel_size)",
+      "During training, performance may degrade if MoE and tensor parallelismare enabled without also enabling sequence parallelism.",
+      MC, { { "bridge-pin", "megatron/core/transformer/moe/moe_layer.py:636-640" }, { "guide", "megatron/core/transformer/moe/moe_layer.py:629-633" }, { "main", "megatron/core/transformer/moe/moe_layer.py:636-640" }, { "dev", "megatron/core/transformer/moe/moe_layer.py:694-698" } },
+      [](const Ctx& c) { return c.moeLayers() > 0 && c.r.tensor_model_parallel_size > 1 && !c.r.sequence_parallel; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set sequence_parallel=true", "sequence_parallel", true); },
+      "sequence_parallel=true", "a raise, not a warning: the attention TP group is tensor_model_parallel_size; MP2 only warns, and only with expert parallelism" },
 
     // ===================================== our own advice, from the guide (RS) ========================
     { "RS01", "*", kAnyFormat, E, "recompute_num_layers recompute_method",

@@ -45,12 +45,13 @@ LAYOUT_VARIANTS = [
     ("dense-fused-tp4-pp4-vpp2", "dense-gpt.json", dict(attention_backend="fused", **TP4_PP4_VPP2), DENSE_CHOICES),
     ("dense-fused-tp8sp-cp2", "dense-gpt.json", dict(attention_backend="fused", **TP8SP_CP2), DENSE_CHOICES),
     ("moonlight-tp2sp-ep8", "moonlight-like.json", TP2SP_EP8, MOE_CHOICES),
-    ("moonlight-tp4-pp4-vpp2", "moonlight-like.json", TP4_PP4_VPP2, MOE_CHOICES),
+    # MoE layers under TP need sequence parallelism: Megatron raises without it (rule RT16).
+    ("moonlight-tp4sp-pp4-vpp2", "moonlight-like.json", dict(sequence_parallel=True, **TP4_PP4_VPP2), MOE_CHOICES),
     # As Megatron-LM and Bridge run pipelines: each sent chunk output freed (deallocate_pipeline_outputs).
     ("dense-fused-tp4-pp4-vpp2-dealloc", "dense-gpt.json",
      dict(attention_backend="fused", deallocate_pipeline_outputs=True, **TP4_PP4_VPP2), DENSE_CHOICES),
-    ("moonlight-tp4-pp4-vpp2-dealloc", "moonlight-like.json",
-     dict(deallocate_pipeline_outputs=True, **TP4_PP4_VPP2), MOE_CHOICES),
+    ("moonlight-tp4sp-pp4-vpp2-dealloc", "moonlight-like.json",
+     dict(sequence_parallel=True, deallocate_pipeline_outputs=True, **TP4_PP4_VPP2), MOE_CHOICES),
 ]
 
 

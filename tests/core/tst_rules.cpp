@@ -285,6 +285,9 @@ const std::vector<Case>& cases()
     { "*", "json", "RT15", "per_token_scale in MLP", R"({)" MOE R"("bias_activation_fusion": true, "transformer_impl": "local", "activation_func": "silu", "gated_linear_unit": true})", false },
     { "*", "json", "RT15", "in TEGroupedMLP", R"({)" MOE R"("bias_activation_fusion": true})", true },
     { "*", "json", "RT15", "in TEGroupedMLP", R"({)" MOE R"("bias_activation_fusion": true, "transformer_impl": "local"})", false },
+    { "*", "json", "RT16", "without also enabling sequence parallelism", R"({)" MOE R"("tensor_model_parallel_size": 2})", true },
+    { "*", "json", "RT16", "without also enabling sequence parallelism", R"({)" MOE R"("tensor_model_parallel_size": 2, "sequence_parallel": true})", false },
+    { "*", "json", "RT16", "without also enabling sequence parallelism", R"({"tensor_model_parallel_size": 2})", false },
     // --- ours
     { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
     { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },
