@@ -1313,8 +1313,8 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                     continue;
                 const auto& f = lf[j];
                 below -= f.retained;
-                consider(below + f.retained, std::max(f.replay + f.bwd_temp, f.replay_fwd), grads_so_far,
-                    "layer");
+                consider(
+                    below + f.retained, std::max(f.replay + f.bwd_temp, f.replay_fwd), grads_so_far, "layer");
             }
         }
         if (worker && holds_embedding) {
