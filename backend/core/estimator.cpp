@@ -785,6 +785,11 @@ LayerModel layerModel(const Shape& x, bool moe)
     // the worker's LibTorch CPU backward frees one before the next (tst_engine_estimate).
     m.backward_temp
         = std::max(m.backward_temp, 2 * m.residual + (x.layout == Layout::Megatron ? 2 : 1) * largest);
+    // Megatron's linear backward (gradient_accumulation_fusion off, as without TE or apex) returns each
+    // weight's gradient as a new tensor that lives until DDP's hook adds it into main_grad: the largest one
+    // is in flight beside the activation gradients.
+    if (x.layout == Layout::Megatron)
+        m.backward_temp += m.largest_param * x.act;
     if (m.bwd_at != SIZE_MAX) {
         double later = 0;
         for (size_t i = m.bwd_at; i < m.entries.size(); ++i)
