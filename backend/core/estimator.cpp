@@ -1201,7 +1201,16 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         }
     }
     rank.in_flight_micro_batches = in_flight;
-    const double stage_acts = layers_retained + embed + head;
+    // The current chunk-micro-batch holds its own chunk's activations only (the stage's other VPP chunks
+    // are among the other in-flight ones): the embedding's with chunk 0, the head's with the last.
+    const int nc = std::max(1, st.chunks);
+    auto chunkActs = [&](int c) {
+        double a = c == 0 ? embed : 0;
+        for (size_t j = 0; j < lf.size(); ++j)
+            if (st.chunk[j] == c)
+                a += lf[j].retained;
+        return a;
+    };
     // Every other in-flight chunk-micro-batch holds its chunk's share of the stage's activations.
     const double other_in_flight
         = in_flight > 1 ? (in_flight - 1) * (layers_retained + embed) / st.chunks : 0;
@@ -1243,19 +1252,24 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         double best = 0, best_acts = 0;
         std::string what;
         if (holds_output) {
-            best_acts = stage_acts;
+            best_acts = chunkActs(nc - 1) + head;
             best = head_fwd;
             what = "logits";
         }
-        double before = embed;
-        for (const auto& f : lf) {
-            const double here = before + f.fwd_point + f.fwd_temp;
-            if (here > best_acts + best) {
-                best_acts = before + f.fwd_point;
-                best = f.fwd_temp;
-                what = "layer";
+        for (int c = 0; c < nc; ++c) {
+            double before = c == 0 ? embed : 0;
+            for (size_t j = 0; j < lf.size(); ++j) {
+                if (st.chunk[j] != c)
+                    continue;
+                const auto& f = lf[j];
+                const double here = before + f.fwd_point + f.fwd_temp;
+                if (here > best_acts + best) {
+                    best_acts = before + f.fwd_point;
+                    best = f.fwd_temp;
+                    what = "layer";
+                }
+                before += f.retained;
             }
-            before += f.retained;
         }
         actTerms(fwd, best_acts);
         fwd.add("transient", what == "logits" ? "logits during the loss" : "a layer's forward temporaries",
@@ -1283,7 +1297,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         double grads_so_far = 0;
         const double acts_all = layers_retained + embed;
         if (holds_output) {
-            consider(stage_acts, head_bwd, 0, "loss");
+            consider(chunkActs(nc - 1) + head, head_bwd, 0, "loss");
             if (worker) {
                 // the output layer's weight gradient arrives while the logits' gradient is alive
                 consider(acts_all + head - T * V / t * 4, T * V / t * d + T * h * d, V / t * h * d,
@@ -1292,12 +1306,16 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                     grads_so_far = V / t * h * d;
             }
         }
-        double below = acts_all;
-        for (size_t j = lf.size(); j-- > 0;) {
-            const auto& f = lf[j];
-            below -= f.retained;
-            consider(
-                below + f.retained, std::max(f.replay + f.bwd_temp, f.replay_fwd), grads_so_far, "layer");
+        for (int c = nc; c-- > 0;) {
+            double below = chunkActs(c);
+            for (size_t j = lf.size(); j-- > 0;) {
+                if (st.chunk[j] != c)
+                    continue;
+                const auto& f = lf[j];
+                below -= f.retained;
+                consider(
+                    below + f.retained, std::max(f.replay + f.bwd_temp, f.replay_fwd), grads_so_far, "layer");
+            }
         }
         if (worker && holds_embedding) {
             consider(embed, T * h * d * 2, grads_so_far + V / t * h * d, "embedding");
@@ -1326,7 +1344,6 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     // its backward; the peaks are taken over the schedule's steps.
     if (worker && (x.pp > 1 || st.chunks > 1)) {
         const double boundary = Tsp * h * d; // [s / CP (/ TP under SP), b, h]
-        const int nc = std::max(1, st.chunks);
         const bool full_units = full && (method == "uniform" || method == "block") && k > 0;
         struct ChunkFig {
             size_t i0 = 0, i1 = 0;

@@ -139,10 +139,9 @@ void TestEngineEstimateLayout::everyChoiceAtCombinedLayoutsWithinFivePercent_dat
     QVERIFY(!files.isEmpty());
     for (const auto& file : files) {
         const bool moe = isMoePreset(file);
-        const QStringList layouts
-            = { QStringLiteral("tp2sp-cp2-pp2-gbs8"),
-                  moe ? QStringLiteral("tp4sp-pp4-vpp2-dp4-do-gbs32") : QStringLiteral("tp4-pp4-vpp2-dp4-do-gbs32"),
-                  moe ? QStringLiteral("tp8sp-ep8-dp8-do") : QStringLiteral("tp8sp-cp2") };
+        const QStringList layouts = { QStringLiteral("tp2sp-cp2-pp2-gbs8"),
+            moe ? QStringLiteral("tp4sp-pp4-vpp2-dp4-do-gbs32") : QStringLiteral("tp4-pp4-vpp2-dp4-do-gbs32"),
+            moe ? QStringLiteral("tp8sp-ep8-dp8-do") : QStringLiteral("tp8sp-cp2") };
         for (const QString& layout : layouts) {
             const ParsedLayout parsed = applyLayout(layoutShape(dir.filePath(file)), layout);
             QVERIFY2(parsed.error.empty(), parsed.error.c_str());

@@ -107,15 +107,17 @@ void layoutRows()
             const bool moe = QString::fromLatin1(preset).startsWith(QLatin1String("moonlight"));
             if (l.ep > 1 && !moe)
                 continue;
+            // MoE layers under TP need sequence parallelism (RT16: Megatron raises at the first forward).
+            const bool sp = l.sp || (moe && l.tp > 1);
             QTest::newRow(qPrintable(QStringLiteral("%1 tp%2%3 cp%4 ep%5 pp%6 vpp%7")
                                          .arg(QLatin1String(preset))
                                          .arg(l.tp)
-                                         .arg(l.sp ? QStringLiteral("sp") : QString())
+                                         .arg(sp ? QStringLiteral("sp") : QString())
                                          .arg(l.cp)
                                          .arg(l.ep)
                                          .arg(l.pp)
                                          .arg(l.vpp)))
-                << QString::fromLatin1(preset) << l.tp << l.cp << l.ep << l.pp << l.vpp << l.sp;
+                << QString::fromLatin1(preset) << l.tp << l.cp << l.ep << l.pp << l.vpp << sp;
         }
     }
 }
