@@ -2,9 +2,10 @@
 # Installs every Debian package the build, the tests and the GUI need, on Debian 12 (checked from a bare
 # debootstrap minbase root by .ci/run). Idempotent: packages already present are left as they are, and apt
 # is not touched at all when nothing is missing.
-#   scripts/setup.sh            the build, the tests, the GUI (scripts/build.sh, test.sh, run-studio.sh)
+#   scripts/setup.sh            the build, the tests, the GUI (scripts/build.sh, run-studio.sh)
 #   scripts/setup.sh package    and what scripts/package.sh needs (lintian)
 #   scripts/setup.sh ci-host    and what .ci/run needs on the machine that runs CI (debootstrap)
+#   scripts/setup.sh fuzz       and the sanitizer build's compiler (scripts/test.sh, scripts/fuzz.sh)
 set -euo pipefail
 packages=(
   build-essential cmake ninja-build ccache pkg-config git
@@ -27,7 +28,9 @@ for group in "$@"; do
   case "$group" in
     package) packages+=(lintian file dpkg-dev) ;;
     ci-host) packages+=(debootstrap util-linux tar ccache) ;;
-    fuzz) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev) ;; # scripts/fuzz.sh: libFuzzer, ASan, UBSan
+    # scripts/test.sh and fuzz.sh (the asan preset): clang, its ASan + UBSan runtimes, libFuzzer, and lld
+    # (links the suite's 70-odd executables in a quarter of ld.bfd's time)
+    fuzz) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev lld) ;;
     *) echo "setup: unknown group '$group' (package, ci-host, fuzz)" >&2; exit 2 ;;
   esac
 done

@@ -423,7 +423,7 @@ void TestEngineLayout::microBatchesFromGlobalBatch()
     r.micro_batch_size = mbs;
     r.data_parallel_size = dp;
     if (expected < 0) {
-        QVERIFY_EXCEPTION_THROWN(engine::trainingLayout(r, torch::kFloat32, 0, world), engine::EngineError);
+        QVERIFY_THROWS_EXCEPTION(engine::EngineError, engine::trainingLayout(r, torch::kFloat32, 0, world));
         return;
     }
     QCOMPARE(engine::trainingLayout(r, torch::kFloat32, 0, world).micro_batches, expected);

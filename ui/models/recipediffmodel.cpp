@@ -32,7 +32,10 @@ std::vector<FieldDifference> diffRecipes(const Recipe& control, const Recipe& re
     flatten(recipeToJson(control), {}, &a);
     flatten(recipeToJson(recipe), {}, &b);
     std::vector<FieldDifference> out;
-    for (const auto& [key, value] : b) {
+    // Entries, not structured bindings: a lambda cannot capture a binding before C++20 (clang says so).
+    for (const auto& entry : b) {
+        const std::string& key = entry.first;
+        const nlohmann::json& value = entry.second;
         if (key == "name")
             continue;
         auto it = std::find_if(a.begin(), a.end(), [&](const auto& p) { return p.first == key; });
@@ -40,7 +43,9 @@ std::vector<FieldDifference> diffRecipes(const Recipe& control, const Recipe& re
         if (other != value)
             out.push_back({ key, other.dump(), value.dump() });
     }
-    for (const auto& [key, value] : a) {
+    for (const auto& entry : a) {
+        const std::string& key = entry.first;
+        const nlohmann::json& value = entry.second;
         if (key == "name")
             continue;
         auto it = std::find_if(b.begin(), b.end(), [&](const auto& p) { return p.first == key; });
