@@ -81,7 +81,21 @@ const std::vector<FieldSpec>& recipeFields()
         { "expert_model_parallel_size", "Parallelism", "", K::Int, "expert_model_parallel_size (EP)", "",
             {} },
         { "sequence_parallel", "Parallelism", "", K::Bool, "sequence_parallel",
-            "Needs TP > 1; Bridge turns it off silently when TP = 1 (B1).", {} },
+            "Needs TP > 1; Bridge turns it off silently when TP = 1 (B1). MoE under TP needs it (RT16).",
+            {} },
+        { "data_parallel_size", "Parallelism", "Memory layout", K::Int, "data_parallel_size (DP)",
+            "World size / (TP × PP × CP): the micro-batches per step and the distributed optimizer's shards.",
+            {} },
+        { "use_distributed_optimizer", "Parallelism", "Memory layout", K::Bool, "use_distributed_optimizer",
+            "fp32 main parameters and Adam moments sharded over DP (experts over expert-DP).", {} },
+        { "grad_reduce_in_fp32", "Parallelism", "Memory layout", K::Bool, "grad_reduce_in_fp32",
+            "fp32 DDP gradient buffer (Megatron-LM turns it on under bf16); off: the parameters' dtype.",
+            {} },
+        { "deallocate_pipeline_outputs", "Parallelism", "Memory layout", K::Bool,
+            "deallocate_pipeline_outputs",
+            "Free each sent chunk output, keep its autograd node. False in ModelParallelConfig, True from "
+            "Megatron-LM and Bridge.",
+            {} },
 
         // --- Precision ---
         { "bf16", "Precision", "", K::Bool, "bf16", "", {} },
