@@ -169,6 +169,50 @@ private slots:
         QVERIFY(m_page->jsonView()->editor()->toPlainText().contains(QStringLiteral("\"num_layers\": 40")));
     }
 
+    // The memory layout's fields (what the estimate and the worker's rank depend on) are form fields too:
+    // an edit reaches the recipe and the JSON text.
+    void memoryLayoutFieldReachesTheRecipe_data()
+    {
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<int>("value"); // a spin box's value, or 1 = checked
+        QTest::addColumn<QString>("json");
+        QTest::addRow("data_parallel_size")
+            << u"data_parallel_size"_qs << 4 << u"\"data_parallel_size\": 4"_qs;
+        QTest::addRow("use_distributed_optimizer")
+            << u"use_distributed_optimizer"_qs << 1 << u"\"use_distributed_optimizer\": true"_qs;
+        QTest::addRow("grad_reduce_in_fp32")
+            << u"grad_reduce_in_fp32"_qs << 1 << u"\"grad_reduce_in_fp32\": true"_qs;
+        QTest::addRow("deallocate_pipeline_outputs")
+            << u"deallocate_pipeline_outputs"_qs << 1 << u"\"deallocate_pipeline_outputs\": true"_qs;
+    }
+    void memoryLayoutFieldReachesTheRecipe()
+    {
+        QFETCH(QString, key);
+        QFETCH(int, value);
+        QFETCH(QString, json);
+        Recipe r = presetRecipe(QStringLiteral("dense-gqa-swiglu"));
+        r.data_parallel_size = 1;
+        r.use_distributed_optimizer = r.grad_reduce_in_fp32 = r.deallocate_pipeline_outputs = false;
+        m_document->setRecipe(r);
+        QWidget* editor = m_page->form()->editor(key.toStdString());
+        QVERIFY2(editor, qPrintable(key));
+        if (auto* spin = qobject_cast<QSpinBox*>(editor))
+            spin->setValue(value);
+        else
+            qobject_cast<QCheckBox*>(editor)->setChecked(value == 1);
+        const Recipe& now = m_document->recipe();
+        if (key == u"data_parallel_size"_qs)
+            QCOMPARE(now.data_parallel_size, value);
+        else if (key == u"use_distributed_optimizer"_qs)
+            QVERIFY(now.use_distributed_optimizer);
+        else if (key == u"grad_reduce_in_fp32"_qs)
+            QVERIFY(now.grad_reduce_in_fp32);
+        else
+            QVERIFY(now.deallocate_pipeline_outputs);
+        QVERIFY2(m_page->jsonView()->editor()->toPlainText().contains(json),
+            qPrintable(m_page->jsonView()->editor()->toPlainText()));
+    }
+
     void overrideTextEditReachesForm_data()
     {
         QTest::addColumn<QString>("find");
