@@ -62,7 +62,7 @@ QVector<ChoiceGroup> groupRows(
     QVector<ChoiceGroup> groups;
     for (int i = 0; i < rows.size(); ++i) {
         const RunRecord& run = rows[i].run;
-        const QString label = rows[i].isControl ? rows[i].run.moduleSetLabel() : run.moduleSetLabel();
+        const QString label = run.moduleSetLabel();
         auto it = std::find_if(groups.begin(), groups.end(), [&](const ChoiceGroup& g) {
             return rows[i].isControl ? g.isControl : (!g.isControl && g.label == label);
         });
@@ -132,8 +132,7 @@ QString applySignificance(StoredAdvice& a, const Store& store, const QVector<qin
                 v.verdict = Verdict::Slower;
                 v.slower_pct = vsChosen ? std::optional(vsChosen->pct) : std::optional<double>(0.0);
                 v.reasons.push_back(fits + "; "
-                    + (i != chosenRow && t == *sc.chosen ? std::string("a repeat of the chosen choice")
-                                                         : sc.reasons[t]));
+                    + (t == *sc.chosen ? std::string("a repeat of the chosen choice") : sc.reasons[t]));
             }
         }
     }

@@ -19,11 +19,11 @@
 #include <QVBoxLayout>
 
 #include "charts/chartview.h"
-#include "launch/run_session.h"
 #include "models/peakattributionmodel.h"
 #include "models/runsfilterproxy.h"
 #include "models/runsmodel.h"
 #include "storage/advice.h"
+#include "storage/significance.h"
 #include "storage/store.h"
 
 namespace rs::ui {
@@ -38,7 +38,7 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     m_proxy->setSourceModel(m_model);
     // Δ time with its interval and "not significant", from the steady iterations as the sweep reads them.
     m_model->setSteadyTimesSource([this](qint64 runId) {
-        return m_store && m_store->isOpen() ? launch::RunSession::steadyTimes(*m_store, runId)
+        return m_store && m_store->isOpen() ? storage::steadyIterationTimes(*m_store, runId)
                                             : std::vector<double> {};
     });
     auto* layout = new QVBoxLayout(this);
@@ -278,13 +278,14 @@ void RunsPage::updateAdvice()
         if (!a->advice.peak_attribution.empty())
             text += QStringLiteral("<br>%1").arg(
                 QString::fromStdString(a->advice.peak_attribution).toHtmlEscaped());
+        // The advisor's notes, then why step-time significance moved the choice (as `recompute advise`).
+        QStringList notes;
         for (const auto& note : a->advice.notes)
-            text += QStringLiteral("<br><span style='color:#b26a00'>%1</span>")
-                        .arg(QString::fromStdString(note).toHtmlEscaped());
-        // The choice decided by step-time significance, as `recompute advise` (storage/significance.h).
+            notes << QString::fromStdString(note);
         if (!a->significanceNote.isEmpty())
-            text += QStringLiteral("<br><span style='color:#b26a00'>%1</span>")
-                        .arg(a->significanceNote.toHtmlEscaped());
+            notes << a->significanceNote;
+        for (const QString& note : notes)
+            text += QStringLiteral("<br><span style='color:#b26a00'>%1</span>").arg(note.toHtmlEscaped());
         m_advice->setText(text);
     } else {
         m_advice->setText(tr("Advisor: control run %1 has no stored comparison.").arg(comparison));

@@ -196,18 +196,13 @@ QVector<qint64> RunSession::findStoredRuns(const storage::Store& store, const Re
     return out;
 }
 
-std::vector<double> RunSession::steadyTimes(const storage::Store& store, qint64 runId)
-{
-    return storage::steadyIterationTimes(store, runId); // one reading of "steady" with the advice's
-}
-
 std::optional<double> RunSession::intervalHalfWidthPct(const QVector<qint64>& runs) const
 {
     if (!m_store || !m_store->isOpen())
         return std::nullopt;
     std::vector<double> pooled;
     for (qint64 id : runs) {
-        const std::vector<double> t = steadyTimes(*m_store, id);
+        const std::vector<double> t = storage::steadyIterationTimes(*m_store, id);
         pooled.insert(pooled.end(), t.begin(), t.end());
     }
     const auto stats = stepStats(pooled);

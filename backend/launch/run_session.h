@@ -108,8 +108,6 @@ public:
     static QStringList recipeHashes(const Recipe& recipe);
     // " | launch: ": what separates a run's provenance from its launch signature.
     static QString signatureMark();
-    // The steady iteration times of a stored run (its lowest rank), the samples of the repeats' interval.
-    static std::vector<double> steadyTimes(const storage::Store& store, qint64 runId);
     // The half-width of the interval of the median over `runs` pooled, % of the median; nullopt: none yet.
     std::optional<double> intervalHalfWidthPct(const QVector<qint64>& runs) const;
 

@@ -4,8 +4,11 @@
 #pragma once
 
 #include <map>
+#include <sstream>
 #include <string>
 #include <vector>
+
+#include <nlohmann/json.hpp>
 
 #include <QString>
 #include <QStringList>
@@ -16,6 +19,7 @@
 #include "engine/checkpoint.h"
 #include "engine/memory_probe.h"
 #include "engine/model.h"
+#include "engine/runner.h"
 
 namespace rs::enginetest {
 
@@ -132,6 +136,25 @@ inline ActivationPair activationPair(
     Recipe fused = eager;
     fused.bias_activation_fusion = true;
     return { eager, fused };
+}
+
+// The worker's stream, one JSON value a line (a line that is not JSON throws: the stream is JSON lines).
+inline std::vector<nlohmann::json> streamLines(const std::string& text)
+{
+    std::vector<nlohmann::json> lines;
+    std::istringstream in(text);
+    std::string line;
+    while (std::getline(in, line))
+        lines.push_back(nlohmann::json::parse(line));
+    return lines;
+}
+
+// The worker's step loop (engine::runRecipe) on a recipe, in process: its stream and its exit code.
+inline std::vector<nlohmann::json> runStream(const Recipe& r, const engine::RunOptions& options, int* code)
+{
+    std::ostringstream out;
+    *code = engine::runRecipe(r, InputFormat::Json, options, out);
+    return streamLines(out.str());
 }
 
 struct StepResult {

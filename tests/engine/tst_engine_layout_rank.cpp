@@ -236,13 +236,9 @@ void TestEngineLayoutRank::rankTrains()
     options.device = "cpu";
     options.warmup = 0;
     options.iters = 1;
-    std::ostringstream out;
-    const int code = engine::runRecipe(r, InputFormat::Json, options, out);
+    int code = -1;
     std::string status, message, note;
-    std::istringstream lines(out.str());
-    std::string line;
-    while (std::getline(lines, line)) {
-        const auto j = nlohmann::json::parse(line, nullptr, false);
+    for (const auto& j : runStream(r, options, &code)) {
         if (j.value("event", "") == "result") {
             status = j.value("status", "");
             message = j.value("message", "");
@@ -290,14 +286,12 @@ void TestEngineLayoutRank::sentOutputsFreedWhenDeallocated()
         options.device = "cpu";
         options.warmup = 0;
         options.iters = 2; // the second step's loss follows from the first step's gradients
-        std::ostringstream out;
         Run result;
-        if (engine::runRecipe(recipe, InputFormat::Json, options, out) != 0)
+        int code = -1;
+        const auto lines = runStream(recipe, options, &code);
+        if (code != 0)
             return result;
-        std::istringstream lines(out.str());
-        std::string line;
-        while (std::getline(lines, line)) {
-            const auto j = nlohmann::json::parse(line, nullptr, false);
+        for (const auto& j : lines) {
             if (j.value("event", "") == "rank_summary")
                 result.forward_peak = j["phase_peaks"]["forward"].value("allocated", int64_t(0));
             if (j.value("event", "") == "iteration" && j.contains("loss") && j["loss"].is_number())

@@ -19,23 +19,6 @@ using nlohmann::json;
 
 namespace {
 
-std::vector<json> parseLines(const std::string& text)
-{
-    std::vector<json> lines;
-    std::istringstream in(text);
-    std::string line;
-    while (std::getline(in, line))
-        lines.push_back(json::parse(line));
-    return lines;
-}
-
-std::vector<json> run(const Recipe& r, engine::RunOptions options, int* code)
-{
-    std::ostringstream out;
-    *code = engine::runRecipe(r, InputFormat::Json, options, out);
-    return parseLines(out.str());
-}
-
 void expectKeys(const json& j, std::initializer_list<const char*> keys)
 {
     for (const char* k : keys)
@@ -70,7 +53,7 @@ void TestEngineStream::passingRunFollowsTheContract()
     options.warmup = 1;
     options.iters = 2;
     int code = -1;
-    const auto lines = run(r, options, &code);
+    const auto lines = runStream(r, options, &code);
     QCOMPARE(code, int(engine::kPass));
     std::vector<std::string> events;
     for (const auto& j : lines)
@@ -159,7 +142,7 @@ void TestEngineStream::invalidRecipeEndsBeforeAnythingIsAllocated()
     // R05: an unknown label is a Megatron validation error.
     Recipe r = selective(tinyRecipe(Arch::DenseUnfused), { "core_attn", "not_a_label" });
     int code = -1;
-    const auto lines = run(r, {}, &code);
+    const auto lines = runStream(r, {}, &code);
     QCOMPARE(code, int(engine::kInvalid));
     QCOMPARE(lines.size(), size_t(3));
     QCOMPARE(lines[1].at("event").get<std::string>(), std::string("recipe"));
@@ -175,7 +158,7 @@ void TestEngineStream::unmodelledLabelIsRefused()
     r.fp8 = "hybrid";
     r.bf16 = true;
     int code = -1;
-    const auto lines = run(r, {}, &code);
+    const auto lines = runStream(r, {}, &code);
     const json& last = lines.back();
     if (last.at("status") == "invalid") // the rules may already reject this fp8 recipe
         QSKIP("the rules engine rejects this fp8 recipe before the engine sees it");
@@ -197,7 +180,7 @@ void TestEngineStream::outOfMemoryIsReportedWithItsStage()
     r.num_attention_heads = 1 << 10;
     r.ffn_hidden_size = 64;
     int code = -1;
-    const auto lines = run(r, {}, &code);
+    const auto lines = runStream(r, {}, &code);
     const json& last = lines.back();
     QCOMPARE(last.at("status").get<std::string>(), std::string("invalid"));
     const std::string message = last.at("message").get<std::string>();
@@ -223,7 +206,7 @@ void TestEngineStream::executableWritesOnlyTheStreamToStdout()
             QStringLiteral("1"), QStringLiteral("--seed"), QStringLiteral("7") });
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 0);
-    const auto lines = parseLines(p.readAllStandardOutput().toStdString());
+    const auto lines = streamLines(p.readAllStandardOutput().toStdString());
     QCOMPARE(lines.back().at("status").get<std::string>(), std::string("pass"));
     QCOMPARE(lines.front().at("event").get<std::string>(), std::string("hello"));
 
@@ -238,7 +221,7 @@ void TestEngineStream::executableWritesOnlyTheStreamToStdout()
     missing.start(recompBench(), { dir.filePath(QStringLiteral("absent.json")) });
     QVERIFY(missing.waitForFinished(60000));
     QCOMPARE(missing.exitCode(), int(engine::kInvalid));
-    const auto missing_lines = parseLines(missing.readAllStandardOutput().toStdString());
+    const auto missing_lines = streamLines(missing.readAllStandardOutput().toStdString());
     QCOMPARE(missing_lines.back().at("status").get<std::string>(), std::string("invalid"));
 }
 

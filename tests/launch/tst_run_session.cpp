@@ -10,6 +10,7 @@
 
 #include "core/comparison.h"
 #include "launch/run_session.h"
+#include "storage/significance.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
@@ -159,7 +160,7 @@ private slots:
                 QCOMPARE(store.run(j.runId)->controlRunId.value_or(0), session.controlRunId().value_or(-1));
         }
         QCOMPARE(controls, runsEach);
-        QCOMPARE(RunSession::steadyTimes(store, session.candidateRuns().front()),
+        QCOMPARE(rs::storage::steadyIterationTimes(store, session.candidateRuns().front()),
             (std::vector<double> { 102, 103 }));
         QVERIFY2(messages.filter(said).size() == 3, qPrintable(messages.join(u"\n"_s)));
     }
