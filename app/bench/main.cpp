@@ -3,6 +3,7 @@
 // stream of docs/stream.md on stdout; diagnostics go to stderr. No Qt: it builds on a GPU host that has
 // only LibTorch, CUDA and NCCL.
 #include <algorithm>
+#include <csignal>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -150,5 +151,10 @@ int main(int argc, char** argv)
     }
     if (!input_error.empty())
         std::cerr << "recompute-bench: " << input_error << '\n';
+    // Gloo writes to its peers' sockets with writev, which raises SIGPIPE once a peer has died: the default
+    // action ended this rank before it could write its result (C++ has no Python to ignore the signal, as
+    // torch.distributed's processes do). Ignored, the write fails and Gloo throws, so the run's error is
+    // written; a reader that went away is noticed by the stream itself.
+    std::signal(SIGPIPE, SIG_IGN);
     return rs::engine::runRecipe(input.recipe, input.format, options, std::cout, input_error);
 }

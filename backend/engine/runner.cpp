@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdlib>
 #include <iostream>
 #include <map>
@@ -56,6 +57,10 @@ public:
         // replace: a message that quotes bad input is still one line of valid JSON, never an exception.
         out_ << j.dump(-1, ' ', false, json::error_handler_t::replace) << '\n';
         out_.flush();
+        // Nobody reads the stream any more (the launcher or the window ended, SIGPIPE is ignored): end as
+        // the signal would have ended us, instead of training for nobody.
+        if (!out_)
+            std::_Exit(128 + SIGPIPE);
     }
 
 private:

@@ -5,6 +5,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include <csignal>
+
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -43,6 +45,7 @@ private Q_SLOTS:
     void unmodelledLabelIsRefused();
     void outOfMemoryIsReportedWithItsStage();
     void executableWritesOnlyTheStreamToStdout();
+    void aWorkerNobodyReadsEnds();
     void helpNamesEveryOption();
 };
 
@@ -223,6 +226,30 @@ void TestEngineStream::executableWritesOnlyTheStreamToStdout()
     QCOMPARE(missing.exitCode(), int(engine::kInvalid));
     const auto missing_lines = streamLines(missing.readAllStandardOutput().toStdString());
     QCOMPARE(missing_lines.back().at("status").get<std::string>(), std::string("invalid"));
+}
+
+// The worker ignores SIGPIPE (a peer rank's dead socket must not end it before its result): when the reader
+// of its stream goes away, the stream's failed write ends it as the signal did, instead of training on.
+void TestEngineStream::aWorkerNobodyReadsEnds()
+{
+    QTemporaryDir dir;
+    QVERIFY(dir.isValid());
+    const QString path = dir.filePath(QStringLiteral("tiny.json"));
+    {
+        QFile f(path);
+        QVERIFY(f.open(QIODevice::WriteOnly));
+        f.write(QByteArray::fromStdString(recipeToJson(selective(tinyRecipe(Arch::DenseUnfused), {})).dump()));
+    }
+    // `recompute-bench … | head -n 1`: head reads the first line and ends, closing the pipe.
+    QProcess p, head;
+    p.setStandardOutputProcess(&head);
+    head.start(QStringLiteral("head"), { QStringLiteral("-n"), QStringLiteral("1") });
+    p.start(recompBench(), { path, QStringLiteral("--iters"), QStringLiteral("100000") });
+    QVERIFY(head.waitForFinished(60000));
+    QVERIFY(head.readAllStandardOutput().contains("\"event\":\"hello\""));
+    QVERIFY2(p.waitForFinished(60000), "the worker trained on with nobody reading its stream");
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 128 + SIGPIPE);
 }
 
 void TestEngineStream::helpNamesEveryOption()
