@@ -1,11 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The worker's stream (docs/stream.md): event order, every documented key, integers for bytes, the
 // invalid / error / oom endings, and the executable's stdout/stderr split and --help.
+#include <csignal>
 #include <sstream>
 
 #include <nlohmann/json.hpp>
-
-#include <csignal>
 
 #include <QProcess>
 #include <QTemporaryDir>
@@ -238,7 +237,8 @@ void TestEngineStream::aWorkerNobodyReadsEnds()
     {
         QFile f(path);
         QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QByteArray::fromStdString(recipeToJson(selective(tinyRecipe(Arch::DenseUnfused), {})).dump()));
+        f.write(
+            QByteArray::fromStdString(recipeToJson(selective(tinyRecipe(Arch::DenseUnfused), {})).dump()));
     }
     // `recompute-bench … | head -n 1`: head reads the first line and ends, closing the pipe.
     QProcess p, head;
