@@ -19,6 +19,7 @@
 #include "core/overrides.h"
 #include "core/recipe_json.h"
 #include "core/stream.h"
+#include "storage/log.h"
 #include "storage/store_internal.h"
 
 using namespace Qt::StringLiterals;
@@ -288,6 +289,7 @@ QString RunIngest::spoolPathFor(const QString& storePath)
         QFile probe(candidate);
         if (probe.open(QIODevice::WriteOnly | QIODevice::Append)) {
             probe.close();
+            qCDebug(lcStore) << "spool for" << storePath << "at" << candidate;
             return candidate;
         }
     }

@@ -936,9 +936,213 @@ std::optional<int> intSum(qint64 sum, const char* what, QStringList* notes)
 
 } // namespace
 
+namespace {
+
+// Step 2: the recipe as far as the log and the overrides tell it: the printed arguments (Megatron-LM),
+// else Bridge's configuration summary, values out of Megatron's range dropped (noted), the overrides on
+// top. Empty, with `error` set, when the overrides do not read.
+std::optional<QJsonObject> recipeOfLog(
+    const ParsedLog& log, const ImportOptions& options, QStringList* notes, QString* error)
+{
+    QJsonObject recipe = recipeFromArguments(log.arguments);
+    if (log.bridgeSummary) {
+        const QJsonObject summary = recipeFromBridgeSummary(log.bridgeConfig);
+        for (auto it = summary.begin(); it != summary.end(); ++it) {
+            if (!recipe.contains(it.key()))
+                recipe.insert(it.key(), it.value());
+        }
+    }
+    checkRecipe(&recipe, notes);
+    // Without a granularity Megatron recomputes nothing, whatever recompute_modules says (Bridge prints
+    // TransformerConfig's ['core_attn'], set in __post_init__).
+    if (recipe.contains(u"recompute_granularity"_s) && recipe.value(u"recompute_granularity"_s).isNull())
+        recipe.insert(u"recompute_modules"_s, QJsonValue());
+    if (!options.overrides.isEmpty()) {
+        std::vector<std::string> overrides;
+        for (const QString& o : options.overrides)
+            overrides.push_back(o.toStdString());
+        try {
+            const Recipe parsed = recipeFromBridgeOverrides(overrides);
+            const QJsonObject full
+                = QJsonDocument::fromJson(QByteArray::fromStdString(recipeToJson(parsed).dump())).object();
+            for (const QString& o : options.overrides) {
+                const QString key = overrideKey(o);
+                if (key == u"comm_overlap.overlap_moe_expert_parallel_comm")
+                    recipe.insert(key,
+                        full.value(u"comm_overlap"_s)
+                            .toObject()
+                            .value(u"overlap_moe_expert_parallel_comm"_s));
+                else if (full.contains(key))
+                    recipe.insert(key, full.value(key));
+            }
+        } catch (const std::exception& e) {
+            *error = u"--overrides: "_s + QString::fromUtf8(e.what());
+            return std::nullopt;
+        }
+    }
+    if (log.globalBatchSize && !recipe.contains(u"global_batch_size"_s) && *log.globalBatchSize > 0)
+        recipe.insert(u"global_batch_size"_s, *log.globalBatchSize);
+    if (log.trainIters && !recipe.contains(u"train_iters"_s) && *log.trainIters > 0)
+        recipe.insert(u"train_iters"_s, *log.trainIters);
+    return recipe;
+}
+
+// Step 3: the run record of what the log and its recipe say (a partial recipe: what is not known stays
+// unknown, not a default).
+RunRecord runOfLog(const ParsedLog& log, const QJsonObject& recipe, const QString& path,
+    const QString& digest, const ImportOptions& options, QStringList* notes)
+{
+    RunRecord run;
+    run.source = source::Import;
+    run.provenance = QFileInfo(path).absoluteFilePath();
+    run.recipeName = options.recipeName.isEmpty() ? QFileInfo(path).completeBaseName() : options.recipeName;
+    fillFromRecipeJson(&run, recipe);
+    run.recipeJson.clear(); // a partial recipe: the fields above are what is known, not a full recipe
+    if (!recipe.contains(u"bf16"_s) && !recipe.contains(u"fp16"_s))
+        run.precision.clear(); // unknown, not fp32
+    if (!recipe.contains(u"ffn_hidden_size"_s))
+        run.ffnHiddenSize.reset();
+    if (!recipe.contains(u"num_query_groups"_s) && !log.arguments.contains(u"group_query_attention"_s)
+        && !log.bridgeSummary)
+        run.numQueryGroups.reset();
+    run.overrides = options.overrides;
+    // Neither printed arguments, summary nor overrides: the recompute choice is not known, which is not
+    // "none".
+    if (!recipe.contains(u"recompute_granularity"_s)) {
+        run.recomputeGranularity = u"unknown"_s;
+        run.recomputeModules.reset();
+    }
+    if (log.arguments.contains(u"world_size"_s)) {
+        const QString text = log.arguments.value(u"world_size"_s);
+        const auto ws = intOf(text);
+        if (ws && *ws >= 1) {
+            run.worldSize = ws;
+            run.gpuCount = ws;
+        } else {
+            *notes << u"world_size = %1 refused (not an integer in 1..2147483647)"_s.arg(text.trimmed());
+        }
+    }
+    run.importPath = run.provenance;
+    run.importSha256 = digest;
+    run.importFormat = log.format;
+    run.importSettings = importSettings(log);
+    run.theoreticalWeightOptimizerMb = log.theoreticalWeightOptimizerMb;
+    run.theoreticalActivationMb = log.theoreticalActivationMb;
+    run.theoreticalTotalMb = log.theoreticalTotalMb;
+    return run;
+}
+
+// Step 4: every rank's peaks, and the run's: the largest max-allocated any rank reported (the guide's
+// contract reads it after iteration 2).
+QMap<int, RankPeak> peaksOfLog(const ParsedLog& log, RunRecord* run)
+{
+    QMap<int, RankPeak> ranks;
+    for (const MemoryReport& m : log.memory) {
+        RankPeak& p = ranks[m.rank];
+        p.rank = m.rank;
+        if (m.maxAllocated && (!p.peakAllocated || *m.maxAllocated > *p.peakAllocated)) {
+            p.peakAllocated = m.maxAllocated;
+            p.peakIteration = m.afterIteration;
+        }
+        if (m.maxReserved && (!p.peakReserved || *m.maxReserved > *p.peakReserved))
+            p.peakReserved = m.maxReserved;
+        if (m.maxAllocated && (!run->peakAllocated || *m.maxAllocated > *run->peakAllocated)) {
+            run->peakAllocated = m.maxAllocated;
+            run->peakRank = m.rank;
+            run->peakNote = u"after iteration %1"_s.arg(m.afterIteration);
+        }
+        if (m.maxReserved && (!run->peakReserved || *m.maxReserved > *run->peakReserved))
+            run->peakReserved = m.maxReserved;
+    }
+    return ranks;
+}
+
+// Step 5: the steady window and its mean step time and TFLOP/s: the second half of the run (the guide's
+// 11-20 of 20, 7-12 of 12) unless told; returns its first iteration. `last`: the last iteration logged.
+int steadyWindowOfLog(
+    const ParsedLog& log, const ImportOptions& options, RunRecord* run, int* last, QStringList* notes)
+{
+    const int planned
+        = log.trainIters.value_or(log.iterations.isEmpty() ? 0 : log.iterations.last().iteration);
+    const int steadyFrom = options.steadyFrom > 0 ? options.steadyFrom : planned / 2 + 1;
+    double stepSum = 0, tflopsSum = 0;
+    int stepN = 0, tflopsN = 0;
+    *last = 0;
+    for (const IterationRow& it : log.iterations) {
+        *last = std::max(*last, it.iteration);
+        if (it.iteration < steadyFrom)
+            continue;
+        if (it.stepMs) {
+            stepSum += *it.stepMs;
+            ++stepN;
+        }
+        if (it.tflops) {
+            tflopsSum += *it.tflops;
+            ++tflopsN;
+        }
+    }
+    if (stepN > 0) {
+        run->steadyStepMs = stepSum / stepN;
+        run->steadyWindow = u"iterations %1-%2 (%3 logged)"_s.arg(steadyFrom).arg(*last).arg(stepN);
+    }
+    if (tflopsN > 0)
+        run->modelTflops = tflopsSum / tflopsN;
+    if (!log.iterations.isEmpty()) {
+        run->lossFinite = !log.lossDroppedSomewhere && log.nanIterations == 0;
+        run->skippedIterations = intSum(log.skippedIterations, "skipped-iterations", notes);
+        run->nanIterations = intSum(log.nanIterations, "NaN-iterations", notes);
+    }
+    return steadyFrom;
+}
+
+// Step 6: the outcome (OOM, a loss not finite, cut short, pass) and the notes on what the log lacked.
+void outcomeOfLog(const ParsedLog& log, int last, RunRecord* run, QStringList* notes)
+{
+    if (log.oom) {
+        run->outcome = outcome::Oom;
+        run->failureIteration = log.oomIteration;
+        run->failureStage = log.oomStage;
+        run->message = log.oomMessage;
+    } else if (log.lossDroppedSomewhere || log.nanIterations > 0) {
+        run->outcome = outcome::Nonfinite;
+        for (const IterationRow& it : log.iterations) {
+            if (!it.lossFinite.value_or(true) || it.nanIterations.value_or(0) > 0) {
+                run->failureIteration = it.iteration;
+                break;
+            }
+        }
+        run->message
+            = u"a loss was not finite (dropped from the iteration line) or NaN iterations were counted"_s;
+    } else if (log.iterations.isEmpty() || (log.trainIters && last < *log.trainIters)) {
+        run->outcome = outcome::Aborted;
+        run->message = log.iterations.isEmpty()
+            ? u"the log has no iteration line"_s
+            : u"the log ends at iteration %1 of %2"_s.arg(last).arg(*log.trainIters);
+    } else {
+        run->outcome = outcome::Pass;
+    }
+    if (run->recomputeGranularity == u"unknown")
+        *notes << u"the log does not print the recompute settings: give them with --overrides"_s;
+    if (log.bridgeSummary)
+        *notes << u"shape and recompute settings read from Bridge's configuration summary"_s;
+    if (log.truncatedLastLine)
+        *notes << u"the last line was cut off and not used"_s;
+    if (log.duplicateLines > 0)
+        *notes << u"%1 duplicated line(s) counted once"_s.arg(log.duplicateLines);
+    if (log.ignoredLines > 0)
+        *notes << u"%1 line(s) not recognised"_s.arg(log.ignoredLines);
+    if (log.oom && log.arguments.value(u"log_interval"_s, u"1"_s) != u"1")
+        *notes << u"log_interval is %1: the OOM iteration is a lower bound"_s.arg(
+            log.arguments.value(u"log_interval"_s));
+}
+
+} // namespace
+
 ImportResult importTrainingLog(Store* store, const QString& path, const ImportOptions& options)
 {
     ImportResult result;
+    // Step 1: the bytes, once: a log imported before is that run; a log that is not one, or holds two runs,
+    // is refused.
     QFile file(path);
     if (!file.open(QIODevice::ReadOnly)) {
         result.error = path + u": "_s + file.errorString();
@@ -979,177 +1183,21 @@ ImportResult importTrainingLog(Store* store, const QString& path, const ImportOp
     }
 
     QStringList notes = log.refused;
-    // The recipe as far as the log and the overrides tell it: the printed arguments (Megatron-LM), else
-    // Bridge's configuration summary.
-    QJsonObject recipe = recipeFromArguments(log.arguments);
-    if (log.bridgeSummary) {
-        const QJsonObject summary = recipeFromBridgeSummary(log.bridgeConfig);
-        for (auto it = summary.begin(); it != summary.end(); ++it) {
-            if (!recipe.contains(it.key()))
-                recipe.insert(it.key(), it.value());
-        }
+    QString error;
+    const std::optional<QJsonObject> recipe = recipeOfLog(log, options, &notes, &error);
+    if (!recipe) {
+        result.error = path + u": "_s + error;
+        return result;
     }
-    checkRecipe(&recipe, &notes);
-    // Without a granularity Megatron recomputes nothing, whatever recompute_modules says (Bridge prints
-    // TransformerConfig's ['core_attn'], set in __post_init__).
-    if (recipe.contains(u"recompute_granularity"_s) && recipe.value(u"recompute_granularity"_s).isNull())
-        recipe.insert(u"recompute_modules"_s, QJsonValue());
-    if (!options.overrides.isEmpty()) {
-        std::vector<std::string> overrides;
-        for (const QString& o : options.overrides)
-            overrides.push_back(o.toStdString());
-        try {
-            const Recipe parsed = recipeFromBridgeOverrides(overrides);
-            const QJsonObject full
-                = QJsonDocument::fromJson(QByteArray::fromStdString(recipeToJson(parsed).dump())).object();
-            for (const QString& o : options.overrides) {
-                const QString key = overrideKey(o);
-                if (key == u"comm_overlap.overlap_moe_expert_parallel_comm")
-                    recipe.insert(key,
-                        full.value(u"comm_overlap"_s)
-                            .toObject()
-                            .value(u"overlap_moe_expert_parallel_comm"_s));
-                else if (full.contains(key))
-                    recipe.insert(key, full.value(key));
-            }
-        } catch (const std::exception& e) {
-            result.error = path + u": --overrides: "_s + QString::fromUtf8(e.what());
-            return result;
-        }
-    }
-    if (log.globalBatchSize && !recipe.contains(u"global_batch_size"_s) && *log.globalBatchSize > 0)
-        recipe.insert(u"global_batch_size"_s, *log.globalBatchSize);
-    if (log.trainIters && !recipe.contains(u"train_iters"_s) && *log.trainIters > 0)
-        recipe.insert(u"train_iters"_s, *log.trainIters);
-
-    RunRecord run;
-    run.source = source::Import;
-    run.provenance = QFileInfo(path).absoluteFilePath();
-    run.recipeName = options.recipeName.isEmpty() ? QFileInfo(path).completeBaseName() : options.recipeName;
-    fillFromRecipeJson(&run, recipe);
-    run.recipeJson.clear(); // a partial recipe: the fields above are what is known, not a full recipe
-    if (!recipe.contains(u"bf16"_s) && !recipe.contains(u"fp16"_s))
-        run.precision.clear(); // unknown, not fp32
-    if (!recipe.contains(u"ffn_hidden_size"_s))
-        run.ffnHiddenSize.reset();
-    if (!recipe.contains(u"num_query_groups"_s) && !log.arguments.contains(u"group_query_attention"_s)
-        && !log.bridgeSummary)
-        run.numQueryGroups.reset();
-    run.overrides = options.overrides;
-    // Neither printed arguments, summary nor overrides: the recompute choice is not known, which is not
-    // "none".
-    if (!recipe.contains(u"recompute_granularity"_s)) {
-        run.recomputeGranularity = u"unknown"_s;
-        run.recomputeModules.reset();
-    }
-    if (log.arguments.contains(u"world_size"_s)) {
-        const QString text = log.arguments.value(u"world_size"_s);
-        const auto ws = intOf(text);
-        if (ws && *ws >= 1) {
-            run.worldSize = ws;
-            run.gpuCount = ws;
-        } else {
-            notes << u"world_size = %1 refused (not an integer in 1..2147483647)"_s.arg(text.trimmed());
-        }
-    }
-    run.importPath = run.provenance;
-    run.importSha256 = digest;
-    run.importFormat = log.format;
-    run.importSettings = importSettings(log);
-    run.theoreticalWeightOptimizerMb = log.theoreticalWeightOptimizerMb;
-    run.theoreticalActivationMb = log.theoreticalActivationMb;
-    run.theoreticalTotalMb = log.theoreticalTotalMb;
-
-    // Peaks: the largest max-allocated any rank reported (the guide's contract reads it after iteration 2).
-    QMap<int, RankPeak> ranks;
-    for (const MemoryReport& m : log.memory) {
-        RankPeak& p = ranks[m.rank];
-        p.rank = m.rank;
-        if (m.maxAllocated && (!p.peakAllocated || *m.maxAllocated > *p.peakAllocated)) {
-            p.peakAllocated = m.maxAllocated;
-            p.peakIteration = m.afterIteration;
-        }
-        if (m.maxReserved && (!p.peakReserved || *m.maxReserved > *p.peakReserved))
-            p.peakReserved = m.maxReserved;
-        if (m.maxAllocated && (!run.peakAllocated || *m.maxAllocated > *run.peakAllocated)) {
-            run.peakAllocated = m.maxAllocated;
-            run.peakRank = m.rank;
-            run.peakNote = u"after iteration %1"_s.arg(m.afterIteration);
-        }
-        if (m.maxReserved && (!run.peakReserved || *m.maxReserved > *run.peakReserved))
-            run.peakReserved = m.maxReserved;
-    }
-
-    // Steady state: the second half of the run (the guide's 11-20 of 20, 7-12 of 12) unless told.
-    const int planned
-        = log.trainIters.value_or(log.iterations.isEmpty() ? 0 : log.iterations.last().iteration);
-    const int steadyFrom = options.steadyFrom > 0 ? options.steadyFrom : planned / 2 + 1;
-    double stepSum = 0, tflopsSum = 0;
-    int stepN = 0, tflopsN = 0, last = 0;
-    for (const IterationRow& it : log.iterations) {
-        last = std::max(last, it.iteration);
-        if (it.iteration < steadyFrom)
-            continue;
-        if (it.stepMs) {
-            stepSum += *it.stepMs;
-            ++stepN;
-        }
-        if (it.tflops) {
-            tflopsSum += *it.tflops;
-            ++tflopsN;
-        }
-    }
-    if (stepN > 0) {
-        run.steadyStepMs = stepSum / stepN;
-        run.steadyWindow = u"iterations %1-%2 (%3 logged)"_s.arg(steadyFrom).arg(last).arg(stepN);
-    }
-    if (tflopsN > 0)
-        run.modelTflops = tflopsSum / tflopsN;
-    if (!log.iterations.isEmpty()) {
-        run.lossFinite = !log.lossDroppedSomewhere && log.nanIterations == 0;
-        run.skippedIterations = intSum(log.skippedIterations, "skipped-iterations", &notes);
-        run.nanIterations = intSum(log.nanIterations, "NaN-iterations", &notes);
-    }
-
-    if (log.oom) {
-        run.outcome = outcome::Oom;
-        run.failureIteration = log.oomIteration;
-        run.failureStage = log.oomStage;
-        run.message = log.oomMessage;
-    } else if (log.lossDroppedSomewhere || log.nanIterations > 0) {
-        run.outcome = outcome::Nonfinite;
-        for (const IterationRow& it : log.iterations) {
-            if (!it.lossFinite.value_or(true) || it.nanIterations.value_or(0) > 0) {
-                run.failureIteration = it.iteration;
-                break;
-            }
-        }
-        run.message
-            = u"a loss was not finite (dropped from the iteration line) or NaN iterations were counted"_s;
-    } else if (log.iterations.isEmpty() || (log.trainIters && last < *log.trainIters)) {
-        run.outcome = outcome::Aborted;
-        run.message = log.iterations.isEmpty()
-            ? u"the log has no iteration line"_s
-            : u"the log ends at iteration %1 of %2"_s.arg(last).arg(*log.trainIters);
-    } else {
-        run.outcome = outcome::Pass;
-    }
-    if (run.recomputeGranularity == u"unknown")
-        notes << u"the log does not print the recompute settings: give them with --overrides"_s;
-    if (log.bridgeSummary)
-        notes << u"shape and recompute settings read from Bridge's configuration summary"_s;
-    if (log.truncatedLastLine)
-        notes << u"the last line was cut off and not used"_s;
-    if (log.duplicateLines > 0)
-        notes << u"%1 duplicated line(s) counted once"_s.arg(log.duplicateLines);
-    if (log.ignoredLines > 0)
-        notes << u"%1 line(s) not recognised"_s.arg(log.ignoredLines);
-    if (log.oom && log.arguments.value(u"log_interval"_s, u"1"_s) != u"1")
-        notes << u"log_interval is %1: the OOM iteration is a lower bound"_s.arg(
-            log.arguments.value(u"log_interval"_s));
+    RunRecord run = runOfLog(log, *recipe, path, digest, options, &notes);
+    const QMap<int, RankPeak> ranks = peaksOfLog(log, &run);
+    int last = 0;
+    const int steadyFrom = steadyWindowOfLog(log, options, &run, &last, &notes);
+    outcomeOfLog(log, last, &run, &notes);
     run.notes = notes.join(u"; "_s);
     result.notes = notes;
 
+    // Step 7: the run, its iterations, memory reports and rank peaks in one transaction, then its control.
     if (!store->beginWrite()) {
         result.error = store->lastError();
         return result;

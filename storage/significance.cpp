@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "core/recompute_labels.h"
 #include "core/step_stats.h"
 #include "core/units.h"
 
@@ -26,6 +27,17 @@ std::vector<double> steadyIterationTimes(const Store& store, qint64 runId)
     return out;
 }
 
+std::optional<double> pooledIntervalHalfWidthPct(const Store& store, const QVector<qint64>& runs)
+{
+    std::vector<double> pooled;
+    for (qint64 id : runs) {
+        const std::vector<double> t = steadyIterationTimes(store, id);
+        pooled.insert(pooled.end(), t.begin(), t.end());
+    }
+    const auto stats = stepStats(pooled);
+    return stats ? stats->halfWidthPct() : std::nullopt;
+}
+
 RecomputeChoice storedChoice(const RunRecord& run)
 {
     RecomputeChoice c;
@@ -37,7 +49,7 @@ RecomputeChoice storedChoice(const RunRecord& run)
     }
     if (run.recomputeGranularity == u"selective"_s) {
         if (!run.recomputeModules)
-            c.modules = { "core_attn" };
+            c.modules = { std::string(kDefaultRecomputeLabel) };
         else
             for (const QString& m : *run.recomputeModules)
                 c.modules.push_back(m.toStdString());

@@ -6,6 +6,7 @@
 // `recompute sweep` and the studio's runs page give the same advice for the same store.
 #pragma once
 
+#include <optional>
 #include <vector>
 
 #include <QString>
@@ -20,6 +21,10 @@ namespace rs::storage {
 // The steady iteration times of a stored run (its lowest rank, iterations of phase "steady" with a step
 // time), the samples of core's step_stats. One reading of "steady" for the session, the CLI and the studio.
 std::vector<double> steadyIterationTimes(const Store& store, qint64 runId);
+// The half-width of the 95 % interval of the median over `runs`' steady iterations pooled (core's
+// stepStats), % of the median; nullopt while there is no interval. The repeat-until-narrow rule of both
+// sessions (RunSession, JobSession).
+std::optional<double> pooledIntervalHalfWidthPct(const Store& store, const QVector<qint64>& runs);
 
 // A stored run's recompute choice ("" granularity, Megatron's None, reads as [] like the explicit control;
 // selective without recompute_modules as Megatron's default core_attn).

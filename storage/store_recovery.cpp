@@ -5,6 +5,7 @@
 #include <QSqlQuery>
 #include <QSysInfo>
 
+#include "storage/log.h"
 #include "storage/store.h"
 #include "storage/store_internal.h"
 
@@ -65,6 +66,8 @@ int Store::recoverInterruptedRuns()
         }
     }
 #endif
+    if (ended > 0)
+        qCDebug(lcStore) << ended << "run(s) of a killed ingest ended aborted in" << m_path;
     return ended;
 }
 

@@ -22,6 +22,7 @@
 #include <QUuid>
 
 #include "core/comparison.h"
+#include "storage/log.h"
 #include "storage/store.h"
 #include "storage/store_internal.h"
 
@@ -913,6 +914,7 @@ bool Store::migrate(int targetVersion, QString* error)
         return false;
     }
     const auto steps = migrations();
+    qCDebug(lcStore) << "migrating" << m_path << "from schema version" << current << "to" << targetVersion;
     for (int v = current + 1; v <= targetVersion; ++v) {
         for (const QString& sql : steps[v - 1]) {
             if (!exec(sql, error)) {

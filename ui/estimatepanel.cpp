@@ -5,6 +5,7 @@
 #include <QPainter>
 #include <QVBoxLayout>
 
+#include "core/units.h"
 #include "recipedocument.h"
 
 namespace rs::ui {
@@ -46,12 +47,12 @@ QString EstimatePanel::summary() const
     const auto& hot = m_estimate.ranks[static_cast<size_t>(m_estimate.hottest)];
     QString text
         = tr("Estimated peak %1 GB on stage %2 (%3, %4 layout)")
-              .arg(static_cast<double>(m_estimate.peak_bytes) / 1e9, 0, 'f', 2)
+              .arg(QString::fromStdString(formatGb(m_estimate.peak_bytes, 2)))
               .arg(hot.stage)
               .arg(QString::fromStdString(hot.peak_phase), QLatin1String(layoutName(m_estimate.layout)));
     if (m_target)
         text += tr("; target %1 GB: %2")
-                    .arg(*m_target / 1e9, 0, 'f', 1)
+                    .arg(QString::fromStdString(formatFixed(bytesToGb(*m_target), 1)))
                     .arg(static_cast<double>(m_estimate.peak_bytes) <= *m_target ? tr("fits") : tr("over"));
     return text;
 }
@@ -61,7 +62,7 @@ void EstimatePanel::refresh()
     const Recipe& r = m_document->validation().resolved;
     m_target.reset();
     if (r.memory_target_gb)
-        m_target = *r.memory_target_gb * 1e9;
+        m_target = gbToBytes(*r.memory_target_gb);
     if (r.num_layers > 0 && r.hidden_size > 0 && r.num_attention_heads > 0)
         m_estimate = estimateMemory(r, Layout::Megatron);
     else

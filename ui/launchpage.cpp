@@ -22,8 +22,8 @@
 #include "charts/chartview.h"
 #include "core/stream.h"
 #include "core/units.h"
-#include "launch/run_session.h"
 #include "recipedocument.h"
+#include "session/run_session.h"
 #include "storage/ingest.h"
 
 namespace rs::ui {
@@ -80,7 +80,7 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     : QWidget(parent)
     , m_document(document)
     , m_store(store)
-    , m_session(std::make_unique<launch::RunSession>(store))
+    , m_session(std::make_unique<session::RunSession>(store))
 {
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -170,17 +170,17 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     connect(m_run, &QPushButton::clicked, this, &LaunchPage::start);
     connect(m_cancel, &QPushButton::clicked, this, &LaunchPage::cancel);
     connect(m_controlFirst, &QCheckBox::toggled, m_reuseControl, &QCheckBox::setEnabled);
-    launch::RunSession* session = m_session.get();
-    connect(session, &launch::RunSession::message, this, [this](const QString& text) { appendLog(text); });
-    connect(session, &launch::RunSession::jobStarted, this, &LaunchPage::onJobStarted);
-    connect(session, &launch::RunSession::streamEvent, this, &LaunchPage::onEvent);
-    connect(session, &launch::RunSession::jobFinished, this, &LaunchPage::onJobFinished);
-    connect(session, &launch::RunSession::finished, this, &LaunchPage::onSessionFinished);
-    connect(session, &launch::RunSession::stderrText, this, [this](const QString& text) {
+    session::RunSession* session = m_session.get();
+    connect(session, &session::RunSession::message, this, [this](const QString& text) { appendLog(text); });
+    connect(session, &session::RunSession::jobStarted, this, &LaunchPage::onJobStarted);
+    connect(session, &session::RunSession::streamEvent, this, &LaunchPage::onEvent);
+    connect(session, &session::RunSession::jobFinished, this, &LaunchPage::onJobFinished);
+    connect(session, &session::RunSession::finished, this, &LaunchPage::onSessionFinished);
+    connect(session, &session::RunSession::stderrText, this, [this](const QString& text) {
         for (const QString& line : text.split(QLatin1Char('\n'), Qt::SkipEmptyParts))
             appendLog(QStringLiteral("stderr: ") + line);
     });
-    connect(session, &launch::RunSession::malformedLine, this,
+    connect(session, &session::RunSession::malformedLine, this,
         [this](const QByteArray& line, const QString& why) {
             appendLog(tr("ignored line (%1): %2").arg(why, QString::fromUtf8(line.left(200))));
         });
@@ -230,7 +230,7 @@ bool LaunchPage::start()
         m_status->setText(tr("No measurement store is open; nothing would be kept."));
         return false;
     }
-    launch::SessionOptions options;
+    session::SessionOptions options;
     options.launch.extraArguments = m_extraArgs->text().split(QLatin1Char(' '), Qt::SkipEmptyParts);
     options.launch.ranks = m_ranks->value();
     options.launch.sshHost = hostKind() == HostKind::Ssh ? m_host->text().trimmed() : QString();
@@ -295,7 +295,7 @@ void LaunchPage::cancel()
 
 void LaunchPage::onJobStarted(int index)
 {
-    const launch::SessionJob& job = m_session->jobs()[index];
+    const session::SessionJob& job = m_session->jobs()[index];
     m_currentLabel = job.label;
     if (job.repeats > 1)
         m_currentLabel += tr(" (run %1 of %2)").arg(job.repeat).arg(job.repeats);
@@ -316,7 +316,7 @@ void LaunchPage::onJobStarted(int index)
 void LaunchPage::redrawChart(const QString& title)
 {
     m_lines = linesOf(m_rows);
-    const launch::SessionJob* job = m_session->currentJob();
+    const session::SessionJob* job = m_session->currentJob();
     if (!(job && job->isControl)) {
         // The control's curve stays while the candidate runs: its allocated lines, pale.
         for (IterationLine l : linesOf(m_controlRows)) {
@@ -341,7 +341,7 @@ void LaunchPage::onEvent(const QJsonObject& e)
         if (row.rank != 0)
             return;
         m_rows << row;
-        const launch::SessionJob* job = m_session->currentJob();
+        const session::SessionJob* job = m_session->currentJob();
         if (job && job->isControl)
             m_controlRows << row;
         m_progress->setValue(std::min(row.iteration, m_progress->maximum()));
@@ -386,7 +386,7 @@ void LaunchPage::onEvent(const QJsonObject& e)
 
 void LaunchPage::onJobFinished(int index)
 {
-    const launch::SessionJob& job = m_session->jobs()[index];
+    const session::SessionJob& job = m_session->jobs()[index];
     if (job.aborted) {
         appendLog(tr("%1 ended without a result: %2").arg(m_currentLabel, job.reason));
         m_status->setText(tr("%1: aborted (%2)").arg(m_currentLabel, job.reason));

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runs the recipe being edited through launch::RunSession (the worker recompute-bench as a child process:
+// Runs the recipe being edited through session::RunSession (the worker recompute-bench as a child process:
 // the GUI never runs LibTorch itself), with a progress bar, a live per-iteration memory curve in GB, cancel,
 // and every event stored as it arrives. The session refuses a recipe with rule errors before anything starts,
 // runs the matched [] control first or reuses a stored one measured the same way (the page says which run,
@@ -25,7 +25,7 @@ class QPlainTextEdit;
 class QProgressBar;
 class QPushButton;
 
-namespace rs::launch {
+namespace rs::session {
 class RunSession;
 }
 
@@ -79,7 +79,7 @@ public:
     const QVector<IterationLine>& liveLines() const { return m_lines; }
     // Ids of the runs stored by the last launch, in order (the control first when it ran).
     QVector<qint64> storedRuns() const;
-    launch::RunSession* session() const { return m_session.get(); }
+    session::RunSession* session() const { return m_session.get(); }
 
 public slots:
     // Starts the current recipe (after its control, when asked). False with the reason in the page: a
@@ -108,7 +108,7 @@ private:
 
     RecipeDocument* m_document;
     storage::Store* m_store;
-    std::unique_ptr<launch::RunSession> m_session;
+    std::unique_ptr<session::RunSession> m_session;
     QString m_currentLabel;
     QVector<storage::IterationRow> m_rows; // the current run's, rank 0
     QVector<storage::IterationRow> m_controlRows; // the control's (measured now or stored), rank 0

@@ -31,6 +31,7 @@
 #include "core/recipe_json.h"
 #include "editorpage.h"
 #include "launchpage.h"
+#include "log.h"
 #include "logimportdialog.h"
 #include "presets.h"
 #include "recipedocument.h"
@@ -309,6 +310,7 @@ void MainWindow::openStore(const QString& path)
         statusBar()->showMessage(tr("Cannot open the measurement store %1: %2").arg(path, error));
         return;
     }
+    qCDebug(lcUi) << "measurement store" << path << "with" << m_store->runCount() << "runs";
     if (m_store->runCount() > 0)
         return;
     // First start: the guide's published matched measurements, compiled in from resources/sample/.

@@ -11,6 +11,7 @@
 #include "core/estimator.h"
 #include "core/recipe_input.h"
 #include "core/rules.h"
+#include "core/units.h"
 #include "verb_common.h"
 #include "verbs.h"
 
@@ -18,9 +19,7 @@ namespace {
 
 std::string gb(int64_t bytes)
 {
-    char buf[32];
-    std::snprintf(buf, sizeof buf, "%.3f", static_cast<double>(bytes) / 1e9);
-    return buf;
+    return rs::formatGb(bytes);
 }
 
 const char* kCategories[] = { "parameters", "main_parameters", "gradients", "optimizer_states", "activations",
@@ -80,9 +79,16 @@ int estimateMain(const std::vector<std::string>& argv)
     const rs::Recipe& r = v.resolved;
     if (r.num_layers <= 0 || r.hidden_size <= 0 || r.num_attention_heads <= 0) {
         std::cerr << "recompute estimate: " << input.origin
-                  << ": the recipe needs num_layers, hidden_size and num_attention_heads\n";
+                  << ": the recipe needs num_layers, hidden_size and num_attention_heads"
+                  << (input.format == rs::InputFormat::BridgeOverrides && input.origin == "overrides"
+                             ? " (overrides change a recipe: give it with --recipe NAME)"
+                             : "")
+                  << "\n";
         return 2;
     }
+    if (!json)
+        for (const std::string& n : input.setup_notes)
+            std::cout << "recipe: " << n << "\n";
     const rs::MemoryEstimate own = rs::estimateMemory(r, layout);
     std::vector<rs::MemoryEstimate> choices;
     if (all)
@@ -91,9 +97,10 @@ int estimateMain(const std::vector<std::string>& argv)
     if (json) {
         nlohmann::json out = rs::estimateToJson(own);
         out["input"] = input.origin;
+        out["recipe_notes"] = input.setup_notes;
         out["has_errors"] = v.hasErrors();
         if (r.memory_target_gb)
-            out["memory_target_bytes"] = static_cast<int64_t>(*r.memory_target_gb * 1e9);
+            out["memory_target_bytes"] = rs::gbToBytes(*r.memory_target_gb);
         if (all) {
             out["choices"] = nlohmann::json::array();
             for (const auto& c : choices) {

@@ -6,6 +6,7 @@
 
 #include <QElapsedTimer>
 
+#include "core/units.h"
 #include "storage/ingest.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
@@ -18,7 +19,7 @@ namespace {
 
 std::string gb(std::optional<qint64> bytes)
 {
-    return bytes ? QString::number(double(*bytes) / 1e9, 'f', 3).toStdString() + " GB" : std::string("?");
+    return rs::formatGbUnit(bytes ? std::optional<std::int64_t>(*bytes) : std::nullopt, "?");
 }
 
 int importMain(const std::vector<std::string>& argv)

@@ -2,9 +2,9 @@
 // `recompute run`: run one recipe on this host's worker, store everything as it arrives, print a summary.
 #include <iostream>
 
+#include "cli_session.h"
 #include "core/recipe_input.h"
 #include "core/units.h"
-#include "run_session.h"
 #include "storage/report.h"
 #include "storage/store.h"
 #include "verb_common.h"
@@ -67,7 +67,7 @@ int runMain(const std::vector<std::string>& argv)
     const rs::cli::RunSessionResult session = rs::cli::runSession(store, { input.recipe }, options);
     if (session.refused || session.startFailed || session.jobs.isEmpty())
         return 2;
-    const rs::launch::SessionJob& job = session.jobs.front();
+    const rs::session::SessionJob& job = session.jobs.front();
     if (!session.spoolPath.isEmpty()) {
         std::cout << "run not stored: every event is kept in " << session.spoolPath.toStdString()
                   << "\n  store it with   recompute import " << session.spoolPath.toStdString()

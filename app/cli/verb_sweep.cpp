@@ -13,6 +13,7 @@
 #include <QTimer>
 
 #include "advice_output.h"
+#include "cli_session.h"
 #include "core/advisor.h"
 #include "core/comparison.h"
 #include "core/estimator.h"
@@ -20,9 +21,9 @@
 #include "core/rules.h"
 #include "core/step_stats.h"
 #include "core/units.h"
-#include "launch/job_run.h"
-#include "launch/run_session.h"
-#include "run_session.h"
+#include "session/job_run.h"
+#include "session/job_session.h"
+#include "session/run_session.h"
 #include "storage/log_import.h"
 #include "storage/report.h"
 #include "storage/store.h"
@@ -82,33 +83,15 @@ struct EstimateSkip {
     QString reason;
 };
 
-// The candidates of `choices` the estimate says cannot fit `targetGb` per rank: estimated over it by more
-// than the estimator's stated error (the advisor's rule, kEstimateErrorFraction; within the error only a
-// measurement can say), through core's rankCandidatesByEstimate on the control. One entry per choice,
-// nullopt where it may fit, or when there is no target or no estimate.
+// The session's skip rule (session::skipsByEstimate), its failure said on stderr.
 std::vector<std::optional<QString>> skipsByEstimate(const rs::Recipe& base, rs::InputFormat format,
     const std::vector<rs::RecomputeChoice>& choices, std::optional<double> targetGb, rs::Layout layout)
 {
-    std::vector<std::optional<QString>> out(choices.size());
-    if (!targetGb || choices.empty())
-        return out;
-    try {
-        const rs::Recipe resolved = rs::validate(rs::controlRecipe(base), format).resolved;
-        const int dp = *targetGb < 1.0 ? 6 : 3;
-        for (const rs::RankedCandidate& c :
-            rs::rankCandidatesByEstimate(resolved, choices, targetGb, layout, -rs::kEstimateErrorFraction)) {
-            if (c.fits || c.index >= out.size())
-                continue;
-            out[c.index]
-                = QString::fromStdString("estimated " + rs::formatGb(c.peak_bytes, dp) + " GB (stage "
-                    + std::to_string(c.hottest_stage) + ", the hottest rank, " + rs::layoutName(layout)
-                    + " layout) > target " + rs::formatFixed(*targetGb, dp) + " GB, over it by more than the "
-                    + "estimator's " + rs::formatFixed(rs::kEstimateErrorFraction * 100.0, 0) + " % error");
-        }
-    } catch (const std::exception& e) {
-        std::cerr << "recompute sweep: no estimate (" << e.what() << "): no candidate is skipped by it\n";
-        return std::vector<std::optional<QString>>(choices.size());
-    }
+    QString error;
+    auto out = rs::session::skipsByEstimate(base, format, choices, targetGb, layout, &error);
+    if (!error.isEmpty())
+        std::cerr << "recompute sweep: no estimate (" << error.toStdString()
+                  << "): no candidate is skipped by it\n";
     return out;
 }
 
@@ -148,81 +131,100 @@ struct JobSweepSettings {
     bool reuseControl = true, reuseCandidates = true; // --rerun-control, --rerun: false
 };
 
-// The half-width (% of the median) of the pooled steady iterations of `runs`; nullopt without an interval.
-std::optional<double> pooledHalfWidth(const rs::storage::Store& store, const QVector<qint64>& runs)
-{
-    std::vector<double> pooled;
-    for (qint64 id : runs) {
-        const std::vector<double> t = rs::cli::steadyIterationTimes(store, id);
-        pooled.insert(pooled.end(), t.begin(), t.end());
-    }
-    const auto stats = rs::stepStats(pooled);
-    return stats ? stats->halfWidthPct() : std::nullopt;
-}
-
 // `recompute sweep --job`: the user's own command, once per choice (the [] control first), each run's
 // output streamed into the log importer, stored as an imported run linked to the control, then compared
-// as worker runs are. The estimate for the same recipe stands beside each run ("calibration").
+// as worker runs are (session::JobSession, the studio's loop too). This prints what the session says.
 int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<rs::RecomputeChoice>& choices,
     const JobSweepSettings& set)
 {
-    using rs::launch::JobRun;
-    struct Planned {
-        std::optional<rs::RecomputeChoice> choice; // nullopt: the control
-        QString label;
-        std::vector<std::string> command;
-        rs::Recipe recipe;
-    };
-    std::vector<Planned> plan;
-    int skipped = 0;
-    QVector<EstimateSkip> estimateSkips;
-    // What Megatron-LM would allocate: the Megatron layout.
-    const std::vector<std::optional<QString>> overTarget = set.skipByEstimate
-        ? skipsByEstimate(base, format, choices, set.target, rs::Layout::Megatron)
-        : std::vector<std::optional<QString>>(choices.size());
-    try {
-        for (int i = -1; i < int(choices.size()); ++i) {
-            Planned p;
-            if (i >= 0)
-                p.choice = choices[std::size_t(i)];
-            p.label = p.choice ? label(*p.choice) : u"[]"_s;
-            if (i >= 0 && overTarget[std::size_t(i)]) {
-                estimateSkips.push_back({ p.label, *overTarget[std::size_t(i)] });
-                sayEstimateSkip(estimateSkips.back());
-                continue;
-            }
-            p.recipe = rs::launch::jobRecipe(base, format, p.choice);
-            if (!validated(p.recipe, format, p.label)) {
-                if (!p.choice) {
-                    std::cerr
-                        << "recompute sweep: the [] control of this job does not validate: nothing was run\n";
-                    return 1;
-                }
-                ++skipped;
-                continue;
-            }
-            p.command = rs::launch::jobCommand(base, format, p.choice, { set.iters }, set.bridgeLauncher);
-            plan.push_back(std::move(p));
-        }
-    } catch (const std::exception& e) {
-        std::cerr << "recompute sweep --job: " << e.what() << "\n";
-        return 2;
-    }
+    rs::session::JobSessionOptions o;
+    o.iters = set.iters;
+    o.bridgeLauncher = set.bridgeLauncher;
+    o.job.sshHost = set.sshHost;
+    o.job.sshOptions = set.sshOptions;
+    o.job.slurm = set.slurm;
+    o.logDir = set.logDir;
+    o.repeats = set.repeats;
+    o.repeatsMax = set.repeatsMax;
+    o.intervalTargetPct = set.intervalTargetPct;
+    o.reuseControl = set.reuseControl;
+    o.reuseCandidates = set.reuseCandidates;
+    o.targetGb = set.target;
+    o.skipByEstimate = set.skipByEstimate;
 
     rs::storage::Store store;
+    rs::session::JobSession session(&store);
+    std::string prefix = "recompute sweep: "; // while planning; "recompute sweep --job: " once running
+    QObject::connect(&session, &rs::session::JobSession::message,
+        [&prefix](const QString& text) { std::cerr << prefix << text.toStdString() << "\n"; });
+    if (!session.plan(base, format, choices, o)) {
+        if (session.refusedByRules()) {
+            std::cerr << "recompute sweep: " << session.refusal().toStdString() << "\n";
+            return 1;
+        }
+        std::cerr << "recompute sweep --job: " << session.refusal().toStdString() << "\n";
+        return 2;
+    }
     QString error;
     if (!store.open(set.db.isEmpty() ? rs::storage::Store::defaultPath() : set.db, &error)) {
         std::cerr << "recompute sweep: " << error.toStdString() << "\n";
         return 2;
     }
-    const QString logDir
-        = set.logDir.isEmpty() ? QFileInfo(store.path()).absolutePath() + u"/job-logs"_s : set.logDir;
-    if (!QDir().mkpath(logDir)) {
-        std::cerr << "recompute sweep --job: cannot make the log folder " << logDir.toStdString() << "\n";
+    prefix = "recompute sweep --job: ";
+    QObject::connect(
+        &session, &rs::session::JobSession::note, [&prefix](const QString& label, const QString& n) {
+            std::cerr << prefix << "[" << label.toStdString() << "] " << n.toStdString() << "\n";
+        });
+    QObject::connect(&session, &rs::session::JobSession::iteration,
+        [&set](const QString& label, const rs::storage::IterationRow& row) {
+            std::cerr << "  [" << label.toStdString() << "] iteration " << row.iteration << "/" << set.iters
+                      << (row.stepMs ? "  " + rs::formatFixed(*row.stepMs, 1) + " ms" : std::string())
+                      << "\n";
+        });
+    QObject::connect(&session, &rs::session::JobSession::runStarted,
+        [&prefix](const QString& label, const QStringList& command, const QString&) {
+            std::cerr << prefix << "[" << label.toStdString() << "]";
+            for (const QString& w : command)
+                std::cerr << " " << w.toStdString();
+            std::cerr << "\n";
+        });
+    QObject::connect(&session, &rs::session::JobSession::runFailed,
+        [&prefix](const QString& label, const QString& reason, const QStringList& tail) {
+            std::cerr << prefix << "[" << label.toStdString() << "] " << reason.toStdString()
+                      << "; its last lines:\n";
+            for (const QString& l : tail)
+                std::cerr << "    " << l.toStdString() << "\n";
+        });
+    QObject::connect(&session, &rs::session::JobSession::runStored,
+        [&store](const QString&, qint64 runId, bool reused, const QStringList& notes) {
+            std::cout << oneLine(store, runId).toStdString() << (reused ? " (reused)" : "") << "\n"
+                      << std::flush;
+            for (const QString& n : notes)
+                std::cerr << "  note: " << n.toStdString() << "\n";
+        });
+    QObject::connect(&session, &rs::session::JobSession::calibration,
+        [](const QString& label, std::optional<qint64> estimate, std::optional<qint64> measured,
+            const QString& why) {
+            if (!estimate) {
+                std::cerr << "  calibration [" << label.toStdString() << "]: no estimate ("
+                          << why.toStdString() << ")\n";
+                return;
+            }
+            std::cout << "  calibration [" << label.toStdString() << "]: estimate "
+                      << rs::formatGbUnit(*estimate) << ", measured " << rs::formatGbUnit(measured);
+            if (measured && *measured > 0)
+                std::cout << ", error " << (*estimate >= *measured ? "+" : "")
+                          << rs::formatFixed(double(*estimate - *measured) / double(*measured) * 100.0, 1)
+                          << " %";
+            std::cout << "\n" << std::flush;
+        });
+    if (!session.start()) {
+        std::cerr << "recompute sweep --job: " << session.refusal().toStdString() << "\n";
         return 2;
     }
-    std::cerr << "recompute sweep --job: the [] control, then " << plan.size() - 1 << " recompute choice(s), "
-              << set.iters << " iterations each; logs in " << logDir.toStdString() << "\n";
+    std::cerr << "recompute sweep --job: the [] control, then " << session.plan().size() - 1
+              << " recompute choice(s), " << set.iters << " iterations each; logs in "
+              << session.logDir().toStdString() << "\n";
     if (set.slurm)
         std::cerr << "recompute sweep --job: each run a Slurm batch job ("
                   << (set.slurm->partition.isEmpty() ? std::string("the default partition")
@@ -234,184 +236,40 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
 
     rs::cli::InterruptScope interrupts;
     const int interruptsBefore = rs::cli::InterruptScope::count();
-    std::optional<qint64> controlId;
-    QVector<qint64> ids, moreControls;
     bool interrupted = false;
-    const QString stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s);
-    int reusedRuns = 0;
-    for (const Planned& p : plan) {
-        QVector<qint64> runsOfChoice;
-        rs::launch::JobOptions jo;
-        jo.sshHost = set.sshHost;
-        jo.sshOptions = set.sshOptions;
-        jo.slurm = set.slurm;
-        // A stored run of the same recipe (hash), the same command (iterations included) launched the same
-        // way stands in for running it again (RunSession's lookup, as worker runs are reused).
-        const QString signature
-            = rs::launch::RunSession::signatureMark() + rs::launch::jobSignature(p.command, jo);
-        rs::Recipe trained = p.recipe;
-        trained.train_iters = set.iters;
-        const QStringList hashes = rs::launch::RunSession::recipeHashes(trained);
-        const int cap = std::max(set.repeats, set.repeatsMax);
-        QVector<qint64> reusable;
-        if (p.choice ? set.reuseCandidates : set.reuseControl) {
-            reusable = rs::launch::RunSession::findStoredRuns(
-                store, { rs::storage::source::Import, hashes, signature, std::nullopt, false });
-            if (reusable.size() > cap)
-                reusable.resize(cap); // the newest
-            std::reverse(reusable.begin(), reusable.end()); // oldest first, as they were measured
+    QEventLoop loop;
+    QObject::connect(&session, &rs::session::JobSession::finished, &loop, &QEventLoop::quit);
+    QTimer poll;
+    QObject::connect(&poll, &QTimer::timeout, [&] {
+        if (!interrupted && rs::cli::InterruptScope::count() != interruptsBefore) {
+            interrupted = true;
+            session.cancel();
         }
-        const auto take = [&](qint64 id) {
-            runsOfChoice << id;
-            if (!p.choice) {
-                if (!controlId)
-                    controlId = id;
-                else
-                    moreControls << id;
-            } else {
-                ids << id;
-            }
-        };
-        for (int repeat = 1; !interrupted; ++repeat) {
-            if (repeat > cap)
-                break;
-            if (repeat > set.repeats) {
-                const auto hw = pooledHalfWidth(store, runsOfChoice);
-                if (hw && *hw <= set.intervalTargetPct)
-                    break;
-                std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "]: the interval is "
-                          << (hw ? "+-" + rs::formatFixed(*hw, 2) + " %" : std::string("not known yet"))
-                          << ", wider than " << rs::formatFixed(set.intervalTargetPct, 2) << " %: run "
-                          << repeat << " of at most " << cap << "\n";
-            }
-            if (!reusable.isEmpty()) {
-                const qint64 id = reusable.takeFirst();
-                std::cout << oneLine(store, id).toStdString() << " (reused)\n" << std::flush;
-                std::cerr
-                    << "recompute sweep --job: [" << p.label.toStdString() << "] run " << id
-                    << " reused: stored with the same recipe hash, command and iterations, launched the "
-                       "same way (--rerun"
-                    << (p.choice ? "" : "-control or --rerun") << " runs it again)\n";
-                ++reusedRuns;
-                take(id);
-                continue;
-            }
-            QString name = p.label;
-            name.replace(u' ', u'-').replace(u',', u'+');
-            if (name == u"[]"_s)
-                name = u"control"_s;
-            const QString logPath = u"%1/%2-%3-%4.log"_s.arg(logDir, stamp, name).arg(repeat);
-            JobRun job;
-            QEventLoop loop;
-            bool aborted = false;
-            QString reason;
-            QStringList tail;
-            QObject::connect(&job, &JobRun::line, [&](const QString& l) {
-                tail << l;
-                if (tail.size() > 20)
-                    tail.removeFirst();
-            });
-            QObject::connect(&job, &JobRun::note, [&](const QString& n) {
-                std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] " << n.toStdString()
-                          << "\n";
-            });
-            QObject::connect(&job, &JobRun::iteration, [&](const rs::storage::IterationRow& row) {
-                std::cerr << "  [" << p.label.toStdString() << "] iteration " << row.iteration << "/"
-                          << set.iters
-                          << (row.stepMs ? "  " + rs::formatFixed(*row.stepMs, 1) + " ms" : std::string())
-                          << "\n";
-            });
-            QObject::connect(&job, &JobRun::finished, [&](bool a, int, const QString& r) {
-                aborted = a;
-                reason = r;
-                loop.quit();
-            });
-            QTimer poll;
-            QObject::connect(&poll, &QTimer::timeout, [&] {
-                if (rs::cli::InterruptScope::count() != interruptsBefore && job.isRunning()) {
-                    interrupted = true;
-                    job.cancel();
-                }
-            });
-            poll.start(100);
-            QString startError;
-            std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "]";
-            for (const std::string& w : p.command)
-                std::cerr << " " << w;
-            std::cerr << "\n";
-            if (!job.start(p.command, logPath, jo, &startError)) {
-                std::cerr << "recompute sweep --job: " << startError.toStdString() << "\n";
-                return 2;
-            }
-            loop.exec();
-            poll.stop();
-            if (aborted) {
-                std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] "
-                          << reason.toStdString() << "; its last lines:\n";
-                for (const QString& l : tail)
-                    std::cerr << "    " << l.toStdString() << "\n";
-            }
-            rs::storage::ImportOptions io;
-            io.recipeName = QString::fromStdString(base.name.empty() ? std::string("job") : base.name);
-            io.autoLink = false;
-            if (p.choice && controlId)
-                io.control = controlId;
-            const rs::storage::ImportResult imported = rs::storage::importTrainingLog(&store, logPath, io);
-            if (!imported.runId) {
-                std::cerr << "recompute sweep --job: [" << p.label.toStdString()
-                          << "] was not stored: " << imported.error.toStdString() << "\n";
-                if (!p.choice)
-                    return 2;
-                break;
-            }
-            // What the reuse lookup reads: the recipe's hash, this machine, how it was launched.
-            if (auto run = store.run(imported.runId)) {
-                run->recipeHash = hashes.front();
-                run->ingestHost = QSysInfo::machineHostName();
-                run->provenance += signature;
-                if (!store.updateRun(*run))
-                    std::cerr << "recompute sweep --job: run " << imported.runId
-                              << ": its launch could not be stored; it will not be reused\n";
-            }
-            std::cout << oneLine(store, imported.runId).toStdString() << "\n";
-            for (const QString& n : imported.notes)
-                std::cerr << "  note: " << n.toStdString() << "\n";
-            // Calibration: the estimate of the same recipe beside the measured peak.
-            try {
-                const rs::Recipe resolved = rs::validate(p.recipe, format).resolved;
-                const rs::MemoryEstimate e = rs::estimateMemory(resolved);
-                const auto run = store.run(imported.runId);
-                std::cout << "  calibration [" << p.label.toStdString() << "]: estimate "
-                          << rs::formatGbUnit(e.peak_bytes) << ", measured "
-                          << rs::formatGbUnit(run ? run->peakAllocated : std::nullopt);
-                if (run && run->peakAllocated && *run->peakAllocated > 0)
-                    std::cout << ", error " << (e.peak_bytes >= *run->peakAllocated ? "+" : "")
-                              << rs::formatFixed(double(e.peak_bytes - *run->peakAllocated)
-                                         / double(*run->peakAllocated) * 100.0,
-                                     1)
-                              << " %";
-                std::cout << "\n" << std::flush;
-            } catch (const std::exception& ex) {
-                std::cerr << "  calibration [" << p.label.toStdString() << "]: no estimate (" << ex.what()
-                          << ")\n";
-            }
-            take(imported.runId);
-            if (aborted)
-                break; // a failed run is not repeated
-        }
-        if (interrupted)
-            break;
-    }
-    if (!controlId) {
-        std::cerr << "recompute sweep: the [] control was not stored\n";
+    });
+    poll.start(100);
+    loop.exec();
+    poll.stop();
+    if (session.startFailed()) {
+        std::cerr << "recompute sweep --job: " << session.failure().toStdString() << "\n";
         return 2;
     }
+    const std::optional<qint64> controlId = session.controlRunId();
+    if (!controlId) {
+        if (session.failure().isEmpty())
+            std::cerr << "recompute sweep: the [] control was not stored\n";
+        return 2;
+    }
+    const QVector<qint64> ids = session.candidateRuns();
+    const QVector<qint64> moreControls = session.moreControls();
     std::cout << "\n"
               << rs::storage::formatReport(
                      rs::storage::buildReport(store, *controlId, ids), rs::storage::ReportFormat::Markdown)
                      .toStdString();
     const auto rows = store.compare(*controlId, ids);
     std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
+    QVector<EstimateSkip> estimateSkips;
+    for (const auto& k : session.estimateSkips())
+        estimateSkips.push_back({ k.label, k.reason });
     if (!estimateSkips.isEmpty())
         std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
     bool fits = true;
@@ -424,14 +282,14 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << *controlId << ")\n";
-    if (reusedRuns > 0)
-        std::cerr << "recompute sweep --job: " << reusedRuns
+    if (session.reusedRuns() > 0)
+        std::cerr << "recompute sweep --job: " << session.reusedRuns()
                   << " stored run(s) reused, not run again (--rerun runs everything again)\n";
     if (interrupted) {
         std::cerr << "recompute sweep --job: interrupted\n";
         return 130;
     }
-    return skipped > 0 || !fits ? 1 : 0;
+    return session.skippedByRules() > 0 || !fits ? 1 : 0;
 }
 
 int sweepMain(const std::vector<std::string>& argv)
@@ -583,7 +441,7 @@ int sweepMain(const std::vector<std::string>& argv)
     options.format = input.format;
     options.controlFirst = true;
     options.provenance = u"recompute sweep "_s + QString::fromStdString(input.origin);
-    options.onStored = [&store](const rs::launch::SessionJob& job) {
+    options.onStored = [&store](const rs::session::SessionJob& job) {
         std::cout << oneLine(store, job.runId).toStdString() << (job.reused ? " (reused)" : "") << "\n"
                   << std::flush;
     };
@@ -598,7 +456,7 @@ int sweepMain(const std::vector<std::string>& argv)
         std::cout << oneLine(store, *session.controlRunId).toStdString() << " (reused)\n" << std::flush;
     if (session.startFailed) {
         const auto failed = std::find_if(session.jobs.begin(), session.jobs.end(),
-            [](const rs::launch::SessionJob& j) { return j.aborted && !j.reason.isEmpty() && j.runId; });
+            [](const rs::session::SessionJob& j) { return j.aborted && !j.reason.isEmpty() && j.runId; });
         if (failed != session.jobs.end() && !failed->isControl)
             std::cerr << "recompute sweep: the worker did not start for [" << failed->label.toStdString()
                       << "]; the sweep stops\n";
@@ -612,7 +470,7 @@ int sweepMain(const std::vector<std::string>& argv)
     const QVector<qint64> ids = session.candidateRuns();
     // Repeats of the [] control (a session that repeats until the interval is narrow) pool with it.
     QVector<qint64> moreControls;
-    for (const rs::launch::SessionJob& j : session.jobs) {
+    for (const rs::session::SessionJob& j : session.jobs) {
         if (j.isControl && j.runId && j.runId != controlId)
             moreControls << j.runId;
     }

@@ -65,19 +65,6 @@ bool fullRecompute(const AdviceCandidate& c)
     return c.label.rfind("full", 0) == 0; // "full uniform 1", "full:block:4"
 }
 
-// GB as short as it reads: 81.2, 80, 0.0024 (at most `dp` decimals, trailing zeros dropped).
-std::string gbShort(double gb, int dp)
-{
-    std::string s = formatFixed(gb, dp);
-    if (s.find('.') != std::string::npos) {
-        while (s.back() == '0')
-            s.pop_back();
-        if (s.back() == '.')
-            s.pop_back();
-    }
-    return s;
-}
-
 std::string stageText(const AdviceCandidate& c)
 {
     return c.estimated_stage ? " on stage " + std::to_string(*c.estimated_stage) : std::string();
@@ -133,15 +120,6 @@ void attributePeak(const AdviceCandidate& control, int dp, Advice& advice)
 
 } // namespace
 
-std::string recomputeLabelOfRegion(const std::string& region)
-{
-    if (region == "input_layernorm" || region == "pre_mlp_layernorm")
-        return "layernorm";
-    static const std::vector<std::string> same
-        = { "core_attn", "mlp", "moe", "moe_act", "shared_experts", "mla_up_proj" };
-    return std::find(same.begin(), same.end(), region) != same.end() ? region : std::string();
-}
-
 const char* verdictName(Verdict v)
 {
     switch (v) {
@@ -176,7 +154,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
     advice.target_gb = target_gb;
     advice.verdicts.resize(candidates.size());
     // Compared in whole bytes, so 36.000 GB admits exactly 36,000,000,000 bytes.
-    const auto targetBytes = std::int64_t(std::llround(target_gb * 1e9));
+    const auto targetBytes = gbToBytes(target_gb);
     // The guide's tables print 3 decimals; a sub-GB target (a CPU smoke test) needs more to say anything.
     const int dp = target_gb < 1.0 ? 6 : 3;
     auto gbText = [dp](std::int64_t bytes) { return formatGb(bytes, dp); };
@@ -192,8 +170,8 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
 
     // A candidate not yet run is skipped when its estimate exceeds the target by more than the estimator's
     // stated error: within the error it may still fit, and only a measurement can say.
-    const double skipAbove = target_gb * 1e9 * (1.0 + kEstimateErrorFraction);
-    const std::string errorText = gbShort(kEstimateErrorFraction * 100.0, 1) + " %";
+    const double skipAbove = target_gb * kBytesPerGb * (1.0 + kEstimateErrorFraction);
+    const std::string errorText = formatGbShort(kEstimateErrorFraction * 100.0, 1) + " %";
     auto estimatedOver = [&](const AdviceCandidate& c) {
         return c.estimated_peak_bytes && double(*c.estimated_peak_bytes) > skipAbove;
     };
@@ -203,10 +181,10 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
         const AdviceCandidate& c = candidates[i];
         CandidateVerdict& v = advice.verdicts[i];
         if (notRunYet(c) && c.estimated_peak_bytes) {
-            const std::string est = gbShort(double(*c.estimated_peak_bytes) / 1e9, dp) + " GB";
+            const std::string est = formatGbShort(bytesToGb(*c.estimated_peak_bytes), dp) + " GB";
             if (estimatedOver(c)) {
                 v.verdict = Verdict::SkippedByEstimate;
-                v.reasons.push_back("estimated " + est + " > target " + gbShort(target_gb, dp) + " GB ("
+                v.reasons.push_back("estimated " + est + " > target " + formatGbShort(target_gb, dp) + " GB ("
                     + (c.estimated_stage
                             ? "the hottest rank: stage " + std::to_string(*c.estimated_stage) + "; "
                             : std::string())
@@ -215,10 +193,10 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
                 v.verdict = Verdict::NotMeasured;
                 v.reasons.push_back("not measured yet: estimated " + est + stageText(c)
                     + (double(*c.estimated_peak_bytes) > double(targetBytes)
-                            ? " is over the target " + gbShort(target_gb, dp)
+                            ? " is over the target " + formatGbShort(target_gb, dp)
                                 + " GB by less than the estimator's " + errorText
                                 + " error: only a measurement can say whether it fits"
-                            : " fits the target " + gbShort(target_gb, dp) + " GB"));
+                            : " fits the target " + formatGbShort(target_gb, dp) + " GB"));
             }
             continue;
         }
@@ -255,7 +233,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
             v.worst_peak_bytes = worst->bytes;
             v.worst_rank = worst->rank;
             if (worst->bytes > targetBytes) {
-                v.over_target_gb = double(worst->bytes - targetBytes) / 1e9;
+                v.over_target_gb = bytesToGb(worst->bytes - targetBytes);
                 found.push_back(Verdict::OverTarget);
                 v.reasons.push_back("over the " + targetText + " on " + rankText(worst->rank) + " by "
                     + fixed(*v.over_target_gb, dp) + " GB (" + gbText(worst->bytes) + " GB)");
@@ -290,7 +268,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
             CandidateVerdict& v = advice.verdicts[i];
             const AdviceCandidate& c = candidates[i];
             const std::string fits = "fits (" + gbText(*v.worst_peak_bytes) + " GB on "
-                + rankText(*v.worst_rank) + ", " + fixed(double(targetBytes - *v.worst_peak_bytes) / 1e9, dp)
+                + rankText(*v.worst_rank) + ", " + fixed(bytesToGb(targetBytes - *v.worst_peak_bytes), dp)
                 + " GB under the target)";
             if (i == best) {
                 v.verdict = Verdict::Chosen;
@@ -365,7 +343,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
         if (!c.estimated_peak_bytes || notRunYet(c))
             continue;
         std::string r
-            = "estimated " + gbShort(double(*c.estimated_peak_bytes) / 1e9, dp) + " GB" + stageText(c);
+            = "estimated " + formatGbShort(bytesToGb(*c.estimated_peak_bytes), dp) + " GB" + stageText(c);
         if (v.worst_peak_bytes && *v.worst_peak_bytes > 0) {
             v.estimate_error_pct
                 = double(*c.estimated_peak_bytes - *v.worst_peak_bytes) / double(*v.worst_peak_bytes) * 100.0;
@@ -404,7 +382,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
         if (advice.next) {
             const AdviceCandidate& n = candidates[*advice.next];
             advice.summary += (advice.chosen ? "; not measured yet, next: " : "; measure next: ") + n.label
-                + " (estimated " + gbShort(double(*n.estimated_peak_bytes) / 1e9, dp) + " GB)";
+                + " (estimated " + formatGbShort(bytesToGb(*n.estimated_peak_bytes), dp) + " GB)";
         }
         if (!skipped.empty()) {
             std::string list;

@@ -16,6 +16,8 @@
 #include <utility>
 #include <vector>
 
+#include "core/recompute_labels.h"
+
 namespace rs {
 
 // A measured peak of one rank. rank -1: the maximum over ranks, without knowing which rank held it.
@@ -39,10 +41,6 @@ struct PeakAttributionBytes {
     // region -> activation bytes summed over layers (core_attn, mlp, input_layernorm, embedding, ...)
     std::vector<std::pair<std::string, std::int64_t>> regions;
 };
-
-// The recompute label whose boundary replays `region` (core_attn, mlp, moe, moe_act, shared_experts,
-// mla_up_proj as themselves; input_layernorm and pre_mlp_layernorm: layernorm); "" when none does.
-std::string recomputeLabelOfRegion(const std::string& region);
 
 // Activations hold "a real share" of the peak from this fraction on: then the label of their largest
 // region is the candidate to try first (the guide's step 3, attribute the peak).

@@ -5,6 +5,8 @@
 #include <set>
 #include <stdexcept>
 
+#include "core/recompute_labels.h"
+
 namespace rs {
 
 namespace {
@@ -118,7 +120,7 @@ RecomputeChoice recipeChoice(const Recipe& r)
         c.method = r.recompute_method.value_or("");
         c.num_layers = r.recompute_num_layers.value_or(0);
     } else if (granularity == "selective") {
-        c.modules = r.recompute_modules.value_or(std::vector<std::string> { "core_attn" });
+        c.modules = effectiveRecomputeModules(r);
     }
     return c;
 }

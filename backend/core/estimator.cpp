@@ -8,7 +8,9 @@
 
 #include "core/attention_softmax.h"
 #include "core/flops.h"
+#include "core/model_shape.h"
 #include "core/rules.h"
+#include "core/units.h"
 
 namespace rs {
 namespace {
@@ -35,16 +37,7 @@ constexpr uint32_t bit(int r)
     return 1u << r;
 }
 
-int parentOf(int r)
-{
-    return (r == kMoeAct || r == kShared) ? kMoe : kOutside;
-}
-
-bool isDiscard(int r)
-{
-    return r == kMlaUp || r == kNorm1 || r == kNorm2 || r == kMoeAct;
-}
-
+// The label each region belongs to; its kind and its enclosing region are the label table's.
 const char* regionLabel(int r)
 {
     switch (r) {
@@ -66,6 +59,41 @@ const char* regionLabel(int r)
     default:
         return "";
     }
+}
+
+// Per region: output-discard or not, and the region of the label that encloses it (the label table's
+// kind and parent), read once.
+struct RegionFacts {
+    bool discard[kRegionCount] = {};
+    int parent[kRegionCount] = {};
+    RegionFacts()
+    {
+        for (int r = 1; r < kRegionCount; ++r) {
+            const RecomputeLabel* row = findRecomputeLabel(regionLabel(r));
+            if (!row)
+                continue;
+            discard[r] = row->kind == CheckpointKind::OutputDiscard;
+            for (int p = 1; p < kRegionCount; ++p)
+                if (!row->parent.empty() && row->parent == regionLabel(p))
+                    parent[r] = p;
+        }
+    }
+};
+
+const RegionFacts& regionFacts()
+{
+    static const RegionFacts facts;
+    return facts;
+}
+
+int parentOf(int r)
+{
+    return regionFacts().parent[r];
+}
+
+bool isDiscard(int r)
+{
+    return regionFacts().discard[r];
 }
 
 // One tensor a layer's forward creates.
@@ -211,27 +239,26 @@ Shape shapeOf(const Recipe& r, Layout layout)
     const bool worker = layout == Layout::Worker;
     // The worker runs one rank of the recipe's layout (engine/layout_rank.h) with Megatron's shares: both
     // layouts see the same TP / CP / EP / PP / DP sizes.
-    x.tp = std::max(1, r.tensor_model_parallel_size);
-    x.cp = std::max(1, r.context_parallel_size);
-    x.ep = std::max(1, r.expert_model_parallel_size);
-    x.pp = std::max(1, r.pipeline_model_parallel_size);
-    x.vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
-    x.dp = std::max(1, r.data_parallel_size);
-    // expert_tensor_parallel_size is not a recipe field: Megatron's default is TP, which must fit
-    // TP x EP x PP into the world; where it does not, the recipe can only have run with ETP 1.
-    const double world = x.tp * x.pp * x.cp * x.dp;
-    x.etp = (std::fmod(world, x.tp * x.ep * x.pp) == 0) ? x.tp : 1;
-    x.edp = std::max(1.0, world / (x.etp * x.ep * x.pp));
-    x.sp = r.sequence_parallel && x.tp > 1;
+    const ParallelSizes p = parallelSizes(r);
+    const ModelShape m = modelShape(r);
+    x.tp = p.tp;
+    x.cp = p.cp;
+    x.ep = p.ep;
+    x.pp = p.pp;
+    x.vpp = p.vpp;
+    x.dp = p.dp;
+    x.etp = p.etp;
+    x.edp = p.edp;
+    x.sp = p.sp;
     x.s = r.seq_length / x.cp;
     x.b = r.micro_batch_size;
     x.T = x.s * x.b;
     x.Tsp = x.sp ? x.T / x.tp : x.T;
-    x.h = r.hidden_size;
-    x.F = r.ffn_hidden_size.value_or(4 * r.hidden_size);
-    x.heads = r.num_attention_heads;
-    x.groups = r.num_query_groups.value_or(r.num_attention_heads);
-    x.kv = r.kv_channels.value_or(r.num_attention_heads > 0 ? r.hidden_size / r.num_attention_heads : 0);
+    x.h = double(m.hidden);
+    x.F = double(m.ffn);
+    x.heads = double(m.heads);
+    x.groups = double(m.query_groups);
+    x.kv = double(m.kv_channels);
     x.gated = r.gated_linear_unit;
     x.fused_act = r.bias_activation_fusion;
     x.rms = r.normalization == "RMSNorm";
@@ -241,10 +268,10 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.dn = r.qk_head_dim;
     x.dr = r.qk_pos_emb_head_dim;
     x.dv = r.v_head_dim;
-    x.experts = r.num_moe_experts.value_or(0);
+    x.experts = double(m.experts);
     x.topk = r.moe_router_topk;
-    x.Fm = r.moe_ffn_hidden_size.value_or(x.F);
-    x.Fs = r.moe_shared_expert_intermediate_size.value_or(0);
+    x.Fm = double(m.moe_ffn);
+    x.Fs = double(m.shared_ffn);
     x.capacity = r.moe_expert_capacity_factor.value_or(0);
     x.grouped = r.moe_grouped_gemm;
     x.fp32 = !r.bf16 && !r.fp16;
@@ -255,11 +282,7 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.backend = r.attention_backend;
     x.te = r.transformer_impl == "transformer_engine";
     x.softmax_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
-    // Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
-    // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding); the worker pads it the same way
-    // (engine/model.cpp paddedVocabSize).
-    const double multiple = std::max(1, r.make_vocab_size_divisible_by) * x.tp;
-    x.vocab = std::ceil(r.vocab_size / multiple) * multiple;
+    x.vocab = double(m.vocab); // padded as Megatron-LM pads it (core/model_shape.h), the worker too
     // Both build the recipe's biases, learned absolute position table and tied or untied output layer
     // (engine/model.cpp: the worker's stack follows Megatron's).
     x.bias = r.add_bias_linear;
@@ -278,8 +301,7 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.fused_softmax = fusedMaskedSoftmaxApplies(r, static_cast<int64_t>(x.b),
         static_cast<int64_t>(x.heads / x.tp), static_cast<int64_t>(x.s), static_cast<int64_t>(x.s));
     // Both layouts run Megatron's micro-batches per step (engine/optimizer.cpp trainingLayout).
-    const double gbs = r.global_batch_size.value_or(r.micro_batch_size * static_cast<int>(x.dp));
-    x.micro_batches = std::max(1.0, std::floor(gbs / (x.b * x.dp)));
+    x.micro_batches = p.micro_batches;
     return x;
 }
 
@@ -804,7 +826,7 @@ Active activeOf(const Recipe& r)
     Active a;
     if (r.recompute_granularity.value_or("") != "selective")
         return a;
-    for (const auto& label : r.recompute_modules.value_or(std::vector<std::string> { "core_attn" })) {
+    for (const auto& label : effectiveRecomputeModules(r)) {
         for (int reg = 1; reg < kRegionCount; ++reg)
             if (label == regionLabel(reg))
                 a.mask |= bit(reg);
@@ -845,28 +867,17 @@ struct StageLayout {
 std::vector<StageLayout> stagesOf(const Recipe& r)
 {
     std::vector<StageLayout> stages;
-    const int pp = std::max(1, r.pipeline_model_parallel_size);
-    const int vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
-    const int per_chunk = r.num_layers / (pp * vpp);
+    const int pp = parallelSizes(r).pp;
     for (int p = 0; p < pp; ++p) {
+        const PipelineStage ps = pipelineStage(r, p);
         StageLayout s;
-        s.chunks = vpp;
-        s.first = p == 0;
-        s.last = p == pp - 1;
-        std::string ranges;
-        for (int v = 0; v < vpp; ++v) {
-            // Megatron's offset: chunk v of stage p starts at v * (L / vpp) + p * per_chunk.
-            const int first = v * (r.num_layers / vpp) + p * per_chunk;
-            const int count = (pp == 1 && vpp == 1) ? r.num_layers : per_chunk;
-            for (int i = 0; i < count; ++i) {
-                s.layers.push_back(first + i);
-                s.chunk.push_back(v);
-            }
-            if (count > 0)
-                ranges += (ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
-                    + std::to_string(first + count - 1);
-        }
-        s.scope = "stage " + std::to_string(p) + ": layers " + ranges + " of " + std::to_string(r.num_layers);
+        s.chunks = parallelSizes(r).vpp;
+        s.first = ps.first;
+        s.last = ps.last;
+        s.layers = ps.layers;
+        s.chunk = ps.chunk;
+        s.scope
+            = "stage " + std::to_string(p) + ": layers " + ps.ranges + " of " + std::to_string(r.num_layers);
         if (s.first)
             s.scope += ", embedding";
         if (s.last)
@@ -883,10 +894,7 @@ int64_t toBytes(double v)
 
 std::string fmtGB(double bytes)
 {
-    std::ostringstream o;
-    o.precision(3);
-    o << std::fixed << bytes / 1e9 << " GB";
-    return o.str();
+    return formatGbUnit(toBytes(bytes));
 }
 
 struct Builder {
@@ -913,17 +921,149 @@ const char* kWorkerModel = "backend/engine/model.cpp";
 const char* kWorkerOpt = "backend/engine/optimizer.cpp";
 const char* kKorthikanti = "Korthikanti et al. 2022, Table 2";
 
-RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& st, int stage_index,
-    const Active& sel, const LayerModel& dense, const LayerModel& moe_layer)
-{
-    const bool worker = x.layout == Layout::Worker;
-    const double d = x.act, h = x.h, T = x.T, Tsp = x.Tsp, V = x.vocab, t = x.tp;
-    RankEstimate rank;
-    rank.stage = stage_index;
-    rank.scope = st.scope;
+// What one layer contributes to a stage's activations under the recipe's recompute choice.
+struct LayerFigures {
+    double retained = 0, replay = 0, fwd_temp = 0, bwd_temp = 0, params = 0;
+    double fwd_point = 0; // what the layer keeps when its forward temporary is alive
+    // The largest moment of the replay's forward (with grad, before its backward), with the gradient
+    // that arrived and the generator state the replay captures: a full-recompute unit's last layer.
+    double replay_fwd = 0;
+};
 
-    // ---- parameters of the stage ----
+// One pipeline stage's estimate (docs/estimator.md), in named steps that run in this order: the stage's
+// parameters, the persistent state (parameters, gradient buffer, main parameters, optimizer states, the
+// batch), each layer's activations, the embedding's and the head's, the micro-batches in flight, then the
+// forward, backward (the worker's pipeline schedule where it has one) and optimizer phases.
+class StageEstimator {
+public:
+    StageEstimator(const Recipe& r_, const Shape& x_, const StageLayout& st_, int stage_index_,
+        const Active& sel_, const LayerModel& dense_, const LayerModel& moe_layer_)
+        : r(r_)
+        , x(x_)
+        , st(st_)
+        , stage_index(stage_index_)
+        , sel(sel_)
+        , dense(dense_)
+        , moe_layer(moe_layer_)
+        , worker(x_.layout == Layout::Worker)
+        , d(x_.act)
+        , h(x_.h)
+        , T(x_.T)
+        , Tsp(x_.Tsp)
+        , V(x_.vocab)
+        , t(x_.tp)
+        , holds_embedding(st_.first)
+        , holds_output(st_.last)
+        , pd(x_.act) // parameter bytes (bf16/fp16: 2, fp32: 4)
+        , full(r_.recompute_granularity.value_or("") == "full")
+        , method(r_.recompute_method.value_or(""))
+        , k(r_.recompute_num_layers.value_or(0))
+        , ckpt_state(worker ? kWorkerRngState : 0)
+        , nc(std::max(1, st_.chunks))
+    {
+        rank.stage = stage_index;
+        rank.scope = st.scope;
+    }
+
+    RankEstimate run()
+    {
+        stageParameters();
+        persistentState();
+        layerActivations();
+        embeddingAndHead();
+        inFlightMicroBatches();
+        forwardPhase();
+        backwardPhase();
+        if (worker && (x.pp > 1 || st.chunks > 1))
+            workerPipelineSchedule();
+        return optimizerPhases();
+    }
+
+private:
+    void stageParameters();
+    void persistentState();
+    void layerActivations();
+    void embeddingAndHead();
+    void inFlightMicroBatches();
+    void forwardPhase();
+    void backwardPhase();
+    void workerPipelineSchedule();
+    RankEstimate optimizerPhases();
+    // The activations chunk c of the current chunk-micro-batch holds (the embedding's with chunk 0).
+    double chunkActs(int c) const;
+    // The activation terms of a phase: the current micro-batch's, the other in-flight ones', the sent ones.
+    void actTerms(Builder& bld, double current) const;
+
+    const Recipe& r;
+    const Shape& x;
+    const StageLayout& st;
+    const int stage_index;
+    const Active& sel;
+    const LayerModel& dense;
+    const LayerModel& moe_layer;
+    const bool worker;
+    const double d, h, T, Tsp, V, t;
+    const bool holds_embedding, holds_output;
+    const double pd;
+    const bool full;
+    const std::string method;
+    const int k;
+    const double ckpt_state;
+    const int nc;
+    RankEstimate rank;
+    // stageParameters
     ParamCount params;
+    double P = 0;
+    // persistentState
+    Builder base;
+    double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
+    double fp32_main_grads = 0; // Megatron layout, 16-bit gradient buffer: the optimizer step's fp32 copies
+    double worker_shard = 0; // Worker layout: the elements this rank's optimizer steps
+    // layerActivations
+    std::vector<LayerFigures> lf;
+    double layers_retained = 0;
+    // embeddingAndHead
+    double embed = 0, head = 0, head_fwd = 0, head_bwd = 0;
+    std::string head_source, head_note;
+    // inFlightMicroBatches
+    int in_flight = 1; // chunk-micro-batches whose activations are held at once, including the current one
+    double m = 1;
+    double other_in_flight = 0;
+    std::string act_source, act_note;
+    double sent_held = 0;
+    // the phases
+    Builder fwd, bwd;
+};
+
+double StageEstimator::chunkActs(int c) const
+{
+    double a = c == 0 ? embed : 0;
+    for (size_t j = 0; j < lf.size(); ++j)
+        if (st.chunk[j] == c)
+            a += lf[j].retained;
+    return a;
+}
+
+void StageEstimator::actTerms(Builder& bld, double current) const
+{
+    bld.add("activations", "saved activations of the in-flight micro-batch", current, act_source, act_note);
+    if (other_in_flight > 0)
+        bld.add("activations",
+            "activations of " + std::to_string(in_flight - 1) + " more in-flight (chunk-)micro-batches",
+            other_in_flight, "megatron/core/pipeline_parallel/schedules.py",
+            "1F1B: stage p holds min(PP - p, m); interleaved: (PP - p - 1) * 2 + (VPP - 1) * PP + 1 "
+            "chunk-micro-batches, each 1/VPP of the stage's layers");
+    if (sent_held > 0)
+        bld.add("activations", "sent chunk outputs of the in-flight micro-batches", sent_held,
+            "megatron/core/pipeline_parallel/schedules.py",
+            "deallocate_pipeline_outputs False (ModelParallelConfig's default; Megatron-LM and Bridge "
+            "set "
+            "True): each sent output [s/CP(/TP under SP), b, h] is kept until its backward");
+}
+
+void StageEstimator::stageParameters()
+{
+    // ---- parameters of the stage ----
     const ParamCount dense_params = layerParams(x, false), moe_params = layerParams(x, true);
     for (int g : st.layers) {
         const ParamCount& p = isMoeLayer(r, g) ? moe_params : dense_params;
@@ -932,8 +1072,6 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         params.largest = std::max(params.largest, p.largest);
         params.tensors += p.tensors;
     }
-    const bool holds_embedding = st.first;
-    const bool holds_output = st.last;
     if (holds_embedding) {
         params.add(V * h / t);
         if (x.pos_table > 0)
@@ -948,11 +1086,12 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
         if (x.untied || (!st.first && st.last))
             params.add(V * h / t);
     }
-    const double P = params.total();
-    const double pd = x.act; // parameter bytes (bf16/fp16: 2, fp32: 4)
+    P = params.total();
+}
 
+void StageEstimator::persistentState()
+{
     // ---- the persistent state ----
-    Builder base;
     base.add("parameters", "model parameters", P * pd,
         worker ? kWorkerModel : "megatron/core/distributed/param_and_grad_buffer.py",
         worker ? "one tensor per parameter in the recipe's dtype: biases, position table and output layer "
@@ -960,9 +1099,7 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                : "the DDP parameter buffer in the training dtype; bucket padding (to multiples of the DP "
                  "size x 128 "
                  "elements) left out");
-    double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
-    double fp32_main_grads = 0; // Megatron layout, 16-bit gradient buffer: the optimizer step's fp32 copies
-    double worker_shard = P; // Worker layout: the elements this rank's optimizer steps
+    worker_shard = P;
     if (worker) {
         // The distributed optimizer's shard of the rank (MainParamAdamW over the buffer's first DP slice):
         // dense parameters / DP, routed experts / expert-DP (their own buffer), as Megatron shards them.
@@ -1012,21 +1149,52 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                 + (x.grad == 4 ? "fp32 (grad_reduce_in_fp32)" : "in the parameters' dtype")
                 + ", micro-batches accumulate into it (" + std::to_string(static_cast<int>(x.micro_batches))
                 + " per step); bucket padding left out");
+        // The precision-aware optimizer (distributed only: megatron/core/optimizer/__init__.py refuses it
+        // otherwise): Transformer Engine's FusedAdam keeps the moments in exp_avg(_sq)_dtype and, without
+        // fp8 other than delayed scaling, the master weights in main_params_dtype, with bf16 parameters as
+        // int16 remainders (store_param_remainders; distrib_optimizer.py, optimizer_config.py
+        // use_precision_aware_optimizer_no_fp8_or_ds_fp8); the step reads the 16-bit gradient buffer.
+        const bool aware = dist && r.use_precision_aware_optimizer;
+        const bool te_master = aware
+            && (r.main_params_dtype != "fp32" || !r.fp8 || r.fp8->empty() || r.fp8_recipe == "delayed");
+        const auto dtypeBytes = [](const std::string& d) {
+            return d == "fp8" ? 1.0 : d == "fp32" ? 4.0 : 2.0;
+        };
         if (!x.fp32) {
-            main_bytes = sharded * 4;
-            base.add("main_parameters", "fp32 main parameters", main_bytes,
-                dist ? "megatron/core/optimizer/distrib_optimizer.py"
-                     : "megatron/core/optimizer/optimizer.py",
-                dist ? "the distributed optimizer's fp32 shard: dense parameters / DP, experts / expert-DP"
-                     : "Float16OptimizerWithFloat16Params: an fp32 copy of every parameter");
+            const double master
+                = te_master && r.main_params_dtype == "fp32" && r.store_param_remainders && r.bf16 ? 2
+                : te_master ? dtypeBytes(r.main_params_dtype)
+                            : 4;
+            main_bytes = sharded * master;
+            base.add("main_parameters",
+                master == 4                                      ? "fp32 main parameters"
+                    : te_master && r.main_params_dtype == "fp32" ? "main parameters as 16-bit remainders"
+                                                                 : "16-bit main parameters",
+                main_bytes,
+                aware      ? "megatron/core/optimizer/distrib_optimizer.py (Transformer Engine FusedAdam "
+                             "master_weights)"
+                    : dist ? "megatron/core/optimizer/distrib_optimizer.py"
+                           : "megatron/core/optimizer/optimizer.py",
+                aware ? "the precision-aware optimizer's master weights of this rank's shard (dense / DP, "
+                        "experts / "
+                        "expert-DP): "
+                        + std::string(master == 2 && r.main_params_dtype == "fp32"
+                                ? "fp32 kept as the 16 bits a bf16 parameter lacks (store_param_remainders)"
+                                : "in main_params_dtype " + r.main_params_dtype)
+                    : dist
+                    ? "the distributed optimizer's fp32 shard: dense parameters / DP, experts / expert-DP"
+                    : "Float16OptimizerWithFloat16Params: an fp32 copy of every parameter");
             if (x.grad != 4 && !r.use_precision_aware_optimizer)
                 fp32_main_grads = sharded * 4;
         }
-        state_bytes = sharded * 8;
+        const double moments = aware ? dtypeBytes(r.exp_avg_dtype) + dtypeBytes(r.exp_avg_sq_dtype) : 8;
+        state_bytes = sharded * moments;
         base.add("optimizer_states", "Adam exp_avg, exp_avg_sq", state_bytes,
             dist ? "megatron/core/optimizer/distrib_optimizer.py" : "megatron/core/optimizer/__init__.py",
-            dist ? "fp32 moments of this rank's shard (dense / DP, experts / expert-DP)"
-                 : "fp32 moments of every parameter on this rank");
+            aware ? "moments of this rank's shard in exp_avg_dtype " + r.exp_avg_dtype
+                    + " and exp_avg_sq_dtype " + r.exp_avg_sq_dtype + " (the precision-aware optimizer)"
+                : dist ? "fp32 moments of this rank's shard (dense / DP, experts / expert-DP)"
+                       : "fp32 moments of every parameter on this rank");
         const double per_mb_inputs = T * (8 + 8 + 4 + 8) + x.b * x.s * x.s * x.cp;
         base.add("other", "batch: tokens, labels, loss mask, position ids, attention mask", per_mb_inputs,
             "megatron/training/utils.py get_batch_on_this_tp_rank",
@@ -1041,21 +1209,12 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             "baddbmm's input buffer from get_global_memory_buffer() (beta 0: never written): allocated "
             "once, kept for the whole run");
     }
+}
 
+void StageEstimator::layerActivations()
+{
     // ---- activations of one micro-batch of this stage ----
-    const std::string granularity = r.recompute_granularity.value_or("");
-    const bool full = granularity == "full";
-    const std::string method = r.recompute_method.value_or("");
-    const int k = r.recompute_num_layers.value_or(0);
-    const double ckpt_state = worker ? kWorkerRngState : 0;
-    struct LayerFigures {
-        double retained = 0, replay = 0, fwd_temp = 0, bwd_temp = 0, params = 0;
-        double fwd_point = 0; // what the layer keeps when its forward temporary is alive
-        // The largest moment of the replay's forward (with grad, before its backward), with the gradient
-        // that arrived and the generator state the replay captures: a full-recompute unit's last layer.
-        double replay_fwd = 0;
-    };
-    std::vector<LayerFigures> lf(st.layers.size());
+    lf.assign(st.layers.size(), LayerFigures {});
     const auto selective = [&](const LayerModel& L, bool is_moe) {
         LayerFigures f;
         f.retained = L.retained(sel, static_cast<int>(checkpointCount(sel, L, is_moe, x) * ckpt_state));
@@ -1148,13 +1307,13 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             i = end;
         }
     }
-    double layers_retained = 0;
     for (const auto& f : lf)
         layers_retained += f.retained;
+}
 
+void StageEstimator::embeddingAndHead()
+{
     // Embedding and head activations.
-    double embed = 0, head = 0, head_fwd = 0, head_bwd = 0;
-    std::string head_source, head_note;
     if (holds_embedding) {
         if (x.hidden_dropout > 0)
             embed += worker ? Tsp * h * d : Tsp * h * 1; // embedding dropout mask [Korthikanti: sbh]
@@ -1190,10 +1349,12 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                   "backward, their 16-bit gradient and the gathered output-layer input in flight";
         }
     }
+}
 
+void StageEstimator::inFlightMicroBatches()
+{
     // ---- in-flight micro-batches (pipeline schedules, schedules.py) ----
-    int in_flight = 1; // chunk-micro-batches whose activations are held at once, including the current one
-    const double m = x.micro_batches;
+    m = x.micro_batches;
     if (x.pp > 1) {
         const int p = stage_index;
         if (st.chunks == 1) {
@@ -1208,50 +1369,27 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     rank.in_flight_micro_batches = in_flight;
     // The current chunk-micro-batch holds its own chunk's activations only (the stage's other VPP chunks
     // are among the other in-flight ones): the embedding's with chunk 0, the head's with the last.
-    const int nc = std::max(1, st.chunks);
-    auto chunkActs = [&](int c) {
-        double a = c == 0 ? embed : 0;
-        for (size_t j = 0; j < lf.size(); ++j)
-            if (st.chunk[j] == c)
-                a += lf[j].retained;
-        return a;
-    };
     // Every other in-flight chunk-micro-batch holds its chunk's share of the stage's activations.
-    const double other_in_flight
-        = in_flight > 1 ? (in_flight - 1) * (layers_retained + embed) / st.chunks : 0;
+    other_in_flight = in_flight > 1 ? (in_flight - 1) * (layers_retained + embed) / st.chunks : 0;
 
-    const std::string act_source = worker ? kWorkerModel : kKorthikanti;
-    const std::string act_note = worker
+    act_source = worker ? kWorkerModel : kKorthikanti;
+    act_note = worker
         ? "LibTorch 1.13 CPU autograd: what each op of the worker's layer saves (docs/estimator.md)"
         : "Korthikanti's per-layer terms generalised to GQA / MLA / SwiGLU / MoE and the recipe's recompute; "
           "each region's checkpoint keeps its inputs, output-discard regions free their outputs";
     // The chunk outputs a stage sends on: with deallocate_pipeline_outputs False, Megatron keeps each one's
     // data until its backward (schedules.py deallocate_output_tensor); with True only its autograd node. On
     // the last stage the loss chunk sends nothing (interleaved: its share of the in-flight ones).
-    double sent_held = 0;
     if (!worker && x.pp > 1 && !r.deallocate_pipeline_outputs) {
         const double sending = st.last ? in_flight * (st.chunks - 1.0) / st.chunks : in_flight;
         sent_held = std::floor(sending + 0.5) * Tsp * h * d;
     }
-    auto actTerms = [&](Builder& bld, double current) {
-        bld.add(
-            "activations", "saved activations of the in-flight micro-batch", current, act_source, act_note);
-        if (other_in_flight > 0)
-            bld.add("activations",
-                "activations of " + std::to_string(in_flight - 1) + " more in-flight (chunk-)micro-batches",
-                other_in_flight, "megatron/core/pipeline_parallel/schedules.py",
-                "1F1B: stage p holds min(PP - p, m); interleaved: (PP - p - 1) * 2 + (VPP - 1) * PP + 1 "
-                "chunk-micro-batches, each 1/VPP of the stage's layers");
-        if (sent_held > 0)
-            bld.add("activations", "sent chunk outputs of the in-flight micro-batches", sent_held,
-                "megatron/core/pipeline_parallel/schedules.py",
-                "deallocate_pipeline_outputs False (ModelParallelConfig's default; Megatron-LM and Bridge "
-                "set "
-                "True): each sent output [s/CP(/TP under SP), b, h] is kept until its backward");
-    };
+}
 
+void StageEstimator::forwardPhase()
+{
     // ---- forward ----
-    Builder fwd = base;
+    fwd = base;
     {
         // At the loss (last stage) or at the last layer's forward.
         double best = 0, best_acts = 0;
@@ -1281,9 +1419,12 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
             best, what == "logits" ? head_source : act_source,
             what == "logits" ? head_note : "the largest tensor alive only inside one layer's forward");
     }
+}
 
+void StageEstimator::backwardPhase()
+{
     // ---- backward ----
-    Builder bwd = base;
+    bwd = base;
     {
         double best_total = -1, best_acts = 0, best_tr = 0, best_grads = 0;
         std::string what;
@@ -1341,163 +1482,167 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
                 "autograd's gradient of a parameter before the buffer's hook adds it (engine/optimizer.cpp "
                 "MainGradPostHook); a tied embedding's output-layer part waits for the lookup's");
     }
+}
 
+void StageEstimator::workerPipelineSchedule()
+{
     // ---- the worker's pipeline schedule ----
     // A stage of PP > 1 (or with VPP chunks) runs engine/layout_rank.cpp pipelineSchedule (Megatron's 1F1B
     // or interleaved order, schedules.py): each chunk-micro-batch keeps its chunk's saved tensors, the
     // activation it received (a leaf, unless its first layer keeps it anyway) and the one it sends, until
     // its backward; the peaks are taken over the schedule's steps.
-    if (worker && (x.pp > 1 || st.chunks > 1)) {
-        const double boundary = Tsp * h * d; // [s / CP (/ TP under SP), b, h]
-        const bool full_units = full && (method == "uniform" || method == "block") && k > 0;
-        struct ChunkFig {
-            size_t i0 = 0, i1 = 0;
-            bool from_tokens = false, loss = false;
-            double held = 0, fwd_acts = 0, fwd_tr = 0;
-        };
-        std::vector<ChunkFig> cf(static_cast<size_t>(nc));
-        size_t j = 0;
-        for (int c = 0; c < nc; ++c) {
-            auto& f = cf[static_cast<size_t>(c)];
-            f.i0 = j;
-            while (j < lf.size() && st.chunk[j] == c)
-                ++j;
-            f.i1 = j;
-            f.from_tokens = c == 0 && st.first;
-            f.loss = c == nc - 1 && st.last;
-            double acts = f.from_tokens ? embed : 0;
-            if (!f.from_tokens && f.i0 < f.i1 && !full_units) {
-                const LayerModel& L0 = isMoeLayer(r, st.layers[f.i0]) ? moe_layer : dense;
-                if (L0.entries.empty() || retainedBytes(L0.entries.front(), sel) <= 0)
-                    acts += boundary; // the received activation, kept by the schedule only
-            }
-            double best = -1;
-            for (size_t q = f.i0; q < f.i1; ++q) {
-                if (acts + lf[q].fwd_point + lf[q].fwd_temp > best) {
-                    best = acts + lf[q].fwd_point + lf[q].fwd_temp;
-                    f.fwd_acts = acts + lf[q].fwd_point;
-                    f.fwd_tr = lf[q].fwd_temp;
-                }
-                acts += lf[q].retained;
-            }
-            // The loss head, or the activation sent on: kept by the schedule unless deallocated once sent
-            // (deallocate_pipeline_outputs, as Megatron's deallocate_output_tensor; engine/runner.cpp).
-            acts += f.loss ? head : (r.deallocate_pipeline_outputs ? 0 : boundary);
-            const double end_tr = f.loss ? head_fwd : 0;
-            if (acts + end_tr > best) {
-                f.fwd_acts = acts;
-                f.fwd_tr = end_tr;
-            }
-            f.held = acts;
+    const double boundary = Tsp * h * d; // [s / CP (/ TP under SP), b, h]
+    const bool full_units = full && (method == "uniform" || method == "block") && k > 0;
+    struct ChunkFig {
+        size_t i0 = 0, i1 = 0;
+        bool from_tokens = false, loss = false;
+        double held = 0, fwd_acts = 0, fwd_tr = 0;
+    };
+    std::vector<ChunkFig> cf(static_cast<size_t>(nc));
+    size_t j = 0;
+    for (int c = 0; c < nc; ++c) {
+        auto& f = cf[static_cast<size_t>(c)];
+        f.i0 = j;
+        while (j < lf.size() && st.chunk[j] == c)
+            ++j;
+        f.i1 = j;
+        f.from_tokens = c == 0 && st.first;
+        f.loss = c == nc - 1 && st.last;
+        double acts = f.from_tokens ? embed : 0;
+        if (!f.from_tokens && f.i0 < f.i1 && !full_units) {
+            const LayerModel& L0 = isMoeLayer(r, st.layers[f.i0]) ? moe_layer : dense;
+            if (L0.entries.empty() || retainedBytes(L0.entries.front(), sel) <= 0)
+                acts += boundary; // the received activation, kept by the schedule only
         }
-        // One chunk's backward: its worst point as (activations, transient, gradients).
-        struct Point {
-            double acts = 0, tr = 0, grads = 0;
-            double total() const { return acts + tr + grads; }
-        };
-        // Gradients: the buffer (base) takes each parameter's as it arrives; one in flight at a time.
-        auto chunkBackward = [&](const ChunkFig& f) {
-            Point best { 0, 0, 0 };
-            bool any = false;
-            auto consider = [&](double a, double tr, double g) {
-                if (!any || a + tr + g > best.total())
-                    best = { a, tr, g };
-                any = true;
-            };
-            double below = f.held, tr_in = 0;
-            if (f.loss) {
-                consider(f.held, head_bwd, 0);
-                consider(f.held - T * V / t * 4, T * V / t * d + T * h * d, V / t * h * d);
-                below -= head;
-            } else {
-                tr_in = boundary; // the gradient the next stage sends back
+        double best = -1;
+        for (size_t q = f.i0; q < f.i1; ++q) {
+            if (acts + lf[q].fwd_point + lf[q].fwd_temp > best) {
+                best = acts + lf[q].fwd_point + lf[q].fwd_temp;
+                f.fwd_acts = acts + lf[q].fwd_point;
+                f.fwd_tr = lf[q].fwd_temp;
             }
-            for (size_t q = f.i1; q-- > f.i0;) {
-                below -= lf[q].retained;
-                consider(below + lf[q].retained,
-                    std::max(lf[q].replay + lf[q].bwd_temp + tr_in, lf[q].replay_fwd), 0);
-            }
-            if (f.from_tokens)
-                consider(embed, T * h * d * 2, V / t * h * d);
-            return best;
-        };
-        // The schedule (layout_rank.cpp pipelineSchedule): micro-batches in groups of PP, through the
-        // chunks in order forward and in reverse backward; warm-up, steady 1F1B, cool-down.
-        const int pp = std::max(1, static_cast<int>(x.pp)), mb = std::max(1, static_cast<int>(m));
-        std::vector<int> fwd_chunks, bwd_chunks;
-        for (int g0 = 0; g0 < mb; g0 += pp) {
-            const int g1 = std::min(mb, g0 + pp);
-            for (int v = 0; v < nc; ++v)
-                for (int i = g0; i < g1; ++i)
-                    fwd_chunks.push_back(v);
-            for (int v = nc - 1; v >= 0; --v)
-                for (int i = g0; i < g1; ++i)
-                    bwd_chunks.push_back(v);
+            acts += lf[q].retained;
         }
-        std::vector<std::pair<bool, int>> ops;
-        const int total = static_cast<int>(fwd_chunks.size());
-        const int warmup = std::clamp(
-            nc == 1 ? pp - stage_index - 1 : (pp - stage_index - 1) * 2 + (nc - 1) * pp, 0, total);
-        size_t fi = 0, bi = 0;
-        for (; fi < static_cast<size_t>(warmup); ++fi)
-            ops.push_back({ true, fwd_chunks[fi] });
-        while (fi < fwd_chunks.size()) {
-            ops.push_back({ true, fwd_chunks[fi++] });
-            ops.push_back({ false, bwd_chunks[bi++] });
+        // The loss head, or the activation sent on: kept by the schedule unless deallocated once sent
+        // (deallocate_pipeline_outputs, as Megatron's deallocate_output_tensor; engine/runner.cpp).
+        acts += f.loss ? head : (r.deallocate_pipeline_outputs ? 0 : boundary);
+        const double end_tr = f.loss ? head_fwd : 0;
+        if (acts + end_tr > best) {
+            f.fwd_acts = acts;
+            f.fwd_tr = end_tr;
         }
-        while (bi < bwd_chunks.size())
-            ops.push_back({ false, bwd_chunks[bi++] });
-        double held = 0;
-        int now = 0, most = 0;
-        Point best_f, best_b;
-        double others_f = 0, others_b = 0;
-        int n_f = 0, n_b = 0;
-        bool seen_f = false, seen_b = false;
-        for (const auto& [is_fwd, c] : ops) {
-            const ChunkFig& f = cf[static_cast<size_t>(c)];
-            if (is_fwd) {
-                const Point p { f.fwd_acts, f.fwd_tr, 0 };
-                if (!seen_f || held + p.total() > others_f + best_f.total()) {
-                    best_f = p;
-                    others_f = held;
-                    n_f = now;
-                }
-                seen_f = true;
-                held += f.held;
-                most = std::max(most, ++now);
-            } else {
-                held -= f.held;
-                --now;
-                const Point p = chunkBackward(f);
-                if (!seen_b || held + p.total() > others_b + best_b.total()) {
-                    best_b = p;
-                    others_b = held;
-                    n_b = now;
-                }
-                seen_b = true;
-            }
-        }
-        rank.in_flight_micro_batches = most;
-        auto build = [&](const Point& p, double others, int n_others, const char* tr_name) {
-            Builder bl = base;
-            bl.add("activations", "saved activations of the in-flight micro-batch", p.acts, act_source,
-                act_note + "; the received and the sent activation of a pipeline stage");
-            bl.add("activations",
-                "activations of " + std::to_string(n_others) + " more in-flight chunk-micro-batches", others,
-                "engine/layout_rank.cpp pipelineSchedule",
-                "the worker's 1F1B / interleaved schedule (Megatron's order): every chunk-micro-batch "
-                "forwarded and not yet backwarded keeps its chunk's activations");
-            bl.add("transient", tr_name, p.tr, act_source,
-                "the largest tensor alive only inside the current step of the schedule");
-            bl.add("gradients", "a parameter's gradient before the buffer takes it", p.grads, kWorkerOpt,
-                "autograd allocates the gradient (the recipe's dtype); the hook adds it into the buffer and "
-                "frees it");
-            return bl;
-        };
-        fwd = build(best_f, others_f, n_f, "a chunk's forward temporaries");
-        bwd = build(best_b, others_b, n_b, "a chunk's backward: replay and gradients in flight");
+        f.held = acts;
     }
+    // One chunk's backward: its worst point as (activations, transient, gradients).
+    struct Point {
+        double acts = 0, tr = 0, grads = 0;
+        double total() const { return acts + tr + grads; }
+    };
+    // Gradients: the buffer (base) takes each parameter's as it arrives; one in flight at a time.
+    auto chunkBackward = [&](const ChunkFig& f) {
+        Point best { 0, 0, 0 };
+        bool any = false;
+        auto consider = [&](double a, double tr, double g) {
+            if (!any || a + tr + g > best.total())
+                best = { a, tr, g };
+            any = true;
+        };
+        double below = f.held, tr_in = 0;
+        if (f.loss) {
+            consider(f.held, head_bwd, 0);
+            consider(f.held - T * V / t * 4, T * V / t * d + T * h * d, V / t * h * d);
+            below -= head;
+        } else {
+            tr_in = boundary; // the gradient the next stage sends back
+        }
+        for (size_t q = f.i1; q-- > f.i0;) {
+            below -= lf[q].retained;
+            consider(
+                below + lf[q].retained, std::max(lf[q].replay + lf[q].bwd_temp + tr_in, lf[q].replay_fwd), 0);
+        }
+        if (f.from_tokens)
+            consider(embed, T * h * d * 2, V / t * h * d);
+        return best;
+    };
+    // The schedule (layout_rank.cpp pipelineSchedule): micro-batches in groups of PP, through the
+    // chunks in order forward and in reverse backward; warm-up, steady 1F1B, cool-down.
+    const int pp = std::max(1, static_cast<int>(x.pp)), mb = std::max(1, static_cast<int>(m));
+    std::vector<int> fwd_chunks, bwd_chunks;
+    for (int g0 = 0; g0 < mb; g0 += pp) {
+        const int g1 = std::min(mb, g0 + pp);
+        for (int v = 0; v < nc; ++v)
+            for (int i = g0; i < g1; ++i)
+                fwd_chunks.push_back(v);
+        for (int v = nc - 1; v >= 0; --v)
+            for (int i = g0; i < g1; ++i)
+                bwd_chunks.push_back(v);
+    }
+    std::vector<std::pair<bool, int>> ops;
+    const int total = static_cast<int>(fwd_chunks.size());
+    const int warmup
+        = std::clamp(nc == 1 ? pp - stage_index - 1 : (pp - stage_index - 1) * 2 + (nc - 1) * pp, 0, total);
+    size_t fi = 0, bi = 0;
+    for (; fi < static_cast<size_t>(warmup); ++fi)
+        ops.push_back({ true, fwd_chunks[fi] });
+    while (fi < fwd_chunks.size()) {
+        ops.push_back({ true, fwd_chunks[fi++] });
+        ops.push_back({ false, bwd_chunks[bi++] });
+    }
+    while (bi < bwd_chunks.size())
+        ops.push_back({ false, bwd_chunks[bi++] });
+    double held = 0;
+    int now = 0, most = 0;
+    Point best_f, best_b;
+    double others_f = 0, others_b = 0;
+    int n_f = 0, n_b = 0;
+    bool seen_f = false, seen_b = false;
+    for (const auto& [is_fwd, c] : ops) {
+        const ChunkFig& f = cf[static_cast<size_t>(c)];
+        if (is_fwd) {
+            const Point p { f.fwd_acts, f.fwd_tr, 0 };
+            if (!seen_f || held + p.total() > others_f + best_f.total()) {
+                best_f = p;
+                others_f = held;
+                n_f = now;
+            }
+            seen_f = true;
+            held += f.held;
+            most = std::max(most, ++now);
+        } else {
+            held -= f.held;
+            --now;
+            const Point p = chunkBackward(f);
+            if (!seen_b || held + p.total() > others_b + best_b.total()) {
+                best_b = p;
+                others_b = held;
+                n_b = now;
+            }
+            seen_b = true;
+        }
+    }
+    rank.in_flight_micro_batches = most;
+    auto build = [&](const Point& p, double others, int n_others, const char* tr_name) {
+        Builder bl = base;
+        bl.add("activations", "saved activations of the in-flight micro-batch", p.acts, act_source,
+            act_note + "; the received and the sent activation of a pipeline stage");
+        bl.add("activations",
+            "activations of " + std::to_string(n_others) + " more in-flight chunk-micro-batches", others,
+            "engine/layout_rank.cpp pipelineSchedule",
+            "the worker's 1F1B / interleaved schedule (Megatron's order): every chunk-micro-batch "
+            "forwarded and not yet backwarded keeps its chunk's activations");
+        bl.add("transient", tr_name, p.tr, act_source,
+            "the largest tensor alive only inside the current step of the schedule");
+        bl.add("gradients", "a parameter's gradient before the buffer takes it", p.grads, kWorkerOpt,
+            "autograd allocates the gradient (the recipe's dtype); the hook adds it into the buffer and "
+            "frees it");
+        return bl;
+    };
+    fwd = build(best_f, others_f, n_f, "a chunk's forward temporaries");
+    bwd = build(best_b, others_b, n_b, "a chunk's backward: replay and gradients in flight");
+}
 
+RankEstimate StageEstimator::optimizerPhases()
+{
     // ---- optimizer step and optimizer-state initialisation ----
     Builder opt = base;
     if (worker) {
@@ -1546,6 +1691,12 @@ RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& s
     return rank;
 }
 
+RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& st, int stage_index,
+    const Active& sel, const LayerModel& dense, const LayerModel& moe_layer)
+{
+    return StageEstimator(r, x, st, stage_index, sel, dense, moe_layer).run();
+}
+
 } // namespace
 
 const char* layoutName(Layout l)
@@ -1585,6 +1736,14 @@ const PhaseEstimate& RankEstimate::peak() const
     return p ? *p : phases.front();
 }
 
+bool estimatorModelsLabel(std::string_view label)
+{
+    for (int reg = 1; reg < kRegionCount; ++reg)
+        if (label == regionLabel(reg))
+            return true;
+    return false;
+}
+
 std::vector<RecomputeChoice> recomputeChoices(const Recipe& r)
 {
     std::vector<RecomputeChoice> out;
@@ -1595,10 +1754,7 @@ std::vector<RecomputeChoice> recomputeChoices(const Recipe& r)
         if (!e.exists || !e.has_effect)
             continue;
         // Only the labels this estimate has a region for.
-        bool known = false;
-        for (int reg = 1; reg < kRegionCount; ++reg)
-            known = known || label == regionLabel(reg);
-        if (!known)
+        if (!estimatorModelsLabel(label))
             continue;
         RecomputeChoice c;
         c.granularity = "selective";
@@ -1751,12 +1907,12 @@ std::vector<RankedCandidate> rankCandidatesByEstimate(const Recipe& resolved,
         c.label = choiceSpelling(candidates[i]);
         c.peak_bytes = e.peak_bytes;
         c.hottest_stage = e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage;
-        const double limit = target_gb ? *target_gb * 1e9 * (1.0 - margin) : 0;
+        const double limit = target_gb ? *target_gb * kBytesPerGb * (1.0 - margin) : 0;
         if (target_gb && static_cast<double>(e.peak_bytes) > limit) {
             c.fits = false;
             c.skip_reason = "estimated peak " + fmtGB(static_cast<double>(e.peak_bytes)) + " on stage "
                 + std::to_string(c.hottest_stage) + " (" + e.ranks[static_cast<size_t>(e.hottest)].peak_phase
-                + ") is over the target " + fmtGB(*target_gb * 1e9)
+                + ") is over the target " + fmtGB(*target_gb * kBytesPerGb)
                 + (margin > 0 ? " less a " + std::to_string(int(margin * 100)) + "% margin" : "");
             over.push_back(c);
         } else {

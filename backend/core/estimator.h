@@ -22,6 +22,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -80,6 +81,8 @@ MemoryEstimate estimateMemory(const Recipe& resolved, Layout layout = Layout::Me
 // Every choice the recipe's model can take: [], each label with an effect on this architecture
 // (allowedRecomputeModules + recomputeLabelEffect), full uniform 1, full block with every layer of a chunk.
 std::vector<RecomputeChoice> recomputeChoices(const Recipe& r);
+// Does the estimate have a region for this recompute label (the label table asks, recompute_labels.h)?
+bool estimatorModelsLabel(std::string_view label);
 
 // Bytes one layer keeps for backward under the recipe's recompute choice (selective labels only; full
 // recompute keeps a layer's input), per micro-batch and rank: dense and MoE layers.

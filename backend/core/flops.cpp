@@ -5,17 +5,6 @@
 
 namespace rs {
 
-bool isMoeLayer(const Recipe& r, int layer)
-{
-    if (!r.num_moe_experts || *r.num_moe_experts <= 0)
-        return false;
-    if (r.moe_layer_freq.size() == 1) {
-        const int freq = r.moe_layer_freq.front();
-        return freq > 0 && layer % freq == 0;
-    }
-    return layer >= 0 && layer < static_cast<int>(r.moe_layer_freq.size()) && r.moe_layer_freq[layer] != 0;
-}
-
 namespace {
 
 double mlpFlops(const Recipe& r, double tokens, double ffn)

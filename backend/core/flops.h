@@ -7,13 +7,10 @@
 
 #include <vector>
 
+#include "core/model_shape.h"
 #include "core/recipe.h"
 
 namespace rs {
-
-// Whether global layer `layer` (0-based) has a MoE MLP: moe_layer_freq as Megatron reads it (an int N:
-// every N-th layer starting at 0; a 0/1 list: layer by layer). Dense models: never.
-bool isMoeLayer(const Recipe& r, int layer);
 
 struct StepFlops {
     double forward = 0; // one forward pass of the given layers plus embedding-free loss head

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "core/model_shape.h"
+#include "core/recipe_json.h"
 #include "core/rules_detail.h"
 
 namespace rs {
@@ -54,16 +56,7 @@ bool Ctx::cg(std::string_view module) const
 
 int Ctx::moeLayers() const
 {
-    if (!isMoE() || r.num_layers <= 0)
-        return 0;
-    const auto& freq = r.moe_layer_freq;
-    if (freq.size() > 1) // a per-layer pattern of 0/1
-        return static_cast<int>(std::count_if(freq.begin(), freq.end(), [](int x) { return x != 0; }));
-    const int every = freq.empty() ? 1 : freq.front();
-    if (every <= 0)
-        return 0;
-    // layers i with i % every == 0 (in 64 bits: num_layers near INT_MAX must not wrap)
-    return static_cast<int>((static_cast<long long>(r.num_layers) + every - 1) / every);
+    return moeLayerCount(r);
 }
 
 int Ctx::chunkLayers() const
@@ -460,6 +453,18 @@ Validation validate(const Recipe& recipe, InputFormat format)
     c.profile = recipe.profile;
     c.format = format;
     c.modules_given = recipe.recompute_modules.has_value();
+    if (format == InputFormat::BridgeOverrides && !recipe.explicit_keys.empty()) {
+        // Read from overrides (which mark what they set): Bridge's providers default these to 0, and an
+        // override that does not set one leaves it unknown.
+        const std::pair<const char*, int> shape[] = { { "num_layers", recipe.num_layers },
+            { "hidden_size", recipe.hidden_size }, { "num_attention_heads", recipe.num_attention_heads } };
+        for (const auto& [key, value] : shape)
+            if (value == 0 && !isExplicit(recipe, key))
+                c.unknown_shape.emplace_back(key);
+        // Whether the model has experts is the recipe's too (unset: dense is only Bridge's default).
+        if (!c.unknown_shape.empty() && !recipe.num_moe_experts && !isExplicit(recipe, "num_moe_experts"))
+            c.unknown_shape.emplace_back("num_moe_experts");
+    }
     c.out = &v.findings;
     v.findings.reserve(16);
     const unsigned pbit = profileBit(c.profile);
@@ -469,7 +474,15 @@ Validation validate(const Recipe& recipe, InputFormat format)
     const auto& meta = rowMeta();
     for (size_t i = 0; i < rows.size(); ++i) {
         const Row& row = rows[i];
-        if (!row.when || !(meta[i].profiles & pbit) || !(row.formats & fbit) || !row.when(c))
+        if (!row.when || !(meta[i].profiles & pbit) || !(row.formats & fbit))
+            continue;
+        if (!c.unknown_shape.empty() && std::strcmp(row.id, "RS24") != 0
+            && std::any_of(meta[i].fields.begin(), meta[i].fields.end(), [&c](const std::string& f) {
+                   return std::find(c.unknown_shape.begin(), c.unknown_shape.end(), f)
+                       != c.unknown_shape.end();
+               }))
+            continue;
+        if (!row.when(c))
             continue;
         Finding f;
         if (row.args) {
@@ -584,80 +597,14 @@ const std::vector<std::string>& allowedRecomputeModules(Profile p)
 LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label)
 {
     const auto& allowed = allowedRecomputeModules(r.profile);
-    LabelEffect e;
-    e.exists = std::find(allowed.begin(), allowed.end(), label) != allowed.end();
-    if (!e.exists) {
+    const RecomputeLabel* row = findRecomputeLabel(label);
+    if (!row || std::find(allowed.begin(), allowed.end(), label) == allowed.end()) {
+        LabelEffect e;
         e.reason
             = std::string("'") + label + "' is not a recompute label at " + profileName(r.profile) + " (R11)";
         return e;
     }
-    Ctx c;
-    c.r = r;
-    const bool moe = c.isMoE();
-    const std::string& variant = r.experimental_attention_variant.value_or("");
-    auto result = [&e](bool effect, std::string reason) {
-        e.has_effect = effect;
-        e.reason = std::move(reason);
-        return e;
-    };
-    if (label == "core_attn") {
-        if (r.attention_backend == "unfused")
-            return result(true, "unfused attention materializes score/probability tensors");
-        return result(
-            true, "fused/flash attention already rematerializes its internals: compare with [] (RS06)");
-    }
-    if (label == "mla_up_proj")
-        return r.multi_latent_attention ? result(true, "MLA Q/KV up-projection + RoPE")
-                                        : result(false, "no multi-latent attention (R13)");
-    if (label == "layernorm") {
-        if (r.transformer_impl != "transformer_engine")
-            return result(true, "the local layer spec has real norm modules");
-        if (r.multi_latent_attention)
-            return result(true, "MLA's input_layernorm is not fused");
-        if (c.moeLayers() > 0)
-            return result(
-                true, "the MoE layers' pre_mlp_layernorm is a real module; the others are fused (RT1)");
-        return result(
-            false, "both norms are fused into the next linear (IdentityOp) under the TE spec (RT1)");
-    }
-    if (label == "moe_act") {
-        if (!moe)
-            return result(false, "no MoE layers");
-        return r.moe_grouped_gemm ? result(true, "grouped-GEMM expert activation")
-                                  : result(false, "needs moe_grouped_gemm (R12)");
-    }
-    if (label == "mlp") {
-        if (!moe || c.denseLayers() > 0)
-            return result(true, moe ? "acts on the dense layers only (RT4)" : "the dense MLP");
-        return result(false, "every layer's MLP is MoE (RT4)");
-    }
-    if (label == "moe")
-        return moe ? result(true, "the whole MoE layer") : result(false, "no MoE layers");
-    if (label == "shared_experts") {
-        if (!moe || !r.moe_shared_expert_intermediate_size)
-            return result(false, "no shared expert (RT6)");
-        return r.moe_shared_expert_overlap ? result(false, "the shared expert is overlapped (R16, RT6)")
-                                           : result(true, "the non-overlapped shared-expert MLP");
-    }
-    if (label == "gdn_norm_out") {
-        const auto& accepted = profileInfo(r.profile).gdn_variants;
-        const bool ok = std::find(accepted.begin(), accepted.end(), variant) != accepted.end();
-        return ok ? result(true, "GatedDeltaNet gated norm")
-                  : result(false, "no gated-delta-net variant (R14)");
-    }
-    if (label == "gdn")
-        return variant == "gated_delta_net" ? result(true, "the whole GatedDeltaNet module")
-                                            : result(false, "no gated_delta_net variant (dev)");
-    if (label == "mhc") {
-        const std::string& flag = profileInfo(r.profile).hyper_connections_flag;
-        const bool on = flag == "enable_hyper_connections" ? r.enable_hyper_connections
-            : flag == "enable_mhc_connections"             ? r.enable_mhc_connections
-                                                           : false;
-        return on ? result(true, "hyper-connection activations")
-                  : result(false, "hyper-connections are off (R20)");
-    }
-    // gdp_in_proj, gdp_qkv: no config check ties them to a GatedDeltaProduct variant.
-    return result(true, "not checked: needs a GatedDeltaProduct mixer");
+    return row->effect(r);
 }
 
 } // namespace rs

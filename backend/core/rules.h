@@ -12,6 +12,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/recipe.h"
+#include "core/recompute_labels.h"
 
 namespace rs {
 
@@ -78,12 +79,8 @@ const std::vector<RuleInfo>& ruleCatalogue();
 const RuleInfo* findRule(const std::string& id);
 
 // The recompute labels: which exist on a profile, and whether one has any effect on this architecture.
+// Their facts are the label table's (recompute_labels.h).
 const std::vector<std::string>& allowedRecomputeModules(Profile p);
-struct LabelEffect {
-    bool exists = false;
-    bool has_effect = false;
-    std::string reason;
-};
 LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label);
 
 } // namespace rs

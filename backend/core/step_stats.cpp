@@ -3,9 +3,9 @@
 
 #include <algorithm>
 #include <cmath>
-#include <map>
 #include <tuple>
 
+#include "core/recompute_labels.h"
 #include "core/units.h"
 
 namespace rs {
@@ -228,13 +228,10 @@ int boundaryWidth(const RecomputeChoice& c)
 {
     if (c.granularity == "full")
         return 100 + std::max(c.num_layers, 0);
-    static const std::map<std::string, int> widths
-        = { { "moe_act", 1 }, { "layernorm", 1 }, { "core_attn", 2 }, { "mla_up_proj", 2 },
-              { "gdn_norm_out", 2 }, { "shared_experts", 3 }, { "mlp", 4 }, { "moe", 5 } };
     int w = 0;
     for (const std::string& l : c.modules) {
-        const auto it = widths.find(l);
-        w += it == widths.end() ? 3 : it->second;
+        const RecomputeLabel* row = findRecomputeLabel(l);
+        w += row ? row->boundary_width : 3; // a label no profile knows: as wide as the middle ones
     }
     return w;
 }

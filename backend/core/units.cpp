@@ -15,6 +15,23 @@ std::string formatFixed(double value, int decimals)
     return r.ec == std::errc() ? std::string(buf, r.ptr) : std::string();
 }
 
+std::string formatGbShort(double gb, int max_decimals)
+{
+    std::string s = formatFixed(gb, max_decimals);
+    if (s.find('.') != std::string::npos) {
+        while (s.back() == '0')
+            s.pop_back();
+        if (s.back() == '.')
+            s.pop_back();
+    }
+    return s;
+}
+
+std::int64_t gbToBytes(double gb)
+{
+    return std::llround(gb * kBytesPerGb);
+}
+
 std::string formatGb(std::optional<std::int64_t> bytes, int decimals)
 {
     return bytes ? formatFixed(bytesToGb(*bytes), decimals) : std::string();

@@ -19,6 +19,10 @@ inline double bytesToGb(std::int64_t bytes)
 
 // `value` with `decimals` places and a decimal point: "457.18".
 std::string formatFixed(double value, int decimals);
+// GB as short as it reads: "81.2", "80", "0.0024" (at most `max_decimals` places, trailing zeros dropped).
+std::string formatGbShort(double gb, int max_decimals);
+// A target in GB as bytes (1 GB = 1e9 bytes), rounded to the byte.
+std::int64_t gbToBytes(double gb);
 // "36.618" (`decimals` places); "" when unknown.
 std::string formatGb(std::optional<std::int64_t> bytes, int decimals = 3);
 // "36.618 GB"; `unknown` when unknown.

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/estimator.h"
+#include "core/model_shape.h"
 #include "engine/model.h"
 
 namespace rs::engine {
@@ -38,18 +39,17 @@ std::string LayoutRank::describe() const
 LayoutRank layoutRank(const Recipe& r, std::optional<int> requested)
 {
     LayoutRank L;
-    L.tp = std::max(1, r.tensor_model_parallel_size);
-    L.cp = std::max(1, r.context_parallel_size);
-    L.ep = std::max(1, r.expert_model_parallel_size);
-    L.pp = std::max(1, r.pipeline_model_parallel_size);
-    L.vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
-    L.dp = std::max(1, r.data_parallel_size);
-    L.sp = r.sequence_parallel && L.tp > 1;
-    L.world = L.tp * L.cp * L.dp * L.pp;
-    // expert_tensor_parallel_size is not a recipe field: Megatron's default is TP where TP x EP x PP fits
-    // the world, else the recipe can only have run with expert-TP 1 (as core/estimator.cpp assumes).
-    L.etp = (L.world % (L.tp * L.ep * L.pp) == 0) ? L.tp : 1;
-    L.edp = std::max(1, L.world / (L.etp * L.ep * L.pp));
+    const ParallelSizes p = parallelSizes(r); // the estimator's sizes (core/model_shape.h)
+    L.tp = p.tp;
+    L.cp = p.cp;
+    L.ep = p.ep;
+    L.pp = p.pp;
+    L.vpp = p.vpp;
+    L.dp = p.dp;
+    L.sp = p.sp;
+    L.world = p.world;
+    L.etp = p.etp;
+    L.edp = p.edp;
 
     mustDivide("num_attention_heads", r.num_attention_heads, L.tp, "tensor_model_parallel_size");
     if (!r.multi_latent_attention && r.num_query_groups)
@@ -73,8 +73,7 @@ LayoutRank layoutRank(const Recipe& r, std::optional<int> requested)
         mustDivide("num_layers", r.num_layers, static_cast<long long>(L.pp) * L.vpp,
             "pipeline_model_parallel_size x virtual_pipeline_model_parallel_size");
 
-    const int gbs = r.global_batch_size.value_or(r.micro_batch_size * L.dp);
-    L.micro_batches = std::max(1, gbs / std::max(1, r.micro_batch_size * L.dp));
+    L.micro_batches = p.micro_batches;
 
     if (requested) {
         if (*requested < 0 || *requested >= L.world)
@@ -98,19 +97,10 @@ LayoutRank layoutRank(const Recipe& r, std::optional<int> requested)
     L.first_stage = L.stage == 0;
     L.last_stage = L.stage == L.pp - 1;
 
-    // Megatron's layer offset: chunk v of stage p starts at v x (L / vpp) + p x (L / (pp x vpp)).
-    const int per_chunk = (L.pp == 1 && L.vpp == 1) ? r.num_layers : r.num_layers / (L.pp * L.vpp);
-    std::string ranges;
-    for (int v = 0; v < L.vpp; ++v) {
-        const int first = v * (r.num_layers / L.vpp) + L.stage * per_chunk;
-        for (int i = 0; i < per_chunk; ++i) {
-            L.layers.push_back(first + i);
-            L.chunk.push_back(v);
-        }
-        if (per_chunk > 0)
-            ranges += (ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
-                + std::to_string(first + per_chunk - 1);
-    }
+    const PipelineStage stage = pipelineStage(r, L.stage);
+    L.layers = stage.layers;
+    L.chunk = stage.chunk;
+    const std::string& ranges = stage.ranges;
     if (L.pp == 1 && L.vpp == 1) {
         L.scope = "all layers";
     } else {

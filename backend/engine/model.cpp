@@ -7,6 +7,8 @@
 
 #include "core/attention_softmax.h"
 #include "core/flops.h"
+#include "core/model_shape.h"
+#include "core/recompute_labels.h"
 #include "engine/checkpoint.h"
 #include "engine/cross_entropy.h"
 #include "engine/memory_probe.h"
@@ -20,23 +22,6 @@ using Tensors = std::vector<Tensor>;
 namespace {
 
 constexpr double kNormEps = 1e-5;
-
-// The labels this engine builds a checkpoint for; any other label of the catalogue is refused.
-const std::set<std::string>& modelledLabels()
-{
-    static const std::set<std::string> labels
-        = { "core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp", "moe", "shared_experts" };
-    return labels;
-}
-
-std::string why(const std::string& label)
-{
-    if (label == "gdn_norm_out" || label == "gdp_in_proj" || label == "gdp_qkv")
-        return "the engine builds no GatedDeltaNet / GatedDeltaProduct mixer";
-    if (label == "mhc")
-        return "the engine builds no hyper-connections";
-    return "it is not a label the engine knows";
-}
 
 // ---------------------------------------------------------------------------------------------------------
 // The collectives of one rank as local operations with the same shapes (one device; their values are not
@@ -264,6 +249,15 @@ Tensor countsOnDevice(const Tensor& ids, int64_t n)
 
 } // namespace
 
+const std::set<std::string>& builtRecomputeLabels()
+{
+    // Each has its checkpoint in Model below (plan_.has(label)); the label table says why the others have
+    // none.
+    static const std::set<std::string> labels
+        = { "core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp", "moe", "shared_experts" };
+    return labels;
+}
+
 struct Model::Layer {
     int global = 0;
     bool moe = false;
@@ -275,13 +269,6 @@ struct Model::Layer {
     std::vector<Tensor> expert_fc1, expert_fc1_b, expert_fc2, expert_fc2_b; // SequentialMLP
     Tensor grouped_fc1, grouped_fc2; // GroupedMLP: [local experts, out, in]
 };
-
-int paddedVocabSize(const Recipe& r)
-{
-    const int64_t multiple
-        = int64_t(std::max(1, r.make_vocab_size_divisible_by)) * std::max(1, r.tensor_model_parallel_size);
-    return static_cast<int>((int64_t(r.vocab_size) + multiple - 1) / multiple * multiple);
-}
 
 ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
 {
@@ -300,15 +287,16 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.has_embedding = c.layout.first_stage;
     c.has_head = c.layout.last_stage;
     c.grouped_gemm = r.moe_grouped_gemm;
-    c.hidden = r.hidden_size;
-    c.ffn = r.ffn_hidden_size.value_or(4 * r.hidden_size);
-    c.heads = r.num_attention_heads;
-    c.query_groups = r.num_query_groups.value_or(r.num_attention_heads);
-    c.kv_channels
-        = r.kv_channels.value_or(r.num_attention_heads > 0 ? r.hidden_size / r.num_attention_heads : 0);
+    // The widths the estimator reads too (core/model_shape.h).
+    const ModelShape shape = modelShape(r);
+    c.hidden = static_cast<int>(shape.hidden);
+    c.ffn = static_cast<int>(shape.ffn);
+    c.heads = static_cast<int>(shape.heads);
+    c.query_groups = static_cast<int>(shape.query_groups);
+    c.kv_channels = static_cast<int>(shape.kv_channels);
     c.seq = r.seq_length;
     c.micro_batch = r.micro_batch_size;
-    c.vocab = paddedVocabSize(r);
+    c.vocab = static_cast<int>(shape.vocab);
     c.tokenizer_vocab = r.vocab_size;
     c.bias_linear = r.add_bias_linear;
     c.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
@@ -340,10 +328,10 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.v_head_dim = r.v_head_dim;
     // Rotary channels: a whole even number of them (RotaryEmbedding: kv_channels x rotary_percent).
     c.rotary_dim = static_cast<int>(c.kv_channels * r.rotary_percent) / 2 * 2;
-    c.experts = r.num_moe_experts.value_or(0);
+    c.experts = static_cast<int>(shape.experts);
     c.topk = r.moe_router_topk;
-    c.moe_ffn = r.moe_ffn_hidden_size.value_or(c.ffn);
-    c.shared_ffn = r.moe_shared_expert_intermediate_size.value_or(0);
+    c.moe_ffn = static_cast<int>(shape.moe_ffn);
+    c.shared_ffn = static_cast<int>(shape.shared_ffn);
     c.attention_dropout = r.attention_dropout;
     c.hidden_dropout = r.hidden_dropout;
     c.dtype = r.bf16 ? torch::kBFloat16 : (r.fp16 ? torch::kHalf : torch::kFloat32);
@@ -387,11 +375,18 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
     const int n = static_cast<int>(c.global_layers.size());
     const std::string granularity = r.recompute_granularity.value_or("");
     if (granularity == "selective") {
-        for (const auto& label : r.recompute_modules.value_or(std::vector<std::string> { "core_attn" })) {
-            if (!modelledLabels().count(label))
+        for (const auto& label : effectiveRecomputeModules(r)) {
+            if (!builtRecomputeLabels().count(label)) {
+                const RecomputeLabel* row = findRecomputeLabel(label);
+                std::string built;
+                for (const auto& known : recomputeLabels())
+                    if (builtRecomputeLabels().count(std::string(known.name)))
+                        built += (built.empty() ? "" : ", ") + std::string(known.name);
                 throw EngineError("recompute_modules",
-                    "the engine cannot model the label '" + label + "': " + why(label)
-                        + "; it models core_attn, mla_up_proj, layernorm, moe_act, mlp, moe, shared_experts");
+                    "the engine cannot model the label '" + label
+                        + "': " + (row ? std::string(row->not_built) : "it is not a label the engine knows")
+                        + "; it models " + built);
+            }
             plan.modules.insert(label);
         }
     }

@@ -28,9 +28,6 @@ struct EngineError : std::runtime_error {
     std::string field;
 };
 
-// Megatron-LM's padded vocabulary: vocab_size rounded up to a multiple of make_vocab_size_divisible_by x TP.
-int paddedVocabSize(const Recipe& resolved);
-
 // Shapes and settings of the stack this process runs: one rank of the recipe's layout (layout_rank.h),
 // its pipeline stage's layers, its shares under TP / SP / CP / EP.
 struct ModelConfig {
@@ -98,6 +95,9 @@ struct RecomputePlan {
 };
 
 // Throws EngineError for labels the engine cannot model and for settings it does not run.
+// The recompute labels the engine builds a checkpoint for (the label table's rows without a not_built
+// reason; tests/engine checks the two agree).
+const std::set<std::string>& builtRecomputeLabels();
 RecomputePlan recomputePlan(const Recipe& resolved, const ModelConfig& config);
 
 class Model {

@@ -21,6 +21,7 @@
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "core/stream.h"
+#include "core/units.h"
 #include "engine/checkpoint.h"
 #include "engine/distributed.h"
 #include "engine/layout_rank.h"
@@ -310,11 +311,11 @@ std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& dev
             = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
         if (host > 0 && bytes > host)
             return SizeProblem { "num_layers",
-                "the recipe needs about " + json(std::round(bytes / 1e9)).dump()
+                "the recipe needs about " + json(std::round(bytes / kBytesPerGb)).dump()
                     + " GB (parameters, gradients, optimizer state and activations of the first pipeline "
                       "stage); "
                       "this host has "
-                    + json(std::round(host / 1e9)).dump() + " GB" };
+                    + json(std::round(host / kBytesPerGb)).dump() + " GB" };
     }
     if (bytes > 1e18) // no device has an exabyte; also keeps every size below int64 in the model
         return SizeProblem { "num_layers",

@@ -8,6 +8,8 @@
 #include <QRegularExpression>
 #include <QStandardPaths>
 
+#include "launch/log.h"
+
 using namespace Qt::StringLiterals;
 
 namespace rs::launch {
@@ -342,6 +344,7 @@ bool SlurmJob::submit(const SlurmSettings& settings, const QStringList& command,
     m_outOffsets.assign(std::size_t(tasks()), 0);
     m_errOffsets.assign(std::size_t(tasks()), 0);
     m_batchOffset = 0;
+    qCDebug(lcLaunch) << "Slurm job" << m_jobId << "submitted";
     emit submitted(m_jobId);
     m_timer.start(settings.pollIntervalMs);
     poll();
@@ -445,6 +448,7 @@ void SlurmJob::poll()
         if (state != m_state || reason != m_reason) {
             m_state = state;
             m_reason = reason;
+            qCDebug(lcLaunch) << "Slurm job" << m_jobId << state << reason;
             emit stateChanged(state, reason);
         }
         if (state == u"RUNNING"_s || state == u"COMPLETING"_s)

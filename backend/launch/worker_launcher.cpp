@@ -18,6 +18,7 @@
 #include <QTimer>
 
 #include "core/stream.h"
+#include "launch/log.h"
 
 using namespace Qt::StringLiterals;
 
@@ -259,6 +260,7 @@ bool WorkerLauncher::startWithRecipeText(
     connect(m_process.get(), &QProcess::finished, this, &WorkerLauncher::onFinished);
     connect(m_process.get(), &QProcess::errorOccurred, this, &WorkerLauncher::onError);
     connect(m_process.get(), &QProcess::started, this, &WorkerLauncher::started);
+    qCDebug(lcLaunch) << "starting" << m_process->program() << m_process->arguments();
     if (m_sshHost.isEmpty()) {
         m_process->start(QIODevice::ReadOnly);
     } else {
@@ -461,6 +463,7 @@ void WorkerLauncher::emitFinished(bool aborted, int exitCode, const QString& rea
         return;
     m_finishedEmitted = true;
     m_slurmActive = false;
+    qCDebug(lcLaunch) << "finished: aborted" << aborted << "exit code" << exitCode << reason;
     emit finished(aborted, exitCode, reason);
 }
 

@@ -9,6 +9,7 @@
 
 #include <QtTest>
 
+#include "core/model_shape.h"
 #include "engine/memory_probe.h"
 #include "engine/optimizer.h"
 #include "engine/runner.h"
@@ -437,7 +438,7 @@ void TestEngineLayout::tiedAndUntiedEmbeddings()
     const auto tied = build(r);
     r.untie_embeddings_and_output_weights = true;
     const auto untied = build(r);
-    const int64_t padded = engine::paddedVocabSize(r);
+    const int64_t padded = rs::paddedVocabSize(r);
     QCOMPARE(countElements(*untied) - countElements(*tied), padded * r.hidden_size);
     QCOMPARE(untied->parameters().size(), tied->parameters().size() + 1);
     QVERIFY(!hasParam(*tied, "output_layer.weight"));
@@ -530,7 +531,7 @@ void TestEngineLayout::paddedVocabulary()
     Recipe r = tinyRecipe(Arch::DenseUnfused);
     r.vocab_size = vocab;
     r.make_vocab_size_divisible_by = divisible_by;
-    QCOMPARE(engine::paddedVocabSize(r), expected);
+    QCOMPARE(rs::paddedVocabSize(r), expected);
     const auto c = engine::modelConfig(r);
     QCOMPARE(c.vocab, expected);
     QCOMPARE(c.tokenizer_vocab, vocab);

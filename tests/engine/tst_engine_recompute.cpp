@@ -4,6 +4,8 @@
 // equal the no-recompute run's (fp32, dropout on, same seeds), and the replay really ran.
 #include <QtTest>
 
+#include "core/recompute_labels.h"
+#include "engine/model.h"
 #include "engine_test_util.h"
 
 using namespace rs;
@@ -24,6 +26,7 @@ private Q_SLOTS:
     void pipelineStageRunsItsChunks();
     void refusesLabelsItCannotModel_data();
     void refusesLabelsItCannotModel();
+    void builtLabelsAreTheTablesBuiltRows();
     void fullRecomputeUnits_data();
     void fullRecomputeUnits();
 };
@@ -238,6 +241,18 @@ void TestEngineRecompute::refusesLabelsItCannotModel()
         const QString message = QString::fromStdString(e.what());
         QVERIFY2(message.contains(label) && message.contains(reason), qPrintable(message));
     }
+}
+
+// The label table (core/recompute_labels.h) says which labels the worker builds (no not_built reason): the
+// engine's own list must be exactly those, so a row added to the table fails here until its checkpoint
+// exists, and a checkpoint added here fails until the row says so.
+void TestEngineRecompute::builtLabelsAreTheTablesBuiltRows()
+{
+    std::set<std::string> built_rows;
+    for (const auto& row : recomputeLabels())
+        if (row.not_built.empty())
+            built_rows.insert(std::string(row.name));
+    QCOMPARE(engine::builtRecomputeLabels(), built_rows);
 }
 
 void TestEngineRecompute::fullRecomputeUnits_data()

@@ -8,7 +8,7 @@
 #include "core/megatron_flags.h"
 #include "core/recipe_input.h"
 #include "core/recipe_json.h"
-#include "launch/job_run.h"
+#include "session/job_run.h"
 #include "storage/log_import.h"
 
 using namespace Qt::StringLiterals;
@@ -84,7 +84,7 @@ private slots:
         QFETCH(QString, layers);
         const rs::Recipe base = mlmRecipe();
         const std::vector<std::string> cmd
-            = rs::launch::jobCommand(base, rs::InputFormat::MegatronFlags, choice, { 7 });
+            = rs::session::jobCommand(base, rs::InputFormat::MegatronFlags, choice, { 7 });
         // The user's launcher and script first, their own flags kept.
         QCOMPARE(cmd.front(), std::string("torchrun"));
         QCOMPARE(count(cmd, "--standalone"), 1);
@@ -104,7 +104,7 @@ private slots:
         // Read back, it is the recipe of that choice and nothing else changed.
         const rs::Recipe back = rs::recipeFromMegatronFlags(
             cmd, rs::frontEndDefaults(rs::InputFormat::MegatronFlags, rs::Profile::Main));
-        const rs::Recipe want = rs::launch::jobRecipe(base, rs::InputFormat::MegatronFlags, choice);
+        const rs::Recipe want = rs::session::jobRecipe(base, rs::InputFormat::MegatronFlags, choice);
         QCOMPARE(back.recompute_granularity, want.recompute_granularity);
         QCOMPARE(back.recompute_modules, want.recompute_modules);
         QCOMPARE(back.num_layers, base.num_layers);
@@ -135,7 +135,7 @@ private slots:
         const std::vector<std::string> launcher { "torchrun", "--nproc-per-node", "8",
             "scripts/training/run_recipe.py", "--recipe", "llama3_8b_pretrain_config" };
         const auto cmd
-            = rs::launch::jobCommand(base, rs::InputFormat::BridgeOverrides, choice, { 12 }, launcher);
+            = rs::session::jobCommand(base, rs::InputFormat::BridgeOverrides, choice, { 12 }, launcher);
         QVERIFY(std::equal(launcher.begin(), launcher.end(), cmd.begin()));
         QStringList words;
         for (const auto& w : cmd)
@@ -145,7 +145,7 @@ private slots:
         QCOMPARE(words.filter(u"logger.log_interval="_s), QStringList { u"logger.log_interval=1"_s });
         QVERIFY(words.contains(u"model.num_layers=4"_s));
         QVERIFY_THROWS_EXCEPTION(std::invalid_argument,
-            rs::launch::jobCommand(base, rs::InputFormat::BridgeOverrides, choice, { 12 }));
+            rs::session::jobCommand(base, rs::InputFormat::BridgeOverrides, choice, { 12 }));
     }
 
     // Fed in pieces of any size (a line split across reads), the importer gives what the one-pass import
@@ -211,19 +211,19 @@ private slots:
         QTemporaryDir dir;
         const QString seen = dir.filePath(u"seen"_s);
         const rs::Recipe base = mlmRecipe(QStringLiteral(RS_FAKE_MEGATRON));
-        const auto cmd = rs::launch::jobCommand(base, rs::InputFormat::MegatronFlags, choice, { 6 });
-        rs::launch::JobRun job;
-        rs::launch::JobOptions o;
+        const auto cmd = rs::session::jobCommand(base, rs::InputFormat::MegatronFlags, choice, { 6 });
+        rs::session::JobRun job;
+        rs::session::JobOptions o;
         o.environment = QStringList { u"RS_FAKE_MEGATRON_SEEN="_s + seen, u"RS_FAKE_MEGATRON_PACE=0.02"_s };
         int iterations = 0, whileRunning = 0, lines = 0;
-        connect(&job, &rs::launch::JobRun::line, this, [&] { ++lines; });
-        connect(&job, &rs::launch::JobRun::iteration, this, [&](const rs::storage::IterationRow& r) {
+        connect(&job, &rs::session::JobRun::line, this, [&] { ++lines; });
+        connect(&job, &rs::session::JobRun::iteration, this, [&](const rs::storage::IterationRow& r) {
             ++iterations;
             QVERIFY(r.stepMs.value_or(0) > 0);
             if (job.isRunning())
                 ++whileRunning;
         });
-        QSignalSpy finished(&job, &rs::launch::JobRun::finished);
+        QSignalSpy finished(&job, &rs::session::JobRun::finished);
         QString error;
         QVERIFY2(job.start(cmd, dir.filePath(u"job.log"_s), o, &error), qPrintable(error));
         QVERIFY(finished.wait(60000));
@@ -253,8 +253,8 @@ private slots:
     void programThatDoesNotStart()
     {
         QTemporaryDir dir;
-        rs::launch::JobRun job;
-        QSignalSpy finished(&job, &rs::launch::JobRun::finished);
+        rs::session::JobRun job;
+        QSignalSpy finished(&job, &rs::session::JobRun::finished);
         QVERIFY(job.start(
             { dir.filePath(u"no-such-program"_s).toStdString(), "x.py" }, dir.filePath(u"l.log"_s)));
         QVERIFY(finished.wait(10000));

@@ -11,7 +11,7 @@
 
 #include "../cli_process.h"
 #include "core/recipe_input.h"
-#include "launch/job_run.h"
+#include "session/job_run.h"
 #include "slurm_login_host.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
@@ -19,6 +19,7 @@
 using namespace Qt::StringLiterals;
 using namespace rs;
 using namespace rs::launch;
+using namespace rs::session;
 using namespace rs::launch::test;
 
 namespace {

@@ -12,14 +12,15 @@
 #include <QTest>
 
 #include "core/recipe_json.h"
-#include "launch/run_session.h"
 #include "launch/worker_launcher.h"
+#include "session/run_session.h"
 #include "slurm_login_host.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
 using namespace rs;
 using namespace rs::launch;
+using namespace rs::session;
 using namespace rs::launch::test;
 
 namespace {

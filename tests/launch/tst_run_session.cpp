@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// launch::RunSession against the launcher's test double (fake_worker): a recipe with rule errors is refused
+// session::RunSession against the launcher's test double (fake_worker): a recipe with rule errors is refused
 // before anything starts (nothing stored, the findings named); the [] control runs first and every
 // candidate (and repeat) is linked to it; a stored matched control measured with the same settings is
 // reused (the worker starts for the candidate only), and any change of recipe or launch settings runs the
@@ -9,13 +9,14 @@
 #include <QTest>
 
 #include "core/comparison.h"
-#include "launch/run_session.h"
+#include "session/run_session.h"
 #include "storage/significance.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
 using namespace rs;
 using namespace rs::launch;
+using namespace rs::session;
 
 namespace {
 

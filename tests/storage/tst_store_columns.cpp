@@ -9,6 +9,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "core/stream.h"
 #include "storage/ingest.h"
 #include "storage/report.h"
 #include "storage/store.h"
@@ -34,6 +35,35 @@ class TestStoreColumns : public QObject {
     }
 
 private slots:
+    // The iteration record is written in three places (the stream's type, the store's row, this column
+    // table): the column table's stream keys must be exactly the keys the worker's iteration event carries
+    // when every field is known, so a field added to one and not the others fails here.
+    void streamKeysAreTheColumnTablesKeys()
+    {
+        rs::stream::Iteration it;
+        it.rank = 1;
+        it.iteration = 2;
+        it.phase = "steady";
+        it.step_ms = it.forward_ms = it.backward_ms = it.optimizer_ms = it.grad_reduce_ms = 1.0;
+        it.loss = 2.0;
+        it.loss_finite = true;
+        it.forward_peak_allocated = it.forward_peak_reserved = it.backward_peak_allocated = 3;
+        it.backward_peak_reserved = it.optimizer_peak_allocated = it.optimizer_peak_reserved = 3;
+        it.allocated_after = it.reserved_after = it.alloc_retries = it.forward_allocated_after = 4;
+        it.optimizer_init = true;
+        QStringList eventKeys;
+        const nlohmann::json event = it.toJson();
+        for (const auto& [key, value] : event.items())
+            if (key != "event")
+                eventKeys << QString::fromStdString(key);
+        QStringList columnKeys;
+        for (const IterationColumn& c : iterationColumns())
+            if (c.fromStream && c.sinceVersion > 0) // shipped columns, not registered ones
+                columnKeys << c.name;
+        eventKeys.sort();
+        columnKeys.sort();
+        QCOMPARE(columnKeys, eventKeys);
+    }
     void registeredFieldIsStoredReadAndExported_data()
     {
         QTest::addColumn<QString>("name");

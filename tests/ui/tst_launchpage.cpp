@@ -19,10 +19,10 @@
 
 #include "charts/chartview.h"
 #include "core/recipe_json.h"
-#include "launch/run_session.h"
 #include "launchpage.h"
 #include "presets.h"
 #include "recipedocument.h"
+#include "session/run_session.h"
 #include "storage/store.h"
 
 using namespace rs;

@@ -13,10 +13,10 @@
 #include <QTest>
 
 #include "../launch/slurm_cluster.h"
-#include "launch/run_session.h"
 #include "launchpage.h"
 #include "presets.h"
 #include "recipedocument.h"
+#include "session/run_session.h"
 #include "storage/store.h"
 
 using namespace rs;

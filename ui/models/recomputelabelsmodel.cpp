@@ -38,8 +38,7 @@ void RecomputeLabelsModel::setRecipe(const Recipe& recipe)
     m_profile = QString::fromLatin1(profileName(recipe.profile));
     m_order.clear();
     // Megatron's default list when unset (R10).
-    const std::vector<std::string> effective
-        = recipe.recompute_modules ? *recipe.recompute_modules : std::vector<std::string> { "core_attn" };
+    const std::vector<std::string> effective = effectiveRecomputeModules(recipe);
     for (const auto& l : effective)
         m_order << QString::fromStdString(l);
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "run_session.h"
+#include "cli_session.h"
 
 #include <algorithm>
 #include <atomic>
@@ -76,7 +76,7 @@ QVector<qint64> RunSessionResult::candidateRuns() const
 
 bool refuseRuleErrors(const QString& verb, const QVector<Recipe>& recipes, InputFormat format)
 {
-    const QStringList errors = launch::RunSession::ruleErrors(recipes, format);
+    const QStringList errors = session::RunSession::ruleErrors(recipes, format);
     if (errors.isEmpty())
         return true;
     std::cerr << "recompute " << verb.toStdString()
@@ -94,7 +94,7 @@ RunSessionResult runSession(
     InterruptScope interrupts;
     const int interruptsBefore = InterruptScope::count();
 
-    launch::SessionOptions so;
+    session::SessionOptions so;
     so.launch.workerPath = options.workerPath;
     if (!options.device.isEmpty())
         so.launch.extraArguments << u"--device"_s << options.device;
@@ -113,22 +113,22 @@ RunSessionResult runSession(
     so.format = options.format;
     so.provenance = options.provenance;
 
-    launch::RunSession session(&store);
+    session::RunSession session(&store);
     const bool tty = ::isatty(STDERR_FILENO);
     QString label;
     int total = 0;
     QEventLoop loop;
-    QObject::connect(&session, &launch::RunSession::message, [&](const QString& text) {
+    QObject::connect(&session, &session::RunSession::message, [&](const QString& text) {
         std::cerr << (tty ? "\r\033[K" : "") << prefix << text.toStdString() << "\n";
     });
-    QObject::connect(&session, &launch::RunSession::jobStarted, [&](int index) {
-        const launch::SessionJob& job = session.jobs()[index];
+    QObject::connect(&session, &session::RunSession::jobStarted, [&](int index) {
+        const session::SessionJob& job = session.jobs()[index];
         label = u"["_s + job.label + u"]"_s;
         if (job.repeats > 1)
             label += u" %1/%2"_s.arg(job.repeat).arg(job.repeats);
         total = job.recipe.train_iters;
     });
-    QObject::connect(&session, &launch::RunSession::iteration, [&](const QJsonObject& e) {
+    QObject::connect(&session, &session::RunSession::iteration, [&](const QJsonObject& e) {
         const int it = e.value(u"iteration"_s).toInt();
         if (e.value(u"rank"_s).toInt() != 0)
             return;
@@ -145,26 +145,26 @@ RunSessionResult runSession(
         else
             std::cerr << text.toStdString() << "\n";
     });
-    QObject::connect(&session, &launch::RunSession::stderrText, [&](const QString& text) {
+    QObject::connect(&session, &session::RunSession::stderrText, [&](const QString& text) {
         if (tty)
             std::cerr << "\r\033[K";
         std::cerr << text.toStdString() << std::flush;
     });
     QObject::connect(
-        &session, &launch::RunSession::malformedLine, [&](const QByteArray& line, const QString& why) {
+        &session, &session::RunSession::malformedLine, [&](const QByteArray& line, const QString& why) {
             std::cerr << prefix << "ignored a worker stdout line (" << why.toStdString()
                       << "): " << line.left(200).toStdString() << "\n";
         });
-    QObject::connect(&session, &launch::RunSession::jobFinished, [&](int index) {
+    QObject::connect(&session, &session::RunSession::jobFinished, [&](int index) {
         if (tty)
             std::cerr << "\n";
-        const launch::SessionJob& job = session.jobs()[index];
+        const session::SessionJob& job = session.jobs()[index];
         if (session.startFailed() && job.runId)
             std::cerr << prefix << "stored as run " << job.runId << " (aborted)\n";
         if (options.onStored && job.runId)
             options.onStored(job);
     });
-    QObject::connect(&session, &launch::RunSession::finished, &loop, &QEventLoop::quit);
+    QObject::connect(&session, &session::RunSession::finished, &loop, &QEventLoop::quit);
 
     QTimer poll;
     int seenInterrupts = interruptsBefore;
@@ -195,7 +195,7 @@ RunSessionResult runSession(
     result.controlReused = session.controlReused();
     result.jobs = session.jobs();
     result.interrupted = InterruptScope::count() > interruptsBefore;
-    for (const launch::SessionJob& job : result.jobs) {
+    for (const session::SessionJob& job : result.jobs) {
         if (!job.spoolPath.isEmpty() && result.spoolPath.isEmpty()) {
             result.spoolPath = job.spoolPath; // said by the session's message
             result.storeFailed = true;

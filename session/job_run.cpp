@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "launch/job_run.h"
+#include "session/job_run.h"
 
 #include <stdexcept>
 
@@ -14,7 +14,10 @@
 
 using namespace Qt::StringLiterals;
 
-namespace rs::launch {
+namespace rs::session {
+
+// The launcher's pieces (backend/launch) this session drives.
+using namespace rs::launch;
 
 namespace {
 
@@ -413,4 +416,4 @@ void JobRun::end(bool aborted, int exitCode, const QString& reason)
     emit finished(aborted, exitCode, reason);
 }
 
-} // namespace rs::launch
+} // namespace rs::session

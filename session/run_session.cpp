@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-#include "launch/run_session.h"
+#include "session/run_session.h"
 
 #include <algorithm>
 
@@ -19,7 +19,10 @@
 
 using namespace Qt::StringLiterals;
 
-namespace rs::launch {
+namespace rs::session {
+
+// The launcher's pieces (backend/launch) this session drives.
+using namespace rs::launch;
 
 namespace {
 
@@ -200,13 +203,7 @@ std::optional<double> RunSession::intervalHalfWidthPct(const QVector<qint64>& ru
 {
     if (!m_store || !m_store->isOpen())
         return std::nullopt;
-    std::vector<double> pooled;
-    for (qint64 id : runs) {
-        const std::vector<double> t = storage::steadyIterationTimes(*m_store, id);
-        pooled.insert(pooled.end(), t.begin(), t.end());
-    }
-    const auto stats = stepStats(pooled);
-    return stats ? stats->halfWidthPct() : std::nullopt;
+    return storage::pooledIntervalHalfWidthPct(*m_store, runs);
 }
 
 bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& options)
@@ -513,4 +510,4 @@ void RunSession::finish()
     emit finished();
 }
 
-} // namespace rs::launch
+} // namespace rs::session

@@ -34,10 +34,10 @@ class RunIngest;
 struct RunRecord;
 } // namespace rs::storage
 
-namespace rs::launch {
+namespace rs::session {
 
 struct SessionOptions {
-    LaunchOptions launch; // where and how the worker runs
+    launch::LaunchOptions launch; // where and how the worker runs
     bool controlFirst = true; // the candidates' [] control first (run, or reused)
     bool reuseControl = true; // a stored matched control measured with the same settings is linked instead
     // Link this stored run as every candidate's control (no control job). Without it and without
@@ -83,13 +83,14 @@ public:
     // The launch settings a stored control must share to be reused: worker (local path or ssh host and
     // remote worker), its extra arguments, ranks, and for a Slurm job its partition, nodes, tasks and GPUs
     // per node and extra #SBATCH lines. Stored at the end of every run's provenance.
-    static QString launchSignature(const LaunchOptions& options);
+    static QString launchSignature(const launch::LaunchOptions& options);
     // The newest stored run that may stand in for running `control` with these settings; nullopt if none.
-    std::optional<qint64> findReusableControl(const Recipe& control, const LaunchOptions& options) const;
+    std::optional<qint64> findReusableControl(
+        const Recipe& control, const launch::LaunchOptions& options) const;
     // Every stored passing run (newest first) that may stand in for running `recipe` with these settings:
     // ingested on this machine, the same launch signature and world size, its recipe hashing as ours.
     QVector<qint64> findReusableRuns(
-        const Recipe& recipe, const LaunchOptions& options, bool explicitControlOnly = false) const;
+        const Recipe& recipe, const launch::LaunchOptions& options, bool explicitControlOnly = false) const;
     // What a stored run must be to stand in for running a recipe again: of this source, passing, ingested on
     // this machine, its provenance ending with `signature` (how it was launched), its recipe hashing as one
     // of `recipeHashes` (its stored hash, or its stored recipe hashed as ours), and, when set, of this world
@@ -135,7 +136,7 @@ public:
     // The running maximum of allocated bytes of the current run (progress displays).
     std::optional<qint64> currentPeakAllocated() const;
     int currentIterations() const;
-    WorkerLauncher* launcher() const { return m_launcher.get(); }
+    launch::WorkerLauncher* launcher() const { return m_launcher.get(); }
 
 signals:
     // A sentence for the user: the control reused, a start failure, a store error, a run not matched.
@@ -156,7 +157,7 @@ private:
     void repeatIfWide(int index);
 
     storage::Store* m_store;
-    std::unique_ptr<WorkerLauncher> m_launcher;
+    std::unique_ptr<launch::WorkerLauncher> m_launcher;
     std::unique_ptr<storage::RunIngest> m_ingest;
     SessionOptions m_options;
     QVector<SessionJob> m_jobs;
@@ -172,4 +173,4 @@ private:
     QString m_startError;
 };
 
-} // namespace rs::launch
+} // namespace rs::session

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// The command-line face of launch::RunSession, shared by `recompute run` and `recompute sweep`: the recipe
+// The command-line face of session::RunSession, shared by `recompute run` and `recompute sweep`: the recipe
 // and worker arguments, progress on stderr, and Ctrl-C (SIGINT/SIGTERM), which stops the worker and keeps
 // what was measured (the run ends `aborted`). Launching, ingest, the control first and its reuse, and the
 // refusal of a recipe with rule errors are the session's.
@@ -15,7 +15,7 @@
 
 #include "core/recipe.h"
 #include "core/recipe_input.h"
-#include "launch/run_session.h"
+#include "session/run_session.h"
 #include "storage/store.h"
 #include "worker_options.h"
 
@@ -40,13 +40,13 @@ struct RunSessionOptions : WorkerOptions {
     bool controlFirst = false; // sweep: the candidates' [] control first (run, or a stored one reused)
     bool reuseControl = true; // sweep: a stored matched control measured the same way is not run again
     int repeats = 1; // runs of every candidate
-    int repeatsMax = 0; // > repeats: repeat until the interval is narrow (launch::SessionOptions)
+    int repeatsMax = 0; // > repeats: repeat until the interval is narrow (session::SessionOptions)
     double intervalTargetPct = 2.0;
     bool reuseCandidates = false; // sweep: stored runs of a candidate measured the same way are taken
     InputFormat format = InputFormat::Json; // the rules that judge the recipes
     QString provenance; // stored with the run
     // Called once per stored run, as it is stored (sweep prints its line).
-    std::function<void(const launch::SessionJob& job)> onStored;
+    std::function<void(const session::SessionJob& job)> onStored;
 };
 
 struct RunSessionResult {
@@ -56,7 +56,7 @@ struct RunSessionResult {
     bool storeFailed = false; // the store refused a row (said on stderr)
     std::optional<qint64> controlRunId; // the candidates' control (run now, reused, or given)
     bool controlReused = false;
-    QVector<launch::SessionJob> jobs; // in order: the control (when it ran), then the candidates
+    QVector<session::SessionJob> jobs; // in order: the control (when it ran), then the candidates
     QVector<qint64> candidateRuns() const;
     QString spoolPath; // the store could not take a run: its whole stream is in this file (import it)
 };
@@ -69,7 +69,7 @@ bool refuseRuleErrors(const QString& verb, const QVector<Recipe>& recipes, Input
 // worker, the store and the progress bar agree on it; --iters counts steady iterations as the worker does.
 void applyRunLength(Recipe& recipe, std::optional<int> warmupIters, std::optional<int> steadyIters);
 
-// Runs the candidates through one launch::RunSession (the control first when asked, every event stored as it
+// Runs the candidates through one session::RunSession (the control first when asked, every event stored as it
 // arrives), with progress on stderr; Ctrl-C stops the current worker and runs nothing further.
 RunSessionResult runSession(
     storage::Store& store, const QVector<Recipe>& candidates, const RunSessionOptions& options);

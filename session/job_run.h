@@ -44,7 +44,7 @@
 #include "launch/slurm_job.h"
 #include "storage/log_import.h"
 
-namespace rs::launch {
+namespace rs::session {
 
 struct ShortRun {
     int trainIters = 10; // --train-iters / train.train_iters: warm-up (optimizer-state init) + steady
@@ -68,7 +68,7 @@ struct JobOptions {
     QStringList sshOptions;
     // A Slurm batch job (its login host, if any, is the settings'); sshHost must then be empty. The
     // working directory and the environment reach the job through `env -C DIR VAR=value ...`.
-    std::optional<SlurmSettings> slurm;
+    std::optional<launch::SlurmSettings> slurm;
 };
 
 // How a job run was launched, for deciding whether a stored one measured the same way: the exact command
@@ -121,7 +121,7 @@ private:
     void end(bool aborted, int exitCode, const QString& reason);
 
     std::unique_ptr<QProcess> m_process;
-    std::unique_ptr<SlurmJob> m_slurm;
+    std::unique_ptr<launch::SlurmJob> m_slurm;
     std::map<int, QByteArray> m_slurmPartial;
     bool m_slurmActive = false;
     std::unique_ptr<storage::TrainingLogStream> m_stream;
@@ -134,4 +134,4 @@ private:
     bool m_done = false;
 };
 
-} // namespace rs::launch
+} // namespace rs::session

@@ -1,0 +1,10 @@
+// SPDX-License-Identifier: Apache-2.0
+// This library's logging category (debug output, off by default):
+// QT_LOGGING_RULES="recompute.launch.debug=true".
+#pragma once
+
+#include <QLoggingCategory>
+
+namespace rs::launch {
+Q_DECLARE_LOGGING_CATEGORY(lcLaunch)
+}
