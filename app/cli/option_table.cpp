@@ -16,7 +16,8 @@ namespace rs::cli {
 
 namespace {
 
-const char* kRecipeForm = "(FILE.json | - | --overrides ARGS... | --mlm-args ARGS...) [options]";
+const char* kRecipeForm = "(FILE.json | - | --overrides ARGS... | --mlm-args ARGS... | --recipe NAME "
+                          "[--overrides ARGS...]) [options]";
 
 const std::vector<std::string> kRecipeVerbs = { "validate", "estimate", "run", "sweep" };
 const std::vector<std::string> kWorkerVerbs = { "run", "sweep" };
@@ -37,6 +38,17 @@ std::vector<OptionSpec> makeOptionTable()
             { { "import", "",
                 "Bridge overrides (model.recompute_modules=[moe_act] ...) for what the log does not print: "
                 "the arguments up to the next one that starts with --; given again, they add up" } } },
+        { "recipe", "NAME", Arity::Value, kRecipeVerbs, false, false,
+            "a Megatron Bridge recipe by name (moonlight_16b_pretrain_8gpu_h100_bf16_config ...): the job it "
+            "builds at the profiles' Bridge commit, after Bridge's setup(); --overrides change it" },
+        { "gpus", "N", Arity::Value, kRecipeVerbs, false, false,
+            "the launch's world size: the data-parallel size is N / (TP x PP x CP); with --recipe, default "
+            "the "
+            "GPUs its name states" },
+        { "nodes", "N", Arity::Value, kRecipeVerbs, false, false,
+            "nodes of the launch (with --gpus-per-node)" },
+        { "gpus-per-node", "M", Arity::Value, kRecipeVerbs, false, false,
+            "GPUs per node (the world size is --nodes x --gpus-per-node)" },
         { "mlm-args", "ARGS", Arity::Rest, kRecipeVerbs, false, false,
             "the recipe as Megatron-LM flags: every argument after it (a whole torchrun ... pretrain_gpt.py "
             "... line too)" },

@@ -65,9 +65,11 @@ std::optional<int> readRunRecipe(const char* verb, const ParsedArgs& args, Recip
 {
     // core/recipe_input.h reads the recipe arguments as they were given: rebuilt here from the parse.
     std::vector<std::string> recipeArgs = args.positionals;
-    if (args.has("profile")) {
-        recipeArgs.push_back("--profile");
-        recipeArgs.push_back(args.value("profile"));
+    for (const char* option : { "profile", "recipe", "gpus", "nodes", "gpus-per-node" }) {
+        if (args.has(option)) {
+            recipeArgs.push_back(std::string("--") + option);
+            recipeArgs.push_back(args.value(option));
+        }
     }
     if (const auto it = args.groups.find("overrides"); it != args.groups.end()) {
         for (const auto& group : it->second) {

@@ -48,6 +48,8 @@ void printHuman(const rs::RecipeInput& in, const rs::Validation& v)
               << rs::profileName(in.recipe.profile) << " (" << formatName(in.format) << ")\n";
     if (!in.note.empty())
         std::cout << "note: " << in.note << "\n";
+    for (const std::string& n : in.setup_notes)
+        std::cout << "recipe: " << n << "\n";
 }
 
 int validateMain(const std::vector<std::string>& argv)
@@ -67,6 +69,7 @@ int validateMain(const std::vector<std::string>& argv)
         out["profile"] = rs::profileName(input.recipe.profile);
         out["has_errors"] = v.hasErrors();
         out["kept_note"] = input.note;
+        out["recipe_notes"] = input.setup_notes;
         out["findings"] = nlohmann::json::array();
         for (const auto& f : v.findings)
             out["findings"].push_back(rs::findingToJson(f));

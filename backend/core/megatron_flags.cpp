@@ -92,6 +92,8 @@ const std::vector<FlagDef>& flagDefs()
         { "--grad-reduce-in-bf16", Arity::Switch, "" },
         { "--main-grads-dtype", Arity::Value, "main_grads_dtype" },
         { "--main-params-dtype", Arity::Value, "main_params_dtype" },
+        { "--exp-avg-dtype", Arity::Value, "exp_avg_dtype" },
+        { "--exp-avg-sq-dtype", Arity::Value, "exp_avg_sq_dtype" },
         { "--use-precision-aware-optimizer", Arity::Switch, "use_precision_aware_optimizer" },
         { "--bf16", Arity::Switch, "bf16" },
         { "--fp16", Arity::Switch, "fp16" },
@@ -600,6 +602,12 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
             "'" + *r.mixed_precision
                 + "' is a Megatron Bridge mixed-precision recipe with no Megatron-LM flag; set bf16/fp16/fp8/"
                   "fp8_recipe/fp4 instead (the rules engine's B8 adjustment does it)");
+    }
+    if (!r.store_param_remainders) {
+        throw RecipeError("store_param_remainders", where,
+            "Megatron-LM has no flag for store_param_remainders: its OptimizerConfig keeps the default True "
+            "(megatron/core/optimizer/optimizer_config.py); Bridge's optimizer.store_param_remainders=false "
+            "has no Megatron-LM command line");
     }
     if (r.recompute_granularity == "selective" && r.recompute_modules && r.recompute_modules->empty()) {
         throw RecipeError("recompute_modules", where,

@@ -21,9 +21,9 @@ namespace rs {
 namespace {
 
 // Our own settings, which Bridge's ConfigContainer has no place for: written in the '# studio:' comment.
-const std::vector<std::string> kStudioFields = { "name", "profile", "memory_target_gb", "warmup_iters",
-    "te_version", "checkpoint_activations_flag", "recompute_activations", "data_parallel_size",
-    "main_grads_dtype", "main_params_dtype", "front_end", "adam_implementation" };
+const std::vector<std::string> kStudioFields
+    = { "name", "profile", "memory_target_gb", "warmup_iters", "te_version", "checkpoint_activations_flag",
+          "recompute_activations", "data_parallel_size", "front_end", "adam_implementation" };
 // Fields that are no setting at all (how the recipe was read); never written as overrides.
 const std::vector<std::string> kBookkeeping
     = { "extra_overrides", "extra_flags", "launch_command", "explicit_keys" };
@@ -51,8 +51,10 @@ std::vector<std::string> bridgeKeys(const std::string& field)
         return { "model.seq_length", "dataset.seq_length" }; // Bridge checks that the two agree
     if (field == "use_distributed_optimizer" || field == "grad_reduce_in_fp32")
         return { "ddp." + field };
-    if (field == "use_precision_aware_optimizer")
-        return { "optimizer." + field };
+    if (field == "use_precision_aware_optimizer" || field == "main_grads_dtype"
+        || field == "main_params_dtype" || field == "exp_avg_dtype" || field == "exp_avg_sq_dtype"
+        || field == "store_param_remainders")
+        return { "optimizer." + field }; // OptimizerConfig's
     if (field == "untie_embeddings_and_output_weights")
         return { "model.share_embeddings_and_output_weights" };
     return { "model." + field };
@@ -466,6 +468,16 @@ std::vector<std::string> recipeToBridgeOverrides(const Recipe& r)
     }
     out.insert(out.end(), r.extra_overrides.begin(), r.extra_overrides.end());
     return out;
+}
+
+std::string bridgeOverrideField(const std::string& key)
+{
+    return fieldForKey(key);
+}
+
+bool isBridgeModelField(const std::string& name, Profile profile)
+{
+    return modelField(megatronArgTable(profile), name) != nullptr;
 }
 
 Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args)

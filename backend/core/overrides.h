@@ -45,6 +45,12 @@ void applyStudioComment(Recipe& r, const std::string& line, const std::string& w
 Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args);
 Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe base);
 
+// The recipe field an override key sets ("model.hidden_size" -> "hidden_size"); "" for a key no field models.
+std::string bridgeOverrideField(const std::string& key);
+// Whether model.<name> is a field of Megatron's TransformerConfig (at `profile` or another profile's) or of
+// Bridge's model providers: an override of it is taken (kept verbatim when no recipe field models it).
+bool isBridgeModelField(const std::string& name, Profile profile);
+
 // One line naming what was kept verbatim and not modelled ("" when nothing was).
 std::string keptSettingsNote(const Recipe& r);
 

@@ -116,6 +116,12 @@ struct Recipe {
     bool grad_reduce_in_fp32 = false;
     std::string main_grads_dtype = "fp32"; // fp32 | bf16 (--main-grads-dtype)
     std::string main_params_dtype = "fp32"; // fp32 | fp16 (--main-params-dtype)
+    // The precision-aware optimizer's state (OptimizerConfig; Transformer Engine's FusedAdam keeps it): the
+    // moments in these dtypes, and with bf16 parameters the fp32 master weight as its 16 low bits only
+    // (store_param_remainders, MCore's default True), the high 16 being the parameter itself.
+    std::string exp_avg_dtype = "fp32"; // fp32 | fp16 | bf16 | fp8 (--exp-avg-dtype)
+    std::string exp_avg_sq_dtype = "fp32"; // fp32 | fp16 | bf16 | fp8 (--exp-avg-sq-dtype)
+    bool store_param_remainders = true;
     bool use_precision_aware_optimizer = false;
     // Ours: which Adam runs the step. `fused`: Transformer Engine's or Apex's FusedAdam (no temporaries).
     // `torch`: torch.optim.AdamW's multi-tensor path, Megatron's fallback when neither is installed

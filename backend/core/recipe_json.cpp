@@ -165,6 +165,7 @@ const std::vector<std::string> kLoadBalancing
     = { "aux_loss", "seq_aux_loss", "global_aux_loss", "sinkhorn", "quantile_balancing", "none" };
 const std::vector<std::string> kMainGradsDtype = { "fp32", "bf16" };
 const std::vector<std::string> kMainParamsDtype = { "fp32", "fp16" };
+const std::vector<std::string> kMomentDtype = { "fp32", "fp16", "bf16", "fp8" };
 
 std::vector<std::string> profileNames()
 {
@@ -238,6 +239,9 @@ const std::vector<FieldDef>& fieldDefs()
         { "grad_reduce_in_fp32", &Recipe::grad_reduce_in_fp32 },
         { "main_grads_dtype", &Recipe::main_grads_dtype },
         { "main_params_dtype", &Recipe::main_params_dtype },
+        { "exp_avg_dtype", &Recipe::exp_avg_dtype },
+        { "exp_avg_sq_dtype", &Recipe::exp_avg_sq_dtype },
+        { "store_param_remainders", &Recipe::store_param_remainders },
         { "use_precision_aware_optimizer", &Recipe::use_precision_aware_optimizer },
         { "adam_implementation", &Recipe::adam_implementation },
         { "bf16", &Recipe::bf16 },
@@ -539,6 +543,8 @@ const std::vector<std::string>* allowedValues(const std::string& key)
         return &kMainGradsDtype;
     if (key == "main_params_dtype")
         return &kMainParamsDtype;
+    if (key == "exp_avg_dtype" || key == "exp_avg_sq_dtype")
+        return &kMomentDtype;
     if (key == "activation_func")
         return &kActivation;
     if (key == "attention_backend")

@@ -49,6 +49,9 @@ struct Ctx {
     Profile profile = Profile::BridgePin;
     InputFormat format = InputFormat::Json;
     bool modules_given = false; // recompute_modules was set by the input (before R10's default)
+    // Overrides with no recipe under them: the shape fields they do not give (unknown, not 0). The rules
+    // that point at one of them are not evaluated; RS24 says so once.
+    std::vector<std::string> unknown_shape;
     std::vector<Finding>* out = nullptr;
 
     bool gIs(std::string_view v) const { return r.recompute_granularity && *r.recompute_granularity == v; }

@@ -1350,6 +1350,19 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.enable_mhc_connections; }, nullptr, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "spell it enable_hyper_connections (dev)", "enable_mhc_connections", false); f.patch["enable_hyper_connections"] = true; },
       "enable_hyper_connections=true, enable_mhc_connections=false", "" },
+    { "RS24", "*", kBridge, N, "num_layers hidden_size num_attention_heads",
+      "overrides alone, without the model's shape",
+      "the overrides give no {missing}: a change to a recipe that is not here, so the rules that need the model's shape are not checked and nothing is estimated",
+      GD, { { "*", "docs/rules.md#rs24" } },
+      [](const Ctx& c) { return !c.unknown_shape.empty(); },
+      [](const Ctx& c, Args& a) {
+          std::string missing;
+          for (const auto& k : c.unknown_shape)
+              missing += (missing.empty() ? "" : ", ") + k;
+          a.set("missing", missing);
+      }, nullptr, nullptr,
+      "--recipe NAME under the overrides, or model.num_layers=... model.hidden_size=... model.num_attention_heads=...",
+      "An override changes a recipe; a field it does not give is the recipe's, unknown here, not Bridge's 0" },
     { "RS23", "*", kAnyFormat, E, "num_layers",
       "num_layers below 1",
       "num_layers={v} is out of range: num_layers must be at least 1.",

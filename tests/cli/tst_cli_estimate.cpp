@@ -32,6 +32,7 @@ private Q_SLOTS:
     void inputForms();
     void badArguments_data();
     void badArguments();
+    void bridgeRecipeByName();
 };
 
 void TestCliEstimate::jsonHasPeakRanksAndChoices()
@@ -110,12 +111,40 @@ void TestCliEstimate::badArguments_data()
     QTest::newRow("no recipe") << QStringList {};
     QTest::newRow("unknown layout") << QStringList { kMoonlight, u"--layout"_s, u"tpu"_s };
     QTest::newRow("missing file") << QStringList { u"/nonexistent/recipe.json"_s };
+    QTest::newRow("a recipe Bridge does not have") << QStringList { u"--recipe"_s, u"moonlight_16b"_s };
+    QTest::newRow("a world the layout does not divide") << QStringList { u"--recipe"_s,
+        u"moonlight_16b_pretrain_8gpu_h100_bf16_config"_s, u"--gpus"_s, u"3"_s };
+    QTest::newRow("a number of GPUs that is none") << QStringList { kMoonlight, u"--gpus"_s, u"eight"_s };
+    QTest::newRow("overrides alone, no shape")
+        << QStringList { u"--overrides"_s, u"model.recompute_granularity=selective"_s };
 }
 
 void TestCliEstimate::badArguments()
 {
     QFETCH(QStringList, args);
     QCOMPARE(estimate(args).code, 2);
+}
+
+// The guide's Moonlight study by its Bridge recipe's name, the user's overrides on top, on 8 GPUs: the job
+// Bridge's setup() runs (DP 4), said in the notes, and estimated for every choice.
+void TestCliEstimate::bridgeRecipeByName()
+{
+    const auto run = estimate({ u"--recipe"_s, u"moonlight_16b_pretrain_8gpu_h100_bf16_config"_s,
+        u"--gpus=8"_s, u"--overrides"_s, u"train.global_batch_size=4"_s,
+        u"model.recompute_modules=[moe_act]"_s, u"--json"_s, u"--all-choices"_s });
+    QCOMPARE(run.code, 0);
+    const auto j = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    QCOMPARE(j.value("input"_L1).toString(), u"recipe moonlight_16b_pretrain_8gpu_h100_bf16_config"_s);
+    QCOMPARE(j.value("choice"_L1).toString(), u"moe_act"_s);
+    const QStringList notes = j.value("recipe_notes"_L1).toVariant().toStringList();
+    QVERIFY2(!notes.isEmpty() && notes.front().contains(u"on 8 GPUs: data-parallel size 4"_s),
+        qPrintable(notes.join(u'\n')));
+    QVERIFY(j.value("peak_allocated_bytes"_L1).toDouble() > 1e10);
+    // An unknown name is refused with the nearest names.
+    const auto typo = estimate({ u"--recipe"_s, u"moonlight_16b_pretrain_8gpu_h100_bf16_confg"_s });
+    QCOMPARE(typo.code, 2);
+    QVERIFY2(typo.err.contains(u"did you mean moonlight_16b_pretrain_8gpu_h100_bf16_config"_s),
+        qPrintable(typo.err));
 }
 
 QTEST_GUILESS_MAIN(TestCliEstimate)

@@ -118,6 +118,9 @@ Recipe fullRecipe()
     r.grad_reduce_in_fp32 = true;
     r.main_grads_dtype = "bf16";
     r.main_params_dtype = "fp16";
+    r.exp_avg_dtype = "bf16";
+    r.exp_avg_sq_dtype = "fp8";
+    r.store_param_remainders = false;
     r.use_precision_aware_optimizer = true;
     r.bf16 = true;
     r.fp16 = true;
@@ -1309,6 +1312,7 @@ void TestRecipeIo::flagsRoundTrip()
 {
     Recipe full = fullRecipe();
     full.mixed_precision = std::nullopt; // a Bridge recipe name has no flag (flagsLossyCases)
+    full.store_param_remainders = true; // no flag either: Megatron-LM always keeps the remainders
     std::vector<Recipe> recipes = { Recipe {}, full };
     Recipe dense;
     dense.num_layers = 12;
@@ -1354,6 +1358,10 @@ void TestRecipeIo::flagsLossyCases()
     Recipe bridge;
     bridge.mixed_precision = "bf16_with_fp8_delayed_scaling_mixed";
     QVERIFY_THROWS_EXCEPTION(RecipeError, recipeToMegatronFlags(bridge));
+
+    Recipe remainders;
+    remainders.store_param_remainders = false;
+    QVERIFY_THROWS_EXCEPTION(RecipeError, recipeToMegatronFlags(remainders));
 
     Recipe geglu;
     geglu.gated_linear_unit = true;
