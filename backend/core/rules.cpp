@@ -476,7 +476,7 @@ Validation validate(const Recipe& recipe, InputFormat format)
         const Row& row = rows[i];
         if (!row.when || !(meta[i].profiles & pbit) || !(row.formats & fbit))
             continue;
-        if (!c.unknown_shape.empty() && std::strcmp(row.id, "RS24") != 0
+        if (!c.unknown_shape.empty() && std::strcmp(row.id, "RS30") != 0
             && std::any_of(meta[i].fields.begin(), meta[i].fields.end(), [&c](const std::string& f) {
                    return std::find(c.unknown_shape.begin(), c.unknown_shape.end(), f)
                        != c.unknown_shape.end();

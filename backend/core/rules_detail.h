@@ -50,7 +50,7 @@ struct Ctx {
     InputFormat format = InputFormat::Json;
     bool modules_given = false; // recompute_modules was set by the input (before R10's default)
     // Overrides with no recipe under them: the shape fields they do not give (unknown, not 0). The rules
-    // that point at one of them are not evaluated; RS24 says so once.
+    // that point at one of them are not evaluated; RS30 says so once.
     std::vector<std::string> unknown_shape;
     std::vector<Finding>* out = nullptr;
 

@@ -1350,10 +1350,10 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.enable_mhc_connections; }, nullptr, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "spell it enable_hyper_connections (dev)", "enable_mhc_connections", false); f.patch["enable_hyper_connections"] = true; },
       "enable_hyper_connections=true, enable_mhc_connections=false", "" },
-    { "RS24", "*", kBridge, N, "num_layers hidden_size num_attention_heads",
+    { "RS30", "*", kBridge, N, "num_layers hidden_size num_attention_heads",
       "overrides alone, without the model's shape",
       "the overrides give no {missing}: a change to a recipe that is not here, so the rules that need the model's shape are not checked and nothing is estimated",
-      GD, { { "*", "docs/rules.md#rs24" } },
+      GD, { { "*", "docs/rules.md#rs30" } },
       [](const Ctx& c) { return !c.unknown_shape.empty(); },
       [](const Ctx& c, Args& a) {
           std::string missing;

@@ -340,8 +340,8 @@ const std::vector<Case>& cases()
         { "dev", "json", "RS22", "main's spelling", R"({"enable_hyper_connections": true})", false },
         // --- impossible sizes and shapes (RS23-RS29, R40, M7)
         // Overrides alone: the shape they do not give is unknown (not 0), and said once; given, RS23 judges it.
-        { "*", "bridge", "RS24", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["recompute_granularity"]})", true },
-        { "*", "bridge", "RS24", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["hidden_size", "num_attention_heads", "num_layers", "recompute_granularity"]})", false },
+        { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["recompute_granularity"]})", true },
+        { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["hidden_size", "num_attention_heads", "num_layers", "recompute_granularity"]})", false },
         { "*", "bridge", "RS23", "out of range: num_layers must", R"({"num_layers": 0, "explicit_keys": ["num_layers"]})", true },
         { "*", "bridge", "RS23", "out of range: num_layers must", R"({"num_layers": 0, "explicit_keys": ["recompute_granularity"]})", false },
         { "*", "json", "RS23", "out of range: num_layers must", R"({"num_layers": 0})", true },
