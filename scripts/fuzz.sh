@@ -11,7 +11,7 @@ shift || true
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 jobs="${RS_JOBS:-2}"
-all=(fuzz_recipe_json fuzz_overrides fuzz_flags fuzz_log_import fuzz_stream)
+all=(fuzz_recipe_json fuzz_overrides fuzz_flags fuzz_estimate fuzz_log_import fuzz_stream fuzz_job_log)
 targets=("$@")
 [ ${#targets[@]} -gt 0 ] || targets=("${all[@]}")
 

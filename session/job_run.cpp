@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "session/job_run.h"
 
+#include <algorithm>
 #include <stdexcept>
 
 #include <QDateTime>
@@ -11,6 +12,7 @@
 #include "core/megatron_arg_table.h"
 #include "core/megatron_flags.h"
 #include "core/overrides.h"
+#include "launch/worker_launcher.h"
 
 using namespace Qt::StringLiterals;
 
@@ -58,7 +60,43 @@ QString plainOrQuoted(const QString& word)
     return u'\'' + q + u'\'';
 }
 
+// A word for the log's one-line header: as plainOrQuoted, but a word with a control character (a newline
+// in a flag's value) in bash's $'...' form, so the header stays one line and the job's output starts after
+// it.
+QString oneLineQuoted(const QString& word)
+{
+    const bool control = std::any_of(
+        word.begin(), word.end(), [](QChar c) { return c.unicode() < 0x20 || c.unicode() == 0x7f; });
+    if (!control)
+        return plainOrQuoted(word);
+    QString q = u"$'"_s;
+    for (QChar c : word) {
+        const ushort u = c.unicode();
+        if (c == u'\\' || c == u'\'')
+            q += u'\\' + QString(c);
+        else if (c == u'\n')
+            q += u"\\n"_s;
+        else if (c == u'\r')
+            q += u"\\r"_s;
+        else if (c == u'\t')
+            q += u"\\t"_s;
+        else if (u < 0x20 || u == 0x7f)
+            q += u"\\x%1"_s.arg(u, 2, 16, QLatin1Char('0'));
+        else
+            q += c;
+    }
+    return q + u'\'';
+}
+
 } // namespace
+
+QByteArray jobLogCommandLine(const std::vector<std::string>& command)
+{
+    QStringList header;
+    for (const std::string& w : command)
+        header << oneLineQuoted(QString::fromStdString(w));
+    return (u"# command: "_s + header.join(u' ') + u"\n"_s).toUtf8();
+}
 
 Recipe jobRecipe(const Recipe& recipe, InputFormat format, const std::optional<RecomputeChoice>& choice)
 {
@@ -168,6 +206,11 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
         return fail(tr("a job is already running"));
     if (command.empty())
         return fail(tr("no command to run"));
+    if (!options.sshHost.isEmpty()) {
+        QString destination, port, problem;
+        if (!launch::parseSshHost(options.sshHost, &destination, &port, &problem))
+            return fail(problem); // never an option to ssh ('-oProxyCommand=...')
+    }
     if (options.slurm && !options.sshHost.isEmpty())
         return fail(tr("ssh host %1 and a Slurm job at once: give the host as the Slurm settings' login host")
                         .arg(options.sshHost));
@@ -185,16 +228,16 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
     m_logPath = logPath;
     m_log.close();
     m_log.setFileName(logPath);
-    if (!m_log.open(QIODevice::WriteOnly | QIODevice::Truncate))
-        return fail(tr("cannot write the job's log %1: %2").arg(logPath, m_log.errorString()));
-    QStringList words;
-    for (const std::string& w : command)
+    // A new file, never an existing one (O_CREAT | O_EXCL: no file truncated, no symbolic link followed).
+    if (!m_log.open(QIODevice::WriteOnly | QIODevice::NewOnly))
+        return fail(tr("cannot make the job's log %1: %2").arg(logPath, m_log.errorString()));
+    // Like the fixtures' logs: the exact command first (one line), then when and where.
+    m_log.write(jobLogCommandLine(command));
+    QStringList words, quoted;
+    for (const std::string& w : command) {
         words << QString::fromStdString(w);
-    QStringList quoted;
-    for (const QString& w : words)
-        quoted << plainOrQuoted(w);
-    // Like the fixtures' logs: the exact command first, then when and where.
-    m_log.write((u"# command: "_s + quoted.join(u' ') + u"\n"_s).toUtf8());
+        quoted << plainOrQuoted(words.back());
+    }
     QString where;
     if (options.slurm)
         where = u" as a Slurm job"_s

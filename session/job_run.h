@@ -33,6 +33,7 @@
 #include <string>
 #include <vector>
 
+#include <QByteArray>
 #include <QElapsedTimer>
 #include <QFile>
 #include <QObject>
@@ -60,6 +61,10 @@ std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
 // The recipe the command for that choice trains (its recompute fields and train_iters), for the match
 // check, the labels and the estimate beside the run.
 Recipe jobRecipe(const Recipe& recipe, InputFormat format, const std::optional<RecomputeChoice>& choice);
+// The job log's first line, "# command: WORD WORD…\n": each word as the shell reads it, one with a control
+// character (a newline in a flag's value) in bash's $'…' form, so the line is one line whatever the words
+// hold and the job's own output, read back by the importer, starts after it (fuzz/fuzz_job_log.cpp).
+QByteArray jobLogCommandLine(const std::vector<std::string>& command);
 
 struct JobOptions {
     QString workingDirectory; // empty: inherit

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include <QCoreApplication>
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
@@ -126,7 +127,10 @@ bool JobSession::start()
         m_refusal = u"cannot make the log folder "_s + m_logDir;
         return false;
     }
-    m_stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s);
+    // Two sweeps into one folder in the same second never share a log: the process id is in the name, and
+    // JobRun makes each log as a new file.
+    m_stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s) + u'-'
+        + QString::number(QCoreApplication::applicationPid());
     m_controlRun.reset();
     m_candidateRuns.clear();
     m_moreControls.clear();
@@ -166,6 +170,15 @@ void JobSession::nextChoice()
         const int cap = std::max(m_options.repeats, m_options.repeatsMax);
         m_reusable = RunSession::findStoredRuns(
             *m_store, { storage::source::Import, m_hashes, m_signature, std::nullopt, false });
+        // Only a run that measured this very choice: a stored run whose own recompute settings differ (a
+        // job that ignored the flags once) stands in for nothing.
+        const RecomputeChoice planned = p.choice.value_or(RecomputeChoice {});
+        m_reusable.erase(std::remove_if(m_reusable.begin(), m_reusable.end(),
+                             [&](qint64 id) {
+                                 const auto run = m_store->run(id);
+                                 return !run || !storage::storedChoice(*run).sameAs(planned);
+                             }),
+            m_reusable.end());
         if (m_reusable.size() > cap)
             m_reusable.resize(cap); // the newest
         std::reverse(m_reusable.begin(), m_reusable.end()); // oldest first, as they were measured
@@ -227,6 +240,8 @@ void JobSession::startNext()
         if (name == u"[]"_s)
             name = u"control"_s;
         m_logPath = u"%1/%2-%3-%4.log"_s.arg(m_logDir, m_stamp, name).arg(m_repeat);
+        for (int k = 2; QFileInfo(m_logPath).exists() || QFileInfo(m_logPath).isSymLink(); ++k)
+            m_logPath = u"%1/%2-%3-%4-%5.log"_s.arg(m_logDir, m_stamp, name).arg(m_repeat).arg(k);
         m_tail.clear();
         m_job = std::make_unique<JobRun>();
         const QString label = p.label;

@@ -228,6 +228,14 @@ bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& 
         m_refusal = tr("repeats: %1; at least 1").arg(options.repeats);
         return false;
     }
+    // A host ssh could not reach (or would read as an option) is refused before any run row exists.
+    if (!options.launch.sshHost.isEmpty()) {
+        QString destination, port, problem;
+        if (!parseSshHost(options.launch.sshHost, &destination, &port, &problem)) {
+            m_refusal = problem;
+            return false;
+        }
+    }
     m_options = options;
     m_jobs.clear();
     m_current = -1;

@@ -29,9 +29,10 @@ void fillEstimate(const RunRecord& run, AdviceCandidate& c)
         const Recipe r = validate(recipeFromJsonText(run.recipeJson.toStdString(), "stored recipe")).resolved;
         const MemoryEstimate e
             = estimateMemory(r, run.importFormat.isEmpty() ? Layout::Worker : Layout::Megatron);
-        c.estimated_peak_bytes = e.peak_bytes;
-        if (!e.ranks.empty())
+        if (!e.ranks.empty()) {
+            c.estimated_peak_bytes = e.peak_bytes;
             c.estimated_stage = e.ranks[static_cast<std::size_t>(e.hottest)].stage;
+        }
     } catch (const std::exception&) {
         // no estimate: the advice stands on the measurements alone
     }

@@ -270,7 +270,7 @@ bool RunIngest::begin()
     return false;
 }
 
-QString RunIngest::spoolPathFor(const QString& storePath)
+QStringList RunIngest::spoolCandidates(const QString& storePath)
 {
     const QString stamp = QDateTime::currentDateTimeUtc().toString(u"yyyyMMdd-HHmmss"_s);
     const QString name = (storePath.isEmpty() ? u"measurements.sqlite"_s : QFileInfo(storePath).fileName())
@@ -282,18 +282,47 @@ QString RunIngest::spoolPathFor(const QString& storePath)
     if (data.isEmpty())
         data = QDir::homePath() + u"/.local/share/recompute-studio"_s;
     dirs << data + u"/spool"_s << QDir::tempPath();
-    for (const QString& dir : dirs) {
-        if (!QDir().mkpath(dir))
-            continue;
-        const QString candidate = dir + u'/' + name;
-        QFile probe(candidate);
-        if (probe.open(QIODevice::WriteOnly | QIODevice::Append)) {
-            probe.close();
-            qCDebug(lcStore) << "spool for" << storePath << "at" << candidate;
-            return candidate;
-        }
+    QStringList out;
+    for (const QString& dir : dirs)
+        if (!out.contains(dir + u'/' + name))
+            out << dir + u'/' + name;
+    return out;
+}
+
+bool RunIngest::writeSpoolFrom(int candidate)
+{
+    // Every event so far into the first folder that takes all of them: a file that opens is not enough
+    // (a full disk opens and then refuses the bytes), so each is written, flushed and checked, and a folder
+    // that fails is left for the next one.
+    const QStringList paths
+        = spoolCandidates(m_store->path().isEmpty() ? m_store->requestedPath() : m_store->path());
+    if (m_spoolFile) {
+        m_spoolFile->close();
+        m_spoolFile.reset();
     }
-    return {};
+    for (int i = std::max(0, candidate); i < paths.size(); ++i) {
+        if (!QDir().mkpath(QFileInfo(paths[i]).absolutePath()))
+            continue;
+        auto file = std::make_unique<QFile>(paths[i]);
+        if (!file->open(QIODevice::WriteOnly | QIODevice::NewOnly))
+            continue;
+        bool ok = true;
+        for (const QByteArray& line : m_lines)
+            ok = ok && file->write(line) == line.size() && file->write("\n") == 1;
+        ok = ok && file->flush();
+        if (!ok) {
+            m_spoolFailures << paths[i] + u": "_s + file->errorString();
+            file->close();
+            QFile::remove(paths[i]);
+            continue;
+        }
+        qCDebug(lcStore) << "spool at" << paths[i];
+        m_spoolFile = std::move(file);
+        m_spoolPath = paths[i];
+        m_spoolIndex = i;
+        return true;
+    }
+    return false;
 }
 
 bool RunIngest::startSpool()
@@ -303,28 +332,19 @@ bool RunIngest::startSpool()
     const QString reason = m_error.isEmpty() ? m_store->lastError() : m_error;
     if (m_store->inWrite())
         m_store->rollbackWrite();
-    const QString path = spoolPathFor(m_store->path().isEmpty() ? m_store->requestedPath() : m_store->path());
-    auto file = std::make_unique<QFile>(path);
-    if (path.isEmpty() || !file->open(QIODevice::WriteOnly | QIODevice::Append)) {
-        m_error = reason + u"; and no folder could take a spool of the stream"_s;
+    if (!writeSpoolFrom(0)) {
+        m_error = reason + u"; and no folder could take a spool of the stream"_s
+            + (m_spoolFailures.isEmpty() ? QString() : u" ("_s + m_spoolFailures.join(u"; "_s) + u')');
         return false;
     }
-    m_spoolFile = std::move(file);
-    m_spoolPath = path;
     m_spoolReason = reason;
     m_spooling = true;
-    for (const QByteArray& line : m_lines) {
-        m_spoolFile->write(line);
-        m_spoolFile->write("\n");
-    }
-    m_spoolFile->flush();
-    m_lines.clear();
     // What the store took before it failed is dropped, best effort: the spool has all of it, and importing
     // the spool must not leave a second, partial copy. A store that takes nothing keeps it (aborted later).
     if (m_runId != 0 && m_store->deleteRun(m_runId))
         m_runId = 0;
     m_error.clear();
-    notify(u"the store cannot take the run (%1); its stream is spooled to %2"_s.arg(reason, path));
+    notify(u"the store cannot take the run (%1); its stream is spooled to %2"_s.arg(reason, m_spoolPath));
     return true;
 }
 
@@ -334,12 +354,22 @@ bool RunIngest::spool(const QByteArray& line)
         return false;
     if (line.isEmpty())
         return true;
+    // Kept in memory too: a folder that stops taking bytes (a disk that fills) hands the whole stream on.
+    m_lines.append(line);
     // Line by line and flushed, so a process killed mid-run still leaves every event it received.
-    const bool ok
-        = m_spoolFile->write(line) == line.size() && m_spoolFile->write("\n") == 1 && m_spoolFile->flush();
-    if (!ok)
-        m_error = u"writing the spool %1 failed: %2"_s.arg(m_spoolPath, m_spoolFile->errorString());
-    return ok;
+    if (m_spoolFile->write(line) == line.size() && m_spoolFile->write("\n") == 1 && m_spoolFile->flush())
+        return true;
+    const QString failed = m_spoolPath;
+    m_spoolFailures << failed + u": "_s + m_spoolFile->errorString();
+    QFile::remove(failed);
+    if (writeSpoolFrom(m_spoolIndex + 1)) {
+        notify(
+            u"the spool %1 could not be written; the stream is spooled to %2 now"_s.arg(failed, m_spoolPath));
+        return true;
+    }
+    m_spoolPath.clear();
+    m_error = u"no folder could take the spool of the stream: "_s + m_spoolFailures.join(u"; "_s);
+    return false;
 }
 
 void RunIngest::setCommitPolicy(int rows, int ms)

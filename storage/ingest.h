@@ -90,7 +90,9 @@ private:
     bool startSpool();
     bool spool(const QByteArray& line);
     void notify(const QString& message);
-    static QString spoolPathFor(const QString& storePath);
+    // Where a spool may go, in order: beside the store, the user's data folder, the temp folder.
+    static QStringList spoolCandidates(const QString& storePath);
+    bool writeSpoolFrom(int candidate); // every event so far into the first candidate that takes them
     bool ensureRun();
     bool maybeCommit(bool force);
     bool onHello(const stream::Hello& e);
@@ -127,6 +129,8 @@ private:
     std::unique_ptr<QFile> m_spoolFile;
     QString m_spoolPath;
     QString m_spoolReason;
+    int m_spoolIndex = -1; // the candidate that holds the spool
+    QStringList m_spoolFailures; // the folders that could not take it, and why
 };
 
 // A worker stream saved as JSON lines (a spool, or `recompute-bench ... > run.jsonl`): its first event is

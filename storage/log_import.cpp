@@ -266,6 +266,11 @@ void LogParser::line(QByteArrayView raw)
 {
     if (raw.endsWith('\r'))
         raw.chop(1);
+    // The lines a job run writes about itself (session/job_run.cpp: the command, when it started, Slurm's
+    // word, how it ended) are no output of the job: a flag value that quotes a memory line is not one.
+    for (const char* own : { "# command: ", "# started: ", "# slurm: ", "# exit: " })
+        if (raw.startsWith(own))
+            return;
     if (m_inArguments) {
         argumentsLine(QString::fromUtf8(raw));
         return;
@@ -497,7 +502,11 @@ void LogParser::memoryLine(const QString& line)
             // one.
             const auto v = mlm.match(body);
             if (!v.hasMatch()) {
-                ++m_log.ignoredLines;
+                // A memory report whose figures do not read (a byte of it broken, a number cut off): said,
+                // never dropped in silence; the peak may be under it.
+                refuse(u"memory line refused (not report_memory's four figures; the peak may be above what "
+                       "was imported)"_s,
+                    m.captured(0) + body.toString());
                 continue;
             }
             constexpr double mib = 1024.0 * 1024.0; // report_memory divides by 1024*1024 ("MB")
@@ -532,6 +541,13 @@ void LogParser::memoryLine(const QString& line)
         if (!r.maxAllocated && !r.allocated && !r.maxReserved && !r.reserved) {
             ++m_log.ignoredLines;
             continue;
+        }
+        // The allocator reserves at least what it has allocated: a max reserved below the max allocated is
+        // no reading of it, and is not kept.
+        if (r.maxReserved && r.maxAllocated && *r.maxReserved < *r.maxAllocated) {
+            refuse(u"max reserved below max allocated refused (the allocator reserves what it allocates)"_s,
+                m.captured(0));
+            r.maxReserved.reset();
         }
         const qint64 key = (qint64(r.rank) << 32) | quint32(r.afterIteration);
         const size_t hash = qHash(body.trimmed());
@@ -573,9 +589,15 @@ bool LogParser::iterationLine(const QString& line)
             continue;
         const QStringView key = part.left(colon).trimmed();
         const QStringView value = part.mid(colon + 1).trimmed();
-        if (key == u"elapsed time per iteration (ms)")
+        if (key == u"elapsed time per iteration (ms)") {
+            // A step time is positive and below a day: 0, a negative, 1e308 or 2^63 is a broken line.
             row.stepMs = finiteOf(value);
-        else if (key == u"throughput per GPU (TFLOP/s/GPU)")
+            if (row.stepMs && !(*row.stepMs > 0 && *row.stepMs < 86400e3)) {
+                refuse(u"step time refused (not a number of milliseconds above 0 and below a day)"_s,
+                    value.toString());
+                row.stepMs.reset();
+            }
+        } else if (key == u"throughput per GPU (TFLOP/s/GPU)")
             row.tflops = finiteOf(value);
         else if (key == u"global batch size") {
             if (const auto gbs = intOf(value))
@@ -596,6 +618,12 @@ bool LogParser::iterationLine(const QString& line)
     const auto total = intOf(m.capturedView(2));
     if (!iteration || !total || *iteration < 0) {
         refuse(u"iteration line refused (iteration or train_iters too big for an int)"_s, m.captured(0));
+        return true;
+    }
+    // "iteration N/ 0", or past its own total: no such line in a run that counts its iterations.
+    if (*total < 1 || *iteration > *total) {
+        refuse(u"iteration line refused (iteration %1 of %2 train_iters)"_s.arg(*iteration).arg(*total),
+            m.captured(0));
         return true;
     }
     row.iteration = *iteration;

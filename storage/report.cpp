@@ -8,10 +8,12 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QSaveFile>
 #include <QSet>
 #include <QSqlQuery>
 #include <QSqlRecord>
@@ -99,7 +101,14 @@ QString flagCell(const ComparisonRow& row)
     return row.match.notes.isEmpty() ? u"yes"_s : u"yes ("_s + row.match.notes.join(u"; "_s) + u")"_s;
 }
 
+QString controlTitleText(const ReportTable& t);
+
 QString controlTitle(const ReportTable& t)
+{
+    return terminalText(controlTitleText(t));
+}
+
+QString controlTitleText(const ReportTable& t)
 {
     if (!t.control)
         return u"Runs with no matched [] control stored (no deltas)"_s;
@@ -150,7 +159,17 @@ QStringList header(const ReportTable& t)
         u"Allocated vs "_s + kind, u"Time vs "_s + kind, u"Outcome"_s, u"Run"_s, u"Matched?"_s };
 }
 
+QStringList cellsText(const ComparisonRow& row);
+
 QStringList cells(const ComparisonRow& row)
+{
+    QStringList c = cellsText(row);
+    for (QString& s : c)
+        s = terminalText(s);
+    return c;
+}
+
+QStringList cellsText(const ComparisonRow& row)
 {
     const RunRecord& r = row.run;
     return { r.moduleSetLabel(), formatGigabytes(r.peakAllocated), num(r.steadyStepMs, 2),
@@ -352,6 +371,16 @@ int unmatchedRows(const QVector<ReportTable>& tables)
         }
     }
     return n;
+}
+
+QString terminalText(QString text)
+{
+    for (QChar& c : text) {
+        const ushort u = c.unicode();
+        if (u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0))
+            c = QChar(0xfffd);
+    }
+    return text;
 }
 
 QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
@@ -636,10 +665,20 @@ const char* pandasDtype(Kind kind)
     return "object";
 }
 
+// Written to a new file beside it, then renamed over the name: a symbolic link there is replaced, never
+// followed (its target is not truncated, a dangling one makes no file outside the folder), and a failed
+// write leaves the previous export whole.
 bool writeFile(const QString& path, const QByteArray& bytes, QString* error)
 {
-    QFile f(path);
-    if (!f.open(QIODevice::WriteOnly | QIODevice::Truncate) || f.write(bytes) != bytes.size()) {
+    // QSaveFile writes through a symbolic link to its target: the link goes first.
+    if (QFileInfo(path).isSymLink() && !QFile::remove(path)) {
+        if (error)
+            *error = path + u": a symbolic link that cannot be removed"_s;
+        return false;
+    }
+    QSaveFile f(path);
+    f.setDirectWriteFallback(false);
+    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
         if (error)
             *error = path + u": "_s + f.errorString();
         return false;

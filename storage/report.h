@@ -35,6 +35,9 @@ QString formatPeakAttribution(const ReportTable& table);
 // control is not among them bring it in.
 QVector<ReportTable> buildReport(
     const Store& store, std::optional<qint64> control, const QVector<qint64>& runIds);
+// Text a report or the CLI shows as one line: a control character in a stored name (an escape sequence
+// that would retitle or recolour the terminal, a line break that would forge a row) shown as U+FFFD.
+QString terminalText(QString text);
 QString formatReport(const QVector<ReportTable>& tables, ReportFormat format);
 // The number of rows flagged as not matched.
 int unmatchedRows(const QVector<ReportTable>& tables);

@@ -19,6 +19,7 @@
 #include <QSqlQuery>
 #include <QStandardPaths>
 #include <QThread>
+#include <QUrl>
 #include <QUuid>
 
 #include "core/comparison.h"
@@ -199,7 +200,14 @@ QVector<const Column*> columnsFor(int version)
 
 QString sqlError(const QSqlQuery& q)
 {
-    return QString(q.lastError().text() + u" [" + q.lastQuery() + u"]");
+    const QString driver = q.lastError().text() + u" [" + q.lastQuery() + u"]";
+    // A lock held past the busy timeout: say what it means and what to do, the driver's words after.
+    if (Store::isBusyError(q.lastError()))
+        return u"the store is locked by another process (a writer held it for more than %1 s); nothing was "
+               "lost: try again when the other run or import has finished (SQLite: %2)"_s
+                   .arg(Store::kBusyTimeoutMs / 1000)
+                   .arg(driver);
+    return driver;
 }
 
 QString joinInts(const QVector<qint64>& ids)
@@ -674,6 +682,9 @@ bool Store::openAtVersion(const QString& path, int version, QString* error)
     };
     if (version < 1 || version > kSchemaVersion)
         return fail(u"schema version %1 is not one of 1..%2"_s.arg(version).arg(kSchemaVersion));
+    // A FIFO, a device or a folder is no store: SQLite would block reading a FIFO for ever.
+    if (const QFileInfo f(path); f.exists() && !f.isFile())
+        return fail(u"not a regular file (a store is an SQLite file)"_s);
     const QFileInfo info(path);
     if (!QDir().mkpath(info.absolutePath()))
         return fail(u"cannot create the folder "_s + info.absolutePath());
@@ -831,6 +842,8 @@ bool Store::openReadOnly(const QString& path, QString* error)
 {
     close();
     m_requestedPath = path;
+    if (const QFileInfo f(path); f.exists() && !f.isFile())
+        return open(path, error); // refused there, with the reason
     // A file that is not there, is older than this build or cannot be opened read-only (a WAL file whose
     // -shm cannot be made) is opened the usual way: created or migrated.
     if (!QFileInfo::exists(path))
@@ -846,8 +859,29 @@ bool Store::openReadOnly(const QString& path, QString* error)
     }
     m_path = path;
     QSqlQuery q(database());
-    if (!q.exec(u"PRAGMA user_version"_s) || !q.next()) // e.g. WAL without a -shm it may create
-        return open(path, error);
+    if (!q.exec(u"PRAGMA user_version"_s) || !q.next()) { // e.g. WAL without a -shm it may create
+        q = QSqlQuery();
+        // In a folder this user cannot write (a shared, read-only store), SQLite cannot make the WAL's -shm:
+        // read the file as it is, unlocked (immutable), rather than open it for writing, which must fail.
+        const QFileInfo folder(QFileInfo(path).absolutePath());
+        if (folder.isWritable())
+            return open(path, error);
+        {
+            QSqlDatabase db = database();
+            db.close();
+            db.setConnectOptions(
+                u"QSQLITE_OPEN_READONLY;QSQLITE_OPEN_URI;QSQLITE_BUSY_TIMEOUT=%1"_s.arg(kBusyTimeoutMs));
+            db.setDatabaseName(u"file:"_s
+                + QString::fromUtf8(QUrl::toPercentEncoding(QFileInfo(path).absoluteFilePath(), "/"))
+                + u"?immutable=1"_s);
+            if (!db.open())
+                return open(path, error);
+        }
+        q = QSqlQuery(database());
+        if (!q.exec(u"PRAGMA user_version"_s) || !q.next())
+            return open(path, error);
+        qCDebug(lcStore) << path << "read unlocked (immutable): its folder is not writable";
+    }
     const int version = q.value(0).toInt();
     q.finish();
     if (version < 0 || version > kSchemaVersion) {

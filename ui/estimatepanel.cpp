@@ -43,7 +43,9 @@ EstimatePanel::EstimatePanel(RecipeDocument* document, QWidget* parent)
 QString EstimatePanel::summary() const
 {
     if (m_estimate.ranks.empty())
-        return tr("Estimate: the recipe needs layers, hidden size and heads");
+        return m_estimate.not_estimated.empty()
+            ? tr("Estimate: the recipe needs layers, hidden size and heads")
+            : tr("Not estimated: %1").arg(QString::fromStdString(m_estimate.not_estimated));
     const auto& hot = m_estimate.ranks[static_cast<size_t>(m_estimate.hottest)];
     QString text
         = tr("Estimated peak %1 GB on stage %2 (%3, %4 layout)")

@@ -28,6 +28,7 @@
 #include <QTextBrowser>
 #include <QVBoxLayout>
 
+#include "bridgerecipedialog.h"
 #include "core/recipe_json.h"
 #include "editorpage.h"
 #include "launchpage.h"
@@ -346,6 +347,22 @@ void MainWindow::buildMenus()
         });
     }
     presets->setEnabled(!presets->isEmpty());
+    file->addAction(tr("New from &Bridge recipe…"), this,
+            [this] {
+                if (!maybeSave())
+                    return;
+                BridgeRecipeDialog dialog(this);
+                if (dialog.exec() != QDialog::Accepted || !dialog.job())
+                    return;
+                m_presetName.clear();
+                m_document->resetUntitled(dialog.job()->recipe);
+                m_document->setInputFormat(InputFormat::BridgeOverrides);
+                QStringList notes;
+                for (const std::string& n : dialog.job()->notes)
+                    notes << QString::fromStdString(n);
+                statusBar()->showMessage(notes.join(u"; "), 20000);
+            })
+        ->setObjectName(QStringLiteral("actionNewFromBridge"));
     file->addAction(tr("&Open recipe…"), QKeySequence::Open, this, [this] {
         if (!maybeSave())
             return;

@@ -128,14 +128,15 @@ int main(int argc, char** argv)
         long long value = 0;
         if (a == "--device" && i + 1 < rest.size()) {
             options.device = rest[++i];
-        } else if (a == "--warmup") {
+        } else if (a == "--warmup" || a == "--iters") {
             if (!takeInt(rest, i, a, value))
                 return rs::engine::kInvalid;
-            options.warmup = static_cast<int>(value);
-        } else if (a == "--iters") {
-            if (!takeInt(rest, i, a, value))
+            if (value > rs::engine::kMaxIterations || (a == "--iters" && value < 1)) {
+                std::cerr << "recompute-bench: " << a << ": " << value << " is out of range ("
+                          << (a == "--iters" ? 1 : 0) << " to " << rs::engine::kMaxIterations << ")\n";
                 return rs::engine::kInvalid;
-            options.iters = static_cast<int>(value);
+            }
+            (a == "--warmup" ? options.warmup : options.iters) = static_cast<int>(value);
         } else if (a == "--seed") {
             if (!takeInt(rest, i, a, value))
                 return rs::engine::kInvalid;

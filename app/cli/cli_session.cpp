@@ -30,6 +30,7 @@ extern "C" void onInterrupt(int)
 int g_scopeDepth = 0;
 void (*g_previousSigint)(int) = SIG_DFL;
 void (*g_previousSigterm)(int) = SIG_DFL;
+void (*g_previousSighup)(int) = SIG_DFL;
 
 } // namespace
 
@@ -38,6 +39,9 @@ InterruptScope::InterruptScope()
     if (g_scopeDepth++ == 0) {
         g_previousSigint = std::signal(SIGINT, onInterrupt);
         g_previousSigterm = std::signal(SIGTERM, onInterrupt);
+        // A closed terminal (or ssh session) ends the CLI as Ctrl-C does: its worker or Slurm job is
+        // stopped and what was measured kept, never left running with nobody to read it.
+        g_previousSighup = std::signal(SIGHUP, onInterrupt);
     }
 }
 
@@ -46,6 +50,7 @@ InterruptScope::~InterruptScope()
     if (--g_scopeDepth == 0) {
         std::signal(SIGINT, g_previousSigint);
         std::signal(SIGTERM, g_previousSigterm);
+        std::signal(SIGHUP, g_previousSighup);
     }
 }
 

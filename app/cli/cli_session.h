@@ -21,7 +21,8 @@
 
 namespace rs::cli {
 
-// Ctrl-C handling for as long as it lives: SIGINT and SIGTERM are counted instead of ending the process.
+// Ctrl-C handling for as long as it lives: SIGINT, SIGTERM and SIGHUP are counted instead of ending the
+// process.
 // Nested scopes share one count; the outermost restores the previous handlers. A verb that runs several
 // sessions (sweep) holds one for its whole length, so a Ctrl-C between two runs is not lost.
 class InterruptScope {

@@ -17,6 +17,11 @@ std::optional<int> parseArgs(const char* verb, const std::vector<std::string>& a
     }
     if (!r.error.empty())
         return usageError(verb, r.error);
+    // An empty --db (an unset variable in a script) is a mistake, not a request for the default store.
+    if (r.args.has("db") && r.args.value("db").empty())
+        return usageError(verb,
+            "--db: empty; give the store's file path, or leave --db out for the default store ("
+                + storage::Store::defaultPath().toStdString() + ")");
     *out = std::move(r.args);
     return std::nullopt;
 }

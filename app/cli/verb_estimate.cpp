@@ -90,6 +90,11 @@ int estimateMain(const std::vector<std::string>& argv)
         for (const std::string& n : input.setup_notes)
             std::cout << "recipe: " << n << "\n";
     const rs::MemoryEstimate own = rs::estimateMemory(r, layout);
+    if (!own.not_estimated.empty()) {
+        std::cerr << "recompute estimate: " << input.origin << ": not estimated: " << own.not_estimated
+                  << "\n";
+        return 2;
+    }
     std::vector<rs::MemoryEstimate> choices;
     if (all)
         for (const auto& c : rs::recomputeChoices(r))

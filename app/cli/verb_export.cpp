@@ -30,6 +30,11 @@ int exportMain(const std::vector<std::string>& argv)
     if (!rs::cli::openStore("export", args, &store))
         return 2;
     QString error;
+    // A run that is not in the store is a refusal before anything is written (the last export's files stay).
+    for (qint64 id : runs)
+        if (!store.run(id))
+            return rs::cli::inputError(
+                "export", "run " + std::to_string(id) + " is not in " + store.path().toStdString());
     if (!recipeName.isEmpty()) {
         rs::storage::RunFilter f;
         f.recipeName = recipeName;

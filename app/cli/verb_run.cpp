@@ -79,8 +79,8 @@ int runMain(const std::vector<std::string>& argv)
         std::cerr << "recompute run: the run was not stored: " << store.lastError().toStdString() << "\n";
         return 2;
     }
-    std::cout << "run " << run->id << ": " << run->recipeName.toStdString() << "  ["
-              << run->moduleSetLabel().toStdString() << "]\n";
+    std::cout << "run " << run->id << ": " << rs::storage::terminalText(run->recipeName).toStdString()
+              << "  [" << run->moduleSetLabel().toStdString() << "]\n";
     std::cout << "  outcome          " << run->outcome.toStdString();
     if (!run->failureStage.isEmpty())
         std::cout << " in " << run->failureStage.toStdString();

@@ -289,7 +289,15 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
         std::cerr << "recompute sweep --job: interrupted\n";
         return 130;
     }
-    return session.skippedByRules() > 0 || !fits ? 1 : 0;
+    // A choice that was planned and is not in the store (its run failed to import) is no comparison made.
+    int unmeasured = 0;
+    for (const auto& p : session.plan()) {
+        if (p.runs.isEmpty()) {
+            ++unmeasured;
+            std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] was not measured\n";
+        }
+    }
+    return session.skippedByRules() > 0 || unmeasured > 0 || !fits ? 1 : 0;
 }
 
 int sweepMain(const std::vector<std::string>& argv)

@@ -77,6 +77,15 @@ bool readRunLength(const ParsedArgs& args, std::optional<int>* warmupIters, std:
     if (!error->empty())
         return false;
     *steadyIters = intOption(args, "iters", 1, error);
+    if (!error->empty())
+        return false;
+    // The worker's bound (engine/runner.h kMaxIterations: 1,000,000 each), so warm-up plus steady never
+    // overflows the recipe's train_iters.
+    for (const auto& [name, n] :
+        { std::pair { "warmup", *warmupIters }, std::pair { "iters", *steadyIters } })
+        if (n && *n > 1000000)
+            *error = std::string("--") + name + ": " + std::to_string(*n)
+                + " is out of range (at most 1000000 iterations)";
     return error->empty();
 }
 

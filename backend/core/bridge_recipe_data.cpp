@@ -9,6 +9,7 @@
 
 __asm__(".section .rodata.rs_bridge_recipes,\"a\",@progbits\n"
         ".global rs_bridge_recipes_json\n"
+        ".hidden rs_bridge_recipes_json\n"
         ".type rs_bridge_recipes_json, @object\n"
         ".balign 16\n"
         "rs_bridge_recipes_json:\n"

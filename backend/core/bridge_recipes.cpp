@@ -15,8 +15,9 @@
 #include "core/overrides.h"
 #include "core/recipe_json.h"
 
-// The table's bytes, linked in by bridge_recipe_data.cpp.
-extern "C" const char rs_bridge_recipes_json[];
+// The table's bytes, linked in by bridge_recipe_data.cpp (hidden: resolved within the program, no text
+// relocation in a position-independent one).
+extern "C" __attribute__((visibility("hidden"))) const char rs_bridge_recipes_json[];
 
 namespace rs {
 

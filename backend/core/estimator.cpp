@@ -152,7 +152,7 @@ struct LayerModel {
     double backward_temp = 0; // transient of its backward beyond the replay (gradients in flight)
     double params = 0; // elements
     double largest_param = 0; // elements of its largest parameter tensor
-    int param_tensors = 0;
+    double param_tensors = 0;
     double residual = 0; // bytes of the residual stream [tokens, h] entering the layer
 
     double retained(const Active& a, int checkpoints) const
@@ -321,7 +321,7 @@ struct ParamCount {
     double dense = 0; // TP-sharded or replicated: sharded over DP by the distributed optimizer
     double expert = 0; // EP/ETP-sharded routed experts: sharded over expert-DP
     double largest = 0;
-    int tensors = 0;
+    double tensors = 0; // a count, in a double as the sizes are: no overflow whatever the recipe says
     void add(double n, bool is_expert = false)
     {
         (is_expert ? expert : dense) += n;
@@ -379,7 +379,7 @@ ParamCount layerParams(const Shape& x, bool moe)
         // The worker keeps one fc1/fc2 per expert; Megatron's grouped GEMM one weight per local expert too.
         p.expert += local * (glu + 1) * x.Fm * x.h / x.etp;
         p.largest = std::max(p.largest, glu * x.Fm * x.h / x.etp);
-        p.tensors += 2 * static_cast<int>(local);
+        p.tensors += 2 * local;
         if (x.bias)
             p.add(local * (glu * x.Fm / x.etp + x.h), true);
         if (x.Fs > 0) {
@@ -887,9 +887,15 @@ std::vector<StageLayout> stagesOf(const Recipe& r)
     return stages;
 }
 
+// Bytes of a term, at most kMaxEstimateBytes (1 EiB): past it the estimate is refused as a whole (no
+// device holds it, and int64 arithmetic on such terms would overflow).
+constexpr double kMaxEstimateBytes = 1152921504606846976.0; // 2^60
+
 int64_t toBytes(double v)
 {
-    return static_cast<int64_t>(std::llround(std::max(0.0, v)));
+    if (std::isnan(v)) // inf * 0 on sizes near the double's range; such a recipe is refused at 2^60 anyway
+        return 0;
+    return static_cast<int64_t>(std::llround(std::clamp(v, 0.0, kMaxEstimateBytes)));
 }
 
 std::string fmtGB(double bytes)
@@ -911,8 +917,8 @@ struct Builder {
         PhaseEstimate p;
         p.phase = name;
         p.terms = std::move(terms);
-        for (const auto& t : p.terms)
-            p.peak_bytes += t.bytes;
+        for (const auto& t : p.terms) // each at most 2^60, and a phase has fewer than 8 terms of them
+            p.peak_bytes = std::min<int64_t>(p.peak_bytes + t.bytes, int64_t(kMaxEstimateBytes));
         return p;
     }
 };
@@ -1783,6 +1789,26 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     MemoryEstimate e;
     e.layout = layout;
     e.choice = choiceSpelling(recipeChoice(r));
+    // Sizes the arithmetic below does not take: it would divide by zero, or hold an entry for each of
+    // billions of layers or stages (the rules name each: RS23, RS28, RS36).
+    const long long chunks = static_cast<long long>(r.pipeline_model_parallel_size)
+        * r.virtual_pipeline_model_parallel_size.value_or(1);
+    if (r.num_layers < 1 || r.hidden_size < 1 || r.num_attention_heads < 1 || r.seq_length < 1
+        || r.micro_batch_size < 1)
+        e.not_estimated = "the recipe needs num_layers, hidden_size, num_attention_heads, seq_length and "
+                          "micro_batch_size of at least 1";
+    else if (r.num_layers > kMaxLayers)
+        e.not_estimated = "num_layers=" + std::to_string(r.num_layers) + " is more than the "
+            + std::to_string(kMaxLayers) + " layers an estimate takes (RS36)";
+    else if (r.tensor_model_parallel_size < 1 || r.pipeline_model_parallel_size < 1
+        || r.context_parallel_size < 1 || r.expert_model_parallel_size < 1 || r.data_parallel_size < 1
+        || r.virtual_pipeline_model_parallel_size.value_or(1) < 1)
+        e.not_estimated = "every parallel size must be at least 1 (RS23)";
+    else if (chunks > pipelineSplitLayers(r))
+        e.not_estimated = std::to_string(chunks) + " pipeline chunks for "
+            + std::to_string(pipelineSplitLayers(r)) + " layers in the split (RS28)";
+    if (!e.not_estimated.empty())
+        return e;
     const Shape x = shapeOf(r, layout);
     const Active sel = activeOf(r);
     const LayerModel dense = layerModel(x, false);
@@ -1790,6 +1816,15 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     const auto stages = stagesOf(r);
     for (size_t p = 0; p < stages.size(); ++p)
         e.ranks.push_back(estimateStage(r, x, stages[p], static_cast<int>(p), sel, dense, moe));
+    for (const RankEstimate& rank : e.ranks) {
+        if (rank.peak_bytes >= int64_t(kMaxEstimateBytes)) {
+            MemoryEstimate none;
+            none.layout = layout;
+            none.choice = e.choice;
+            none.not_estimated = "a rank would hold 1 EiB (2^60 bytes) or more: sizes no device takes";
+            return none;
+        }
+    }
     for (size_t i = 0; i < e.ranks.size(); ++i) {
         if (e.ranks[i].peak_bytes > e.peak_bytes) {
             e.peak_bytes = e.ranks[i].peak_bytes;

@@ -72,6 +72,9 @@ struct MemoryEstimate {
     int hottest = 0; // index into ranks
     std::vector<RankEstimate> ranks; // one per pipeline stage, in stage order
     std::vector<std::string> assumptions; // what holds for every term (dtype, parallel layout, defaults)
+    // Why there is no estimate (ranks empty): sizes the estimate does not take (no layer, more than
+    // kMaxLayers, more pipeline chunks than layers, a parallel size below 1). "" when estimated.
+    std::string not_estimated;
 };
 
 // Estimates a resolved recipe (rules::validate(...).resolved) under its own recompute settings.

@@ -564,10 +564,13 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
             (n == "--nnodes" ? nodes : procs) = std::stoi(v);
         }
     }
-    const int modelParallel
-        = base.tensor_model_parallel_size * base.pipeline_model_parallel_size * base.context_parallel_size;
-    if (procs > 0 && nodes > 0 && modelParallel > 0 && (procs * nodes) % modelParallel == 0)
-        base.data_parallel_size = procs * nodes / modelParallel;
+    // Each size is an int the user wrote, their product need not be: computed where it cannot overflow.
+    const double mp = double(base.tensor_model_parallel_size) * base.pipeline_model_parallel_size
+        * base.context_parallel_size;
+    const long long modelParallel = mp > 0 && mp < 4e18 ? static_cast<long long>(mp) : 0;
+    const long long world = static_cast<long long>(procs) * nodes;
+    if (procs > 0 && nodes > 0 && modelParallel > 0 && world % modelParallel == 0)
+        base.data_parallel_size = static_cast<int>(world / modelParallel);
     // The local spec's core attention is Megatron's own DotProductAttention (gpt_layer_specs.py,
     // get_gpt_layer_local_spec): scores materialised, softmax in torch. That is our unfused path whatever
     // --attention-backend would pick under Transformer Engine.

@@ -2,6 +2,7 @@
 #include "core/model_shape.h"
 
 #include <algorithm>
+#include <cctype>
 
 namespace rs {
 
@@ -69,6 +70,40 @@ ParallelSizes parallelSizes(const Recipe& r)
     const int gbs = r.global_batch_size.value_or(r.micro_batch_size * p.dp);
     p.micro_batches = std::max(1, gbs / std::max(1, r.micro_batch_size * p.dp));
     return p;
+}
+
+namespace {
+// Is the kept field `name` set on: "model.NAME=true" (any case, or 1) among the overrides, or its
+// store_true flag among the Megatron-LM words?
+bool keptSwitchOn(const Recipe& r, const std::string& name)
+{
+    for (const std::string& o : r.extra_overrides) {
+        const size_t eq = o.find('=');
+        if (eq == std::string::npos)
+            continue;
+        std::string key = o.substr(0, eq), value = o.substr(eq + 1);
+        if (key.rfind("model.", 0) == 0)
+            key = key.substr(6);
+        for (char& ch : value)
+            ch = char(std::tolower(static_cast<unsigned char>(ch)));
+        if (key == name)
+            return value == "true" || value == "1";
+    }
+    std::string flag = "--" + name;
+    for (char& ch : flag)
+        ch = ch == '_' ? '-' : ch;
+    for (const std::string& w : r.extra_flags)
+        if (w == flag)
+            return true;
+    return false;
+}
+} // namespace
+
+long long pipelineSplitLayers(const Recipe& r)
+{
+    return static_cast<long long>(r.num_layers)
+        + (keptSwitchOn(r, "account_for_embedding_in_pipeline_split") ? 1 : 0)
+        + (keptSwitchOn(r, "account_for_loss_in_pipeline_split") ? 1 : 0);
 }
 
 PipelineStage pipelineStage(const Recipe& r, int stage)

@@ -13,6 +13,10 @@
 
 namespace rs {
 
+// The deepest model the estimator and the worker take (each holds an entry per layer; the deepest published
+// models have a few hundred): RS36 refuses more, and the estimate gives none beyond it.
+inline constexpr int kMaxLayers = 65536;
+
 // The widths Megatron Core builds (TransformerConfig's defaults where a field is unset).
 struct ModelShape {
     int64_t hidden = 0;
@@ -46,6 +50,12 @@ struct ParallelSizes {
 // expert_tensor_parallel_size is not a recipe field: Megatron's default is TP, which must fit TP x EP x
 // PP into the world; where it does not, the recipe can only have run with expert-TP 1.
 ParallelSizes parallelSizes(const Recipe& r);
+
+// The layers Megatron divides among pipeline chunks: num_layers, plus one for the embedding and one for the
+// loss where the recipe counts them in the split (account_for_embedding_in_pipeline_split,
+// account_for_loss_in_pipeline_split: fields kept as given, read from the Bridge override or the
+// Megatron-LM flag; transformer_block.py get_num_layers_to_build). In 64 bits.
+long long pipelineSplitLayers(const Recipe& r);
 
 // The layers of one pipeline stage, chunk by chunk (Megatron's offset: chunk v of stage p starts at
 // v x (L / vpp) + p x (L / (pp x vpp))).

@@ -10,6 +10,8 @@
 #include <cerrno>
 #include <cmath>
 #include <cstdlib>
+#include <map>
+#include <optional>
 #include <regex>
 
 #include "core/megatron_arg_table.h"
@@ -63,15 +65,17 @@ std::vector<std::string> bridgeKeys(const std::string& field)
 // The recipe field an override key sets; "" when none.
 std::string fieldForKey(const std::string& key)
 {
-    if (key == "optimizer.use_distributed_optimizer")
-        return "use_distributed_optimizer";
-    for (const std::string& field : recipeFieldKeys()) {
-        for (const std::string& k : bridgeKeys(field)) {
-            if (k == key)
-                return field;
-        }
-    }
-    return {};
+    // Every key of every field, once (a Bridge recipe by name reads a few hundred overrides).
+    static const std::map<std::string, std::string, std::less<>> fields = [] {
+        std::map<std::string, std::string, std::less<>> m { { "optimizer.use_distributed_optimizer",
+            "use_distributed_optimizer" } };
+        for (const std::string& field : recipeFieldKeys())
+            for (const std::string& k : bridgeKeys(field))
+                m.emplace(k, field); // the first field of a key, as the search in recipe.h's order found
+        return m;
+    }();
+    const auto it = fields.find(key);
+    return it == fields.end() ? std::string() : it->second;
 }
 
 std::vector<std::string> knownOverrideKeys(const MegatronArgTable& table)
@@ -488,10 +492,22 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args)
 Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe base)
 {
     static const std::vector<std::string> sections = bridgeConfigSections();
+    // The tables follow the profile (a '# studio:' comment may name another): built once per profile, not
+    // once per override (a Bridge recipe by name is a hundred of them).
+    std::optional<Profile> tablesFor;
+    std::optional<InputFormat> defaultsFor;
+    MegatronArgTable table = megatronArgTable(base.profile);
+    Recipe defaults;
     for (std::size_t n = 0; n < args.size(); ++n) {
-        // A '# studio:' comment may name the profile: the tables follow it.
-        const MegatronArgTable table = megatronArgTable(base.profile);
-        const Recipe defaults = frontEndDefaults(base.front_end, base.profile);
+        if (tablesFor != base.profile) {
+            table = megatronArgTable(base.profile);
+            tablesFor = base.profile;
+            defaultsFor.reset();
+        }
+        if (defaultsFor != base.front_end) {
+            defaults = frontEndDefaults(base.front_end, base.profile);
+            defaultsFor = base.front_end;
+        }
         const std::string where = "override " + std::to_string(n + 1);
         const std::string arg = trim(args[n]);
         if (arg.empty())

@@ -17,9 +17,12 @@
 // sources by profile name, only where a profile's line differs: { { "bridge-pin", "TC:1765" }, { "main",
 // "TC:1884" } }. A profile without its own source cites its base's, then the reference profile's (main).
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 
 #include "core/mixed_precision.h"
+#include "core/model_shape.h"
+#include "core/recipe_json.h"
 #include "core/rules_detail.h"
 
 namespace rs::rules_detail {
@@ -199,6 +202,44 @@ void r11Fix(const Ctx& c, FixIt& f)
         if (std::find(bad.begin(), bad.end(), l) == bad.end())
             keep.push_back(l);
     set(f, "drop the labels this profile does not know", "recompute_modules", keep);
+}
+
+// RS31: the attention heads (and query groups) split over the tensor-parallel ranks as Megatron Core's
+// attention splits them (attention.py: divide(); with fewer query groups than TP ranks each rank serves one
+// group and heads / groups of its heads). The failing division as Megatron's divide() prints it.
+std::optional<std::pair<long long, long long>> tpHeadSplit(const Ctx& c)
+{
+    const long long tp = c.r.tensor_model_parallel_size, heads = c.r.num_attention_heads;
+    if (tp < 1 || heads < 1)
+        return std::nullopt;
+    if (c.r.multi_latent_attention)
+        return heads % tp ? std::optional(std::make_pair(heads, tp)) : std::nullopt;
+    const long long groups = c.r.num_query_groups.value_or(c.r.num_attention_heads);
+    if (groups < 1)
+        return std::nullopt;
+    if (groups < tp)
+        return heads % groups ? std::optional(std::make_pair(heads, groups)) : std::nullopt;
+    if (groups % tp)
+        return std::make_pair(groups, tp);
+    if (heads % tp)
+        return std::make_pair(heads, tp);
+    return std::nullopt;
+}
+
+// RS33: the MLA dimension below 1 (the first in the recipe's order), "" when none is.
+std::string mlaDimBelow1(const Ctx& c)
+{
+    if (!c.r.multi_latent_attention)
+        return {};
+    if (c.r.q_lora_rank && *c.r.q_lora_rank < 1)
+        return "q_lora_rank";
+    const std::pair<const char*, int> dims[]
+        = { { "kv_lora_rank", c.r.kv_lora_rank }, { "qk_head_dim", c.r.qk_head_dim },
+              { "qk_pos_emb_head_dim", c.r.qk_pos_emb_head_dim }, { "v_head_dim", c.r.v_head_dim } };
+    for (const auto& [name, v] : dims)
+        if (v < 1)
+            return name;
+    return {};
 }
 
 // RS23: sizes that must be at least 1. Megatron checks none of them (a zero divides by zero in Python or
@@ -1517,10 +1558,10 @@ const std::vector<Row>& ruleRows()
       "1 <= moe_router_topk <= num_moe_experts", "" },
     { "RS28", "*", kAnyFormat, E, "pipeline_model_parallel_size virtual_pipeline_model_parallel_size num_layers",
       "more pipeline chunks (pp x vpp) than layers",
-      "pipeline_model_parallel_size x virtual_pipeline_model_parallel_size = {p} model chunks for num_layers={n}: a chunk would hold no layer (at most num_layers chunks).",
+      "pipeline_model_parallel_size x virtual_pipeline_model_parallel_size = {p} model chunks for {n} layers in the split: a chunk would hold no layer (at most num_layers chunks, one more for each of account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split).",
       GD, { { "*", "docs/rules.md#rs28; TB:150-180" } },
-      [](const Ctx& c) { return c.r.num_layers >= 1 && c.r.pipeline_model_parallel_size >= 1 && c.r.virtual_pipeline_model_parallel_size.value_or(1) >= 1 && pipelineChunks(c) > c.r.num_layers; },
-      [](const Ctx& c, Args& a) { a.set("p", std::to_string(pipelineChunks(c))); a.set("n", std::to_string(c.r.num_layers)); }, nullptr,
+      [](const Ctx& c) { return c.r.num_layers >= 1 && c.r.pipeline_model_parallel_size >= 1 && c.r.virtual_pipeline_model_parallel_size.value_or(1) >= 1 && pipelineChunks(c) > pipelineSplitLayers(c.r); },
+      [](const Ctx& c, Args& a) { a.set("p", std::to_string(pipelineChunks(c))); a.set("n", pipelineSplitLayers(c.r) == c.r.num_layers ? "num_layers=" + std::to_string(c.r.num_layers) : std::to_string(pipelineSplitLayers(c.r)) + " (num_layers=" + std::to_string(c.r.num_layers) + " with the embedding or loss)"); }, nullptr,
       nullptr, "", "the product is taken in 64 bits: 65536 x 65536 overflows a 32-bit int to 0" },
     { "RS29", "*", kAnyFormat, E, "seq_length micro_batch_size hidden_size",
       "one activation (seq_length x micro_batch_size x hidden_size) above 2^62 elements",
@@ -1529,6 +1570,68 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.seq_length >= 1 && c.r.micro_batch_size >= 1 && c.r.hidden_size >= 1 && activationElements(c) > kTwoTo62; },
       [](const Ctx& c, Args& a) { a.set("p", nlohmann::json(activationElements(c)).dump()); }, nullptr,
       nullptr, "", "" },
+    { "RS31", "*", kAnyFormat, E, "tensor_model_parallel_size num_attention_heads num_query_groups",
+      "attention heads or query groups that tensor parallelism does not split evenly",
+      "{n} is not divisible by {d}",
+      MC, { { "*", "megatron/core/transformer/attention.py:353-367; megatron/core/utils.py:590-592" }, { "dev", "megatron/core/transformer/attention.py:351-365; megatron/core/utils.py:590-592" } },
+      [](const Ctx& c) { return tpHeadSplit(c).has_value(); },
+      [](const Ctx& c, Args& a) { const auto s = *tpHeadSplit(c); a.set("n", std::to_string(s.first)); a.set("d", std::to_string(s.second)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "run without tensor parallelism (or with a TP size that divides the heads and query groups)", "tensor_model_parallel_size", 1); },
+      "tensor_model_parallel_size dividing num_attention_heads and num_query_groups", "Megatron Core's attention divides the heads (and the query groups, when there are at least as many as TP ranks) over the tensor-parallel ranks; the assertion fails when the model is built" },
+    { "RS32", "*", kAnyFormat, E, "num_moe_experts expert_model_parallel_size",
+      "experts that expert parallelism does not split evenly",
+      "num_moe_experts={e} is not divisible by expert_model_parallel_size={ep}: every expert-parallel rank holds the same number of experts.",
+      MC, { { "*", "megatron/core/transformer/moe/moe_layer.py:186" }, { "bridge-pin", "megatron/core/transformer/moe/moe_layer.py:185" }, { "guide", "megatron/core/transformer/moe/moe_layer.py:185" }, { "dev", "megatron/core/transformer/moe/moe_layer.py:189" } },
+      [](const Ctx& c) { return c.isMoE() && c.r.expert_model_parallel_size >= 1 && *c.r.num_moe_experts % c.r.expert_model_parallel_size != 0; },
+      [](const Ctx& c, Args& a) { a.set("e", pyInt(c.r.num_moe_experts)); a.set("ep", std::to_string(c.r.expert_model_parallel_size)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "run without expert parallelism (or with an EP size that divides the experts)", "expert_model_parallel_size", 1); },
+      "expert_model_parallel_size dividing num_moe_experts", "MoELayer asserts num_moe_experts % ep_size == 0 when it is built (no message)" },
+    { "RS33", "*", kAnyFormat, E, "multi_latent_attention q_lora_rank kv_lora_rank qk_head_dim qk_pos_emb_head_dim v_head_dim",
+      "an MLA dimension below 1",
+      "{field}={v} is out of range: with multi_latent_attention every MLA dimension must be at least 1 (q_lora_rank may be null: no query compression).",
+      GD, { { "*", "docs/rules.md#rs33" } },
+      [](const Ctx& c) { return !mlaDimBelow1(c).empty(); },
+      [](const Ctx& c, Args& a) { const std::string f = mlaDimBelow1(c); a.set("field", f); a.set("v", f == "q_lora_rank" ? pyInt(c.r.q_lora_rank) : nlohmann::json(recipeFieldValue(c.r, f)).dump()); }, nullptr,
+      nullptr, "every MLA dimension at least 1", "Megatron checks no lower bound; the projections would have no (or a negative) width" },
+    { "RS34", "*", kAnyFormat, E, "rotary_percent position_embedding_type",
+      "rotary_percent outside (0, 1]",
+      "rotary_percent={v} is out of range: the rotary share of each head is above 0 and at most 1.",
+      GD, { { "*", "docs/rules.md#rs34" } },
+      [](const Ctx& c) { return c.r.position_embedding_type == "rope" && !(c.r.rotary_percent > 0 && c.r.rotary_percent <= 1); },
+      [](const Ctx& c, Args& a) { a.set("v", nlohmann::json(c.r.rotary_percent).dump()); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set rotary_percent=1.0 (every channel)", "rotary_percent", 1.0); },
+      "rotary_percent=1.0", "RotaryEmbedding takes kv_channels x rotary_percent channels: none, or more than the head has, is no rotation" },
+    { "RS34", "*", kAnyFormat, E, "rotary_base position_embedding_type",
+      "rotary_base below 1",
+      "rotary_base={v} is out of range: the rotary base must be positive.",
+      GD, { { "*", "docs/rules.md#rs34" } },
+      [](const Ctx& c) { return c.r.position_embedding_type == "rope" && c.r.rotary_base < 1; },
+      [](const Ctx& c, Args& a) { a.set("v", std::to_string(c.r.rotary_base)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set rotary_base=10000 (TransformerConfig's default)", "rotary_base", 10000); },
+      "rotary_base=10000", "the inverse frequencies are base^(-2i/d): a base of 0 or below gives infinities or NaN" },
+    { "RS35", "*", kAnyFormat, E, "train_iters warmup_iters",
+      "a run of no steps, or more warm-up than steps",
+      "train_iters={t}, warmup_iters={w} is out of range: a run has at least 1 step and at most train_iters warm-up steps (0 <= warmup_iters <= train_iters).",
+      GD, { { "*", "docs/rules.md#rs35" } },
+      [](const Ctx& c) { return c.r.train_iters < 1 || c.r.warmup_iters < 0 || c.r.warmup_iters > c.r.train_iters; },
+      [](const Ctx& c, Args& a) { a.set("t", std::to_string(c.r.train_iters)); a.set("w", std::to_string(c.r.warmup_iters)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "the defaults: 10 steps, 3 of them warm-up", "train_iters", 10); f.patch["warmup_iters"] = 3; },
+      "train_iters=10, warmup_iters=3", "our run settings: the worker runs warmup_iters then train_iters - warmup_iters steady steps" },
+    { "RS35", "*", kAnyFormat, E, "memory_target_gb",
+      "a memory target that is no positive number of GB",
+      "memory_target_gb={v} is out of range: a per-rank memory target is a positive, finite number of GB (1 GB = 1e9 bytes).",
+      GD, { { "*", "docs/rules.md#rs35" } },
+      [](const Ctx& c) { return c.r.memory_target_gb && !(std::isfinite(*c.r.memory_target_gb) && *c.r.memory_target_gb > 0); },
+      [](const Ctx& c, Args& a) { a.set("v", nlohmann::json(*c.r.memory_target_gb).dump()); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset the target", "memory_target_gb", nullptr); },
+      "memory_target_gb=null (or the card's GB)", "ours: the advisor compares every rank's peak with it" },
+    { "RS36", "*", kAnyFormat, E, "num_layers",
+      "more layers than any model has",
+      "num_layers={n} is out of range: at most 65536 layers (the estimator and the worker hold an entry for each layer; the deepest published models have a few hundred).",
+      GD, { { "*", "docs/rules.md#rs36" } },
+      [](const Ctx& c) { return c.r.num_layers > kMaxLayers; },
+      [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.num_layers)); }, nullptr,
+      nullptr, "num_layers <= 65536", "without a bound, an estimate of num_layers=2147483647 allocates until the machine's memory is gone" },
     };
     // clang-format on
     return rows;

@@ -18,6 +18,7 @@
 #include <torch/csrc/autograd/function.h>
 
 #include "core/flops.h"
+#include "core/model_shape.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "core/stream.h"
@@ -285,11 +286,10 @@ std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& dev
     // hidden-sized activations per layer.
     const double layers = static_cast<double>(r.num_layers / chunks)
         * static_cast<double>(chunks / r.pipeline_model_parallel_size);
-    constexpr double kMaxLayers = 100000;
     if (layers > kMaxLayers)
         return SizeProblem { "num_layers",
             "the first pipeline stage would build " + json(layers).dump()
-                + " layers; the worker builds at most " + json(kMaxLayers).dump() };
+                + " layers; the worker builds at most " + std::to_string(kMaxLayers) + " (RS36)" };
     const double h = r.hidden_size;
     const double ffn = r.ffn_hidden_size ? static_cast<double>(*r.ffn_hidden_size) : 4.0 * h;
     const double heads = r.num_attention_heads;
@@ -304,6 +304,20 @@ std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& dev
     const double tokens = static_cast<double>(r.seq_length) * r.micro_batch_size;
     const double bytes = params * (2 * elt + 12)
         + layers * tokens * (16 * h + 4 * std::max(ffn, moeFfn)) * elt + tokens * r.vocab_size * (elt + 8);
+    // Every micro-batch of a step is drawn up front (token ids and labels, int64): a global batch of a
+    // billion samples is a refusal naming it, not an allocation that fails.
+    const double dp = std::max(1, r.data_parallel_size);
+    const double microBatches = r.global_batch_size
+        ? std::max(1.0, std::floor(static_cast<double>(*r.global_batch_size) / (r.micro_batch_size * dp)))
+        : 1.0;
+    const double inputs = microBatches * tokens * 16;
+    if (inputs > 64e9)
+        return SizeProblem { "global_batch_size",
+            "global_batch_size=" + std::to_string(r.global_batch_size.value_or(0)) + " is "
+                + json(microBatches).dump() + " micro-batches a step, whose tokens and labels alone take "
+                + json(std::round(inputs / kBytesPerGb)).dump()
+                + " GB (the worker draws a step's micro-batches up "
+                  "front); at most 64 GB of them" };
     if (device.is_cpu()) {
         const long pages = sysconf(_SC_PHYS_PAGES);
         const long page = sysconf(_SC_PAGE_SIZE);
@@ -712,7 +726,9 @@ std::optional<int> Training::train()
     const int warmup = std::max(0, s_.options.warmup.value_or(resolved.warmup_iters));
     const int steady
         = std::max(1, s_.options.iters.value_or(std::max(1, resolved.train_iters - resolved.warmup_iters)));
-    for (int it = 1; it <= warmup + steady; ++it) {
+    // In 64 bits: --warmup and --iters are each at most kMaxIterations (app/bench/main.cpp).
+    const long long total = static_cast<long long>(warmup) + steady;
+    for (int it = 1; it <= total; ++it) {
         s_.iteration = it;
         const bool is_steady = it > warmup;
         if (it == 1 && warmup > 0)

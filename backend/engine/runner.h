@@ -13,6 +13,10 @@
 
 namespace rs::engine {
 
+// The most warm-up or steady iterations one run takes (--warmup, --iters): a run of a million steps is
+// no memory measurement, and their sum stays far from int's limit.
+inline constexpr long long kMaxIterations = 1000000;
+
 struct RunOptions {
     std::string device
         = "auto"; // auto (cuda when this build has a GPU to use, else cpu) | cpu | cuda | cuda:N

@@ -96,6 +96,12 @@ QString checkSlurmSettings(const SlurmSettings& s)
         return u"work folder: empty; the job's script and output need a folder the compute nodes see"_s;
     if (s.workDir.contains(u'\n'))
         return u"work folder: contains a line break"_s;
+    // It is written into `#SBATCH --output=DIR/...`, which sbatch splits at blanks and reads quotes in: a
+    // folder with them would add options to the job ('DIR --partition=x').
+    for (QChar c : s.workDir)
+        if (c.isSpace() || c == u'"' || c == u'\'' || c == u'\\' || c.unicode() < 0x20)
+            return u"work folder: '%1' holds a blank, a quote or a backslash, which an #SBATCH line cannot carry"_s
+                .arg(s.workDir);
     if (!s.loginHost.isEmpty() && !isHostName(s.loginHost))
         return u"login host: '%1' is not [user@]host (it may not start with '-' or hold spaces or shell "
                "characters)"_s.arg(s.loginHost);

@@ -5,6 +5,7 @@
 // through tests/cli/check_export_pandas.py) with its dtypes and values as stored.
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -157,6 +158,43 @@ private slots:
         r = recompute({ u"import"_s, u"--db"_s, db, twoPath });
         QCOMPARE(r.code, 2);
         QVERIFY2(r.err.contains(u"holds two runs"_s), qPrintable(r.err));
+    }
+
+    // Issue 30: a run the store does not have is a refusal that writes nothing (the last export stays), and
+    // a symbolic link at an export's name is replaced, never written through.
+    void exportRefusesMissingRunsAndLinks()
+    {
+        QTemporaryDir out;
+        QCOMPARE(recompute({ u"export"_s, u"--db"_s, m_db, u"--out"_s, out.path() }).code, 0);
+        QFile before(out.filePath(u"runs.csv"_s));
+        QVERIFY(before.open(QIODevice::ReadOnly));
+        const QByteArray kept = before.readAll();
+        before.close();
+        QVERIFY(!kept.isEmpty());
+        const auto missing = recompute({ u"export"_s, u"--db"_s, m_db, u"--out"_s, out.path(), u"999"_s });
+        QCOMPARE(missing.code, 2);
+        QVERIFY2(missing.err.contains(u"run 999 is not in"_s), qPrintable(missing.err));
+        QVERIFY(before.open(QIODevice::ReadOnly));
+        QCOMPARE(before.readAll(), kept);
+        before.close();
+
+        QTemporaryDir elsewhere;
+        const QString victim = elsewhere.filePath(u"victim.txt"_s);
+        {
+            QFile v(victim);
+            QVERIFY(v.open(QIODevice::WriteOnly));
+            v.write("keep me");
+        }
+        QVERIFY(QFile::remove(out.filePath(u"runs.csv"_s)));
+        QVERIFY(QFile::link(victim, out.filePath(u"runs.csv"_s)));
+        QVERIFY(QFile::remove(out.filePath(u"runs.json"_s)));
+        QVERIFY(QFile::link(elsewhere.filePath(u"dangling.json"_s), out.filePath(u"runs.json"_s)));
+        QCOMPARE(recompute({ u"export"_s, u"--db"_s, m_db, u"--out"_s, out.path() }).code, 0);
+        QFile v(victim);
+        QVERIFY(v.open(QIODevice::ReadOnly));
+        QCOMPARE(v.readAll(), QByteArray("keep me"));
+        QVERIFY(!QFileInfo(out.filePath(u"runs.csv"_s)).isSymLink());
+        QVERIFY(!QFileInfo::exists(elsewhere.filePath(u"dangling.json"_s)));
     }
 
     void exportsReadInPandasAsTheyAre()

@@ -444,6 +444,10 @@ void TestCliOptions::errorsBeforeTheVerb_data()
     QTest::newRow("a verb's option") << QStringList { u"--json"_s, u"validate"_s } << 2
                                      << u"unknown option --json before the verb"_s;
     QTest::newRow("missing value") << QStringList { u"--db"_s } << 2 << u"--db needs a value (PATH)"_s;
+    QTest::newRow("empty --db") << QStringList { u"--db"_s, QString(), u"report"_s } << 2
+                                << u"--db: empty; give the store's file path"_s;
+    QTest::newRow("empty --db=") << QStringList { u"report"_s, u"--db="_s } << 2
+                                 << u"--db: empty; give the store's file path"_s;
     QTest::newRow("no verb") << QStringList {} << 2 << u"usage: recompute"_s;
     QTest::newRow("unknown verb") << QStringList { u"--db"_s, u"x.sqlite"_s, u"reprot"_s } << 2
                                   << u"unknown verb 'reprot'"_s;

@@ -66,6 +66,8 @@ class TestEstimator : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void sizesItDoesNotTakeAreNotEstimated_data();
+    void sizesItDoesNotTakeAreNotEstimated();
     void korthikantiPerLayer_data();
     void korthikantiPerLayer();
     void fullRecomputeKeepsLayerInputs();
@@ -402,6 +404,36 @@ void TestEstimator::everyTermHasSourceAndNote()
                     QVERIFY(t.bytes > 0);
                 }
     }
+}
+
+// Issue 30: sizes the arithmetic does not take give no estimate, with the reason, at once (num_layers
+// 2147483647 allocated until the machine's memory was gone; PP 2147483647 likewise).
+void TestEstimator::sizesItDoesNotTakeAreNotEstimated_data()
+{
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<int>("value");
+    QTest::addColumn<QString>("reason");
+    using namespace Qt::StringLiterals;
+    QTest::newRow("num_layers 2^31-1") << u"num_layers"_s << 2147483647 << u"RS36"_s;
+    QTest::newRow("PP 2^31-1") << u"pipeline_model_parallel_size"_s << 2147483647 << u"RS28"_s;
+    QTest::newRow("no layer") << u"num_layers"_s << 0 << u"at least 1"_s;
+    QTest::newRow("TP 0") << u"tensor_model_parallel_size"_s << 0 << u"RS23"_s;
+}
+
+void TestEstimator::sizesItDoesNotTakeAreNotEstimated()
+{
+    QFETCH(QString, field);
+    QFETCH(int, value);
+    QFETCH(QString, reason);
+    Recipe r;
+    r.num_layers = 8;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    setRecipeField(r, field.toStdString(), value, "test");
+    const MemoryEstimate e = estimateMemory(r);
+    QVERIFY(e.ranks.empty());
+    QCOMPARE(e.peak_bytes, int64_t(0));
+    QVERIFY2(QString::fromStdString(e.not_estimated).contains(reason), e.not_estimated.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestEstimator)

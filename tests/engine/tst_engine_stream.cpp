@@ -219,6 +219,14 @@ void TestEngineStream::executableWritesOnlyTheStreamToStdout()
     QVERIFY(bad.readAllStandardOutput().isEmpty());
     QVERIFY(QString::fromUtf8(bad.readAllStandardError()).contains(QStringLiteral("--iters")));
 
+    // Issue 30: a run length whose sum would overflow an int is refused, naming the option.
+    QProcess huge;
+    huge.start(recompBench(), { path, QStringLiteral("--iters"), QStringLiteral("2147483647") });
+    QVERIFY(huge.waitForFinished(60000));
+    QCOMPARE(huge.exitCode(), int(engine::kInvalid));
+    QVERIFY(QString::fromUtf8(huge.readAllStandardError())
+                .contains(QStringLiteral("--iters: 2147483647 is out of range")));
+
     QProcess missing;
     missing.start(recompBench(), { dir.filePath(QStringLiteral("absent.json")) });
     QVERIFY(missing.waitForFinished(60000));

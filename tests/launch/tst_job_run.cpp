@@ -263,7 +263,52 @@ private slots:
             qPrintable(finished.first().at(2).toString()));
         QString error;
         QVERIFY(!job.start({ "true" }, dir.filePath(u"no/such/dir/l.log"_s), {}, &error));
-        QVERIFY(error.contains(u"cannot write"_s));
+        QVERIFY(error.contains(u"cannot make"_s));
+    }
+
+    // Issue 30: the log is a new file (never through a link, never over another run's log), an ssh host
+    // is never an option to ssh, and a flag value's line break stays inside the log's one-line header,
+    // where the importer does not read it as the job's output.
+    void hostileLaunch()
+    {
+        QTemporaryDir dir;
+        QString error;
+        {
+            QFile victim(dir.filePath(u"victim.txt"_s));
+            QVERIFY(victim.open(QIODevice::WriteOnly));
+            victim.write("keep me");
+        }
+        QVERIFY(QFile::link(dir.filePath(u"victim.txt"_s), dir.filePath(u"linked.log"_s)));
+        rs::session::JobRun job;
+        QVERIFY(!job.start({ "true" }, dir.filePath(u"linked.log"_s), {}, &error));
+        QVERIFY2(error.contains(u"cannot make"_s), qPrintable(error));
+        QFile victim(dir.filePath(u"victim.txt"_s));
+        QVERIFY(victim.open(QIODevice::ReadOnly));
+        QCOMPARE(victim.readAll(), QByteArray("keep me"));
+        QVERIFY(QFile::link(dir.filePath(u"nowhere"_s), dir.filePath(u"dangling.log"_s)));
+        QVERIFY(!job.start({ "true" }, dir.filePath(u"dangling.log"_s), {}, &error));
+        QVERIFY(!QFileInfo::exists(dir.filePath(u"nowhere"_s)));
+
+        rs::session::JobOptions ssh;
+        ssh.sshHost = u"-oProxyCommand=touch /tmp/rs-owned"_s;
+        QVERIFY(!job.start({ "true" }, dir.filePath(u"ssh.log"_s), ssh, &error));
+        QVERIFY2(error.contains(u"starts with '-'"_s), qPrintable(error));
+
+        const std::string forged
+            = "x\n[Rank 0] (after 1 iterations) memory (MB) | allocated: 1.00 | max allocated: "
+              "100000.00 | reserved: 1.00 | max reserved: 100000.00";
+        QSignalSpy finished(&job, &rs::session::JobRun::finished);
+        QVERIFY2(
+            job.start({ "echo", "--wandb-exp-name", forged }, dir.filePath(u"newline.log"_s), {}, &error),
+            qPrintable(error));
+        QVERIFY(finished.wait(10000));
+        QFile log(dir.filePath(u"newline.log"_s));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QByteArray text = log.readAll();
+        const QByteArray header = text.left(text.indexOf('\n'));
+        QVERIFY2(header.startsWith("# command: echo --wandb-exp-name $'x\\n[Rank 0]"), header.constData());
+        // The job's own output (echo prints the value, line break and all) is the job's; our header is not.
+        QCOMPARE(rs::storage::parseTrainingLog(header + "\n").memory.size(), 0);
     }
 };
 

@@ -167,7 +167,8 @@ private slots:
         JobRun job;
         QSignalSpy finished(&job, &JobRun::finished);
         QSignalSpy started(&job, &JobRun::started);
-        const QString log = m_dir.filePath(u"rejected.log"_s);
+        // Each row its own log: a job's log is always a new file.
+        const QString log = m_dir.filePath(u"rejected-"_s + QString(host).replace(u' ', u'-') + u".log"_s);
         QVERIFY(job.start({ "true" }, log, o));
         QVERIFY(finished.wait(30000));
         QCOMPARE(started.size(), 0);

@@ -95,6 +95,28 @@ private slots:
         QVERIFY(!RunSession::ruleErrors({ tiny(m) }, InputFormat::Json).isEmpty());
     }
 
+    // Issue 30: a host ssh could not use (or would read as an option) is refused before any run row exists.
+    void refusesABadHostBeforeAnyRow_data()
+    {
+        QTest::addColumn<QString>("host");
+        QTest::newRow("a blank in it") << u"bad host"_s;
+        QTest::newRow("an option") << u"-oProxyCommand=touch /tmp/rs-owned"_s;
+    }
+
+    void refusesABadHostBeforeAnyRow()
+    {
+        QFETCH(QString, host);
+        QTemporaryDir dir;
+        storage::Store store;
+        QVERIFY(store.open(dir.filePath(u"host.sqlite"_s)));
+        RunSession session(&store);
+        SessionOptions o = fakeOptions();
+        o.launch.sshHost = host;
+        QVERIFY(!session.start({ tiny({ "core_attn" }) }, o));
+        QVERIFY2(session.refusal().contains(u"--host '"_s), qPrintable(session.refusal()));
+        QCOMPARE(store.runCount(), 0);
+    }
+
     void controlFirstThenEveryRepeatLinkedToIt()
     {
         QTemporaryDir dir;

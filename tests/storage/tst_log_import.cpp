@@ -10,6 +10,7 @@
 #include <QTest>
 
 #include "storage/log_import.h"
+#include "storage/report.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
@@ -55,6 +56,18 @@ QString writeTemp(const QTemporaryDir& dir, const QString& name, const QByteArra
 class TestLogImport : public QObject {
     Q_OBJECT
 private slots:
+    // Issue 30: a stored name reaches the terminal as text: an escape sequence (retitle, recolour) or a line
+    // break (a forged report row) is shown as U+FFFD, the report's cells and title through it.
+    void namesReachTheTerminalAsText()
+    {
+        const QString evil = u"moe\x1b]0;owned\x07\n| []   | 99.999 |"_s;
+        const QString shown = terminalText(evil);
+        QVERIFY(!shown.contains(QChar(0x1b)) && !shown.contains(u'\n') && !shown.contains(QChar(0x07)));
+        QCOMPARE(shown.count(QChar(0xfffd)), 3);
+        QVERIFY(shown.startsWith(u"moe"_s) && shown.endsWith(u"99.999 |"_s));
+        QCOMPARE(terminalText(u"moonlight_16b (TP 2)"_s), u"moonlight_16b (TP 2)"_s);
+    }
+
     void megatronLmSelective()
     {
         const ParsedLog log = parseFixture("mlm_selective_core_attn.log");
@@ -329,6 +342,24 @@ private slots:
             << QByteArray("world_size ...................................... 8")
             << QByteArray("world_size ...................................... -8") << false
             << u"world_size = -8 refused"_s << peak << 8 << 0 << 10;
+        // Issue 30: a step time that is none, a broken memory line, a total of 0, reserved below allocated.
+        QTest::newRow("negative step time") << QByteArray("elapsed time per iteration (ms): 812.4")
+                                            << QByteArray("elapsed time per iteration (ms): -812.4") << false
+                                            << u"step time refused"_s << peak << 8 << 0 << 10;
+        QTest::newRow("step time 2^63") << QByteArray("elapsed time per iteration (ms): 812.4")
+                                        << QByteArray("elapsed time per iteration (ms): 9223372036854775808")
+                                        << false << u"step time refused"_s << peak << 8 << 0 << 10;
+        QTest::newRow("a broken byte in the peak's memory line")
+            << QByteArray("max allocated: 31164.75")
+            << QByteArray("max allocat\x01"
+                          "ed: 31164.75")
+            << false << u"memory line refused"_s << mib(31144.25) << 8 << 0 << 10;
+        QTest::newRow("a total of 0 iterations")
+            << QByteArray("iteration       10/      10") << QByteArray("iteration       10/       0") << false
+            << u"iteration line refused (iteration 10 of 0"_s << peak << 8 << 0 << 9;
+        QTest::newRow("max reserved below max allocated")
+            << QByteArray("max reserved: 33536.00") << QByteArray("max reserved: 3353.60") << false
+            << u"max reserved below max allocated refused"_s << peak << 8 << 0 << 10;
         QTest::newRow("unknown granularity")
             << QByteArray("recompute_granularity ........................... selective")
             << QByteArray("recompute_granularity ........................... partial") << false

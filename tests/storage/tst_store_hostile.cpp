@@ -3,6 +3,8 @@
 // opening for reading takes no lock and never waits for a writer; a write lock held by another process is
 // waited on (bounded, reported) with every row kept; a store that cannot take a run gets its stream
 // spooled to a file that `importWorkerStream` stores later, once, as the run it was.
+#include <sys/stat.h>
+
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QFile>
@@ -31,6 +33,22 @@ namespace {
 class TestStoreHostile : public QObject {
     Q_OBJECT
 private slots:
+    // Issue 30: a FIFO (or a folder) given as the store is refused at once, naming why; SQLite would block
+    // reading a FIFO for ever.
+    void aFifoIsNoStore()
+    {
+        QTemporaryDir dir;
+        const QString fifo = dir.filePath(u"store.fifo"_s);
+        QCOMPARE(::mkfifo(fifo.toLocal8Bit().constData(), 0600), 0);
+        Store store;
+        QString error;
+        QVERIFY(!store.open(fifo, &error));
+        QVERIFY2(error.contains(u"not a regular file"_s), qPrintable(error));
+        QVERIFY(!store.openReadOnly(fifo, &error));
+        QVERIFY2(error.contains(u"not a regular file"_s), qPrintable(error));
+        QVERIFY(!store.open(dir.path(), &error));
+        QVERIFY2(error.contains(u"not a regular file"_s), qPrintable(error));
+    }
     void init() { QVERIFY(m_dir.isValid()); }
 
     void negativeSchemaVersionIsRefused()
@@ -168,6 +186,57 @@ private slots:
         QVERIFY(run);
         QCOMPARE(run->outcome, outcome::Aborted);
         QCOMPARE(reopened.iterations(run->id).size(), 10);
+    }
+
+    // Issue 30: where the store's folder takes no file (here a folder under /proc, which no user, root
+    // included, can make), the spool goes to the next folder that does: the user's data folder. Every
+    // event is in it, and the run imports from it.
+    void aSpoolGoesWhereItCanBeWritten()
+    {
+        const QString data = m_dir.filePath(u"data"_s);
+        qputenv("XDG_DATA_HOME", data.toLocal8Bit());
+        Store store;
+        QVERIFY(!store.open(u"/proc/self/no-such-folder/store.sqlite"_s));
+        const auto events = stream(recipeJson(QJsonArray()), 4, 5000, 10.0, true);
+        QString spool;
+        {
+            RunIngest ingest(&store);
+            for (const auto& e : events)
+                QVERIFY2(ingest.ingest(e), qPrintable(ingest.error()));
+            QVERIFY(ingest.finish());
+            spool = ingest.spoolPath();
+        }
+        qunsetenv("XDG_DATA_HOME");
+        QVERIFY2(spool.startsWith(data + u'/'), qPrintable(spool));
+        QFile f(spool);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll().count('\n'), events.size());
+        Store elsewhere;
+        QVERIFY(elsewhere.open(m_dir.filePath(u"elsewhere.sqlite"_s)));
+        const StreamImport imported = importWorkerStream(&elsewhere, spool);
+        QVERIFY2(imported.error.isEmpty(), qPrintable(imported.error));
+        QCOMPARE(elsewhere.iterations(imported.runId).size(), 8);
+    }
+
+    // Issue 30: a write lock held past the busy timeout ends in words that say what happened and what to
+    // do, not in the driver's text alone.
+    void aLockPastTheTimeoutIsNamed()
+    {
+        const QString path = m_dir.filePath(u"held.sqlite"_s);
+        Store store;
+        QVERIFY(store.open(path));
+        auto locker = holdWriteLock(path, 3);
+        if (!locker)
+            QSKIP("no sqlite3 shell to hold the lock");
+        QVERIFY(store.setBusyTimeout(200));
+        QVERIFY(!store.beginWrite());
+        QVERIFY(store.lastErrorIsBusy());
+        QVERIFY2(store.lastError().startsWith(u"the store is locked by another process"_s)
+                && store.lastError().contains(u"try again"_s),
+            qPrintable(store.lastError()));
+        QVERIFY(locker->waitForFinished(10000));
+        QVERIFY2(store.beginWrite(), qPrintable(store.lastError()));
+        store.rollbackWrite();
     }
 
 private:

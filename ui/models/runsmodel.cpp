@@ -211,10 +211,11 @@ const RunsModel::Estimate& RunsModel::estimateEntry(int row) const
         auto e = std::make_shared<Estimate>();
         try {
             const Recipe resolved = validate(recipeFromJsonText(r->recipeJson.toStdString())).resolved;
-            if (resolved.num_layers > 0 && resolved.hidden_size > 0 && resolved.num_attention_heads > 0)
-                e->estimate = estimateMemory(resolved, Layout::Megatron);
+            MemoryEstimate m = estimateMemory(resolved, Layout::Megatron);
+            if (m.not_estimated.empty())
+                e->estimate = std::move(m);
             else
-                e->note = tr("the recipe needs layers, hidden size and heads");
+                e->note = QString::fromStdString(m.not_estimated);
         } catch (const std::exception& ex) {
             e->note = tr("the stored recipe cannot be read: %1").arg(QString::fromStdString(ex.what()));
         }
