@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <optional>
 
 namespace rs {
 
@@ -73,22 +74,28 @@ ParallelSizes parallelSizes(const Recipe& r)
 }
 
 namespace {
-// Is the kept field `name` set on: "model.NAME=true" (any case, or 1) among the overrides, or its
-// store_true flag among the Megatron-LM words?
+// Is the kept field `name` set on: "model.NAME=true" (any case, or 1) among the overrides, as Hydra reads
+// them in order (the last one wins; "~model.NAME" takes it back to its default, off), or its store_true
+// flag among the Megatron-LM words?
 bool keptSwitchOn(const Recipe& r, const std::string& name)
 {
+    std::optional<bool> overridden;
     for (const std::string& o : r.extra_overrides) {
+        const size_t start = o.find_first_not_of("+~");
         const size_t eq = o.find('=');
-        if (eq == std::string::npos)
-            continue;
-        std::string key = o.substr(0, eq), value = o.substr(eq + 1);
+        std::string key = o.substr(start == std::string::npos ? o.size() : start,
+            eq == std::string::npos ? std::string::npos : eq - start);
         if (key.rfind("model.", 0) == 0)
             key = key.substr(6);
+        if (key != name)
+            continue;
+        std::string value = eq == std::string::npos ? std::string() : o.substr(eq + 1);
         for (char& ch : value)
             ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        if (key == name)
-            return value == "true" || value == "1";
+        overridden = o[0] != '~' && (value == "true" || value == "1");
     }
+    if (overridden)
+        return *overridden;
     std::string flag = "--" + name;
     for (char& ch : flag)
         ch = ch == '_' ? '-' : ch;

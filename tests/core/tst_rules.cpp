@@ -421,6 +421,8 @@ const std::vector<Case>& cases()
         { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_overrides": ["model.account_for_embedding_in_pipeline_split=true"]})", true },
         { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_overrides": ["model.account_for_embedding_in_pipeline_split=True", "model.account_for_loss_in_pipeline_split=true"]})", false },
         { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_flags": ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]})", false },
+        // Hydra reads overrides in order: a later =false takes the recipe's =true back.
+        { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_overrides": ["model.account_for_embedding_in_pipeline_split=true", "model.account_for_loss_in_pipeline_split=true", "model.account_for_loss_in_pipeline_split=false"]})", true },
         { "*", "json", "RS29", "elements in one activation", R"({"seq_length": 2147483647, "micro_batch_size": 2147483647, "hidden_size": 2147483647, "num_attention_heads": 1})", true },
         { "*", "json", "RS29", "elements in one activation", R"({"seq_length": 131072, "micro_batch_size": 64})", false },
         { "*", "json", "R40", "must be non-negative", R"({"num_moe_experts": 0})", true },
