@@ -263,52 +263,68 @@ bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& 
         return false;
     }
 
-    if (withControl) {
-        const std::optional<qint64> reuse
-            = options.reuseControl ? findReusableControl(control, options.launch) : std::nullopt;
-        if (reuse) {
-            const auto run = m_store->run(*reuse);
-            m_controlRun = reuse;
-            m_controlReused = true;
-            m_reusedDate = run ? run->createdAt : QDateTime();
-            emit message(tr("[] control: reusing stored run %1 of %2 (same recipe, same launch settings); "
-                            "not run again")
-                             .arg(*reuse)
-                             .arg(m_reusedDate.toString(u"yyyy-MM-dd HH:mm 'UTC'"_s)));
-        } else {
-            SessionJob job;
-            job.label = u"[]"_s;
-            job.recipe = control;
-            job.isControl = true;
-            m_jobs.push_back(job);
-        }
-    }
     const bool untilNarrow = options.repeatsMax > options.repeats;
+    const int cap = untilNarrow ? options.repeatsMax : options.repeats;
+    // Every choice (the control first) with the stored runs that may stand in for it, oldest first.
+    struct Planned {
+        Recipe recipe;
+        bool isControl;
+        QVector<qint64> reuse;
+    };
+    std::vector<Planned> choices;
+    auto add = [&](const Recipe& r, bool isControl, QVector<qint64> reuse) {
+        if (reuse.size() > cap)
+            reuse.resize(cap); // the newest
+        std::reverse(reuse.begin(), reuse.end()); // oldest first, as they were measured
+        choices.push_back({ r, isControl, reuse });
+    };
+    if (withControl) {
+        // The control is a choice like the others: run `repeats` times too, so that its median step time
+        // is known as well as theirs (the candidates link to its first run; the others pool with it).
+        add(control, true,
+            options.reuseControl ? findReusableRuns(control, options.launch, true) : QVector<qint64> {});
+    }
     for (const Recipe& r : candidates) {
         if (withControl && isControlRecipe(r))
             continue;
-        QVector<qint64> reuse;
-        if (options.reuseCandidates) {
-            reuse = findReusableRuns(r, options.launch);
-            const int cap = untilNarrow ? options.repeatsMax : options.repeats;
-            if (reuse.size() > cap)
-                reuse.resize(cap); // the newest
-            std::reverse(reuse.begin(), reuse.end()); // oldest first, as they were measured
-        }
-        const int runs = std::max(options.repeats, int(reuse.size()));
-        for (int i = 1; i <= runs; ++i) {
+        add(r, false, options.reuseCandidates ? findReusableRuns(r, options.launch) : QVector<qint64> {});
+    }
+    // In rounds: the control's run i, then each candidate's run i, then round i + 1. A drift of the host's
+    // speed over the launch (a neighbour's load, clocks) then falls on every choice alike instead of on
+    // whichever choice ran while it lasted.
+    int rounds = 0;
+    for (const Planned& c : choices)
+        rounds = std::max(rounds, std::max(options.repeats, int(c.reuse.size())));
+    for (int i = 1; i <= rounds; ++i) {
+        for (const Planned& c : choices) {
+            const int runs = std::max(options.repeats, int(c.reuse.size()));
+            if (i > runs)
+                continue;
             SessionJob job;
-            job.label = recomputeLabel(r);
-            job.recipe = r;
+            job.label = c.isControl ? u"[]"_s : recomputeLabel(c.recipe);
+            job.recipe = c.recipe;
+            job.isControl = c.isControl;
             job.repeat = i;
             job.repeats = untilNarrow ? options.repeatsMax : runs;
-            if (i <= reuse.size()) {
-                job.runId = reuse[i - 1];
+            if (i <= c.reuse.size()) {
+                job.runId = c.reuse[i - 1];
                 job.reused = true;
             }
             m_jobs.push_back(job);
         }
     }
+    if (withControl && m_jobs.front().reused) {
+        const qint64 first = m_jobs.front().runId;
+        const auto run = m_store->run(first);
+        m_controlRun = first;
+        m_controlReused = true;
+        m_reusedDate = run ? run->createdAt : QDateTime();
+        emit message(tr("[] control: reusing stored run %1 of %2 (same recipe, same launch settings); "
+                        "not run again")
+                         .arg(first)
+                         .arg(m_reusedDate.toString(u"yyyy-MM-dd HH:mm 'UTC'"_s)));
+    }
+    m_narrow.clear();
     m_running = true;
     QTimer::singleShot(0, this, &RunSession::startNext);
     return true;
@@ -374,11 +390,12 @@ void RunSession::startNext()
         // Measured before with this recipe and these settings: taken, not run again.
         emit jobStarted(m_current);
         const auto run = m_store->run(job.runId);
-        emit message(
-            tr("[%1]: reusing stored run %2 of %3 (same recipe, same launch settings); not run again")
-                .arg(job.label)
-                .arg(job.runId)
-                .arg(run ? run->createdAt.toString(u"yyyy-MM-dd HH:mm 'UTC'"_s) : QString()));
+        if (!(job.isControl && job.runId == m_controlRun)) // start() said so for the control's first
+            emit message(
+                tr("[%1]: reusing stored run %2 of %3 (same recipe, same launch settings); not run again")
+                    .arg(job.label)
+                    .arg(job.runId)
+                    .arg(run ? run->createdAt.toString(u"yyyy-MM-dd HH:mm 'UTC'"_s) : QString()));
         emit jobFinished(m_current);
         repeatIfWide(m_current);
         QTimer::singleShot(0, this, &RunSession::startNext);
@@ -458,56 +475,70 @@ void RunSession::onLauncherFinished(bool aborted, int, const QString& reason)
 
 void RunSession::repeatIfWide(int index)
 {
-    if (m_options.repeatsMax <= m_options.repeats || m_cancelled || index < 0 || index >= m_jobs.size())
+    // Decided once a round is over (the last planned job done): every choice whose interval is still wide
+    // gets one more run, all of them in one new round, the control first.
+    if (m_options.repeatsMax <= m_options.repeats || m_cancelled || index != m_jobs.size() - 1)
         return;
-    const SessionJob job = m_jobs[index];
-    if (job.aborted || !job.runId)
-        return;
-    auto sameChoice = [&](const SessionJob& o) {
-        return o.isControl == job.isControl && (job.isControl || o.recipe == job.recipe);
+    QVector<int> lastOfChoice; // per choice, its last job, in plan order
+    auto sameChoice = [](const SessionJob& a, const SessionJob& b) {
+        return a.isControl == b.isControl && (a.isControl || a.recipe == b.recipe);
     };
-    for (int k = index + 1; k < m_jobs.size(); ++k) {
-        if (sameChoice(m_jobs[k]))
-            return; // planned runs of this choice are still to come
+    for (int k = 0; k < m_jobs.size(); ++k) {
+        auto it = std::find_if(lastOfChoice.begin(), lastOfChoice.end(),
+            [&](int j) { return sameChoice(m_jobs[j], m_jobs[k]); });
+        if (it == lastOfChoice.end())
+            lastOfChoice << k;
+        else
+            *it = k;
     }
-    QVector<qint64> runs;
-    for (int k = 0; k <= index; ++k) {
-        if (sameChoice(m_jobs[k]) && m_jobs[k].runId && !m_jobs[k].aborted)
-            runs << m_jobs[k].runId;
-    }
-    const std::optional<double> hw = intervalHalfWidthPct(runs);
-    const QString width = hw ? u"+-%1 %"_s.arg(*hw, 0, 'f', 2) : tr("no interval yet");
-    if (hw && *hw <= m_options.intervalTargetPct) {
-        emit message(tr("[%1]: the 95 % interval of the median step time is %2 after %3 run(s), within the "
-                        "%4 % target")
-                         .arg(job.label, width)
-                         .arg(runs.size())
-                         .arg(m_options.intervalTargetPct));
-        return;
-    }
-    if (runs.size() >= m_options.repeatsMax) {
-        emit message(tr("[%1]: the 95 % interval of the median step time is still %2 after %3 run(s), wider "
-                        "than the %4 % target; the cap of %5 runs is reached")
+    QVector<SessionJob> round;
+    for (int last : lastOfChoice) {
+        const SessionJob& job = m_jobs[last];
+        if (m_narrow.contains(last) || job.aborted || !job.runId)
+            continue; // settled, or a run that ended without a result stops the repeats of its choice
+        QVector<qint64> runs;
+        for (const SessionJob& o : m_jobs) {
+            if (sameChoice(o, job) && o.runId && !o.aborted)
+                runs << o.runId;
+        }
+        const std::optional<double> hw = intervalHalfWidthPct(runs);
+        const QString width = hw ? u"+-%1 %"_s.arg(*hw, 0, 'f', 2) : tr("no interval yet");
+        if (hw && *hw <= m_options.intervalTargetPct) {
+            m_narrow << last;
+            emit message(tr("[%1]: the 95 % interval of the median step time is %2 after %3 run(s), within "
+                            "the %4 % target")
+                             .arg(job.label, width)
+                             .arg(runs.size())
+                             .arg(m_options.intervalTargetPct));
+            continue;
+        }
+        if (runs.size() >= m_options.repeatsMax) {
+            m_narrow << last;
+            emit message(tr("[%1]: the 95 % interval of the median step time is still %2 after %3 run(s), "
+                            "wider than the %4 % target; the cap of %5 runs is reached")
+                             .arg(job.label, width)
+                             .arg(runs.size())
+                             .arg(m_options.intervalTargetPct)
+                             .arg(m_options.repeatsMax));
+            continue;
+        }
+        SessionJob next;
+        next.label = job.label;
+        next.recipe = job.recipe;
+        next.isControl = job.isControl;
+        next.repeat = int(runs.size()) + 1;
+        next.repeats = m_options.repeatsMax;
+        round << next;
+        emit message(tr("[%1]: the 95 % interval of the median step time is %2 after %3 run(s), wider than "
+                        "the %4 % target: run %5 of at most %6")
                          .arg(job.label, width)
                          .arg(runs.size())
                          .arg(m_options.intervalTargetPct)
+                         .arg(next.repeat)
                          .arg(m_options.repeatsMax));
-        return;
     }
-    SessionJob next;
-    next.label = job.label;
-    next.recipe = job.recipe;
-    next.isControl = job.isControl;
-    next.repeat = int(runs.size()) + 1;
-    next.repeats = m_options.repeatsMax;
-    m_jobs.insert(index + 1, next);
-    emit message(tr("[%1]: the 95 % interval of the median step time is %2 after %3 run(s), wider than the "
-                    "%4 % target: run %5 of at most %6")
-                     .arg(job.label, width)
-                     .arg(runs.size())
-                     .arg(m_options.intervalTargetPct)
-                     .arg(next.repeat)
-                     .arg(m_options.repeatsMax));
+    // A settled choice's last job keeps its index: the new round goes after every planned job.
+    m_jobs += round;
 }
 
 void RunSession::finish()

@@ -7,8 +7,10 @@
 //      for it: a passing [] control with the same recipe (hash of the resolved recipe) measured with the
 //      same launch settings (worker, its arguments, ranks, host). That run is linked, not re-run, and a
 //      message says which run it is and when it was measured;
-//   3. runs every candidate `repeats` times, each linked to that control, storing every event through a
-//      RunIngest as it arrives (a killed run keeps what was measured and ends `aborted`).
+//   3. runs the control and every candidate `repeats` times, in rounds (the control's run i, then each
+//      candidate's run i), each candidate linked to the control's first run (the control's further runs
+//      pool with it), storing every event through a RunIngest as it arrives (a killed run keeps what was
+//      measured and ends `aborted`).
 // cancel() stops the current worker (its run ends `aborted`) and runs nothing further.
 //
 // It lives here, above rs_launch (the process) and rs_storage (the store), in its own library rs_session:
@@ -43,7 +45,7 @@ struct SessionOptions {
     // Link this stored run as every candidate's control (no control job). Without it and without
     // controlFirst the store's latest matched [] control is linked (RunIngest's default).
     std::optional<qint64> control;
-    int repeats = 1; // runs of every candidate
+    int repeats = 1; // runs of every choice, the [] control included
     // Repeats until narrow (issue 15): with repeatsMax > repeats, a choice (the [] control included) is run
     // again while the 95 % interval of its steady step time's median (core's stepStats over every steady
     // iteration of its runs, pooled) is wider than intervalTargetPct of the median (half-width), up to
@@ -153,7 +155,8 @@ private:
     void startNext();
     void onLauncherFinished(bool aborted, int exitCode, const QString& reason);
     void finish();
-    // After job `index` is complete (run or reused): repeat its choice while its interval is wide.
+    // After job `index` is complete (run or reused): when it ends a round, one more round of the choices
+    // whose interval is still wide.
     void repeatIfWide(int index);
 
     storage::Store* m_store;
@@ -161,6 +164,7 @@ private:
     std::unique_ptr<storage::RunIngest> m_ingest;
     SessionOptions m_options;
     QVector<SessionJob> m_jobs;
+    QVector<int> m_narrow; // the last job of each choice whose repeats are settled (narrow, or the cap)
     int m_current = -1;
     bool m_running = false;
     bool m_workerStarted = false; // the current job's process started

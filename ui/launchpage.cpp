@@ -101,8 +101,9 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     m_repeats = new QSpinBox;
     m_repeats->setRange(1, 20);
     m_repeats->setPrefix(tr("Repeats: "));
-    m_repeats->setToolTip(tr("Run the recipe this many times (each against the same control) to see how much "
-                             "its step time and peak vary."));
+    m_repeats->setToolTip(
+        tr("Run the [] control and the recipe this many times each (every run of the recipe "
+           "against the control's first) to see how much their step time and peak vary."));
     m_ranks = new QSpinBox;
     m_ranks->setRange(1, 64);
     m_ranks->setPrefix(tr("Ranks: "));
@@ -342,7 +343,7 @@ void LaunchPage::onEvent(const QJsonObject& e)
             return;
         m_rows << row;
         const session::SessionJob* job = m_session->currentJob();
-        if (job && job->isControl)
+        if (job && job->isControl && job->repeat == 1) // the pale reference curve: the control's first run
             m_controlRows << row;
         m_progress->setValue(std::min(row.iteration, m_progress->maximum()));
         m_status->setText(tr("%1: iteration %2 (%3), %4 ms, peak so far %5")
@@ -393,7 +394,7 @@ void LaunchPage::onJobFinished(int index)
     }
     if (job.runId) {
         appendLog(tr("— %1 stored as run %2").arg(m_currentLabel).arg(job.runId));
-        if (job.isControl)
+        if (job.isControl && !job.reused && job.runId == m_session->controlRunId())
             m_control->setText(tr("Control []: run %1, measured in this launch.").arg(job.runId));
         emit runStored(job.runId);
     }

@@ -134,6 +134,10 @@ QByteArray stepTimeTable(const storage::Store& store, const QVector<storage::Com
     for (const storage::ChoiceGroup& g : groups)
         width = std::max(width, int(g.label.size()));
     const storage::ChoiceGroup* control = groups.front().isControl ? &groups.front() : nullptr;
+    std::vector<std::vector<double>> launches;
+    for (const storage::ChoiceGroup& g : groups)
+        launches.push_back(g.runMedians);
+    const LaunchSpread spread = launchSpread(launches);
     for (const storage::ChoiceGroup& g : groups) {
         const auto stats = stepStats(g.times);
         QString line = u"  %1  runs %2  "_s.arg(g.label, -width)
@@ -145,9 +149,9 @@ QByteArray stepTimeTable(const storage::Store& store, const QVector<storage::Com
             auto d = timeDelta(g.times, control->times);
             QString overlap;
             if (d) {
-                const Significance byLaunch = launchVerdict(*d, g.runMedians, control->runMedians);
+                const Significance byLaunch = launchVerdict(*d, g.runMedians, control->runMedians, spread);
                 if (byLaunch != d->verdict)
-                    overlap = u" by iteration, but its launches overlap the control's: not significant"_s;
+                    overlap = u" by iteration, but not beyond the spread between launches: not significant"_s;
             }
             line += u"  Δ vs []: "_s + (d ? QString::fromStdString(deltaText(*d)) + overlap : u"unknown"_s);
         }

@@ -125,7 +125,9 @@ std::vector<OptionSpec> makeOptionTable()
             "iters)" },
         { "warmup", "N", Arity::Value, kWorkerVerbs, false, false, "warm-up iterations" },
         { "repeats", "N", Arity::Value, { "sweep" }, false, false,
-            "run every choice N times (each linked to the control), to see the spread" },
+            "run every choice, the [] control too, N times (each candidate linked to the control's first "
+            "run), to "
+            "see the spread" },
         { "rerun-control", "", Arity::Flag, { "sweep" }, false, false,
             "run the [] control even when a stored one measured the same way could be reused" },
         { "rerun", "", Arity::Flag, { "sweep" }, false, false,

@@ -190,16 +190,115 @@ std::optional<TimeDelta> timeDelta(
     return out;
 }
 
-Significance launchVerdict(const TimeDelta& d, const std::vector<double>& candidateRunMedians,
-    const std::vector<double>& controlRunMedians)
+namespace {
+
+std::vector<double> logsOfPositive(const std::vector<double>& v)
 {
-    if (d.verdict == Significance::NotSignificant || candidateRunMedians.empty() || controlRunMedians.empty())
+    std::vector<double> out;
+    for (double x : v) {
+        if (std::isfinite(x) && x > 0)
+            out.push_back(std::log(x));
+    }
+    return out;
+}
+
+double meanOf(const std::vector<double>& v)
+{
+    double sum = 0;
+    for (double x : v)
+        sum += x;
+    return sum / double(v.size());
+}
+
+// The regularized incomplete beta function I_x(a, b), by its continued fraction (modified Lentz), taken
+// on the side where it converges fast.
+double incompleteBeta(double a, double b, double x)
+{
+    if (x <= 0)
+        return 0;
+    if (x >= 1)
+        return 1;
+    if (x > (a + 1) / (a + b + 2))
+        return 1 - incompleteBeta(b, a, 1 - x);
+    const double front = std::exp(std::lgamma(a + b) - std::lgamma(a) - std::lgamma(b) + a * std::log(x)
+                             + b * std::log1p(-x))
+        / a;
+    constexpr double tiny = 1e-300;
+    double f = 1, c = 1, d = 0;
+    for (int i = 0; i <= 400; ++i) {
+        const int m = i / 2;
+        double numerator;
+        if (i == 0)
+            numerator = 1;
+        else if (i % 2 == 0)
+            numerator = (m * (b - m) * x) / ((a + 2.0 * m - 1) * (a + 2.0 * m));
+        else
+            numerator = -((a + m) * (a + b + m) * x) / ((a + 2.0 * m) * (a + 2.0 * m + 1));
+        d = 1 + numerator * d;
+        d = std::fabs(d) < tiny ? 1 / tiny : 1 / d;
+        c = 1 + numerator / c;
+        if (std::fabs(c) < tiny)
+            c = tiny;
+        const double step = c * d;
+        f *= step;
+        if (std::fabs(1 - step) < 1e-14)
+            break;
+    }
+    return front * (f - 1);
+}
+
+} // namespace
+
+double studentTQuantile(double p, int df)
+{
+    if (df < 1 || !(p > 0 && p < 1))
+        return std::nan("");
+    // P(T <= t) for t >= 0: 1 - I_{df/(df+t^2)}(df/2, 1/2) / 2; bisection on t (monotone, no derivative).
+    auto cdf = [df](double t) {
+        const double x = double(df) / (double(df) + t * t);
+        const double tail = incompleteBeta(df / 2.0, 0.5, x) / 2;
+        return t >= 0 ? 1 - tail : tail;
+    };
+    double lo = -1e7, hi = 1e7;
+    for (int i = 0; i < 200; ++i) {
+        const double mid = (lo + hi) / 2;
+        (cdf(mid) < p ? lo : hi) = mid;
+    }
+    return (lo + hi) / 2;
+}
+
+LaunchSpread launchSpread(const std::vector<std::vector<double>>& runMediansPerChoice)
+{
+    LaunchSpread out;
+    double squares = 0;
+    for (const std::vector<double>& choice : runMediansPerChoice) {
+        const std::vector<double> l = logsOfPositive(choice);
+        if (l.size() < 2)
+            continue;
+        const double mean = meanOf(l);
+        for (double x : l)
+            squares += (x - mean) * (x - mean);
+        out.df += int(l.size()) - 1;
+    }
+    if (out.df > 0)
+        out.sd_log = std::sqrt(squares / out.df);
+    return out;
+}
+
+Significance launchVerdict(const TimeDelta& d, const std::vector<double>& candidateRunMedians,
+    const std::vector<double>& controlRunMedians, const LaunchSpread& spread, double level)
+{
+    if (d.verdict == Significance::NotSignificant)
         return d.verdict;
-    const auto [cMin, cMax] = std::minmax_element(candidateRunMedians.begin(), candidateRunMedians.end());
-    const auto [kMin, kMax] = std::minmax_element(controlRunMedians.begin(), controlRunMedians.end());
-    if (d.verdict == Significance::Slower)
-        return *cMin > *kMax ? d.verdict : Significance::NotSignificant;
-    return *cMax < *kMin ? d.verdict : Significance::NotSignificant;
+    const std::vector<double> c = logsOfPositive(candidateRunMedians), k = logsOfPositive(controlRunMedians);
+    if (c.empty() || k.empty() || spread.df < 1)
+        return d.verdict; // nothing is known of the spread between launches: the iterations' verdict
+    const double diff = meanOf(c) - meanOf(k);
+    const double se = spread.sd_log * std::sqrt(1.0 / double(c.size()) + 1.0 / double(k.size()));
+    const double critical = studentTQuantile((1 + level) / 2, spread.df);
+    const bool beyond = se > 0 ? std::fabs(diff) > critical * se : diff != 0;
+    const bool sameSide = (diff > 0) == (d.verdict == Significance::Slower);
+    return beyond && sameSide ? d.verdict : Significance::NotSignificant;
 }
 
 std::string deltaText(const TimeDelta& d)
@@ -254,6 +353,10 @@ SignificantChoice chooseBySignificance(const std::vector<TimedChoice>& choices, 
         return out;
     }
     const std::size_t f = *out.fastest;
+    std::vector<std::vector<double>> launches;
+    for (const TimedChoice& c : choices)
+        launches.push_back(c.run_medians);
+    const LaunchSpread spread = launchSpread(launches);
     const std::string fastLabel = choices[f].choice.label();
     std::vector<std::size_t> pool { f };
     for (std::size_t i = 0; i < choices.size(); ++i) {
@@ -265,8 +368,8 @@ SignificantChoice chooseBySignificance(const std::vector<TimedChoice>& choices, 
         }
         out.vs_fastest[i] = timeDelta(choices[i].steady_ms, choices[f].steady_ms, level);
         if (out.vs_fastest[i])
-            out.vs_fastest[i]->verdict
-                = launchVerdict(*out.vs_fastest[i], choices[i].run_medians, choices[f].run_medians);
+            out.vs_fastest[i]->verdict = launchVerdict(
+                *out.vs_fastest[i], choices[i].run_medians, choices[f].run_medians, spread, level);
         if (out.vs_fastest[i] && out.vs_fastest[i]->verdict != Significance::Slower)
             pool.push_back(i);
     }

@@ -17,7 +17,9 @@
 // - The verdict: the Δ interval lies wholly below 0 → faster, wholly above → slower, else not significant.
 // Iterations of one launch share its conditions (clocks, neighbours on the GPU), so they can understate
 // the spread between launches; repeats (another launch of the same choice) add theirs to the pool, and a
-// launch that differs widens the interval.
+// verdict stands only when the launches' own medians agree with it beyond their spread (launchVerdict:
+// Student's t on the log launch medians, the one parametric step, since a handful of launches is too few for
+// a rank test at 95 %).
 //
 // The guide's rule for a tie: "the correct first candidate is the narrowest boundary implicated", so a
 // difference that is not significant goes to the narrower recompute boundary (boundaryWidth below), never
@@ -62,12 +64,24 @@ struct TimeDelta {
 std::optional<TimeDelta> timeDelta(
     const std::vector<double>& candidate, const std::vector<double>& control, double level = 0.95);
 
-// Iterations of one launch share its conditions, so a difference they call significant may be one launch's
-// luck. With the medians of each launch (repeat) known, the verdict stands only when every launch of one
-// side lies on its side of every launch of the other (the launch medians do not overlap); otherwise it is
-// not significant. Without launch medians (empty) the iteration verdict stands.
+// Iterations of one launch share its conditions (a neighbour's load, the clocks), so a difference they call
+// significant may be one launch's luck. The spread between launches of the same choice says how large that
+// luck is: the standard deviation of the log of each launch's median step time about its choice's mean,
+// pooled over every choice of the comparison (so two launches each of three choices give 3 degrees of
+// freedom). df 0: no choice has two launches, nothing is known.
+struct LaunchSpread {
+    double sd_log = 0;
+    int df = 0;
+};
+LaunchSpread launchSpread(const std::vector<std::vector<double>>& runMediansPerChoice);
+// The quantile of Student's t distribution with `df` degrees of freedom (p in (0, 1), df >= 1).
+double studentTQuantile(double p, int df);
+// The iterations' verdict stands only when the launches agree: the difference of the mean log launch medians
+// of the two sides lies beyond Student's t interval at `level` from the pooled launch spread (a pooled-
+// variance two-sample t on launches, deterministic); otherwise it is not significant. Without launch medians
+// on either side, or without a spread (df 0), the iterations' verdict stands.
 Significance launchVerdict(const TimeDelta& d, const std::vector<double>& candidateRunMedians,
-    const std::vector<double>& controlRunMedians);
+    const std::vector<double>& controlRunMedians, const LaunchSpread& spread, double level = 0.95);
 
 // "+12.3 % [+8.1, +16.0] (95 %), slower" / "+0.4 % [-2.1, +3.0] (95 %), not significant".
 std::string deltaText(const TimeDelta& d);
@@ -85,7 +99,7 @@ int boundaryWidth(const RecomputeChoice& choice);
 struct TimedChoice {
     RecomputeChoice choice;
     std::vector<double> steady_ms; // every steady iteration of every repeat
-    std::vector<double> run_medians = {}; // each repeat's own median (launchVerdict); empty: unknown
+    std::vector<double> run_medians = {}; // each launch's own median (launchVerdict); empty: unknown
 };
 
 struct SignificantChoice {

@@ -2,6 +2,8 @@
 // Sound step-time comparisons (issue 15): the order-statistic interval of the median, the Hodges-Lehmann
 // shift with its Mann-Whitney interval (against the published critical values), the verdict, the
 // boundary widths of the guide's tie rule and the choice that never rests on a difference inside the noise.
+#include <cmath>
+
 #include <QtTest>
 
 #include "core/step_stats.h"
@@ -221,30 +223,87 @@ private slots:
         QVERIFY(!c.vs_fastest[std::size_t(fastest)]);
     }
 
+    // Student's t quantiles against the published table (two-sided 95 %: p = 0.975).
+    void studentTQuantile_data()
+    {
+        QTest::addColumn<double>("p");
+        QTest::addColumn<int>("df");
+        QTest::addColumn<double>("expected");
+        QTest::newRow("df 1") << 0.975 << 1 << 12.706;
+        QTest::newRow("df 2") << 0.975 << 2 << 4.303;
+        QTest::newRow("df 3") << 0.975 << 3 << 3.182;
+        QTest::newRow("df 6") << 0.975 << 6 << 2.447;
+        QTest::newRow("df 30") << 0.975 << 30 << 2.042;
+        QTest::newRow("df 5, 99 % one-sided") << 0.99 << 5 << 3.365;
+        QTest::newRow("median") << 0.5 << 4 << 0.0;
+        QTest::newRow("lower tail") << 0.025 << 3 << -3.182;
+    }
+    void studentTQuantile()
+    {
+        QFETCH(double, p);
+        QFETCH(int, df);
+        QFETCH(double, expected);
+        QVERIFY2(std::fabs(rs::studentTQuantile(p, df) - expected) < 5e-4,
+            qPrintable(QString::number(rs::studentTQuantile(p, df), 'f', 5)));
+    }
+
+    // The iterations say slower (110 against 100 ms, 10 each); the launches' medians decide whether it
+    // stands. A third choice's launches add to the spread (`others`).
     void launchVerdict_data()
     {
         QTest::addColumn<std::vector<double>>("candidateRuns");
         QTest::addColumn<std::vector<double>>("controlRuns");
+        QTest::addColumn<std::vector<double>>("others");
         QTest::addColumn<rs::Significance>("verdict");
-        QTest::newRow("launches apart: slower stands") << std::vector<double> { 110,
-            112 } << std::vector<double> { 100, 101 } << rs::Significance::Slower;
-        QTest::newRow("launches overlap: not significant") << std::vector<double> { 110,
-            99 } << std::vector<double> { 100, 101 } << rs::Significance::NotSignificant;
+        QTest::newRow("launches agree: slower stands")
+            << std::vector<double> { 110, 111 } << std::vector<double> { 100, 101 } << std::vector<double> {}
+            << rs::Significance::Slower;
+        QTest::newRow("launches overlap: not significant")
+            << std::vector<double> { 110, 99 } << std::vector<double> { 100, 101 } << std::vector<double> {}
+            << rs::Significance::NotSignificant;
+        // Apart, but one launch of the control four times slower than the other (a neighbour's burst): the
+        // gap is inside the spread between launches.
+        QTest::newRow("apart, inside a wide spread")
+            << std::vector<double> { 110, 112 } << std::vector<double> { 100, 101 }
+            << std::vector<double> { 60, 240 } << rs::Significance::NotSignificant;
+        QTest::newRow("apart, beyond a narrow spread")
+            << std::vector<double> { 110, 112 } << std::vector<double> { 100, 101 }
+            << std::vector<double> { 60, 61 } << rs::Significance::Slower;
+        // The launches say the other way round from the iterations: never a verdict.
+        QTest::newRow("launches disagree")
+            << std::vector<double> { 99, 98 } << std::vector<double> { 100, 101 } << std::vector<double> {}
+            << rs::Significance::NotSignificant;
+        QTest::newRow("one launch each: the iteration verdict")
+            << std::vector<double> { 110 } << std::vector<double> { 100 } << std::vector<double> {}
+            << rs::Significance::Slower;
         QTest::newRow("no launch medians: the iteration verdict")
-            << std::vector<double> {} << std::vector<double> {} << rs::Significance::Slower;
+            << std::vector<double> {} << std::vector<double> {} << std::vector<double> {}
+            << rs::Significance::Slower;
     }
     void launchVerdict()
     {
         QFETCH(std::vector<double>, candidateRuns);
         QFETCH(std::vector<double>, controlRuns);
+        QFETCH(std::vector<double>, others);
         QFETCH(rs::Significance, verdict);
+        const rs::LaunchSpread spread = rs::launchSpread({ candidateRuns, controlRuns, others });
         const auto d = rs::timeDelta(range(110, 10), range(100, 10));
         QVERIFY(d && d->verdict == rs::Significance::Slower);
-        QCOMPARE(rs::launchVerdict(*d, candidateRuns, controlRuns), verdict);
+        QCOMPARE(rs::launchVerdict(*d, candidateRuns, controlRuns, spread), verdict);
         // faster, mirrored
         const auto f = rs::timeDelta(range(100, 10), range(110, 10));
-        QCOMPARE(rs::launchVerdict(*f, controlRuns, candidateRuns),
+        QCOMPARE(rs::launchVerdict(*f, controlRuns, candidateRuns, spread),
             verdict == rs::Significance::Slower ? rs::Significance::Faster : verdict);
+    }
+
+    void launchSpreadPoolsEveryChoice()
+    {
+        // ln-deviations of (e, 1) and (1, e) about their means: +-0.5 each; 4 squares of 0.25 over 2 df.
+        const double e = std::exp(1.0);
+        const rs::LaunchSpread s = rs::launchSpread({ { e, 1.0 }, { 1.0, e }, { 5.0 } });
+        QCOMPARE(s.df, 2);
+        QVERIFY(std::fabs(s.sd_log - std::sqrt(0.5)) < 1e-12);
+        QCOMPARE(rs::launchSpread({ { 3.0 }, {} }).df, 0);
     }
 
     void chooseNothingTimed()

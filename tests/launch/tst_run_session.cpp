@@ -127,13 +127,24 @@ private slots:
         o.repeats = 2;
         int starts = 0;
         QVERIFY(runToEnd(session, { tiny({ "core_attn" }), tiny({ "mlp" }) }, o, &starts));
-        QCOMPARE(starts, 5); // the control, then two runs of each candidate
-        QCOMPARE(session.jobs().size(), 5);
-        QVERIFY(session.jobs().front().isControl);
+        QCOMPARE(starts, 6); // two rounds: the control, then each candidate
+        QCOMPARE(session.jobs().size(), 6);
+        QStringList order;
+        for (const SessionJob& j : session.jobs())
+            order << u"%1 %2/%3"_s.arg(j.label).arg(j.repeat).arg(j.repeats);
+        QCOMPARE(order,
+            (QStringList { u"[] 1/2"_s, u"core_attn 1/2"_s, u"mlp 1/2"_s, u"[] 2/2"_s, u"core_attn 2/2"_s,
+                u"mlp 2/2"_s }));
         QVERIFY(!session.controlReused());
         const auto control = store.run(session.jobs().front().runId);
         QVERIFY(control && control->isExplicitControl());
         QCOMPARE(session.controlRunId().value_or(0), control->id);
+        // The control's second run is a [] control of its own, linked to none; it pools with the first.
+        const auto secondControl = store.run(session.jobs()[3].runId);
+        QVERIFY(secondControl && secondControl->isExplicitControl() && secondControl->id != control->id);
+        QVERIFY(!secondControl->controlRunId);
+        QVERIFY2(
+            secondControl->provenance.contains(u"(repeat 2 of 2)"_s), qPrintable(secondControl->provenance));
         QCOMPARE(session.candidateRuns().size(), 4);
         for (qint64 id : session.candidateRuns()) {
             const auto r = store.run(id);
@@ -142,7 +153,8 @@ private slots:
             QCOMPARE(r->controlRunId.value_or(0), control->id);
             QVERIFY2(r->provenance.contains(u"launch: worker "_s), qPrintable(r->provenance));
         }
-        QVERIFY(store.run(session.candidateRuns()[1])->provenance.contains(u"(repeat 2 of 2)"_s));
+        QVERIFY(store.run(session.candidateRuns()[0])->provenance.contains(u"(repeat 1 of 2)"_s));
+        QVERIFY(store.run(session.candidateRuns()[2])->provenance.contains(u"(repeat 2 of 2)"_s));
     }
 
     // Repeats until narrow (issue 15): the fake worker's steady times are 102 and 103 ms in every run, so
@@ -210,7 +222,9 @@ private slots:
         QCOMPARE(starts, 1); // only layernorm is new; the control is reused too
         QVERIFY(again.controlReused());
         QCOMPARE(again.candidateRuns().mid(0, 2), first);
-        QVERIFY(again.jobs()[0].reused && again.jobs()[1].reused && !again.jobs()[2].reused);
+        // The reused control, then the two reused candidates, then the new one.
+        QVERIFY(again.jobs()[0].isControl && again.jobs()[0].reused);
+        QVERIFY(again.jobs()[1].reused && again.jobs()[2].reused && !again.jobs()[3].reused);
         QCOMPARE(again.storedRuns().size(), 1);
         // Other launch settings: run again.
         o.launch.extraArguments = QStringList { u"--delay-ms"_s, u"1"_s };

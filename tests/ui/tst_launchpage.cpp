@@ -187,9 +187,17 @@ private slots:
         QSignalSpy finished(&page, &LaunchPage::launchFinished);
         QVERIFY(page.start());
         QVERIFY(finished.wait(30000));
-        QCOMPARE(page.storedRuns().size(), 4);
-        for (qint64 id : page.storedRuns().mid(1))
-            QCOMPARE(store.run(id)->controlRunId.value_or(0), page.storedRuns().front());
+        // Three rounds of the control, then the recipe.
+        const QVector<qint64> runs = page.storedRuns();
+        QCOMPARE(runs.size(), 6);
+        for (int i = 0; i < runs.size(); ++i) {
+            const auto r = store.run(runs[i]);
+            QCOMPARE(r->isExplicitControl(), i % 2 == 0);
+            if (i % 2 == 0)
+                QVERIFY(!r->controlRunId); // the control's repeats pool with its first run
+            else
+                QCOMPARE(r->controlRunId.value_or(0), runs.front());
+        }
         QVERIFY2(page.summaryText().contains(QStringLiteral("over 3 runs")), qPrintable(page.summaryText()));
         QVERIFY2(page.summaryText().contains(QStringLiteral("Δ time")), qPrintable(page.summaryText()));
     }
