@@ -304,26 +304,7 @@ template <typename B, typename E> void fieldsOf(B& b, E& e, MemoryLayout*)
 }
 template <typename B, typename E> void fieldsOf(B& b, E& e, Iteration*)
 {
-    b("rank", e.rank);
-    b("iteration", e.iteration);
-    b("phase", e.phase);
-    b("step_ms", e.step_ms);
-    b("forward_ms", e.forward_ms);
-    b("backward_ms", e.backward_ms);
-    b("optimizer_ms", e.optimizer_ms);
-    b("loss", e.loss);
-    b("loss_finite", e.loss_finite);
-    b("forward_peak_allocated", e.forward_peak_allocated);
-    b("forward_peak_reserved", e.forward_peak_reserved);
-    b("backward_peak_allocated", e.backward_peak_allocated);
-    b("backward_peak_reserved", e.backward_peak_reserved);
-    b("optimizer_peak_allocated", e.optimizer_peak_allocated);
-    b("optimizer_peak_reserved", e.optimizer_peak_reserved);
-    b("allocated_after", e.allocated_after);
-    b("reserved_after", e.reserved_after);
-    b("alloc_retries", e.alloc_retries);
-    b("optimizer_init", e.optimizer_init);
-    b("forward_allocated_after", e.forward_allocated_after);
+    forEachIterationField(e, b);
 }
 template <typename B, typename E> void fieldsOf(B& b, E& e, PeakAttribution*)
 {
@@ -420,7 +401,8 @@ template <typename E> E fromJsonOf(const json& j, EventKind kind)
 } // namespace
 
 StreamError::StreamError(std::string event, std::string key, const std::string& why)
-    : std::runtime_error(event + " event: " + (key.empty() ? std::string() : "'" + key + "': ") + why)
+    : std::runtime_error((event.empty() ? std::string() : event + " event: ")
+        + (key.empty() ? std::string() : "'" + key + "': ") + why)
     , m_event(std::move(event))
     , m_key(std::move(key))
 {
@@ -505,18 +487,13 @@ MemoryLayout MemoryLayout::fromJson(const json& j)
 json Iteration::toJson() const
 {
     json j = toJsonOf(*this, EventKind::Iteration);
-    if (grad_reduce_ms) // several ranks only
-        j["grad_reduce_ms"] = *grad_reduce_ms;
+    if (!grad_reduce_ms) // several ranks only
+        j.erase("grad_reduce_ms");
     return j;
 }
 Iteration Iteration::fromJson(const json& j)
 {
-    Iteration e = fromJsonOf<Iteration>(j, EventKind::Iteration);
-    if (const auto f = e.extra.find("grad_reduce_ms"); f != e.extra.end()) {
-        read(*f, e.grad_reduce_ms, At { "iteration", "grad_reduce_ms" });
-        e.extra.erase(f);
-    }
-    return e;
+    return fromJsonOf<Iteration>(j, EventKind::Iteration);
 }
 json PeakAttribution::toJson() const
 {
@@ -545,6 +522,107 @@ json Result::toJson() const
 Result Result::fromJson(const json& j)
 {
     return fromJsonOf<Result>(j, EventKind::Result);
+}
+
+static_assert(std::variant_size_v<Event> == static_cast<size_t>(EventKind::Unknown) + 1);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(EventKind::Iteration), Event>, Iteration>);
+static_assert(
+    std::is_same_v<std::variant_alternative_t<static_cast<size_t>(EventKind::Result), Event>, Result>);
+
+EventKind kindOf(const Event& event)
+{
+    return static_cast<EventKind>(event.index());
+}
+
+json toJson(const Event& event)
+{
+    return std::visit([](const auto& e) { return e.toJson(); }, event);
+}
+
+Event decodeEvent(const json& j)
+{
+    if (!j.is_object())
+        throw StreamError("", "", "not a JSON object");
+    const auto name = j.find("event");
+    if (name == j.end() || !name->is_string())
+        throw StreamError("", "", "no string \"event\" key");
+    switch (eventKindFromName(name->get<std::string>())) {
+    case EventKind::Hello:
+        return Hello::fromJson(j);
+    case EventKind::Recipe:
+        return RecipeEvent::fromJson(j);
+    case EventKind::Note:
+        return Note::fromJson(j);
+    case EventKind::Phase:
+        return Phase::fromJson(j);
+    case EventKind::MemoryLayout:
+        return MemoryLayout::fromJson(j);
+    case EventKind::Iteration:
+        return Iteration::fromJson(j);
+    case EventKind::PeakAttribution:
+        return PeakAttribution::fromJson(j);
+    case EventKind::RankSummary:
+        return RankSummary::fromJson(j);
+    case EventKind::Result:
+        return Result::fromJson(j);
+    case EventKind::Unknown:
+        break;
+    }
+    return UnknownEvent { name->get<std::string>(), j };
+}
+
+namespace {
+// Deeper than any event nests, and bounded so that copying and writing a value (both recursive) stay
+// shallow on hostile input: a line nested deeper is malformed.
+constexpr int kMaxDepth = 256;
+bool nestedDeeperThan(std::string_view text, int limit)
+{
+    int depth = 0;
+    bool inString = false;
+    for (size_t i = 0; i < text.size(); ++i) {
+        const char c = text[i];
+        if (inString) {
+            if (c == '\\')
+                ++i;
+            else if (c == '"')
+                inString = false;
+        } else if (c == '"') {
+            inString = true;
+        } else if (c == '[' || c == '{') {
+            if (++depth > limit)
+                return true;
+        } else if (c == ']' || c == '}') {
+            --depth;
+        }
+    }
+    return false;
+}
+} // namespace
+
+Event decodeLine(std::string_view line)
+{
+    if (nestedDeeperThan(line, kMaxDepth))
+        throw StreamError("", "", "nested deeper than " + std::to_string(kMaxDepth) + " levels");
+    json j;
+    try {
+        j = json::parse(line.begin(), line.end());
+    } catch (const json::parse_error& error) {
+        // "[json.exception.parse_error.101] parse error at line 1, column 3: syntax error while ...": what
+        // follows the position, and the byte.
+        const std::string what = error.what();
+        const auto colon = what.find(": ");
+        throw StreamError("", "",
+            "not JSON (byte " + std::to_string(error.byte) + ": "
+                + (colon == std::string::npos ? what : what.substr(colon + 2)) + ")");
+    } catch (const json::exception& error) {
+        // a number out of range ("[json.exception.out_of_range.406] number overflow parsing '1e999'")
+        const std::string what = error.what();
+        const auto close = what.find("] ");
+        throw StreamError(
+            "", "", "not JSON (" + (close == std::string::npos ? what : what.substr(close + 2)) + ")");
+    }
+    return decodeEvent(j);
 }
 
 void checkEvent(const json& j)

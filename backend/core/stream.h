@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// The worker's stream (docs/stream.md) as types: one struct per event, each with toJson / fromJson. The
-// worker writes through them, the launcher dispatches on eventKind, the ingest and the GUI read through
-// them. No Qt, no LibTorch.
+// The worker's stream (docs/stream.md) as types: one struct per event, each with toJson / fromJson, and
+// `Event`, one line of the stream as its type. The worker writes through them; the launcher decodes each
+// line once (decodeLine) and hands the Event on; the ingest, the session, the GUI and the CLI read the
+// typed events. No Qt, no LibTorch.
 //
 // Reading follows the contract: absent and null values leave a field at its default (an empty optional,
 // 0, ""), unknown keys are kept in `extra` (and written back by toJson), a value of the wrong type is a
@@ -13,6 +14,8 @@
 #include <optional>
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <variant>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -42,7 +45,8 @@ EventKind eventKindFromName(const std::string& name);
 EventKind eventKind(const nlohmann::json& event);
 
 // A stream object that does not read as its event: what() is "<event> event: '<key>': expected <type>,
-// got <value>".
+// got <value>". A line that is no event at all (not JSON, not an object, no string "event") has an empty
+// event and key, and what() says which.
 class StreamError : public std::runtime_error {
 public:
     StreamError(std::string event, std::string key, const std::string& why);
@@ -143,6 +147,35 @@ struct Iteration {
     static Iteration fromJson(const nlohmann::json& j);
 };
 
+// The iteration's keys and their members, the one list: `visit(key, member)` for each, in the stream's
+// order. toJson / fromJson go through it, and so does the store (its column table maps the keys to columns,
+// storage/ingest.cpp), so a key added here reaches the store by its name. `grad_reduce_ms` is written only
+// when set (several ranks).
+template <typename E, typename Visit> void forEachIterationField(E& e, Visit&& visit)
+{
+    visit("rank", e.rank);
+    visit("iteration", e.iteration);
+    visit("phase", e.phase);
+    visit("step_ms", e.step_ms);
+    visit("forward_ms", e.forward_ms);
+    visit("backward_ms", e.backward_ms);
+    visit("optimizer_ms", e.optimizer_ms);
+    visit("grad_reduce_ms", e.grad_reduce_ms);
+    visit("loss", e.loss);
+    visit("loss_finite", e.loss_finite);
+    visit("forward_peak_allocated", e.forward_peak_allocated);
+    visit("forward_peak_reserved", e.forward_peak_reserved);
+    visit("backward_peak_allocated", e.backward_peak_allocated);
+    visit("backward_peak_reserved", e.backward_peak_reserved);
+    visit("optimizer_peak_allocated", e.optimizer_peak_allocated);
+    visit("optimizer_peak_reserved", e.optimizer_peak_reserved);
+    visit("allocated_after", e.allocated_after);
+    visit("reserved_after", e.reserved_after);
+    visit("alloc_retries", e.alloc_retries);
+    visit("optimizer_init", e.optimizer_init);
+    visit("forward_allocated_after", e.forward_allocated_after);
+}
+
 // The `activations` category of a peak by where it was allocated.
 struct ActivationBytes {
     std::optional<int> layer; // global index; empty for embedding / output
@@ -214,6 +247,30 @@ struct Result {
     nlohmann::json toJson() const;
     static Result fromJson(const nlohmann::json& j);
 };
+
+// An event this build does not know (a newer worker's): its name and the object as it came. Readers
+// ignore it; the ingest's spool keeps it.
+struct UnknownEvent {
+    std::string event;
+    nlohmann::json json = nlohmann::json::object();
+
+    nlohmann::json toJson() const { return json; }
+};
+
+// One event of the stream as its type. The alternatives are in EventKind's order (kindOf is the index).
+using Event = std::variant<Hello, RecipeEvent, Note, Phase, MemoryLayout, Iteration, PeakAttribution,
+    RankSummary, Result, UnknownEvent>;
+
+EventKind kindOf(const Event& event);
+// The event as the worker writes it (its "event" key included; unknown keys kept).
+nlohmann::json toJson(const Event& event);
+// Reads `j` as the event its "event" key names. Throws StreamError when `j` is not an object or has no
+// string "event" key, and when a known key of a known event has the wrong type.
+Event decodeEvent(const nlohmann::json& j);
+// One line of the stream (JSON text, a trailing "\r" or blanks allowed), parsed and decoded: the one
+// reader of stream lines (the launcher, and the ingest of saved streams). Throws StreamError as
+// decodeEvent does, and for a line that is not JSON ("not JSON (byte 12: ...)").
+Event decodeLine(std::string_view line);
 
 // Reads `j` as the event its "event" key names, throwing StreamError when a known key has the wrong type;
 // does nothing for an unknown event. For readers that only check.

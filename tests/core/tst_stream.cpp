@@ -1,6 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The stream's event types (core/stream.h): every event reads back what it writes, unknown keys survive
-// a round trip, null is absent, and a key of the wrong type is an error that names the event and the key.
+// a round trip, null is absent, and a key of the wrong type is an error that names the event and the key;
+// decodeLine, the launcher's reader, gives the typed Event of a line or says why the line is none.
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include <QtTest>
@@ -116,6 +119,85 @@ private slots:
         const json in = json::parse(line);
         QVERIFY(stream::eventKind(in) != stream::EventKind::Unknown);
         QCOMPARE(QString::fromStdString(roundTrip(in).dump()), QString::fromStdString(in.dump()));
+        // The same through the typed Event a line decodes to.
+        const stream::Event e = stream::decodeLine(line);
+        QCOMPARE(stream::kindOf(e), stream::eventKind(in));
+        QCOMPARE(QString::fromStdString(stream::toJson(e).dump()), QString::fromStdString(in.dump()));
+    }
+
+    // The iteration's key list (forEachIterationField) is what toJson writes: every key once, in its
+    // order, grad_reduce_ms only when set.
+    void iterationKeysAreTheFieldList()
+    {
+        std::vector<std::string> listed;
+        const stream::Iteration probe;
+        stream::forEachIterationField(probe, [&](const char* key, const auto&) { listed.emplace_back(key); });
+        stream::Iteration it;
+        it.grad_reduce_ms = 1.0;
+        std::vector<std::string> written;
+        const json j = it.toJson();
+        for (const auto& [key, value] : j.items())
+            if (key != "event")
+                written.push_back(key);
+        std::vector<std::string> sorted = listed;
+        std::sort(sorted.begin(), sorted.end());
+        QVERIFY(std::adjacent_find(sorted.begin(), sorted.end()) == sorted.end()); // no key twice
+        QVERIFY(sorted == written); // nlohmann writes keys sorted
+        QVERIFY(!stream::Iteration().toJson().contains("grad_reduce_ms"));
+    }
+
+    void unknownEventIsKeptAsItCame()
+    {
+        const std::string line = R"({"event":"progress","done":0.5,"nested":{"a":[1,2]}})";
+        const stream::Event e = stream::decodeLine(line);
+        QCOMPARE(stream::kindOf(e), stream::EventKind::Unknown);
+        QCOMPARE(std::get<stream::UnknownEvent>(e).event, std::string("progress"));
+        QCOMPARE(stream::toJson(e).dump(), json::parse(line).dump());
+    }
+
+    // What is no event at all: a StreamError with no event and no key, saying why.
+    void decodeLineRefusesWhatIsNoEvent_data()
+    {
+        QTest::addColumn<std::string>("line");
+        QTest::addColumn<QString>("message");
+        QTest::newRow("text") << std::string("warning: a stray print")
+                              << QStringLiteral("not JSON (byte 1: ");
+        QTest::newRow("truncated") << std::string("{\"event\":\"iteration\",\"ra")
+                                   << QStringLiteral("not JSON (byte ");
+        QTest::newRow("number overflow") << std::string(R"({"event":"iteration","step_ms":1e999})")
+                                         << QStringLiteral("not JSON (number overflow parsing '1e999')");
+        QTest::newRow("not UTF-8") << std::string("{\"event\":\"note\",\"message\":\"caf\xe9\"}")
+                                   << QStringLiteral("not JSON (byte ");
+        QTest::newRow("array") << std::string("[1,2]") << QStringLiteral("not a JSON object");
+        QTest::newRow("no event") << std::string(R"({"rank":0})")
+                                  << QStringLiteral("no string \"event\" key");
+        QTest::newRow("event a number")
+            << std::string(R"({"event":3})") << QStringLiteral("no string \"event\" key");
+        QTest::newRow("nested too deep")
+            << std::string(R"({"event":"note","x":)") + std::string(300, '[') + std::string(300, ']') + "}"
+            << QStringLiteral("nested deeper than 256 levels");
+    }
+    void decodeLineRefusesWhatIsNoEvent()
+    {
+        QFETCH(std::string, line);
+        QFETCH(QString, message);
+        try {
+            stream::decodeLine(line);
+            QFAIL("no error");
+        } catch (const stream::StreamError& e) {
+            QVERIFY2(QString::fromStdString(e.what()).startsWith(message), e.what());
+            QVERIFY(e.event().empty());
+            QVERIFY(e.key().empty());
+        }
+    }
+
+    void nestingUpToTheLimitReads()
+    {
+        // 256 levels, brackets inside strings not counted
+        const std::string line = std::string("{\"event\":\"note\",\"s\":\"[[[[\",\"x\":")
+            + std::string(255, '[') + std::string(255, ']') + "}";
+        const stream::Event e = stream::decodeLine(line);
+        QCOMPARE(stream::kindOf(e), stream::EventKind::Note);
     }
 
     void absentAndNullAreDefaults()
@@ -218,6 +300,13 @@ private slots:
         } catch (const stream::StreamError& e) {
             QCOMPARE(QString::fromStdString(e.what()), message);
             QVERIFY(!e.event().empty());
+        }
+        // The launcher's reader says the same.
+        try {
+            stream::decodeLine(line);
+            QFAIL("no error from decodeLine");
+        } catch (const stream::StreamError& e) {
+            QCOMPARE(QString::fromStdString(e.what()), message);
         }
     }
 };
