@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // Benchmark of the measurement store on a real SQLite file (WAL, synchronous=NORMAL, as the product opens
-// it): ingest rate of iteration rows through RunIngest (the path `recompute run` uses), under the live
-// commit policy and under batching, and the report time over 10,000 stored runs (buildReport +
-// formatReport, as `recompute report` does). Prints a Markdown table for docs/benchmarks.md.
+// it): ingest rate of iteration rows through RunIngest, as typed events (core/stream.h: what the launcher
+// decodes and `recompute run` stores) under the live commit policy and under batching, and as JSON lines (a
+// saved stream); and the report time over 10,000 stored runs (buildReport + formatReport, as `recompute
+// report` does). Prints a Markdown table for docs/benchmarks.md.
 //   bench_store [--rows N] [--runs N] [--repeat N] [--dir DIR]
 #include <algorithm>
 #include <cstdio>
@@ -19,6 +20,7 @@
 #include <QSysInfo>
 #include <QTemporaryDir>
 
+#include "core/stream.h"
 #include "storage/ingest.h"
 #include "storage/report.h"
 #include "storage/store.h"
@@ -41,6 +43,12 @@ QJsonObject recipe(const QJsonValue& modules, int variant)
         { u"profile"_s, u"bridge-pin"_s }, { u"train_iters"_s, 20 }, { u"warmup_iters"_s, 5 } };
 }
 
+// A stream line as the launcher decodes it.
+rs::stream::Event decoded(const QJsonObject& o)
+{
+    return rs::stream::decodeLine(QJsonDocument(o).toJson(QJsonDocument::Compact).toStdString());
+}
+
 QJsonObject hello()
 {
     return QJsonObject { { u"event"_s, u"hello"_s }, { u"worker_version"_s, u"bench"_s },
@@ -48,6 +56,8 @@ QJsonObject hello()
         { u"host"_s, u"bench"_s }, { u"world_size"_s, 1 }, { u"profile"_s, u"bridge-pin"_s } };
 }
 
+// The iteration events, every stream key filled. Written as QJsonObjects (compact text: the lines), as
+// the bench always has, so the JSON-lines figures compare across commits.
 std::vector<QJsonObject> iterationEvents(int rows)
 {
     std::vector<QJsonObject> events;
@@ -70,7 +80,7 @@ struct IngestFigure {
     int rows = 0;
 };
 
-// One timed ingest of `items` into a fresh run: `feed` hands one item to the ingest (an event object, or a
+// One timed ingest of `items` into a fresh run: `feed` hands one item to the ingest (a typed event, or a
 // JSON line as a saved stream holds it). The rows are read back and counted after the timer stops.
 template <typename Item, typename Feed>
 IngestFigure timedIngest(const QString& path, const std::vector<Item>& items, int commitRows, Feed feed)
@@ -83,8 +93,9 @@ IngestFigure timedIngest(const QString& path, const std::vector<Item>& items, in
     }
     RunIngest ingest(&store);
     ingest.setCommitPolicy(commitRows, 0);
-    ingest.ingest(hello());
-    ingest.ingest(QJsonObject { { u"event"_s, u"recipe"_s }, { u"recipe"_s, recipe(QJsonArray(), 0) } });
+    ingest.ingest(decoded(hello()));
+    ingest.ingest(
+        decoded(QJsonObject { { u"event"_s, u"recipe"_s }, { u"recipe"_s, recipe(QJsonArray(), 0) } }));
     QElapsedTimer t;
     t.start();
     for (const auto& item : items) {
@@ -106,10 +117,10 @@ IngestFigure timedIngest(const QString& path, const std::vector<Item>& items, in
     return f;
 }
 
-IngestFigure ingestOnce(const QString& path, const std::vector<QJsonObject>& events, int commitRows)
+IngestFigure ingestOnce(const QString& path, const std::vector<rs::stream::Event>& events, int commitRows)
 {
     return timedIngest(
-        path, events, commitRows, [](RunIngest& in, const QJsonObject& e) { return in.ingest(e); });
+        path, events, commitRows, [](RunIngest& in, const rs::stream::Event& e) { return in.ingest(e); });
 }
 
 // The same events as JSON lines, as a saved stream holds them (RunIngest::ingestLine).
@@ -162,7 +173,14 @@ int main(int argc, char** argv)
     }
 
     // --- ingest ---
-    const auto events = iterationEvents(rows);
+    std::vector<QByteArray> lines;
+    std::vector<rs::stream::Event> events; // each line decoded, as the launcher hands it on
+    lines.reserve(size_t(rows));
+    events.reserve(size_t(rows));
+    for (const QJsonObject& o : iterationEvents(rows)) {
+        lines.push_back(QJsonDocument(o).toJson(QJsonDocument::Compact));
+        events.push_back(rs::stream::decodeLine(lines.back().toStdString()));
+    }
     struct Policy {
         const char* name;
         int commitRows;
@@ -170,9 +188,9 @@ int main(int argc, char** argv)
     };
     // Live: one transaction per event (what `recompute run` does; a real step takes far longer than this).
     const Policy policies[]
-        = { { "events (RunIngest::ingest), live: commit every row", 1, std::min(rows, 20000) },
-              { "events (RunIngest::ingest): commit every 1,000 rows", 1000, rows },
-              { "events (RunIngest::ingest): commit every 10,000 rows", 10000, rows } };
+        = { { "typed events (RunIngest::ingest), live: commit every row", 1, std::min(rows, 20000) },
+              { "typed events (RunIngest::ingest): commit every 1,000 rows", 1000, rows },
+              { "typed events (RunIngest::ingest): commit every 10,000 rows", 10000, rows } };
     std::printf(
         "| ingest policy | rows | median time (s) | rows/s (median of %d) |\n| --- | --- | --- | --- |\n",
         repeat);
@@ -214,7 +232,7 @@ int main(int argc, char** argv)
     }
     int file = 0;
     for (const Policy& p : policies) {
-        const std::vector<QJsonObject> slice(events.begin(), events.begin() + p.rowsUsed);
+        const std::vector<rs::stream::Event> slice(events.begin(), events.begin() + p.rowsUsed);
         std::vector<double> secs;
         for (int r = 0; r < repeat; ++r)
             secs.push_back(
@@ -225,10 +243,6 @@ int main(int argc, char** argv)
     }
 
     {
-        std::vector<QByteArray> lines;
-        lines.reserve(events.size());
-        for (const auto& e : events)
-            lines.push_back(QJsonDocument(e).toJson(QJsonDocument::Compact));
         std::vector<double> secs;
         for (int r = 0; r < repeat; ++r)
             secs.push_back(ingestLinesOnce(tmp.filePath(u"lines-%1.sqlite"_s.arg(r)), lines, 10000).seconds);

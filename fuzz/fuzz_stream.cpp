@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // libFuzzer target: the worker's stream as the CLI and the GUI read it: bytes through JsonLinesReader
-// (fed in two chunks, split where the input says), every event into RunIngest on an in-memory store, and
-// the same bytes line by line through RunIngest::ingestLine (the bulk path).
+// (fed in two chunks, split where the input says), every typed event into RunIngest on an in-memory store,
+// and the same bytes line by line through RunIngest::ingestLine (the bulk path).
 #include <cstddef>
 #include <cstdint>
 
@@ -38,11 +38,11 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
         rs::launch::JsonLinesReader reader;
         rs::storage::RunIngest ingest(&s);
         ingest.setSpoolEnabled(false);
-        for (const QJsonObject& e : reader.feed(bytes.left(cut)))
+        for (const rs::stream::Event& e : reader.feed(bytes.left(cut)))
             ingest.ingest(e);
-        for (const QJsonObject& e : reader.feed(bytes.mid(cut)))
+        for (const rs::stream::Event& e : reader.feed(bytes.mid(cut)))
             ingest.ingest(e);
-        for (const QJsonObject& e : reader.finish())
+        for (const rs::stream::Event& e : reader.finish())
             ingest.ingest(e);
         (void)reader.takeMalformed();
         ingest.finish(QStringLiteral("fuzz: end of input"));

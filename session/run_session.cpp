@@ -4,7 +4,6 @@
 #include <algorithm>
 
 #include <QFileInfo>
-#include <QJsonDocument>
 #include <QSysInfo>
 #include <QTimer>
 
@@ -27,11 +26,6 @@ using namespace rs::launch;
 namespace {
 
 const QString kSignatureMark = u" | launch: "_s;
-
-QJsonObject toQJson(const Recipe& r)
-{
-    return QJsonDocument::fromJson(QByteArray::fromStdString(recipeToJson(r).dump())).object();
-}
 
 } // namespace
 
@@ -56,7 +50,7 @@ RunSession::RunSession(storage::Store* store, QObject* parent)
     , m_store(store)
     , m_launcher(std::make_unique<WorkerLauncher>())
 {
-    connect(m_launcher.get(), &WorkerLauncher::streamEvent, this, [this](const QJsonObject& e) {
+    connect(m_launcher.get(), &WorkerLauncher::streamEvent, this, [this](const stream::Event& e) {
         if (m_ingest && !m_ingest->ingest(e) && !m_storeFailed) {
             m_storeFailed = true;
             emit message(tr("the store refused a row: %1").arg(m_ingest->error()));
@@ -401,7 +395,7 @@ void RunSession::startNext()
         QTimer::singleShot(0, this, &RunSession::startNext);
         return;
     }
-    const QJsonObject recipe = toQJson(job.recipe);
+    const nlohmann::json recipe = recipeToJson(job.recipe);
     m_ingest = std::make_unique<storage::RunIngest>(m_store);
     m_ingest->setRecipe(recipe);
     // A locked or unwritable store is waited on or spooled by the ingest; the user hears why.

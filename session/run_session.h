@@ -22,12 +22,12 @@
 #include <vector>
 
 #include <QDateTime>
-#include <QJsonObject>
 #include <QObject>
 #include <QStringList>
 #include <QVector>
 
 #include "core/recipe.h"
+#include "core/stream.h"
 #include "launch/worker_launcher.h"
 
 namespace rs::storage {
@@ -144,8 +144,9 @@ signals:
     // A sentence for the user: the control reused, a start failure, a store error, a run not matched.
     void message(const QString& text);
     void jobStarted(int index);
-    void streamEvent(const QJsonObject& event); // every event of the current run, after it was stored
-    void iteration(const QJsonObject& event);
+    // Every event of the current run, as the launcher decoded it, after it was stored.
+    void streamEvent(const rs::stream::Event& event);
+    void iteration(const rs::stream::Iteration& event);
     void stderrText(const QString& text);
     void malformedLine(const QByteArray& line, const QString& why);
     void jobFinished(int index); // its run is complete in the store (jobs()[index].runId)

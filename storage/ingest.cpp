@@ -3,22 +3,22 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string_view>
+#include <type_traits>
 
 #include <QCoreApplication>
 #include <QCryptographicHash>
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QStandardPaths>
 #include <QSysInfo>
 
 #include "core/overrides.h"
 #include "core/recipe_json.h"
-#include "core/stream.h"
 #include "storage/log.h"
 #include "storage/store_internal.h"
 
@@ -39,19 +39,19 @@ template <typename T> std::optional<qint64> bytesOf(const std::optional<T>& v)
 {
     return v ? std::optional<qint64>(qint64(*v)) : std::nullopt;
 }
-QJsonObject qjson(const nlohmann::json& j)
+// The event as a stream line, for the spool.
+QByteArray lineOf(const stream::Event& e)
 {
-    return QJsonDocument::fromJson(
-        QByteArray::fromStdString(j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
-        .object();
+    return QByteArray::fromStdString(
+        stream::toJson(e).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
 }
-// The recipe's hash (the worker's when given, else ours of the canonical text) and its Bridge overrides.
-void fillRecipeIdentity(RunRecord* run, const QJsonObject& recipe, const QString& workerHash)
+// The recipe's hash (the worker's when given, else ours of the canonical text) and its Bridge overrides,
+// from the recipe the run stores.
+void fillRecipeIdentity(RunRecord* run, const QString& workerHash)
 {
     run->recipeHash = workerHash;
     try {
-        const rs::Recipe r
-            = rs::recipeFromJsonText(QJsonDocument(recipe).toJson(QJsonDocument::Compact).toStdString());
+        const rs::Recipe r = rs::recipeFromJsonText(run->recipeJson.toStdString());
         if (run->recipeHash.isEmpty())
             run->recipeHash = QString::fromStdString(rs::sha256Hex(rs::recipeCanonicalText(r)));
         run->overrides.clear();
@@ -63,11 +63,85 @@ void fillRecipeIdentity(RunRecord* run, const QJsonObject& recipe, const QString
     }
 }
 
-// A flat JSON object, one pass: keys and values as byte ranges. Returns false on anything it does not
-// handle (escapes, nested values, syntax errors): the caller then uses the full JSON parser.
+// A stream phase as column text: the two every row carries are shared, not one copy per row.
+QString phaseText(std::string_view text)
+{
+    static const QString steady = u"steady"_s, warmup = u"warmup"_s;
+    return text == "steady" ? steady
+        : text == "warmup"  ? warmup
+                            : QString::fromUtf8(text.data(), qsizetype(text.size()));
+}
+
+// The range of an integer column's values: its stream member's (an `int` or an `int64_t`), so the line
+// decoder leaves a value out of range to the stream's reader, which names it. Registered columns are int64.
+struct IntegerRange {
+    double lo = double(std::numeric_limits<int64_t>::min());
+    double hi = 9.2e18; // below 2^63, which a double cannot tell from int64's maximum
+};
+
+// Per column of the iteration table: the range of its integers (for the line decoder). Rebuilt when a
+// column is registered.
+const std::vector<IntegerRange>& integerRanges()
+{
+    static std::vector<IntegerRange> ranges;
+    static qsizetype builtFor = -1;
+    const auto& columns = iterationColumns();
+    if (builtFor != columns.size()) {
+        ranges.assign(size_t(columns.size()), IntegerRange {});
+        stream::Iteration probe;
+        stream::forEachIterationField(probe, [&](const char* key, const auto& member) {
+            using M = std::decay_t<decltype(member)>;
+            const int c
+                = detail::iterationColumnIndex(QByteArray::fromRawData(key, qsizetype(std::strlen(key))));
+            if (c < 0)
+                return;
+            if constexpr (std::is_same_v<M, int> || std::is_same_v<M, std::optional<int>>)
+                ranges[size_t(c)]
+                    = { double(std::numeric_limits<int>::min()), double(std::numeric_limits<int>::max()) };
+        });
+        builtFor = columns.size();
+    }
+    return ranges;
+}
+
+// Where the JSON number starting at `p` ends (JSON's grammar: -?(0|[1-9][0-9]*)(.[0-9]+)?([eE][+-]?[0-9]+)?);
+// `p` itself when none starts there. from_chars alone would take ".5", "1." and "01", which JSON does not.
+const char* jsonNumberEnd(const char* p, const char* end)
+{
+    const char* const start = p;
+    auto digits = [&] {
+        const char* from = p;
+        while (p < end && *p >= '0' && *p <= '9')
+            ++p;
+        return p > from;
+    };
+    if (p < end && *p == '-')
+        ++p;
+    if (p < end && *p == '0')
+        ++p;
+    else if (!digits())
+        return start;
+    if (p < end && *p == '.') {
+        ++p;
+        if (!digits())
+            return start;
+    }
+    if (p < end && (*p == 'e' || *p == 'E')) {
+        ++p;
+        if (p < end && (*p == '+' || *p == '-'))
+            ++p;
+        if (!digits())
+            return start;
+    }
+    return p;
+}
+
+// A flat JSON object, one pass: keys and values as byte ranges, into the row through the column table with
+// the values the typed path gives (integers as qint64, numbers as double, booleans, text). Returns false on
+// anything it does not read plainly (escapes, nested values, syntax errors, a value of the wrong type or out
+// of range): the caller then decodes the line with the stream's reader, which says what is wrong.
 bool decodeIterationLine(const QByteArray& line, IterationRow* row)
 {
-    static const QString steady = u"steady"_s, warmup = u"warmup"_s; // shared, not one copy per row
     const char* p = line.constData();
     const char* const end = p + line.size();
     auto skipSpace = [&] {
@@ -89,6 +163,8 @@ bool decodeIterationLine(const QByteArray& line, IterationRow* row)
         ++p;
         return true;
     };
+    const auto& columns = iterationColumns();
+    const auto& ranges = integerRanges();
     skipSpace();
     if (p >= end || *p != '{')
         return false;
@@ -138,9 +214,10 @@ bool decodeIterationLine(const QByteArray& line, IterationRow* row)
             isNull = true;
             p += 4;
         } else {
+            const char* numberEnd = jsonNumberEnd(p, end);
             double v = 0;
-            const auto [next, ec] = std::from_chars(p, end, v);
-            if (ec != std::errc() || next == p)
+            const auto [next, ec] = std::from_chars(p, numberEnd, v);
+            if (numberEnd == p || ec != std::errc() || next != numberEnd || !std::isfinite(v))
                 return false;
             number = v;
             p = next;
@@ -155,16 +232,22 @@ bool decodeIterationLine(const QByteArray& line, IterationRow* row)
             = detail::iterationColumnIndex(QByteArray::fromRawData(key.data(), qsizetype(key.size())));
         if (c < 0)
             continue; // unknown keys are ignored (stream contract)
-        const IterationColumn& column = iterationColumns()[c];
+        const IterationColumn& column = columns[c];
         if (isNull) {
             column.set(*row, QVariant()); // null is unknown, as absent values are
             continue;
         }
         switch (column.type) {
-        case ColumnType::Integer:
+        case ColumnType::Integer: {
+            const IntegerRange range = ranges[size_t(c)];
+            if (!number || *number != std::floor(*number) || *number < range.lo || *number > range.hi)
+                return false; // the real parser says what is wrong
+            column.set(*row, QVariant(qint64(*number)));
+            break;
+        }
         case ColumnType::Real:
             if (!number)
-                return false; // the real parser says what is wrong
+                return false;
             column.set(*row, QVariant(*number));
             break;
         case ColumnType::Boolean:
@@ -175,10 +258,7 @@ bool decodeIterationLine(const QByteArray& line, IterationRow* row)
         case ColumnType::Text:
             if (number || boolean)
                 return false;
-            column.set(*row,
-                text == "steady"       ? QVariant(steady)
-                    : text == "warmup" ? QVariant(warmup)
-                                       : QVariant(QString::fromUtf8(text.data(), qsizetype(text.size()))));
+            column.set(*row, QVariant(phaseText(text)));
             break;
         }
     }
@@ -221,7 +301,7 @@ void RunIngest::setSpoolEnabled(bool enabled)
 {
     m_spoolEnabled = enabled;
     if (!enabled)
-        m_lines.clear();
+        m_received.clear();
 }
 
 void RunIngest::setMaxLockWait(int ms)
@@ -307,8 +387,12 @@ bool RunIngest::writeSpoolFrom(int candidate)
         if (!file->open(QIODevice::WriteOnly | QIODevice::NewOnly))
             continue;
         bool ok = true;
-        for (const QByteArray& line : m_lines)
+        for (const auto& received : m_received) {
+            const QByteArray line = std::holds_alternative<QByteArray>(received)
+                ? std::get<QByteArray>(received)
+                : lineOf(std::get<stream::Event>(received));
             ok = ok && file->write(line) == line.size() && file->write("\n") == 1;
+        }
         ok = ok && file->flush();
         if (!ok) {
             m_spoolFailures << paths[i] + u": "_s + file->errorString();
@@ -355,7 +439,7 @@ bool RunIngest::spool(const QByteArray& line)
     if (line.isEmpty())
         return true;
     // Kept in memory too: a folder that stops taking bytes (a disk that fills) hands the whole stream on.
-    m_lines.append(line);
+    m_received.emplace_back(line);
     // Line by line and flushed, so a process killed mid-run still leaves every event it received.
     if (m_spoolFile->write(line) == line.size() && m_spoolFile->write("\n") == 1 && m_spoolFile->flush())
         return true;
@@ -389,10 +473,10 @@ void RunIngest::setProvenance(const QString& provenance)
     m_run.provenance = provenance;
 }
 
-void RunIngest::setRecipe(const QJsonObject& recipe)
+void RunIngest::setRecipe(const nlohmann::json& recipe)
 {
     fillFromRecipeJson(&m_run, recipe);
-    fillRecipeIdentity(&m_run, recipe, {});
+    fillRecipeIdentity(&m_run, {});
 }
 
 bool RunIngest::ensureRun()
@@ -442,7 +526,7 @@ bool RunIngest::ingestLine(const QByteArray& line)
     if (m_spooling)
         return spool(trimmed);
     if (m_spoolEnabled && !trimmed.isEmpty())
-        m_lines.append(trimmed);
+        m_received.emplace_back(trimmed);
     if (ingestLineToStore(trimmed))
         return true;
     return startSpool();
@@ -451,8 +535,8 @@ bool RunIngest::ingestLine(const QByteArray& line)
 bool RunIngest::ingestLineToStore(const QByteArray& line)
 {
     // Iteration lines are the bulk of a stream: a flat object of numbers, booleans and two short strings.
-    // They are decoded here without building a QJsonObject; anything else (or anything unusual in one:
-    // escapes, nesting) goes through QJsonDocument.
+    // They are decoded here straight into the row; anything else (or anything unusual in one: escapes,
+    // nesting, a wrong type) is decoded by the stream's reader into its event.
     IterationRow row;
     if (!m_finished && m_runId != 0 && decodeIterationLine(line, &row)) {
         if (!begin())
@@ -464,74 +548,69 @@ bool RunIngest::ingestLineToStore(const QByteArray& line)
         }
         return maybeCommit(false);
     }
-    QJsonParseError err;
-    const QJsonDocument doc = QJsonDocument::fromJson(line, &err);
-    if (err.error != QJsonParseError::NoError || !doc.isObject()) {
+    stream::Event event;
+    try {
+        event = stream::decodeLine(std::string_view(line.constData(), size_t(line.size())));
+    } catch (const std::exception& error) {
         ++m_malformed;
-        m_malformedReason
-            = err.error != QJsonParseError::NoError ? err.errorString() : u"not a JSON object"_s;
+        m_malformedReason = QString::fromStdString(error.what());
         return true;
     }
-    return ingestToStore(doc.object());
+    return ingestToStore(event);
 }
 
-bool RunIngest::ingest(const QJsonObject& e)
+bool RunIngest::ingest(const stream::Event& e)
 {
     if (m_finished) {
         m_error = u"the run is finished; a new run needs a new RunIngest"_s;
         return false;
     }
     if (m_spooling)
-        return spool(QJsonDocument(e).toJson(QJsonDocument::Compact));
+        return spool(lineOf(e));
     if (m_spoolEnabled)
-        m_lines.append(QJsonDocument(e).toJson(QJsonDocument::Compact));
+        m_received.emplace_back(e);
     if (ingestToStore(e))
         return true;
     return startSpool();
 }
 
-bool RunIngest::ingestToStore(const QJsonObject& e)
+bool RunIngest::ingestToStore(const stream::Event& e)
 {
     using stream::EventKind;
-    const EventKind kind
-        = stream::eventKindFromName(e.value(QLatin1StringView("event")).toString().toStdString());
-    if (kind == EventKind::Unknown)
-        return true; // unknown events are ignored (stream contract)
+    const EventKind kind = stream::kindOf(e);
     bool ok = true;
     try {
-        if (kind == EventKind::Iteration) {
-            ok = onIteration(e); // the hot path: decoded straight from the object
-        } else {
-            // Every other event is read as its type (core/stream.h); one that does not read is malformed.
-            const QByteArray text = QJsonDocument(e).toJson(QJsonDocument::Compact);
-            const nlohmann::json j = nlohmann::json::parse(text.constData(), text.constData() + text.size());
-            switch (kind) {
-            case EventKind::Hello:
-                ok = onHello(stream::Hello::fromJson(j));
-                break;
-            case EventKind::Recipe:
-                ok = onRecipe(stream::RecipeEvent::fromJson(j));
-                break;
-            case EventKind::RankSummary:
-                ok = onRankSummary(stream::RankSummary::fromJson(j));
-                break;
-            case EventKind::Result:
-                ok = onResult(stream::Result::fromJson(j));
-                break;
-            case EventKind::PeakAttribution:
-                ok = onPeakAttribution(stream::PeakAttribution::fromJson(j));
-                break;
-            case EventKind::MemoryLayout:
-                ok = onMemoryLayout(stream::MemoryLayout::fromJson(j));
-                break;
-            default:
-                // phase, note: checked, and the run exists from here on
-                stream::checkEvent(j);
-                ok = ensureRun();
-                break;
-            }
+        switch (kind) {
+        case EventKind::Unknown:
+            return true; // unknown events are ignored (stream contract)
+        case EventKind::Iteration:
+            ok = onIteration(std::get<stream::Iteration>(e));
+            break;
+        case EventKind::Hello:
+            ok = onHello(std::get<stream::Hello>(e));
+            break;
+        case EventKind::Recipe:
+            ok = onRecipe(std::get<stream::RecipeEvent>(e));
+            break;
+        case EventKind::RankSummary:
+            ok = onRankSummary(std::get<stream::RankSummary>(e));
+            break;
+        case EventKind::Result:
+            ok = onResult(std::get<stream::Result>(e));
+            break;
+        case EventKind::PeakAttribution:
+            ok = onPeakAttribution(std::get<stream::PeakAttribution>(e));
+            break;
+        case EventKind::MemoryLayout:
+            ok = onMemoryLayout(std::get<stream::MemoryLayout>(e));
+            break;
+        case EventKind::Phase:
+        case EventKind::Note:
+            ok = ensureRun(); // the run exists from here on
+            break;
         }
     } catch (const std::exception& error) {
+        // a registered iteration column's value of the wrong type (onIteration)
         ++m_malformed;
         m_malformedReason = QString::fromStdString(error.what());
         return true;
@@ -568,15 +647,12 @@ bool RunIngest::onRecipe(const stream::RecipeEvent& e)
     if (!ensureRun())
         return false;
     const QString profile = m_run.profile;
-    const QJsonObject recipe = qjson(e.recipe);
-    fillFromRecipeJson(&m_run, recipe);
+    fillFromRecipeJson(&m_run, e.recipe);
     if (m_run.profile.isEmpty())
         m_run.profile = profile;
-    fillRecipeIdentity(&m_run, recipe, qs(e.recipe_hash));
-    const QJsonArray findings = QJsonDocument::fromJson(QByteArray::fromStdString(e.findings.dump())).array();
-    if (!findings.isEmpty())
-        m_run.notes
-            = u"findings: "_s + QString::fromUtf8(QJsonDocument(findings).toJson(QJsonDocument::Compact));
+    fillRecipeIdentity(&m_run, qs(e.recipe_hash));
+    if (!e.findings.empty())
+        m_run.notes = u"findings: "_s + storedJsonText(e.findings);
     const QString scope = qs(e.stage_scope);
     if (!scope.isEmpty())
         m_run.peakNote = u"measured on "_s + scope;
@@ -588,70 +664,128 @@ bool RunIngest::onRecipe(const stream::RecipeEvent& e)
 }
 
 namespace {
-QString jsonText(const QJsonValue& v)
+// A member of stream::Iteration as the column table takes it: the values the line decoder gives.
+QVariant columnValue(int v)
 {
-    QString text = QString::fromUtf8(QJsonDocument(QJsonArray { v }).toJson(QJsonDocument::Compact));
-    text = text.mid(1, text.size() - 2);
-    return text.size() > 60 ? text.left(57) + u"..."_s : text;
+    return QVariant(qint64(v));
 }
-// One pass over the event's keys through the iteration column table. A value of the wrong type is left
-// unknown; with `error` the first one is said there, as core/stream.h says it.
-IterationRow decodeIteration(const QJsonObject& e, QString* error)
+QVariant columnValue(int64_t v)
 {
-    IterationRow r;
-    const auto& columns = iterationColumns();
-    for (auto it = e.constBegin(); it != e.constEnd(); ++it) {
-        const int c = detail::iterationColumnIndex(it.key());
-        if (c < 0)
-            continue; // unknown keys are ignored (stream contract)
-        const IterationColumn& column = columns[c];
-        const QJsonValue v = it.value();
-        if (v.isNull() || v.isUndefined()) {
-            column.set(r, QVariant());
-            continue;
-        }
-        const char* expected = nullptr;
-        switch (column.type) {
-        case ColumnType::Integer:
-        case ColumnType::Real:
-            if (v.isDouble())
-                column.set(r, QVariant(v.toDouble()));
-            else
-                expected = "a number";
-            break;
-        case ColumnType::Boolean:
-            if (v.isBool())
-                column.set(r, QVariant(v.toBool()));
-            else
-                expected = "true or false";
-            break;
-        case ColumnType::Text:
-            if (v.isString())
-                column.set(r, QVariant(v.toString()));
-            else
-                expected = "a string";
-            break;
-        }
-        if (expected && error && error->isEmpty())
-            *error = u"iteration event: '%1': expected %2, got %3"_s.arg(
-                it.key(), QLatin1StringView(expected), jsonText(v));
+    return QVariant(qint64(v));
+}
+QVariant columnValue(double v)
+{
+    return QVariant(v);
+}
+QVariant columnValue(bool v)
+{
+    return QVariant(v);
+}
+QVariant columnValue(const std::string& v)
+{
+    return QVariant(phaseText(v));
+}
+template <typename T> QVariant columnValue(const std::optional<T>& v)
+{
+    return v ? columnValue(*v) : QVariant();
+}
+
+// The column of each of stream::forEachIterationField's keys, in its order (-1: none). Rebuilt when a
+// column is registered.
+const std::vector<int>& fieldColumns()
+{
+    static std::vector<int> at;
+    static qsizetype builtFor = -1;
+    if (builtFor != iterationColumns().size()) {
+        at.clear();
+        const stream::Iteration probe;
+        stream::forEachIterationField(probe, [](const char* key, const auto&) {
+            at.push_back(
+                detail::iterationColumnIndex(QByteArray::fromRawData(key, qsizetype(std::strlen(key)))));
+        });
+        builtFor = iterationColumns().size();
     }
-    return r;
+    return at;
+}
+
+std::string shortText(const nlohmann::json& v)
+{
+    std::string s = v.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+    return s.size() > 60 ? s.substr(0, 57) + "..." : s;
+}
+
+// A registered column's value from the event's extra keys; nullptr when it reads, else what was expected.
+const char* setRegistered(const IterationColumn& column, const nlohmann::json& v, IterationRow& r)
+{
+    if (v.is_null()) {
+        column.set(r, QVariant());
+        return nullptr;
+    }
+    switch (column.type) {
+    case ColumnType::Integer:
+        if (v.is_number_integer()
+            && !(v.is_number_unsigned()
+                && v.get<uint64_t>() > uint64_t(std::numeric_limits<int64_t>::max()))) {
+            column.set(r, QVariant(qint64(v.get<int64_t>())));
+            return nullptr;
+        }
+        if (v.is_number_float()) {
+            const double d = v.get<double>();
+            if (std::isfinite(d) && d == std::floor(d) && d >= double(std::numeric_limits<int64_t>::min())
+                && d <= 9.2e18) {
+                column.set(r, QVariant(qint64(d)));
+                return nullptr;
+            }
+        }
+        return "an integer";
+    case ColumnType::Real:
+        if (!v.is_number())
+            return "a number";
+        column.set(r, QVariant(v.get<double>()));
+        return nullptr;
+    case ColumnType::Boolean:
+        if (!v.is_boolean())
+            return "true or false";
+        column.set(r, QVariant(v.get<bool>()));
+        return nullptr;
+    case ColumnType::Text:
+        if (!v.is_string())
+            return "a string";
+        column.set(r, QVariant(QString::fromStdString(v.get<std::string>())));
+        return nullptr;
+    }
+    return nullptr;
 }
 } // namespace
 
-IterationRow iterationRowFromEvent(const QJsonObject& e, std::optional<bool>* finite)
+IterationRow iterationRowFromEvent(const stream::Iteration& e, QString* error)
 {
-    IterationRow r = decodeIteration(e, nullptr);
-    if (finite)
-        *finite = r.lossFinite;
+    IterationRow r;
+    const auto& columns = iterationColumns();
+    const std::vector<int>& at = fieldColumns();
+    size_t i = 0;
+    stream::forEachIterationField(e, [&](const char*, const auto& value) {
+        const int c = at[i++];
+        if (c >= 0)
+            columns[c].set(r, columnValue(value));
+    });
+    // Registered columns: keys the stream's type does not know, kept in extra.
+    for (auto it = e.extra.begin(); it != e.extra.end(); ++it) {
+        const int c = detail::iterationColumnIndex(QByteArray::fromStdString(it.key()));
+        if (c < 0)
+            continue; // unknown keys are ignored (stream contract)
+        const char* expected = setRegistered(columns[c], it.value(), r);
+        if (expected && error && error->isEmpty())
+            *error = QString::fromStdString("iteration event: '" + it.key() + "': expected " + expected
+                + ", got " + shortText(it.value()));
+    }
     return r;
 }
 
-bool RunIngest::onIteration(const QJsonObject& e)
+bool RunIngest::onIteration(const stream::Iteration& e)
 {
     QString why;
-    IterationRow r = decodeIteration(e, &why);
+    IterationRow r = iterationRowFromEvent(e, &why);
     if (!why.isEmpty())
         throw std::runtime_error(why.toStdString()); // malformed (ingestToStore)
     if (!ensureRun())
@@ -859,8 +993,9 @@ bool isWorkerStreamFile(const QString& path)
         const QByteArray line = f.readLine(1 << 20).trimmed();
         if (line.isEmpty())
             continue;
-        const QJsonDocument doc = QJsonDocument::fromJson(line);
-        return doc.isObject() && doc.object().value(u"event"_s).toString() == u"hello";
+        const auto j
+            = nlohmann::json::parse(line.constData(), line.constData() + line.size(), nullptr, false);
+        return stream::eventKind(j) == stream::EventKind::Hello;
     }
     return false;
 }

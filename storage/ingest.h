@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// Live ingest of one worker run: feed it the stream's events (docs/stream.md) as they arrive and it
-// writes them to the store in transactions. The run row exists from `hello` on with outcome `running`;
+// Live ingest of one worker run: feed it the stream's events (docs/stream.md) as they arrive, typed
+// (core/stream.h: what the launcher decodes) or as JSON lines (a saved stream), and it writes them to the
+// store in transactions. The run row exists from `hello` on with outcome `running`;
 // `result` sets the outcome; finish() without a `result` ends the run `aborted`, keeping every iteration
 // that was reported. A process that dies mid-ingest leaves its run `running` with every committed row,
 // until the next Store::open on this host sees that process gone and ends the run `aborted`.
@@ -9,23 +10,16 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <variant>
+#include <vector>
 
-#include <QByteArrayList>
+#include <QByteArray>
 #include <QElapsedTimer>
 #include <QFile>
-#include <QJsonObject>
 #include <QString>
 
+#include "core/stream.h"
 #include "storage/store.h"
-
-namespace rs::stream {
-struct Hello;
-struct RecipeEvent;
-struct RankSummary;
-struct Result;
-struct PeakAttribution;
-struct MemoryLayout;
-} // namespace rs::stream
 
 namespace rs::storage {
 
@@ -44,9 +38,9 @@ public:
     void setControl(std::optional<qint64> controlRunId);
     // Run fields to carry into the row that the stream does not give (e.g. recipe name, provenance).
     void setProvenance(const QString& provenance);
-    // The recipe as sent to the worker: the run's recipe fields until the worker's resolved `recipe` event
-    // replaces them (a run that fails before that event still says what it was for).
-    void setRecipe(const QJsonObject& recipe);
+    // The recipe as sent to the worker (core's recipeToJson): the run's recipe fields until the worker's
+    // resolved `recipe` event replaces them (a run that fails before that event still says what it was for).
+    void setRecipe(const nlohmann::json& recipe);
 
     // Measurements are never lost to the store. A write lock held by another process is waited on (up to
     // setMaxLockWait, default 10 min) in steps that are reported through the notifier ("store locked by
@@ -62,11 +56,14 @@ public:
     QString spoolReason() const { return m_spoolReason; } // the store's error that started the spool
     static constexpr int kLockStepMs = 1000; // one wait step: the busy timeout while ingesting
 
-    // One stream event (an object with "event"). Unknown events and keys are ignored. Returns false on a
-    // store error that could not be spooled either (see error()).
-    bool ingest(const QJsonObject& event);
-    // Parses one JSON line and ingests it; a malformed line is ignored (returns true) and counted.
-    // Iteration lines take a fast path that builds no QJsonObject (bulk ingest of saved streams).
+    // One stream event, as the launcher decoded it. Unknown events and keys are ignored (a registered
+    // iteration column is read from its key). Returns false on a store error that could not be spooled
+    // either (see error()).
+    bool ingest(const stream::Event& event);
+    // Decodes one JSON line (core's decodeLine) and ingests it; a malformed line is ignored (returns true)
+    // and counted. Iteration lines take a fast path straight into the row, through the column table (bulk
+    // ingest of saved streams); it stores what the typed path stores, and leaves any line it does not read
+    // plainly (escapes, nesting, a value of the wrong type) to decodeLine, which names what is wrong.
     bool ingestLine(const QByteArray& line);
     // Ends the run: without a `result` event the outcome is `aborted` with `message`. Commits.
     bool finish(const QString& message = {});
@@ -84,7 +81,7 @@ public:
     std::optional<qint64> currentPeakAllocated() const { return m_currentPeak; }
 
 private:
-    bool ingestToStore(const QJsonObject& event);
+    bool ingestToStore(const stream::Event& event);
     bool ingestLineToStore(const QByteArray& line);
     bool begin(); // BEGIN IMMEDIATE, waiting (bounded, reported) while another process holds the lock
     bool startSpool();
@@ -97,7 +94,7 @@ private:
     bool maybeCommit(bool force);
     bool onHello(const stream::Hello& e);
     bool onRecipe(const stream::RecipeEvent& e);
-    bool onIteration(const QJsonObject& e);
+    bool onIteration(const stream::Iteration& e);
     bool storeIteration(IterationRow& row);
     bool onRankSummary(const stream::RankSummary& e);
     bool onResult(const stream::Result& e);
@@ -125,7 +122,9 @@ private:
     bool m_spoolEnabled = true;
     bool m_spooling = false;
     int m_maxLockWaitMs = 600000;
-    QByteArrayList m_lines; // every event of the run, as received, until it is finished or spooled
+    // Every event of the run as received, until it is finished or spooled: a saved stream's line as it came,
+    // or a typed event, written as a line only when a spool starts (a live run pays nothing for it).
+    std::vector<std::variant<QByteArray, stream::Event>> m_received;
     std::unique_ptr<QFile> m_spoolFile;
     QString m_spoolPath;
     QString m_spoolReason;
@@ -147,8 +146,11 @@ struct StreamImport {
 // is one run.
 StreamImport importWorkerStream(Store* store, const QString& path);
 
-// One `iteration` event of the stream as a row (runId left 0); `finite` receives `loss_finite` when the
-// event carries it. Ingest and the GUI's live curve decode iterations with this one function.
-IterationRow iterationRowFromEvent(const QJsonObject& event, std::optional<bool>* finite = nullptr);
+// One `iteration` event of the stream as a row (runId left 0), through the column table: each key of
+// stream::forEachIterationField, and each registered column from the event's `extra`. A registered
+// column's value of the wrong type is left unknown and, with `error`, said there ("iteration event:
+// 'key': expected a number, got \"x\""). Ingest and the GUI's live curve decode iterations with this one
+// function.
+IterationRow iterationRowFromEvent(const stream::Iteration& event, QString* error = nullptr);
 
 } // namespace rs::storage

@@ -13,6 +13,8 @@
 #include <memory>
 #include <optional>
 
+#include <nlohmann/json_fwd.hpp>
+
 #include <QDateTime>
 #include <QHash>
 #include <QJsonObject>
@@ -440,6 +442,12 @@ rs::MeasuredRun measuredRun(const RunRecord& run);
 // the recipe JSON itself), filled from the recipe's JSON (Megatron field names). The hash and the Bridge
 // overrides are the ingest's (RunIngest::setRecipe).
 void fillFromRecipeJson(RunRecord* run, const QJsonObject& recipe);
+// The same from the recipe as the stream and core carry it (RecipeEvent::recipe, recipeToJson).
+void fillFromRecipeJson(RunRecord* run, const nlohmann::json& recipe);
+// A JSON value as the store keeps JSON text (recipe_json, the findings in notes): QJsonDocument's compact
+// form, keys sorted and numbers as Qt writes them (80.0 as 80), the form every stored recipe has. A recipe
+// from the stream, one from a log import and one an earlier build stored read, match and hash alike.
+QString storedJsonText(const nlohmann::json& value);
 // "bf16", "fp16", "fp32", with " fp8 <fp8>/<fp8_recipe>" or " fp4 <fp4>" appended.
 QString precisionLabel(const QJsonObject& recipe);
 

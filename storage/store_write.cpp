@@ -2,6 +2,8 @@
 // The store's writes: transactions, the runs row, iteration rows (SQLite's own API when its headers are
 // there), peaks, memory reports, control links, deletion, import provenance, and the run fields a recipe
 // determines.
+#include <nlohmann/json.hpp>
+
 #include <QDateTime>
 #include <QJsonArray>
 #include <QJsonDocument>
@@ -365,6 +367,29 @@ QString precisionLabel(const QJsonObject& recipe)
     if (!mixed.isEmpty())
         label += u" ("_s + mixed + u')';
     return label;
+}
+
+QString storedJsonText(const nlohmann::json& value)
+{
+    // QJsonDocument takes objects and arrays; a scalar goes in an array and comes out of it.
+    const bool wrapped = !value.is_object() && !value.is_array();
+    const QByteArray text
+        = QByteArray::fromStdString((wrapped ? nlohmann::json::array({ value }) : value)
+                                        .dump(-1, ' ', false, nlohmann::json::error_handler_t::replace));
+    const QJsonDocument doc = QJsonDocument::fromJson(text);
+    QByteArray out = doc.toJson(QJsonDocument::Compact);
+    if (wrapped)
+        out = out.mid(1, out.size() - 2);
+    return QString::fromUtf8(out);
+}
+
+void fillFromRecipeJson(RunRecord* run, const nlohmann::json& recipe)
+{
+    // Read as QJsonDocument reads it, so the stored text is storedJsonText's.
+    fillFromRecipeJson(run,
+        QJsonDocument::fromJson(
+            QByteArray::fromStdString(recipe.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
+            .object());
 }
 
 void fillFromRecipeJson(RunRecord* run, const QJsonObject& r)

@@ -9,7 +9,6 @@
 #include <QDir>
 #include <QGridLayout>
 #include <QHBoxLayout>
-#include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -331,14 +330,11 @@ void LaunchPage::redrawChart(const QString& title)
     m_chart->setData(title, m_lines, m_document->recipe().memory_target_gb);
 }
 
-void LaunchPage::onEvent(const QJsonObject& e)
+void LaunchPage::onEvent(const stream::Event& e)
 {
-    // Read as the stream's types (core/stream.h); the launcher has already refused events that do not read.
-    using stream::EventKind;
-    const EventKind kind
-        = stream::eventKindFromName(e.value(QLatin1String("event")).toString().toStdString());
-    if (kind == EventKind::Iteration) {
-        const storage::IterationRow row = storage::iterationRowFromEvent(e);
+    // The launcher decoded the event (core/stream.h); lines that did not read came as malformedLine.
+    if (const auto* it = std::get_if<stream::Iteration>(&e)) {
+        const storage::IterationRow row = storage::iterationRowFromEvent(*it);
         if (row.rank != 0)
             return;
         m_rows << row;
@@ -353,35 +349,22 @@ void LaunchPage::onEvent(const QJsonObject& e)
                               .arg(row.stepMs.value_or(0.0), 0, 'f', 1)
                               .arg(gbText(m_session->currentPeakAllocated())));
         redrawChart(tr("Live: %1").arg(m_currentLabel));
-        return;
-    }
-    if (kind != EventKind::Hello && kind != EventKind::Phase && kind != EventKind::Result)
-        return;
-    const QByteArray text = QJsonDocument(e).toJson(QJsonDocument::Compact);
-    try {
-        const nlohmann::json j = nlohmann::json::parse(text.constData(), text.constData() + text.size());
-        if (kind == EventKind::Hello) {
-            const auto h = stream::Hello::fromJson(j);
-            appendLog(tr("worker %1, LibTorch %2, device %3, rank %4 of %5")
-                          .arg(QString::fromStdString(h.worker_version),
-                              QString::fromStdString(h.libtorch_version), QString::fromStdString(h.device))
-                          .arg(h.rank)
-                          .arg(h.world_size));
-        } else if (kind == EventKind::Phase) {
-            const auto p = stream::Phase::fromJson(j);
-            m_status->setText(tr("%1: phase %2").arg(m_currentLabel, QString::fromStdString(p.phase)));
-        } else {
-            const auto r = stream::Result::fromJson(j);
-            QString line = tr("%1: %2").arg(m_currentLabel, QString::fromStdString(r.status));
-            if (r.stage && !r.stage->empty())
-                line += tr(" in %1").arg(QString::fromStdString(*r.stage));
-            if (!r.message.empty())
-                line += QStringLiteral(": ") + QString::fromStdString(r.message);
-            appendLog(line);
-            m_status->setText(line);
-        }
-    } catch (const std::exception& error) {
-        appendLog(tr("malformed event: %1").arg(QString::fromStdString(error.what())));
+    } else if (const auto* h = std::get_if<stream::Hello>(&e)) {
+        appendLog(tr("worker %1, LibTorch %2, device %3, rank %4 of %5")
+                      .arg(QString::fromStdString(h->worker_version),
+                          QString::fromStdString(h->libtorch_version), QString::fromStdString(h->device))
+                      .arg(h->rank)
+                      .arg(h->world_size));
+    } else if (const auto* p = std::get_if<stream::Phase>(&e)) {
+        m_status->setText(tr("%1: phase %2").arg(m_currentLabel, QString::fromStdString(p->phase)));
+    } else if (const auto* r = std::get_if<stream::Result>(&e)) {
+        QString line = tr("%1: %2").arg(m_currentLabel, QString::fromStdString(r->status));
+        if (r->stage && !r->stage->empty())
+            line += tr(" in %1").arg(QString::fromStdString(*r->stage));
+        if (!r->message.empty())
+            line += QStringLiteral(": ") + QString::fromStdString(r->message);
+        appendLog(line);
+        m_status->setText(line);
     }
 }
 

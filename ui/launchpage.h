@@ -8,11 +8,11 @@
 
 #include <memory>
 
-#include <QJsonObject>
 #include <QVector>
 #include <QWidget>
 
 #include "charts/chartdata.h"
+#include "core/stream.h"
 #include "launch/slurm_job.h"
 #include "storage/store.h"
 
@@ -96,7 +96,7 @@ signals:
 
 private:
     void onJobStarted(int index);
-    void onEvent(const QJsonObject& event);
+    void onEvent(const stream::Event& event);
     void onJobFinished(int index);
     void onSessionFinished();
     void redrawChart(const QString& title);

@@ -8,11 +8,11 @@
 #include <unistd.h>
 
 #include <QEventLoop>
-#include <QJsonDocument>
 #include <QProcess>
 #include <QTimer>
 
 #include "core/recipe_json.h"
+#include "core/stream.h"
 #include "core/units.h"
 
 using namespace Qt::StringLiterals;
@@ -133,9 +133,9 @@ RunSessionResult runSession(
             label += u" %1/%2"_s.arg(job.repeat).arg(job.repeats);
         total = job.recipe.train_iters;
     });
-    QObject::connect(&session, &session::RunSession::iteration, [&](const QJsonObject& e) {
-        const int it = e.value(u"iteration"_s).toInt();
-        if (e.value(u"rank"_s).toInt() != 0)
+    QObject::connect(&session, &session::RunSession::iteration, [&](const rs::stream::Iteration& e) {
+        const int it = e.iteration;
+        if (e.rank != 0)
             return;
         const int width = 30;
         const int filled = total > 0 ? std::min(width, it * width / total) : 0;
@@ -143,7 +143,7 @@ RunSessionResult runSession(
         const QString text = u"%1 [%2] iteration %3/%4  %5  peak allocated %6"_s.arg(label, bar)
                                  .arg(it)
                                  .arg(total)
-                                 .arg(e.value(u"phase"_s).toString())
+                                 .arg(QString::fromStdString(e.phase))
                                  .arg(QString::fromStdString(formatGbUnit(session.currentPeakAllocated())));
         if (tty)
             std::cerr << "\r" << text.toStdString() << std::flush;

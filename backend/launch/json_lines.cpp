@@ -1,16 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "launch/json_lines.h"
 
-#include <QJsonDocument>
-#include <QJsonParseError>
-
-using namespace Qt::StringLiterals;
-
 namespace rs::launch {
 
-QVector<QJsonObject> JsonLinesReader::feed(const QByteArray& bytes)
+QVector<stream::Event> JsonLinesReader::feed(const QByteArray& bytes)
 {
-    QVector<QJsonObject> out;
+    QVector<stream::Event> out;
     m_buffer += bytes;
     qsizetype start = 0;
     for (;;) {
@@ -24,9 +19,9 @@ QVector<QJsonObject> JsonLinesReader::feed(const QByteArray& bytes)
     return out;
 }
 
-QVector<QJsonObject> JsonLinesReader::finish()
+QVector<stream::Event> JsonLinesReader::finish()
 {
-    QVector<QJsonObject> out;
+    QVector<stream::Event> out;
     if (!m_buffer.isEmpty())
         parseLine(m_buffer, &out);
     m_buffer.clear();
@@ -40,27 +35,19 @@ QVector<JsonLinesReader::Malformed> JsonLinesReader::takeMalformed()
     return out;
 }
 
-void JsonLinesReader::parseLine(QByteArray line, QVector<QJsonObject>* out)
+void JsonLinesReader::parseLine(QByteArray line, QVector<stream::Event>* out)
 {
     if (line.endsWith('\r'))
         line.chop(1);
     if (line.trimmed().isEmpty())
         return;
-    QJsonParseError err;
-    const QJsonDocument doc = QJsonDocument::fromJson(line, &err);
-    QString why;
-    if (err.error != QJsonParseError::NoError)
-        why = u"not JSON (%1 at byte %2)"_s.arg(err.errorString()).arg(err.offset);
-    else if (!doc.isObject())
-        why = u"not a JSON object"_s;
-    else if (!doc.object().value(u"event"_s).isString())
-        why = u"no string \"event\" key"_s;
-    if (!why.isEmpty()) {
+    try {
+        out->push_back(stream::decodeLine(std::string_view(line.constData(), size_t(line.size()))));
+    } catch (const stream::StreamError& error) {
         ++m_malformedCount;
-        m_malformed.push_back({ line, why });
-        return;
+        m_malformed.push_back({ line, QString::fromStdString(error.what()),
+            QString::fromStdString(error.event()), QString::fromStdString(error.key()) });
     }
-    out->push_back(doc.object());
 }
 
 } // namespace rs::launch

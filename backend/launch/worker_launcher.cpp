@@ -9,7 +9,6 @@
 #include <QDateTime>
 #include <QDir>
 #include <QFileInfo>
-#include <QJsonDocument>
 #include <QPointer>
 #include <QRandomGenerator>
 #include <QRegularExpression>
@@ -154,9 +153,12 @@ bool parseSshHost(const QString& host, QString* destination, QString* port, QStr
     return true;
 }
 
-bool WorkerLauncher::start(const QJsonObject& recipe, const LaunchOptions& options, QString* error)
+bool WorkerLauncher::start(const nlohmann::json& recipe, const LaunchOptions& options, QString* error)
 {
-    return startWithRecipeText(QJsonDocument(recipe).toJson(QJsonDocument::Indented), options, error);
+    return startWithRecipeText(
+        QByteArray::fromStdString(recipe.dump(4, ' ', false, nlohmann::json::error_handler_t::replace))
+            + '\n',
+        options, error);
 }
 
 bool WorkerLauncher::startWithRecipeText(
@@ -378,48 +380,38 @@ void WorkerLauncher::onStderr()
     }
 }
 
-void WorkerLauncher::dispatch(const QJsonObject& e)
+void WorkerLauncher::dispatch(const stream::Event& e)
 {
-    // Read as its event type (core/stream.h): one whose keys do not read as that event is a malformed
-    // line, named with the event and the key, and is not dispatched.
-    const QByteArray line = QJsonDocument(e).toJson(QJsonDocument::Compact);
-    rs::stream::EventKind kind = rs::stream::EventKind::Unknown;
-    try {
-        const nlohmann::json j = nlohmann::json::parse(line.constData(), line.constData() + line.size());
-        kind = rs::stream::eventKind(j);
-        rs::stream::checkEvent(j);
-    } catch (const std::exception& error) {
-        emit malformedLine(line, QString::fromStdString(error.what()));
-        return;
-    }
-    using rs::stream::EventKind;
+    // Decoded by the reader (core/stream.h): a line that did not read as its event came as malformedLine.
+    using stream::EventKind;
+    const EventKind kind = stream::kindOf(e);
     if (kind == EventKind::Result)
         m_gotResult = true;
     emit streamEvent(e);
     switch (kind) {
     case EventKind::Hello:
-        emit hello(e);
+        emit hello(std::get<stream::Hello>(e));
         break;
     case EventKind::Recipe:
-        emit recipe(e);
+        emit recipe(std::get<stream::RecipeEvent>(e));
         break;
     case EventKind::Phase:
-        emit phase(e);
+        emit phase(std::get<stream::Phase>(e));
         break;
     case EventKind::Iteration:
-        emit iteration(e);
+        emit iteration(std::get<stream::Iteration>(e));
         break;
     case EventKind::RankSummary:
-        emit rankSummary(e);
+        emit rankSummary(std::get<stream::RankSummary>(e));
         break;
     case EventKind::Result:
-        emit result(e);
+        emit result(std::get<stream::Result>(e));
         break;
     case EventKind::Note:
     case EventKind::MemoryLayout:
     case EventKind::PeakAttribution:
     case EventKind::Unknown:
-        break; // through event() only
+        break; // through streamEvent() only
     }
 }
 

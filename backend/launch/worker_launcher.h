@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-// Runs the worker `recompute-bench` for one recipe and turns its JSON-lines stdout into one signal per event
-// kind: on this host as a child process (an argument vector, never a shell string; the recipe as a
-// temporary JSON file that lives as long as the run), as N local ranks, or on another host through the
-// OpenSSH client (the recipe on ssh's stdin), or as a Slurm batch job (slurm_job.h: the recipe written into
-// the settings' work folder, one task per rank, task 0's output file read as it grows). RunSession
-// (run_session.h) is the loop above it.
+// Runs the worker `recompute-bench` for one recipe and turns its JSON-lines stdout into typed events
+// (core/stream.h, each line decoded once, here) with one signal per event kind: on this host as a child
+// process (an argument vector, never a shell string; the recipe as a temporary JSON file that lives as long
+// as the run), as N local ranks, or on another host through the OpenSSH client (the recipe on ssh's stdin),
+// or as a Slurm batch job (slurm_job.h: the recipe written into the settings' work folder, one task per rank,
+// task 0's output file read as it grows). RunSession (run_session.h) is the loop above it.
 #pragma once
 
 #include <map>
@@ -12,11 +12,11 @@
 #include <optional>
 #include <vector>
 
-#include <QJsonObject>
 #include <QObject>
 #include <QProcess>
 #include <QStringList>
 
+#include "core/stream.h"
 #include "launch/json_lines.h"
 #include "launch/slurm_job.h"
 
@@ -72,10 +72,10 @@ public:
     explicit WorkerLauncher(QObject* parent = nullptr);
     ~WorkerLauncher() override; // kills a running worker
 
-    // Starts the worker for this recipe JSON (an object with Megatron field names). Returns false (and sets
-    // *error) when the worker cannot be found or the temp file cannot be written; a worker that fails to
-    // start reports through finished(aborted = true).
-    bool start(const QJsonObject& recipe, const LaunchOptions& options = {}, QString* error = nullptr);
+    // Starts the worker for this recipe JSON (an object with Megatron field names, core's recipeToJson).
+    // Returns false (and sets *error) when the worker cannot be found or the temp file cannot be written; a
+    // worker that fails to start reports through finished(aborted = true).
+    bool start(const nlohmann::json& recipe, const LaunchOptions& options = {}, QString* error = nullptr);
     // Same, with the recipe file text given as is.
     bool startWithRecipeText(
         const QByteArray& recipeJson, const LaunchOptions& options = {}, QString* error = nullptr);
@@ -91,17 +91,20 @@ public:
 
 signals:
     void started();
-    // Every event, in order (the store's ingest takes these), then the one for its kind.
-    void streamEvent(const QJsonObject& event);
-    void hello(const QJsonObject& event);
-    void recipe(const QJsonObject& event);
-    void phase(const QJsonObject& event);
-    void iteration(const QJsonObject& event);
-    void rankSummary(const QJsonObject& event);
-    void result(const QJsonObject& event);
+    // Every event, in order, as its type (the store's ingest takes these), then the one for its kind (note,
+    // memory_layout, peak_attribution and events this build does not know come through streamEvent only).
+    void streamEvent(const rs::stream::Event& event);
+    void hello(const rs::stream::Hello& event);
+    void recipe(const rs::stream::RecipeEvent& event);
+    void phase(const rs::stream::Phase& event);
+    void iteration(const rs::stream::Iteration& event);
+    void rankSummary(const rs::stream::RankSummary& event);
+    void result(const rs::stream::Result& event);
     void stderrText(const QString& text);
     // A sentence about the launch itself (a Slurm job submitted, pending and why, running, its outcome).
     void note(const QString& text);
+    // A line that is no event, or whose known key has the wrong type ("iteration event: 'step_ms': expected
+    // a number, got \"x\""); it is not dispatched, and the run goes on.
     void malformedLine(const QByteArray& line, const QString& why);
     // Once per start: aborted when the stream ended without `result`, the process crashed or was killed,
     // or it failed to start; `reason` says which. exitCode is -1 for a crash / signal.
@@ -112,7 +115,7 @@ private:
     void onStderr();
     void onFinished(int exitCode, QProcess::ExitStatus status);
     void onError(QProcess::ProcessError error);
-    void dispatch(const QJsonObject& e);
+    void dispatch(const stream::Event& e);
     void emitFinished(bool aborted, int exitCode, const QString& reason);
     void stopPeers(int graceMs, bool terminateNow);
     bool startSlurm(const QByteArray& recipeJson, const LaunchOptions& options, QString* error);

@@ -7,6 +7,7 @@
 //   --status S         the result's status (pass, oom, ...); default pass
 //   --delay-ms D       sleep D ms after each iteration
 //   --garbage          a stray non-JSON line and a JSON line without "event" in the stream
+//   --wrong-type K     iteration K's step_ms written as a string
 //   --no-newline-end   the result line is written without its final '\n'
 //   --stderr TEXT      write TEXT to stderr first
 //   --peak-scale X     multiply every byte count by X (a different recompute choice)
@@ -42,7 +43,7 @@ int main(int argc, char** argv)
         std::fprintf(stderr, "usage: fake_worker RECIPE.json [options]\n");
         return 2;
     }
-    int killAfter = -1, exitAfter = -1, delayMs = 0;
+    int killAfter = -1, exitAfter = -1, delayMs = 0, wrongType = -1;
     double peakScale = 1.0;
     bool garbage = false, noNewlineEnd = false;
     QString status = QStringLiteral("pass");
@@ -64,6 +65,8 @@ int main(int argc, char** argv)
             status = QString::fromStdString(next());
         else if (a == "--delay-ms")
             delayMs = std::stoi(next());
+        else if (a == "--wrong-type")
+            wrongType = std::stoi(next());
         else if (a == "--garbage")
             garbage = true;
         else if (a == "--no-newline-end")
@@ -114,8 +117,9 @@ int main(int argc, char** argv)
         line({ { QStringLiteral("event"), QStringLiteral("iteration") }, { QStringLiteral("rank"), 0 },
             { QStringLiteral("iteration"), it },
             { QStringLiteral("phase"), it <= warmup ? QStringLiteral("warmup") : QStringLiteral("steady") },
-            { QStringLiteral("step_ms"), 100.0 + it }, { QStringLiteral("loss"), 10.0 - 0.1 * it },
-            { QStringLiteral("loss_finite"), true },
+            { QStringLiteral("step_ms"),
+                it == wrongType ? QJsonValue(QStringLiteral("slow")) : QJsonValue(100.0 + it) },
+            { QStringLiteral("loss"), 10.0 - 0.1 * it }, { QStringLiteral("loss_finite"), true },
             { QStringLiteral("forward_peak_allocated"), b(1000000 + it) },
             { QStringLiteral("forward_peak_reserved"), b(2000000) },
             { QStringLiteral("backward_peak_allocated"), b(1500000 + it) },

@@ -5,7 +5,6 @@
 #include <csignal>
 
 #include <QDir>
-#include <QJsonArray>
 #include <QSignalSpy>
 #include <QSqlQuery>
 #include <QStandardPaths>
@@ -23,13 +22,18 @@ using namespace rs::storage;
 using rs::launch::test::Sshd;
 
 namespace {
-QJsonObject tinyRecipe(int iters, const QString& name = u"tiny"_s)
+nlohmann::json tinyRecipe(int iters, const QString& name = u"tiny"_s)
 {
-    return QJsonObject { { u"name"_s, name }, { u"num_layers"_s, 2 }, { u"hidden_size"_s, 64 },
-        { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 128 }, { u"micro_batch_size"_s, 1 },
-        { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
-        { u"recompute_granularity"_s, u"selective"_s }, { u"recompute_modules"_s, QJsonArray() },
-        { u"train_iters"_s, iters }, { u"warmup_iters"_s, 2 } };
+    return { { "name", name.toStdString() }, { "num_layers", 2 }, { "hidden_size", 64 },
+        { "num_attention_heads", 4 }, { "seq_length", 128 }, { "micro_batch_size", 1 },
+        { "global_batch_size", 1 }, { "vocab_size", 256 }, { "recompute_granularity", "selective" },
+        { "recompute_modules", nlohmann::json::array() }, { "train_iters", iters }, { "warmup_iters", 2 } };
+}
+
+// The typed event a spy recorded (argument 0 of its signal).
+template <typename Event> Event arg(const QSignalSpy& spy, qsizetype i)
+{
+    return spy.at(i).at(0).value<Event>();
 }
 
 LaunchOptions fake(const QStringList& extra = {})
@@ -75,7 +79,7 @@ struct StoredLaunch {
         , rec(&launcher)
     {
         QObject::connect(&launcher, &WorkerLauncher::streamEvent, context,
-            [this](const QJsonObject& e) { QVERIFY(ingest.ingest(e)); });
+            [this](const rs::stream::Event& e) { QVERIFY(ingest.ingest(e)); });
     }
     QTemporaryDir dir;
     Store store;
@@ -106,7 +110,7 @@ private slots:
         QCOMPARE(rec.result.size(), 1);
         QCOMPARE(rec.finished.first().at(0).toBool(), false); // not aborted
         QCOMPARE(rec.finished.first().at(1).toInt(), 0);
-        QCOMPARE(rec.iteration.last().at(0).toJsonObject().value(u"iteration"_s).toInt(), 5);
+        QCOMPARE(arg<rs::stream::Iteration>(rec.iteration, 4).iteration, 5);
         QVERIFY(rec.stderrText.size() >= 1);
         QVERIFY(rec.stderrText.first().at(0).toString().contains(u"diagnostic line"_s));
         QVERIFY(!launcher.isRunning());
@@ -121,8 +125,8 @@ private slots:
         QVERIFY(launcher.start(tinyRecipe(2, name), fake()));
         QVERIFY(rec.finished.wait(20000));
         QCOMPARE(rec.recipe.size(), 1);
-        QCOMPARE(
-            rec.recipe.first().at(0).toJsonObject().value(u"recipe"_s).toObject().value(u"name"_s).toString(),
+        QCOMPARE(QString::fromStdString(
+                     arg<rs::stream::RecipeEvent>(rec.recipe, 0).recipe.at("name").get<std::string>()),
             name);
         QCOMPARE(launcher.lastArguments().size(), 1);
         QVERIFY(launcher.lastArguments().first().endsWith(u".json"_s));
@@ -176,6 +180,24 @@ private slots:
         QCOMPARE(rec.finished.first().at(0).toBool(), false);
     }
 
+    // A line whose key has the wrong type is decoded once, by the launcher, and reported naming the event
+    // and the key; it is not dispatched, and the run goes on.
+    void wronglyTypedLineIsReportedNamingEventAndKey()
+    {
+        WorkerLauncher launcher;
+        Recorder rec(&launcher);
+        QVERIFY(launcher.start(tinyRecipe(3), fake({ u"--wrong-type"_s, u"2"_s })));
+        QVERIFY(rec.finished.wait(20000));
+        QCOMPARE(rec.malformed.size(), 1);
+        QCOMPARE(rec.malformed.first().at(1).toString(),
+            u"iteration event: 'step_ms': expected a number, got \"slow\""_s);
+        QVERIFY(rec.malformed.first().at(0).toByteArray().contains("\"slow\""));
+        QCOMPARE(rec.iteration.size(), 2); // iterations 1 and 3
+        QCOMPARE(arg<rs::stream::Iteration>(rec.iteration, 1).iteration, 3);
+        QCOMPARE(rec.result.size(), 1);
+        QCOMPARE(rec.finished.first().at(0).toBool(), false);
+    }
+
     void failingResultIsNotAborted()
     {
         WorkerLauncher launcher;
@@ -183,7 +205,7 @@ private slots:
         QVERIFY(launcher.start(tinyRecipe(3), fake({ u"--status"_s, u"oom"_s })));
         QVERIFY(rec.finished.wait(20000));
         QCOMPARE(rec.finished.first().at(0).toBool(), false);
-        QCOMPARE(rec.result.first().at(0).toJsonObject().value(u"status"_s).toString(), u"oom"_s);
+        QCOMPARE(arg<rs::stream::Result>(rec.result, 0).status, std::string("oom"));
     }
 
     void cancelStopsTheWorkerAndKeepsWhatWasMeasured()
@@ -194,10 +216,10 @@ private slots:
         RunIngest ingest(&store);
         WorkerLauncher launcher;
         Recorder rec(&launcher);
-        connect(
-            &launcher, &WorkerLauncher::streamEvent, this, [&](const QJsonObject& e) { ingest.ingest(e); });
-        connect(&launcher, &WorkerLauncher::iteration, this, [&](const QJsonObject& e) {
-            if (e.value(u"iteration"_s).toInt() == 2)
+        connect(&launcher, &WorkerLauncher::streamEvent, this,
+            [&](const rs::stream::Event& e) { ingest.ingest(e); });
+        connect(&launcher, &WorkerLauncher::iteration, this, [&](const rs::stream::Iteration& e) {
+            if (e.iteration == 2)
                 launcher.cancel(500);
         });
         QVERIFY(launcher.start(tinyRecipe(1000), fake({ u"--delay-ms"_s, u"50"_s })));
@@ -259,10 +281,10 @@ private slots:
         LaunchOptions o;
         o.workerPath = worker;
         o.ranks = ranks;
-        QJsonObject recipe = tinyRecipe(4);
-        recipe.insert(u"ffn_hidden_size"_s, 128);
-        recipe.insert(u"seq_length"_s, 64);
-        recipe.insert(u"attention_backend"_s, u"unfused"_s);
+        nlohmann::json recipe = tinyRecipe(4);
+        recipe["ffn_hidden_size"] = 128;
+        recipe["seq_length"] = 64;
+        recipe["attention_backend"] = "unfused";
         QVERIFY(s.launcher.start(recipe, o));
         QVERIFY(s.rec.finished.wait(120000));
         QVERIFY(s.ingest.finish(s.rec.finished.first().at(2).toString()));
@@ -279,7 +301,7 @@ private slots:
         QCOMPARE(run->recipeHash.size(), 64);
         QCOMPARE(s.store.iterations(run->id).size(), 4 * ranks);
         QCOMPARE(s.store.rankPeaks(run->id).size(), ranks);
-        QCOMPARE(s.rec.result.first().at(0).toJsonObject().value(u"world_size"_s).toInt(1), ranks);
+        QCOMPARE(arg<rs::stream::Result>(s.rec.result, 0).world_size.value_or(1), ranks);
         QVERIFY(run->peakAllocated.value_or(0) > 0);
         QVERIFY(run->peakReserved.value_or(0) >= run->peakAllocated.value_or(0));
         QVERIFY(run->steadyStepMs.value_or(0) > 0);
@@ -294,16 +316,16 @@ private slots:
                 "no recompute-bench in this build (RS_BUILD_WORKER=OFF) and RS_TEST_REAL_WORKER is not set");
         StoredLaunch s(this, u"real-killed.sqlite"_s);
         QVERIFY(s.opened);
-        connect(&s.launcher, &WorkerLauncher::iteration, this, [&](const QJsonObject& e) {
-            if (e.value(u"iteration"_s).toInt() == 3)
+        connect(&s.launcher, &WorkerLauncher::iteration, this, [&](const rs::stream::Iteration& e) {
+            if (e.iteration == 3)
                 ::kill(pid_t(s.launcher.pid()), SIGKILL);
         });
         LaunchOptions o;
         o.workerPath = worker;
-        QJsonObject recipe = tinyRecipe(100000);
-        recipe.insert(u"ffn_hidden_size"_s, 128);
-        recipe.insert(u"seq_length"_s, 64);
-        recipe.insert(u"attention_backend"_s, u"unfused"_s);
+        nlohmann::json recipe = tinyRecipe(100000);
+        recipe["ffn_hidden_size"] = 128;
+        recipe["seq_length"] = 64;
+        recipe["attention_backend"] = "unfused";
         QVERIFY(s.launcher.start(recipe, o));
         QVERIFY(s.rec.finished.wait(120000));
         QCOMPARE(s.rec.finished.first().at(0).toBool(), true);
@@ -334,7 +356,7 @@ private slots:
         o.sshOptions = sshd.options();
         o.remoteWorker = worker;
         o.extraArguments = { u"--seed"_s, u"7"_s };
-        QJsonObject recipe = tinyRecipe(3, u"name with 'quotes' and $(no expansion)"_s);
+        const nlohmann::json recipe = tinyRecipe(3, u"name with 'quotes' and $(no expansion)"_s);
         QVERIFY(s.launcher.start(recipe, o));
         QVERIFY(s.rec.finished.wait(120000));
         QVERIFY2(!s.rec.finished.first().at(0).toBool(), qPrintable(s.rec.finished.first().at(2).toString()));

@@ -61,8 +61,8 @@ struct Recorder {
         , finished(l, &WorkerLauncher::finished)
         , malformed(l, &WorkerLauncher::malformedLine)
     {
-        QObject::connect(l, &WorkerLauncher::iteration, l, [this, l](const QJsonObject& e) {
-            ranks.insert(e.value(u"rank"_s).toInt());
+        QObject::connect(l, &WorkerLauncher::iteration, l, [this, l](const rs::stream::Iteration& e) {
+            ranks.insert(e.rank);
             if (l->isRunning() && l->slurmState() == u"RUNNING"_s)
                 ++whileRunning;
         });
@@ -327,8 +327,8 @@ private slots:
         QVERIFY(store.open(dir.filePath(u"cancel.sqlite"_s)));
         RunSession session(&store);
         Recorder rec(session.launcher());
-        connect(&session, &RunSession::iteration, this, [&](const QJsonObject& e) {
-            if (e.value(u"iteration"_s).toInt() == 2)
+        connect(&session, &RunSession::iteration, this, [&](const rs::stream::Iteration& e) {
+            if (e.iteration == 2)
                 session.cancel();
         });
         SessionOptions o;

@@ -63,7 +63,7 @@ private slots:
         rs::launch::LaunchOptions o;
         o.sshHost = u"-oProxyCommand=touch "_s + marker;
         QString error;
-        QVERIFY(!launcher.start(QJsonObject { { u"num_layers"_s, 2 } }, o, &error));
+        QVERIFY(!launcher.start(nlohmann::json { { "num_layers", 2 } }, o, &error));
         QVERIFY2(error.contains(u"starts with '-'"_s), qPrintable(error));
         QVERIFY(!launcher.isRunning());
         QVERIFY(!QFile::exists(marker));

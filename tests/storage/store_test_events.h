@@ -1,95 +1,117 @@
 // SPDX-License-Identifier: Apache-2.0
-// The worker stream the store tests ingest: a small recipe and the events of one run of it.
+// The worker stream the store tests ingest: a small recipe and the events of one run of it, as the worker
+// writes them (JSON objects), with the two forms the ingest takes them in: typed, as the launcher decodes a
+// line (core/stream.h), and as a line of a saved stream.
 #pragma once
 
-#include <QJsonArray>
-#include <QJsonObject>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include <QByteArray>
 #include <QString>
-#include <QVector>
+
+#include "core/stream.h"
 
 namespace rs::storage::test {
 
-using namespace Qt::StringLiterals;
+using nlohmann::json;
 
-inline QJsonObject recipeJson(const QJsonValue& modules, int seqLength = 4096)
+inline json recipeJson(const json& modules, int seqLength = 4096)
 {
-    return QJsonObject {
-        { u"name"_s, u"tiny"_s },
-        { u"num_layers"_s, 4 },
-        { u"hidden_size"_s, 256 },
-        { u"ffn_hidden_size"_s, 1024 },
-        { u"num_attention_heads"_s, 8 },
-        { u"num_query_groups"_s, QJsonValue::Null },
-        { u"seq_length"_s, seqLength },
-        { u"micro_batch_size"_s, 1 },
-        { u"global_batch_size"_s, 4 },
-        { u"bf16"_s, true },
-        { u"attention_backend"_s, u"fused"_s },
-        { u"tensor_model_parallel_size"_s, 1 },
-        { u"pipeline_model_parallel_size"_s, 1 },
-        { u"context_parallel_size"_s, 1 },
-        { u"expert_model_parallel_size"_s, 1 },
-        { u"sequence_parallel"_s, false },
-        { u"recompute_granularity"_s, u"selective"_s },
-        { u"recompute_modules"_s, modules },
-        { u"profile"_s, u"bridge-pin"_s },
-        { u"train_iters"_s, 6 },
-        { u"warmup_iters"_s, 2 },
+    return json {
+        { "name", "tiny" },
+        { "num_layers", 4 },
+        { "hidden_size", 256 },
+        { "ffn_hidden_size", 1024 },
+        { "num_attention_heads", 8 },
+        { "num_query_groups", nullptr },
+        { "seq_length", seqLength },
+        { "micro_batch_size", 1 },
+        { "global_batch_size", 4 },
+        { "bf16", true },
+        { "attention_backend", "fused" },
+        { "tensor_model_parallel_size", 1 },
+        { "pipeline_model_parallel_size", 1 },
+        { "context_parallel_size", 1 },
+        { "expert_model_parallel_size", 1 },
+        { "sequence_parallel", false },
+        { "recompute_granularity", "selective" },
+        { "recompute_modules", modules },
+        { "profile", "bridge-pin" },
+        { "train_iters", 6 },
+        { "warmup_iters", 2 },
     };
 }
 
-inline QVector<QJsonObject> stream(const QJsonObject& recipe, int iterations, qint64 peak, double stepMs,
-    bool withResult, const QString& status = u"pass"_s)
+// The recompute_modules of a recipe: modules({}) is the explicit [] control.
+inline json modules(std::initializer_list<const char*> labels)
 {
-    QVector<QJsonObject> events;
-    events << QJsonObject { { u"event"_s, u"hello"_s }, { u"worker_version"_s, u"0.1.0"_s },
-        { u"libtorch_version"_s, u"1.13.1"_s }, { u"cuda_version"_s, QJsonValue::Null },
-        { u"nccl_version"_s, QJsonValue::Null }, { u"device"_s, u"cpu"_s }, { u"device_kind"_s, u"cpu"_s },
-        { u"host"_s, u"dev1"_s }, { u"rank"_s, 0 }, { u"world_size"_s, 2 },
-        { u"profile"_s, u"bridge-pin"_s } };
-    events << QJsonObject { { u"event"_s, u"recipe"_s }, { u"recipe"_s, recipe },
-        { u"recipe_hash"_s, u"abc"_s }, { u"findings"_s, QJsonArray() },
-        { u"stage_scope"_s, u"all layers"_s } };
+    json out = json::array();
+    for (const char* l : labels)
+        out.push_back(l);
+    return out;
+}
+
+inline std::vector<json> stream(const json& recipe, int iterations, qint64 peak, double stepMs,
+    bool withResult, const QString& outcome = QStringLiteral("pass"))
+{
+    const std::string status = outcome.toStdString();
+    std::vector<json> events;
+    events.push_back({ { "event", "hello" }, { "worker_version", "0.1.0" }, { "libtorch_version", "1.13.1" },
+        { "cuda_version", nullptr }, { "nccl_version", nullptr }, { "device", "cpu" },
+        { "device_kind", "cpu" }, { "host", "dev1" }, { "rank", 0 }, { "world_size", 2 },
+        { "profile", "bridge-pin" } });
+    events.push_back({ { "event", "recipe" }, { "recipe", recipe }, { "recipe_hash", "abc" },
+        { "findings", json::array() }, { "stage_scope", "all layers" } });
     for (int it = 1; it <= iterations; ++it) {
         for (int rank = 0; rank < 2; ++rank) {
-            events << QJsonObject { { u"event"_s, u"iteration"_s }, { u"rank"_s, rank },
-                { u"iteration"_s, it }, { u"phase"_s, it <= 2 ? u"warmup"_s : u"steady"_s },
-                { u"step_ms"_s, stepMs },
-                { u"loss"_s, status == u"nonfinite" && it == iterations ? QJsonValue() : 9.5 },
-                { u"loss_finite"_s, !(status == u"nonfinite" && it == iterations) },
-                { u"forward_peak_allocated"_s, double(peak - 10 - rank) },
-                { u"backward_peak_allocated"_s, double(peak - rank) },
-                { u"optimizer_peak_allocated"_s, double(peak / 2) }, { u"alloc_retries"_s, 0 },
-                { u"optimizer_init"_s, it == 1 } };
+            const bool lost = status == "nonfinite" && it == iterations;
+            events.push_back({ { "event", "iteration" }, { "rank", rank }, { "iteration", it },
+                { "phase", it <= 2 ? "warmup" : "steady" }, { "step_ms", stepMs },
+                { "loss", lost ? json(nullptr) : json(9.5) }, { "loss_finite", !lost },
+                { "forward_peak_allocated", peak - 10 - rank }, { "backward_peak_allocated", peak - rank },
+                { "optimizer_peak_allocated", peak / 2 }, { "alloc_retries", 0 },
+                { "optimizer_init", it == 1 } });
         }
     }
     if (!withResult)
         return events;
     for (int rank = 0; rank < 2; ++rank) {
-        events << QJsonObject {
-            { u"event"_s, u"rank_summary"_s },
-            { u"rank"_s, rank },
-            { u"peak_allocated"_s, double(peak - rank) },
-            { u"peak_reserved"_s, double(peak * 2) },
-            { u"peak_phase"_s, u"backward"_s },
-            { u"peak_iteration"_s, 3 },
-            { u"steady_step_ms"_s, stepMs },
-            { u"steady_step_ms_median"_s, stepMs },
-            { u"phase_peaks"_s,
-                QJsonObject { { u"forward"_s,
-                                  QJsonObject { { u"allocated"_s, double(peak - 10 - rank) },
-                                      { u"reserved"_s, double(peak * 2) } } },
-                    { u"backward"_s,
-                        QJsonObject { { u"allocated"_s, double(peak - rank) },
-                            { u"reserved"_s, double(peak * 2) } } } } },
-        };
+        events.push_back({
+            { "event", "rank_summary" },
+            { "rank", rank },
+            { "peak_allocated", peak - rank },
+            { "peak_reserved", peak * 2 },
+            { "peak_phase", "backward" },
+            { "peak_iteration", 3 },
+            { "steady_step_ms", stepMs },
+            { "steady_step_ms_median", stepMs },
+            { "phase_peaks",
+                { { "forward", { { "allocated", peak - 10 - rank }, { "reserved", peak * 2 } } },
+                    { "backward", { { "allocated", peak - rank }, { "reserved", peak * 2 } } } } },
+        });
     }
-    events << QJsonObject { { u"event"_s, u"result"_s }, { u"status"_s, status },
-        { u"stage"_s, status == u"pass" ? QJsonValue() : QJsonValue(u"backward"_s) },
-        { u"iteration"_s, status == u"pass" ? QJsonValue() : QJsonValue(iterations) },
-        { u"message"_s, QString() }, { u"steady_step_ms"_s, stepMs }, { u"tokens_per_s"_s, 1000.0 },
-        { u"model_tflops"_s, 2.5 }, { u"executed_tflops"_s, 3.0 } };
+    const bool pass = status == "pass";
+    events.push_back(
+        { { "event", "result" }, { "status", status }, { "stage", pass ? json(nullptr) : json("backward") },
+            { "iteration", pass ? json(nullptr) : json(iterations) }, { "message", "" },
+            { "steady_step_ms", stepMs }, { "tokens_per_s", 1000.0 }, { "model_tflops", 2.5 },
+            { "executed_tflops", 3.0 } });
     return events;
+}
+
+// The event's line, as a saved stream holds it.
+inline QByteArray line(const json& event)
+{
+    return QByteArray::fromStdString(event.dump());
+}
+
+// The event as the launcher hands it on: its line decoded (core's decodeLine, the launcher's reader).
+inline rs::stream::Event typed(const json& event)
+{
+    return rs::stream::decodeLine(event.dump());
 }
 
 } // namespace rs::storage::test

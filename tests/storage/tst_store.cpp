@@ -2,8 +2,6 @@
 // The store on real SQLite files: pragmas, migrations from every earlier schema version, live ingest
 // (pass, aborted, non-finite), queries with filters, matched-control checks and the comparison deltas.
 #include <QCoreApplication>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QSqlQuery>
 #include <QStandardPaths>
 #include <QSysInfo>
@@ -20,14 +18,14 @@ using namespace rs::storage::test;
 
 namespace {
 
-qint64 ingestAll(Store* store, const QVector<QJsonObject>& events, bool finish = true,
+qint64 ingestAll(Store* store, const std::vector<json>& events, bool finish = true,
     std::optional<qint64> control = std::nullopt)
 {
     RunIngest ingest(store);
     if (control)
         ingest.setControl(control);
     for (const auto& e : events) {
-        if (!ingest.ingest(e))
+        if (!ingest.ingest(typed(e)))
             qWarning() << ingest.error();
     }
     if (finish)
@@ -94,7 +92,7 @@ private slots:
             QVERIFY2(old.openAtVersion(path, from, &error), qPrintable(error));
             QCOMPARE(old.schemaVersion(), from);
             // A v1 file knows nothing of phase peaks; the ingest must still work on it.
-            runId = ingestAll(&old, stream(recipeJson(QJsonArray()), 4, 1000000, 50.0, true));
+            runId = ingestAll(&old, stream(recipeJson(modules({})), 4, 1000000, 50.0, true));
             QVERIFY(runId > 0);
             QCOMPARE(old.iterations(runId).size(), 8);
             QSqlQuery q(old.database());
@@ -146,7 +144,7 @@ private slots:
         Store store;
         QVERIFY(store.open(m_dir.filePath(u"ingest.sqlite"_s)));
         const qint64 id
-            = ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }), 5, 2000000, 80.0, true));
+            = ingestAll(&store, stream(recipeJson(modules({ "core_attn" })), 5, 2000000, 80.0, true));
         const auto run = store.run(id);
         QVERIFY(run);
         QCOMPARE(run->source, source::Worker);
@@ -210,8 +208,17 @@ private slots:
             "{\"event\":\"iteration\",\"rank\":0,\"iteration\":6,\"extra\":{\"a\":[1,2]},\"step_ms\":4.5}");
         QTest::newRow("no loss_finite key")
             << QByteArray("{\"event\":\"iteration\",\"rank\":0,\"iteration\":8,\"loss\":2}");
+        QTest::newRow("phase times, gradient average, forward left")
+            << QByteArray("{\"event\":\"iteration\",\"rank\":1,\"iteration\":3,\"forward_ms\":1.5,"
+                          "\"backward_ms\":2.25,\"optimizer_ms\":0.5,\"grad_reduce_ms\":0.125,"
+                          "\"forward_allocated_after\":4096}");
+        QTest::newRow("integers written as doubles") << QByteArray(
+            "{\"event\":\"iteration\",\"rank\":1.0,\"iteration\":2e0,\"forward_peak_allocated\":"
+            "1.23456789012E11}");
     }
 
+    // The bulk path (iteration lines straight into the row) stores what the launcher's path (the line decoded
+    // into stream::Iteration, then iterationRowFromEvent) stores, column by column.
     void lineFastPathMatchesTheJsonParser()
     {
         QFETCH(QByteArray, line);
@@ -220,38 +227,83 @@ private slots:
             m_dir.filePath(u"fastpath-%1.sqlite"_s.arg(QString::fromLatin1(QTest::currentDataTag()))
                                .replace(u' ', u'_')
                                .replace(u',', u'_'))));
-        const auto events = stream(recipeJson(QJsonArray()), 0, 1000, 10.0, false);
+        const auto events = stream(recipeJson(modules({})), 0, 1000, 10.0, false);
         RunIngest viaLine(&store);
-        RunIngest viaObject(&store);
+        RunIngest viaTyped(&store);
         for (const auto& e : events) {
-            QVERIFY(viaLine.ingest(e));
-            QVERIFY(viaObject.ingest(e));
+            QVERIFY(viaLine.ingestLine(test::line(e)));
+            QVERIFY(viaTyped.ingest(typed(e)));
         }
         QVERIFY(viaLine.ingestLine(line));
-        QVERIFY(viaObject.ingest(QJsonDocument::fromJson(line).object()));
+        QVERIFY(viaTyped.ingest(rs::stream::decodeLine(line.toStdString())));
         QCOMPARE(viaLine.malformedLines(), 0);
-        QVERIFY(viaLine.finish() && viaObject.finish());
+        QCOMPARE(viaTyped.malformedLines(), 0);
+        QVERIFY(viaLine.finish() && viaTyped.finish());
         const auto a = store.iterations(viaLine.runId());
-        const auto b = store.iterations(viaObject.runId());
+        const auto b = store.iterations(viaTyped.runId());
         QCOMPARE(a.size(), 1);
         QCOMPARE(b.size(), 1);
-        QCOMPARE(a[0].rank, b[0].rank);
-        QCOMPARE(a[0].iteration, b[0].iteration);
-        QCOMPARE(a[0].phase, b[0].phase);
-        QCOMPARE(a[0].stepMs, b[0].stepMs);
-        QCOMPARE(a[0].loss, b[0].loss);
-        QCOMPARE(a[0].lossFinite, b[0].lossFinite);
-        QCOMPARE(a[0].forwardPeakAllocated, b[0].forwardPeakAllocated);
-        QCOMPARE(a[0].forwardPeakReserved, b[0].forwardPeakReserved);
-        QCOMPARE(a[0].backwardPeakAllocated, b[0].backwardPeakAllocated);
-        QCOMPARE(a[0].backwardPeakReserved, b[0].backwardPeakReserved);
-        QCOMPARE(a[0].optimizerPeakAllocated, b[0].optimizerPeakAllocated);
-        QCOMPARE(a[0].optimizerPeakReserved, b[0].optimizerPeakReserved);
-        QCOMPARE(a[0].allocatedAfter, b[0].allocatedAfter);
-        QCOMPARE(a[0].reservedAfter, b[0].reservedAfter);
-        QCOMPARE(a[0].allocRetries, b[0].allocRetries);
-        QCOMPARE(a[0].optimizerInit, b[0].optimizerInit);
-        QCOMPARE(store.run(viaLine.runId())->lossFinite, store.run(viaObject.runId())->lossFinite);
+        for (const IterationColumn& c : iterationColumns()) {
+            if (c.name == u"run_id")
+                continue;
+            QVERIFY2(c.get(a[0]) == c.get(b[0]),
+                qPrintable(u"%1: %2 vs %3"_s.arg(c.name, c.get(a[0]).toString(), c.get(b[0]).toString())));
+        }
+        QCOMPARE(store.run(viaLine.runId())->lossFinite, store.run(viaTyped.runId())->lossFinite);
+    }
+
+    // A value the bulk path does not read plainly goes to the stream's reader, which names it: the line is
+    // malformed on both paths, with one reason, and nothing of it is stored.
+    void lineFastPathLeavesWhatItCannotReadToTheReader_data()
+    {
+        QTest::addColumn<QByteArray>("value");
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QString>("expected");
+        QTest::newRow("bytes not whole") << QByteArray("\"forward_peak_allocated\":1.5")
+                                         << u"forward_peak_allocated"_s << u"an integer (bytes or a count)"_s;
+        QTest::newRow("rank past int") << QByteArray("\"rank\":3000000000") << u"rank"_s << u"an integer"_s;
+        QTest::newRow("bytes as text") << QByteArray("\"backward_peak_allocated\":\"lots\"")
+                                       << u"backward_peak_allocated"_s << u"an integer (bytes or a count)"_s;
+        QTest::newRow("time as bool") << QByteArray("\"step_ms\":true") << u"step_ms"_s << u"a number"_s;
+        QTest::newRow("flag as number")
+            << QByteArray("\"optimizer_init\":1") << u"optimizer_init"_s << u"true or false"_s;
+        QTest::newRow("phase as number") << QByteArray("\"phase\":2") << u"phase"_s << u"a string"_s;
+        QTest::newRow("not a JSON number: .5") << QByteArray("\"step_ms\":.5") << QString() << QString();
+        QTest::newRow("not a JSON number: 01") << QByteArray("\"step_ms\":01") << QString() << QString();
+        QTest::newRow("not a JSON number: 1.") << QByteArray("\"step_ms\":1.") << QString() << QString();
+        QTest::newRow("number overflow") << QByteArray("\"step_ms\":1e999") << QString() << QString();
+    }
+
+    void lineFastPathLeavesWhatItCannotReadToTheReader()
+    {
+        QFETCH(QByteArray, value);
+        QFETCH(QString, key);
+        QFETCH(QString, expected);
+        const QByteArray line = "{\"event\":\"iteration\",\"iteration\":9," + value + "}";
+        QString readerSays;
+        try {
+            rs::stream::decodeLine(line.toStdString());
+        } catch (const rs::stream::StreamError& error) {
+            readerSays = QString::fromStdString(error.what());
+            QCOMPARE(QString::fromStdString(error.key()), key);
+        }
+        if (key.isEmpty())
+            QVERIFY2(readerSays.startsWith(u"not JSON"_s), qPrintable(readerSays));
+        else
+            QVERIFY2(readerSays.startsWith(u"iteration event: '%1': expected %2, got "_s.arg(key, expected)),
+                qPrintable(readerSays));
+
+        Store store;
+        QVERIFY(store.open(m_dir.filePath(
+            u"leftover-%1.sqlite"_s.arg(QString::fromLatin1(QTest::currentDataTag())).replace(u' ', u'_'))));
+        RunIngest ingest(&store);
+        for (const auto& e : stream(recipeJson(modules({})), 0, 1000, 10.0, false))
+            QVERIFY(ingest.ingestLine(test::line(e)));
+        QVERIFY(ingest.ingestLine(line));
+        QCOMPARE(ingest.malformedLines(), 1);
+        QCOMPARE(ingest.lastMalformedReason(), readerSays);
+        QVERIFY(ingest.finish());
+        QCOMPARE(store.iterations(ingest.runId()).size(), 0);
     }
 
     void malformedLinesAreCountedNotStored()
@@ -259,8 +311,8 @@ private slots:
         Store store;
         QVERIFY(store.open(m_dir.filePath(u"malformed.sqlite"_s)));
         RunIngest ingest(&store);
-        for (const auto& e : stream(recipeJson(QJsonArray()), 1, 1000, 10.0, false))
-            QVERIFY(ingest.ingest(e));
+        for (const auto& e : stream(recipeJson(modules({})), 1, 1000, 10.0, false))
+            QVERIFY(ingest.ingest(typed(e)));
         QVERIFY(ingest.ingestLine("{\"event\":\"iteration\",\"rank\":0,\"iteration\":9,\"step_ms\":"));
         QVERIFY(ingest.ingestLine("not json at all"));
         QCOMPARE(ingest.malformedLines(), 2);
@@ -307,7 +359,7 @@ private slots:
     {
         Store store;
         QVERIFY(store.open(m_dir.filePath(u"aborted.sqlite"_s)));
-        const qint64 id = ingestAll(&store, stream(recipeJson(QJsonArray()), 3, 1000, 10.0, false));
+        const qint64 id = ingestAll(&store, stream(recipeJson(modules({})), 3, 1000, 10.0, false));
         const auto run = store.run(id);
         QCOMPARE(run->outcome, outcome::Aborted);
         QVERIFY(!run->message.isEmpty());
@@ -320,7 +372,7 @@ private slots:
         Store store;
         QVERIFY(store.open(m_dir.filePath(u"nonfinite.sqlite"_s)));
         const qint64 id
-            = ingestAll(&store, stream(recipeJson(QJsonArray()), 3, 1000, 10.0, true, outcome::Nonfinite));
+            = ingestAll(&store, stream(recipeJson(modules({})), 3, 1000, 10.0, true, outcome::Nonfinite));
         const auto run = store.run(id);
         QCOMPARE(run->outcome, outcome::Nonfinite);
         QCOMPARE(run->failureStage, u"backward"_s);
@@ -335,12 +387,12 @@ private slots:
     {
         Store store;
         QVERIFY(store.open(m_dir.filePath(u"control.sqlite"_s)));
-        const qint64 otherSeq = ingestAll(&store, stream(recipeJson(QJsonArray(), 8192), 3, 900, 10.0, true));
-        const qint64 control = ingestAll(&store, stream(recipeJson(QJsonArray()), 3, 1000, 10.0, true));
+        const qint64 otherSeq = ingestAll(&store, stream(recipeJson(modules({}), 8192), 3, 900, 10.0, true));
+        const qint64 control = ingestAll(&store, stream(recipeJson(modules({})), 3, 1000, 10.0, true));
         const qint64 candidate
-            = ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }), 3, 950, 11.0, true));
+            = ingestAll(&store, stream(recipeJson(modules({ "core_attn" })), 3, 950, 11.0, true));
         const qint64 unmatched
-            = ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }, 2048), 3, 500, 5.0, true));
+            = ingestAll(&store, stream(recipeJson(modules({ "core_attn" }), 2048), 3, 500, 5.0, true));
         QCOMPARE(store.matchedControl(control), std::nullopt); // a control is not compared with itself
         QCOMPARE(store.matchedControl(candidate).value_or(0), control);
         QCOMPARE(store.matchedControl(unmatched), std::nullopt); // no [] control at seq 2048
@@ -366,10 +418,10 @@ private slots:
     {
         Store store;
         QVERIFY(store.open(m_dir.filePath(u"explicit.sqlite"_s)));
-        const qint64 a = ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
-        ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
+        const qint64 a = ingestAll(&store, stream(recipeJson(modules({})), 2, 1000, 10.0, true));
+        ingestAll(&store, stream(recipeJson(modules({})), 2, 1000, 10.0, true));
         const qint64 c
-            = ingestAll(&store, stream(recipeJson(QJsonArray { u"mlp"_s }), 2, 1000, 10.0, true), true, a);
+            = ingestAll(&store, stream(recipeJson(modules({ "mlp" })), 2, 1000, 10.0, true), true, a);
         QCOMPARE(store.matchedControl(c).value_or(0), a);
     }
 
@@ -403,11 +455,10 @@ private slots:
         Store store;
         QVERIFY(store.open(m_dir.filePath(
             u"filters-%1.sqlite"_s.arg(QString::fromLatin1(QTest::currentDataTag())).replace(u' ', u'_'))));
-        ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
-        ingestAll(&store, stream(recipeJson(QJsonArray { u"core_attn"_s }), 2, 1000, 10.0, true));
-        ingestAll(
-            &store, stream(recipeJson(QJsonArray { u"layernorm"_s, u"moe_act"_s }), 2, 1000, 10.0, true));
-        ingestAll(&store, stream(recipeJson(QJsonArray { u"moe"_s }), 2, 1000, 10.0, true, outcome::Oom));
+        ingestAll(&store, stream(recipeJson(modules({})), 2, 1000, 10.0, true));
+        ingestAll(&store, stream(recipeJson(modules({ "core_attn" })), 2, 1000, 10.0, true));
+        ingestAll(&store, stream(recipeJson(modules({ "layernorm", "moe_act" })), 2, 1000, 10.0, true));
+        ingestAll(&store, stream(recipeJson(modules({ "moe" })), 2, 1000, 10.0, true, outcome::Oom));
         RunFilter f;
         f.recipeName = recipeName;
         if (useModuleSet)
@@ -421,8 +472,8 @@ private slots:
     {
         Store store;
         QVERIFY(store.open(m_dir.filePath(u"delete.sqlite"_s)));
-        const qint64 control = ingestAll(&store, stream(recipeJson(QJsonArray()), 2, 1000, 10.0, true));
-        const qint64 id = ingestAll(&store, stream(recipeJson(QJsonArray { u"mlp"_s }), 2, 1000, 10.0, true));
+        const qint64 control = ingestAll(&store, stream(recipeJson(modules({})), 2, 1000, 10.0, true));
+        const qint64 id = ingestAll(&store, stream(recipeJson(modules({ "mlp" })), 2, 1000, 10.0, true));
         QCOMPARE(store.matchedControl(id).value_or(0), control);
         QVERIFY(store.deleteRun(control));
         QCOMPARE(store.iterations(control).size(), 0);

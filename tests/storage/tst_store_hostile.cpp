@@ -8,8 +8,6 @@
 #include <QCoreApplication>
 #include <QElapsedTimer>
 #include <QFile>
-#include <QJsonArray>
-#include <QJsonDocument>
 #include <QProcess>
 #include <QSqlQuery>
 #include <QStandardPaths>
@@ -74,7 +72,7 @@ private slots:
         const QString path = m_dir.filePath(u"reader.sqlite"_s);
         Store writer;
         QVERIFY(writer.open(path));
-        ingestAllRows(&writer, stream(recipeJson(QJsonArray()), 3, 1000, 10.0, true));
+        ingestAllRows(&writer, stream(recipeJson(modules({})), 3, 1000, 10.0, true));
         QVERIFY(writer.beginWrite()); // held for the whole test
         QElapsedTimer t;
         t.start();
@@ -100,11 +98,11 @@ private slots:
         RunIngest ingest(&store);
         QStringList said;
         ingest.setNotifier([&](const QString& m) { said << m; });
-        const auto events = stream(recipeJson(QJsonArray()), 20, 5000, 10.0, true);
+        const auto events = stream(recipeJson(modules({})), 20, 5000, 10.0, true);
         QElapsedTimer t;
         t.start();
         for (const auto& e : events)
-            QVERIFY2(ingest.ingest(e), qPrintable(ingest.error()));
+            QVERIFY2(ingest.ingest(typed(e)), qPrintable(ingest.error()));
         QVERIFY(ingest.finish());
         QVERIFY(t.elapsed() >= 2000);
         QVERIFY(ingest.spoolPath().isEmpty());
@@ -131,8 +129,8 @@ private slots:
             ingest.setMaxLockWait(1500);
             QStringList said;
             ingest.setNotifier([&](const QString& m) { said << m; });
-            for (const auto& e : stream(recipeJson(QJsonArray()), 7, 5000, 10.0, true))
-                QVERIFY2(ingest.ingest(e), qPrintable(ingest.error()));
+            for (const auto& e : stream(recipeJson(modules({})), 7, 5000, 10.0, true))
+                QVERIFY2(ingest.ingest(typed(e)), qPrintable(ingest.error()));
             QVERIFY(ingest.finish());
             spool = ingest.spoolPath();
             QVERIFY2(!spool.isEmpty(), qPrintable(said.join(u" | "_s)));
@@ -164,12 +162,12 @@ private slots:
         Store store;
         QVERIFY(store.open(path));
         store.close();
-        const auto events = stream(recipeJson(QJsonArray()), 5, 5000, 10.0, false); // no result: aborted
+        const auto events = stream(recipeJson(modules({})), 5, 5000, 10.0, false); // no result: aborted
         QString spool;
         {
             RunIngest ingest(&store);
             for (const auto& e : events)
-                QVERIFY2(ingest.ingest(e), qPrintable(ingest.error()));
+                QVERIFY2(ingest.ingest(typed(e)), qPrintable(ingest.error()));
             QVERIFY(ingest.finish(u"killed"_s));
             spool = ingest.spoolPath();
             QCOMPARE(ingest.runId(), qint64(0));
@@ -197,12 +195,12 @@ private slots:
         qputenv("XDG_DATA_HOME", data.toLocal8Bit());
         Store store;
         QVERIFY(!store.open(u"/proc/self/no-such-folder/store.sqlite"_s));
-        const auto events = stream(recipeJson(QJsonArray()), 4, 5000, 10.0, true);
+        const auto events = stream(recipeJson(modules({})), 4, 5000, 10.0, true);
         QString spool;
         {
             RunIngest ingest(&store);
             for (const auto& e : events)
-                QVERIFY2(ingest.ingest(e), qPrintable(ingest.error()));
+                QVERIFY2(ingest.ingest(typed(e)), qPrintable(ingest.error()));
             QVERIFY(ingest.finish());
             spool = ingest.spoolPath();
         }
@@ -240,11 +238,11 @@ private slots:
     }
 
 private:
-    static void ingestAllRows(Store* store, const QVector<QJsonObject>& events)
+    static void ingestAllRows(Store* store, const std::vector<json>& events)
     {
         RunIngest ingest(store);
         for (const auto& e : events)
-            ingest.ingest(e);
+            ingest.ingest(typed(e));
         ingest.finish();
     }
     QTemporaryDir m_dir;

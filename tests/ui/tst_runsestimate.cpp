@@ -11,7 +11,6 @@
 #include <QDir>
 #include <QFile>
 #include <QFileInfo>
-#include <QJsonDocument>
 #include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -39,11 +38,6 @@ namespace {
 
 const QString kGolden = QStringLiteral(RS_SOURCE_DIR "/tests/ui/golden/");
 
-QJsonObject toQt(const nlohmann::json& j)
-{
-    return QJsonDocument::fromJson(QByteArray::fromStdString(j.dump())).object();
-}
-
 Recipe withModules(Recipe r, const QStringList& modules)
 {
     r.recompute_granularity = "selective";
@@ -59,9 +53,9 @@ qint64 ingestRun(storage::Store* store, const Recipe& recipe, qint64 peak, const
 {
     storage::RunIngest ingest(store);
     ingest.setControl(control);
-    const auto events = storage::test::stream(toQt(recipeToJson(recipe)), 4, peak, 100.0, true, status);
+    const auto events = storage::test::stream(recipeToJson(recipe), 4, peak, 100.0, true, status);
     for (const auto& e : events)
-        if (!ingest.ingest(e))
+        if (!ingest.ingest(storage::test::typed(e)))
             return 0;
     ingest.finish();
     return ingest.runId();
