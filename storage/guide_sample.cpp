@@ -13,6 +13,7 @@
 #include <QSqlError>
 #include <QSqlQuery>
 
+#include "core/units.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
@@ -52,7 +53,7 @@ std::optional<qint64> gbToBytes(const QJsonObject& o, const char* key)
 {
     const auto gb = doubleOf(o, key);
     // GB as Bridge prints them (bytes / 1e9); rounding keeps 36.618 → 36618000000 exactly.
-    return gb ? std::optional<qint64>(std::llround(*gb * 1e9)) : std::nullopt;
+    return gb ? std::optional<qint64>(rs::gbToBytes(*gb)) : std::nullopt;
 }
 } // namespace
 

@@ -420,7 +420,7 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
                 QStringList c = { t.control ? QString::number(t.control->id) : QString(),
                     QString::number(r.id), r.recipeName, r.model, r.moduleSetLabel(),
                     r.peakAllocated ? QString::number(*r.peakAllocated) : QString(),
-                    r.peakAllocated ? shortestDouble(double(*r.peakAllocated) / 1e9) : QString(),
+                    r.peakAllocated ? shortestDouble(bytesToGb(*r.peakAllocated)) : QString(),
                     csvNum(r.steadyStepMs), csvNum(r.modelTflops), csvNum(row.allocatedVsControlPct),
                     csvNum(row.timeVsControlPct), r.outcome, r.failureStage,
                     r.failureIteration ? QString::number(*r.failureIteration) : QString(),

@@ -66,7 +66,7 @@ QByteArray adviceText(const StoredAdvice& a)
                  .arg(control.id)
                  .arg(control.moduleSetLabel())
                  .arg(a.rows.size())
-                 .arg(adv.target_gb, 0, 'f', adv.target_gb < 1.0 ? 6 : 3);
+                 .arg(QString::fromStdString(formatFixed(adv.target_gb, gbDecimalsFor(adv.target_gb))));
     }
     s += QString::fromStdString(adv.summary) + u"\n"_s;
     if (adv.chosen) {

@@ -156,7 +156,7 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
     // Compared in whole bytes, so 36.000 GB admits exactly 36,000,000,000 bytes.
     const auto targetBytes = gbToBytes(target_gb);
     // The guide's tables print 3 decimals; a sub-GB target (a CPU smoke test) needs more to say anything.
-    const int dp = target_gb < 1.0 ? 6 : 3;
+    const int dp = gbDecimalsFor(target_gb);
     auto gbText = [dp](std::int64_t bytes) { return formatGb(bytes, dp); };
     const std::string targetText = fixed(target_gb, dp) + " GB target";
 

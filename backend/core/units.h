@@ -23,6 +23,12 @@ std::string formatFixed(double value, int decimals);
 std::string formatGbShort(double gb, int max_decimals);
 // A target in GB as bytes (1 GB = 1e9 bytes), rounded to the byte.
 std::int64_t gbToBytes(double gb);
+// The decimals a figure near a target of `target_gb` is written with: 3 (the guide's), 6 below 1 GB, so a
+// small target (0.0024 GB) and the peaks compared with it do not all read 0.002.
+inline int gbDecimalsFor(double target_gb)
+{
+    return target_gb < 1.0 ? 6 : 3;
+}
 // "36.618" (`decimals` places); "" when unknown.
 std::string formatGb(std::optional<std::int64_t> bytes, int decimals = 3);
 // "36.618 GB"; `unknown` when unknown.

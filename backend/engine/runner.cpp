@@ -315,7 +315,7 @@ std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& dev
         return SizeProblem { "global_batch_size",
             "global_batch_size=" + std::to_string(r.global_batch_size.value_or(0)) + " is "
                 + json(microBatches).dump() + " micro-batches a step, whose tokens and labels alone take "
-                + json(std::round(inputs / kBytesPerGb)).dump()
+                + formatGbShort(inputs / kBytesPerGb, 0)
                 + " GB (the worker draws a step's micro-batches up "
                   "front); at most 64 GB of them" };
     if (device.is_cpu()) {
@@ -325,11 +325,11 @@ std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& dev
             = pages > 0 && page > 0 ? static_cast<double>(pages) * static_cast<double>(page) : 0;
         if (host > 0 && bytes > host)
             return SizeProblem { "num_layers",
-                "the recipe needs about " + json(std::round(bytes / kBytesPerGb)).dump()
+                "the recipe needs about " + formatGbShort(bytes / kBytesPerGb, 0)
                     + " GB (parameters, gradients, optimizer state and activations of the first pipeline "
                       "stage); "
                       "this host has "
-                    + json(std::round(host / kBytesPerGb)).dump() + " GB" };
+                    + formatGbShort(host / kBytesPerGb, 0) + " GB" };
     }
     if (bytes > 1e18) // no device has an exabyte; also keeps every size below int64 in the model
         return SizeProblem { "num_layers",

@@ -13,6 +13,7 @@
 #include <QString>
 #include <QVector>
 
+#include "core/units.h"
 #include "storage/store.h"
 
 namespace rs {
@@ -130,6 +131,6 @@ const QStringList& peakCategories();
 // backward in backward (replay, gradients in flight), workspace in the optimizer phases.
 PeakAttribution peakAttributionFromEstimate(const QString& run, qint64 runId, const MemoryEstimate& e);
 
-constexpr double kBytesPerGb = 1.0e9; // the guide reports decimal GB
+using rs::kBytesPerGb; // decimal GB, as the guide reports them (core/units.h)
 
 } // namespace rs::ui
