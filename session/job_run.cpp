@@ -92,6 +92,24 @@ QString oneLineQuoted(const QString& word)
     return q + u'\'';
 }
 
+// The words that run the script as one process, from the launcher's: a distributed launcher (torchrun,
+// `python -m torch.distributed.run|launch`, srun, mpirun) gives way to its Python (python3 for torchrun,
+// srun and mpirun); any other words before the script (python3, a venv's python, a wrapper) are kept.
+std::vector<std::string> oneProcessRunner(const std::vector<std::string>& launch)
+{
+    const std::vector<std::string> before(launch.begin(), launch.end() - 1);
+    if (before.empty())
+        return { "python3" };
+    const auto base = [](const std::string& w) { return w.substr(w.find_last_of('/') + 1); };
+    const std::string first = base(before.front());
+    if (first == "torchrun" || first == "srun" || first == "mpirun" || first == "mpiexec")
+        return { "python3" };
+    for (std::size_t i = 1; i + 1 < before.size(); ++i)
+        if (before[i] == "-m" && startsWith(before[i + 1], "torch.distributed."))
+            return { before.front() };
+    return before;
+}
+
 } // namespace
 
 QByteArray jobLogCommandLine(const std::vector<std::string>& command)
@@ -169,12 +187,11 @@ std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
             // instead, the rank and the world in the variables Megatron-LM reads (arguments.py), the
             // script's interpreter the launcher's own where it names one.
             const LayoutRankChoice c = layoutRankChoice(recipe, format, *run.oneRank);
-            const std::string& first = r.launch_command.front();
-            const std::string base = first.substr(first.find_last_of('/') + 1);
-            const std::string python
-                = base.rfind("python", 0) == 0 && r.launch_command.size() > 1 ? first : "python3";
             std::vector<std::string> one = { "env", "RANK=" + std::to_string(c.rank),
-                "WORLD_SIZE=" + std::to_string(c.world), "LOCAL_RANK=0", python, r.launch_command.back() };
+                "WORLD_SIZE=" + std::to_string(c.world), "LOCAL_RANK=0" };
+            const std::vector<std::string> runner = oneProcessRunner(r.launch_command);
+            one.insert(one.end(), runner.begin(), runner.end());
+            one.push_back(r.launch_command.back());
             dropFlag(words, from, "--fake-process-group");
             one.insert(one.end(), words.begin() + std::ptrdiff_t(from), words.end());
             one.push_back("--fake-process-group");

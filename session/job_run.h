@@ -68,8 +68,9 @@ LayoutRankChoice layoutRankChoice(const Recipe& recipe, InputFormat format, cons
 
 struct ShortRun {
     int trainIters = 10; // --train-iters / train.train_iters: warm-up (optimizer-state init) + steady
-    // Set: the command runs one rank of its layout (`env RANK=r WORLD_SIZE=W LOCAL_RANK=0 python3
-    // pretrain_gpt.py ... --fake-process-group`, the launcher's own words dropped).
+    // Set: the command runs one rank of its layout as one process (`env RANK=r WORLD_SIZE=W LOCAL_RANK=0
+    // python3 pretrain_gpt.py ... --fake-process-group`): a distributed launcher (torchrun, `python -m
+    // torch.distributed.run`, srun, mpirun) gives way to its Python; other words before the script stay.
     std::optional<OneRankOfLayout> oneRank = {};
 };
 

@@ -171,6 +171,10 @@ private slots:
         QTest::newRow("the same, rank 1 (stage 0)") << u"torchrun --nproc-per-node 8 "_s + shape
                 + u" --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2"_s
                                                     << 1 << u"RANK=1"_s << u"WORLD_SIZE=8"_s << u"python3"_s;
+        // srun's task count is not read: the world is the model-parallel size, PP 4.
+        QTest::newRow("srun gives way to python3")
+            << u"srun --ntasks 4 python3 "_s + shape + u" --pipeline-model-parallel-size 4"_s << -1
+            << u"RANK=0"_s << u"WORLD_SIZE=4"_s << u"python3"_s;
         QTest::newRow("two nodes, the launcher's interpreter kept")
             << u"/opt/venv/bin/python -m torch.distributed.run --nproc-per-node 4 --nnodes 2 "_s + shape
                 + u" --pipeline-model-parallel-size 4"_s
