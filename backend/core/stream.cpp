@@ -625,39 +625,4 @@ Event decodeLine(std::string_view line)
     return decodeEvent(j);
 }
 
-void checkEvent(const json& j)
-{
-    switch (eventKind(j)) {
-    case EventKind::Hello:
-        Hello::fromJson(j);
-        break;
-    case EventKind::Recipe:
-        RecipeEvent::fromJson(j);
-        break;
-    case EventKind::Note:
-        Note::fromJson(j);
-        break;
-    case EventKind::Phase:
-        Phase::fromJson(j);
-        break;
-    case EventKind::MemoryLayout:
-        MemoryLayout::fromJson(j);
-        break;
-    case EventKind::Iteration:
-        Iteration::fromJson(j);
-        break;
-    case EventKind::PeakAttribution:
-        PeakAttribution::fromJson(j);
-        break;
-    case EventKind::RankSummary:
-        RankSummary::fromJson(j);
-        break;
-    case EventKind::Result:
-        Result::fromJson(j);
-        break;
-    case EventKind::Unknown:
-        break;
-    }
-}
-
 } // namespace rs::stream

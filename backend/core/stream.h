@@ -272,8 +272,4 @@ Event decodeEvent(const nlohmann::json& j);
 // decodeEvent does, and for a line that is not JSON ("not JSON (byte 12: ...)").
 Event decodeLine(std::string_view line);
 
-// Reads `j` as the event its "event" key names, throwing StreamError when a known key has the wrong type;
-// does nothing for an unknown event. For readers that only check.
-void checkEvent(const nlohmann::json& j);
-
 } // namespace rs::stream

@@ -295,7 +295,7 @@ private slots:
         QFETCH(std::string, line);
         QFETCH(QString, message);
         try {
-            stream::checkEvent(json::parse(line));
+            stream::decodeEvent(json::parse(line));
             QFAIL("no error");
         } catch (const stream::StreamError& e) {
             QCOMPARE(QString::fromStdString(e.what()), message);
