@@ -16,6 +16,11 @@ using namespace Qt::StringLiterals;
 
 namespace rs::storage {
 
+Layout estimateLayoutOf(const RunRecord& run)
+{
+    return run.source == source::Worker ? Layout::Worker : Layout::Megatron;
+}
+
 namespace {
 
 // The estimator's hottest-rank peak for a stored run's recipe (its own recompute choice), in the layout
@@ -27,11 +32,12 @@ void fillEstimate(const RunRecord& run, AdviceCandidate& c)
         return;
     try {
         const Recipe r = validate(recipeFromJsonText(run.recipeJson.toStdString(), "stored recipe")).resolved;
-        const MemoryEstimate e
-            = estimateMemory(r, run.importFormat.isEmpty() ? Layout::Worker : Layout::Megatron);
+        const Layout layout = estimateLayoutOf(run);
+        const MemoryEstimate e = estimateMemory(r, layout);
         if (!e.ranks.empty()) {
             c.estimated_peak_bytes = e.peak_bytes;
             c.estimated_stage = e.ranks[static_cast<std::size_t>(e.hottest)].stage;
+            c.estimated_layout = layoutName(layout);
         }
     } catch (const std::exception&) {
         // no estimate: the advice stands on the measurements alone

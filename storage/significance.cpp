@@ -38,6 +38,54 @@ std::optional<double> pooledIntervalHalfWidthPct(const Store& store, const QVect
     return stats ? stats->halfWidthPct() : std::nullopt;
 }
 
+std::vector<double> stepSamplesOf(const Store& store, const RunRecord& run)
+{
+    return stepSamples(steadyIterationTimes(store, run.id), run.steadyStepMs);
+}
+
+std::optional<TimeDelta> stepTimeDelta(
+    const Store& store, const QVector<RunRecord>& runs, const QVector<RunRecord>& controls)
+{
+    std::vector<double> x, y;
+    for (const RunRecord& r : runs) {
+        const std::vector<double> t = stepSamplesOf(store, r);
+        x.insert(x.end(), t.begin(), t.end());
+    }
+    for (const RunRecord& r : controls) {
+        const std::vector<double> t = stepSamplesOf(store, r);
+        y.insert(y.end(), t.begin(), t.end());
+    }
+    return timeDelta(x, y);
+}
+
+void fillStepTimeDeltas(
+    const Store& store, QVector<ComparisonRow>& rows, const QVector<qint64>& moreControlRuns)
+{
+    const auto head
+        = std::find_if(rows.begin(), rows.end(), [](const ComparisonRow& r) { return r.isControl; });
+    if (head == rows.end())
+        return;
+    QVector<RunRecord> controls { head->run };
+    for (qint64 id : moreControlRuns) {
+        if (id == head->run.id)
+            continue;
+        if (const auto r = store.run(id))
+            controls << *r;
+    }
+    for (ComparisonRow& row : rows) {
+        // Only where the plain delta exists: matched, a step time on both sides.
+        if (row.isControl || !row.timeVsControlPct)
+            continue;
+        const auto d = stepTimeDelta(store, { row.run }, controls);
+        if (!d)
+            continue;
+        row.timeVsControlPct = d->pct;
+        row.timeLowPct = d->low_pct;
+        row.timeHighPct = d->high_pct;
+        row.timeVerdict = d->low_pct ? QString::fromLatin1(significanceName(d->verdict)) : QString();
+    }
+}
+
 RecomputeChoice storedChoice(const RunRecord& run)
 {
     RecomputeChoice c;
@@ -156,6 +204,22 @@ QString applySignificance(StoredAdvice& a, const Store& store, const QVector<qin
                                           : "rank " + std::to_string(*cv.worst_rank))
         + " fits the " + formatFixed(adv.target_gb, dp) + " GB target at " + statsText(*chosenStats)
         + " per step; " + sc.reasons[*sc.chosen];
+    // Against the control, the product's one Δ step time (kStepDeltaName), as the runs table shows it.
+    const auto control
+        = std::find_if(groups.begin(), groups.end(), [](const ChoiceGroup& g) { return g.isControl; });
+    if (control != groups.end() && !chosen.isControl) {
+        QVector<RunRecord> ours, theirs;
+        for (int i : chosen.rows)
+            ours << a.rows[i].run;
+        for (int i : control->rows)
+            theirs << a.rows[i].run;
+        for (qint64 id : moreControlRuns) {
+            if (const auto r = store.run(id))
+                theirs << *r;
+        }
+        if (const auto d = stepTimeDelta(store, ours, theirs))
+            adv.summary += std::string("; ") + kStepDeltaName + " vs the control " + deltaCell(*d);
+    }
     if (chosen.label != before)
         return u"the lowest single-run step time, %1, is not significantly faster than %2, the narrower "
                u"boundary: %2 is "

@@ -65,6 +65,8 @@ struct AdviceCandidate {
     // (MemoryEstimate::peak_bytes / RankedCandidate::peak_bytes) and the pipeline stage that holds it.
     std::optional<std::int64_t> estimated_peak_bytes;
     std::optional<int> estimated_stage;
+    std::string
+        estimated_layout; // "megatron" | "worker": the layout the estimate is in (named in the reasons)
     // The measured peak attribution (rank 0 / the first rank stored), when the run has one.
     std::optional<PeakAttributionBytes> peak_attribution;
 };
