@@ -204,22 +204,6 @@ QString applySignificance(StoredAdvice& a, const Store& store, const QVector<qin
                                           : "rank " + std::to_string(*cv.worst_rank))
         + " fits the " + formatFixed(adv.target_gb, dp) + " GB target at " + statsText(*chosenStats)
         + " per step; " + sc.reasons[*sc.chosen];
-    // Against the control, the product's one Δ step time (kStepDeltaName), as the runs table shows it.
-    const auto control
-        = std::find_if(groups.begin(), groups.end(), [](const ChoiceGroup& g) { return g.isControl; });
-    if (control != groups.end() && !chosen.isControl) {
-        QVector<RunRecord> ours, theirs;
-        for (int i : chosen.rows)
-            ours << a.rows[i].run;
-        for (int i : control->rows)
-            theirs << a.rows[i].run;
-        for (qint64 id : moreControlRuns) {
-            if (const auto r = store.run(id))
-                theirs << *r;
-        }
-        if (const auto d = stepTimeDelta(store, ours, theirs))
-            adv.summary += std::string("; ") + kStepDeltaName + " vs the control " + deltaCell(*d);
-    }
     if (chosen.label != before)
         return u"the lowest single-run step time, %1, is not significantly faster than %2, the narrower "
                u"boundary: %2 is "

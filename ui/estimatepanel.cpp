@@ -69,6 +69,8 @@ QTableView* tableOf(QStandardItemModel* model)
     view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
     view->setEditTriggers(QAbstractItemView::NoEditTriggers);
     view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    // Figures take their own width: nine columns of a phase fit the panel at 1366 px.
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     view->horizontalHeader()->setStretchLastSection(true);
     view->setWordWrap(false);
     return view;

@@ -754,6 +754,7 @@ void LaunchPage::connectJobSession()
             m_status->setText(tr("Cancelled; what ran is stored."));
         else
             m_status->setText(tr("Done: %n run(s) stored or reused.", nullptr, int(storedRuns().size())));
+        m_progress->setValue(m_progress->maximum()); // a log may end before the iterations asked for
         m_progress->setFormat(tr("done"));
         showSummary(
             m_jobSession->controlRunId(), m_jobSession->moreControls(), m_jobSession->candidateRuns());
@@ -786,6 +787,10 @@ void LaunchPage::onJobStarted(int index)
 void LaunchPage::redrawChart(const QString& title)
 {
     m_lines = m_jobLaunch ? buildMemoryReportLines(m_jobMemory) : linesOf(m_rows);
+    for (IterationLine& l : m_lines) {
+        if (l.dashed)
+            l.color = reservedColor(l.name); // reserved never reads as the control's pale allocated lines
+    }
     if (!m_currentIsControl) {
         // The control's curve stays while the candidate runs: its allocated lines, pale.
         for (IterationLine l :

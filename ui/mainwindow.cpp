@@ -21,6 +21,7 @@
 #include <QPlainTextEdit>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QScreen>
 #include <QSettings>
 #include <QStackedWidget>
@@ -615,10 +616,18 @@ qint64 MainWindow::importLog(const QString& path, QString* error)
 
 bool MainWindow::exportReport(const QString& path)
 {
+    // Laying a PDF out takes a moment: the window says so rather than looking frozen.
+    statusBar()->showMessage(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    auto restore = qScopeGuard([] { QApplication::restoreOverrideCursor(); });
+    QCoreApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
     ReportWriter writer(*m_store, m_runs->visibleRunIds());
     writer.setEditedRecipe(m_document->recipe(), m_document->validation());
     QString error;
-    if (!writer.write(path, &error)) {
+    const bool written = writer.write(path, &error);
+    restore.dismiss();
+    QApplication::restoreOverrideCursor();
+    if (!written) {
         QMessageBox::warning(this, tr("Export report"), error);
         return false;
     }

@@ -89,7 +89,7 @@ ReportWriter::ReportWriter(const storage::Store& store, const QVector<qint64>& r
             runs << row.run;
         TradeoffChart chart;
         chart.setData(buildTradeoff(runs, TradeoffAxis::Absolute));
-        m_charts << (chart.isEmpty() ? QImage() : chart.toImage(QSize(900, 480)));
+        m_charts << (chart.isEmpty() ? QImage() : chart.toImage(QSize(720, 380)));
     }
 }
 
@@ -332,7 +332,7 @@ QString ReportWriter::html(bool embedImages) const
         html += QStringLiteral("<h3>Comparison</h3>") + tableHtml(table);
         if (!m_charts.value(i).isNull()) {
             const QString src = embedImages ? pngDataUri(m_charts[i]) : QStringLiteral("chart-%1.png").arg(i);
-            html += QStringLiteral("<h3>Trade-off</h3><p><img src='%1' width='720'></p>").arg(src);
+            html += QStringLiteral("<h3>Trade-off</h3><p><img src='%1' width='580'></p>").arg(src);
         }
         if (table.control) {
             html += QStringLiteral("<h3>Recipe differences against the control</h3>") + diffHtml(table);

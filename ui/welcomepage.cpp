@@ -144,6 +144,8 @@ WelcomePage::WelcomePage(const MachineInfo& machine, QWidget* parent)
     later->setWordWrap(true);
     later->setStyleSheet(QStringLiteral("color: gray;"));
     layout->addWidget(later);
+    m_start->setDefault(true);
+    setFocusProxy(m_start); // Enter starts with the recipe that fits
     connect(m_start, &QCommandLinkButton::clicked, this, [this] { emit startFromPreset(m_preset); });
     connect(m_open, &QCommandLinkButton::clicked, this, &WelcomePage::openRecipe);
     connect(m_bridge, &QCommandLinkButton::clicked, this, &WelcomePage::bridgeRecipe);

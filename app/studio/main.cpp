@@ -72,6 +72,10 @@ int main(int argc, char** argv)
             "\"my training command\"), e.g. --job \"core_attn full:uniform:1\"; \"\" for the default."),
         QStringLiteral("choices"));
     parser.addOption(jobOption);
+    QCommandLineOption jobItersOption(QStringLiteral("job-iters"),
+        QStringLiteral("With --job: the iterations of each run (the launch page's Iterations)."),
+        QStringLiteral("n"));
+    parser.addOption(jobItersOption);
     parser.process(app);
 
     rs::ui::MainWindow window(parser.value(dbOption));
@@ -98,6 +102,8 @@ int main(int argc, char** argv)
     if (parser.isSet(jobOption)) {
         window.launchPage()->setRunKind(rs::ui::LaunchPage::RunKind::Job);
         window.launchPage()->jobChoicesEdit()->setText(parser.value(jobOption));
+        if (parser.isSet(jobItersOption))
+            window.launchPage()->jobItersBox()->setValue(parser.value(jobItersOption).toInt());
     }
     if (parser.isSet(pageOption)) {
         window.pages()->setCurrentIndex(parser.value(pageOption).toInt());
