@@ -13,6 +13,7 @@
 #include <QTextCursor>
 #include <QVBoxLayout>
 
+#include "commandlinedialog.h"
 #include "core/megatron_flags.h"
 #include "core/overrides.h"
 #include "core/recipe_json.h"
@@ -225,10 +226,26 @@ void RecipeTextView::onTextChanged()
     if (m_updating)
         return;
     try {
-        const Recipe r = recipeFrom(m_edit->toPlainText(), m_syntax, m_document->recipe());
+        Recipe r = recipeFrom(m_edit->toPlainText(), m_syntax, m_document->recipe());
         clearError(tr("Applied."));
+        // A whole Megatron-LM line pasted here (its own launcher) is another job: its own name, and the
+        // Megatron-LM rules (M1-M6) judge it, as File → Paste command line… would make it.
+        const bool newJob = m_syntax == Syntax::MegatronFlags && !r.launch_command.empty()
+            && r.launch_command != m_document->recipe().launch_command;
+        if (newJob) {
+            PastedCommand pasted;
+            pasted.input.recipe = r;
+            pasted.input.format = InputFormat::MegatronFlags;
+            for (const std::string& w : r.launch_command)
+                pasted.launcher << QString::fromStdString(w);
+            r.name.clear();
+            pasted.input.recipe.name.clear();
+            r.name = CommandLineDialog::jobName(pasted).toStdString();
+        }
         if (r != m_document->recipe())
             m_document->setRecipe(r, this);
+        if (newJob) // after the recipe: the views then show the new job under its rules
+            m_document->setInputFormat(InputFormat::MegatronFlags);
     } catch (const std::exception& e) {
         setError(tr("This text does not read as a recipe: %1\nThe form keeps the last recipe that read; "
                     "Copy copies that one.")

@@ -385,6 +385,30 @@ private slots:
         QCOMPARE(text->copyToClipboard(), copied);
     }
 
+    // Issue 29 item 7: a whole Megatron-LM line pasted into the flags view is another job: it takes its own
+    // name (never the recipe open before) and the Megatron-LM rules (M1-M6).
+    void aWholeLinePastedIntoTheFlagsIsANewJob()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
+        m_document->setInputFormat(InputFormat::Json);
+        m_page->textTabs()->setCurrentWidget(m_page->flagsView());
+        m_page->flagsView()->editor()->setPlainText(QStringLiteral(
+            "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+            "--num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 "
+            "--global-batch-size 64 --bf16"));
+        QVERIFY2(m_page->flagsView()->errorText().isEmpty(), qPrintable(m_page->flagsView()->errorText()));
+        QCOMPARE(m_document->recipe().num_layers, 32);
+        QCOMPARE(m_document->inputFormat(), InputFormat::MegatronFlags);
+        QCOMPARE(QString::fromStdString(m_document->recipe().name),
+            QStringLiteral("pretrain_gpt.py, 32 layers, hidden 4096"));
+        // An edit of the flags alone keeps the job and its name.
+        m_page->flagsView()->editor()->setPlainText(m_page->flagsView()->editor()->toPlainText().replace(
+            QStringLiteral("--num-layers 32"), QStringLiteral("--num-layers 16")));
+        QCOMPARE(m_document->recipe().num_layers, 16);
+        QCOMPARE(QString::fromStdString(m_document->recipe().name),
+            QStringLiteral("pretrain_gpt.py, 32 layers, hidden 4096"));
+    }
+
     void flagTextEditReachesForm()
     {
         m_document->setRecipe(presetRecipe(QStringLiteral("gpt-unfused")));
