@@ -333,6 +333,22 @@ void LaunchPage::buildJobSection()
     m_jobSkip->setChecked(true);
     m_jobSkip->setToolTip(tr("With a memory target in the recipe, a choice whose estimate is over it by more "
                              "than the estimator's error is not run (said in the log)."));
+    m_jobOneRank = new QCheckBox(tr("One rank on this GPU"));
+    m_jobOneRank->setToolTip(tr(
+        "Run one rank of the job's layout on this one GPU: Megatron-LM's --fake-process-group builds and "
+        "trains that rank's own share of the model with the real allocator, every collective skipped (NCCL's "
+        "buffers and the communication time are not in it). Megatron-LM only."));
+    m_jobRank = new QSpinBox;
+    m_jobRank->setRange(-1, 1 << 20);
+    m_jobRank->setValue(-1);
+    m_jobRank->setPrefix(tr("rank "));
+    m_jobRank->setSpecialValueText(tr("the hottest rank"));
+    m_jobRank->setToolTip(
+        tr("The layout's global rank to run; the hottest: the one the estimate puts highest."));
+    m_jobRank->setEnabled(false);
+    connect(m_jobOneRank, &QCheckBox::toggled, m_jobRank, &QSpinBox::setEnabled);
+    connect(m_jobOneRank, &QCheckBox::toggled, this, &LaunchPage::updateJobPreview);
+    connect(m_jobRank, &QSpinBox::valueChanged, this, &LaunchPage::updateJobPreview);
     m_jobPreview = new QLabel;
     m_jobPreview->setWordWrap(true);
     m_jobPreview->setTextInteractionFlags(Qt::TextSelectableByMouse);
@@ -340,7 +356,9 @@ void LaunchPage::buildJobSection()
     m_jobPreview->setStyleSheet(QStringLiteral("color: #404040;"));
     grid->addWidget(m_jobFrontEnd, 0, 0);
     grid->addWidget(new QLabel(tr("Launcher:")), 0, 1);
-    grid->addWidget(m_jobLauncher, 0, 2, 1, 3);
+    grid->addWidget(m_jobLauncher, 0, 2);
+    grid->addWidget(m_jobOneRank, 0, 3);
+    grid->addWidget(m_jobRank, 0, 4);
     grid->addWidget(new QLabel(tr("Choices:")), 1, 1);
     grid->addWidget(m_jobChoices, 1, 2);
     grid->addWidget(m_jobIters, 1, 3);
@@ -387,6 +405,14 @@ void LaunchPage::updateRunKind()
         updateJobPreview();
     }
     setRunning(isRunning());
+}
+
+session::OneRankOfLayout LaunchPage::oneRank() const
+{
+    session::OneRankOfLayout o;
+    if (m_jobRank->value() >= 0)
+        o.rank = m_jobRank->value();
+    return o;
 }
 
 void LaunchPage::setJobCommand(InputFormat format, const QString& launcher)
@@ -443,10 +469,23 @@ void LaunchPage::updateJobPreview()
             QStringList labels;
             for (const RecomputeChoice& c : in.choices)
                 labels << QString::fromStdString(c.label());
-            text = tr("[] control, then %1:\n$ %2")
-                       .arg(labels.join(QStringLiteral(", ")),
-                           joinWords(session::jobCommand(in.base, in.format, std::nullopt,
-                               { m_jobIters->value() }, in.bridgeLauncher)));
+            session::ShortRun run;
+            run.trainIters = m_jobIters->value();
+            QString rank;
+            if (m_jobOneRank->isChecked()) {
+                run.oneRank = oneRank();
+                const session::LayoutRankChoice r
+                    = session::layoutRankChoice(in.base, in.format, *run.oneRank);
+                rank = tr("; each run rank %1 of %2 (stage %3)%4")
+                           .arg(r.rank)
+                           .arg(r.world)
+                           .arg(r.stage)
+                           .arg(r.hottest ? tr(", the hottest") : QString());
+            }
+            text = tr("[] control, then %1%2:\n$ %3")
+                       .arg(labels.join(QStringLiteral(", ")), rank,
+                           joinWords(session::jobCommand(
+                               in.base, in.format, std::nullopt, run, in.bridgeLauncher)));
         } catch (const std::exception& e) {
             text = tr("Not runnable yet: %1").arg(QString::fromUtf8(e.what()));
         }
@@ -630,6 +669,8 @@ bool LaunchPage::startJob()
     o.reuseControl = o.reuseCandidates = m_reuseControl->isChecked();
     o.targetGb = in.base.memory_target_gb;
     o.skipByEstimate = m_jobSkip->isChecked();
+    if (m_jobOneRank->isChecked())
+        o.oneRank = oneRank();
     if (!m_jobSession->plan(in.base, in.format, in.choices, o))
         return refuse(m_jobSession->refusal());
     if (!m_jobSession->start())

@@ -34,6 +34,7 @@ class QPushButton;
 namespace rs::session {
 class JobSession;
 class RunSession;
+struct OneRankOfLayout;
 } // namespace rs::session
 
 namespace rs::ui {
@@ -74,6 +75,10 @@ public:
     QLineEdit* jobChoicesEdit() const { return m_jobChoices; }
     QSpinBox* jobItersBox() const { return m_jobIters; }
     QCheckBox* jobSkipByEstimateBox() const { return m_jobSkip; }
+    // One rank of the job's layout on this one GPU (Megatron-LM's --fake-process-group, session/job_run.h):
+    // the rank (-1: the hottest, as the estimate names it).
+    QCheckBox* jobOneRankBox() const { return m_jobOneRank; }
+    QSpinBox* jobRankBox() const { return m_jobRank; }
     // Fills the job's front end and launcher (a pasted command line's), for the real job.
     void setJobCommand(InputFormat format, const QString& launcher);
     // The command the [] control would run, as the page shows it under the fields ("" with a reason when the
@@ -131,6 +136,7 @@ signals:
 
 private:
     bool startJob();
+    session::OneRankOfLayout oneRank() const;
     void onJobStarted(int index);
     void onEvent(const QJsonObject& event);
     void onJobFinished(int index);
@@ -182,6 +188,8 @@ private:
     QLineEdit* m_jobChoices;
     QSpinBox* m_jobIters;
     QCheckBox* m_jobSkip;
+    QCheckBox* m_jobOneRank;
+    QSpinBox* m_jobRank;
     QLabel* m_jobPreview;
     QWidget* m_slurmBox;
     QLineEdit* m_slurmPartition;

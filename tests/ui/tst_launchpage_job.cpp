@@ -6,6 +6,7 @@
 // streams and linked to the control, progress and the live curve as iterations arrive, the comparison at the
 // end; cancel stops the sweep with the run stored as far as it got; a command that cannot be written is
 // refused before anything starts, naming the field.
+#include <QCheckBox>
 #include <QComboBox>
 #include <QFile>
 #include <QLineEdit>
@@ -163,6 +164,27 @@ private slots:
         QCOMPARE(runs.size(), 1);
         QVERIFY2(runs.front().outcome != storage::outcome::Pass, qPrintable(runs.front().outcome));
         QVERIFY2(m_page->statusText().contains(u"Cancelled"_s), qPrintable(m_page->statusText()));
+    }
+
+    // One rank of the layout on this GPU (issue 28's --fake-process-group), from the window: the command
+    // shows it, and every run is that rank, said in its provenance.
+    void oneRankOnThisGpu()
+    {
+        m_page->jobChoicesEdit()->setText(u"core_attn"_s);
+        m_page->jobItersBox()->setValue(6);
+        m_page->jobOneRankBox()->setChecked(true);
+        QVERIFY(m_page->jobRankBox()->isEnabled());
+        const QString preview = m_page->jobCommandPreview();
+        QVERIFY2(preview.contains(u"rank 0 of 1"_s) && preview.contains(u"env RANK=0 WORLD_SIZE=1"_s)
+                && preview.contains(u"--fake-process-group"_s),
+            qPrintable(preview));
+        QSignalSpy finished(m_page.get(), &LaunchPage::launchFinished);
+        QVERIFY2(m_page->start(), qPrintable(m_page->statusText()));
+        QVERIFY(finished.wait(240000));
+        const auto runs = m_store.listRuns();
+        QCOMPARE(runs.size(), 2);
+        for (const storage::RunRecord& r : runs)
+            QVERIFY2(r.provenance.contains(u"--fake-process-group"_s), qPrintable(r.provenance));
     }
 
     // What cannot be written is refused before anything starts, naming the field: a choice that is none,
