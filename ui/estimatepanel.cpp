@@ -71,7 +71,7 @@ QTableView* tableOf(QStandardItemModel* model)
     view->setSelectionBehavior(QAbstractItemView::SelectRows);
     // Figures take their own width: nine columns of a phase fit the panel at 1366 px.
     view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-    view->horizontalHeader()->setStretchLastSection(true);
+    view->horizontalHeader()->setStretchLastSection(false);
     view->setWordWrap(false);
     return view;
 }

@@ -213,6 +213,7 @@ LaunchPage::LaunchPage(RecipeDocument* document, storage::Store* store, QWidget*
     top->addWidget(new QLabel(tr("on")));
     top->addWidget(m_hostKind);
     top->addWidget(m_host, 1);
+    top->addStretch(1); // with the host box hidden, the room stays here, not between a label and its box
     top->addWidget(m_controlFirst);
     top->addWidget(m_reuseControl);
     top->addWidget(m_repeats);
