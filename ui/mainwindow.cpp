@@ -191,12 +191,11 @@ void MainWindow::restoreSettings()
     }
     // The chart shows the comparison it showed, with the memory target set for that comparison (a target
     // belongs to the job it was set for), the filter and the chart's tab.
-    m_runs->restoreView(settings.value(QStringLiteral("runs/filter")).toString(),
-        settings.value(QStringLiteral("runs/comparison"), -1).toLongLong(),
+    const qint64 comparison = settings.value(QStringLiteral("runs/comparison"), -1).toLongLong();
+    m_runs->restoreView(settings.value(QStringLiteral("runs/filter")).toString(), comparison,
         settings.value(QStringLiteral("runs/chartTab"), 0).toInt());
     if (settings.contains(QStringLiteral("runs/memoryTarget"))
-        && settings.value(QStringLiteral("runs/memoryTargetComparison"), -1).toLongLong()
-            == m_runs->comparisonBox()->currentData().toLongLong()) {
+        && comparison == m_runs->comparisonBox()->currentData().toLongLong()) {
         const double gb = settings.value(QStringLiteral("runs/memoryTarget")).toDouble();
         m_runs->setMemoryTarget(gb > 0 ? std::optional<double>(gb) : std::nullopt);
     }
@@ -214,8 +213,6 @@ void MainWindow::saveSettings() const
         QStringLiteral("session/preset"), m_document->filePath().isEmpty() ? m_presetName : QString());
     settings.setValue(QStringLiteral("runs/axes"), m_runs->axesBox()->currentIndex());
     settings.setValue(QStringLiteral("runs/memoryTarget"), m_runs->targetBox()->value());
-    settings.setValue(
-        QStringLiteral("runs/memoryTargetComparison"), m_runs->comparisonBox()->currentData().toLongLong());
     settings.setValue(QStringLiteral("runs/comparison"), m_runs->comparisonBox()->currentData().toLongLong());
     settings.setValue(QStringLiteral("runs/chartTab"), m_runs->chartTabs()->currentIndex());
     settings.setValue(QStringLiteral("runs/filter"), m_runs->recipeFilterText());

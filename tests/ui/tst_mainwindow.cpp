@@ -273,10 +273,9 @@ private slots:
             QCOMPARE(again.runsPage()->targetBox()->value(), 12.5);
             QCOMPARE(again.runsPage()->chartTabs()->currentIndex(), 2);
         }
-        // The comparison is gone (another database): the target set for it stays off.
-        MainWindow other(m_dir.filePath(QStringLiteral("target-other.sqlite")));
-        QSettings().setValue(QStringLiteral("runs/memoryTargetComparison"), qint64(99999));
-        MainWindow third(m_dir.filePath(QStringLiteral("target-other.sqlite")));
+        // The comparison is no longer stored: the target set for it stays off.
+        QSettings().setValue(QStringLiteral("runs/comparison"), qint64(99999));
+        MainWindow third(db);
         QCOMPARE(third.runsPage()->targetBox()->value(), 0.0);
     }
 
