@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
 # The README's main command on a fresh root, for a person to look at: run inside the CI root as
 #   RS_CI_OUT=DIR .ci/run .ci/studio-shot.sh [CMD...]
-# (CMD, default scripts/run-studio.sh, is what starts the studio: e.g. the same with the ci preset's build,
-# which shares CI's ccache)
-# it starts scripts/run-studio.sh (setup, build, start; with no display it starts its own Xvfb through
-# xvfb-run), waits for the window, then installs xwd (only now, so that it cannot stand in for a package
-# setup.sh misses), saves the whole virtual screen to /out/studio.xwd and stops the studio. Exit status 0 when
-# the studio was still running when the screenshot was taken.
+# (CMD, default scripts/run-studio.sh, is what starts the studio: e.g. RS_PRESET=ci scripts/run-studio.sh,
+# whose build shares CI's ccache)
+# it gives CMD a virtual display (xvfb-run at 1366x768, from `scripts/setup.sh shot`: run-studio.sh itself
+# refuses to hide the window in one), waits for the window, then installs xwd (only now, so that it cannot
+# stand in for a package setup.sh misses), saves the whole virtual screen to /out/studio.xwd and stops the
+# studio. Exit status 0 when the studio was still running when the screenshot was taken.
 set -euo pipefail
 out=${RS_SHOT_OUT:-/out}
 mkdir -p "$out"
@@ -18,7 +18,8 @@ find_studio() {
   done | head -n 1 || true
 }
 if [ $# -eq 0 ]; then set -- scripts/run-studio.sh; fi
-"$@" >"$out/run-studio.log" 2>&1 &
+scripts/setup.sh shot
+xvfb-run -a -s "-screen 0 1366x768x24" "$@" >"$out/run-studio.log" 2>&1 &
 runner=$!
 studio=""
 for _ in $(seq 1 3600); do

@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
-# Installs every Debian package the build, the tests and the GUI need, on Debian 12 (checked from a bare
-# debootstrap minbase root by .ci/run). Idempotent: packages already present are left as they are, and apt
-# is not touched at all when nothing is missing.
-#   scripts/setup.sh            the build, the tests, the GUI (scripts/build.sh, run-studio.sh)
+# Installs the Debian packages a task needs, on Debian 12 (checked from a bare debootstrap minbase root by
+# .ci/run). Idempotent: packages already present are left as they are, and apt is not touched at all when
+# nothing is missing.
+#   scripts/setup.sh            the build and the GUI (scripts/build.sh, run-studio.sh)
+#   scripts/setup.sh test       and what the suite's own fixtures start (sshd, Slurm, munge, Python checks)
+#   scripts/setup.sh shot       and a virtual display for screenshots (docs/screenshots/take.sh, .ci/studio-shot.sh)
 #   scripts/setup.sh package    and what scripts/package.sh needs (lintian)
 #   scripts/setup.sh ci-host    and what .ci/run needs on the machine that runs CI (debootstrap)
 #   scripts/setup.sh fuzz       and the sanitizer build's compiler (scripts/test.sh, scripts/fuzz.sh)
@@ -18,20 +20,21 @@ packages=(
   libqt6opengl6-dev                              # Qt6Charts' CMake package needs Qt6OpenGL's
   libqt6sql6-sqlite libqt6svg6 libgl1-mesa-dev
   libsqlite3-dev                                 # the store binds iteration rows through SQLite's C API
-  sqlite3 xvfb xauth fonts-dejavu-core
-  openssh-client
-  openssh-server                                 # tests: the remote launch goes through a real sshd
-  slurm-wlm munge                                # tests: Slurm jobs against a real slurmctld / slurmd
-  python3 python3-omegaconf python3-pandas       # tests: written Bridge overrides (OmegaConf), exports (pandas)
+  sqlite3 fonts-dejavu-core
+  openssh-client                                 # runs on another host (the Launch page's Host: ssh)
 )
 for group in "$@"; do
   case "$group" in
+    # the suite's fixtures: the remote launch through a real sshd, Slurm jobs against a real slurmctld /
+    # slurmd, written Bridge overrides checked by OmegaConf, exports read by pandas
+    test) packages+=(openssh-server slurm-wlm munge python3 python3-omegaconf python3-pandas) ;;
+    shot) packages+=(xvfb xauth) ;;
     package) packages+=(lintian file dpkg-dev) ;;
     ci-host) packages+=(debootstrap util-linux tar ccache) ;;
     # scripts/test.sh and fuzz.sh (the asan preset): clang, its ASan + UBSan runtimes, libFuzzer, and lld
     # (links the suite's 70-odd executables in a quarter of ld.bfd's time)
     fuzz) packages+=(clang-14 libclang-rt-14-dev libfuzzer-14-dev lld) ;;
-    *) echo "setup: unknown group '$group' (package, ci-host, fuzz)" >&2; exit 2 ;;
+    *) echo "setup: unknown group '$group' (test, shot, package, ci-host, fuzz)" >&2; exit 2 ;;
   esac
 done
 missing=()

@@ -6,7 +6,7 @@
 # with arguments the fuzzers are not run. Exits non-zero when a build, a test or a fuzzer fails.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/setup.sh fuzz
+scripts/setup.sh test fuzz
 echo "test: [${SECONDS}s] set up"
 export CCACHE_DIR="${CCACHE_DIR:-$HOME/.cache/ccache}"
 export CCACHE_BASEDIR="$PWD"   # clones in other folders share cache hits: paths relative to the clone,

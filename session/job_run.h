@@ -120,6 +120,8 @@ public:
     QString logPath() const { return m_logPath; }
     // Every iteration so far (the incremental parser's), in order of arrival.
     const QVector<storage::IterationRow>& iterations() const { return m_stream->iterations(); }
+    // Every memory line so far (Megatron's per-rank "memory (MB)" report), in order of arrival.
+    const QVector<storage::MemoryReport>& memoryReports() const { return m_stream->memory(); }
     // The whole log as parsed, once finished() was emitted.
     const storage::ParsedLog& parsed() const { return m_parsed; }
     QStringList lastArguments() const { return m_arguments; } // the argv run (ssh's when over ssh)

@@ -239,6 +239,7 @@ bool RunSession::start(const QVector<Recipe>& candidates, const SessionOptions& 
     m_reusedDate = {};
     m_controlRun = options.control;
     m_startError.clear();
+    m_controlRefusal.clear();
 
     const bool withControl = options.controlFirst && !options.control;
     const Recipe control = controlRecipe(candidates.front());
@@ -460,6 +461,22 @@ void RunSession::onLauncherFinished(bool aborted, int, const QString& reason)
                              .arg(job.label)
                              .arg(*m_controlRun)
                              .arg(m.reasons.join(u"; "_s)));
+    }
+    // The worker refused the [] control itself (an invalid recipe for this host: "needs about 281 GB, this
+    // host has 25 GB"): every candidate has its shape and would be refused alike, and none could be compared
+    // with it. Nothing further runs, and the session says why.
+    if (job.isControl && job.runId && !aborted) {
+        const auto run = m_store->run(job.runId);
+        if (run && run->outcome == storage::outcome::Invalid) {
+            m_controlRefusal = tr("the worker refused the [] control (run %1): %2; the candidates have its "
+                                  "shape and were not run")
+                                   .arg(job.runId)
+                                   .arg(run->message.isEmpty() ? run->outcome : run->message);
+            emit message(m_controlRefusal);
+            emit jobFinished(m_current);
+            finish();
+            return;
+        }
     }
     emit jobFinished(m_current);
     repeatIfWide(m_current);

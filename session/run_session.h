@@ -135,6 +135,8 @@ public:
     bool startFailed() const { return !m_startError.isEmpty(); }
     QString startError() const { return m_startError; }
     bool storeFailed() const { return m_storeFailed; }
+    // The worker refused the [] control (outcome invalid): why; the session stopped there ("" otherwise).
+    QString controlRefusal() const { return m_controlRefusal; }
     // The running maximum of allocated bytes of the current run (progress displays).
     std::optional<qint64> currentPeakAllocated() const;
     int currentIterations() const;
@@ -176,6 +178,7 @@ private:
     std::optional<qint64> m_controlRun;
     QString m_refusal;
     QString m_startError;
+    QString m_controlRefusal;
 };
 
 } // namespace rs::session

@@ -9,12 +9,18 @@
 #include "core/estimator.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
+#include "core/step_stats.h"
 #include "storage/report.h"
 #include "storage/significance.h"
 
 using namespace Qt::StringLiterals;
 
 namespace rs::storage {
+
+Layout estimateLayoutOf(const RunRecord& run)
+{
+    return run.source == source::Worker ? Layout::Worker : Layout::Megatron;
+}
 
 namespace {
 
@@ -27,11 +33,12 @@ void fillEstimate(const RunRecord& run, AdviceCandidate& c)
         return;
     try {
         const Recipe r = validate(recipeFromJsonText(run.recipeJson.toStdString(), "stored recipe")).resolved;
-        const MemoryEstimate e
-            = estimateMemory(r, run.importFormat.isEmpty() ? Layout::Worker : Layout::Megatron);
+        const Layout layout = estimateLayoutOf(run);
+        const MemoryEstimate e = estimateMemory(r, layout);
         if (!e.ranks.empty()) {
             c.estimated_peak_bytes = e.peak_bytes;
             c.estimated_stage = e.ranks[static_cast<std::size_t>(e.hottest)].stage;
+            c.estimated_layout = layoutName(layout);
         }
     } catch (const std::exception&) {
         // no estimate: the advice stands on the measurements alone
@@ -97,6 +104,24 @@ StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>
     }
     out.advice = adviseRecompute(out.candidates, targetGb);
     out.significanceNote = applySignificance(out, store, moreControlRuns);
+    // The chosen run against the control, in the product's one Δ step time (kStepDeltaName), as the runs
+    // table shows it: the runs of the chosen choice and the control's, repeats pooled.
+    const auto head
+        = std::find_if(rows.begin(), rows.end(), [](const ComparisonRow& r) { return r.isControl; });
+    if (out.advice.chosen && head != rows.end() && !rows[int(*out.advice.chosen)].isControl) {
+        const QString label = rows[int(*out.advice.chosen)].run.moduleSetLabel();
+        QVector<RunRecord> ours, controls { head->run };
+        for (const ComparisonRow& r : rows) {
+            if (!r.isControl && r.match.matched && r.run.moduleSetLabel() == label)
+                ours << r.run;
+        }
+        for (qint64 id : moreControlRuns) {
+            if (const auto r = store.run(id); r && id != head->run.id)
+                controls << *r;
+        }
+        if (const auto d = stepTimeDelta(store, ours, controls))
+            out.advice.summary += std::string("; ") + kStepDeltaName + " vs the control " + deltaCell(*d);
+    }
     return out;
 }
 

@@ -13,6 +13,7 @@
 #include <QVector>
 
 #include "core/advisor.h"
+#include "core/estimator.h"
 #include "storage/store.h"
 
 namespace rs::storage {
@@ -36,6 +37,10 @@ StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>
 // `recompute advise --control`): empty when the store has no such comparison. targetGb > 0.
 std::optional<StoredAdvice> adviseOnControl(
     const Store& store, qint64 controlRunId, double targetGb, const QVector<qint64>& moreControlRuns = {});
+
+// The layout a stored run's estimate is made in: the one that measured it (an imported Megatron log is
+// Megatron's, a run of our worker the worker's). The runs table and the advisor both estimate in it.
+Layout estimateLayoutOf(const RunRecord& run);
 
 // The memory target stored in a recipe JSON text (memory_target_gb), if any.
 std::optional<double> recipeMemoryTarget(const QString& recipeJson);

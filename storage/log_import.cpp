@@ -726,6 +726,11 @@ const QVector<IterationRow>& TrainingLogStream::iterations() const
     return m_impl->parser.current().iterations;
 }
 
+const QVector<MemoryReport>& TrainingLogStream::memory() const
+{
+    return m_impl->parser.current().memory;
+}
+
 ParsedLog TrainingLogStream::finish()
 {
     m_impl->finished = true;
@@ -1127,10 +1132,14 @@ RunRecord runOfLog(const ParsedLog& log, const QJsonObject& recipe, const QStrin
 }
 
 // Step 4: every rank's peaks, and the run's: the largest max-allocated any rank reported (the guide's
-// contract reads it after iteration 2).
+// contract reads it after iteration 2). `max allocated` is torch's running maximum, so a later report of
+// the same value is the same peak read later: the run's note names the last iteration that reported the
+// peak, and two runs that logged the same iterations read their peaks at the same point (a peak that grew
+// by 1 MB after iteration 2 of one run does not make it "another point" than the other's).
 QMap<int, RankPeak> peaksOfLog(const ParsedLog& log, RunRecord* run)
 {
     QMap<int, RankPeak> ranks;
+    int noteIteration = -1;
     for (const MemoryReport& m : log.memory) {
         RankPeak& p = ranks[m.rank];
         p.rank = m.rank;
@@ -1143,11 +1152,15 @@ QMap<int, RankPeak> peaksOfLog(const ParsedLog& log, RunRecord* run)
         if (m.maxAllocated && (!run->peakAllocated || *m.maxAllocated > *run->peakAllocated)) {
             run->peakAllocated = m.maxAllocated;
             run->peakRank = m.rank;
-            run->peakNote = u"after iteration %1"_s.arg(m.afterIteration);
+            noteIteration = m.afterIteration;
+        } else if (m.maxAllocated && *m.maxAllocated == *run->peakAllocated) {
+            noteIteration = std::max(noteIteration, m.afterIteration);
         }
         if (m.maxReserved && (!run->peakReserved || *m.maxReserved > *run->peakReserved))
             run->peakReserved = m.maxReserved;
     }
+    if (noteIteration >= 0)
+        run->peakNote = u"after iteration %1"_s.arg(noteIteration);
     return ranks;
 }
 

@@ -80,6 +80,8 @@ public:
     // these bytes completed, in order of arrival (a repeated or refused line gives none).
     QVector<IterationRow> feed(QByteArrayView bytes);
     const QVector<IterationRow>& iterations() const; // every one so far, in order of arrival
+    // Every memory line so far (one per rank and iteration), in order of arrival: the live memory curve.
+    const QVector<MemoryReport>& memory() const;
     // The end of the log: a partial last line is not used (truncatedLastLine), as in parseTrainingLog.
     ParsedLog finish();
 

@@ -18,7 +18,9 @@
 #include <QSqlQuery>
 #include <QSqlRecord>
 
+#include "core/step_stats.h"
 #include "core/units.h"
+#include "storage/significance.h"
 
 using namespace Qt::StringLiterals;
 
@@ -48,6 +50,19 @@ QString formatPercent(std::optional<double> pct)
         return {};
     // Rounded first, so -0.004 prints as -0.00% and keeps its sign as the guide does.
     return (*pct >= 0 ? u"+"_s : u"-"_s) + QString::number(std::abs(*pct), 'f', 2) + u"%"_s;
+}
+
+QString formatStepDelta(const ComparisonRow& row)
+{
+    if (row.isControl)
+        return u"control"_s;
+    // As core's deltaCell writes it (the runs table's cell).
+    QString s = formatPercent(row.timeVsControlPct);
+    if (row.timeVsControlPct && row.timeLowPct && row.timeHighPct)
+        s += QString::asprintf(" [%+.2f, %+.2f]", *row.timeLowPct, *row.timeHighPct);
+    if (row.timeVerdict == u"not significant"_s)
+        s += u" not significant"_s;
+    return s;
 }
 
 QString shortestDouble(double v)
@@ -88,9 +103,7 @@ QString allocatedCell(const ComparisonRow& row)
 }
 QString timeCell(const ComparisonRow& row)
 {
-    if (row.isControl)
-        return u"control"_s;
-    return formatPercent(row.timeVsControlPct);
+    return formatStepDelta(row);
 }
 QString flagCell(const ComparisonRow& row)
 {
@@ -156,7 +169,7 @@ QStringList header(const ReportTable& t)
         : t.control->controlKind() == u"megatron-none"                ? u"None"_s
                                                                       : u"control"_s;
     return { u"Selective modules"_s, u"Peak allocated (GB)"_s, u"Step time (ms)"_s, u"TFLOP/s/GPU"_s,
-        u"Allocated vs "_s + kind, u"Time vs "_s + kind, u"Outcome"_s, u"Run"_s, u"Matched?"_s };
+        u"Allocated vs "_s + kind, u"Time vs "_s + kind + u" (HL)"_s, u"Outcome"_s, u"Run"_s, u"Matched?"_s };
 }
 
 QStringList cellsText(const ComparisonRow& row);
@@ -293,6 +306,8 @@ QVector<ReportTable> buildReport(
     const Store& store, std::optional<qint64> control, const QVector<qint64>& runIds)
 {
     QVector<ReportTable> tables = buildTables(store, control, runIds);
+    for (auto& t : tables)
+        fillStepTimeDeltas(store, t.rows); // the one Δ step time (core's kStepDeltaName)
     QVector<qint64> ids;
     for (const auto& t : tables)
         for (const auto& row : t.rows)
@@ -404,6 +419,8 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
         }
         if (tables.isEmpty())
             out += u"No runs.\n"_s;
+        else
+            out += u"Time vs [] (HL): "_s + QString::fromUtf8(kStepDeltaDefinition) + u"\n"_s;
         break;
     case ReportFormat::Csv: {
         // pandas.read_csv reads it as it is: integers without ".0", booleans true/false, doubles in their
@@ -412,7 +429,7 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
             u"peak_allocated_bytes"_s, u"peak_allocated_gb"_s, u"steady_step_ms"_s, u"tflops_per_gpu"_s,
             u"allocated_vs_control_pct"_s, u"time_vs_control_pct"_s, u"outcome"_s, u"failure_stage"_s,
             u"failure_iteration"_s, u"is_control"_s, u"matched"_s, u"not_matched_reasons"_s, u"notes"_s,
-            u"control_kind"_s };
+            u"control_kind"_s, u"time_vs_control_low_pct"_s, u"time_vs_control_high_pct"_s };
         out += head.join(u',') + u"\n"_s;
         for (const auto& t : tables) {
             for (const auto& row : t.rows) {
@@ -427,7 +444,8 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
                     row.isControl ? u"true"_s : u"false"_s,
                     row.isControl || row.match.matched ? u"true"_s : u"false"_s,
                     row.match.reasons.join(u"; "_s), row.match.notes.join(u"; "_s),
-                    t.control ? t.control->controlKind() : QString() };
+                    t.control ? t.control->controlKind() : QString(), csvNum(row.timeLowPct),
+                    csvNum(row.timeHighPct) };
                 for (auto& s : c)
                     s = csvCell(s);
                 out += c.join(u',') + u"\n"_s;
@@ -457,6 +475,8 @@ QString formatReport(const QVector<ReportTable>& tables, ReportFormat format)
                     { u"tflops_per_gpu"_s, jsonOpt(r.modelTflops) },
                     { u"allocated_vs_control_pct"_s, jsonOpt(row.allocatedVsControlPct) },
                     { u"time_vs_control_pct"_s, jsonOpt(row.timeVsControlPct) },
+                    { u"time_vs_control_low_pct"_s, jsonOpt(row.timeLowPct) },
+                    { u"time_vs_control_high_pct"_s, jsonOpt(row.timeHighPct) },
                     { u"outcome"_s, r.outcome },
                     { u"failure_stage"_s,
                         r.failureStage.isEmpty() ? QJsonValue() : QJsonValue(r.failureStage) },

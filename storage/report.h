@@ -45,6 +45,9 @@ int unmatchedRows(const QVector<ReportTable>& tables);
 // Cells as the guide writes them: "36.618" (GB = 1e9 bytes, 3 decimals), "457.18" (ms), "-0.01%", "control".
 QString formatGigabytes(std::optional<qint64> bytes);
 QString formatPercent(std::optional<double> pct);
+// A row's Δ step time as every table writes it (the runs table, the reports): "+1.00% [+0.80, +1.20]", with
+// " not significant" when its interval holds 0 (core's deltaCell); "control" for the control's row.
+QString formatStepDelta(const ComparisonRow& row);
 // The shortest text that reads back as the same double ("321.4", never "321.39999999999998"); "" for NaN
 // and infinities.
 QString shortestDouble(double v);

@@ -38,6 +38,54 @@ std::optional<double> pooledIntervalHalfWidthPct(const Store& store, const QVect
     return stats ? stats->halfWidthPct() : std::nullopt;
 }
 
+std::vector<double> stepSamplesOf(const Store& store, const RunRecord& run)
+{
+    return stepSamples(steadyIterationTimes(store, run.id), run.steadyStepMs);
+}
+
+std::optional<TimeDelta> stepTimeDelta(
+    const Store& store, const QVector<RunRecord>& runs, const QVector<RunRecord>& controls)
+{
+    std::vector<double> x, y;
+    for (const RunRecord& r : runs) {
+        const std::vector<double> t = stepSamplesOf(store, r);
+        x.insert(x.end(), t.begin(), t.end());
+    }
+    for (const RunRecord& r : controls) {
+        const std::vector<double> t = stepSamplesOf(store, r);
+        y.insert(y.end(), t.begin(), t.end());
+    }
+    return timeDelta(x, y);
+}
+
+void fillStepTimeDeltas(
+    const Store& store, QVector<ComparisonRow>& rows, const QVector<qint64>& moreControlRuns)
+{
+    const auto head
+        = std::find_if(rows.begin(), rows.end(), [](const ComparisonRow& r) { return r.isControl; });
+    if (head == rows.end())
+        return;
+    QVector<RunRecord> controls { head->run };
+    for (qint64 id : moreControlRuns) {
+        if (id == head->run.id)
+            continue;
+        if (const auto r = store.run(id))
+            controls << *r;
+    }
+    for (ComparisonRow& row : rows) {
+        // Only where the plain delta exists: matched, a step time on both sides.
+        if (row.isControl || !row.timeVsControlPct)
+            continue;
+        const auto d = stepTimeDelta(store, { row.run }, controls);
+        if (!d)
+            continue;
+        row.timeVsControlPct = d->pct;
+        row.timeLowPct = d->low_pct;
+        row.timeHighPct = d->high_pct;
+        row.timeVerdict = d->low_pct ? QString::fromLatin1(significanceName(d->verdict)) : QString();
+    }
+}
+
 RecomputeChoice storedChoice(const RunRecord& run)
 {
     RecomputeChoice c;

@@ -13,6 +13,7 @@
 #include <QVector>
 
 #include "core/comparison.h"
+#include "core/step_stats.h"
 #include "storage/advice.h"
 #include "storage/store.h"
 
@@ -25,6 +26,18 @@ std::vector<double> steadyIterationTimes(const Store& store, qint64 runId);
 // stepStats), % of the median; nullopt while there is no interval. The repeat-until-narrow rule of both
 // sessions (RunSession, JobSession).
 std::optional<double> pooledIntervalHalfWidthPct(const Store& store, const QVector<qint64>& runs);
+
+// One run's samples of the Δ step time (core's stepSamples): its steady iteration times, or its stored steady
+// step time alone when it keeps none.
+std::vector<double> stepSamplesOf(const Store& store, const RunRecord& run);
+// Δ step time of `runs` (pooled) against `controls` (pooled): core's timeDelta on their stepSamplesOf, the
+// one definition (kStepDeltaName). nullopt when either side has no sample.
+std::optional<TimeDelta> stepTimeDelta(
+    const Store& store, const QVector<RunRecord>& runs, const QVector<RunRecord>& controls);
+// Rewrites every matched row's Δ step time (timeVsControlPct, its interval and verdict) with stepTimeDelta
+// of the row's run against the control row's run (and `moreControlRuns`, repeats of the control).
+void fillStepTimeDeltas(
+    const Store& store, QVector<ComparisonRow>& rows, const QVector<qint64>& moreControlRuns = {});
 
 // A stored run's recompute choice ("" granularity, Megatron's None, reads as [] like the explicit control;
 // selective without recompute_modules as Megatron's default core_attn).

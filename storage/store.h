@@ -280,7 +280,13 @@ struct ComparisonRow {
     bool isControl = false;
     MatchCheck match; // run vs control
     std::optional<double> allocatedVsControlPct; // (run - control) / control * 100, only when matched
+    // Δ step time, only when matched: Store::compare fills it with the one definition (core's
+    // kStepDeltaName, storage::stepTimeDelta: the Hodges-Lehmann shift of the steady iterations, in % of the
+    // control's median) and its 95 % interval (nullopt: too few iterations for one); compareRecords alone
+    // gives the plain percentage of the stored step times, with no interval.
     std::optional<double> timeVsControlPct;
+    std::optional<double> timeLowPct, timeHighPct;
+    QString timeVerdict; // "faster" | "slower" | "not significant"; "" without an interval
 };
 
 class Store {

@@ -10,6 +10,7 @@
 #include <QSqlQuery>
 
 #include "core/comparison.h"
+#include "storage/significance.h"
 #include "storage/store.h"
 #include "storage/store_internal.h"
 
@@ -522,7 +523,9 @@ QVector<ComparisonRow> Store::compare(qint64 controlRunId, const QVector<qint64>
         if (byId.contains(id))
             runs << byId.value(id);
     }
-    return compareRecords(byId.value(controlRunId), runs);
+    QVector<ComparisonRow> rows = compareRecords(byId.value(controlRunId), runs);
+    fillStepTimeDeltas(*this, rows); // the one Δ step time (core's kStepDeltaName)
+    return rows;
 }
 
 QVector<ComparisonRow> Store::compareRecords(const RunRecord& control, const QVector<RunRecord>& runs)

@@ -1,10 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "estimatepanel.h"
 
+#include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
+#include <QStandardItemModel>
+#include <QTabWidget>
+#include <QTableView>
+#include <QTimer>
 #include <QVBoxLayout>
 
+#include "core/rules.h"
 #include "core/units.h"
 #include "recipedocument.h"
 
@@ -24,18 +30,90 @@ const Category kCategories[] = { { "parameters", "params", QColor(0x4e, 0x79, 0x
     { "activations", "acts", QColor(0xe1, 0x57, 0x59) },
     { "transient", "transient", QColor(0xed, 0xc9, 0x48) }, { "other", "other", QColor(0x9c, 0x75, 0x5f) } };
 
+QString gb(int64_t bytes)
+{
+    return QString::fromStdString(formatGb(bytes, 2));
+}
+
+QStandardItem* figure(const QString& text)
+{
+    auto* item = new QStandardItem(text);
+    item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+    item->setEditable(false);
+    return item;
+}
+
+QStandardItem* text(const QString& t)
+{
+    auto* item = new QStandardItem(t);
+    item->setEditable(false);
+    return item;
+}
+
+// The peak of the phases recompute acts on (forward and backward) on a rank.
+int64_t activationPhasesPeak(const RankEstimate& r)
+{
+    int64_t peak = 0;
+    for (const char* name : { "forward", "backward" }) {
+        if (const PhaseEstimate* p = r.phase(name))
+            peak = std::max(peak, p->peak_bytes);
+    }
+    return peak;
+}
+
+QTableView* tableOf(QStandardItemModel* model)
+{
+    auto* view = new QTableView;
+    view->setModel(model);
+    view->verticalHeader()->hide();
+    view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
+    view->setEditTriggers(QAbstractItemView::NoEditTriggers);
+    view->setSelectionBehavior(QAbstractItemView::SelectRows);
+    // Figures take their own width: nine columns of a phase fit the panel at 1366 px.
+    view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+    view->horizontalHeader()->setStretchLastSection(false);
+    view->setWordWrap(false);
+    return view;
+}
+
 } // namespace
 
 EstimatePanel::EstimatePanel(RecipeDocument* document, QWidget* parent)
     : QWidget(parent)
     , m_document(document)
     , m_label(new QLabel(this))
+    , m_barSpace(new QWidget(this))
+    , m_tables(new QTabWidget(this))
+    , m_phases(new QStandardItemModel(this))
+    , m_choices(new QStandardItemModel(this))
+    , m_choicesTimer(new QTimer(this))
 {
     auto* layout = new QVBoxLayout(this);
-    layout->setContentsMargins(4, 4, 4, 30); // the bar is painted below the label
+    layout->setContentsMargins(4, 4, 4, 4);
     m_label->setWordWrap(true);
     layout->addWidget(m_label);
+    m_barSpace->setFixedHeight(26); // the stacked bar is painted here
+    layout->addWidget(m_barSpace);
+    QStringList phaseHeads { tr("Phase"), tr("Peak GB") };
+    for (const auto& c : kCategories)
+        phaseHeads << QString::fromLatin1(c.label);
+    m_phases->setHorizontalHeaderLabels(phaseHeads);
+    m_choices->setHorizontalHeaderLabels({ tr("Recompute choice"), tr("Peak GB"), tr("Peak phase"),
+        tr("Fwd/bwd peak GB"), tr("Δ fwd/bwd GB"), tr("Target") });
+    m_choices->horizontalHeaderItem(3)->setToolTip(
+        tr("The peak of the forward and backward phases on the hottest stage: what recompute changes, even "
+           "when the optimizer phase holds the step's peak."));
+    m_choices->horizontalHeaderItem(4)->setToolTip(tr("Against the recipe's own recompute choice."));
+    m_tables->addTab(tableOf(m_phases), tr("Phases of the hottest stage"));
+    m_tables->addTab(tableOf(m_choices), tr("Every recompute choice"));
+    m_tables->setTabToolTip(1,
+        tr("The estimate of every choice this model can take (recompute estimate "
+           "--all-choices); the recipe's own is bold."));
+    layout->addWidget(m_tables, 1);
     setMinimumHeight(70);
+    m_choicesTimer->setSingleShot(true);
+    m_choicesTimer->setInterval(150); // one estimate per choice: after the typing stops
+    connect(m_choicesTimer, &QTimer::timeout, this, &EstimatePanel::refreshChoices);
     connect(m_document, &RecipeDocument::recipeChanged, this, [this] { refresh(); });
     refresh();
 }
@@ -56,6 +134,9 @@ QString EstimatePanel::summary() const
         text += tr("; target %1 GB: %2")
                     .arg(QString::fromStdString(formatFixed(bytesToGb(*m_target), 1)))
                     .arg(static_cast<double>(m_estimate.peak_bytes) <= *m_target ? tr("fits") : tr("over"));
+    if (hot.peak_phase != "forward" && hot.peak_phase != "backward")
+        text += tr(". The %1 phase holds the peak: recompute moves the forward/backward peak (%2 GB), below.")
+                    .arg(QString::fromStdString(hot.peak_phase), gb(activationPhasesPeak(hot)));
     return text;
 }
 
@@ -70,7 +151,65 @@ void EstimatePanel::refresh()
     else
         m_estimate = MemoryEstimate {};
     m_label->setText(summary());
+    m_phases->removeRows(0, m_phases->rowCount());
+    if (!m_estimate.ranks.empty()) {
+        const RankEstimate& hot = m_estimate.ranks[static_cast<size_t>(m_estimate.hottest)];
+        for (const PhaseEstimate& p : hot.phases) {
+            QList<QStandardItem*> row { text(QString::fromStdString(p.phase)), figure(gb(p.peak_bytes)) };
+            for (const auto& c : kCategories)
+                row << figure(gb(p.category(c.key)));
+            if (p.phase == hot.peak_phase) {
+                for (QStandardItem* item : row) {
+                    QFont f = item->font();
+                    f.setBold(true);
+                    item->setFont(f);
+                }
+            }
+            m_phases->appendRow(row);
+        }
+    }
+    m_choicesTimer->start();
     update();
+}
+
+void EstimatePanel::refreshChoices()
+{
+    m_choicesTimer->stop();
+    m_choices->removeRows(0, m_choices->rowCount());
+    if (m_estimate.ranks.empty())
+        return;
+    const Recipe& r = m_document->validation().resolved;
+    const int64_t ownActivations
+        = activationPhasesPeak(m_estimate.ranks[static_cast<size_t>(m_estimate.hottest)]);
+    const RecomputeChoice own = recipeChoice(r);
+    for (const RecomputeChoice& c : recomputeChoices(r)) {
+        const MemoryEstimate e = estimateMemory(validate(candidateRecipe(r, c)).resolved, Layout::Megatron);
+        if (e.ranks.empty())
+            continue;
+        const RankEstimate& hot = e.ranks[static_cast<size_t>(e.hottest)];
+        const int64_t act = activationPhasesPeak(hot);
+        QList<QStandardItem*> row { text(QString::fromStdString(c.label())), figure(gb(e.peak_bytes)),
+            text(QString::fromStdString(hot.peak_phase)), figure(gb(act)),
+            figure(QString::fromStdString(
+                (act >= ownActivations ? "+" : "") + formatGb(act - ownActivations, 2))),
+            text(!m_target                              ? QString()
+                    : double(e.peak_bytes) <= *m_target ? tr("fits")
+                                                        : tr("over")) };
+        if (c.sameAs(own)) {
+            for (QStandardItem* item : row) {
+                QFont f = item->font();
+                f.setBold(true);
+                item->setFont(f);
+            }
+        }
+        m_choices->appendRow(row);
+    }
+}
+
+QRectF EstimatePanel::barRect() const
+{
+    const QRect space = m_barSpace->geometry();
+    return QRectF(space.left() + 0.0, space.top() + 4.0, space.width() + 0.0, 18.0);
 }
 
 void EstimatePanel::paintEvent(QPaintEvent* event)
@@ -83,7 +222,7 @@ void EstimatePanel::paintEvent(QPaintEvent* event)
     if (scale_max <= 0)
         return;
     QPainter p(this);
-    const QRectF bar(4, height() - 26, width() - 8, 18);
+    const QRectF bar = barRect();
     double x = bar.left();
     for (const auto& c : kCategories) {
         const double w = bar.width() * static_cast<double>(peak.category(c.key)) / scale_max;

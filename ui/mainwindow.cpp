@@ -3,6 +3,7 @@
 
 #include <QAction>
 #include <QApplication>
+#include <QClipboard>
 #include <QCloseEvent>
 #include <QComboBox>
 #include <QDialog>
@@ -13,14 +14,17 @@
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QFontDatabase>
+#include <QImage>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProcess>
 #include <QRegularExpression>
+#include <QScopeGuard>
 #include <QScreen>
 #include <QSettings>
+#include <QStackedWidget>
 #include <QStandardPaths>
 #include <QStatusBar>
 #include <QTabWidget>
@@ -29,6 +33,7 @@
 #include <QVBoxLayout>
 
 #include "bridgerecipedialog.h"
+#include "commandlinedialog.h"
 #include "core/recipe_json.h"
 #include "editorpage.h"
 #include "launchpage.h"
@@ -42,6 +47,7 @@
 #include "setcontroldialog.h"
 #include "storage/log_import.h"
 #include "storage/store.h"
+#include "welcomepage.h"
 
 // The user guide and its screenshots, compiled into rs_ui (ui/help.qrc); a static library's resources are
 // registered by hand.
@@ -58,6 +64,25 @@ namespace rs::ui {
 
 namespace {
 const QString kRecentKey = QStringLiteral("recentFiles");
+
+// The user guide's viewer: its screenshots are taken at 1366 px; shown at that size they ran off a 1000 px
+// dialog. Each image is scaled to the viewer's width (never up).
+class GuideBrowser : public QTextBrowser {
+public:
+    QVariant loadResource(int type, const QUrl& name) override
+    {
+        QVariant v = QTextBrowser::loadResource(type, name);
+        if (type != QTextDocument::ImageResource)
+            return v;
+        QImage image = v.value<QImage>();
+        if (image.isNull())
+            image.loadFromData(v.toByteArray());
+        const int room = std::max(200, viewport()->width() - 24);
+        if (!image.isNull() && image.width() > room)
+            return image.scaledToWidth(room, Qt::SmoothTransformation);
+        return image.isNull() ? v : QVariant(image);
+    }
+};
 } // namespace
 
 MainWindow::MainWindow(const QString& storePath, QWidget* parent)
@@ -79,7 +104,9 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
         m_runs->selectRun(runId);
     });
     connect(m_runs, &RunsPage::rerunRequested, this, &MainWindow::rerun);
-    setCentralWidget(m_pages);
+    m_stack = new QStackedWidget;
+    m_stack->addWidget(m_pages);
+    setCentralWidget(m_stack);
     buildMenus();
 
     connect(m_document, &RecipeDocument::modifiedChanged, this, &MainWindow::updateTitle);
@@ -132,6 +159,9 @@ void MainWindow::restoreSettings()
     }
     restoreState(settings.value(QStringLiteral("window/state")).toByteArray());
 
+    // A first start (nothing remembered) opens on the start page, with the preset that fits this machine.
+    const bool firstStart = !settings.contains(QStringLiteral("session/recipe"))
+        && !settings.contains(QStringLiteral("session/preset"));
     // The last recipe: its file when it still opens, else the preset it came from, else the first preset.
     const QString last = settings.value(QStringLiteral("session/recipe")).toString();
     bool opened = false;
@@ -146,6 +176,8 @@ void MainWindow::restoreSettings()
         const QString preset = settings.value(QStringLiteral("session/preset")).toString();
         if (presets.contains(preset))
             loadPreset(preset);
+        else if (firstStart)
+            showStartPage(); // its first button's preset is loaded, so the pages hold a recipe too
         else if (!presets.isEmpty())
             loadPreset(presets.front());
     }
@@ -157,7 +189,13 @@ void MainWindow::restoreSettings()
         m_runs->axesBox()->setCurrentIndex(axes);
         m_runs->redrawTradeoff();
     }
-    if (settings.contains(QStringLiteral("runs/memoryTarget"))) {
+    // The chart shows the comparison it showed, with the memory target set for that comparison (a target
+    // belongs to the job it was set for), the filter and the chart's tab.
+    const qint64 comparison = settings.value(QStringLiteral("runs/comparison"), -1).toLongLong();
+    m_runs->restoreView(settings.value(QStringLiteral("runs/filter")).toString(), comparison,
+        settings.value(QStringLiteral("runs/chartTab"), 0).toInt());
+    if (settings.contains(QStringLiteral("runs/memoryTarget"))
+        && comparison == m_runs->comparisonBox()->currentData().toLongLong()) {
         const double gb = settings.value(QStringLiteral("runs/memoryTarget")).toDouble();
         m_runs->setMemoryTarget(gb > 0 ? std::optional<double>(gb) : std::nullopt);
     }
@@ -175,6 +213,9 @@ void MainWindow::saveSettings() const
         QStringLiteral("session/preset"), m_document->filePath().isEmpty() ? m_presetName : QString());
     settings.setValue(QStringLiteral("runs/axes"), m_runs->axesBox()->currentIndex());
     settings.setValue(QStringLiteral("runs/memoryTarget"), m_runs->targetBox()->value());
+    settings.setValue(QStringLiteral("runs/comparison"), m_runs->comparisonBox()->currentData().toLongLong());
+    settings.setValue(QStringLiteral("runs/chartTab"), m_runs->chartTabs()->currentIndex());
+    settings.setValue(QStringLiteral("runs/filter"), m_runs->recipeFilterText());
 }
 
 QStringList MainWindow::recentFiles() const
@@ -248,14 +289,15 @@ void MainWindow::showUserGuide(const QString& heading)
     dialog->setObjectName(QStringLiteral("userGuide"));
     dialog->setWindowTitle(tr("Recompute Studio user guide"));
     auto* layout = new QVBoxLayout(dialog);
-    auto* browser = new QTextBrowser;
+    auto* browser = new GuideBrowser;
     browser->setOpenExternalLinks(true);
-    browser->setSource(QUrl(userGuideUrl()), QTextDocument::MarkdownResource);
     layout->addWidget(browser);
     auto* buttons = new QDialogButtonBox(QDialogButtonBox::Close);
     connect(buttons, &QDialogButtonBox::rejected, dialog, &QDialog::reject);
     layout->addWidget(buttons);
     dialog->resize(std::min(1000, width() - 40), std::min(800, height() - 40));
+    dialog->layout()->activate(); // the viewer's width is known before the images are scaled to it
+    browser->setSource(QUrl(userGuideUrl()), QTextDocument::MarkdownResource);
     if (!heading.isEmpty() && browser->find(heading)) {
         // The heading at the top of the view, not at its bottom edge.
         browser->moveCursor(QTextCursor::End);
@@ -337,64 +379,30 @@ void MainWindow::buildMenus()
                     return;
                 m_presetName.clear();
                 m_document->resetUntitled(Recipe {});
+                showPages();
             })
         ->setObjectName(QStringLiteral("actionNew"));
     QMenu* presets = file->addMenu(tr("New from &preset"));
     for (const QString& name : presetNames()) {
         presets->addAction(presetTitle(name), this, [this, name] {
-            if (maybeSave())
-                loadPreset(name);
+            if (maybeSave() && loadPreset(name))
+                showPages();
         });
     }
     presets->setEnabled(!presets->isEmpty());
-    file->addAction(tr("New from &Bridge recipe…"), this,
-            [this] {
-                if (!maybeSave())
-                    return;
-                BridgeRecipeDialog dialog(this);
-                if (dialog.exec() != QDialog::Accepted || !dialog.job())
-                    return;
-                m_presetName.clear();
-                m_document->resetUntitled(dialog.job()->recipe);
-                m_document->setInputFormat(InputFormat::BridgeOverrides);
-                QStringList notes;
-                for (const std::string& n : dialog.job()->notes)
-                    notes << QString::fromStdString(n);
-                statusBar()->showMessage(notes.join(u"; "), 20000);
-            })
+    file->addAction(tr("New from &Bridge recipe…"), this, &MainWindow::newFromBridgeRecipe)
         ->setObjectName(QStringLiteral("actionNewFromBridge"));
-    file->addAction(tr("&Open recipe…"), QKeySequence::Open, this, [this] {
-        if (!maybeSave())
-            return;
-        const QString path = QFileDialog::getOpenFileName(
-            this, tr("Open recipe"), QString(), tr("Recipes (*.recipe.json *.json);;All files (*)"));
-        if (!path.isEmpty())
-            openRecipe(path);
-    });
+    file->addAction(tr("Paste &command line…"), this, &MainWindow::askPasteCommandLine)
+        ->setObjectName(QStringLiteral("actionPasteCommandLine"));
+    file->addAction(tr("&Open recipe…"), QKeySequence::Open, this, &MainWindow::askOpenRecipe);
     m_recentMenu = file->addMenu(tr("Open &recent"));
     m_recentMenu->setObjectName(QStringLiteral("recentMenu"));
     file->addAction(tr("&Save"), QKeySequence::Save, this, [this] { save(); })
         ->setObjectName(QStringLiteral("actionSave"));
     file->addAction(tr("Save &as…"), QKeySequence::SaveAs, this, [this] { saveAs(); });
     file->addSeparator();
-    file->addAction(tr("&Import training logs…"), this, [this] {
-        // Several at once (the logs of one shape compare themselves), with progress (ui/logimportdialog).
-        const QStringList paths
-            = QFileDialog::getOpenFileNames(this, tr("Import Megatron-LM or Megatron Bridge training logs"),
-                QString(), tr("Logs (*.log *.txt *.out);;All files (*)"));
-        if (paths.isEmpty())
-            return;
-        const LogImportSummary imported = importLogsWithProgress(m_store.get(), paths, this);
-        m_runs->reload();
-        if (!imported.runIds.isEmpty()) {
-            m_runs->selectRun(imported.runIds.last());
-            m_pages->setCurrentWidget(m_runs);
-        }
-        statusBar()->showMessage(imported.lines.join(QStringLiteral("; ")), 15000);
-        if (!imported.errors.isEmpty())
-            QMessageBox::warning(
-                this, tr("Import training logs"), imported.errors.join(QStringLiteral("\n")));
-    });
+    file->addAction(tr("&Import training logs…"), this, &MainWindow::importLogs)
+        ->setObjectName(QStringLiteral("actionImportLogs"));
     file->addAction(tr("Set &control of the selected run…"), this, [this] {
         if (SetControlDialog::edit(m_store.get(), { m_runs->selectedRunId() }, this))
             m_runs->reload();
@@ -409,8 +417,32 @@ void MainWindow::buildMenus()
     file->addSeparator();
     file->addAction(tr("&Quit"), QKeySequence::Quit, this, &QWidget::close);
 
+    // The text being edited (a recipe view, a filter box): the standard editing actions act on the focused
+    // widget, so Undo takes back what a regeneration of the recipe text replaced.
+    QMenu* edit = menuBar()->addMenu(tr("&Edit"));
+    edit->setObjectName(QStringLiteral("editMenu"));
+    const auto onFocused = [edit, this](const QString& text, QKeySequence::StandardKey key, const char* slot,
+                               const QString& objectName) {
+        QAction* a = edit->addAction(text, this, [slot] {
+            if (QWidget* w = QApplication::focusWidget())
+                QMetaObject::invokeMethod(w, slot);
+        });
+        a->setShortcut(key);
+        a->setShortcutContext(Qt::WidgetShortcut); // the focused editor handles the key itself
+        a->setObjectName(objectName);
+    };
+    onFocused(tr("&Undo"), QKeySequence::Undo, "undo", QStringLiteral("actionUndo"));
+    onFocused(tr("&Redo"), QKeySequence::Redo, "redo", QStringLiteral("actionRedo"));
+    edit->addSeparator();
+    onFocused(tr("Cu&t"), QKeySequence::Cut, "cut", QStringLiteral("actionCut"));
+    onFocused(tr("&Copy"), QKeySequence::Copy, "copy", QStringLiteral("actionCopy"));
+    onFocused(tr("&Paste"), QKeySequence::Paste, "paste", QStringLiteral("actionPaste"));
+    onFocused(tr("Select &all"), QKeySequence::SelectAll, "selectAll", QStringLiteral("actionSelectAll"));
+
     QMenu* help = menuBar()->addMenu(tr("&Help"));
     help->setObjectName(QStringLiteral("helpMenu"));
+    help->addAction(tr("&Start page"), this, &MainWindow::showStartPage)
+        ->setObjectName(QStringLiteral("actionStartPage"));
     help->addAction(tr("&User guide"), QKeySequence::HelpContents, this, [this] { showUserGuide(); });
     help->addAction(tr("The &measurement contract"), this,
         [this] { showUserGuide(QStringLiteral("The measurement contract")); });
@@ -428,6 +460,139 @@ void MainWindow::buildMenus()
     help->addAction(tr("About &Qt"), qApp, &QApplication::aboutQt);
 }
 
+void MainWindow::showStartPage()
+{
+    if (!m_welcome) {
+        m_welcome = new WelcomePage(probeMachine());
+        m_stack->addWidget(m_welcome);
+        connect(m_welcome, &WelcomePage::startFromPreset, this, [this](const QString& name) {
+            if (maybeSave() && loadPreset(name)) {
+                m_pages->setCurrentWidget(m_editor);
+                showPages();
+            }
+        });
+        connect(m_welcome, &WelcomePage::openRecipe, this, &MainWindow::askOpenRecipe);
+        connect(m_welcome, &WelcomePage::bridgeRecipe, this, &MainWindow::newFromBridgeRecipe);
+        connect(m_welcome, &WelcomePage::pasteCommandLine, this, &MainWindow::askPasteCommandLine);
+        connect(m_welcome, &WelcomePage::importLogs, this, &MainWindow::importLogs);
+        connect(m_welcome, &WelcomePage::showGuideRuns, this, [this] {
+            m_pages->setCurrentWidget(m_runs);
+            showPages();
+        });
+    }
+    // The pages hold a recipe whatever is chosen: the one that fits this machine until then.
+    if (m_document->recipe().num_layers == 0 && m_document->filePath().isEmpty() && !m_document->isModified())
+        loadPreset(m_welcome->defaultPreset());
+    m_stack->setCurrentWidget(m_welcome);
+}
+
+void MainWindow::showPages()
+{
+    m_stack->setCurrentWidget(m_pages);
+}
+
+bool MainWindow::startPageShown() const
+{
+    return m_welcome && m_stack->currentWidget() == m_welcome;
+}
+
+void MainWindow::askOpenRecipe()
+{
+    if (!maybeSave())
+        return;
+    const QString path = QFileDialog::getOpenFileName(
+        this, tr("Open recipe"), QString(), tr("Recipes (*.recipe.json *.json);;All files (*)"));
+    if (!path.isEmpty() && openRecipe(path)) {
+        m_pages->setCurrentWidget(m_editor);
+        showPages();
+    }
+}
+
+void MainWindow::newFromBridgeRecipe()
+{
+    if (!maybeSave())
+        return;
+    BridgeRecipeDialog dialog(this);
+    if (dialog.exec() != QDialog::Accepted || !dialog.job())
+        return;
+    m_presetName.clear();
+    m_document->resetUntitled(dialog.job()->recipe);
+    m_document->setInputFormat(InputFormat::BridgeOverrides);
+    QStringList notes;
+    for (const std::string& n : dialog.job()->notes)
+        notes << QString::fromStdString(n);
+    statusBar()->showMessage(notes.join(u"; "), 20000);
+    m_pages->setCurrentWidget(m_editor);
+    showPages();
+}
+
+void MainWindow::askPasteCommandLine()
+{
+    if (!maybeSave())
+        return;
+    CommandLineDialog dialog(this);
+    // What is on the clipboard, when it reads as a command: most users come with it copied.
+    const QString clip = QApplication::clipboard()->text();
+    QString ignored;
+    if (!clip.trimmed().isEmpty() && CommandLineDialog::read(clip, &ignored))
+        dialog.setText(clip);
+    if (dialog.exec() != QDialog::Accepted || !dialog.command())
+        return;
+    applyPastedCommand(*dialog.command());
+}
+
+bool MainWindow::pasteCommandLine(const QString& text)
+{
+    QString error;
+    const std::optional<PastedCommand> command = CommandLineDialog::read(text, &error);
+    if (!command) {
+        statusBar()->showMessage(tr("The command line does not read: %1").arg(error), 15000);
+        return false;
+    }
+    applyPastedCommand(*command);
+    return true;
+}
+
+void MainWindow::applyPastedCommand(const PastedCommand& pasted)
+{
+    const PastedCommand* command = &pasted;
+    Recipe recipe = command->input.recipe;
+    // Another job: its own name, never the recipe that was open before.
+    recipe.name = CommandLineDialog::jobName(*command).toStdString();
+    m_presetName.clear();
+    m_document->resetUntitled(recipe);
+    m_document->setInputFormat(command->input.format);
+    m_launch->setJobCommand(command->input.format, command->launcher.join(QLatin1Char(' ')));
+    QStringList notes { tr("Pasted: %1").arg(command->summary) };
+    if (!command->input.note.empty())
+        notes << QString::fromStdString(command->input.note);
+    for (const std::string& n : command->input.setup_notes)
+        notes << QString::fromStdString(n);
+    statusBar()->showMessage(notes.join(QStringLiteral("; ")), 20000);
+    m_pages->setCurrentWidget(m_editor);
+    showPages();
+}
+
+void MainWindow::importLogs()
+{
+    // Several at once (the logs of one shape compare themselves), with progress (ui/logimportdialog).
+    const QStringList paths
+        = QFileDialog::getOpenFileNames(this, tr("Import Megatron-LM or Megatron Bridge training logs"),
+            QString(), tr("Logs (*.log *.txt *.out);;All files (*)"));
+    if (paths.isEmpty())
+        return;
+    const LogImportSummary imported = importLogsWithProgress(m_store.get(), paths, this);
+    m_runs->reload();
+    if (!imported.runIds.isEmpty()) {
+        m_runs->selectRun(imported.runIds.last());
+        m_pages->setCurrentWidget(m_runs);
+        showPages();
+    }
+    statusBar()->showMessage(imported.lines.join(QStringLiteral("; ")), 15000);
+    if (!imported.errors.isEmpty())
+        QMessageBox::warning(this, tr("Import training logs"), imported.errors.join(QStringLiteral("\n")));
+}
+
 qint64 MainWindow::importLog(const QString& path, QString* error)
 {
     const storage::ImportResult result = storage::importTrainingLog(m_store.get(), path);
@@ -438,6 +603,7 @@ qint64 MainWindow::importLog(const QString& path, QString* error)
     m_runs->reload();
     m_runs->selectRun(result.runId);
     m_pages->setCurrentWidget(m_runs);
+    showPages();
     statusBar()->showMessage(result.duplicate
             ? tr("%1 was imported before, as run %2").arg(path).arg(result.runId)
             : tr("Imported %1 as run %2").arg(path).arg(result.runId),
@@ -447,10 +613,18 @@ qint64 MainWindow::importLog(const QString& path, QString* error)
 
 bool MainWindow::exportReport(const QString& path)
 {
+    // Laying a PDF out takes a moment: the window says so rather than looking frozen.
+    statusBar()->showMessage(tr("Writing %1…").arg(QFileInfo(path).fileName()));
+    QApplication::setOverrideCursor(Qt::WaitCursor);
+    auto restore = qScopeGuard([] { QApplication::restoreOverrideCursor(); });
+    QCoreApplication::processEvents(QEventLoop::ExcludeUserInputEvents);
     ReportWriter writer(*m_store, m_runs->visibleRunIds());
     writer.setEditedRecipe(m_document->recipe(), m_document->validation());
     QString error;
-    if (!writer.write(path, &error)) {
+    const bool written = writer.write(path, &error);
+    restore.dismiss();
+    QApplication::restoreOverrideCursor();
+    if (!written) {
         QMessageBox::warning(this, tr("Export report"), error);
         return false;
     }
@@ -488,8 +662,9 @@ bool MainWindow::rerun(qint64 runId)
     m_presetName.clear();
     m_document->resetUntitled(recipe);
     m_pages->setCurrentWidget(m_launch);
+    showPages();
     statusBar()->showMessage(
-        tr("Run %1's recipe is loaded (untitled): Start runs it again.").arg(runId), 10000);
+        tr("Run %1's recipe is loaded (untitled): Run measures it again.").arg(runId), 10000);
     return true;
 }
 

@@ -10,6 +10,7 @@
 #include <QMainWindow>
 
 class QMenu;
+class QStackedWidget;
 class QTabWidget;
 
 namespace rs::storage {
@@ -22,6 +23,8 @@ class EditorPage;
 class RecipeDocument;
 class LaunchPage;
 class RunsPage;
+class WelcomePage;
+struct PastedCommand;
 
 class MainWindow : public QMainWindow {
     Q_OBJECT
@@ -37,6 +40,17 @@ public:
     RunsPage* runsPage() const { return m_runs; }
     LaunchPage* launchPage() const { return m_launch; }
     storage::Store* store() const { return m_store.get(); }
+
+    // The first screen (welcome page): what to do first. Shown on the first start and from Help → Start
+    // page; every step it offers leads to the pages (showPages).
+    void showStartPage();
+    void showPages();
+    bool startPageShown() const;
+    WelcomePage* startPage() const { return m_welcome; }
+    // File → Paste command line…: a Megatron-LM or Bridge command line becomes a new untitled recipe with its
+    // own front end and name, and the launch page's real job takes its launcher. False (status bar says why)
+    // when it does not read.
+    bool pasteCommandLine(const QString& text);
 
     bool openRecipe(const QString& path);
     // A preset becomes a new untitled document: Save then asks for a path.
@@ -70,6 +84,11 @@ protected:
 
 private:
     void buildMenus();
+    void askOpenRecipe();
+    void newFromBridgeRecipe();
+    void askPasteCommandLine();
+    void applyPastedCommand(const PastedCommand& command);
+    void importLogs();
     void updateTitle();
     bool saveAs();
     void addRecentFile(const QString& path);
@@ -81,6 +100,8 @@ private:
 
     RecipeDocument* m_document;
     std::unique_ptr<storage::Store> m_store;
+    QStackedWidget* m_stack;
+    WelcomePage* m_welcome = nullptr;
     QTabWidget* m_pages;
     EditorPage* m_editor;
     RunsPage* m_runs;

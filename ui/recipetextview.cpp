@@ -10,8 +10,10 @@
 #include <QLabel>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QTextCursor>
 #include <QVBoxLayout>
 
+#include "commandlinedialog.h"
 #include "core/megatron_flags.h"
 #include "core/overrides.h"
 #include "core/recipe_json.h"
@@ -177,6 +179,16 @@ void RecipeTextView::refresh(QObject* origin)
 {
     if (origin == this)
         return;
+    // Text being fixed (it does not read) is the user's work: a change made elsewhere (a form field) must
+    // not regenerate it away. It stays, and says so; Revert takes the recipe's text when the user wants it.
+    if (origin && !m_revert->isHidden()) {
+        m_heldBack = true;
+        m_status->setText(m_status->text().section(QLatin1Char('\n'), 0, 0) + QLatin1Char('\n')
+            + tr("The recipe changed elsewhere since; this text is kept as you left it. Fix it to apply it, "
+                 "or "
+                 "Revert to take the recipe's text."));
+        return;
+    }
     // A view on a hidden tab of a shown window catches up when it is shown: three text documents re-laid
     // out on every keystroke would cost more than the rules engine.
     if (!isVisible() && window()->isVisible()) {
@@ -184,15 +196,26 @@ void RecipeTextView::refresh(QObject* origin)
         return;
     }
     m_stale = false;
+    m_heldBack = false;
     m_updating = true;
+    // Replaced as an edit, not with setPlainText: Undo (Ctrl+Z, Edit → Undo) brings the earlier text back.
+    const auto replaceText = [this](const QString& text) {
+        if (m_edit->toPlainText() == text)
+            return;
+        QTextCursor c(m_edit->document());
+        c.beginEditBlock();
+        c.select(QTextCursor::Document);
+        c.insertText(text);
+        c.endEditBlock();
+    };
     try {
-        m_edit->setPlainText(textFor(m_document->recipe(), m_syntax));
+        replaceText(textFor(m_document->recipe(), m_syntax));
         clearError(m_syntax == Syntax::MegatronFlags
                 ? tr("Bridge-only and Studio settings have no flag and are kept as they are.")
                 : QString());
     } catch (const std::exception& e) {
         // A recipe this syntax cannot express (Megatron-LM has no spelling for the [] control).
-        m_edit->setPlainText(QStringLiteral("# ") + QString::fromStdString(e.what()));
+        replaceText(QStringLiteral("# ") + QString::fromStdString(e.what()));
         setError(QString::fromStdString(e.what()), false);
     }
     m_updating = false;
@@ -203,10 +226,26 @@ void RecipeTextView::onTextChanged()
     if (m_updating)
         return;
     try {
-        const Recipe r = recipeFrom(m_edit->toPlainText(), m_syntax, m_document->recipe());
+        Recipe r = recipeFrom(m_edit->toPlainText(), m_syntax, m_document->recipe());
         clearError(tr("Applied."));
+        // A whole Megatron-LM line pasted here (its own launcher) is another job: its own name, and the
+        // Megatron-LM rules (M1-M6) judge it, as File → Paste command line… would make it.
+        const bool newJob = m_syntax == Syntax::MegatronFlags && !r.launch_command.empty()
+            && r.launch_command != m_document->recipe().launch_command;
+        if (newJob) {
+            PastedCommand pasted;
+            pasted.input.recipe = r;
+            pasted.input.format = InputFormat::MegatronFlags;
+            for (const std::string& w : r.launch_command)
+                pasted.launcher << QString::fromStdString(w);
+            r.name.clear();
+            pasted.input.recipe.name.clear();
+            r.name = CommandLineDialog::jobName(pasted).toStdString();
+        }
         if (r != m_document->recipe())
             m_document->setRecipe(r, this);
+        if (newJob) // after the recipe: the views then show the new job under its rules
+            m_document->setInputFormat(InputFormat::MegatronFlags);
     } catch (const std::exception& e) {
         setError(tr("This text does not read as a recipe: %1\nThe form keeps the last recipe that read; "
                     "Copy copies that one.")

@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The recipe as text, editable both ways: Megatron Bridge Hydra overrides, Megatron-LM flags, or the
-// recipe JSON. A document change rewrites the text (unless this view made it); an edit of the text that
-// reads as a recipe replaces the document's recipe, and one that does not shows the reader's message
-// (naming the override, flag or field) and leaves the recipe alone.
+// recipe JSON. A document change rewrites the text (unless this view made it, or the text does not read:
+// text being fixed is kept, and says so), as an edit Undo can take back; an edit of the text that reads as
+// a recipe replaces the document's recipe, and one that does not shows the reader's message (naming the
+// override, flag or field) and leaves the recipe alone.
 #pragma once
 
 #include <QWidget>
@@ -33,6 +34,8 @@ public:
     QString copyToClipboard();
     // Replaces text that does not read with the recipe's own (the last good one).
     void revert();
+    // The recipe changed elsewhere (a form field) while this text did not read, and the text was kept.
+    bool heldBack() const { return m_heldBack; }
     QPushButton* copyButton() const { return m_copy; }
     QPushButton* revertButton() const { return m_revert; }
     QLabel* statusLabel() const { return m_status; }
@@ -61,6 +64,7 @@ private:
     QPushButton* m_revert;
     bool m_updating = false;
     bool m_stale = false; // changed while hidden
+    bool m_heldBack = false; // the recipe changed elsewhere while this text did not read: the text was kept
 };
 
 } // namespace rs::ui

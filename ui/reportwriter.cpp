@@ -23,6 +23,7 @@
 
 #include "charts/chartview.h"
 #include "core/recipe_json.h"
+#include "core/step_stats.h"
 #include "models/recipediffmodel.h"
 
 namespace rs::ui {
@@ -88,7 +89,7 @@ ReportWriter::ReportWriter(const storage::Store& store, const QVector<qint64>& r
             runs << row.run;
         TradeoffChart chart;
         chart.setData(buildTradeoff(runs, TradeoffAxis::Absolute));
-        m_charts << (chart.isEmpty() ? QImage() : chart.toImage(QSize(900, 480)));
+        m_charts << (chart.isEmpty() ? QImage() : chart.toImage(QSize(720, 380)));
     }
 }
 
@@ -104,7 +105,9 @@ QString ReportWriter::tableHtml(const storage::ReportTable& table) const
     QString html = QStringLiteral(
         "<table class='grid' width='100%'><thead><tr><th>Run</th><th>Module set</th><th>Outcome</th>"
         "<th>Peak allocated (GB)</th><th>Step time (ms)</th><th>TFLOP/s/GPU</th>"
-        "<th>Allocated vs []</th><th>Time vs []</th><th>Notes</th></tr></thead>");
+        "<th>Allocated vs []</th><th title='%1'>%2 vs []</th><th>Notes</th></tr></thead>")
+                       .arg(QString::fromUtf8(kStepDeltaDefinition).toHtmlEscaped(),
+                           QString::fromUtf8(kStepDeltaName));
     // Notes say what differs from the control; what holds for the whole table is said once below it.
     const QString controlPeakNote = table.control ? table.control->peakNote : QString();
     QStringList tableNotes;
@@ -159,9 +162,7 @@ QString ReportWriter::tableHtml(const storage::ReportTable& table) const
                         row.isControl ? QStringLiteral("control")
                                       : storage::formatPercent(row.allocatedVsControlPct));
         html += QStringLiteral("<td class='num'>%1</td><td class='notes'>%2</td></tr>")
-                    .arg(row.isControl ? QStringLiteral("control")
-                                       : storage::formatPercent(row.timeVsControlPct),
-                        cellNotes(notes));
+                    .arg(esc(storage::formatStepDelta(row)), cellNotes(notes));
     }
     html += QStringLiteral("</table>");
     for (int i = 0; i < footnotes.size(); ++i)
@@ -306,6 +307,9 @@ QString ReportWriter::html(bool embedImages) const
     html += QStringLiteral("<h1>%1</h1><p class='muted'>Generated %2 by Recompute Studio %3 from %4.</p>")
                 .arg(esc(m_title), QDateTime::currentDateTimeUtc().toString(Qt::ISODate),
                     QStringLiteral(RS_VERSION), esc(m_store.path()));
+    if (!m_tables.isEmpty())
+        html += QStringLiteral("<p class='muted'>%1: %2</p>")
+                    .arg(QString::fromUtf8(kStepDeltaName), esc(QString::fromUtf8(kStepDeltaDefinition)));
     if (m_tables.isEmpty())
         html += QStringLiteral("<p>No runs to report.</p>");
     for (int i = 0; i < m_tables.size(); ++i) {
@@ -328,7 +332,7 @@ QString ReportWriter::html(bool embedImages) const
         html += QStringLiteral("<h3>Comparison</h3>") + tableHtml(table);
         if (!m_charts.value(i).isNull()) {
             const QString src = embedImages ? pngDataUri(m_charts[i]) : QStringLiteral("chart-%1.png").arg(i);
-            html += QStringLiteral("<h3>Trade-off</h3><p><img src='%1' width='720'></p>").arg(src);
+            html += QStringLiteral("<h3>Trade-off</h3><p><img src='%1' width='580'></p>").arg(src);
         }
         if (table.control) {
             html += QStringLiteral("<h3>Recipe differences against the control</h3>") + diffHtml(table);

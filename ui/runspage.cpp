@@ -12,6 +12,7 @@
 #include <QMenu>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScrollArea>
 #include <QSet>
 #include <QSplitter>
 #include <QTabWidget>
@@ -36,10 +37,10 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     , m_attributionModel(new PeakAttributionModel(this))
 {
     m_proxy->setSourceModel(m_model);
-    // Δ time with its interval and "not significant", from the steady iterations as the sweep reads them.
-    m_model->setSteadyTimesSource([this](qint64 runId) {
-        return m_store && m_store->isOpen() ? storage::steadyIterationTimes(*m_store, runId)
-                                            : std::vector<double> {};
+    // Δ time (core's kStepDeltaName) from the steady iterations as the sweep and the reports read them.
+    m_model->setStepSamplesSource([this](const storage::RunRecord& run) {
+        return m_store && m_store->isOpen() ? storage::stepSamplesOf(*m_store, run)
+                                            : stepSamples({}, run.steadyStepMs);
     });
     auto* layout = new QVBoxLayout(this);
     layout->setContentsMargins(4, 4, 4, 4);
@@ -150,7 +151,18 @@ RunsPage::RunsPage(storage::Store* store, QWidget* parent)
     m_advice->setObjectName(QStringLiteral("advice"));
     m_advice->setWordWrap(true);
     m_advice->setTextInteractionFlags(Qt::TextSelectableByMouse);
-    chartLayout->addWidget(m_advice);
+    m_advice->setAlignment(Qt::AlignLeft | Qt::AlignTop);
+    // The advice runs to four lines with its notes: at 1366 x 768 it took the chart's height and QtCharts
+    // cut the memory axis' labels to "…". It scrolls within three lines instead; the chart keeps its room.
+    auto* adviceScroll = new QScrollArea;
+    adviceScroll->setObjectName(QStringLiteral("adviceScroll"));
+    adviceScroll->setWidget(m_advice);
+    adviceScroll->setWidgetResizable(true);
+    adviceScroll->setFrameShape(QFrame::NoFrame);
+    adviceScroll->setHorizontalScrollBarPolicy(Qt::ScrollBarAlwaysOff);
+    adviceScroll->setMaximumHeight(fontMetrics().lineSpacing() * 3 + 6);
+    adviceScroll->setSizePolicy(QSizePolicy::Expanding, QSizePolicy::Maximum);
+    chartLayout->addWidget(adviceScroll);
     chartLayout->addWidget(m_chartTabs, 1);
     split->addWidget(chartPane);
     split->setStretchFactor(0, 2);
@@ -301,7 +313,7 @@ void RunsPage::showComparisonOf(qint64 runId)
     const storage::RunRecord* r = m_model->runById(runId);
     if (!r)
         return;
-    const qint64 group = r->isExplicitControl() || !r->controlRunId ? r->id : *r->controlRunId;
+    const qint64 group = m_model->isComparisonControl(*r) || !r->controlRunId ? r->id : *r->controlRunId;
     const int i = m_comparison->findData(group);
     if (i >= 0 && i != m_comparison->currentIndex()) {
         m_comparison->setCurrentIndex(i);
@@ -323,7 +335,7 @@ QMenu* RunsPage::contextMenuFor(qint64 runId, QWidget* parent)
     compare->setObjectName(QStringLiteral("compareMenu"));
     QVector<const storage::RunRecord*> controls;
     for (const auto& c : m_model->runs()) {
-        if (c.isExplicitControl() && c.id != runId)
+        if (c.isNoRecompute() && m_model->isComparisonControl(c) && c.id != runId)
             controls << &c;
     }
     std::sort(controls.begin(), controls.end(), [](const auto* a, const auto* b) { return a->id > b->id; });
@@ -453,17 +465,20 @@ void RunsPage::refillFilterChoices()
     const qint64 keep = m_comparison->currentData().toLongLong();
     m_comparison->clear();
     QVector<const storage::RunRecord*> controls;
-    for (const auto& r : m_model->runs()) {
-        if (r.isExplicitControl())
-            controls << &r;
-    }
-    // Oldest first: the store lists newest first, but the guide's Moonlight table comes first.
-    std::sort(controls.begin(), controls.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
     QHash<qint64, int> linkedCount;
     for (const auto& other : m_model->runs()) {
         if (other.controlRunId)
             linkedCount[*other.controlRunId]++;
     }
+    for (const auto& r : m_model->runs()) {
+        // A control that did not pass anchors nothing (a refused [] control: no candidate ran against it),
+        // unless runs were compared with it.
+        if (m_model->isComparisonControl(r)
+            && (r.outcome == storage::outcome::Pass || linkedCount.value(r.id)))
+            controls << &r;
+    }
+    // Oldest first: the store lists newest first, but the guide's Moonlight table comes first.
+    std::sort(controls.begin(), controls.end(), [](const auto* a, const auto* b) { return a->id < b->id; });
     for (const storage::RunRecord* c : controls) {
         const storage::RunRecord& r = *c;
         const int linked = linkedCount.value(r.id);
@@ -473,6 +488,22 @@ void RunsPage::refillFilterChoices()
     m_comparison->addItem(tr("all shown runs"), qint64(0));
     const int i = m_comparison->findData(keep);
     m_comparison->setCurrentIndex(first || i < 0 ? 0 : i);
+}
+
+void RunsPage::restoreView(const QString& recipeFilter, qint64 comparison, int chartTab)
+{
+    m_recipeFilter->setText(recipeFilter);
+    if (const int i = m_comparison->findData(comparison); i >= 0 && comparison >= 0) {
+        m_comparison->setCurrentIndex(i);
+        redrawTradeoff();
+    }
+    if (chartTab >= 0 && chartTab < m_chartTabs->count())
+        m_chartTabs->setCurrentIndex(chartTab);
+}
+
+QString RunsPage::recipeFilterText() const
+{
+    return m_recipeFilter->text();
 }
 
 QVector<qint64> RunsPage::visibleRunIds() const
@@ -537,7 +568,8 @@ void RunsPage::redrawTradeoff()
     const double target = m_target->value();
     updateAdvice();
     TradeoffData data
-        = buildTradeoffFrom(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt);
+        = buildTradeoffFrom(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt,
+            [this](const storage::RunRecord& r) { return m_model->stepSamplesOf(r); });
     applyAdvice(&data, m_model->advice());
     m_tradeoff->setData(data);
 }

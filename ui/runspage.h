@@ -68,6 +68,10 @@ public:
     // and the old control itself, is linked to it.
     bool makeControl(qint64 runId);
     void showComparisonOf(qint64 runId);
+    // What the page showed, restored between starts: the recipe filter, the comparison (its control's run
+    // id; 0: all shown runs; one no longer stored leaves the first) and the chart's tab.
+    void restoreView(const QString& recipeFilter, qint64 comparison, int chartTab);
+    QString recipeFilterText() const;
     // The runs the filter lets through, in table order.
     QVector<qint64> visibleRunIds() const;
     qint64 selectedRunId() const;

@@ -196,6 +196,7 @@ RunSessionResult runSession(
 
     result.startFailed = session.startFailed();
     result.storeFailed = session.storeFailed();
+    result.controlRefused = !session.controlRefusal().isEmpty();
     result.controlRunId = session.controlRunId();
     result.controlReused = session.controlReused();
     result.jobs = session.jobs();

@@ -55,6 +55,7 @@ struct RunSessionResult {
     bool startFailed = false; // the worker did not start (said on stderr; an aborted run names why)
     bool interrupted = false; // a Ctrl-C arrived during the session
     bool storeFailed = false; // the store refused a row (said on stderr)
+    bool controlRefused = false; // the worker refused the [] control: no candidate ran (said on stderr)
     std::optional<qint64> controlRunId; // the candidates' control (run now, reused, or given)
     bool controlReused = false;
     QVector<session::SessionJob> jobs; // in order: the control (when it ran), then the candidates

@@ -114,8 +114,8 @@ int runMain(const std::vector<std::string>& argv)
         if (rows.size() == 2 && rows[1].match.matched) {
             std::cout << "  control          run " << *run->controlRunId << ": Allocated vs [] "
                       << rs::storage::formatPercent(rows[1].allocatedVsControlPct).toStdString()
-                      << ", Time vs [] " << rs::storage::formatPercent(rows[1].timeVsControlPct).toStdString()
-                      << "\n";
+                      << ", Time vs [] (HL) "
+                      << rs::storage::formatPercent(rows[1].timeVsControlPct).toStdString() << "\n";
         } else if (rows.size() == 2) {
             // Named with --control but not matched: said, never compared.
             std::cout << "  control          run " << *run->controlRunId << " is NOT MATCHED, not compared: "

@@ -519,7 +519,7 @@ int sweepMain(const std::vector<std::string>& argv)
                   << runnable.size() * options.repeats << " recompute choice(s) were run\n";
         return 130;
     }
-    return skipped > 0 || !fits ? 1 : 0;
+    return skipped > 0 || !fits || session.controlRefused ? 1 : 0;
 }
 
 } // namespace

@@ -1,8 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // recompute-studio: the desktop application. Everything lives in rs_ui; this only starts it.
+#include <cstdio>
+
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QFile>
 #include <QIcon>
+#include <QLineEdit>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTimer>
@@ -57,12 +61,27 @@ int main(int argc, char** argv)
     QCommandLineOption ranksOption(QStringLiteral("ranks"),
         QStringLiteral("Worker processes per launch (the launch page's Ranks)."), QStringLiteral("n"));
     parser.addOption(ranksOption);
+    QCommandLineOption commandOption(QStringLiteral("command-line"),
+        QStringLiteral("A file holding a Megatron-LM or Bridge command line: a new recipe from it, as File → "
+                       "Paste command line… makes one."),
+        QStringLiteral("file"));
+    parser.addOption(commandOption);
+    QCommandLineOption jobOption(QStringLiteral("job"),
+        QStringLiteral(
+            "With --launch: run the training command once per recompute choice (the launch page's "
+            "\"my training command\"), e.g. --job \"core_attn full:uniform:1\"; \"\" for the default."),
+        QStringLiteral("choices"));
+    parser.addOption(jobOption);
+    QCommandLineOption jobItersOption(QStringLiteral("job-iters"),
+        QStringLiteral("With --job: the iterations of each run (the launch page's Iterations)."),
+        QStringLiteral("n"));
+    parser.addOption(jobItersOption);
     parser.process(app);
 
     rs::ui::MainWindow window(parser.value(dbOption));
     const QStringList files = parser.positionalArguments();
-    if (!files.isEmpty())
-        window.openRecipe(files.front());
+    if (!files.isEmpty() && window.openRecipe(files.front()))
+        window.showPages(); // a recipe given is the next step taken: no start page
     if (parser.isSet(reportOption)) {
         const QString path = parser.value(reportOption);
         if (path.endsWith(QStringLiteral(".png"))) {
@@ -72,8 +91,24 @@ int main(int argc, char** argv)
         }
         return window.exportReport(path) ? 0 : 1;
     }
-    if (parser.isSet(pageOption))
+    if (parser.isSet(commandOption)) {
+        QFile file(parser.value(commandOption));
+        if (!file.open(QIODevice::ReadOnly) || !window.pasteCommandLine(QString::fromUtf8(file.readAll()))) {
+            std::fprintf(stderr, "recompute-studio: --command-line %s does not read as a command line\n",
+                qPrintable(parser.value(commandOption)));
+            return 2;
+        }
+    }
+    if (parser.isSet(jobOption)) {
+        window.launchPage()->setRunKind(rs::ui::LaunchPage::RunKind::Job);
+        window.launchPage()->jobChoicesEdit()->setText(parser.value(jobOption));
+        if (parser.isSet(jobItersOption))
+            window.launchPage()->jobItersBox()->setValue(parser.value(jobItersOption).toInt());
+    }
+    if (parser.isSet(pageOption)) {
         window.pages()->setCurrentIndex(parser.value(pageOption).toInt());
+        window.showPages();
+    }
     window.show();
     if (parser.isSet(groupOption))
         QTimer::singleShot(200, &window, [&window, group = parser.value(groupOption)] {
@@ -86,6 +121,7 @@ int main(int argc, char** argv)
     const bool launch = parser.isSet(launchOption);
     if (launch) {
         window.pages()->setCurrentWidget(window.launchPage());
+        window.showPages();
         QTimer::singleShot(0, window.launchPage(), &rs::ui::LaunchPage::start);
     }
     if (parser.isSet(screenshotOption)) {

@@ -67,7 +67,10 @@ bool fullRecompute(const AdviceCandidate& c)
 
 std::string stageText(const AdviceCandidate& c)
 {
-    return c.estimated_stage ? " on stage " + std::to_string(*c.estimated_stage) : std::string();
+    std::string s = c.estimated_stage ? " on stage " + std::to_string(*c.estimated_stage) : std::string();
+    if (!c.estimated_layout.empty())
+        s += (s.empty() ? " (" : ", ") + c.estimated_layout + " layout" + (s.empty() ? ")" : "");
+    return s;
 }
 
 std::string categoryText(const std::string& name)

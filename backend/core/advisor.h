@@ -65,6 +65,7 @@ struct AdviceCandidate {
     // (MemoryEstimate::peak_bytes / RankedCandidate::peak_bytes) and the pipeline stage that holds it.
     std::optional<std::int64_t> estimated_peak_bytes;
     std::optional<int> estimated_stage;
+    std::string estimated_layout; // "megatron" | "worker": the layout the estimate is in (named in reasons)
     // Measured by the worker (its step time is the GPU's work) on a model with MoE layers: the real job's
     // step also holds the host's time there (stepTimeOfWorkerOnMoe below).
     bool worker_on_moe = false;

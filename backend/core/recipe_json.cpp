@@ -568,33 +568,38 @@ const std::vector<std::string>* allowedValues(const std::string& key)
     return nullptr;
 }
 
-std::string nearestName(const std::string& name, const std::vector<std::string>& candidates)
+std::size_t nameDistance(const std::string& name, const std::string& other)
 {
-    // Levenshtein distance, case-insensitive; the first of equally near candidates wins.
+    // Levenshtein distance, case-insensitive.
     auto lower = [](std::string s) {
         std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return char(std::tolower(c)); });
         return s;
     };
-    const std::string a = lower(name);
+    const std::string a = lower(name), b = lower(other);
+    std::vector<std::size_t> row(b.size() + 1);
+    for (std::size_t j = 0; j <= b.size(); ++j)
+        row[j] = j;
+    for (std::size_t i = 1; i <= a.size(); ++i) {
+        std::size_t diagonal = row[0];
+        row[0] = i;
+        for (std::size_t j = 1; j <= b.size(); ++j) {
+            const std::size_t above = row[j];
+            row[j] = std::min({ row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1) });
+            diagonal = above;
+        }
+    }
+    return row[b.size()];
+}
+
+std::string nearestName(const std::string& name, const std::vector<std::string>& candidates)
+{
+    // The first of equally near candidates wins.
     std::string best;
     std::size_t bestDistance = std::string::npos;
-    std::vector<std::size_t> row;
     for (const std::string& candidate : candidates) {
-        const std::string b = lower(candidate);
-        row.resize(b.size() + 1);
-        for (std::size_t j = 0; j <= b.size(); ++j)
-            row[j] = j;
-        for (std::size_t i = 1; i <= a.size(); ++i) {
-            std::size_t diagonal = row[0];
-            row[0] = i;
-            for (std::size_t j = 1; j <= b.size(); ++j) {
-                const std::size_t above = row[j];
-                row[j] = std::min({ row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1) });
-                diagonal = above;
-            }
-        }
-        if (row[b.size()] < bestDistance) {
-            bestDistance = row[b.size()];
+        const std::size_t d = nameDistance(name, candidate);
+        if (d < bestDistance) {
+            bestDistance = d;
             best = candidate;
         }
     }

@@ -76,6 +76,8 @@ void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& val
 const std::vector<std::string>* allowedValues(const std::string& key);
 // The candidate nearest to `name` by edit distance ("" when there are none).
 std::string nearestName(const std::string& name, const std::vector<std::string>& candidates);
+// The Levenshtein distance of two names, case-insensitive (what nearestName ranks by).
+std::size_t nameDistance(const std::string& a, const std::string& b);
 // Whether the bytes are well-formed UTF-8 (every text field must be).
 bool isValidUtf8(const std::string& text);
 // A JSON value for a message: at most max_chars characters (then "…"), containers below depth 4 shown as

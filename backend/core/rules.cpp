@@ -504,7 +504,8 @@ Validation validate(const Recipe& recipe, InputFormat format)
         if (row.fix) {
             FixIt fix;
             row.fix(c, fix);
-            f.fixit = std::move(fix);
+            if (!fix.description.empty()) // a fix-it may have nothing to offer for this recipe
+                f.fixit = std::move(fix);
         }
         v.findings.push_back(std::move(f));
         if (row.adjust)
@@ -592,6 +593,18 @@ const std::vector<std::string>& allowedRecomputeModules(Profile p)
 {
     // In the order the source lists them (R11's set literal), which is also the order R11 prints them in.
     return profileInfo(p).recompute_labels;
+}
+
+std::optional<std::string> suggestedRecomputeLabel(const std::string& label, Profile p)
+{
+    const auto& allowed = allowedRecomputeModules(p);
+    if (std::find(allowed.begin(), allowed.end(), label) != allowed.end())
+        return std::nullopt;
+    const std::string near = nearestName(label, allowed);
+    // A typo, not another word: "core_atn" is 1 from "core_attn"; "foo" is 5 from "mlp" and no suggestion.
+    if (near.empty() || nameDistance(label, near) > std::max<std::size_t>(2, label.size() / 3))
+        return std::nullopt;
+    return near;
 }
 
 LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label)

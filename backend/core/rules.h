@@ -82,5 +82,9 @@ const RuleInfo* findRule(const std::string& id);
 // Their facts are the label table's (recompute_labels.h).
 const std::vector<std::string>& allowedRecomputeModules(Profile p);
 LabelEffect recomputeLabelEffect(const Recipe& r, const std::string& label);
+// The label of profile `p` a mistyped `label` most likely means ("core_attn" for "core_atn"): the nearest by
+// edit distance when it is within a third of the label's length (at least 2); nullopt for a label the
+// profile knows or one no label is near. R11's fix-it and the studio's "did you mean" both read it.
+std::optional<std::string> suggestedRecomputeLabel(const std::string& label, Profile p);
 
 } // namespace rs

@@ -194,14 +194,42 @@ void r11Args(const Ctx& c, Args& a)
     a.set("invalid_modules", pySet(invalidLabels(c)));
     a.set("allowed_modules", pySet(allowedRecomputeModules(c.profile)));
 }
+// A mistyped label becomes the label it most likely means (the studio's "did you mean" says the same);
+// one that means nothing is dropped. Dropping every label would turn the candidate into the [] control, so
+// the description says so rather than doing it quietly.
 void r11Fix(const Ctx& c, FixIt& f)
 {
-    const auto bad = invalidLabels(c);
-    std::vector<std::string> keep;
-    for (const auto& l : *c.r.recompute_modules)
-        if (std::find(bad.begin(), bad.end(), l) == bad.end())
-            keep.push_back(l);
-    set(f, "drop the labels this profile does not know", "recompute_modules", keep);
+    std::vector<std::string> keep, replaced, dropped;
+    for (const auto& l : *c.r.recompute_modules) {
+        const auto& allowed = allowedRecomputeModules(c.profile);
+        std::string use = l;
+        if (std::find(allowed.begin(), allowed.end(), l) == allowed.end()) {
+            const auto near = suggestedRecomputeLabel(l, c.profile);
+            if (!near) {
+                dropped.push_back("'" + l + "'");
+                continue;
+            }
+            replaced.push_back("'" + l + "' with '" + *near + "'");
+            use = *near;
+        }
+        if (std::find(keep.begin(), keep.end(), use) == keep.end())
+            keep.push_back(use);
+    }
+    auto join = [](const std::vector<std::string>& v) {
+        std::string out;
+        for (const auto& s : v)
+            out += (out.empty() ? "" : ", ") + s;
+        return out;
+    };
+    std::string what;
+    if (!replaced.empty())
+        what = "replace " + join(replaced);
+    if (!dropped.empty())
+        what += (what.empty() ? "drop " : "; drop ") + join(dropped) + " (no label of this profile is near)";
+    if (keep.empty())
+        what += ": that leaves recompute_modules=[], the no-recompute control";
+    f.description = what;
+    f.patch["recompute_modules"] = keep;
 }
 
 // RS31: the attention heads (and query groups) split over the tensor-parallel ranks as Megatron Core's
@@ -609,15 +637,15 @@ const std::vector<Row>& ruleRows()
       "Invalid choices for recompute_modules: {invalid_modules}. Allowed modules are: {allowed_modules}",
       MC, { { "bridge-pin", "TC:1824-1840" }, { "guide", "TC:1792-1808" } },
       r11When, r11Args, nullptr, r11Fix,
-      "drop the unknown labels", "set reprs print in Python's hash order; here invalid labels keep the recipe's order and allowed ones the source's order" },
+      "replace a mistyped label with the one it means, drop the others", "set reprs print in Python's hash order; here invalid labels keep the recipe's order and allowed ones the source's order" },
     { "R11", "main", kAnyFormat, E, "recompute_modules",
       "selective with a label outside the profile's allowed set (main adds gdp_in_proj, gdp_qkv, mhc)",
       "Invalid choices for recompute_modules: {invalid_modules}. Allowed modules are: {allowed_modules}",
-      MC, { { "main", "TC:1943-1962" } }, r11When, r11Args, nullptr, r11Fix, "drop the unknown labels", "" },
+      MC, { { "main", "TC:1943-1962" } }, r11When, r11Args, nullptr, r11Fix, "replace a mistyped label with the one it means, drop the others", "" },
     { "R11", "dev", kAnyFormat, E, "recompute_modules",
       "selective with a label outside the profile's allowed set (dev adds mhc and gdn, no gdp labels)",
       "Invalid choices for recompute_modules: {invalid_modules}. Allowed modules are: {allowed_modules}",
-      MC, { { "dev", "TC(dev):2197-2213" } }, r11When, r11Args, nullptr, r11Fix, "drop the unknown labels", "" },
+      MC, { { "dev", "TC(dev):2197-2213" } }, r11When, r11Args, nullptr, r11Fix, "replace a mistyped label with the one it means, drop the others", "" },
     { "R12", "*", kAnyFormat, E, "recompute_modules moe_grouped_gemm",
       "moe_act without moe_grouped_gemm",
       "moe_act in recompute_modules is only supported with moe_grouped_gemm.",
@@ -665,8 +693,9 @@ const std::vector<Row>& ruleRows()
       "If you are using transformer_engine as the transformer implementation, the core_attn is from transformer_engine and may be the fused version. For fused attention, you have no need to set 'core_attn' to recompute. Please check that the core_attn recompute is really needed.",
       MC, { { "bridge-pin", "TC:1861" }, { "guide", "TC:1830" }, { "main", "TC:1983" } },
       [](const Ctx& c) { return c.selective() && c.has("core_attn"); }, nullptr, nullptr,
-      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "core_attn" }, "drop 'core_attn' and compare with [] (the no-recompute control)"); },
-      "drop 'core_attn' and compare with []", "" },
+      // Under unfused attention core_attn is the common first candidate (RS21): dropping it is no fix there.
+      [](const Ctx& c, FixIt& f) { if (c.r.attention_backend != "unfused") dropLabels(c, f, { "core_attn" }, "drop 'core_attn' and compare with [] (the no-recompute control)"); },
+      "drop 'core_attn' and compare with [] (not under unfused attention, where RS21 makes it the first candidate)", "" },
     { "R16", "*", kAnyFormat, E, "recompute_modules moe_shared_expert_overlap",
       "shared_experts with shared-expert overlap",
       "shared_experts recompute cannot work with --moe-shared-expert-overlap.",

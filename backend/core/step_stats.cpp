@@ -312,6 +312,24 @@ std::string deltaText(const TimeDelta& d)
     return s + ", " + significanceName(d.verdict);
 }
 
+std::string deltaCell(const TimeDelta& d)
+{
+    std::string s = signedFixed(d.pct, 2) + "%";
+    if (d.low_pct && d.high_pct) {
+        s += " [" + signedFixed(*d.low_pct, 2) + ", " + signedFixed(*d.high_pct, 2) + "]";
+        if (d.verdict == Significance::NotSignificant)
+            s += " not significant";
+    }
+    return s;
+}
+
+std::vector<double> stepSamples(std::vector<double> steadyIterations, std::optional<double> storedStepMs)
+{
+    if (!steadyIterations.empty() || !storedStepMs)
+        return steadyIterations;
+    return { *storedStepMs };
+}
+
 std::string statsText(const StepStats& s)
 {
     std::string t = formatFixed(s.median_ms, 2) + " ms";

@@ -83,8 +83,25 @@ double studentTQuantile(double p, int df);
 Significance launchVerdict(const TimeDelta& d, const std::vector<double>& candidateRunMedians,
     const std::vector<double>& controlRunMedians, const LaunchSpread& spread, double level = 0.95);
 
+// The product's one Δ step time (issue 29: the runs table, the launch page, the reports and the advisor all
+// show it): timeDelta of a candidate's steady iterations against its control's, in % of the control's
+// median. A run with no stored iterations (the guide's tables, a log without per-iteration times) gives its
+// stored steady step time as its one sample (stepSamples), so the shift is then the plain difference, with
+// no interval. Its name, for column headers, and its definition, for their tooltips:
+inline constexpr const char* kStepDeltaName = "Δ time (HL)";
+inline constexpr const char* kStepDeltaDefinition
+    = "Δ step time against the control: the Hodges-Lehmann shift (the median of every pairwise difference of "
+      "the steady iteration times) in % of the control's median, with its 95 % Mann-Whitney interval; "
+      "\"not significant\" when the interval holds 0. A run that keeps no iteration times counts its stored "
+      "steady step time as its one sample.";
+// One run's samples for timeDelta: its steady iteration times, or, when there are none, its stored steady
+// step time alone (nothing when it has neither).
+std::vector<double> stepSamples(std::vector<double> steadyIterations, std::optional<double> storedStepMs);
+
 // "+12.3 % [+8.1, +16.0] (95 %), slower" / "+0.4 % [-2.1, +3.0] (95 %), not significant".
 std::string deltaText(const TimeDelta& d);
+// "+12.30% [+8.10, +16.00]", "+0.40% [-2.10, +3.00] not significant", "+12.30%" (no interval): a table cell.
+std::string deltaCell(const TimeDelta& d);
 // "512.30 ms [505.10, 520.00] (n 20, 95 %)".
 std::string statsText(const StepStats& s);
 

@@ -37,6 +37,18 @@ std::string formatGb(std::optional<std::int64_t> bytes, int decimals)
     return bytes ? formatFixed(bytesToGb(*bytes), decimals) : std::string();
 }
 
+std::string formatGbPrecise(std::optional<std::int64_t> bytes)
+{
+    if (!bytes)
+        return {};
+    const double gb = bytesToGb(*bytes);
+    int decimals = 3;
+    // One more decimal for each power of ten below 0.1 GB, up to bytes of a kilobyte.
+    for (double v = std::abs(gb); v > 0 && v < 0.1 && decimals < 6; v *= 10)
+        ++decimals;
+    return formatFixed(gb, decimals);
+}
+
 std::string formatGbUnit(std::optional<std::int64_t> bytes, const std::string& unknown, int decimals)
 {
     return bytes ? formatGb(bytes, decimals) + " GB" : unknown;

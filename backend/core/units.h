@@ -31,6 +31,9 @@ inline int gbDecimalsFor(double target_gb)
 }
 // "36.618" (`decimals` places); "" when unknown.
 std::string formatGb(std::optional<std::int64_t> bytes, int decimals = 3);
+// At least three significant figures and three decimals: "36.618", "0.0483", "0.00152" (a tiny CPU run's
+// peaks differ where "0.048" would hide it); "" when unknown.
+std::string formatGbPrecise(std::optional<std::int64_t> bytes);
 // "36.618 GB"; `unknown` when unknown.
 std::string formatGbUnit(
     std::optional<std::int64_t> bytes, const std::string& unknown = "-", int decimals = 3);

@@ -89,7 +89,7 @@ private slots:
         }
         QCOMPARE(deltas, 3);
         const auto md = recompute({ u"report"_s, u"--db"_s, m_db });
-        QVERIFY(md.out.contains(u"| Allocated vs None | Time vs None |"_s));
+        QVERIFY(md.out.contains(u"| Allocated vs None | Time vs None (HL) |"_s));
         QVERIFY(md.out.contains(u"Megatron's recompute_granularity None, not the explicit []"_s));
     }
 

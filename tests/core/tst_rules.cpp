@@ -525,6 +525,10 @@ private slots:
     void evaluationOrder();
     void fixitsClear_data();
     void fixitsClear();
+    void r11FixAppliesTheSuggestion_data();
+    void r11FixAppliesTheSuggestion();
+    void unfusedAttentionFixitsAgree_data();
+    void unfusedAttentionFixitsAgree();
     void catalogue();
     void labelEffects_data();
     void labelEffects();
@@ -910,6 +914,84 @@ void TestRules::fixitsClear()
             QByteArray(
                 "still there after " + QByteArray(f->fixit->patch.dump().c_str()) + ":" + describe(after))
                 .constData());
+}
+
+// Issue 29 item 5: R11's Fix for a mistyped label applies the "did you mean" (the studio's hint and the fix
+// read one suggestion, suggestedRecomputeLabel), so a candidate never silently becomes the [] control; a
+// label no known one is near is dropped, and dropping every label says it leaves the control.
+void TestRules::r11FixAppliesTheSuggestion_data()
+{
+    QTest::addColumn<QByteArray>("modules"); // the recipe's recompute_modules, JSON
+    QTest::addColumn<QByteArray>("fixed"); // the fix-it's recompute_modules, JSON
+    QTest::addColumn<QByteArray>("describes"); // in the fix-it's description
+    QTest::newRow("core_atn") << QByteArray(R"(["core_atn"])") << QByteArray(R"(["core_attn"])")
+                              << QByteArray("replace 'core_atn' with 'core_attn'");
+    QTest::newRow("moe_act, core_atn")
+        << QByteArray(R"(["moe_act","core_atn"])") << QByteArray(R"(["moe_act","core_attn"])")
+        << QByteArray("replace 'core_atn' with 'core_attn'");
+    QTest::newRow("core_attn twice after the fix")
+        << QByteArray(R"(["core_attn","core_atn"])") << QByteArray(R"(["core_attn"])")
+        << QByteArray("replace 'core_atn'");
+    QTest::newRow("MOE_ACT (case)") << QByteArray(R"(["MOE_ACT"])") << QByteArray(R"(["moe_act"])")
+                                    << QByteArray("with 'moe_act'");
+    QTest::newRow("a word no label is near") << QByteArray(R"(["moe_act","banana"])")
+                                             << QByteArray(R"(["moe_act"])") << QByteArray("drop 'banana'");
+    QTest::newRow("nothing left: said")
+        << QByteArray(R"(["banana"])") << QByteArray("[]") << QByteArray("the no-recompute control");
+}
+
+void TestRules::r11FixAppliesTheSuggestion()
+{
+    QFETCH(QByteArray, modules);
+    QFETCH(QByteArray, fixed);
+    QFETCH(QByteArray, describes);
+    const std::string patch
+        = std::string(R"({"recompute_granularity": "selective", "moe_grouped_gemm": true, )")
+        + R"("num_moe_experts": 8, "recompute_modules": )" + modules.toStdString() + "}";
+    const Validation v = validate(recipeFromJson(recipeJson(patch, Profile::Main)));
+    const Finding* f = findFinding(v, "R11", "");
+    QVERIFY2(f && f->fixit, describe(v));
+    QCOMPARE(QByteArray(f->fixit->patch.at("recompute_modules").dump().c_str()), fixed);
+    QVERIFY2(f->fixit->description.find(describes.toStdString()) != std::string::npos,
+        f->fixit->description.c_str());
+}
+
+// Issue 29 item 10: under unfused attention core_attn is the common first candidate (RS21's fix adds it),
+// so R15 (Megatron's own warning about core_attn) offers no fix that drops it there; under fused attention
+// it still does.
+void TestRules::unfusedAttentionFixitsAgree_data()
+{
+    QTest::addColumn<QByteArray>("backend");
+    QTest::addColumn<bool>("r15Drops");
+    QTest::newRow("unfused") << QByteArray("unfused") << false;
+    QTest::newRow("fused") << QByteArray("fused") << true;
+}
+
+void TestRules::unfusedAttentionFixitsAgree()
+{
+    QFETCH(QByteArray, backend);
+    QFETCH(bool, r15Drops);
+    const std::string withLabel
+        = R"({"recompute_granularity": "selective", "recompute_modules": ["core_attn"], )"
+          R"("attention_backend": ")"
+        + backend.toStdString() + "\"}";
+    const Validation v = validate(recipeFromJson(recipeJson(withLabel, Profile::BridgePin)));
+    const Finding* r15 = findFinding(v, "R15", "");
+    QVERIFY2(r15, describe(v)); // Megatron's warning stays: it is Megatron's
+    QCOMPARE(r15->fixit.has_value(), r15Drops);
+    // Applying every fix-it offered never brings back a finding whose fix undoes it.
+    if (!r15Drops) {
+        const std::string without = R"({"recompute_granularity": "selective", "recompute_modules": ["mlp"], )"
+                                    R"("attention_backend": "unfused"})";
+        const Validation w = validate(recipeFromJson(recipeJson(without, Profile::BridgePin)));
+        const Finding* rs21 = findFinding(w, "RS21", "");
+        QVERIFY2(rs21 && rs21->fixit, describe(w));
+        nlohmann::json fixed = recipeToJson(recipeFromJson(recipeJson(without, Profile::BridgePin)));
+        fixed.merge_patch(rs21->fixit->patch);
+        const Validation after = validate(recipeFromJson(fixed, "fixed"));
+        const Finding* again = findFinding(after, "R15", "");
+        QVERIFY(!again || !again->fixit);
+    }
 }
 
 void TestRules::catalogue()

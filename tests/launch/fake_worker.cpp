@@ -11,6 +11,12 @@
 //   --no-newline-end   the result line is written without its final '\n'
 //   --stderr TEXT      write TEXT to stderr first
 //   --peak-scale X     multiply every byte count by X (a different recompute choice)
+//   --candidate-slow K MS  for a recipe that recomputes (not the [] control): iteration K takes MS ms (one
+//   slow
+//                      step: a mean moves where the median and the Hodges-Lehmann shift do not)
+//   --refuse TEXT      refuse the recipe as the real worker does ("the recipe needs about 281 GB ...; this
+//   host
+//                      has 25 GB"): result invalid in stage validate, before any iteration
 // $FAKE_WORKER_ARGS (space-separated) is appended to the options, for tests that start it through the CLI.
 #include <csignal>
 #include <cstdio>
@@ -47,6 +53,9 @@ int main(int argc, char** argv)
     double peakScale = 1.0;
     bool garbage = false, noNewlineEnd = false;
     QString status = QStringLiteral("pass");
+    std::string refusal;
+    int slowIteration = -1;
+    double slowMs = 0;
     std::vector<std::string> opts(argv + 2, argv + argc);
     if (const char* extra = std::getenv("FAKE_WORKER_ARGS")) {
         std::istringstream in(extra);
@@ -75,6 +84,12 @@ int main(int argc, char** argv)
             std::fprintf(stderr, "%s\n", next().c_str());
         else if (a == "--peak-scale")
             peakScale = std::stod(next());
+        else if (a == "--refuse")
+            refusal = next();
+        else if (a == "--candidate-slow") {
+            slowIteration = std::stoi(next());
+            slowMs = std::stod(next());
+        }
     }
     QFile file(QString::fromLocal8Bit(argv[1]));
     if (!file.open(QIODevice::ReadOnly)) {
@@ -85,6 +100,10 @@ int main(int argc, char** argv)
     const QJsonObject recipe = QJsonDocument::fromJson(text).object();
     const int iters = recipe.value(QStringLiteral("train_iters")).toInt(6);
     const int warmup = recipe.value(QStringLiteral("warmup_iters")).toInt(2);
+    const QJsonValue modules = recipe.value(QStringLiteral("recompute_modules"));
+    const bool isControl = modules.isArray() && modules.toArray().isEmpty();
+    if (isControl)
+        slowIteration = -1;
 
     line({ { QStringLiteral("event"), QStringLiteral("hello") },
         { QStringLiteral("worker_version"), QStringLiteral("0.0.0-fake") },
@@ -106,9 +125,23 @@ int main(int argc, char** argv)
             QString::fromLatin1(QCryptographicHash::hash(text, QCryptographicHash::Sha256).toHex()) },
         { QStringLiteral("findings"), QJsonArray() },
         { QStringLiteral("stage_scope"), QStringLiteral("all layers") } });
+    if (!refusal.empty()) {
+        line({ { QStringLiteral("event"), QStringLiteral("result") },
+            { QStringLiteral("status"), QStringLiteral("invalid") },
+            { QStringLiteral("stage"), QStringLiteral("validate") },
+            { QStringLiteral("iteration"), QJsonValue() },
+            { QStringLiteral("message"), QString::fromStdString(refusal) } });
+        return 0;
+    }
     line({ { QStringLiteral("event"), QStringLiteral("phase") },
         { QStringLiteral("phase"), QStringLiteral("build") }, { QStringLiteral("rank"), 0 } });
     auto b = [&](double v) { return double(qint64(v * peakScale)); };
+    const auto stepMs = [&](int it) { return it == slowIteration ? slowMs : 100.0 + it; };
+    double steadySum = 0;
+    for (int it = warmup + 1; it <= iters; ++it)
+        steadySum += stepMs(it);
+    // The worker's steady step time is the mean of the steady iterations (a slow one moves it).
+    const double steadyMean = iters > warmup ? steadySum / (iters - warmup) : 100.0;
     for (int it = 1; it <= iters; ++it) {
         if (it == 1 || it == warmup + 1)
             line({ { QStringLiteral("event"), QStringLiteral("phase") },
@@ -118,7 +151,7 @@ int main(int argc, char** argv)
             { QStringLiteral("iteration"), it },
             { QStringLiteral("phase"), it <= warmup ? QStringLiteral("warmup") : QStringLiteral("steady") },
             { QStringLiteral("step_ms"),
-                it == wrongType ? QJsonValue(QStringLiteral("slow")) : QJsonValue(100.0 + it) },
+                it == wrongType ? QJsonValue(QStringLiteral("slow")) : QJsonValue(stepMs(it)) },
             { QStringLiteral("loss"), 10.0 - 0.1 * it }, { QStringLiteral("loss_finite"), true },
             { QStringLiteral("forward_peak_allocated"), b(1000000 + it) },
             { QStringLiteral("forward_peak_reserved"), b(2000000) },
@@ -141,7 +174,8 @@ int main(int argc, char** argv)
         { QStringLiteral("peak_reserved"), b(2000000) },
         { QStringLiteral("peak_phase"), QStringLiteral("backward") },
         { QStringLiteral("peak_iteration"), iters },
-        { QStringLiteral("steady_step_ms"), 100.0 + (warmup + 1 + iters) / 2.0 },
+        { QStringLiteral("steady_step_ms"),
+            slowIteration > 0 ? steadyMean : 100.0 + (warmup + 1 + iters) / 2.0 },
         { QStringLiteral("steady_step_ms_median"), 100.0 + (warmup + 1 + iters) / 2.0 },
         { QStringLiteral("phase_peaks"),
             QJsonObject { { QStringLiteral("forward"),
@@ -156,7 +190,8 @@ int main(int argc, char** argv)
                  pass ? QJsonValue(QJsonValue::Null) : QJsonValue(QStringLiteral("backward")) },
              { QStringLiteral("iteration"), pass ? QJsonValue(QJsonValue::Null) : QJsonValue(iters) },
              { QStringLiteral("message"), pass ? QString() : QStringLiteral("fake failure") },
-             { QStringLiteral("steady_step_ms"), 100.0 + (warmup + 1 + iters) / 2.0 },
+             { QStringLiteral("steady_step_ms"),
+                 slowIteration > 0 ? steadyMean : 100.0 + (warmup + 1 + iters) / 2.0 },
              { QStringLiteral("tokens_per_s"), 4096.0 }, { QStringLiteral("model_tflops"), 1.5 },
              { QStringLiteral("executed_tflops"), 1.75 }, { QStringLiteral("model_flops_per_step"), 1.5e11 },
              { QStringLiteral("executed_flops_per_step"), 1.75e11 } },

@@ -1,10 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 // The recipe page's estimate panel follows the document: a new recipe re-estimates, the figure is the
 // estimator's own, and the target decides "fits" / "over".
+#include <QAbstractItemModelTester>
+#include <QFont>
+#include <QSet>
+#include <QStandardItemModel>
 #include <QtTest>
 
 #include "core/estimator.h"
+#include "core/rules.h"
+#include "core/units.h"
 #include "estimatepanel.h"
+#include "presets.h"
 #include "recipedocument.h"
 
 using namespace rs;
@@ -14,7 +21,73 @@ class TestEstimatePanel : public QObject {
 
 private Q_SLOTS:
     void followsTheDocument();
+    void breakdownAndEveryChoice_data();
+    void breakdownAndEveryChoice();
 };
+
+// Issue 29 item 9: the live estimate is more than one number: the hottest stage's phases by category (the
+// peak's phase marked) and every recompute choice with its peak and its forward / backward peak, so a model
+// whose optimizer phase holds the peak (Moonlight: every choice leaves the same peak) still shows what
+// recompute did.
+void TestEstimatePanel::breakdownAndEveryChoice_data()
+{
+    QTest::addColumn<QString>("preset");
+    QTest::addColumn<bool>("optimizerHoldsThePeak");
+    QTest::newRow("moonlight-mla-moe") << QStringLiteral("moonlight-mla-moe") << true;
+    QTest::newRow("gpt-unfused") << QStringLiteral("gpt-unfused") << true;
+    QTest::newRow("dense-gqa-swiglu") << QStringLiteral("dense-gqa-swiglu") << false;
+}
+
+void TestEstimatePanel::breakdownAndEveryChoice()
+{
+    QFETCH(QString, preset);
+    QFETCH(bool, optimizerHoldsThePeak);
+    ui::RecipeDocument doc;
+    ui::EstimatePanel panel(&doc);
+    QAbstractItemModelTester phasesTester(
+        panel.phasesModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    QAbstractItemModelTester choicesTester(
+        panel.choicesModel(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+    doc.setRecipe(ui::presetRecipe(preset));
+    const MemoryEstimate& e = panel.estimate();
+    const RankEstimate& hot = e.ranks[size_t(e.hottest)];
+    // Phases: one row each, the figures the estimator's, the peak's phase bold.
+    QCOMPARE(panel.phasesModel()->rowCount(), int(hot.phases.size()));
+    for (int row = 0; row < panel.phasesModel()->rowCount(); ++row) {
+        const PhaseEstimate& p = hot.phases[size_t(row)];
+        QCOMPARE(panel.phasesModel()->index(row, 0).data().toString(), QString::fromStdString(p.phase));
+        QCOMPARE(panel.phasesModel()->index(row, 1).data().toString(),
+            QString::fromStdString(formatGb(p.peak_bytes, 2)));
+        QCOMPARE(panel.phasesModel()->index(row, 0).data(Qt::FontRole).value<QFont>().bold(),
+            p.phase == hot.peak_phase);
+    }
+    const bool optimizerPeak = hot.peak_phase != "forward" && hot.peak_phase != "backward";
+    QCOMPARE(optimizerPeak, optimizerHoldsThePeak);
+    QCOMPARE(
+        panel.summary().contains(QStringLiteral("recompute moves the forward/backward peak")), optimizerPeak);
+    // Every choice the model can take, as `recompute estimate --all-choices` lists them.
+    panel.refreshChoices();
+    const std::vector<RecomputeChoice> choices = recomputeChoices(doc.validation().resolved);
+    QCOMPARE(panel.choicesModel()->rowCount(), int(choices.size()));
+    QSet<QString> peaks, activationPeaks;
+    int own = 0;
+    for (int row = 0; row < panel.choicesModel()->rowCount(); ++row) {
+        const RecomputeChoice& c = choices[size_t(row)];
+        QCOMPARE(panel.choicesModel()->index(row, 0).data().toString(), QString::fromStdString(c.label()));
+        const MemoryEstimate ce
+            = estimateMemory(validate(candidateRecipe(doc.validation().resolved, c)).resolved);
+        QCOMPARE(panel.choicesModel()->index(row, 1).data().toString(),
+            QString::fromStdString(formatGb(ce.peak_bytes, 2)));
+        peaks << panel.choicesModel()->index(row, 1).data().toString();
+        activationPeaks << panel.choicesModel()->index(row, 3).data().toString();
+        own += panel.choicesModel()->index(row, 0).data(Qt::FontRole).value<QFont>().bold();
+    }
+    QCOMPARE(own, 1);
+    // What recompute did shows in the forward/backward peak, whatever holds the step's peak.
+    QVERIFY(activationPeaks.size() > 1);
+    if (optimizerHoldsThePeak)
+        QVERIFY(activationPeaks.size() > peaks.size()); // more than the step's peak alone would say
+}
 
 void TestEstimatePanel::followsTheDocument()
 {

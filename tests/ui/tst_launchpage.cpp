@@ -12,6 +12,7 @@
 #include <QLineEdit>
 #include <QProcess>
 #include <QProgressBar>
+#include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
 #include <QTemporaryDir>
@@ -19,10 +20,12 @@
 
 #include "charts/chartview.h"
 #include "core/recipe_json.h"
+#include "core/step_stats.h"
 #include "launchpage.h"
 #include "presets.h"
 #include "recipedocument.h"
 #include "session/run_session.h"
+#include "storage/significance.h"
 #include "storage/store.h"
 
 using namespace rs;
@@ -200,6 +203,103 @@ private slots:
         }
         QVERIFY2(page.summaryText().contains(QStringLiteral("over 3 runs")), qPrintable(page.summaryText()));
         QVERIFY2(page.summaryText().contains(QStringLiteral("Δ time")), qPrintable(page.summaryText()));
+    }
+
+    // Issue 29 item 8: the worker refuses the [] control itself ("the recipe needs about 281 GB ...; this
+    // host has 25 GB"): the candidate is not launched, the page says the control was refused (not "measured
+    // in this launch"), and the chart does not wait for an iteration that never comes.
+    void refusedControlStopsTheLaunch()
+    {
+        QTemporaryDir dir;
+        storage::Store store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("refused.sqlite"))));
+        RecipeDocument document;
+        document.setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
+        LaunchPage page(&document, &store);
+        page.workerArgumentsEdit()->setText(QStringLiteral("--refuse needs-about-281-GB"));
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QSignalSpy stored(&page, &LaunchPage::runStored);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        QCOMPARE(stored.size(), 1); // the control only
+        QCOMPARE(store.runCount(), 1);
+        const auto control = store.run(page.storedRuns().front());
+        QCOMPARE(control->outcome, storage::outcome::Invalid);
+        QVERIFY2(page.statusText().contains(QStringLiteral("refused the [] control")),
+            qPrintable(page.statusText()));
+        QVERIFY2(
+            page.statusText().contains(QStringLiteral("needs-about-281-GB")), qPrintable(page.statusText()));
+        QVERIFY2(!page.controlText().contains(QStringLiteral("measured in this launch")),
+            qPrintable(page.controlText()));
+        QVERIFY2(page.controlText().contains(QStringLiteral("invalid")), qPrintable(page.controlText()));
+        QVERIFY2(!page.memoryChart()->emptyMessage().contains(QStringLiteral("Waiting")),
+            qPrintable(page.memoryChart()->emptyMessage()));
+        QVERIFY(page.memoryChart()->emptyMessage().contains(QStringLiteral("before its first iteration")));
+        QVERIFY(!page.isRunning());
+    }
+
+    // Issue 29 item 10: what a run reads does not change under it (where, how many ranks, how often), and
+    // the keyboard is not left in a box that no longer takes input; after the run, all of it is back.
+    void settingsAreLockedDuringARun()
+    {
+        QTemporaryDir dir;
+        storage::Store store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("locked.sqlite"))));
+        RecipeDocument document;
+        Recipe recipe = presetRecipe(QStringLiteral("gpt-unfused"));
+        recipe.train_iters = 4;
+        recipe.warmup_iters = 1;
+        document.setRecipe(recipe);
+        LaunchPage page(&document, &store);
+        page.show();
+        page.activateWindow();
+        QVERIFY(QTest::qWaitForWindowActive(&page));
+        page.workerArgumentsEdit()->setText(QStringLiteral("--delay-ms 30"));
+        page.ranksBox()->setFocus();
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QVERIFY(page.start());
+        for (QWidget* w : page.settingsWidgets())
+            QVERIFY2(!w->isEnabled(), w->metaObject()->className());
+        QVERIFY(!page.ranksBox()->isEnabled() && !page.hostEdit()->isEnabled());
+        QVERIFY(page.cancelButton()->hasFocus());
+        QVERIFY(finished.wait(30000));
+        for (QWidget* w : page.settingsWidgets())
+            QVERIFY(w->isEnabled());
+        QVERIFY(page.ranksBox()->isEnabled());
+    }
+
+    // Issue 29 item 3: the launch's summary gives the product's one Δ step time, named (core's
+    // kStepDeltaName), from the stored steady iterations: one slow step moves the mean, not the shift.
+    void summaryGivesTheOneStepTimeDelta()
+    {
+        QTemporaryDir dir;
+        storage::Store store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("delta.sqlite"))));
+        RecipeDocument document;
+        Recipe recipe = presetRecipe(QStringLiteral("gpt-unfused"));
+        recipe.train_iters = 10;
+        recipe.warmup_iters = 2;
+        document.setRecipe(recipe);
+        LaunchPage page(&document, &store);
+        page.workerArgumentsEdit()->setText(QStringLiteral("--candidate-slow 9 400"));
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QVERIFY(page.start());
+        QVERIFY(finished.wait(30000));
+        const QVector<qint64> runs = page.storedRuns();
+        QCOMPARE(runs.size(), 2);
+        const auto d = timeDelta(
+            storage::steadyIterationTimes(store, runs[1]), storage::steadyIterationTimes(store, runs[0]));
+        QVERIFY(d);
+        const QString expected = QStringLiteral("%1 %2").arg(
+            QString::fromUtf8(kStepDeltaName), QString::fromStdString(deltaCell(*d)));
+        QVERIFY2(page.summaryText().contains(expected),
+            qPrintable(page.summaryText() + QStringLiteral(" / ") + expected));
+        // The mean would have said otherwise (the stored steady step times).
+        const double meanPct = (*store.run(runs[1])->steadyStepMs - *store.run(runs[0])->steadyStepMs)
+            / *store.run(runs[0])->steadyStepMs * 100.0;
+        QVERIFY(std::abs(meanPct - d->pct) > 5.0);
+        // A tiny run's peak keeps its figures (1.5 MB: 0.00150 GB, not 0.002).
+        QVERIFY2(page.summaryText().contains(QStringLiteral("0.00150")), qPrintable(page.summaryText()));
     }
 
     // `recompute sweep` and the page build one [] control for a recipe with moe_layer_recompute (R19): the

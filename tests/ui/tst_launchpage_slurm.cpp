@@ -4,6 +4,7 @@
 // Slurm jobs on the real Slurm of tests/launch/slurm_cluster.h (the launcher's test double as the worker):
 // the [] control and the recipe each a two-task job, both stored, the candidate linked to its control.
 #include <QComboBox>
+#include <QFile>
 #include <QLabel>
 #include <QLineEdit>
 #include <QPlainTextEdit>
@@ -13,9 +14,11 @@
 #include <QTest>
 
 #include "../launch/slurm_cluster.h"
+#include "core/recipe_input.h"
 #include "launchpage.h"
 #include "presets.h"
 #include "recipedocument.h"
+#include "session/job_session.h"
 #include "session/run_session.h"
 #include "storage/store.h"
 
@@ -199,6 +202,58 @@ private slots:
                      QStringLiteral("slurm partition debug, nodes 1, tasks per node 2")),
             qPrintable(candidate->provenance));
         QVERIFY(!m_store.iterations(runs[1]).isEmpty());
+    }
+
+    // The real job from the window on Slurm (issue 29): the user's Megatron-LM line (the stand-in for
+    // Megatron replaying the real H200 logs) run once per choice, each a Slurm batch job, its output read as
+    // it grows, imported and linked to the control; the queue's word on the job in the log.
+    void realJobAsSlurmJobs()
+    {
+        REQUIRE_CLUSTER();
+#ifndef RS_FAKE_MEGATRON
+        QSKIP("the stand-in for Megatron (tests/launch/fake_megatron) is not part of this build");
+#else
+        QFile log(QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-h200/dense-none.log"));
+        QVERIFY(log.open(QIODevice::ReadOnly));
+        const QString command = QString::fromUtf8(log.readLine())
+                                    .trimmed()
+                                    .remove(0, QStringLiteral("# command: torchrun ").size());
+        std::vector<std::string> words { "--profile", "main", "--mlm-args", RS_FAKE_MEGATRON };
+        for (const QString& w : command.split(QLatin1Char(' '), Qt::SkipEmptyParts))
+            words.push_back(w.toStdString());
+        const RecipeInput in = readRecipeInput(words, nullptr);
+        qputenv("RS_FAKE_MEGATRON_PACE", "0.05");
+        QTemporaryDir dir;
+        storage::Store store;
+        QVERIFY(store.open(dir.filePath(QStringLiteral("jobs.sqlite"))));
+        RecipeDocument document;
+        document.setRecipe(in.recipe);
+        document.setInputFormat(in.format);
+        LaunchPage page(&document, &store);
+        page.setRunKind(LaunchPage::RunKind::Job);
+        page.jobChoicesEdit()->setText(QStringLiteral("core_attn"));
+        page.jobItersBox()->setValue(6);
+        page.setHostKind(LaunchPage::HostKind::Slurm);
+        const launch::SlurmSettings s = cluster->settings(QStringLiteral("page-job"));
+        page.slurmPartitionEdit()->setText(s.partition);
+        page.slurmWorkDirEdit()->setText(s.workDir);
+        QSignalSpy finished(&page, &LaunchPage::launchFinished);
+        QStringList notes;
+        connect(page.jobSession(), &session::JobSession::note, this,
+            [&notes](const QString&, const QString& text) { notes << text; });
+        QVERIFY2(page.start(), qPrintable(page.statusText()));
+        QVERIFY(finished.wait(300000));
+        const QVector<qint64> runs = page.storedRuns();
+        QCOMPARE(runs.size(), 2);
+        const auto control = store.run(runs[0]);
+        const auto candidate = store.run(runs[1]);
+        QVERIFY(control->isNoRecompute());
+        QCOMPARE(candidate->outcome, storage::outcome::Pass);
+        QCOMPARE(candidate->controlRunId.value_or(0), control->id);
+        QCOMPARE(store.iterations(candidate->id).size(), 6);
+        QVERIFY2(!notes.filter(QStringLiteral("Slurm job")).isEmpty(),
+            qPrintable(notes.join(QStringLiteral(" | "))));
+#endif
     }
 };
 

@@ -7,23 +7,30 @@
 #include <QAction>
 #include <QApplication>
 #include <QComboBox>
+#include <QCommandLinkButton>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
+#include <QLineEdit>
 #include <QMenu>
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QPushButton>
 #include <QSettings>
+#include <QStatusBar>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextBlock>
 #include <QTextBrowser>
 #include <QTimer>
 
+#include "core/estimator.h"
 #include "core/recipe_json.h"
+#include "core/rules.h"
+#include "editorpage.h"
 #include "launchpage.h"
 #include "mainwindow.h"
 #include "models/runsmodel.h"
@@ -31,7 +38,9 @@
 #include "recipedocument.h"
 #include "runspage.h"
 #include "storage/store.h"
+#include "welcomepage.h"
 
+using namespace rs;
 using namespace rs::ui;
 
 namespace {
@@ -240,6 +249,156 @@ private slots:
         QVERIFY(recent->actions().front()->text().contains(QStringLiteral("remembered.recipe.json")));
     }
 
+    // Issue 29 item 10: the memory target is remembered with the comparison it was set for, and the
+    // filter and the chart's tab with it; a target set for a comparison no longer shown is not applied to
+    // another.
+    void targetIsRememberedWithItsComparison()
+    {
+        const QString db = m_dir.filePath(QStringLiteral("target.sqlite"));
+        qint64 nemotron = 0;
+        {
+            MainWindow window(db);
+            RunsPage* runs = window.runsPage();
+            QVERIFY(runs->comparisonBox()->count() >= 3); // Moonlight, Nemotron, all shown runs
+            runs->comparisonBox()->setCurrentIndex(1);
+            nemotron = runs->comparisonBox()->currentData().toLongLong();
+            runs->redrawTradeoff();
+            runs->setMemoryTarget(12.5);
+            runs->chartTabs()->setCurrentIndex(2);
+            QVERIFY(window.close());
+        }
+        {
+            MainWindow again(db);
+            QCOMPARE(again.runsPage()->comparisonBox()->currentData().toLongLong(), nemotron);
+            QCOMPARE(again.runsPage()->targetBox()->value(), 12.5);
+            QCOMPARE(again.runsPage()->chartTabs()->currentIndex(), 2);
+        }
+        // The comparison is no longer stored: the target set for it stays off.
+        QSettings().setValue(QStringLiteral("runs/comparison"), qint64(99999));
+        MainWindow third(db);
+        QCOMPARE(third.runsPage()->targetBox()->value(), 0.0);
+    }
+
+    // Issue 29: the first screen tells a newcomer the next step, and starts from the recipe that fits this
+    // machine; every step leads to the pages, and a later start opens where the user was.
+    void firstStartShowsTheStartPage()
+    {
+        {
+            MainWindow window(m_dir.filePath(QStringLiteral("start.sqlite")));
+            QVERIFY(window.startPageShown());
+            WelcomePage* start = window.startPage();
+            QVERIFY(start);
+            QCOMPARE(start->defaultPreset(), defaultPresetFor(probeMachine()));
+            for (QWidget* b :
+                QList<QWidget*> { start->startButton(), start->openButton(), start->bridgeButton(),
+                    start->pasteButton(), start->importButton(), start->guideButton() })
+                QVERIFY(b && !b->isHidden());
+            QVERIFY(start->startButton()->text().contains(presetTitle(start->defaultPreset())));
+            // the pages already hold that recipe
+            QCOMPARE(QString::fromStdString(window.document()->recipe().name),
+                presetTitle(start->defaultPreset()));
+            start->startButton()->click();
+            QVERIFY(!window.startPageShown());
+            QCOMPARE(window.pages()->currentWidget(), static_cast<QWidget*>(window.editorPage()));
+            // Help → Start page brings it back; the guide's runs from it.
+            action(&window, QStringLiteral("actionStartPage"))->trigger();
+            QVERIFY(window.startPageShown());
+            start->guideButton()->click();
+            QVERIFY(!window.startPageShown());
+            QCOMPARE(window.pages()->currentWidget(), static_cast<QWidget*>(window.runsPage()));
+            QVERIFY(window.close());
+        }
+        MainWindow again(m_dir.filePath(QStringLiteral("start.sqlite")));
+        QVERIFY(!again.startPageShown());
+    }
+
+    void defaultPresetFitsTheMachine_data()
+    {
+        QTest::addColumn<qint64>("gpuBytes"); // 0: no GPU
+        QTest::newRow("no GPU") << qint64(0);
+        QTest::newRow("a 2 GB GPU") << qint64(2000000000);
+        QTest::newRow("an 80 GB H100") << qint64(85899345920);
+        QTest::newRow("a 141 GB H200") << qint64(150323855360);
+    }
+    void defaultPresetFitsTheMachine()
+    {
+        QFETCH(qint64, gpuBytes);
+        MachineInfo m;
+        m.hostMemoryBytes = qint64(64) << 30;
+        if (gpuBytes) {
+            m.gpuMemoryBytes = gpuBytes;
+            m.gpuName = QStringLiteral("a GPU");
+        }
+        QString why;
+        const QString chosen = defaultPresetFor(m, &why);
+        QVERIFY(presetNames().contains(chosen));
+        QVERIFY(!why.isEmpty());
+        if (!gpuBytes) {
+            QCOMPARE(chosen, QStringLiteral("tiny-gpt-cpu")); // the CPU runs it in seconds
+            return;
+        }
+        // It fits 90 % of the GPU, and no preset with a larger one-rank estimate does.
+        auto peak = [](const QString& name) {
+            return estimateMemory(validate(presetRecipe(name)).resolved, Layout::Worker).peak_bytes;
+        };
+        QVERIFY(double(peak(chosen)) <= 0.9 * double(gpuBytes) || chosen == QStringLiteral("tiny-gpt-cpu"));
+        for (const QString& other : presetNames()) {
+            if (peak(other) > peak(chosen))
+                QVERIFY2(double(peak(other)) > 0.9 * double(gpuBytes), qPrintable(other));
+        }
+    }
+
+    // Issue 29 item 7: a pasted command line is another job: its own name (never the recipe open before), its
+    // front end's rules, and its launcher on the launch page for the real job; one that does not read
+    // replaces nothing.
+    void pastingACommandLineMakesANewJob_data()
+    {
+        QTest::addColumn<QString>("text");
+        QTest::addColumn<int>("format"); // -1: refused
+        QTest::addColumn<QString>("name");
+        QTest::addColumn<QString>("launcher");
+        QTest::newRow("Megatron-LM line")
+            << QStringLiteral(
+                   "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 \\\n"
+                   "  --num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 "
+                   "--micro-batch-size 1 --global-batch-size 64 --bf16 --recompute-granularity selective")
+            << int(InputFormat::MegatronFlags) << QStringLiteral("pretrain_gpt.py, 32 layers, hidden 4096")
+            << QStringLiteral("torchrun --nproc-per-node 8 pretrain_gpt.py");
+        QTest::newRow("Bridge recipe by name")
+            << QStringLiteral("torchrun --nproc-per-node 8 scripts/training/run_recipe.py --recipe "
+                              "llama3_8b_pretrain_config train.global_batch_size=16 "
+                              "'model.recompute_modules=[core_attn]'")
+            << int(InputFormat::BridgeOverrides) << QStringLiteral("llama3_8b_pretrain_2gpu_h100_bf16_config")
+            << QStringLiteral("torchrun --nproc-per-node 8 scripts/training/run_recipe.py --recipe "
+                              "llama3_8b_pretrain_config");
+        QTest::newRow("a flag Megatron-LM does not have")
+            << QStringLiteral("torchrun pretrain_gpt.py --num-layerz 32") << -1 << QString() << QString();
+    }
+    void pastingACommandLineMakesANewJob()
+    {
+        QFETCH(QString, text);
+        QFETCH(int, format);
+        QFETCH(QString, name);
+        QFETCH(QString, launcher);
+        MainWindow window(m_dir.filePath(QStringLiteral("paste.sqlite")));
+        QVERIFY(action(&window, QStringLiteral("actionPasteCommandLine")));
+        QVERIFY(window.loadPreset(QStringLiteral("moonlight-mla-moe")));
+        const Recipe before = window.document()->recipe();
+        QCOMPARE(window.pasteCommandLine(text), format >= 0);
+        if (format < 0) {
+            QVERIFY(window.document()->recipe() == before);
+            QVERIFY(window.statusBar()->currentMessage().contains(QStringLiteral("num-layerz")));
+            return;
+        }
+        QCOMPARE(int(window.document()->inputFormat()), format);
+        QCOMPARE(QString::fromStdString(window.document()->recipe().name), name);
+        QVERIFY(window.document()->filePath().isEmpty());
+        QCOMPARE(window.launchPage()->jobLauncherEdit()->text(), launcher);
+        QCOMPARE(window.launchPage()->jobFrontEndBox()->currentData().toInt(), format);
+        QCOMPARE(window.pages()->currentWidget(), static_cast<QWidget*>(window.editorPage()));
+        QVERIFY(!window.startPageShown());
+    }
+
     void recentFilesNewestFirstAndBounded()
     {
         MainWindow window(m_dir.filePath(QStringLiteral("recent.sqlite")));
@@ -282,6 +441,27 @@ private slots:
         QVERIFY(text.contains(QStringLiteral("The measurement contract")));
         // opened at the heading asked for
         QVERIFY(browser->textCursor().selectedText().contains(QStringLiteral("measurement contract")));
+        // Issue 29 item 10: the screenshots fit the viewer's width.
+        int images = 0;
+        for (QTextBlock b = browser->document()->begin(); b.isValid(); b = b.next()) {
+            for (auto it = b.begin(); !it.atEnd(); ++it) {
+                const QTextCharFormat f = it.fragment().charFormat();
+                if (!f.isImageFormat())
+                    continue;
+                const QImage image
+                    = browser->document()
+                          ->resource(QTextDocument::ImageResource, QUrl(f.toImageFormat().name()))
+                          .value<QImage>();
+                QVERIFY2(!image.isNull(), qPrintable(f.toImageFormat().name()));
+                QVERIFY2(image.width() <= browser->viewport()->width(),
+                    qPrintable(QStringLiteral("%1: %2 px in %3")
+                                   .arg(f.toImageFormat().name())
+                                   .arg(image.width())
+                                   .arg(browser->viewport()->width())));
+                ++images;
+            }
+        }
+        QVERIFY(images >= 3);
 
         window.showCliHelp();
         auto* cli = window.findChild<QDialog*>(QStringLiteral("cliHelp"));

@@ -183,13 +183,13 @@ private slots:
         const int moeAct = model.rowOfRun(2);
         QSignalSpy changed(&model, &QAbstractItemModel::dataChanged);
         int asked = 0;
-        model.setSteadyTimesSource([&](qint64 id) {
+        model.setStepSamplesSource([&](const storage::RunRecord& run) {
             ++asked;
             std::vector<double> t;
-            const double median = id == 1 ? 457.0 : id == 2 ? candidateMs : 0.0;
+            const double median = run.id == 1 ? 457.0 : run.id == 2 ? candidateMs : 0.0;
             for (int i = 0; median > 0 && i < 12; ++i)
                 t.push_back(median + spread * ((i % 4) - 1.5) / 1.5);
-            return t;
+            return stepSamples(t, run.steadyStepMs);
         });
         QCOMPARE(changed.size(), 1);
         const QString text = model.index(moeAct, RunsModel::TimeDeltaColumn).data().toString();
@@ -198,6 +198,7 @@ private slots:
         QCOMPARE(text,
             QString::asprintf("%+.2f%% [%+.2f, %+.2f]", stats->pct, *stats->low_pct, *stats->high_pct)
                 + (significant ? QString() : QStringLiteral(" not significant")));
+        QCOMPARE(text, QString::fromStdString(deltaCell(*stats)));
         QCOMPARE(stats->verdict == Significance::NotSignificant, !significant);
         QVERIFY(*stats->low_pct <= stats->pct && stats->pct <= *stats->high_pct);
         const QString tip = model.index(moeAct, RunsModel::TimeDeltaColumn).data(Qt::ToolTipRole).toString();
@@ -208,10 +209,13 @@ private slots:
         QCOMPARE(fg == QColor(0x70, 0x70, 0x70), !significant);
         QCOMPARE(
             model.index(moeAct, RunsModel::TimeDeltaColumn).data(RunsModel::SortRole).toDouble(), stats->pct);
-        // A run without iterations keeps the plain percentage; the control stays "control".
+        // A run without iterations counts its stored step time as its one sample (no interval), against the
+        // control's iterations: the same definition; the control stays "control".
         const int mla = model.rowOfRun(3);
+        const auto mlaStats = model.timeDeltaStats(mla);
+        QVERIFY(mlaStats && !mlaStats->low_pct);
         QCOMPARE(model.index(mla, RunsModel::TimeDeltaColumn).data().toString(),
-            QString::asprintf("%+.2f%%", *model.timeDeltaPct(mla)));
+            QString::asprintf("%+.2f%%", mlaStats->pct));
         QCOMPARE(model.index(0, RunsModel::TimeDeltaColumn).data().toString(), QStringLiteral("control"));
         // Asked once per run, kept until the runs change.
         const int before = asked;

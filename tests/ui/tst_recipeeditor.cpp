@@ -16,6 +16,7 @@
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
+#include <QTextCursor>
 
 #include "core/recipe_json.h"
 #include "editorpage.h"
@@ -296,6 +297,53 @@ private slots:
                     .contains(expected.toHtmlEscaped()));
         // Megatron's own words stay first
         QVERIFY(message.startsWith(QStringLiteral("Invalid choices for recompute_modules")));
+        // Fix applies what the hint says (issue 29 item 5): the candidate stays a candidate.
+        QVERIFY(m_page->findings()->applyFixIt(row));
+        QCOMPARE(m_document->recipe().recompute_modules.value_or(std::vector<std::string> {}),
+            std::vector<std::string> { meant.toStdString() });
+        QVERIFY(!hasFinding(findings, QStringLiteral("R11")));
+    }
+
+    // Issue 29 item 4: text being fixed in the overrides or flags view (a bad key beside a valid
+    // hidden_size) is the user's work; a form edit meanwhile leaves it as it is and says so, Revert takes the
+    // recipe's text, and Undo brings the typed text back.
+    void textBeingFixedSurvivesAFormEdit_data()
+    {
+        QTest::addColumn<int>("view"); // 0 overrides, 1 flags
+        QTest::addColumn<QString>("typed");
+        QTest::newRow("overrides") << 0
+                                   << QStringLiteral(" \\\nmodel.num_layerz=3 \\\nmodel.hidden_size=1024");
+        QTest::newRow("flags") << 1 << QStringLiteral(" \\\n--num-layerz 3 \\\n--hidden-size 1024");
+    }
+    void textBeingFixedSurvivesAFormEdit()
+    {
+        QFETCH(int, view);
+        QFETCH(QString, typed);
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        RecipeTextView* v = view == 0 ? m_page->overridesView() : m_page->flagsView();
+        m_page->textTabs()->setCurrentWidget(v);
+        QPlainTextEdit* text = v->editor();
+        QTextCursor end(text->document());
+        end.movePosition(QTextCursor::End);
+        end.insertText(typed); // typed, as a user types: undoable
+        const QString mine = text->toPlainText();
+        QVERIFY2(!v->errorText().isEmpty(), "the typed text must not read");
+        // A form field changes meanwhile.
+        auto* seq = qobject_cast<QSpinBox*>(m_page->form()->editor("seq_length"));
+        QVERIFY(seq);
+        seq->setValue(seq->value() / 2);
+        QCOMPARE(m_document->recipe().seq_length, seq->value());
+        QCOMPARE(text->toPlainText(), mine); // nothing the user typed is lost
+        QVERIFY(v->heldBack());
+        QVERIFY2(
+            v->statusLabel()->text().contains(QStringLiteral("kept")), qPrintable(v->statusLabel()->text()));
+        // Revert takes the recipe's text (the form's seq_length in it); Undo brings the typed text back.
+        v->revert();
+        QVERIFY(v->errorText().isEmpty());
+        QVERIFY(!v->heldBack());
+        QVERIFY(text->toPlainText().contains(QString::number(seq->value())));
+        text->undo();
+        QCOMPARE(text->toPlainText(), mine);
     }
 
     void textThatDoesNotReadIsFlaggedAndNotCopied_data()
@@ -335,6 +383,30 @@ private slots:
         QVERIFY(text->errorText().isEmpty());
         QVERIFY(text->revertButton()->isHidden());
         QCOMPARE(text->copyToClipboard(), copied);
+    }
+
+    // Issue 29 item 7: a whole Megatron-LM line pasted into the flags view is another job: it takes its own
+    // name (never the recipe open before) and the Megatron-LM rules (M1-M6).
+    void aWholeLinePastedIntoTheFlagsIsANewJob()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
+        m_document->setInputFormat(InputFormat::Json);
+        m_page->textTabs()->setCurrentWidget(m_page->flagsView());
+        m_page->flagsView()->editor()->setPlainText(QStringLiteral(
+            "torchrun --nproc-per-node 8 pretrain_gpt.py --num-layers 32 --hidden-size 4096 "
+            "--num-attention-heads 32 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 "
+            "--global-batch-size 64 --bf16"));
+        QVERIFY2(m_page->flagsView()->errorText().isEmpty(), qPrintable(m_page->flagsView()->errorText()));
+        QCOMPARE(m_document->recipe().num_layers, 32);
+        QCOMPARE(m_document->inputFormat(), InputFormat::MegatronFlags);
+        QCOMPARE(QString::fromStdString(m_document->recipe().name),
+            QStringLiteral("pretrain_gpt.py, 32 layers, hidden 4096"));
+        // An edit of the flags alone keeps the job and its name.
+        m_page->flagsView()->editor()->setPlainText(m_page->flagsView()->editor()->toPlainText().replace(
+            QStringLiteral("--num-layers 32"), QStringLiteral("--num-layers 16")));
+        QCOMPARE(m_document->recipe().num_layers, 16);
+        QCOMPARE(QString::fromStdString(m_document->recipe().name),
+            QStringLiteral("pretrain_gpt.py, 32 layers, hidden 4096"));
     }
 
     void flagTextEditReachesForm()

@@ -166,6 +166,38 @@ private slots:
             qPrintable(QString::number(pages)));
     }
 
+    // Issue 29 item 10: the PDF's pages are not mostly blank: a page that another follows within its
+    // comparison is filled at least half (a chart that does not fit is scaled down, not pushed whole onto
+    // the next page behind a break).
+    void pdfPagesAreFilled()
+    {
+        ReportWriter writer(m_store, {});
+        const std::unique_ptr<QTextDocument> doc = writer.printDocument();
+        const qreal pageHeight = doc->pageSize().height();
+        QAbstractTextDocumentLayout* layout = doc->documentLayout();
+        const int pages = doc->pageCount();
+        QVector<qreal> bottom(pages, 0.0);
+        QVector<bool> startsComparison(pages, false);
+        for (QTextBlock b = doc->begin(); b.isValid(); b = b.next()) {
+            const QRectF r = layout->blockBoundingRect(b);
+            const int page = std::clamp(int(r.top() / pageHeight), 0, pages - 1);
+            bottom[page]
+                = std::max(bottom[page], std::min(r.bottom(), (page + 1) * pageHeight) - page * pageHeight);
+            if (b.blockFormat().headingLevel() == 2)
+                startsComparison[page] = true;
+        }
+        for (int p = 0; p + 1 < pages; ++p) {
+            const qreal fill = bottom[p] / pageHeight;
+            qInfo("page %d of %d: %.0f %% filled", p + 1, pages, fill * 100);
+            if (!startsComparison[p + 1]) // the last page of a comparison may end where it ends
+                QVERIFY2(fill >= 0.6,
+                    qPrintable(QStringLiteral("page %1 of %2 is %3 % filled")
+                                   .arg(p + 1)
+                                   .arg(pages)
+                                   .arg(fill * 100, 0, 'f', 0)));
+        }
+    }
+
     void htmlCarriesEverything()
     {
         ReportWriter writer(m_store, {});

@@ -28,6 +28,7 @@
 #include "presets.h"
 #include "recipedocument.h"
 #include "runspage.h"
+#include "storage/advice.h"
 #include "storage/ingest.h"
 #include "storage/store.h"
 
@@ -61,9 +62,11 @@ qint64 ingestRun(storage::Store* store, const Recipe& recipe, qint64 peak, const
     return ingest.runId();
 }
 
+// Worker runs are estimated in the worker's layout, as the advisor estimates them (issue 29 item 9: one
+// estimate of a run, its layout named).
 int64_t directEstimate(const Recipe& r)
 {
-    return estimateMemory(validate(r).resolved, Layout::Megatron).peak_bytes;
+    return estimateMemory(validate(r).resolved, Layout::Worker).peak_bytes;
 }
 
 QString cell(RunsPage* page, qint64 id, int column, int role = Qt::DisplayRole)
@@ -195,7 +198,17 @@ private slots:
                         .contains(QStringLiteral("did not pass")));
         }
         QVERIFY(cell(&page, candidate, RunsModel::EstimateColumn, Qt::ToolTipRole)
-                    .contains(QStringLiteral("Megatron's layout")));
+                    .contains(QStringLiteral("; worker layout")));
+        // The advisor estimates the run alike: the reasons it gives beside the runs name the same figure.
+        const auto advice = storage::adviseOnControl(*m_store, control, 1000.0);
+        QVERIFY(advice);
+        for (std::size_t i = 0; i < advice->candidates.size(); ++i) {
+            if (advice->rows[int(i)].run.id == candidate) {
+                QCOMPARE(advice->candidates[i].estimated_peak_bytes.value_or(0), candidateEstimate);
+                QCOMPARE(
+                    QString::fromStdString(advice->candidates[i].estimated_layout), QStringLiteral("worker"));
+            }
+        }
 
         // What holds the peak: the run on top, its control below, each bar the estimate's whole peak.
         page.selectRun(candidate);

@@ -13,16 +13,21 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMouseEvent>
+#include <QSignalSpy>
 #include <QTabWidget>
 #include <QTemporaryDir>
 #include <QTest>
 #include <QToolTip>
 
 #include "charts/chartview.h"
+#include "core/step_stats.h"
 #include "models/runsfilterproxy.h"
 #include "models/runsmodel.h"
+#include "reportwriter.h"
 #include "runspage.h"
 #include "storage/advice.h"
+#include "storage/log_import.h"
+#include "storage/report.h"
 #include "storage/store.h"
 
 using namespace rs;
@@ -428,6 +433,206 @@ private slots:
         QApplication::sendEvent(chart->viewport(), &help);
         QTRY_VERIFY(QToolTip::isVisible());
         QCOMPARE(QToolTip::text(), chart->hoverTip());
+    }
+
+    // Issue 29 item 1: imported Megatron-LM logs compare against their run without recompute (Megatron's
+    // None, which Megatron-LM cannot write as []): the comparison is listed, selecting a run shows it, its
+    // control is drawn as the control, and the advisor advises on it, as `recompute advise` does.
+    void importedMegatronLogsAreChartedAndAdvised_data()
+    {
+        QTest::addColumn<QStringList>("logs"); // the control first
+        QTest::newRow("dense") << QStringList { QStringLiteral("dense-none"),
+            QStringLiteral("dense-core_attn"), QStringLiteral("dense-full-uniform-1"),
+            QStringLiteral("dense-full-block-4") };
+        QTest::newRow("moe") << QStringList { QStringLiteral("moe-none"), QStringLiteral("moe-moe"),
+            QStringLiteral("moe-core_attn"), QStringLiteral("moe-shared_experts") };
+    }
+    void importedMegatronLogsAreChartedAndAdvised()
+    {
+        QFETCH(QStringList, logs);
+        QVector<qint64> ids;
+        for (const QString& name : logs) {
+            const auto r = storage::importTrainingLog(m_store.get(),
+                QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-h200/%1.log").arg(name));
+            QVERIFY2(r.error.isEmpty(), qPrintable(r.error));
+            ids << r.runId;
+        }
+        m_page->reload();
+        const qint64 control = ids.front();
+        QCOMPARE(m_store->run(control)->moduleSetLabel(), QStringLiteral("none"));
+        QVERIFY2(m_page->comparisonBox()->findData(control) >= 0, "the None control heads a comparison");
+        // Selecting a candidate shows its comparison.
+        m_page->selectRun(ids.back());
+        QCOMPARE(m_page->comparisonBox()->currentData().toLongLong(), control);
+        QVERIFY(!m_page->tradeoffChart()->isEmpty());
+        int points = 0, controls = 0;
+        for (const TradeoffPoint& p : m_page->tradeoffChart()->data().points) {
+            points += p.groupKey == control;
+            controls += p.groupKey == control && p.isControl;
+        }
+        QCOMPARE(points, int(ids.size()));
+        QCOMPARE(controls, 1);
+        QCOMPARE(cell(m_page.get(), control, RunsModel::AllocatedDeltaColumn), QStringLiteral("control"));
+        // The advisor advises on it as the CLI does.
+        m_page->setMemoryTarget(100.0);
+        const auto expected = storage::adviseOnControl(*m_store, control, 100.0);
+        QVERIFY(expected && expected->advice.chosen);
+        QVERIFY2(m_page->adviceLabel()->text().contains(
+                     QString::fromStdString(expected->advice.summary).toHtmlEscaped()),
+            qPrintable(m_page->adviceLabel()->text()));
+        // "Show its comparison" from the context menu does the same.
+        m_page->comparisonBox()->setCurrentIndex(m_page->comparisonBox()->findData(qint64(1)));
+        std::unique_ptr<QMenu> menu(m_page->contextMenuFor(ids[1]));
+        menu->findChild<QAction*>(QStringLiteral("showComparison"))->trigger();
+        QCOMPARE(m_page->comparisonBox()->currentData().toLongLong(), control);
+    }
+
+    // Issue 29 item 3: one Δ step time everywhere, named: the runs table's cell, its header and tooltip, the
+    // reports (Markdown and the studio's HTML / PDF), the chart and the advisor give the same figure,
+    // core's Hodges-Lehmann shift of the steady iterations, never the mean of the steps.
+    void oneStepTimeDeltaEverywhere()
+    {
+        // One slow step in the candidate: the mean moves by ~9 %, the shift by 1 %.
+        const qint64 control = m_store->insertRun(workerRun({}, 2.0, 100.0));
+        RunRecord c = workerRun({ QStringLiteral("core_attn") }, 1.5, std::nullopt);
+        c.controlRunId = control;
+        const qint64 candidate = m_store->insertRun(c);
+        std::vector<double> controlMs, candidateMs;
+        for (int i = 1; i <= 12; ++i) {
+            controlMs.push_back(100.0 + (i % 3) * 0.1);
+            candidateMs.push_back(i == 12 ? 200.0 : 101.0 + (i % 3) * 0.1);
+        }
+        for (const auto& [id, times] :
+            { std::pair { control, controlMs }, std::pair { candidate, candidateMs } }) {
+            for (int i = 1; i <= 12; ++i) {
+                storage::IterationRow row;
+                row.runId = id;
+                row.iteration = i;
+                row.phase = QStringLiteral("steady");
+                row.stepMs = times[std::size_t(i - 1)];
+                QVERIFY(m_store->insertIteration(row));
+            }
+        }
+        RunRecord cand = *m_store->run(candidate);
+        double mean = 0;
+        for (double v : candidateMs)
+            mean += v / 12.0;
+        cand.steadyStepMs = mean; // what a worker stores: the mean of its steady steps
+        QVERIFY(m_store->updateRun(cand));
+        m_page->reload();
+        const auto d = timeDelta(candidateMs, controlMs);
+        QVERIFY(d && d->low_pct);
+        const QString figure = QString::fromStdString(deltaCell(*d));
+        const double meanPct = (mean - 100.1) / 100.1 * 100.0;
+        QVERIFY2(std::abs(meanPct - d->pct) > 5.0, "the case must tell the mean from the shift");
+        // The runs table: the cell, named in the header and its tooltip.
+        QCOMPARE(cell(m_page.get(), candidate, RunsModel::TimeDeltaColumn), figure);
+        QCOMPARE(m_page->model()->headerData(RunsModel::TimeDeltaColumn, Qt::Horizontal).toString(),
+            QString::fromUtf8(kStepDeltaName));
+        QVERIFY(m_page->model()
+                    ->headerData(RunsModel::TimeDeltaColumn, Qt::Horizontal, Qt::ToolTipRole)
+                    .toString()
+                    .contains(QStringLiteral("Hodges-Lehmann")));
+        // The store's comparison, the Markdown report and the studio's report (HTML, what the PDF prints).
+        const auto rows = m_store->compare(control, { candidate });
+        QCOMPARE(QString::asprintf("%+.2f", *rows[1].timeVsControlPct), QString::asprintf("%+.2f", d->pct));
+        const QString md = storage::formatReport(
+            storage::buildReport(*m_store, control, { candidate }), storage::ReportFormat::Markdown);
+        QVERIFY2(md.contains(figure) && md.contains(QStringLiteral("Time vs [] (HL)")), qPrintable(md));
+        const QString html = ReportWriter(*m_store, { control, candidate }).html(false);
+        QVERIFY2(html.contains(figure.toHtmlEscaped()) && html.contains(QString::fromUtf8(kStepDeltaName)),
+            qPrintable(html.left(3000)));
+        // The chart's Δ% axis places the point by the same figure.
+        showComparison(m_page.get(), control);
+        m_page->axesBox()->setCurrentIndex(1);
+        m_page->redrawTradeoff();
+        bool placed = false;
+        for (const TradeoffPoint& p : m_page->tradeoffChart()->data().points) {
+            if (p.runIds.contains(candidate)) {
+                QVERIFY(p.x);
+                QCOMPARE(QString::asprintf("%+.2f", *p.x), QString::asprintf("%+.2f", d->pct));
+                placed = true;
+            }
+        }
+        QVERIFY(placed);
+        // The advisor quotes it, named (1.8 GB: only the candidate fits, so it is chosen).
+        m_page->setMemoryTarget(1.8);
+        QVERIFY2(m_page->adviceLabel()->text().contains(QStringLiteral("%1 vs the control %2")
+                                                            .arg(QString::fromUtf8(kStepDeltaName), figure)
+                                                            .toHtmlEscaped()),
+            qPrintable(m_page->adviceLabel()->text()));
+    }
+
+    // Issue 29 item 6: at 1366 x 768 the advisor's long text does not take the chart's height (the memory
+    // axis' labels were cut to "…"), a target far above the runs does not draw the axis below 0 GB, and the
+    // ring around the advisor's choice answers hover and click as its point does.
+    void tradeoffChartAtLaptopSize_data()
+    {
+        QTest::addColumn<double>("target");
+        QTest::newRow("36 GB: the guide's choice, long advice") << 36.0;
+        QTest::newRow("500 GB: far above every run") << 500.0;
+    }
+    void tradeoffChartAtLaptopSize()
+    {
+        QFETCH(double, target);
+        m_page->resize(1350, 640); // the runs page inside the window at 1366 x 768
+        m_page->show();
+        QVERIFY(QTest::qWaitForWindowExposed(m_page.get()));
+        showComparison(m_page.get(), 1);
+        m_page->setMemoryTarget(target);
+        TradeoffChart* chart = m_page->tradeoffChart();
+        m_page->chartTabs()->setCurrentWidget(chart);
+        QTRY_VERIFY(!m_page->adviceLabel()->text().isEmpty());
+        auto* scroll = m_page->findChild<QWidget*>(QStringLiteral("adviceScroll"));
+        QVERIFY(scroll);
+        QVERIFY2(scroll->height() <= m_page->fontMetrics().lineSpacing() * 3 + 6,
+            qPrintable(QString::number(scroll->height())));
+        QVERIFY2(chart->height() >= 220, qPrintable(QString::number(chart->height())));
+        for (double t : chart->axisTicks(Qt::Vertical))
+            QVERIFY2(t >= 0.0, qPrintable(QString::number(t)));
+        for (double t : chart->axisTicks(Qt::Horizontal))
+            QVERIFY2(t >= 0.0, qPrintable(QString::number(t)));
+        // The chosen point: hover and click reach it through its ring.
+        const TradeoffPoint* chosen = nullptr;
+        for (const TradeoffPoint& p : chart->data().points)
+            if (p.chosen)
+                chosen = &p;
+        QVERIFY(chosen);
+        const qint64 id = chosen->runId;
+        QPoint at;
+        QTRY_VERIFY((at = chart->viewPositionOfRun(id), chart->viewport()->rect().contains(at)));
+        for (const QPoint& p : { at + QPoint(40, 40), at }) {
+            QMouseEvent move(QEvent::MouseMove, p, chart->viewport()->mapToGlobal(p), Qt::NoButton,
+                Qt::NoButton, Qt::NoModifier);
+            QApplication::sendEvent(chart->viewport(), &move);
+        }
+        QTRY_VERIFY(!chart->hoverTip().isEmpty());
+        QCOMPARE(chart->hoverTip(), chosen->tooltip);
+        QSignalSpy activated(chart, &TradeoffChart::runActivated);
+        QTest::mouseClick(chart->viewport(), Qt::LeftButton, Qt::NoModifier, at);
+        QTRY_COMPARE(activated.size(), 1);
+        QCOMPARE(activated.front().front().toLongLong(), id);
+    }
+
+    // Issue 29 item 8: a [] control that did not pass and has no run compared with it (the worker refused
+    // it) heads no comparison: selecting it does not make it the chart's comparison.
+    void failedControlIsNoComparison()
+    {
+        const int before = m_page->comparisonBox()->currentIndex();
+        const qint64 refused
+            = m_store->insertRun(workerRun({}, 0.0, std::nullopt, storage::outcome::Invalid));
+        m_page->reload();
+        QCOMPARE(m_page->comparisonBox()->findData(refused), -1);
+        m_page->selectRun(refused);
+        QCOMPARE(m_page->comparisonBox()->currentIndex(), before);
+    }
+
+    // Issue 29 item 10: a tiny CPU run's peak reads with three significant figures (0.0483 GB, not 0.048).
+    void tinyPeaksKeepTheirFigures()
+    {
+        const qint64 id = m_store->insertRun(workerRun({}, 0.048312, 100.0));
+        m_page->reload();
+        QCOMPARE(cell(m_page.get(), id, RunsModel::PeakAllocatedColumn), QStringLiteral("0.0483"));
     }
 
 private:

@@ -8,6 +8,7 @@
 #include <QHash>
 
 #include "core/estimator.h"
+#include "core/step_stats.h"
 
 namespace rs::ui {
 
@@ -53,19 +54,27 @@ struct Accumulator {
 
 } // namespace
 
-TradeoffData buildTradeoff(
-    const QVector<RunRecord>& runs, TradeoffAxis axis, std::optional<double> memoryTargetGb)
+TradeoffData buildTradeoff(const QVector<RunRecord>& runs, TradeoffAxis axis,
+    std::optional<double> memoryTargetGb, const StepSamplesOf& samples)
 {
     QVector<const RunRecord*> pointers;
     pointers.reserve(runs.size());
     for (const auto& r : runs)
         pointers << &r;
-    return buildTradeoffFrom(pointers, axis, memoryTargetGb);
+    return buildTradeoffFrom(pointers, axis, memoryTargetGb, samples);
 }
 
-TradeoffData buildTradeoffFrom(
-    const QVector<const RunRecord*>& runs, TradeoffAxis axis, std::optional<double> memoryTargetGb)
+TradeoffData buildTradeoffFrom(const QVector<const RunRecord*>& runs, TradeoffAxis axis,
+    std::optional<double> memoryTargetGb, const StepSamplesOf& samples)
 {
+    const auto samplesOf = [&samples](const QVector<const RunRecord*>& rs) {
+        std::vector<double> out;
+        for (const RunRecord* r : rs) {
+            const std::vector<double> t = samples ? samples(*r) : stepSamples({}, r->steadyStepMs);
+            out.insert(out.end(), t.begin(), t.end());
+        }
+        return out;
+    };
     TradeoffData data;
     const bool delta = axis == TradeoffAxis::VersusControl;
     data.xTitle
@@ -82,6 +91,7 @@ TradeoffData buildTradeoffFrom(
     // group key: the control run id (a control is its own group); ordered by first appearance
     std::vector<qint64> groupOrder;
     std::map<qint64, std::map<QString, Accumulator>> groups;
+    QHash<qint64, int> linked; // runs linked to each control
     for (const RunRecord* run : runs) {
         const RunRecord& r = *run;
         // A run linked to a control joins its comparison, a repeated [] control too; an unlinked run (a
@@ -89,14 +99,27 @@ TradeoffData buildTradeoffFrom(
         const qint64 key = r.controlRunId ? *r.controlRunId : r.id;
         if (!groups.count(key))
             groupOrder.push_back(key);
+        if (key != r.id)
+            ++linked[key];
         auto& acc = groups[key][r.moduleSetLabel()];
         (passed(r) ? acc.passing : acc.failing).push_back(run);
     }
 
+    // In absolute units the Δ is only said in the tooltips: a sweep of many comparisons does not read every
+    // run's iterations for them (the Δ% axis does).
+    const bool withDelta = delta || groupOrder.size() <= 6;
     for (qint64 key : groupOrder) {
-        const RunRecord* control = byId.value(key, nullptr);
+        const RunRecord* found = byId.value(key, nullptr);
+        // The group's head is its control when it recomputes nothing or others are compared with it (an
+        // imported Megatron-LM log's "none" is as much a control as the explicit []).
+        const RunRecord* control
+            = found && (found->isNoRecompute() || linked.value(key) > 0) ? found : nullptr;
+        const QString controlLabel = control ? control->moduleSetLabel() : QString();
+        std::vector<double> controlSamples;
+        if (control && passed(*control) && withDelta)
+            controlSamples = samplesOf(groups[key][controlLabel].passing);
         // A group whose control is not among the runs (filtered out) is still drawn in absolute mode.
-        const QString name = control ? groupName(*control) : QStringLiteral("control %1").arg(key);
+        const QString name = found ? groupName(*found) : QStringLiteral("control %1").arg(key);
         std::optional<double> controlMs;
         std::optional<double> controlGb;
         if (control && passed(*control) && control->steadyStepMs)
@@ -104,7 +127,7 @@ TradeoffData buildTradeoffFrom(
         if (control && control->peakAllocated)
             controlGb = double(*control->peakAllocated) / kBytesPerGb;
         // Repeats of the control: the reference is their mean, the same value the control's point shows.
-        if (control && control->isExplicitControl() && passed(*control)) {
+        if (control && passed(*control)) {
             const auto& repeats = groups[key][control->moduleSetLabel()].passing;
             double ms = 0.0, gb = 0.0;
             int nMs = 0, nGb = 0;
@@ -160,12 +183,19 @@ TradeoffData buildTradeoffFrom(
             p.groupKey = key;
             p.runCount = int(use.size());
             p.runId = newest;
-            p.isControl
-                = control && control->moduleSetLabel() == label && !failed && control->isExplicitControl();
+            p.isControl = control && controlLabel == label && !failed;
             const double ms = nMs ? sumMs / nMs : 0.0;
             const double gb = sumGb / nGb;
+            if (nMs && !p.isControl && !controlSamples.empty()) {
+                if (const auto d = timeDelta(samplesOf(use), controlSamples))
+                    p.timeDeltaPct = d->pct;
+            } else if (nMs && p.isControl) {
+                p.timeDeltaPct = 0.0;
+            }
             if (nMs)
-                p.x = delta ? (ms - *controlMs) / *controlMs * 100.0 : ms;
+                p.x = delta ? p.timeDeltaPct : std::optional<double>(ms);
+            if (delta && nMs && !p.x)
+                continue; // no Δ step time against the control: nothing to place it by
             p.y = delta ? (gb - *controlGb) / *controlGb * 100.0 : gb;
             p.outcome = failed ? failureText(*use.front()) : QStringLiteral("pass");
             const QString note = use.front()->peakNote.isEmpty()
@@ -182,10 +212,12 @@ TradeoffData buildTradeoffFrom(
                       .arg(note.toHtmlEscaped())
                       .arg(nMs ? QStringLiteral(", step %1 ms").arg(ms, 0, 'f', 1) : QString())
                       .arg(p.runCount);
-            if (delta && nMs)
-                p.tooltip += QStringLiteral("<br>Δ time %1%, Δ allocated %2%")
-                                 .arg(*p.x, 0, 'f', 2)
-                                 .arg(p.y, 0, 'f', 2);
+            if (p.timeDeltaPct && !p.isControl)
+                p.tooltip += QStringLiteral("<br>%1 %2%")
+                                 .arg(QString::fromUtf8(kStepDeltaName))
+                                 .arg(QString::asprintf("%+.2f", *p.timeDeltaPct));
+            if (delta)
+                p.tooltip += QStringLiteral("<br>Δ allocated %1%").arg(QString::asprintf("%+.2f", p.y));
             data.points << p;
         }
     }
@@ -196,10 +228,11 @@ TradeoffData buildTradeoffFrom(
             data.memoryTarget = *memoryTargetGb;
         } else if (data.groups.size() == 1) {
             // One comparison: the target as a change against its control.
-            for (const RunRecord* r : runs) {
-                if (r->isExplicitControl() && r->peakAllocated) {
-                    const double c = double(*r->peakAllocated) / kBytesPerGb;
-                    data.memoryTarget = (*memoryTargetGb - c) / c * 100.0;
+            for (const TradeoffPoint& p : std::as_const(data.points)) {
+                const RunRecord* c = p.isControl ? byId.value(p.groupKey, nullptr) : nullptr;
+                if (c && c->peakAllocated) {
+                    const double gb = double(*c->peakAllocated) / kBytesPerGb;
+                    data.memoryTarget = (*memoryTargetGb - gb) / gb * 100.0;
                     break;
                 }
             }
@@ -321,6 +354,38 @@ QVector<RankBar> buildRankBars(const QVector<storage::RankPeak>& peaks)
     }
     std::sort(bars.begin(), bars.end(), [](const RankBar& a, const RankBar& b) { return a.rank < b.rank; });
     return bars;
+}
+
+QVector<IterationLine> buildMemoryReportLines(const QVector<storage::MemoryReport>& reports, int rank)
+{
+    struct Spec {
+        const char* name;
+        QColor color;
+        bool dashed;
+        std::optional<qint64> storage::MemoryReport::*member;
+    };
+    const Spec specs[] = {
+        { "max allocated", QColor(0xd6, 0x27, 0x28), false, &storage::MemoryReport::maxAllocated },
+        { "allocated after step", QColor(0x7f, 0x7f, 0x7f), false, &storage::MemoryReport::allocated },
+        { "max reserved", QColor(0xf0, 0x9a, 0x9a), true, &storage::MemoryReport::maxReserved },
+    };
+    QVector<IterationLine> lines;
+    for (const auto& s : specs) {
+        IterationLine line;
+        line.name = QString::fromLatin1(s.name);
+        line.color = s.color;
+        line.dashed = s.dashed;
+        for (const auto& m : reports) {
+            if (m.rank == rank && m.*(s.member))
+                line.points << QPointF(m.afterIteration, double(*(m.*(s.member))) / kBytesPerGb);
+        }
+        if (!line.points.isEmpty()) {
+            std::sort(line.points.begin(), line.points.end(),
+                [](const QPointF& a, const QPointF& b) { return a.x() < b.x(); });
+            lines << line;
+        }
+    }
+    return lines;
 }
 
 QVector<IterationLine> buildIterationLines(const QVector<storage::IterationRow>& rows, int rank)

@@ -5,7 +5,9 @@
 // is what the tests check and what a replacement chart library would be fed.
 #pragma once
 
+#include <functional>
 #include <optional>
+#include <vector>
 
 #include <QColor>
 #include <QHash>
@@ -32,6 +34,7 @@ struct TradeoffPoint {
     QString group; // the comparison it belongs to: the control's recipe/model name
     int groupIndex = 0;
     std::optional<double> x; // empty: no steady step time (a failed run)
+    std::optional<double> timeDeltaPct; // Δ step time against the control (kStepDeltaName); nullopt: none
     double y = 0.0;
     bool isControl = false;
     bool failed = false; // no run of this module set passed
@@ -55,14 +58,21 @@ struct TradeoffData {
     std::optional<double> memoryTarget; // in y's units; empty: none to draw
 };
 
+// A run's step samples (core's stepSamples: its steady iteration times, or its stored step time alone).
+using StepSamplesOf = std::function<std::vector<double>(const storage::RunRecord&)>;
+
 // Groups runs by matched comparison (a run's stored control, or the run itself when it is a control) and
 // module set; a point is the mean of its passing runs (or, when none passed, of its failed runs' peaks).
-// In VersusControl mode only groups with a passing control with a step time are drawn.
+// Its Δ step time is the product's one (core's kStepDeltaName): the Hodges-Lehmann shift of its runs'
+// samples (pooled) against the control's, from `samples` (without it, each run's stored step time). In
+// VersusControl mode it is the point's x, and only groups with a passing control with a step time are drawn.
+// A comparison's control is the run the others link to, or a run that recomputes nothing ([] or Megatron's
+// None); it is drawn as the control.
 TradeoffData buildTradeoff(const QVector<storage::RunRecord>& runs, TradeoffAxis axis,
-    std::optional<double> memoryTargetGb = std::nullopt);
+    std::optional<double> memoryTargetGb = std::nullopt, const StepSamplesOf& samples = {});
 // The same over runs held elsewhere (the runs page's model): no copy of 10,000 records per redraw.
 TradeoffData buildTradeoffFrom(const QVector<const storage::RunRecord*>& runs, TradeoffAxis axis,
-    std::optional<double> memoryTargetGb = std::nullopt);
+    std::optional<double> memoryTargetGb = std::nullopt, const StepSamplesOf& samples = {});
 // Marks onFront: the points of each group not dominated by another passing point of the group.
 void markParetoFront(QVector<TradeoffPoint>* points);
 
@@ -102,6 +112,9 @@ struct IterationLine {
 // One line per phase (forward, backward, optimizer) for allocated (solid) and reserved (dashed), plus
 // "allocated after step" where present. Rows of several ranks: rank `rank` only.
 QVector<IterationLine> buildIterationLines(const QVector<storage::IterationRow>& rows, int rank = 0);
+// The same from a training log's memory lines (Megatron's per-rank report after each logged iteration):
+// max allocated and allocated (solid), max reserved (dashed), rank `rank` only.
+QVector<IterationLine> buildMemoryReportLines(const QVector<storage::MemoryReport>& reports, int rank = 0);
 
 // What holds the peak (docs/stream.md, `peak_attribution`): the live bytes by category at one phase's peak
 // of one run, measured (the stream's attribution) or estimated (core/estimator.h). One bar per run and

@@ -28,6 +28,7 @@ public:
     // Shown in place of the plot when there is nothing to draw ("No runs match the filter").
     void setEmptyMessage(const QString& message);
     bool isEmpty() const;
+    QString emptyMessage() const; // what is shown in place of the plot ("" when the plot is shown)
 
     QSize sizeHint() const override;
     QSize minimumSizeHint() const override;

@@ -160,6 +160,11 @@ void ChartView::setEmptyMessage(const QString& message)
         message.isEmpty() ? static_cast<QWidget*>(m_backend->view) : m_backend->empty);
 }
 
+QString ChartView::emptyMessage() const
+{
+    return isEmpty() ? m_backend->empty->text() : QString();
+}
+
 bool ChartView::isEmpty() const
 {
     return m_backend->stack->currentWidget() == m_backend->empty;

@@ -222,12 +222,18 @@ void TradeoffChart::setData(const TradeoffData& data)
         ymin = std::min(ymin, *data.memoryTarget);
         ymax = std::max(ymax, *data.memoryTarget);
     }
-    const auto [px0, px1] = padded(xmin, xmax);
+    auto [px0, px1] = padded(xmin, xmax);
+    // Milliseconds and gigabytes are never below zero: a margin or a far target must not draw -20 GB.
+    const bool absolute = !data.yTitle.endsWith(QLatin1String("(%)"));
+    if (absolute)
+        px0 = std::max(0.0, px0);
     // Failed module sets without a step time sit right of the last tick, in their own column.
     bool anyNoTime = false;
     for (const auto& p : data.points)
         anyNoTime |= !p.x;
-    const auto [py0, py1] = padded(ymin, ymax);
+    auto [py0, py1] = padded(ymin, ymax);
+    if (absolute)
+        py0 = std::max(0.0, py0);
 
     QValueAxis* axisX = b.xAxis();
     axisX->setTitleText(data.xTitle + (anyNoTime ? tr("   (right edge: failed, no step time)") : QString()));
@@ -278,7 +284,7 @@ void TradeoffChart::setData(const TradeoffData& data)
     // Many comparisons at once (a sweep): one series per kind instead of per comparison, no fronts and no
     // labels. QtCharts' cost grows with the number of series and legend markers, not with points.
     const bool manyGroups = data.groups.size() > 6;
-    QVector<QPointF> chosenAt; // the advisor's choice, ringed over its point
+    SeriesPoints chosenPoints; // the advisor's choice, ringed over its point (and answering as it does)
     const bool labelPoints = data.points.size() <= 60;
     const int seriesGroups = manyGroups ? 1 : int(data.groups.size());
     for (int g = 0; g < seriesGroups; ++g) {
@@ -340,8 +346,11 @@ void TradeoffChart::setData(const TradeoffData& data)
                                          : passPoints;
             for (qint64 id : p.runIds)
                 b.pointOfRun.insert(id, { into, at });
-            if (p.chosen)
-                chosenAt << at;
+            if (p.chosen) {
+                chosenPoints.values << at;
+                chosenPoints.tips << p.tooltip;
+                chosenPoints.runs << p.runId;
+            }
             sp.values << at;
             sp.tips << p.tooltip;
             sp.runs << p.runId;
@@ -394,7 +403,7 @@ void TradeoffChart::setData(const TradeoffData& data)
             hookTooltips(s, *sp);
         }
     }
-    if (!chosenAt.isEmpty()) {
+    if (!chosenPoints.values.isEmpty()) {
         auto* chosen = new QScatterSeries;
         chosen->setName(tr("advisor's choice"));
         chosen->setMarkerShape(QScatterSeries::MarkerShapeCircle);
@@ -404,8 +413,10 @@ void TradeoffChart::setData(const TradeoffData& data)
         pen.setWidthF(3.0);
         chosen->setPen(pen);
         chosen->setBorderColor(pen.color());
-        chosen->append(chosenAt);
+        chosen->append(chosenPoints.values);
         attach(chosen);
+        // The ring lies over its point: hovering or clicking it is hovering or clicking the point.
+        hookTooltips(chosen, chosenPoints);
     }
     if (data.memoryTarget) {
         auto* target = new QLineSeries;

@@ -34,15 +34,12 @@ QString FindingsModel::labelHint(const Recipe& recipe)
 {
     if (!recipe.recompute_modules)
         return {};
-    const std::vector<std::string>& allowed = allowedRecomputeModules(recipe.profile);
+    // The suggestion R11's fix-it applies (core's suggestedRecomputeLabel), so the hint and Fix agree.
     QStringList parts;
     for (const std::string& label : *recipe.recompute_modules) {
-        if (std::find(allowed.begin(), allowed.end(), label) != allowed.end())
-            continue;
-        const std::string near = nearestName(label, allowed);
-        if (!near.empty())
+        if (const auto near = suggestedRecomputeLabel(label, recipe.profile))
             parts << QStringLiteral("'%1' for '%2'")
-                         .arg(QString::fromStdString(near), QString::fromStdString(label));
+                         .arg(QString::fromStdString(*near), QString::fromStdString(label));
     }
     return parts.isEmpty() ? QString() : tr("did you mean %1?").arg(parts.join(QStringLiteral(", ")));
 }

@@ -9,6 +9,7 @@
 #include "core/recipe_json.h"
 #include "core/rules.h"
 #include "core/units.h"
+#include "storage/advice.h"
 
 namespace rs::ui {
 
@@ -31,6 +32,11 @@ constexpr ColumnSpec kColumns[] = {
     { RunsModel::ModelColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Model"), nullptr, false },
     { RunsModel::ModuleSetColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Module set"), nullptr, false },
     { RunsModel::OutcomeColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Outcome"), nullptr, false },
+    { RunsModel::AdviceColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Advice"),
+        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
+            "The advisor's verdict for the memory target on the comparison the chart shows "
+            "(recompute advise): the chosen run, or why each other was not chosen."),
+        false },
     { RunsModel::RanksColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Ranks"),
         QT_TRANSLATE_NOOP(
             "rs::ui::RunsModel", "Ranks measured (the world size), or the GPUs of an imported or guide job."),
@@ -39,9 +45,9 @@ constexpr ColumnSpec kColumns[] = {
         QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Peak allocated, max over ranks (GB = 10⁹ bytes)."), true },
     { RunsModel::EstimateColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Estimate GB"),
         QT_TRANSLATE_NOOP("rs::ui::RunsModel",
-            "The estimator's peak allocated of the hottest rank for the run's recipe and recompute choice "
-            "(recompute estimate, Megatron's layout), before any run. Only runs that keep their full recipe "
-            "(run by this program) have one."),
+            "The estimator's peak allocated of the hottest rank for the run's recipe and recompute choice, "
+            "before any run, in the layout that measured it (the worker's for a worker run, Megatron's for a "
+            "real job; the advisor uses the same). Only runs that keep their full recipe have one."),
         true },
     { RunsModel::EstimateErrorColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Est. error"),
         QT_TRANSLATE_NOOP("rs::ui::RunsModel",
@@ -53,17 +59,8 @@ constexpr ColumnSpec kColumns[] = {
         QT_TRANSLATE_NOOP("rs::ui::RunsModel",
             "Peak allocated against the matched [] control, in percent (lower is better)."),
         true },
-    { RunsModel::TimeDeltaColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Δ time"),
-        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
-            "Steady step time against the matched [] control, in percent (lower is better); with the "
-            "runs' steady iterations, the Hodges-Lehmann shift with its 95 % interval, and \"not "
-            "significant\" when the interval holds 0 (a difference inside the noise)."),
-        true },
-    { RunsModel::AdviceColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Advice"),
-        QT_TRANSLATE_NOOP("rs::ui::RunsModel",
-            "The advisor's verdict for the memory target on the comparison the chart shows "
-            "(recompute advise): the chosen run, or why each other was not chosen."),
-        false },
+    // The header and tooltip are core's name and definition of the one Δ step time (kStepDeltaName).
+    { RunsModel::TimeDeltaColumn, kStepDeltaName, kStepDeltaDefinition, true },
     { RunsModel::PeakReservedColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Peak resv. GB"), nullptr, true },
     { RunsModel::TflopsColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "TFLOP/s"), nullptr, true },
     { RunsModel::HostColumn, QT_TRANSLATE_NOOP("rs::ui::RunsModel", "Host"), nullptr, false },
@@ -101,11 +98,16 @@ void RunsModel::setRuns(const QVector<RunRecord>& runs)
     m_estimates.clear();
     m_steady.clear();
     m_timeStats.clear();
+    m_linkedTo.clear();
+    for (const RunRecord& r : m_runs) {
+        if (r.controlRunId && *r.controlRunId != r.id)
+            m_linkedTo.insert(*r.controlRunId);
+    }
     for (int i = 0; i < m_runs.size(); ++i) {
         const RunRecord& r = m_runs[i];
         Delta& d = m_deltas[i];
-        if (r.isExplicitControl()) {
-            d.why = tr("this run is a [] control");
+        if (isComparisonControl(r)) {
+            d.why = tr("this run is the control of its comparison");
             continue;
         }
         if (!r.controlRunId) {
@@ -155,42 +157,49 @@ std::optional<double> RunsModel::allocatedDeltaPct(int row) const
     return row >= 0 && row < m_deltas.size() ? m_deltas[row].allocated : std::nullopt;
 }
 
-std::optional<double> RunsModel::timeDeltaPct(int row) const
+bool RunsModel::isComparisonControl(const RunRecord& r) const
 {
-    return row >= 0 && row < m_deltas.size() ? m_deltas[row].time : std::nullopt;
+    if (r.isExplicitControl())
+        return true;
+    return !r.controlRunId && (r.isNoRecompute() || m_linkedTo.contains(r.id));
 }
 
-void RunsModel::setSteadyTimesSource(std::function<std::vector<double>(qint64 runId)> source)
+void RunsModel::setStepSamplesSource(std::function<std::vector<double>(const RunRecord&)> source)
 {
-    m_steadySource = std::move(source);
+    m_samplesSource = std::move(source);
     m_steady.clear();
     m_timeStats.clear();
     if (!m_runs.isEmpty())
         emit dataChanged(index(0, TimeDeltaColumn), index(int(m_runs.size()) - 1, TimeDeltaColumn));
 }
 
-const std::vector<double>& RunsModel::steadyTimes(qint64 runId) const
+const std::vector<double>& RunsModel::stepSamplesOf(const RunRecord& r) const
 {
-    auto it = m_steady.find(runId);
+    auto it = m_steady.find(r.id);
     if (it == m_steady.end())
-        it = m_steady.insert(runId, m_steadySource ? m_steadySource(runId) : std::vector<double> {});
+        it = m_steady.insert(
+            r.id, m_samplesSource ? m_samplesSource(r) : rs::stepSamples({}, r.steadyStepMs));
     return *it;
+}
+
+std::optional<double> RunsModel::timeDeltaPct(int row) const
+{
+    const auto d = timeDeltaStats(row);
+    return d ? std::optional<double>(d->pct) : std::nullopt;
 }
 
 std::optional<TimeDelta> RunsModel::timeDeltaStats(int row) const
 {
-    // Only where the plain delta exists: a matched control, both measured.
-    if (!m_steadySource || !timeDeltaPct(row))
+    // Only for a matched control, both with a step time.
+    if (row < 0 || row >= m_deltas.size() || !m_deltas[row].time)
         return std::nullopt;
     if (const auto it = m_timeStats.constFind(row); it != m_timeStats.constEnd())
         return *it;
     const RunRecord* r = run(row);
+    const RunRecord* c = r && r->controlRunId ? runById(*r->controlRunId) : nullptr;
     std::optional<TimeDelta> d;
-    if (r && r->controlRunId)
-        d = timeDelta(steadyTimes(r->id), steadyTimes(*r->controlRunId));
-    // Two iterations a side give a shift but no interval: the plain percentage says as much.
-    if (d && (!d->low_pct || !d->high_pct))
-        d.reset();
+    if (r && c)
+        d = timeDelta(stepSamplesOf(*r), stepSamplesOf(*c));
     m_timeStats.insert(row, d);
     return d;
 }
@@ -206,12 +215,14 @@ const RunsModel::Estimate& RunsModel::estimateEntry(int row) const
             tr("the run keeps no full recipe (imported or from the guide): nothing to estimate") };
         return kNoRecipe;
     }
-    auto& slot = m_estimates[r->recipeJson];
+    const Layout layout = storage::estimateLayoutOf(*r);
+    auto& slot = m_estimates[QString::fromLatin1(layoutName(layout)) + QLatin1Char('\n') + r->recipeJson];
     if (!slot) {
         auto e = std::make_shared<Estimate>();
         try {
             const Recipe resolved = validate(recipeFromJsonText(r->recipeJson.toStdString())).resolved;
-            MemoryEstimate m = estimateMemory(resolved, Layout::Megatron);
+            // In the layout that measured the run, as the advisor estimates it (storage/advice.h).
+            MemoryEstimate m = estimateMemory(resolved, layout);
             if (m.not_estimated.empty())
                 e->estimate = std::move(m);
             else
@@ -255,6 +266,18 @@ void RunsModel::setAdvice(const QHash<qint64, RunAdvice>& advice)
         emit dataChanged(index(0, 0), index(int(m_runs.size()) - 1, ColumnCount - 1));
 }
 
+// The model's name where the run has one (the guide's), else its stored shape, so the column never reads
+// empty for a run of the worker or an imported log: "32 layers, hidden 4096, 64 experts".
+static QString modelText(const RunRecord& r)
+{
+    if (!r.model.isEmpty() || !r.numLayers || !r.hiddenSize)
+        return r.model;
+    QString text = RunsModel::tr("%1 layers, hidden %2").arg(*r.numLayers).arg(*r.hiddenSize);
+    if (r.numMoeExperts.value_or(0) > 0)
+        text += RunsModel::tr(", %n experts", nullptr, *r.numMoeExperts);
+    return text;
+}
+
 static std::optional<int> ranksOf(const RunRecord& r)
 {
     return r.worldSize ? r.worldSize : r.gpuCount;
@@ -277,7 +300,8 @@ int RunsModel::columnCount(const QModelIndex& parent) const
 
 static QString gb(const std::optional<qint64>& bytes)
 {
-    return QString::fromStdString(formatGb(bytes));
+    // Three significant figures at least: a tiny CPU run's 0.0483 GB, not 0.048.
+    return QString::fromStdString(formatGbPrecise(bytes));
 }
 
 static QString pct(const std::optional<double>& v)
@@ -291,7 +315,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
     if (!r)
         return {};
     const Delta& d = m_deltas[index.row()];
-    const bool control = r->isExplicitControl();
+    const bool control = isComparisonControl(*r);
     const auto adviceIt = m_advice.constFind(r->id);
     const RunAdvice* advice = adviceIt == m_advice.constEnd() ? nullptr : &*adviceIt;
     switch (role) {
@@ -302,7 +326,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         case RecipeColumn:
             return r->recipeName;
         case ModelColumn:
-            return r->model;
+            return modelText(*r);
         case ModuleSetColumn:
             return r->moduleSetLabel();
         case OutcomeColumn: {
@@ -337,13 +361,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             if (control)
                 return tr("control");
             const auto stats = timeDeltaStats(index.row());
-            if (!stats)
-                return pct(d.time);
-            QString text
-                = QString::asprintf("%+.2f%% [%+.2f, %+.2f]", stats->pct, *stats->low_pct, *stats->high_pct);
-            if (stats->verdict == Significance::NotSignificant)
-                text += QLatin1Char(' ') + tr("not significant");
-            return text;
+            return stats ? QString::fromStdString(deltaCell(*stats)) : QString();
         }
         case TflopsColumn:
             return r->modelTflops ? QString::number(*r->modelTflops, 'f', 2) : QString();
@@ -382,7 +400,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
         case TimeDeltaColumn:
             if (const auto stats = timeDeltaStats(index.row()))
                 return stats->pct;
-            return d.time ? *d.time : -1e9;
+            return -1e9;
         case TflopsColumn:
             return r->modelTflops ? *r->modelTflops : -1.0;
         case CreatedColumn:
@@ -393,21 +411,24 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
     case Qt::ToolTipRole:
         if (index.column() == AllocatedDeltaColumn || index.column() == TimeDeltaColumn) {
             if (control)
-                return tr("This run is the explicit no-recompute control ([]).");
+                return r->isExplicitControl()
+                    ? tr("This run is the explicit no-recompute control ([]).")
+                    : tr("This run is the control of its comparison (%1).").arg(r->controlKindLabel());
             const bool has
                 = index.column() == AllocatedDeltaColumn ? d.allocated.has_value() : d.time.has_value();
             if (!has && !d.why.isEmpty())
                 return tr("No delta: %1").arg(d.why);
             if (index.column() == TimeDeltaColumn) {
                 if (const auto stats = timeDeltaStats(index.row()))
-                    return tr("Against control run %1, from the steady iterations (Hodges-Lehmann shift, "
-                              "Mann-Whitney interval): %2%3")
+                    return tr("%1 against control run %2: %3%4\n%5")
+                        .arg(QString::fromUtf8(kStepDeltaName))
                         .arg(r->controlRunId ? *r->controlRunId : 0)
                         .arg(QString::fromStdString(deltaText(*stats)),
-                            stats->verdict == Significance::NotSignificant
+                            stats->low_pct && stats->verdict == Significance::NotSignificant
                                 ? tr("; a difference inside the noise, which recompute sweep and recompute "
                                      "advise never choose on")
-                                : QString());
+                                : QString(),
+                            QString::fromUtf8(kStepDeltaDefinition));
             }
             return tr("Against control run %1").arg(r->controlRunId ? *r->controlRunId : 0);
         }
@@ -416,10 +437,11 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             if (!e)
                 return tr("No estimate: %1").arg(estimateNote(index.row()));
             const RankEstimate& hot = e->ranks[size_t(e->hottest)];
-            QString tip = tr("Estimated %1 on stage %2 (%3), in its %4 phase; Megatron's layout")
+            QString tip = tr("Estimated %1 on stage %2 (%3), in its %4 phase; %5 layout")
                               .arg(QString::fromStdString(formatGbUnit(e->peak_bytes)))
                               .arg(hot.stage)
-                              .arg(QString::fromStdString(hot.scope), QString::fromStdString(hot.peak_phase));
+                              .arg(QString::fromStdString(hot.scope), QString::fromStdString(hot.peak_phase),
+                                  QString::fromLatin1(layoutName(e->layout)));
             if (index.column() == EstimateErrorColumn && !estimateErrorPct(index.row()))
                 tip += QLatin1Char('\n')
                     + (r->outcome != storage::outcome::Pass ? tr("No error: the run did not pass.")
@@ -460,12 +482,12 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const
             return advice->chosen ? QColor(0x1b, 0x7f, 0x3b) : QColor(0x60, 0x60, 0x60);
         if ((index.column() == AllocatedDeltaColumn && d.allocated)
             || (index.column() == TimeDeltaColumn && d.time)) {
+            const auto stats = timeDeltaStats(index.row());
             if (index.column() == TimeDeltaColumn) {
-                const auto stats = timeDeltaStats(index.row());
-                if (stats && stats->verdict == Significance::NotSignificant)
+                if (!stats || (stats->low_pct && stats->verdict == Significance::NotSignificant))
                     return QColor(0x70, 0x70, 0x70);
             }
-            const double v = index.column() == AllocatedDeltaColumn ? *d.allocated : *d.time;
+            const double v = index.column() == AllocatedDeltaColumn ? *d.allocated : stats->pct;
             // lower is better for both
             return v < 0 ? QColor(0x2e, 0x7d, 0x32) : v > 0 ? QColor(0xb2, 0x6a, 0x00) : QVariant();
         }

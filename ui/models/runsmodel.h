@@ -14,6 +14,7 @@
 
 #include <QAbstractTableModel>
 #include <QHash>
+#include <QSet>
 
 #include "charts/chartdata.h"
 #include "core/estimator.h"
@@ -31,6 +32,9 @@ public:
         ModelColumn,
         ModuleSetColumn,
         OutcomeColumn,
+        // The advisor's verdict for the memory target (setAdvice), as `recompute advise`: early, so it is on
+        // screen at 1366 px whatever the deltas' intervals take.
+        AdviceColumn,
         RanksColumn, // ranks measured (world size), or the job's GPUs for imported and guide runs
         PeakAllocatedColumn,
         EstimateColumn, // the estimator's hottest-rank peak for the run's stored recipe (GB)
@@ -38,8 +42,7 @@ public:
         StepTimeColumn,
         AllocatedDeltaColumn,
         TimeDeltaColumn,
-        AdviceColumn, // the advisor's verdict for the memory target (setAdvice), as `recompute advise`
-        PeakReservedColumn, // after the advice: at 1366 px the advice stays on screen
+        PeakReservedColumn,
         TflopsColumn,
         HostColumn,
         SourceColumn,
@@ -65,17 +68,24 @@ public:
     int rowOfRun(qint64 id) const;
     // (run - control) / control * 100 when the run has a matched control among the runs.
     std::optional<double> allocatedDeltaPct(int row) const;
+    // Δ step time, the product's one definition (core's kStepDeltaName: the Hodges-Lehmann shift of the
+    // steady iterations against the control's), in % of the control's median; only for a run matched with
+    // its control, both with a step time.
     std::optional<double> timeDeltaPct(int row) const;
-    // Where a run's steady iteration times come from (the runs page: the store's, as the sweep reads them),
-    // asked when first needed and kept until the next setRuns. With them, Δ time is the sweep's sound one
-    // (core/step_stats.h: the Hodges-Lehmann shift against the control with its 95 % interval, and "not
-    // significant" when the interval holds 0); without, or with too few, the plain percentage.
-    void setSteadyTimesSource(std::function<std::vector<double>(qint64 runId)> source);
+    // Where a run's step samples come from (the runs page: storage::stepSamplesOf, the store's steady
+    // iterations or the stored step time), asked when first needed and kept until the next setRuns. Without
+    // a source each run's stored steady step time is its one sample.
+    void setStepSamplesSource(std::function<std::vector<double>(const storage::RunRecord&)> source);
     std::optional<TimeDelta> timeDeltaStats(int row) const;
-    // The estimator's prediction for the run's stored recipe under its own recompute choice
-    // (Layout::Megatron, as `recompute estimate`), computed when first asked and kept per recipe; null when
-    // the run keeps no full recipe (imported and guide runs) or the recipe cannot be estimated
-    // (estimateNote says why).
+    // A run's step samples from the source, asked once per run until the next setRuns.
+    const std::vector<double>& stepSamplesOf(const storage::RunRecord& run) const;
+    // The run heads a comparison: the explicit [] control, or a run other runs are compared against, or an
+    // unlinked run that recomputes nothing (an imported Megatron-LM log's "none", Megatron's own control).
+    bool isComparisonControl(const storage::RunRecord& run) const;
+    // The estimator's prediction for the run's stored recipe under its own recompute choice, in the layout
+    // that measured the run (storage::estimateLayoutOf, as the advisor), computed when first asked and kept
+    // per recipe and layout; null when the run keeps no full recipe (imported and guide runs) or the recipe
+    // cannot be estimated (estimateNote says why).
     const MemoryEstimate* estimate(int row) const;
     QString estimateNote(int row) const;
     // (measured peak allocated - estimate) / estimate * 100, for a passing run with both.
@@ -100,13 +110,14 @@ private:
         QString note; // why there is none
     };
     const Estimate& estimateEntry(int row) const;
-    const std::vector<double>& steadyTimes(qint64 runId) const;
     QVector<storage::RunRecord> m_runs;
-    std::function<std::vector<double>(qint64)> m_steadySource;
+    QSet<qint64> m_linkedTo; // runs some other run has as its control
+    std::function<std::vector<double>(const storage::RunRecord&)> m_samplesSource;
     mutable QHash<qint64, std::vector<double>> m_steady;
     mutable QHash<int, std::optional<TimeDelta>> m_timeStats; // by row
     QVector<Delta> m_deltas;
-    // By recipe text (runs of one recipe share it); filled lazily, so 10,000 rows cost nothing until shown.
+    // By layout and recipe text (runs of one recipe share it); filled lazily, so 10,000 rows cost nothing
+    // until shown.
     mutable QHash<QString, std::shared_ptr<const Estimate>> m_estimates;
     QHash<qint64, int> m_rowById;
     QHash<qint64, RunAdvice> m_advice;
