@@ -273,6 +273,15 @@ private slots:
         QTest::newRow("hidden 2^31-1")
             << QJsonObject { { u"hidden_size"_s, 2147483647 }, { u"num_attention_heads"_s, 1 } }
             << u"invalid"_s;
+        // Issue 30: a run length in the recipe itself is bounded as --iters is (it ran for ever, counting
+        // towards int's limit); a global batch of 10^9 samples is named, not an uncaught bad_alloc.
+        QTest::newRow("train_iters 2^31-1")
+            << QJsonObject { { u"train_iters"_s, 2147483647 } } << u"\"field\":\"train_iters\""_s;
+        QTest::newRow("warmup_iters 2^31-2")
+            << QJsonObject { { u"train_iters"_s, 2147483647 }, { u"warmup_iters"_s, 2147483646 } }
+            << u"\"field\":\"warmup_iters\""_s;
+        QTest::newRow("global_batch_size 10^9")
+            << QJsonObject { { u"global_batch_size"_s, 1000000000 } } << u"\"field\":\"global_batch_size\""_s;
     }
 
     void workerRefusesImpossibleSizesWithoutASignal()
