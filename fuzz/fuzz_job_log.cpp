@@ -3,7 +3,7 @@
 // by the log importer. The input is the command's words, split at NUL bytes. The line must stay one line,
 // and a log made of it and a fixed job output must parse exactly as the job output alone: no word of the
 // command (a newline and a forged memory line in --wandb-exp-name, issue 30) may become a measurement.
-// A difference aborts (a finding).
+// The line holds no raw control character (the CLI prints it). A difference aborts (a finding).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <QByteArray>
+#include <QString>
 
 #include "session/job_run.h"
 #include "storage/log_import.h"
@@ -51,6 +52,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const QByteArray line = rs::session::jobLogCommandLine(command);
     if (!line.startsWith("# command: ") || !line.endsWith('\n') || line.count('\n') != 1)
         finding("the command line is not one line starting with '# command: '");
+    // The CLI echoes it to the terminal too: no C0, DEL or C1 control (U+009B starts an escape) is left raw.
+    const QString text = QString::fromUtf8(line.chopped(1));
+    for (QChar c : text) {
+        const ushort u = c.unicode();
+        if (u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0))
+            finding("a control character reached the command line raw");
+    }
 
     static const rs::storage::ParsedLog alone = rs::storage::parseTrainingLog(kJobOutput);
     const rs::storage::ParsedLog withLine = rs::storage::parseTrainingLog(line + kJobOutput);
