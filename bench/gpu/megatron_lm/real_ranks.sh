@@ -13,7 +13,10 @@
 # beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
 # Needs Megatron-LM in MEGATRON_DIR (default .deps/mlm: megatron/, pretrain_gpt.py, gpt_builders.py,
 # model_provider.py) and TE in .deps/te (../shared/gpu-host/transformer-engine/README.md).
-# Usage: bench/gpu/megatron_lm/real_ranks.sh [NAME_REGEX]
+# Usage: [SNAPSHOT=1] [REAL_RE=REGEX] [REBUILD=1] bench/gpu/megatron_lm/real_ranks.sh [NAME_REGEX]
+#   SNAPSHOT=1: real runs of 3 iterations with the allocator's history, summarised by snapshot_peak.py
+#   (NAME.peak.txt: what is live at the peak, by the Megatron line that allocated it); REAL_RE: real
+#   Megatron-LM only for the runs it matches (the worker runs every selected one).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
@@ -28,8 +31,11 @@ tar -C /tmp -xJf .deps/te/te-site-*.tar.xz
 export PYTHONPATH=/tmp/te-site:$root/.deps/te/shim
 export PYTHONUNBUFFERED=1 CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
 nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
+# Megatron's dataset helpers are compiled by rank 0 at start (initialize.py): a run of another rank alone
+# finds none, so build them first.
+make -C "$mdir/megatron/core/datasets" >"$logs/helpers.txt" 2>&1 || tail -5 "$logs/helpers.txt"
 BIN=build/gpu/app/bench/recompute-bench
-if [ ! -x "$BIN" ]; then
+if [ ! -x "$BIN" ] || [ -n "${REBUILD:-}" ]; then
   log "configure + build"
   build_worker recompute-bench
   log "built"
@@ -94,9 +100,17 @@ real_one() { # NAME WORLD RANK FLAGS...
     echo "# command: ${env_[*]} python3 pretrain_gpt.py $common $*"
     echo "# megatron-lm: d98e8a64 (profile main); TE 2.17.1; GPU: $(head -1 "$logs/gpu.txt")"
   } >"$log"
+  local -a snap=()
+  # SNAPSHOT=1: the allocator's history, and what is live at the peak by the Megatron line that allocated it
+  [ -n "${SNAPSHOT:-}" ] && snap=(--train-iters 3 --record-memory-history --memory-snapshot-path "/tmp/snap-$name.pickle")
   # shellcheck disable=SC2086 # flag lines split on whitespace, as a shell line does
-  (cd "$mdir" && env "${env_[@]}" timeout 420 python3 pretrain_gpt.py $common "$@") >>"$log" 2>&1
+  (cd "$mdir" && env "${env_[@]}" timeout 420 python3 pretrain_gpt.py $common "$@" "${snap[@]}") >>"$log" 2>&1
   echo "# exit: $?" >>"$log"
+  if [ -n "${SNAPSHOT:-}" ]; then
+    python3 "$root/bench/gpu/megatron_lm/snapshot_peak.py" /tmp/snap-"$name"*_"$rank".pickle --top 40 \
+      >"$logs/$name.peak.txt" 2>&1
+    rm -f /tmp/snap-"$name"*.pickle
+  fi
 }
 worker_one() { # NAME WORLD RANK FLAGS...
   local name=$1 world=$2 rank=$3
@@ -119,6 +133,7 @@ start=$(date +%s)
 wpid=$!
 while read -r line; do
   [ -n "$line" ] || continue
+  [[ ${line%% *} =~ ${REAL_RE:-.} ]] || continue # REAL_RE: real Megatron for these only (the worker for all)
   while [ "$(jobs -rp | wc -l)" -gt "$jobs" ]; do sleep 2; done
   # shellcheck disable=SC2086
   real_one $line &
