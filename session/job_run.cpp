@@ -93,8 +93,9 @@ QString oneLineQuoted(const QString& word)
             q += u"\\t"_s;
         else if (u < 0x20 || u == 0x7f)
             q += u"\\x%1"_s.arg(u, 2, 16, QLatin1Char('0'));
-        else if (isControl(c))
-            q += u"\\u%1"_s.arg(u, 4, 16, QLatin1Char('0'));
+        else if (isControl(c)) // its UTF-8 bytes, as bash's $'\xHH' and core's splitShellWords read them
+            for (const char b : QString(c).toUtf8())
+                q += u"\\x%1"_s.arg(uchar(b), 2, 16, QLatin1Char('0'));
         else
             q += c;
     }
