@@ -4,7 +4,8 @@
 // and a log made of it and a fixed job output must parse exactly as the job output alone: no word of the
 // command (a newline and a forged memory line in --wandb-exp-name, issue 30) may become a measurement.
 // Read back as the shell reads it (core's splitShellWords, which the importer uses for a rank that prints no
-// arguments), the line gives the command's words exactly. A difference aborts (a finding).
+// arguments), the line gives the command's words exactly, and it holds no raw control character (the CLI
+// prints it). A difference aborts (a finding).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -59,6 +60,13 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const QByteArray line = rs::session::jobLogCommandLine(command);
     if (!line.startsWith("# command: ") || !line.endsWith('\n') || line.count('\n') != 1)
         finding("the command line is not one line starting with '# command: '");
+    // The CLI echoes it to the terminal too: no C0, DEL or C1 control (U+009B starts an escape) is left raw.
+    const QString text = QString::fromUtf8(line.chopped(1));
+    for (QChar c : text) {
+        const ushort u = c.unicode();
+        if (u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0))
+            finding("a control character reached the command line raw");
+    }
 
     const auto words = rs::splitShellWords(line.mid(11, line.size() - 12).toStdString());
     // The words come back as they went in (an empty one is written '').

@@ -5,8 +5,11 @@
 #include <stdexcept>
 
 #include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
 #include <QPointer>
 #include <QProcessEnvironment>
+#include <QStandardPaths>
 #include <QTimer>
 
 #include "core/estimator.h"
@@ -69,8 +72,12 @@ QString plainOrQuoted(const QString& word)
 // it.
 QString oneLineQuoted(const QString& word)
 {
-    const bool control = std::any_of(
-        word.begin(), word.end(), [](QChar c) { return c.unicode() < 0x20 || c.unicode() == 0x7f; });
+    // C0, DEL and C1 (U+0080-U+009F: a terminal reads U+009B as an escape's start).
+    auto isControl = [](QChar c) {
+        const ushort u = c.unicode();
+        return u < 0x20 || u == 0x7f || (u >= 0x80 && u < 0xa0);
+    };
+    const bool control = std::any_of(word.begin(), word.end(), isControl);
     if (!control)
         return plainOrQuoted(word);
     QString q = u"$'"_s;
@@ -86,6 +93,9 @@ QString oneLineQuoted(const QString& word)
             q += u"\\t"_s;
         else if (u < 0x20 || u == 0x7f)
             q += u"\\x%1"_s.arg(u, 2, 16, QLatin1Char('0'));
+        else if (isControl(c)) // its UTF-8 bytes, as bash's $'\xHH' and core's splitShellWords read them
+            for (const char b : QString(c).toUtf8())
+                q += u"\\x%1"_s.arg(uchar(b), 2, 16, QLatin1Char('0'));
         else
             q += c;
     }
@@ -296,13 +306,16 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
     m_slurmPartial.clear();
     m_slurm.reset();
     m_logPath = logPath;
+    m_logBytes.clear();
+    m_logFailures.clear();
+    m_logFolder = 0;
     m_log.close();
     m_log.setFileName(logPath);
     // A new file, never an existing one (O_CREAT | O_EXCL: no file truncated, no symbolic link followed).
     if (!m_log.open(QIODevice::WriteOnly | QIODevice::NewOnly))
         return fail(tr("cannot make the job's log %1: %2").arg(logPath, m_log.errorString()));
     // Like the fixtures' logs: the exact command first (one line), then when and where.
-    m_log.write(jobLogCommandLine(command));
+    writeLog(jobLogCommandLine(command));
     QStringList words, quoted;
     for (const std::string& w : command) {
         words << QString::fromStdString(w);
@@ -315,10 +328,8 @@ bool JobRun::start(const std::vector<std::string>& command, const QString& logPa
                                                   : u" submitted on "_s + options.slurm->loginHost);
     else if (!options.sshHost.isEmpty())
         where = u" on "_s + options.sshHost;
-    m_log.write(
-        (u"# started: %1%2\n"_s.arg(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs), where))
-            .toUtf8());
-    m_log.flush();
+    writeLog((u"# started: %1%2\n"_s.arg(QDateTime::currentDateTimeUtc().toString(Qt::ISODateWithMs), where))
+                 .toUtf8());
     if (options.slurm)
         return startSlurm(words, options);
 
@@ -431,10 +442,57 @@ void JobRun::writeNote(const QString& text)
     if (m_log.isOpen()) {
         // Every line of it a note of ours (sbatch's refusal can take two), never read as the job's output.
         for (const QString& l : text.split(u'\n', Qt::SkipEmptyParts))
-            m_log.write((u"# slurm: "_s + l + u'\n').toUtf8());
-        m_log.flush();
+            writeLog((u"# slurm: "_s + l + u'\n').toUtf8());
     }
     emit note(text);
+}
+
+void JobRun::writeLog(const QByteArray& bytes)
+{
+    if (bytes.isEmpty() || !m_log.isOpen())
+        return;
+    m_logBytes += bytes;
+    if (m_log.write(bytes) == bytes.size() && m_log.flush())
+        return;
+    moveLog(m_log.errorString());
+}
+
+bool JobRun::moveLog(const QString& why)
+{
+    // A full disk takes the file's name and then refuses its bytes: every byte the log should hold so far
+    // goes to the next folder that takes all of them, as the store's spool does (storage/ingest.cpp), and
+    // the partial file goes, so that no importer reads half a run.
+    const QString failed = m_logPath;
+    m_logFailures << failed + u": "_s + why;
+    m_log.close();
+    QFile::remove(failed);
+    const QString name = QFileInfo(failed).fileName();
+    QString data = QStandardPaths::writableLocation(QStandardPaths::AppDataLocation);
+    if (data.isEmpty())
+        data = QDir::homePath() + u"/.local/share/recompute-studio"_s;
+    const QStringList folders = { data + u"/job-logs"_s, QDir::tempPath() };
+    while (m_logFolder < folders.size()) {
+        const QString path = folders[m_logFolder++] + u'/' + name;
+        if (path == failed || !QDir().mkpath(QFileInfo(path).absolutePath()))
+            continue;
+        m_log.setFileName(path);
+        if (!m_log.open(QIODevice::WriteOnly | QIODevice::NewOnly)) {
+            m_logFailures << path + u": "_s + m_log.errorString();
+            continue;
+        }
+        if (m_log.write(m_logBytes) == m_logBytes.size() && m_log.flush()) {
+            m_logPath = path;
+            emit note(tr("the job's log %1 could not be written (%2); it goes on, whole, in %3")
+                          .arg(failed, why, path));
+            return true;
+        }
+        m_logFailures << path + u": "_s + m_log.errorString();
+        m_log.close();
+        QFile::remove(path);
+    }
+    m_logPath.clear();
+    emit note(tr("the job's log could not be written anywhere: %1").arg(m_logFailures.join(u"; "_s)));
+    return false;
 }
 
 void JobRun::onSlurmBytes(int key, const QByteArray& bytes, bool flush)
@@ -453,8 +511,7 @@ void JobRun::onSlurmBytes(int key, const QByteArray& bytes, bool flush)
 
 void JobRun::takeBytes(const QByteArray& bytes)
 {
-    m_log.write(bytes);
-    m_log.flush();
+    writeLog(bytes);
     m_partial += bytes;
     qsizetype pos = 0;
     while (true) {
@@ -523,8 +580,8 @@ void JobRun::end(bool aborted, int exitCode, const QString& reason)
     m_slurmActive = false;
     m_parsed = m_stream->finish();
     if (!m_partial.isEmpty())
-        m_log.write("\n"); // the job's last line had no end: ours starts on a line of its own
-    m_log.write((u"# exit: %1\n"_s.arg(exitCode)).toUtf8());
+        writeLog("\n"); // the job's last line had no end: ours starts on a line of its own
+    writeLog((u"# exit: %1\n"_s.arg(exitCode)).toUtf8());
     m_log.close();
     emit finished(aborted, exitCode, reason);
 }

@@ -117,7 +117,11 @@ public:
         const JobOptions& options = {}, QString* error = nullptr);
     void cancel(int graceMs = 5000);
     bool isRunning() const;
+    // Where the log is: logPath as given, or, when its folder stopped taking bytes (a full disk), the folder
+    // it moved to (the user's data folder's job-logs/, else the temp folder), every byte so far with it;
+    // empty when no folder took it (logFailures() says why).
     QString logPath() const { return m_logPath; }
+    QStringList logFailures() const { return m_logFailures; }
     // Every iteration so far (the incremental parser's), in order of arrival.
     const QVector<storage::IterationRow>& iterations() const { return m_stream->iterations(); }
     // Every memory line so far (Megatron's per-rank "memory (MB)" report), in order of arrival.
@@ -146,6 +150,10 @@ private:
     void onSlurmBytes(int key, const QByteArray& bytes, bool flush = false);
     void takeBytes(const QByteArray& bytes); // into the log, the line signal and the parser
     void writeNote(const QString& text); // note(), and a "# slurm: " line in the log
+    // Into the log, checked: a write or flush that fails moves the whole log (kept in memory) to the next
+    // folder that takes it, and says so.
+    void writeLog(const QByteArray& bytes);
+    bool moveLog(const QString& why);
     void onFinished(int exitCode, QProcess::ExitStatus status);
     void onError(QProcess::ProcessError error);
     void end(bool aborted, int exitCode, const QString& reason);
@@ -157,6 +165,9 @@ private:
     std::unique_ptr<storage::TrainingLogStream> m_stream;
     storage::ParsedLog m_parsed;
     QFile m_log;
+    QByteArray m_logBytes; // everything written to the log, for a move to another folder
+    QStringList m_logFailures;
+    int m_logFolder = 0; // 0: the folder asked for; 1: the data folder's job-logs; 2: the temp folder
     QString m_logPath, m_program;
     QStringList m_arguments;
     QByteArray m_partial;

@@ -294,9 +294,21 @@ void JobSession::onRunFinished(bool aborted, const QString& reason)
     io.autoLink = false;
     if (p.choice && m_controlRun)
         io.control = m_controlRun;
-    const storage::ImportResult imported = storage::importTrainingLog(m_store, m_logPath, io);
+    // The log may have moved (its folder filled up) or be lost (no folder took it).
+    m_logPath = m_job->logPath();
+    storage::ImportResult imported;
+    if (m_logPath.isEmpty())
+        imported.error = u"its log could not be written: "_s + m_job->logFailures().join(u"; "_s);
+    else
+        imported = storage::importTrainingLog(m_store, m_logPath, io);
     if (!imported.runId) {
         m_failure = u"["_s + p.label + u"] was not stored: "_s + imported.error;
+        // A log that holds the run, refused by the store (a full disk, a lock held too long): kept, and said
+        // how to store it later, as the worker's spool is.
+        if (!m_logPath.isEmpty() && !m_job->iterations().isEmpty())
+            m_failure += u"; its %1 iteration(s) are kept in %2: `recompute import %2 --db %3` stores them"_s
+                             .arg(m_job->iterations().size())
+                             .arg(m_logPath, m_store->path());
         Q_EMIT message(m_failure);
         if (!p.choice) {
             finish();
@@ -305,6 +317,27 @@ void JobSession::onRunFinished(bool aborted, const QString& reason)
         m_repeat = std::max(m_options.repeats, m_options.repeatsMax); // this choice ends here
         QTimer::singleShot(0, this, &JobSession::startNext);
         return;
+    }
+    // A run that measured another choice (a launcher that dropped the recompute flags, a job that ignored
+    // them) is kept in the store as what it measured, and stands in for nothing: this choice was not
+    // measured, and ends here (the sweep exits 1 for it).
+    if (const auto run = m_store->run(imported.runId)) {
+        const RecomputeChoice planned = p.choice.value_or(RecomputeChoice {});
+        if (run->recomputeGranularity == u"unknown"_s || !storage::storedChoice(*run).sameAs(planned)) {
+            m_failure = u"["_s + p.label + u"] run "_s + QString::number(imported.runId) + u" measured "_s
+                + (run->recomputeGranularity == u"unknown"_s ? u"a recompute choice its log does not tell"_s
+                                                             : u"recompute "_s + run->moduleSetLabel())
+                + u", not the planned "_s + p.label
+                + u": the job did not take the recompute flags; kept in the store, not this choice's measurement"_s;
+            Q_EMIT message(m_failure);
+            if (!p.choice) {
+                finish();
+                return;
+            }
+            m_repeat = std::max(m_options.repeats, m_options.repeatsMax); // this choice ends here
+            QTimer::singleShot(0, this, &JobSession::startNext);
+            return;
+        }
     }
     // What the reuse lookup reads: the recipe's hash, this machine, how it was launched.
     if (auto run = m_store->run(imported.runId)) {

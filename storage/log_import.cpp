@@ -595,10 +595,11 @@ bool LogParser::iterationLine(const QString& line)
         const QStringView key = part.left(colon).trimmed();
         const QStringView value = part.mid(colon + 1).trimmed();
         if (key == u"elapsed time per iteration (ms)") {
-            // A step time is positive and below a day: 0, a negative, 1e308 or 2^63 is a broken line.
+            // A step time is at least a microsecond and below a day: 0, a negative, 1e-300, 1e308, 2^63, nan
+            // or text is a broken line (Megatron prints it with one decimal, so a real one is 0.1 or more).
             row.stepMs = finiteOf(value);
-            if (row.stepMs && !(*row.stepMs > 0 && *row.stepMs < 86400e3)) {
-                refuse(u"step time refused (not a number of milliseconds above 0 and below a day)"_s,
+            if (!row.stepMs || !(*row.stepMs >= 1e-3 && *row.stepMs < 86400e3)) {
+                refuse(u"step time refused (not a number of milliseconds from 0.001 to a day)"_s,
                     value.toString());
                 row.stepMs.reset();
             }

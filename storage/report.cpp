@@ -2,9 +2,12 @@
 #include "storage/report.h"
 
 #include <algorithm>
+#include <cerrno>
 #include <charconv>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 
 #include <QDir>
 #include <QFile>
@@ -13,10 +16,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QSaveFile>
 #include <QSet>
 #include <QSqlQuery>
 #include <QSqlRecord>
+#include <QTemporaryFile>
 
 #include "core/step_stats.h"
 #include "core/units.h"
@@ -388,6 +391,39 @@ int unmatchedRows(const QVector<ReportTable>& tables)
     return n;
 }
 
+namespace {
+
+// An export's file: written to a new file beside `path` and renamed over it. A symbolic link at `path` is
+// replaced, never followed (its target untouched, a dangling one makes no file elsewhere; QSaveFile
+// follows it, and removing it first left a moment to put another back), and a failed write leaves the
+// previous export whole.
+bool writeFileReplacing(const QString& path, const QByteArray& bytes, QString* error)
+{
+    auto fail = [&](const QString& why) {
+        if (error)
+            *error = path + u": "_s + why;
+        return false;
+    };
+    const QFileInfo info(path);
+    // A new name of our own (O_CREAT | O_EXCL, random) in the same folder, so the rename below is atomic and
+    // never crosses a file system.
+    QTemporaryFile tmp(info.absolutePath() + u"/."_s + info.fileName() + u".XXXXXX"_s);
+    if (!tmp.open())
+        return fail(tmp.errorString());
+    if (tmp.write(bytes) != bytes.size() || !tmp.flush())
+        return fail(tmp.errorString());
+    tmp.setPermissions(
+        QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ReadGroup | QFileDevice::ReadOther);
+    tmp.close();
+    // rename(2) replaces the name itself: a symbolic link there is replaced, never followed.
+    if (std::rename(QFile::encodeName(tmp.fileName()).constData(), QFile::encodeName(path).constData()) != 0)
+        return fail(QString::fromLocal8Bit(std::strerror(errno)));
+    tmp.setAutoRemove(false);
+    return true;
+}
+
+} // namespace
+
 QString terminalText(QString text)
 {
     for (QChar& c : text) {
@@ -685,27 +721,6 @@ const char* pandasDtype(Kind kind)
     return "object";
 }
 
-// Written to a new file beside it, then renamed over the name: a symbolic link there is replaced, never
-// followed (its target is not truncated, a dangling one makes no file outside the folder), and a failed
-// write leaves the previous export whole.
-bool writeFile(const QString& path, const QByteArray& bytes, QString* error)
-{
-    // QSaveFile writes through a symbolic link to its target: the link goes first.
-    if (QFileInfo(path).isSymLink() && !QFile::remove(path)) {
-        if (error)
-            *error = path + u": a symbolic link that cannot be removed"_s;
-        return false;
-    }
-    QSaveFile f(path);
-    f.setDirectWriteFallback(false);
-    if (!f.open(QIODevice::WriteOnly) || f.write(bytes) != bytes.size() || !f.commit()) {
-        if (error)
-            *error = path + u": "_s + f.errorString();
-        return false;
-    }
-    return true;
-}
-
 } // namespace
 
 QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const QString& dir, bool csv,
@@ -760,7 +775,7 @@ QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const 
             }
             dtypes += "\n}\n";
             const QString path = dir + u'/' + name + u".dtypes.json"_s;
-            if (!writeFile(path, dtypes, error))
+            if (!writeFileReplacing(path, dtypes, error))
                 return written;
             written << path;
         }
@@ -777,7 +792,7 @@ QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const 
                 text += c.join(u',') + u"\n"_s;
             }
             const QString path = dir + u'/' + name + u".csv"_s;
-            if (!writeFile(path, text.toUtf8(), error))
+            if (!writeFileReplacing(path, text.toUtf8(), error))
                 return written;
             written << path;
         }
@@ -796,7 +811,7 @@ QStringList exportRuns(const Store& store, const QVector<qint64>& runIds, const 
             }
             text += "\n]\n";
             const QString path = dir + u'/' + name + u".json"_s;
-            if (!writeFile(path, text, error))
+            if (!writeFileReplacing(path, text, error))
                 return written;
             written << path;
         }

@@ -8,6 +8,7 @@
 
 #include "core/step_stats.h"
 #include "core/units.h"
+#include "storage/report.h"
 
 using namespace Qt::StringLiterals;
 
@@ -57,27 +58,30 @@ QJsonObject candidateJson(const StoredAdvice& a, std::size_t i)
 
 QByteArray adviceText(const StoredAdvice& a)
 {
+    // For a terminal: a stored name or label (a shared store, `import --name`) cannot retitle it, recolour it
+    // or add a line of its own; every piece that comes from the store goes through terminalText.
+    using storage::terminalText;
     QString s;
     const Advice& adv = a.advice;
     if (!a.rows.isEmpty()) {
         const storage::RunRecord& control = a.rows.first().run;
         s += u"%1: control run %2 (%3), %4 candidate(s), target %5 GB per rank\n"_s
-                 .arg(control.recipeName.isEmpty() ? control.model : control.recipeName)
+                 .arg(terminalText(control.recipeName.isEmpty() ? control.model : control.recipeName))
                  .arg(control.id)
-                 .arg(control.moduleSetLabel())
+                 .arg(terminalText(control.moduleSetLabel()))
                  .arg(a.rows.size())
                  .arg(QString::fromStdString(formatFixed(adv.target_gb, gbDecimalsFor(adv.target_gb))));
     }
-    s += QString::fromStdString(adv.summary) + u"\n"_s;
+    s += terminalText(QString::fromStdString(adv.summary)) + u"\n"_s;
     if (adv.chosen) {
         const QString overrides = recomputeOverrides(a.rows[int(*adv.chosen)].run);
         if (!overrides.isEmpty())
-            s += u"  Megatron Bridge overrides: "_s + overrides + u"\n"_s;
+            s += u"  Megatron Bridge overrides: "_s + terminalText(overrides) + u"\n"_s;
     }
     if (!adv.peak_attribution.empty())
-        s += u"  "_s + QString::fromStdString(adv.peak_attribution) + u"\n"_s;
+        s += u"  "_s + terminalText(QString::fromStdString(adv.peak_attribution)) + u"\n"_s;
     for (const auto& n : adv.notes)
-        s += u"  note: "_s + QString::fromStdString(n) + u"\n"_s;
+        s += u"  note: "_s + terminalText(QString::fromStdString(n)) + u"\n"_s;
     int width = 10;
     for (const auto& c : a.candidates)
         width = std::max(width, int(c.label.size()));
@@ -87,9 +91,9 @@ QByteArray adviceText(const StoredAdvice& a)
         for (const auto& r : v.reasons)
             reasons += (reasons.isEmpty() ? QString() : u"; "_s) + QString::fromStdString(r);
         s += u"  run %1 %2  %3  %4\n"_s.arg(a.rows[int(i)].run.id, -4)
-                 .arg(QString::fromStdString(a.candidates[i].label), -width)
+                 .arg(terminalText(QString::fromStdString(a.candidates[i].label)), -width)
                  .arg(QString::fromLatin1(verdictName(v.verdict)), -12)
-                 .arg(reasons);
+                 .arg(terminalText(reasons));
     }
     return s.toUtf8();
 }

@@ -41,7 +41,7 @@ int adviseMain(const std::vector<std::string>& argv)
         return rs::cli::inputError("advise", "give --control or --recipe-name, not both");
 
     rs::storage::Store store;
-    if (!rs::cli::openStore("advise", args, &store))
+    if (!rs::cli::openStore("advise", args, &store, rs::cli::StoreAccess::ReadOnly))
         return 2;
 
     QVector<rs::storage::ReportTable> tables;
@@ -69,7 +69,7 @@ int adviseMain(const std::vector<std::string>& argv)
                 ids << r.id;
             if (ids.isEmpty()) {
                 std::cerr << "recompute advise: --recipe-name: no stored run's recipe name contains '"
-                          << recipeName.toStdString() << "'\n";
+                          << rs::storage::terminalText(recipeName).toStdString() << "'\n";
                 return 2;
             }
         }
@@ -110,7 +110,8 @@ int adviseMain(const std::vector<std::string>& argv)
     if (tables.size() > 1) {
         QStringList others;
         for (int i = 1; i < tables.size(); ++i)
-            others << u"%1 (%2)"_s.arg(tables[i].control->id).arg(tables[i].control->recipeName);
+            others << u"%1 (%2)"_s.arg(tables[i].control->id)
+                          .arg(rs::storage::terminalText(tables[i].control->recipeName));
         std::cerr << "recompute advise: advised on the newest comparison (control run " << table.control->id
                   << "); other controls: " << others.join(u", "_s).toStdString()
                   << " (pick one with --control)\n";

@@ -27,7 +27,7 @@ int exportMain(const std::vector<std::string>& argv)
         return rs::cli::inputError(
             "export", "--format: '" + format.toStdString() + "' is not one of csv, json, both");
     rs::storage::Store store;
-    if (!rs::cli::openStore("export", args, &store))
+    if (!rs::cli::openStore("export", args, &store, rs::cli::StoreAccess::ReadOnly))
         return 2;
     QString error;
     // A run that is not in the store is a refusal before anything is written (the last export's files stay).

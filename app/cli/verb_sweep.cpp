@@ -68,7 +68,8 @@ QString oneLine(const rs::storage::Store& store, qint64 runId)
     const auto run = store.run(runId);
     if (!run)
         return u"run %1 was not stored"_s.arg(runId);
-    QString s = u"run %1 (%2): %3"_s.arg(run->id).arg(run->moduleSetLabel(), run->outcome);
+    QString s = u"run %1 (%2): %3"_s.arg(run->id).arg(
+        rs::storage::terminalText(run->moduleSetLabel()), run->outcome);
     if (!run->failureStage.isEmpty())
         s += u" in "_s + run->failureStage;
     s += u", peak allocated %1"_s.arg(QString::fromStdString(rs::formatGbUnit(run->peakAllocated)));
@@ -185,10 +186,13 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
         });
     QObject::connect(&session, &rs::session::JobSession::runStarted,
         [&prefix](const QString& label, const QStringList& command, const QString&) {
-            std::cerr << prefix << "[" << label.toStdString() << "]";
+            // As the log's header has it: one line, a word with a line break or an escape in $'...' form.
+            std::vector<std::string> words;
             for (const QString& w : command)
-                std::cerr << " " << w.toStdString();
-            std::cerr << "\n";
+                words.push_back(w.toStdString());
+            const QByteArray line = rs::session::jobLogCommandLine(words);
+            std::cerr << prefix << "[" << label.toStdString() << "] "
+                      << line.mid(int(qstrlen("# command: "))).constData();
         });
     QObject::connect(&session, &rs::session::JobSession::runFailed,
         [&prefix](const QString& label, const QString& reason, const QStringList& tail) {

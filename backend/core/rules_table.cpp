@@ -238,10 +238,11 @@ void r11Fix(const Ctx& c, FixIt& f)
 std::optional<std::pair<long long, long long>> tpHeadSplit(const Ctx& c)
 {
     const long long tp = c.r.tensor_model_parallel_size, heads = c.r.num_attention_heads;
-    if (tp < 1 || heads < 1)
+    // Heads that TP does not divide are TransformerConfig's refusal (RS37), raised before attention.py runs.
+    if (tp < 1 || heads < 1 || heads % tp != 0)
         return std::nullopt;
     if (c.r.multi_latent_attention)
-        return heads % tp ? std::optional(std::make_pair(heads, tp)) : std::nullopt;
+        return std::nullopt;
     const long long groups = c.r.num_query_groups.value_or(c.r.num_attention_heads);
     if (groups < 1)
         return std::nullopt;
@@ -249,8 +250,6 @@ std::optional<std::pair<long long, long long>> tpHeadSplit(const Ctx& c)
         return heads % groups ? std::optional(std::make_pair(heads, groups)) : std::nullopt;
     if (groups % tp)
         return std::make_pair(groups, tp);
-    if (heads % tp)
-        return std::make_pair(heads, tp);
     return std::nullopt;
 }
 
@@ -1599,6 +1598,14 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.seq_length >= 1 && c.r.micro_batch_size >= 1 && c.r.hidden_size >= 1 && activationElements(c) > kTwoTo62; },
       [](const Ctx& c, Args& a) { a.set("p", nlohmann::json(activationElements(c)).dump()); }, nullptr,
       nullptr, "", "" },
+    { "RS37", "*", kAnyFormat, E, "num_attention_heads tensor_model_parallel_size",
+      "attention heads that tensor parallelism does not split evenly (TransformerConfig)",
+      "num_attention_heads ({h}) must be a multiple of tensor_model_parallel_size ({tp}).",
+      MC, { { "bridge-pin", "megatron/core/transformer/transformer_config.py:1351-1355" }, { "guide", "megatron/core/transformer/transformer_config.py:1323-1327" }, { "main", "megatron/core/transformer/transformer_config.py:1446-1450" }, { "dev", "megatron/core/transformer/transformer_config.py:1490-1494" } },
+      [](const Ctx& c) { return c.r.tensor_model_parallel_size >= 1 && c.r.num_attention_heads >= 1 && c.r.num_attention_heads % c.r.tensor_model_parallel_size != 0; },
+      [](const Ctx& c, Args& a) { a.set("h", std::to_string(c.r.num_attention_heads)); a.set("tp", std::to_string(c.r.tensor_model_parallel_size)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "run without tensor parallelism (or with a TP size that divides the heads)", "tensor_model_parallel_size", 1); },
+      "tensor_model_parallel_size dividing num_attention_heads", "TransformerConfig.__post_init__ raises it before any layer is built, whatever the query groups (TP 10^6 with 4 heads estimated 0.000 GB)" },
     { "RS31", "*", kAnyFormat, E, "tensor_model_parallel_size num_attention_heads num_query_groups",
       "attention heads or query groups that tensor parallelism does not split evenly",
       "{n} is not divisible by {d}",

@@ -240,8 +240,23 @@ struct SizeProblem {
     std::string message;
 };
 
-std::optional<SizeProblem> sizeProblem(const Recipe& r, const torch::Device& device)
+std::optional<SizeProblem> sizeProblem(
+    const Recipe& r, const RunOptions& options, const torch::Device& device)
 {
+    // The run's length, as train() takes it, in 64 bits: the recipe's own (no --warmup / --iters) is bounded
+    // as the options are, so the iteration count never nears int's limit (train_iters=2147483647 would run
+    // for ever and count past it).
+    const long long warmup = options.warmup.value_or(r.warmup_iters);
+    const long long steady = options.iters.value_or(static_cast<long long>(r.train_iters) - r.warmup_iters);
+    if (warmup > kMaxIterations)
+        return SizeProblem { "warmup_iters",
+            "warmup_iters=" + std::to_string(warmup) + ": at most " + std::to_string(kMaxIterations)
+                + " warm-up iterations a run" };
+    if (steady > kMaxIterations)
+        return SizeProblem { "train_iters",
+            "train_iters=" + std::to_string(r.train_iters) + " is " + std::to_string(steady)
+                + " steady iterations: at most " + std::to_string(kMaxIterations)
+                + " a run (--iters N runs N)" };
     const std::pair<const char*, long long> sizes[] = {
         { "num_layers", r.num_layers },
         { "hidden_size", r.hidden_size },
@@ -417,7 +432,7 @@ std::optional<int> resolveRun(const Recipe& recipe, InputFormat format, const Ru
     for (const auto& f : validation.findings)
         findings.push_back(findingToJson(f));
     // Arithmetic only: whatever the recipe, nothing below divides by zero or allocates without bound.
-    const std::optional<SizeProblem> size_problem = sizeProblem(resolved, device.device);
+    const std::optional<SizeProblem> size_problem = sizeProblem(resolved, options, device.device);
     std::optional<EngineError> layout_error; // reported with the other build errors below
     if (!size_problem && !validation.hasErrors()) {
         try {
@@ -726,7 +741,8 @@ std::optional<int> Training::train()
     const int warmup = std::max(0, s_.options.warmup.value_or(resolved.warmup_iters));
     const int steady
         = std::max(1, s_.options.iters.value_or(std::max(1, resolved.train_iters - resolved.warmup_iters)));
-    // In 64 bits: --warmup and --iters are each at most kMaxIterations (app/bench/main.cpp).
+    // In 64 bits: warm-up and steady are each at most kMaxIterations (app/bench/main.cpp for --warmup and
+    // --iters, sizeProblem for the recipe's own).
     const long long total = static_cast<long long>(warmup) + steady;
     for (int it = 1; it <= total; ++it) {
         s_.iteration = it;

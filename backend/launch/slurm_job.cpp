@@ -5,6 +5,7 @@
 
 #include <QDir>
 #include <QFile>
+#include <QFileInfo>
 #include <QRegularExpression>
 #include <QStandardPaths>
 
@@ -56,7 +57,11 @@ QStringList multiplexOptions(const QStringList& sshOptions)
     }
     const QString dir = QDir::tempPath() + u"/recompute-ssh-"_s + QString::number(::getuid());
     // A unix socket path has ~104 bytes; %C is 40.
-    if (dir.toUtf8().size() > 60 || !QDir().mkpath(dir)
+    if (dir.toUtf8().size() > 60 || !QDir().mkpath(dir))
+        return {};
+    // In a folder anyone can write to: a name another user made first (a link to elsewhere, a folder of
+    // theirs) is not ours to put a socket in.
+    if (const QFileInfo made(dir); made.isSymLink() || !made.isDir() || made.ownerId() != ::getuid()
         || !QFile::setPermissions(dir, QFile::ReadOwner | QFile::WriteOwner | QFile::ExeOwner))
         return {};
     return { u"-o"_s, u"ControlMaster=auto"_s, u"-o"_s, u"ControlPath="_s + dir + u"/%C"_s, u"-o"_s,

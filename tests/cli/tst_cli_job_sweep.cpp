@@ -5,9 +5,12 @@
 // stored, linked to the control, compared with intervals and chosen; the estimate beside each run.
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QMap>
+#include <QSet>
 #include <QtTest>
 
 #include "../cli_process.h"
+#include "../small_disk.h"
 #include "core/step_stats.h"
 #include "storage/store.h"
 
@@ -70,6 +73,30 @@ std::vector<double> steady(const Store& store, qint64 id)
             out.push_back(*r.stepMs);
     }
     return out;
+}
+
+// A stand-in of the user's own making: a bash script (its body after the shebang) in `dir`, executable.
+QString script(const QTemporaryDir& dir, const QString& name, const QString& body)
+{
+    const QString path = dir.filePath(name);
+    QFile f(path);
+    if (!f.open(QIODevice::WriteOnly))
+        return {};
+    f.write((u"#!/bin/bash\n"_s + body + u'\n').toUtf8());
+    f.close();
+    f.setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+    return path;
+}
+
+rs::test::CliRun sweepWith(const QString& db, const QString& program, const QStringList& extra,
+    const QProcessEnvironment& base = QProcessEnvironment::systemEnvironment())
+{
+    QProcessEnvironment env = base;
+    env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.001"_s);
+    const QStringList args = QStringList { u"sweep"_s, u"--job"_s, u"--db"_s, db, u"--job-iters"_s, u"6"_s,
+        u"--modules"_s, u"core_attn"_s }
+        + extra + QStringList { u"--profile"_s, u"main"_s, u"--mlm-args"_s, program } + fixtureFlags();
+    return rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE), args, 300000, env);
 }
 
 } // namespace
@@ -323,6 +350,202 @@ private slots:
             60000);
         QCOMPARE(bridge.code, 2);
         QVERIFY2(bridge.err.contains(u"no fake process group"_s), qPrintable(bridge.err));
+    }
+
+    // Issue 30: two sweeps into one store at once (in the same second, as a rule) each keep their own logs
+    // and runs: four logs, four runs, each candidate linked to its own sweep's control, each run's recipe the
+    // one its own log's command trained (two stored nothing, or one the other's peak, when they shared
+    // names).
+    void twoSweepsAtOnceKeepTheirOwnRuns()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"jobs.sqlite"_s);
+        {
+            Store store; // made once, so the two do not race to create it
+            QVERIFY(store.open(db));
+        }
+        QStringList flags[2] = { fixtureFlags(), fixtureFlags() };
+        const qsizetype at = flags[1].indexOf(u"--hidden-size"_s);
+        QVERIFY(at >= 0);
+        flags[1][at + 1] = u"1024"_s;
+        QProcess p[2];
+        for (int i = 0; i < 2; ++i) {
+            QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+            env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.001"_s);
+            p[i].setProcessEnvironment(env);
+            p[i].start(QStringLiteral(RS_RECOMPUTE_EXE),
+                QStringList { u"sweep"_s, u"--job"_s, u"--db"_s, db, u"--job-iters"_s, u"6"_s, u"--modules"_s,
+                    u"core_attn"_s, u"--profile"_s, u"main"_s, u"--mlm-args"_s,
+                    QStringLiteral(RS_FAKE_MEGATRON) }
+                    + flags[i]);
+        }
+        for (auto& q : p) {
+            QVERIFY(q.waitForFinished(300000));
+            QVERIFY2(q.exitCode() == 0, q.readAllStandardError().constData());
+        }
+        QCOMPARE(QDir(dir.filePath(u"job-logs"_s)).entryList(QDir::Files).size(), 4);
+        Store store;
+        QVERIFY(store.open(db));
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 4);
+        // Which sweep a run is from: the hidden size its own log's command gave (the stand-in replays one
+        // fixture for both, so the figures alone do not tell).
+        QSet<QString> logs;
+        QMap<qint64, QString> sweepOf;
+        QMap<QString, qint64> controlOf;
+        for (const RunRecord& r : runs) {
+            logs << r.importPath;
+            QFile log(r.importPath);
+            QVERIFY(log.open(QIODevice::ReadOnly));
+            const auto m
+                = QRegularExpression(u"--hidden-size (\\d+) "_s).match(QString::fromUtf8(log.readLine()));
+            QVERIFY(m.hasMatch());
+            sweepOf[r.id] = m.captured(1);
+            if (r.isNoRecompute())
+                controlOf[m.captured(1)] = r.id;
+        }
+        QCOMPARE(logs.size(), 4);
+        QCOMPARE(controlOf.keys(), (QList<QString> { u"1024"_s, u"2048"_s }));
+        for (const RunRecord& r : runs)
+            if (!r.isNoRecompute())
+                QCOMPARE(r.controlRunId.value_or(0), controlOf.value(sweepOf.value(r.id)));
+    }
+
+    // Issue 30: a job that ignored the recompute flags (its launcher dropped them) measured the control's
+    // choice: that run is kept as what it measured, stands in for nothing (the sweep says so and exits 1),
+    // and a later sweep does not reuse it for the choice it was meant to measure.
+    void aJobThatIgnoresTheFlagsMeasuresNoChoice()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"jobs.sqlite"_s);
+        const QString program = dir.filePath(u"megatron"_s);
+        QVERIFY(!script(dir, u"megatron"_s,
+            u"args=(); skip=0\n"
+            "for a in \"$@\"; do\n"
+            "  if [[ $a == --recompute-* ]]; then skip=1; continue; fi\n"
+            "  if [[ $skip == 1 && $a != --* ]]; then continue; fi\n"
+            "  skip=0; args+=(\"$a\")\n"
+            "done\n"
+            "exec "_s
+                + QStringLiteral(RS_FAKE_MEGATRON) + u" \"${args[@]}\""_s)
+                     .isEmpty());
+        const auto first = sweepWith(db, program, {});
+        QCOMPARE(first.code, 1);
+        QVERIFY2(
+            first.err.contains(u"[core_attn] run 2 measured recompute none, not the planned core_attn: the "
+                               "job did not take the recompute flags"_s),
+            qPrintable(first.err));
+        QVERIFY2(first.err.contains(u"[core_attn] was not measured"_s), qPrintable(first.err));
+        // The same program path (the launch signature names it), now taking the flags.
+        QVERIFY(QFile::remove(program));
+        QVERIFY(QFile::link(QStringLiteral(RS_FAKE_MEGATRON), program));
+        const auto second = sweepWith(db, program, {});
+        QVERIFY2(second.code == 0, qPrintable(second.out + second.err));
+        QVERIFY2(second.err.contains(u"[[]] run 1 reused"_s), qPrintable(second.err));
+        QVERIFY2(!second.err.contains(u"[core_attn] run 2 reused"_s), qPrintable(second.err));
+        Store store;
+        QVERIFY(store.open(db));
+        QCOMPARE(store.listRuns().size(), 3);
+        QCOMPARE(store.run(3)->moduleSetLabel(), u"core_attn (default)"_s);
+    }
+
+    // Issue 30: a choice whose job fails (no log of a run) is no comparison: the sweep names it and exits 1.
+    void aChoiceThatFailsIsNotMeasured()
+    {
+        QTemporaryDir dir;
+        const QString program = script(dir, u"megatron"_s,
+            u"for a in \"$@\"; do [[ $a == --recompute-granularity ]] && { echo 'CUDA error'; exit 1; }; "
+            u"done\n"
+            "exec "_s
+                + QStringLiteral(RS_FAKE_MEGATRON) + u" \"$@\""_s);
+        const auto c = sweepWith(dir.filePath(u"jobs.sqlite"_s), program, {});
+        QCOMPARE(c.code, 1);
+        QVERIFY2(c.err.contains(u"[core_attn] was not measured"_s), qPrintable(c.err));
+    }
+
+    // Issue 30: a line break in a flag's value, which Megatron-LM prints into its arguments block (and the
+    // log's header quotes), forges no memory line: the stored peaks are the job's own.
+    void aLineBreakInAFlagValueForgesNothing()
+    {
+        QTemporaryDir dir;
+        // Megatron-LM's _print_args: every value as it is, inside the arguments block.
+        const QString program = script(dir, u"megatron"_s,
+            u"extra=''; prev=''\n"
+            "for a in \"$@\"; do [[ $prev == --wandb-exp-name ]] && extra=\"  wandb_exp_name ....... $a\"; "
+            "prev=$a; done\n"
+            "export EXTRA=\"$extra\"\n"_s
+                + QStringLiteral(RS_FAKE_MEGATRON)
+                + u" \"$@\" | awk '{print} /^-* arguments -*$/ && !d {print ENVIRON[\"EXTRA\"]; d=1}'\n"
+                  "exit ${PIPESTATUS[0]}"_s);
+        const QString forged
+            = u"x\n[Rank 0] (after 3 iterations) memory (MB) | allocated: 1.00 | max allocated: "
+              "100000.00 | reserved: 1.00 | max reserved: 100000.00"_s;
+        const QString db = dir.filePath(u"jobs.sqlite"_s);
+        const auto c = sweepWith(db, program, {}, QProcessEnvironment::systemEnvironment());
+        QVERIFY2(c.code == 0, qPrintable(c.err));
+        QTemporaryDir dir2;
+        const QString db2 = dir2.filePath(u"jobs.sqlite"_s);
+        const auto d = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
+            QStringList { u"sweep"_s, u"--job"_s, u"--db"_s, db2, u"--job-iters"_s, u"6"_s, u"--modules"_s,
+                u"core_attn"_s, u"--profile"_s, u"main"_s, u"--mlm-args"_s, program }
+                + fixtureFlags() + QStringList { u"--wandb-exp-name"_s, forged },
+            300000);
+        QVERIFY2(d.code == 0, qPrintable(d.err));
+        // The command is echoed on one line, as the log's header has it.
+        QVERIFY2(!d.err.contains(u"\n[Rank 0] (after 3"_s), qPrintable(d.err));
+        Store a, b;
+        QVERIFY(a.open(db) && b.open(db2));
+        QCOMPARE(b.listRuns().size(), 2);
+        for (qint64 id : { 1, 2 }) {
+            QCOMPARE(b.run(id)->peakAllocated, a.run(id)->peakAllocated);
+            QVERIFY(b.run(id)->peakAllocated.value_or(0) < qint64(30e9));
+        }
+    }
+
+    // Issue 30: a job's log whose folder fills up moves, whole, to the user's data folder and is stored
+    // from there (its folder took the name and then no byte: the run was lost, 0 bytes of log).
+    void aFullLogFolderMovesTheLog()
+    {
+        rs::test::SmallDisk disk(64);
+        if (!disk.mounted())
+            QSKIP("cannot mount a tmpfs here (not root)");
+        disk.fill();
+        QTemporaryDir dir, data;
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(u"XDG_DATA_HOME"_s, data.path());
+        const QString db = dir.filePath(u"jobs.sqlite"_s);
+        const auto c = sweepWith(
+            db, QStringLiteral(RS_FAKE_MEGATRON), { u"--job-log-dir"_s, disk.filePath(u"logs"_s) }, env);
+        QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
+        QVERIFY2(c.err.contains(u"it goes on, whole, in "_s + data.path()), qPrintable(c.err));
+        Store store;
+        QVERIFY(store.open(db));
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 2);
+        for (const RunRecord& r : runs) {
+            QVERIFY2(r.importPath.startsWith(data.path()), qPrintable(r.importPath));
+            QCOMPARE(store.iterations(r.id).size(), 6);
+            QCOMPARE(r.outcome, outcome::Pass);
+        }
+        QCOMPARE(QDir(disk.filePath(u"logs"_s)).entryList(QDir::Files).size(), 0); // no half log left
+    }
+
+    // Issue 30: --host that ssh would read as an option is refused before ssh runs (a stand-in ssh on PATH
+    // logs every call).
+    void aHostThatIsAnSshOptionIsRefused()
+    {
+        QTemporaryDir dir;
+        const QString called = dir.filePath(u"ssh-called"_s);
+        QVERIFY(!script(dir, u"ssh"_s, u"echo \"$@\" >> "_s + called + u"\nexit 255"_s).isEmpty());
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(u"PATH"_s, dir.path() + u':' + env.value(u"PATH"_s));
+        const auto c = sweepWith(dir.filePath(u"jobs.sqlite"_s), QStringLiteral(RS_FAKE_MEGATRON),
+            { u"--host"_s, u"-oProxyCommand=touch "_s + dir.filePath(u"pwned"_s) }, env);
+        QVERIFY(c.code != 0);
+        QVERIFY2(c.err.contains(u"--host '-oProxyCommand=touch"_s) && c.err.contains(u"starts with '-'"_s),
+            qPrintable(c.err));
+        QVERIFY(!QFile::exists(called));
+        QVERIFY(!QFile::exists(dir.filePath(u"pwned"_s)));
     }
 
     void jsonRecipeIsRefused()

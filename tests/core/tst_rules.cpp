@@ -339,9 +339,14 @@ const std::vector<Case>& cases()
         { "dev", "json", "RS22", "main's spelling", R"({"enable_mhc_connections": true})", true },
         { "dev", "json", "RS22", "main's spelling", R"({"enable_hyper_connections": true})", false },
         // --- impossible sizes and shapes (RS23-RS29, R40, M7)
-        // Issue 30: what Megatron refuses when it builds the model, refused before it (RS31, RS32), and
+        // Issue 30: what Megatron refuses when it builds the model, refused before it (RS31, RS32, RS37), and
         // values our worker would run with no meaning (RS33-RS36).
-        { "*", "json", "RS31", "is not divisible by", R"({"tensor_model_parallel_size": 3, "num_attention_heads": 32})", true },
+        { "*", "json", "RS37", "must be a multiple of tensor_model_parallel_size", R"({"tensor_model_parallel_size": 3, "num_attention_heads": 32})", true },
+        { "*", "json", "RS31", "is not divisible by", R"({"tensor_model_parallel_size": 3, "num_attention_heads": 32})", false },
+        // TP 10^6 with 4 heads (and 4 groups, fewer than TP) estimated 0.000 GB; TransformerConfig refuses it.
+        { "*", "json", "RS37", "must be a multiple of tensor_model_parallel_size", R"({"tensor_model_parallel_size": 1000000, "num_attention_heads": 4})", true },
+        { "*", "json", "RS37", "must be a multiple of", R"({"tensor_model_parallel_size": 8, "num_attention_heads": 32, "num_query_groups": 4})", false },
+        { "*", "json", "RS37", "must be a multiple of", R"({"multi_latent_attention": true, "tensor_model_parallel_size": 3, "num_attention_heads": 16})", true },
         { "*", "json", "RS31", "is not divisible by", R"({"tensor_model_parallel_size": 4, "num_attention_heads": 32, "num_query_groups": 8})", false },
         { "*", "json", "RS31", "is not divisible by", R"({"tensor_model_parallel_size": 8, "num_attention_heads": 32, "num_query_groups": 12})", true },
         { "*", "json", "RS31", "is not divisible by", R"({"tensor_model_parallel_size": 8, "num_attention_heads": 32, "num_query_groups": 4})", false },

@@ -21,6 +21,7 @@
 
 #include "storage/store.h"
 #include "tests/cli_process.h"
+#include "tests/small_disk.h"
 #include "tests/sqlite_lock.h"
 
 using namespace Qt::StringLiterals;
@@ -154,6 +155,99 @@ private slots:
         QCOMPARE(f.readAll().count("\"event\":\"iteration\""), kIters);
     }
 
+    // Issue 30: a full disk under the store and under the user's data folder (two small tmpfs, filled): the
+    // store fails at its first commit, the spool beside it fails, the data folder's fails, and the stream
+    // goes to the temp folder, every event of it, named by the CLI and stored by `recompute import`. (5 of 5
+    // runs were lost, and the CLI named a 0-byte file.)
+    void realRunOnAFullDiskSpoolsWhereItCan()
+    {
+        rs::test::SmallDisk storeDisk(1024), dataDisk(64);
+        if (!storeDisk.mounted() || !dataDisk.mounted())
+            QSKIP("cannot mount a tmpfs here (not root)");
+        const QString db = storeDisk.filePath(u"full.sqlite"_s);
+        {
+            Store store;
+            QVERIFY(store.open(db));
+        }
+        QTemporaryDir dir, temp;
+        const QString recipe = writeJson(dir, u"full.json"_s, tinyRecipe(u"full"_s));
+        storeDisk.fill(48); // room for the WAL's index, not for the run
+        dataDisk.fill();
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(u"XDG_DATA_HOME"_s, dataDisk.path());
+        env.insert(u"TMPDIR"_s, temp.path());
+        const auto run = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE), realRun(recipe, db), 120000, env);
+        QVERIFY2(run.code == 1, qPrintable(run.out + run.err));
+        const QString spool = spoolNamedIn(run.out);
+        QVERIFY2(spool.startsWith(temp.path() + u'/'), qPrintable(run.out + run.err));
+        QFile f(spool);
+        QVERIFY(f.open(QIODevice::ReadOnly));
+        QCOMPARE(f.readAll().count("\"event\":\"iteration\""), kIters);
+        // Nothing half-written is left on the full disks.
+        QCOMPARE(QDir(storeDisk.path()).entryList({ u"*.jsonl"_s }, QDir::Files).size(), 0);
+        QVERIFY(!QDir(dataDisk.filePath(u"recompute-studio/recompute-studio/spool"_s))
+                     .entryList({ u"*.jsonl"_s }, QDir::Files)
+                     .size());
+        const QString elsewhere = dir.filePath(u"elsewhere.sqlite"_s);
+        const auto imported = recompute({ u"import"_s, spool, u"--db"_s, elsewhere });
+        QVERIFY2(imported.code == 0, qPrintable(imported.out + imported.err));
+        Store store;
+        QVERIFY(store.open(elsewhere));
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].outcome, outcome::Pass);
+        QCOMPARE(store.iterations(runs[0].id).size(), kIters);
+    }
+
+    // Issue 30: a store in a folder nobody may write (a shared, read-only store) is read by every verb that
+    // only reads: report, advise and export (advise and export tried to open it for writing and failed).
+    void aReadOnlyFolderIsReadByEveryReadingVerb()
+    {
+        QTemporaryDir dir, out;
+        const QString folder = dir.filePath(u"shared"_s);
+        QVERIFY(QDir().mkpath(folder));
+        const QString db = folder + u"/guide.sqlite"_s;
+        QCOMPARE(recompute({ u"import"_s, u"--sample"_s, u"--db"_s, db }).code, 0);
+        if (QProcess::execute(u"chattr"_s, { u"+i"_s, folder }) != 0)
+            QSKIP("chattr +i is not available here");
+        Writable restore { folder };
+        for (const QStringList& verb :
+            { QStringList { u"report"_s }, QStringList { u"advise"_s, u"--target-gb"_s, u"80"_s },
+                QStringList { u"export"_s, u"--out"_s, out.path() } }) {
+            const auto r = recompute(verb + QStringList { u"--db"_s, db });
+            QVERIFY2(r.code == 0, qPrintable(verb.first() + u": "_s + r.out + r.err));
+        }
+        QVERIFY(QFileInfo(out.filePath(u"runs.csv"_s)).size() > 0);
+    }
+
+    // Issue 30: a stored name (from `import --name`, a shared recipe or store) reaches the terminal as text:
+    // no escape sequence (a new title, colours) and no line break (a forged row) in report, advise or run.
+    void storedNamesReachTheTerminalAsText()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"names.sqlite"_s);
+        const QString evil = u"moe\x1b]0;owned\x07\x1b[31mRED\u009b31m\n| none | 99.999 |"_s;
+        const QString logs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/mlm-tp2pp2-comparison");
+        QStringList args = { u"import"_s, u"--db"_s, db, u"--name"_s, evil };
+        for (const QString& f : QDir(logs).entryList({ u"*.log"_s }, QDir::Files))
+            args << logs + u'/' + f;
+        QVERIFY(recompute(args).code == 0);
+        const QString recipe = writeJson(dir, u"evil.json"_s, tinyRecipe(evil));
+        QStringList tiny = realRun(recipe, dir.filePath(u"tiny.sqlite"_s));
+        tiny << u"--iters"_s << u"2"_s;
+        for (const QStringList& verb : { QStringList { u"report"_s, u"--db"_s, db },
+                 QStringList { u"advise"_s, u"--db"_s, db, u"--target-gb"_s, u"80"_s }, tiny }) {
+            const auto r = recompute(verb);
+            QVERIFY2(r.code == 0 || r.code == 1, qPrintable(r.out + r.err));
+            for (const QString& text : { r.out, r.err }) {
+                QVERIFY2(
+                    !text.contains(QChar(0x1b)) && !text.contains(QChar(0x07)) && !text.contains(QChar(0x9b)),
+                    qPrintable(verb.first() + u": "_s + text));
+                QVERIFY2(!text.contains(u"\n| none | 99.999 |"_s), qPrintable(verb.first() + u": "_s + text));
+            }
+        }
+    }
+
     void realRunWaitsOutAFortySecondLock()
     {
         QTemporaryDir dir;
@@ -273,6 +367,15 @@ private slots:
         QTest::newRow("hidden 2^31-1")
             << QJsonObject { { u"hidden_size"_s, 2147483647 }, { u"num_attention_heads"_s, 1 } }
             << u"invalid"_s;
+        // Issue 30: a run length in the recipe itself is bounded as --iters is (it ran for ever, counting
+        // towards int's limit); a global batch of 10^9 samples is named, not an uncaught bad_alloc.
+        QTest::newRow("train_iters 2^31-1")
+            << QJsonObject { { u"train_iters"_s, 2147483647 } } << u"\"field\":\"train_iters\""_s;
+        QTest::newRow("warmup_iters 2^31-2")
+            << QJsonObject { { u"train_iters"_s, 2147483647 }, { u"warmup_iters"_s, 2147483646 } }
+            << u"\"field\":\"warmup_iters\""_s;
+        QTest::newRow("global_batch_size 10^9")
+            << QJsonObject { { u"global_batch_size"_s, 1000000000 } } << u"\"field\":\"global_batch_size\""_s;
     }
 
     void workerRefusesImpossibleSizesWithoutASignal()

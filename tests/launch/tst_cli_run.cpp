@@ -184,14 +184,24 @@ private slots:
         QCOMPARE(store.recoverInterruptedRuns(), 0); // once
     }
 
+    // Ctrl-C, a kill, and (issue 30) a closed terminal or ssh session: each stops the worker (or cancels the
+    // Slurm job) and keeps what was measured. SIGHUP ended the CLI at once, its run left `running`.
+    void ctrlCStopsTheWorkerAndKeepsTheIterations_data()
+    {
+        QTest::addColumn<int>("signal");
+        QTest::newRow("SIGINT") << int(SIGINT);
+        QTest::newRow("SIGTERM") << int(SIGTERM);
+        QTest::newRow("SIGHUP") << int(SIGHUP);
+    }
     void ctrlCStopsTheWorkerAndKeepsTheIterations()
     {
+        QFETCH(int, signal);
         QTemporaryDir dir;
         const QString db = dir.filePath(u"sigint.sqlite"_s);
         auto p = startRun({ writeRecipe(dir, 100000), u"--db"_s, db }, u"--delay-ms 5"_s);
         QVERIFY(p->waitForStarted(10000));
         QVERIFY(waitForIterations(db, 10, 30000));
-        ::kill(pid_t(p->processId()), SIGINT);
+        ::kill(pid_t(p->processId()), signal);
         QVERIFY(p->waitForFinished(20000));
         QCOMPARE(p->exitStatus(), QProcess::NormalExit);
         QCOMPARE(p->exitCode(), 130);

@@ -4,8 +4,11 @@
 // sshd_fixture.h: the job's tasks are the ranks (their variables checked through a stand-in worker whose
 // task 0 is the launcher's test double), a two-task job of the real worker stores every event through the
 // session, a job is cancelled with scancel, a held one says why it waits, and a job Slurm rejects says why.
+#include <csignal>
+
 #include <QJsonArray>
 #include <QJsonDocument>
+#include <QProcess>
 #include <QSet>
 #include <QSignalSpy>
 #include <QTemporaryDir>
@@ -354,6 +357,60 @@ private slots:
         QVERIFY2(stored >= 2 && stored < 100000, qPrintable(QString::number(stored)));
     }
 
+    // Issue 30: a hang-up (the terminal or ssh session of `recompute run` closed) cancels the CLI's Slurm job
+    // as Ctrl-C does, and keeps what was measured; the job was left running with nobody to read it.
+    void hangUpCancelsTheJob()
+    {
+        REQUIRE_CLUSTER();
+#ifndef RS_RECOMPUTE
+        QSKIP("no recompute CLI in this build");
+#else
+        const QString worker = realWorker();
+        if (worker.isEmpty())
+            QSKIP("no recompute-bench in this build and RS_TEST_REAL_WORKER is not set");
+        const SlurmSettings s = cluster->settings(u"hangup"_s);
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"hangup.sqlite"_s), recipe = dir.filePath(u"hangup.json"_s);
+        {
+            QFile f(recipe);
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(recipeJson(tinyRecipe(100000)));
+        }
+        QProcess cli;
+        cli.start(QStringLiteral(RS_RECOMPUTE),
+            { u"run"_s, recipe, u"--db"_s, db, u"--remote-worker"_s, worker, u"--device"_s, u"cpu"_s,
+                u"--slurm-partition"_s, s.partition, u"--slurm-workdir"_s, s.workDir });
+        QVERIFY(cli.waitForStarted(10000));
+        // Measuring on the node: iterations are in the store.
+        QTRY_VERIFY_WITH_TIMEOUT(
+            [&] {
+                storage::Store store;
+                if (!store.openReadOnly(db))
+                    return false;
+                const auto runs = store.listRuns();
+                return !runs.isEmpty() && store.iterations(runs.first().id).size() >= 2;
+            }(),
+            120000);
+        ::kill(pid_t(cli.processId()), SIGHUP);
+        QVERIFY(cli.waitForFinished(60000));
+        const QByteArray said = cli.readAllStandardOutput() + cli.readAllStandardError();
+        QCOMPARE(cli.exitStatus(), QProcess::NormalExit);
+        QVERIFY2(cli.exitCode() == 130, said.constData());
+        storage::Store store;
+        QVERIFY(store.open(db));
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 1);
+        QCOMPARE(runs[0].outcome, storage::outcome::Aborted);
+        QVERIFY2(runs[0].message.contains(u"scancel"_s), qPrintable(runs[0].message));
+        QVERIFY(store.iterations(runs[0].id).size() >= 2);
+        // No job of ours is left pending or running.
+        QProcess squeue;
+        squeue.start(u"squeue"_s, { u"-h"_s, u"-t"_s, u"PENDING,RUNNING"_s, u"-o"_s, u"%i"_s });
+        QVERIFY(squeue.waitForFinished(10000));
+        QCOMPARE(squeue.readAllStandardOutput().trimmed(), QByteArray());
+#endif
+    }
+
     // A held job says why it waits while it waits; cancelled there, it ends aborted.
     void pendingJobSaysWhyItWaits()
     {
@@ -378,7 +435,10 @@ private slots:
     }
 
     // sbatch refuses the job: the run ends aborted with sbatch's own reason, the session runs nothing more.
-    void rejectedJobSaysWhy_data() { hostRows(); }
+    void rejectedJobSaysWhy_data()
+    {
+        hostRows();
+    }
     void rejectedJobSaysWhy()
     {
         QFETCH(QString, host);

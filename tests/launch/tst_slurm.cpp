@@ -137,6 +137,10 @@ private slots:
         QTest::newRow("no work dir") << "workdir"
                                      << ""
                                      << "work folder: empty";
+        // Issue 30: written into `#SBATCH --output=DIR/...`, a blank would add an option to the job.
+        QTest::newRow("work dir with a blank") << "workdir"
+                                               << "/tmp/x --partition=x"
+                                               << "work folder: '/tmp/x --partition=x' holds a blank";
     }
     void settingsAreChecked()
     {

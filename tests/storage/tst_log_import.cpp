@@ -355,6 +355,10 @@ private slots:
         QTest::newRow("negative step time") << QByteArray("elapsed time per iteration (ms): 812.4")
                                             << QByteArray("elapsed time per iteration (ms): -812.4") << false
                                             << u"step time refused"_s << peak << 8 << 0 << 10;
+        for (const char* v : { "0.0", "1e308", "nan", "1e-300", "fast" })
+            QTest::addRow("step time %s", v) << QByteArray("elapsed time per iteration (ms): 812.4")
+                                             << QByteArray("elapsed time per iteration (ms): ") + v << false
+                                             << u"step time refused"_s << peak << 8 << 0 << 10;
         QTest::newRow("step time 2^63") << QByteArray("elapsed time per iteration (ms): 812.4")
                                         << QByteArray("elapsed time per iteration (ms): 9223372036854775808")
                                         << false << u"step time refused"_s << peak << 8 << 0 << 10;
