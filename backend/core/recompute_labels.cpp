@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/estimator.h"
+#include "core/model_shape.h"
 #include "core/profiles.h"
 #include "core/rules.h"
 #include "core/rules_detail.h"
@@ -31,8 +32,19 @@ rules_detail::Ctx contextOf(const Recipe& r)
     return c;
 }
 
+// How many layers have this mixer (model_shape.h layerKinds).
+int layersWith(const Recipe& r, LayerMixer mixer)
+{
+    int n = 0;
+    for (const LayerKind& k : layerKinds(r))
+        n += k.mixer == mixer ? 1 : 0;
+    return n;
+}
+
 LabelEffect coreAttnEffect(const Recipe& r)
 {
+    if (isHybrid(r) && layersWith(r, LayerMixer::Attention) == 0)
+        return effect(false, "the hybrid pattern has no attention ('*') layer");
     if (r.attention_backend == "unfused")
         return effect(true, "unfused attention materializes score/probability tensors");
     return effect(true, "fused/flash attention already rematerializes its internals: compare with [] (RS06)");
@@ -66,6 +78,9 @@ LabelEffect moeActEffect(const Recipe& r)
 LabelEffect mlpEffect(const Recipe& r)
 {
     const rules_detail::Ctx c = contextOf(r);
+    if (isHybrid(r))
+        return c.denseLayers() > 0 ? effect(true, "the hybrid pattern's MLP ('-') layers")
+                                   : effect(false, "the hybrid pattern has no MLP ('-') layer (RT4)");
     const bool moe = c.isMoE();
     if (!moe || c.denseLayers() > 0)
         return effect(true, moe ? "acts on the dense layers only (RT4)" : "the dense MLP");
@@ -90,14 +105,22 @@ LabelEffect gdnNormOutEffect(const Recipe& r)
     const auto& accepted = profileInfo(r.profile).gdn_variants;
     const bool ok = std::find(accepted.begin(), accepted.end(), r.experimental_attention_variant.value_or(""))
         != accepted.end();
-    return ok ? effect(true, "GatedDeltaNet gated norm") : effect(false, "no gated-delta-net variant (R14)");
+    if (!ok)
+        return effect(false, "no gated-delta-net variant (R14)");
+    return layersWith(r, LayerMixer::GatedDeltaNet) > 0
+        ? effect(true, "GatedDeltaNet gated norm")
+        : effect(
+            false, "no GatedDeltaNet layer (linear_attention_freq in a GPT model, 'G' in a hybrid pattern)");
 }
 
 LabelEffect gdnEffect(const Recipe& r)
 {
-    return r.experimental_attention_variant.value_or("") == "gated_delta_net"
+    if (r.experimental_attention_variant.value_or("") != "gated_delta_net")
+        return effect(false, "no gated_delta_net variant (dev)");
+    return layersWith(r, LayerMixer::GatedDeltaNet) > 0
         ? effect(true, "the whole GatedDeltaNet module")
-        : effect(false, "no gated_delta_net variant (dev)");
+        : effect(
+            false, "no GatedDeltaNet layer (linear_attention_freq in a GPT model, 'G' in a hybrid pattern)");
 }
 
 LabelEffect gatedDeltaProductEffect(const Recipe&)
