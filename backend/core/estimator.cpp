@@ -295,7 +295,9 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.attn_dropout = r.attention_dropout;
     x.hidden_dropout = r.hidden_dropout;
     x.backend = r.attention_backend;
-    x.te = r.transformer_impl == "transformer_engine";
+    // A hybrid stack is built from Megatron's hybrid_stack_spec, Transformer Engine's modules whatever
+    // transformer_impl says (pretrain_hybrid.py takes it with --spec; hybrid_builders.py).
+    x.te = r.transformer_impl == "transformer_engine" || isHybrid(r);
     x.softmax_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
     x.vocab = double(m.vocab); // padded as Megatron-LM pads it (core/model_shape.h), the worker too
     // Both build the recipe's biases, learned absolute position table and tied or untied output layer
@@ -478,6 +480,9 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
         add(m, T * width * 4, kOutside, bit(region) | in_savers_extra, bit(region));
         add(m, T * 4, region, bit(region)); // rstd
         add(m, T * width * 4, region, bit(region)); // x * rstd, saved by the weight multiply
+        // The second fp32 [T, width] tensor the bf16 path keeps too (measured: tst_engine_estimate_hybrid,
+        // one more per norm in fp32 as in bf16; the presets' RMSNorm rows are bf16).
+        add(m, T * width * 4, region, bit(region));
     } else {
         add(m, T * width * d, kOutside, in_savers_extra, bit(region));
         add(m, T * width * 4, region, bit(region)); // x.float(), saved by pow and mul
@@ -490,8 +495,9 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
     add(m, T * width * d, region, out_savers, out_input_of, output_region);
 }
 
-void workerMamba(LayerModel& m, const Shape& x); // below
-void workerGdn(LayerModel& m, const Shape& x);
+// Below: each adds its mixer's tensors and returns its kernel's backward moment above them all.
+double workerMamba(LayerModel& m, const Shape& x);
+double workerGdn(LayerModel& m, const Shape& x);
 
 LayerModel workerLayer(const Shape& x, const LayerKind& kind)
 {
@@ -515,12 +521,23 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
     const uint32_t out = bit(kOutside);
     m.residual = Tsp * h * d;
     const double scores = b * nh * s * sk;
+    // A Mamba or GatedDeltaNet mixer's kernel runs its backward once the MLP after it has freed its tensors.
+    double mixer_bwd = -1;
     if (kind.mixer == LayerMixer::Mamba)
-        workerMamba(m, x);
+        mixer_bwd = workerMamba(m, x);
     else if (kind.mixer == LayerMixer::GatedDeltaNet)
-        workerGdn(m, x);
+        mixer_bwd = workerGdn(m, x);
+    const size_t mixer_end = m.entries.size();
+    // Once the layer is whole: the mixer kernel's backward moment less what the MLP after it freed.
+    auto mixerBackward = [&m, mixer_bwd, mixer_end]() {
+        if (mixer_bwd < 0)
+            return;
+        double later = 0;
+        for (size_t i = mixer_end; i < m.entries.size(); ++i)
+            later += m.entries[i].bytes;
+        m.backward_temp = std::max(m.backward_temp, mixer_bwd - later);
+    };
     if (kind.mixer == LayerMixer::Attention) {
-
         // input_layernorm: its input is the layer input (the previous layer's output).
         uint32_t ln1_savers = out; // linear_qkv / MLA's down projections
         uint32_t ln1_input_of = 0;
@@ -651,6 +668,7 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
             add(m, Tsp * h * d, kOutside, out); // dropout mask after the attention
     } // the attention
     if (kind.ffn == LayerFfn::None) {
+        mixerBackward();
         const ParamCount p = layerParams(x, kind);
         m.params = p.total();
         m.largest_param = p.largest;
@@ -734,6 +752,7 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
     }
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * d, kOutside, out); // dropout mask after the MLP
+    mixerBackward();
     const ParamCount p = layerParams(x, kind);
     m.params = p.total();
     m.largest_param = p.largest;
@@ -741,11 +760,84 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
     return m;
 }
 
+// The worker's state-space kernels in LibTorch ops (engine/ssm.cpp), their largest moments above the
+// tensors alive before the call: the forward's (without grad inside the custom function) and the backward's
+// (the replay with grad, before autograd's pass through it). Derived from ssm.cpp statement by statement
+// and checked against the CPU probe at marks between the statements (issue 27: the figures below within
+// 1 % of the probe at 11 Mamba and 10 GatedDeltaNet shapes, fp32 and bf16, 6 % at one padded GatedDeltaNet
+// shape); tst_engine_estimate_hybrid checks the layers they sit in. Not Megatron's: its Triton kernels
+// keep their chunk states and matrices in SRAM and HBM scratch far smaller than these.
+struct KernelPeaks {
+    double forward = 0, backward = 0;
+};
+
+// MambaSplitConv1dScanFn with ssdChunkScan: the conv's fp32 chain, then the scan's tensors as they come
+// (fp32 copies of x, B, C in bf16; the cumsum of dA and x dt; each chunk's state, the entering states and
+// their stack; C^T B; the decay matrix; the diagonal, off-diagonal and summed outputs), each moment with the
+// einsum's products beside them. The replay with grad keeps the conv's fp32 input and pre-SiLU output, the
+// gate's gradients, and each einsum's product and permuted copy; its worst moment is its end, or autograd's
+// pass once the decay matrix's gradient and its product's are in flight.
+KernelPeaks mambaKernelPeaks(const Shape& x)
+{
+    const double t = x.tp, d = x.act, H = x.mH / t, G = x.mG / t, P = x.mP, N = x.mN, Q = x.mChunk;
+    const double n = std::ceil(x.s / Q); // chunks per sequence
+    const double Tp = x.b * n * Q; // tokens padded to whole chunks
+    const bool bf = d < 4;
+    const double X = Tp * H * P * 4, TH = Tp * H * 4, THN = Tp * H * N * 4, TGN = Tp * G * N * 4;
+    const double S = x.b * n * H * P * N * 4, CB = Tp * G * Q * 4, decay = Tp * H * Q * 4;
+    const double conv = x.T * x.mConv / t * 4; // the conv's fp32 [T, channels]
+    const double copies = bf || Tp > x.T ? X + 2 * TGN : 0; // x, B, C in fp32 (or padded)
+    const double regroup = G > 1 ? TGN : 0; // C or B permuted for an einsum (no copy with one group)
+    KernelPeaks k;
+    double live = x.T * x.mConv / t * d + 2 * TH + copies + X; // xBC, dt, the copies, dA cumsum, x dt
+    k.forward = std::max(4 * conv, live + 2 * TH + 2 * THN + X + S);
+    live += 3 * S + S / n + CB; // states, entering states and their stack, the last state; C^T B
+    k.forward = std::max({ k.forward, live + 3 * decay, live + 2 * decay + 2 * X });
+    live += decay + X; // the decay matrix, the diagonal part
+    k.forward = std::max(k.forward, live + 2 * X + TH);
+    live += X; // the off-diagonal part
+    k.forward = std::max(k.forward, live + 3 * X);
+    double replay = (bf ? 2 * conv + conv / 2 : 3 * conv) + 2 * TH + (bf ? 3 : 2) * X + copies + TH + X;
+    replay += S + X + THN + TH; // the states with the einsum's product and x dt's copy
+    replay += 2 * S + S / n + CB + 2 * regroup; // entering states, their stack, the last; C^T B (C, B copies)
+    replay += 2 * decay + 2 * X + 2 * X + regroup + TH + X; // y_diag, y_off with their saved inputs, y
+    k.backward = std::max(replay + 2 * X, replay - 3 * X - S + 2 * decay + CB);
+    return k;
+}
+
+// ChunkGatedDeltaRuleFn with gdrChunked (chunk kGdnChunk): q, k beta and v beta in fp32 (k and beta copied
+// in bf16 or when padded), the decay matrices L, K K^T o L and the solve's result per chunk, A in k's dtype,
+// u and w, then the loop over chunks (the attention chain of one chunk beside the outputs so far) and the
+// stack. The replay with grad keeps each product and the chunk loop's pieces; its end is its worst moment
+// (unbind's backward stacks the chunks' gradients once).
+KernelPeaks gdrKernelPeaks(const Shape& x)
+{
+    const double t = x.tp, d = x.act, H = x.gHv / t, K = x.gDk, V = x.gDv, C = kGdnChunk;
+    const double n = std::ceil(x.s / C);
+    const double Tp = x.b * n * C, T = x.T;
+    const bool bf = d < 4, copy = bf || Tp > T;
+    const double TC = Tp * H * C * 4, TK = Tp * H * K * 4, TV = Tp * H * V * 4, TH = Tp * H * 4;
+    const double S0 = x.b * H * K * V * 4, masks = C * C * 4 + 2 * C * C;
+    KernelPeaks k;
+    double live = T * H * 4 + 2 * TK + TV + (copy ? TK + TH : 0); // g's cumsum, q, k beta, v beta
+    k.forward = live + 4 * TC + masks;
+    live += 3 * TC + masks;
+    const double a_out
+        = bf ? T * H * C * d : (n > 1 ? TC : 0); // A permuted to [T, H, C] (a view if one chunk)
+    k.forward = std::max({ k.forward, live + TC, live + TC + a_out });
+    live += a_out + TV + TK + S0; // A, u, w, the state
+    k.forward = std::max({ k.forward, live + (n - 1) / n * TV + 3 * TC / n, live + 3 * TV });
+    k.backward = 2 * TK + TV + (copy ? TK + TV + TH : 0) + 3 * TC + masks + (n > 1 ? 2 * TK : 0) + 2 * TC + TV
+        + (n > 1 ? TV : 0) + 2 * TK + TH + S0 + 2 * TC + 2 * TV + 4 * TK + n * S0 + 2 * TH - TK / n + TV;
+    return k;
+}
+
 // The worker's Mamba layer (engine/model.cpp mambaMixer, engine/ssm.cpp): its norm (the worker's, fused into
-// in_proj by Megatron's spec), then what MambaSplitConv1dScanFn keeps (zxbcdt, out_x), the gated RMSNorm's
-// input and rstd, out_proj's input: mamba_ssm's own set. Its forward runs the conv and the chunked scan
-// without grad (fp32 inside); its backward replays them with grad (the temporaries below).
-void workerMamba(LayerModel& m, const Shape& x)
+// in_proj by Megatron's spec), zxbcdt in [b, l, d], then what MambaSplitConv1dScanFn keeps (zxbcdt, out_x),
+// the gated RMSNorm's input (a [l, b, d] copy) and rstd, out_proj's input: mamba_ssm's own set. The scan's
+// moment comes once zxbcdt exists; its backward once the norm and out_proj have freed theirs, with the
+// gradient of its output beside it.
+double workerMamba(LayerModel& m, const Shape& x)
 {
     const double d = x.act, h = x.h, t = x.tp, T = x.T;
     const uint32_t out = bit(kOutside);
@@ -753,32 +845,28 @@ void workerMamba(LayerModel& m, const Shape& x)
     xs.T = x.Tsp;
     normWorker(m, xs, h, kOutside, out, 0, 0, false);
     add(m, T * x.mIn / t * d, kOutside, out); // zxbcdt
+    const KernelPeaks k = mambaKernelPeaks(x);
+    m.forward_temp = k.forward;
+    m.temp_at = m.entries.size();
     add(m, T * x.mDi / t * d, kOutside, out); // out_x
     add(m, T * x.mDi / t * d, kOutside, out); // the gated norm's input
     add(m, T * x.mG / t * 4, kOutside, out); // its rstd
     add(m, T * x.mDi / t * d, kOutside, out); // its output, out_proj's input
     if (x.hidden_dropout > 0)
         add(m, x.Tsp * h * d, kOutside, out);
-    // The scan's fp32 working set (ssm.cpp ssdChunkScan): x, x dt, B, C, the chunk states and the entering
-    // states, C^T B and the decay matrix per chunk with their product, the two output parts; the conv's
-    // output beside it.
-    const double H = x.mH / t, G = x.mG / t, Q = x.mChunk;
-    const double chunks = std::ceil(x.s / Q) * x.b;
-    const double states = chunks * H * x.mP * x.mN * 4;
-    const double work = T * x.mConv / t * d + T * (x.mDi / t) * 4 * 4 + 2 * T * G * x.mN * 4 + 2 * states
-        + T * G * Q * 4 + 2 * T * H * Q * 4;
-    m.forward_temp = std::max(m.forward_temp, work);
-    m.temp_at = m.entries.size();
-    // The replay in backward holds the same working set with grad (autograd keeps the fp32 pieces the
-    // einsums read) and their gradients.
-    m.backward_temp = std::max(m.backward_temp, 2 * m.residual + 2 * work);
+    const double later
+        = 2 * T * x.mDi / t * d + T * x.mG / t * 4 + (x.hidden_dropout > 0 ? x.Tsp * h * d : 0);
+    return 2 * m.residual + T * x.mDi / t * d + k.backward - later;
 }
 
 // The worker's GatedDeltaNet (engine/model.cpp gdnMixer): its norm, the conv's contiguous input (FLA's
 // input_guard), the L2 norm's output and rstd, q and k repeated (or copied), v, the fp32 decay (softplus
-// input and output, the kernel's chunk cumsum), beta, A; the gated norm (the worker's RMSNorm on the
-// kernel's output per value head, the SiLU gate's inputs) and out_proj's input.
-void workerGdn(LayerModel& m, const Shape& x)
+// input and output), beta, the gate; then the kernel's (the cumsum of g, A); the gated norm (the worker's
+// RMSNorm on the kernel's output per value head, the SiLU gate's inputs) and out_proj's input. At the
+// kernel's moment in_proj's output, the conv's output and g are locals still alive; at its backward the
+// gate's gradient has reached in_proj's output (a zero-filled [T, in_proj] from the narrow) beside the
+// kernel output's gradient.
+double workerGdn(LayerModel& m, const Shape& x)
 {
     const double d = x.act, h = x.h, t = x.tp, T = x.T;
     const double hv = x.gHv / t, hk = x.gHk / t;
@@ -790,24 +878,28 @@ void workerGdn(LayerModel& m, const Shape& x)
     add(m, T * 2 * hk * 4, kGdn, bit(kGdn)); // its rstd
     add(m, x.gHv > x.gHk ? 2 * T * hv * x.gDk * d : 2 * T * x.gQk / t * d, kGdn, bit(kGdn)); // q, k
     add(m, T * x.gV / t * d, kGdn, bit(kGdn)); // v
-    add(m, 3 * T * hv * 4, kGdn, bit(kGdn)); // softplus's input and output, the cumsum of g
+    add(m, 2 * T * hv * 4, kGdn, bit(kGdn)); // softplus's input and output
     add(m, T * hv * d, kGdn, bit(kGdn)); // beta
-    add(m, T * hv * kGdnChunk * d, kGdn, bit(kGdn)); // A
-    // The gate, kept by the SiLU gate and by the gdn_norm_out checkpoint; then the gated norm on the kernel's
-    // output (its input kept by the checkpoint only: the worker's RMSNorm keeps an fp32 copy).
+    // The gate, kept by the SiLU gate and by the gdn_norm_out checkpoint.
     add(m, T * x.gV / t * d, kGdn, bit(kGdnNorm), bit(kGdnNorm));
+    const KernelPeaks k = gdrKernelPeaks(x);
+    m.forward_temp = T * (x.gIn + x.gConv) / t * d + T * hv * 4 + k.forward;
+    m.temp_at = m.entries.size();
+    add(m, T * hv * 4, kGdn, bit(kGdn)); // the cumsum of g
+    add(m, T * hv * kGdnChunk * d, kGdn, bit(kGdn)); // A
+    // The gated norm on the kernel's output (its input kept by the checkpoint only: the worker's RMSNorm
+    // keeps an fp32 copy).
+    const size_t norm_from = m.entries.size();
     Shape xv = x;
     xv.T = T * hv; // one row per value head
     normWorker(m, xv, x.gDv, kGdnNorm, bit(kGdnNorm), 0, 0, false);
     add(m, T * x.gV / t * d, kGdnNorm, bit(kGdn), 0, true); // the gated output, out_proj's input
     if (x.hidden_dropout > 0)
         add(m, x.Tsp * h * d, kOutside, bit(kOutside));
-    // The kernel's fp32 working set (ssm.cpp gdrChunked): q, k, k beta, w ([T, Hv, K] each), v beta, u,
-    // the output ([T, Hv, V] each), the chunk matrices (decay, the solve's input and result).
-    const double work = T * hv * (4 * x.gDk + 3 * x.gDv) * 4 + 3 * T * hv * kGdnChunk * 4;
-    m.forward_temp = std::max(m.forward_temp, work);
-    m.temp_at = m.entries.size();
-    m.backward_temp = std::max(m.backward_temp, 2 * m.residual + 2 * work);
+    double later = T * x.gV / t * d; // the gate
+    for (size_t i = norm_from; i < m.entries.size(); ++i)
+        later += m.entries[i].bytes;
+    return 2 * m.residual + T * (x.gIn + x.gV) / t * d + k.backward - later;
 }
 
 // Megatron Core on a GPU. Where Korthikanti et al. (2022, "Reducing Activation Recomputation in Large

@@ -58,7 +58,7 @@ LabelEffect mlaUpProjEffect(const Recipe& r)
 
 LabelEffect layernormEffect(const Recipe& r)
 {
-    if (r.transformer_impl != "transformer_engine")
+    if (r.transformer_impl != "transformer_engine" && !isHybrid(r)) // a hybrid stack is TE's spec always
         return effect(true, "the local layer spec has real norm modules");
     if (r.multi_latent_attention)
         return effect(true, "MLA's input_layernorm is not fused");
@@ -139,7 +139,6 @@ LabelEffect mhcEffect(const Recipe& r)
               : effect(false, "hyper-connections are off (R20)");
 }
 
-constexpr std::string_view kNoGatedDeltaNet = "the worker builds no GatedDeltaNet layer yet";
 constexpr std::string_view kNoGatedDeltaProduct
     = "the GatedDeltaProduct mixer (ssm/gated_delta_product.py, its ops/gdp kernels) is not built: only "
       "Mamba-2 and GatedDeltaNet are";
@@ -165,15 +164,15 @@ const std::vector<RecomputeLabel>& recomputeLabels()
         { "shared_experts", K::Normal, "the shared-expert MLP (not overlapped)", "moe", { "shared_experts" },
             3, { "R11", "R16", "RT6" }, sharedExpertsEffect, "", "" },
         { "gdn_norm_out", K::OutputDiscard, "GatedDeltaNet gated RMSNorm + all-to-all (_gated_norm_and_a2a)",
-            "gdn", {}, 2, { "R11", "R14" }, gdnNormOutEffect, "", kNoGatedDeltaNet },
+            "gdn", { "gdn_norm_out" }, 2, { "R11", "R14" }, gdnNormOutEffect, "", "" },
         { "gdp_in_proj", K::OutputDiscard, "GatedDeltaProduct input projection (_in_proj_preprocess)", "", {},
             3, { "R11", "R24" }, gatedDeltaProductEffect, kNoGatedDeltaProduct, kNoGatedDeltaProduct },
         { "gdp_qkv", K::OutputDiscard, "GatedDeltaProduct causal conv + QKV preparation (_prepare_qkv)", "",
             {}, 3, { "R11" }, gatedDeltaProductEffect, kNoGatedDeltaProduct, kNoGatedDeltaProduct },
         { "mhc", K::OutputDiscard, "hyper-connection activations, one recompute per mhc_recompute_layer_num",
             "", {}, 3, { "R11", "R20", "R21", "R22" }, mhcEffect, kNoHyperConnections, kNoHyperConnections },
-        { "gdn", K::Normal, "the whole GatedDeltaNet module (dev)", "", {}, 3, { "R11", "G1", "G2" },
-            gdnEffect, "", kNoGatedDeltaNet },
+        { "gdn", K::Normal, "the whole GatedDeltaNet module (dev)", "", { "gdn" }, 3, { "R11", "G1", "G2" },
+            gdnEffect, "", "" },
     };
     return table;
 }

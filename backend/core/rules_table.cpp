@@ -279,7 +279,9 @@ bool layernormHasNoEffect(const Ctx& c)
 {
     // RT1: with TE specs and standard attention both norms are IdentityOp (fused into the next linear);
     // MoE pre_mlp_layernorm and MLA's input_layernorm are real modules.
-    return c.r.transformer_impl == "transformer_engine" && !c.r.multi_latent_attention && c.moeLayers() == 0;
+    // A hybrid stack is Transformer Engine's spec whatever transformer_impl says (hybrid_builders.py --spec).
+    return (c.r.transformer_impl == "transformer_engine" || isHybrid(c.r)) && !c.r.multi_latent_attention
+        && c.moeLayers() == 0;
 }
 
 // RS22: "" where the profile reads enable_mhc_connections, else where that field exists ("main").
