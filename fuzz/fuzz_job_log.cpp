@@ -3,7 +3,8 @@
 // by the log importer. The input is the command's words, split at NUL bytes. The line must stay one line,
 // and a log made of it and a fixed job output must parse exactly as the job output alone: no word of the
 // command (a newline and a forged memory line in --wandb-exp-name, issue 30) may become a measurement.
-// A difference aborts (a finding).
+// Read back as the shell reads it (core's splitShellWords, which the importer uses for a rank that prints no
+// arguments), the line gives the command's words exactly. A difference aborts (a finding).
 #include <cstddef>
 #include <cstdint>
 #include <cstdio>
@@ -12,7 +13,9 @@
 #include <vector>
 
 #include <QByteArray>
+#include <QString>
 
+#include "core/shell_words.h"
 #include "session/job_run.h"
 #include "storage/log_import.h"
 
@@ -30,6 +33,11 @@ const QByteArray kJobOutput = QByteArrayLiteral(
     "1.021000E+01 | loss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
     "[Rank 0] (after 2 iterations) memory (MB) | allocated: 1300.50 | max allocated: 31144.25 | reserved: "
     "31000.00 | max reserved: 33536.00\n");
+
+QString withLineCommand(const QByteArray& line)
+{
+    return rs::storage::parseTrainingLog(line).jobCommand;
+}
 
 [[noreturn]] void finding(const char* what)
 {
@@ -51,6 +59,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size)
     const QByteArray line = rs::session::jobLogCommandLine(command);
     if (!line.startsWith("# command: ") || !line.endsWith('\n') || line.count('\n') != 1)
         finding("the command line is not one line starting with '# command: '");
+
+    const auto words = rs::splitShellWords(line.mid(11, line.size() - 12).toStdString());
+    // The words come back as they went in (an empty one is written '').
+    std::vector<std::string> expected; // as the header writes them: UTF-8, an invalid byte replaced
+    for (const std::string& w : command)
+        expected.push_back(QString::fromStdString(w).toStdString());
+    if (!words || *words != expected)
+        finding("the command line does not read back as the command's words");
+    if (withLineCommand(line) != QString::fromUtf8(line.mid(11, line.size() - 12)))
+        finding("the importer did not keep the command line");
 
     static const rs::storage::ParsedLog alone = rs::storage::parseTrainingLog(kJobOutput);
     const rs::storage::ParsedLog withLine = rs::storage::parseTrainingLog(line + kJobOutput);

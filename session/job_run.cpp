@@ -9,9 +9,13 @@
 #include <QProcessEnvironment>
 #include <QTimer>
 
+#include "core/estimator.h"
 #include "core/megatron_arg_table.h"
 #include "core/megatron_flags.h"
+#include "core/model_shape.h"
 #include "core/overrides.h"
+#include "core/profiles.h"
+#include "core/rules.h"
 #include "launch/worker_launcher.h"
 
 using namespace Qt::StringLiterals;
@@ -88,6 +92,24 @@ QString oneLineQuoted(const QString& word)
     return q + u'\'';
 }
 
+// The words that run the script as one process, from the launcher's: a distributed launcher (torchrun,
+// `python -m torch.distributed.run|launch`, srun, mpirun) gives way to its Python (python3 for torchrun,
+// srun and mpirun); any other words before the script (python3, a venv's python, a wrapper) are kept.
+std::vector<std::string> oneProcessRunner(const std::vector<std::string>& launch)
+{
+    const std::vector<std::string> before(launch.begin(), launch.end() - 1);
+    if (before.empty())
+        return { "python3" };
+    const auto base = [](const std::string& w) { return w.substr(w.find_last_of('/') + 1); };
+    const std::string first = base(before.front());
+    if (first == "torchrun" || first == "srun" || first == "mpirun" || first == "mpiexec")
+        return { "python3" };
+    for (std::size_t i = 1; i + 1 < before.size(); ++i)
+        if (before[i] == "-m" && startsWith(before[i + 1], "torch.distributed."))
+            return { before.front() };
+    return before;
+}
+
 } // namespace
 
 QByteArray jobLogCommandLine(const std::vector<std::string>& command)
@@ -111,6 +133,37 @@ Recipe jobRecipe(const Recipe& recipe, InputFormat format, const std::optional<R
     return control;
 }
 
+LayoutRankChoice layoutRankChoice(const Recipe& recipe, InputFormat format, const OneRankOfLayout& oneRank)
+{
+    if (format != InputFormat::MegatronFlags)
+        throw std::invalid_argument(
+            "one rank of the layout runs a Megatron-LM command line (--mlm-args ... pretrain_gpt.py ...) "
+            "with "
+            "--fake-process-group; Megatron Bridge 067f987d has no fake process group");
+    const Recipe r = validate(controlRecipe(recipe), format).resolved;
+    if (!megatronArgTable(r.profile).find("--fake-process-group"))
+        throw std::invalid_argument("Megatron-LM at profile " + std::string(profileInfo(r.profile).name)
+            + " has no --fake-process-group: one rank of the layout cannot run on one GPU there");
+    const ParallelSizes p = parallelSizes(r);
+    if (r.num_moe_experts && p.etp * p.ep > 1)
+        throw std::invalid_argument(
+            "one rank of an MoE layout with expert-TP x EP = " + std::to_string(p.etp * p.ep)
+            + " > 1 is not the job's rank under --fake-process-group: the skipped all-to-all leaves the "
+              "counts of tokens each expert receives unset, so the dispatcher's buffers and the experts' "
+              "work follow whatever memory held (measured on the H200: docs/benchmarks.md); run those ranks "
+              "on their GPUs, or the worker's layout rank");
+    LayoutRankChoice c;
+    c.world = p.world;
+    c.hottest = !oneRank.rank;
+    c.rank = oneRank.rank ? *oneRank.rank : hottestRankOfLayout(r);
+    if (c.rank < 0 || c.rank >= c.world)
+        throw std::invalid_argument("rank_of_layout " + std::to_string(c.rank) + " is outside the layout's "
+            + std::to_string(c.world) + " ranks (TP x CP x DP x PP = " + std::to_string(p.tp) + " x "
+            + std::to_string(p.cp) + " x " + std::to_string(p.dp) + " x " + std::to_string(p.pp) + ")");
+    c.stage = stageOfRank(p, c.rank);
+    return c;
+}
+
 std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
     const std::optional<RecomputeChoice>& choice, const ShortRun& run,
     const std::vector<std::string>& bridgeLauncher)
@@ -129,9 +182,26 @@ std::vector<std::string> jobCommand(const Recipe& recipe, InputFormat format,
         words.insert(words.end(), { "--train-iters", n, "--log-interval", "1" });
         if (megatronArgTable(r.profile).find("--log-memory-interval"))
             words.insert(words.end(), { "--log-memory-interval", "1" });
+        if (run.oneRank) {
+            // The launcher (torchrun and its options) would start the layout's every rank: one process
+            // instead, the rank and the world in the variables Megatron-LM reads (arguments.py), the
+            // script's interpreter the launcher's own where it names one.
+            const LayoutRankChoice c = layoutRankChoice(recipe, format, *run.oneRank);
+            std::vector<std::string> one = { "env", "RANK=" + std::to_string(c.rank),
+                "WORLD_SIZE=" + std::to_string(c.world), "LOCAL_RANK=0" };
+            const std::vector<std::string> runner = oneProcessRunner(r.launch_command);
+            one.insert(one.end(), runner.begin(), runner.end());
+            one.push_back(r.launch_command.back());
+            dropFlag(words, from, "--fake-process-group");
+            one.insert(one.end(), words.begin() + std::ptrdiff_t(from), words.end());
+            one.push_back("--fake-process-group");
+            return one;
+        }
         return words;
     }
     if (format == InputFormat::BridgeOverrides) {
+        if (run.oneRank)
+            layoutRankChoice(recipe, format, *run.oneRank); // throws: Bridge has no fake process group
         if (bridgeLauncher.empty())
             throw std::invalid_argument("a Bridge job needs its launcher: the words before the overrides "
                                         "(torchrun ... scripts/training/run_recipe.py --recipe NAME)");

@@ -47,8 +47,31 @@
 
 namespace rs::session {
 
+// One rank of the job's parallel layout on this one GPU (issue 28): Megatron-LM's --fake-process-group
+// builds and trains that rank's own share of the model with real tensors and the real allocator, every
+// collective skipped, so one GPU measures the real code's memory and compute for a layout of many. NCCL's
+// buffers and the communication time are not in it.
+struct OneRankOfLayout {
+    std::optional<int> rank; // a global rank of the layout; nullopt: the hottest, as the estimate names it
+};
+
+// The rank a one-rank run runs: its global rank, the layout's world and its pipeline stage.
+struct LayoutRankChoice {
+    int rank = 0, world = 1, stage = 0;
+    bool hottest = false; // chosen by the estimate
+};
+// Throws std::invalid_argument saying why the job cannot run as one rank: not a Megatron-LM command
+// (Megatron Bridge 067f987d has no fake process group), a rank outside the layout, a profile whose
+// Megatron-LM has no --fake-process-group, or MoE tokens that cross ranks (expert-TP x EP > 1: the skipped
+// all-to-all leaves the received token counts unset, so the dispatcher's buffers are not the job's).
+LayoutRankChoice layoutRankChoice(const Recipe& recipe, InputFormat format, const OneRankOfLayout& oneRank);
+
 struct ShortRun {
     int trainIters = 10; // --train-iters / train.train_iters: warm-up (optimizer-state init) + steady
+    // Set: the command runs one rank of its layout as one process (`env RANK=r WORLD_SIZE=W LOCAL_RANK=0
+    // python3 pretrain_gpt.py ... --fake-process-group`): a distributed launcher (torchrun, `python -m
+    // torch.distributed.run`, srun, mpirun) gives way to its Python; other words before the script stay.
+    std::optional<OneRankOfLayout> oneRank = {};
 };
 
 // The command for one choice (nullopt: the [] control). Throws RecipeError (from core's writers) or

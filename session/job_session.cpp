@@ -77,7 +77,18 @@ bool JobSession::plan(const Recipe& base, InputFormat format, const std::vector<
         : std::vector<std::optional<QString>>(choices.size());
     if (!estimateError.isEmpty())
         Q_EMIT message(u"no estimate ("_s + estimateError + u"): no candidate is skipped by it"_s);
+    m_layoutRank.reset();
     try {
+        if (options.oneRank) {
+            m_layoutRank = layoutRankChoice(base, format, *options.oneRank);
+            Q_EMIT message(QString::fromStdString("one rank of the layout on this GPU: rank "
+                + std::to_string(m_layoutRank->rank) + " of " + std::to_string(m_layoutRank->world)
+                + " (pipeline stage " + std::to_string(m_layoutRank->stage)
+                + (m_layoutRank->hottest ? ", the hottest by the estimate" : "")
+                + ") with Megatron-LM's --fake-process-group: the rank's real model, tensors and allocator, "
+                  "every collective skipped, so NCCL's buffers and the communication time are not in its "
+                  "memory or its step time"));
+        }
         for (int i = -1; i < int(choices.size()); ++i) {
             JobChoice p;
             if (i >= 0)
@@ -105,7 +116,8 @@ bool JobSession::plan(const Recipe& base, InputFormat format, const std::vector<
                 ++m_skippedByRules;
                 continue;
             }
-            p.command = jobCommand(base, format, p.choice, { options.iters }, options.bridgeLauncher);
+            p.command = jobCommand(
+                base, format, p.choice, { options.iters, options.oneRank }, options.bridgeLauncher);
             m_plan.push_back(std::move(p));
         }
     } catch (const std::exception& e) {
@@ -298,6 +310,10 @@ void JobSession::onRunFinished(bool aborted, const QString& reason)
     if (auto run = m_store->run(imported.runId)) {
         run->recipeHash = m_hashes.front();
         run->ingestHost = QSysInfo::machineHostName();
+        if (m_layoutRank) // said on every such run (before the signature, which the reuse lookup reads last)
+            run->provenance += QString::fromStdString("; one rank of the layout (rank "
+                + std::to_string(m_layoutRank->rank) + " of " + std::to_string(m_layoutRank->world)
+                + ") under --fake-process-group: NCCL's buffers and communication time are not in it");
         run->provenance += m_signature;
         if (!m_store->updateRun(*run))
             Q_EMIT message(u"run "_s + QString::number(imported.runId)
@@ -309,7 +325,12 @@ void JobSession::onRunFinished(bool aborted, const QString& reason)
     const auto run = m_store->run(imported.runId);
     try {
         const MemoryEstimate e = estimateMemory(validate(p.recipe, m_format).resolved);
-        Q_EMIT calibration(p.label, e.peak_bytes, run ? run->peakAllocated : std::nullopt, {});
+        std::optional<qint64> estimate = e.peak_bytes;
+        if (m_layoutRank) // the rank that ran: its stage's peak
+            for (const RankEstimate& r : e.ranks)
+                if (r.stage == m_layoutRank->stage)
+                    estimate = r.peak_bytes;
+        Q_EMIT calibration(p.label, estimate, run ? run->peakAllocated : std::nullopt, {});
     } catch (const std::exception& ex) {
         Q_EMIT calibration(
             p.label, std::nullopt, run ? run->peakAllocated : std::nullopt, QString::fromUtf8(ex.what()));

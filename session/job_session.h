@@ -46,6 +46,8 @@ struct JobSessionOptions {
     std::optional<double> targetGb; // per-rank memory target: choices estimated over it are not run
     bool skipByEstimate = true;
     QString recipeName; // the stored runs' name; empty: the recipe's, else "job"
+    // Set: every run is one rank of the job's layout on this one GPU (--fake-process-group, job_run.h).
+    std::optional<OneRankOfLayout> oneRank;
 };
 
 // One recompute choice of the sweep, as planned and as measured.
@@ -92,6 +94,8 @@ public:
     QString refusal() const { return m_refusal; }
     bool refusedByRules() const { return m_refusedByRules; }
     const std::vector<JobChoice>& plan() const { return m_plan; }
+    // The rank a one-rank sweep runs (nullopt: the whole job).
+    std::optional<LayoutRankChoice> layoutRank() const { return m_layoutRank; }
     const QVector<EstimateSkip>& estimateSkips() const { return m_estimateSkips; }
     int skippedByRules() const { return m_skippedByRules; }
     QString logDir() const { return m_logDir; }
@@ -146,6 +150,7 @@ private:
     QStringList m_hashes; // the current choice's recipe hashes
     QStringList m_tail; // the current run's last lines
     QString m_logPath;
+    std::optional<LayoutRankChoice> m_layoutRank;
     std::optional<qint64> m_controlRun;
     QVector<qint64> m_candidateRuns, m_moreControls;
     int m_reused = 0;

@@ -86,6 +86,7 @@ StoredAdvice adviseOnComparison(const Store& store, const QVector<ComparisonRow>
             c.rank_peaks.push_back({ run.peakRank.value_or(-1), *run.peakAllocated });
         c.ranks_expected = run.worldSize ? run.worldSize : run.gpuCount;
         c.steady_step_ms = run.steadyStepMs;
+        c.worker_on_moe = run.source == source::Worker && run.numMoeExperts.value_or(0) > 0;
         c.matched = row.isControl || row.match.matched;
         for (const QString& r : row.match.reasons)
             c.unmatched_reasons.push_back(r.toStdString());

@@ -23,8 +23,11 @@
 #include <QJsonObject>
 #include <QRegularExpression>
 
+#include "core/model_shape.h"
 #include "core/overrides.h"
+#include "core/recipe_input.h"
 #include "core/recipe_json.h"
+#include "core/shell_words.h"
 
 using namespace Qt::StringLiterals;
 
@@ -268,6 +271,8 @@ void LogParser::line(QByteArrayView raw)
         raw.chop(1);
     // The lines a job run writes about itself (session/job_run.cpp: the command, when it started, Slurm's
     // word, how it ended) are no output of the job: a flag value that quotes a memory line is not one.
+    if (raw.startsWith("# command: ") && m_lineNo <= 1 && m_log.jobCommand.isEmpty())
+        m_log.jobCommand = QString::fromUtf8(raw.sliced(11));
     for (const char* own : { "# command: ", "# started: ", "# slurm: ", "# exit: " })
         if (raw.startsWith(own))
             return;
@@ -966,13 +971,74 @@ std::optional<int> intSum(qint64 sum, const char* what, QStringList* notes)
 
 namespace {
 
+// The job's words from its log's "# command: " line; empty when there is none or it does not read.
+std::vector<std::string> jobWords(const ParsedLog& log)
+{
+    if (log.jobCommand.isEmpty())
+        return {};
+    return splitShellWords(log.jobCommand.toStdString()).value_or(std::vector<std::string> {});
+}
+
+// Megatron-LM's --fake-process-group (one rank of a layout on one GPU, collectives skipped), by the printed
+// arguments or the job's command line.
+bool fakeProcessGroup(const ParsedLog& log)
+{
+    if (log.arguments.value(u"fake_process_group"_s) == u"True")
+        return true;
+    const std::vector<std::string> words = jobWords(log);
+    return std::find(words.begin(), words.end(), "--fake-process-group") != words.end();
+}
+
+// A Megatron-LM job log that prints no arguments block (a rank other than 0 prints none: print_rank_0) and
+// no Bridge summary: the recipe as the job's own command line says it (its first line, written by the job
+// run), read by core's Megatron-LM reader, its world from the launcher or WORLD_SIZE. Empty when there is no
+// such line or it does not read as a Megatron-LM command (said in `notes`).
+QJsonObject recipeFromJobCommand(const ParsedLog& log, std::optional<int>* world, QStringList* notes)
+{
+    const std::vector<std::string> words = jobWords(log);
+    if (words.empty() || std::none_of(words.begin(), words.end(), [](const std::string& w) {
+            return w.size() > 3 && w.compare(w.size() - 3, 3, ".py") == 0;
+        }))
+        return {};
+    try {
+        std::vector<std::string> in { "--mlm-args" };
+        in.insert(in.end(), words.begin(), words.end());
+        const Recipe r = readRecipeInput(in, nullptr).recipe;
+        const QJsonObject full = QJsonDocument::fromJson(
+            QByteArray::fromStdString(
+                recipeToJson(r).dump(-1, ' ', false, nlohmann::json::error_handler_t::replace)))
+                                     .object();
+        QJsonObject out;
+        for (const QString& key : recipeKeys())
+            if (full.contains(key))
+                out.insert(key, full.value(key));
+        for (const char* key : { "num_moe_experts", "num_query_groups", "attention_backend" })
+            if (full.contains(QLatin1String(key)))
+                out.insert(QLatin1String(key), full.value(QLatin1String(key)));
+        // Megatron-LM's no-recompute is a granularity of None (its flags cannot say []).
+        if (!r.recompute_granularity)
+            out.insert(u"recompute_granularity"_s, QJsonValue());
+        *world = parallelSizes(r).world;
+        *notes
+            << u"the log prints no arguments (a rank other than 0): shape and recompute settings read from "
+               "the job's command line"_s;
+        return out;
+    } catch (const std::exception& e) {
+        *notes << u"the job's command line does not read as a Megatron-LM command ("_s
+                + QString::fromUtf8(e.what()) + u"): its settings are not known"_s;
+        return {};
+    }
+}
+
 // Step 2: the recipe as far as the log and the overrides tell it: the printed arguments (Megatron-LM),
-// else Bridge's configuration summary, values out of Megatron's range dropped (noted), the overrides on
-// top. Empty, with `error` set, when the overrides do not read.
-std::optional<QJsonObject> recipeOfLog(
-    const ParsedLog& log, const ImportOptions& options, QStringList* notes, QString* error)
+// else Bridge's configuration summary, else the job's command line, values out of Megatron's range dropped
+// (noted), the overrides on top. Empty, with `error` set, when the overrides do not read.
+std::optional<QJsonObject> recipeOfLog(const ParsedLog& log, const ImportOptions& options, QStringList* notes,
+    QString* error, std::optional<int>* commandWorld)
 {
     QJsonObject recipe = recipeFromArguments(log.arguments);
+    if (log.arguments.isEmpty() && !log.bridgeSummary)
+        recipe = recipeFromJobCommand(log, commandWorld, notes);
     if (log.bridgeSummary) {
         const QJsonObject summary = recipeFromBridgeSummary(log.bridgeConfig);
         for (auto it = summary.begin(); it != summary.end(); ++it) {
@@ -1124,13 +1190,23 @@ int steadyWindowOfLog(
 }
 
 // Step 6: the outcome (OOM, a loss not finite, cut short, pass) and the notes on what the log lacked.
-void outcomeOfLog(const ParsedLog& log, int last, RunRecord* run, QStringList* notes)
+void outcomeOfLog(const ParsedLog& log, int last, RunRecord* run, QStringList* notes, bool fakeRankMeasures)
 {
     if (log.oom) {
         run->outcome = outcome::Oom;
         run->failureIteration = log.oomIteration;
         run->failureStage = log.oomStage;
         run->message = log.oomMessage;
+    } else if ((log.lossDroppedSomewhere || log.nanIterations > 0) && fakeRankMeasures
+        && !log.iterations.isEmpty() && !(log.trainIters && last < *log.trainIters)) {
+        // Under --fake-process-group every collective is skipped: the tensors a rank receives (pipeline
+        // stages, tensor-parallel reductions) are whatever memory held, so its loss means nothing, while
+        // its shapes, memory and compute are the rank's own.
+        run->outcome = outcome::Pass;
+        *notes << u"one rank of a layout under --fake-process-group: its loss is not finite because every "
+                  "collective was skipped (what the rank receives is not computed), which is not a failure "
+                  "of the run; its memory and step time are the rank's, without NCCL's buffers and "
+                  "communication"_s;
     } else if (log.lossDroppedSomewhere || log.nanIterations > 0) {
         run->outcome = outcome::Nonfinite;
         for (const IterationRow& it : log.iterations) {
@@ -1212,16 +1288,33 @@ ImportResult importTrainingLog(Store* store, const QString& path, const ImportOp
 
     QStringList notes = log.refused;
     QString error;
-    const std::optional<QJsonObject> recipe = recipeOfLog(log, options, &notes, &error);
+    std::optional<int> commandWorld;
+    const std::optional<QJsonObject> recipe = recipeOfLog(log, options, &notes, &error, &commandWorld);
     if (!recipe) {
         result.error = path + u": "_s + error;
         return result;
     }
     RunRecord run = runOfLog(log, *recipe, path, digest, options, &notes);
+    if (commandWorld && !run.worldSize) {
+        run.worldSize = commandWorld;
+        run.gpuCount = commandWorld; // the job's GPUs (one rank of them ran here)
+    }
     const QMap<int, RankPeak> ranks = peaksOfLog(log, &run);
     int last = 0;
     const int steadyFrom = steadyWindowOfLog(log, options, &run, &last, &notes);
-    outcomeOfLog(log, last, &run, &notes);
+    // Under --fake-process-group a rank measures its own memory and time, except where MoE tokens cross
+    // ranks (expert-TP x EP > 1, expert-TP being TP by default): the skipped all-to-all leaves the counts of
+    // tokens each expert receives unset, so the dispatcher's buffers are not the job's.
+    const auto sizeOf
+        = [&](const char* key) { return std::max(1, recipe->value(QLatin1String(key)).toInt(1)); };
+    const bool moeAcrossRanks = recipe->value(u"num_moe_experts"_s).toInt(0) > 0
+        && sizeOf("expert_model_parallel_size") * sizeOf("tensor_model_parallel_size") > 1;
+    const bool fakeRank = fakeProcessGroup(log);
+    if (fakeRank && moeAcrossRanks)
+        notes << u"one rank of an MoE layout under --fake-process-group: the skipped all-to-all leaves the "
+                 "counts of tokens each expert receives unset, so its MoE buffers, memory and time are not "
+                 "the job's"_s;
+    outcomeOfLog(log, last, &run, &notes, fakeRank && !moeAcrossRanks);
     run.notes = notes.join(u"; "_s);
     result.notes = notes;
 

@@ -33,6 +33,10 @@ struct ParsedLog {
     // field the summary does not list is at Megatron Core's default.
     QMap<QString, QString> bridgeConfig;
     bool bridgeSummary = false; // the summary block was printed (with its [model] section)
+    // The command a job run wrote as the log's first line ("# command: WORD ...", session/job_run.h), as the
+    // shell reads it; "" when there is none. A rank other than 0 prints no arguments block: its recipe is
+    // read from this line.
+    QString jobCommand;
     QVector<IterationRow> iterations; // rank = the printing (last) rank, unknown → 0
     QVector<MemoryReport> memory; // one per rank and iteration
     std::optional<int> trainIters;

@@ -145,6 +145,13 @@ std::vector<OptionSpec> makeOptionTable()
         { "job", "", Arity::Flag, { "sweep" }, false, false,
             "run the user's own training command (the Megatron-LM line given to --mlm-args, or Bridge "
             "overrides with --job-launcher) once per choice instead of the worker" },
+        { "one-rank", "", Arity::Flag, { "sweep" }, false, false,
+            "with --job and a Megatron-LM line: run one rank of its layout on this one GPU (Megatron-LM's "
+            "--fake-process-group: the rank's real model and allocator, collectives skipped, so NCCL's "
+            "buffers and communication time are not measured); the hottest rank by the estimate, or "
+            "--rank-of-layout N" },
+        { "rank-of-layout", "N", Arity::Value, { "sweep" }, false, false,
+            "with --job --one-rank: the global rank of the layout to run (Megatron's tp-cp-ep-dp-pp order)" },
         { "job-iters", "N", Arity::Value, { "sweep" }, false, false,
             "with --job: training iterations of each short run (default 10, at least 2)" },
         { "job-log-dir", "DIR", Arity::Value, { "sweep" }, false, false,

@@ -129,6 +129,7 @@ struct JobSweepSettings {
     std::optional<rs::launch::SlurmSettings> slurm; // --slurm-*: each run a Slurm batch job
     bool skipByEstimate = true; // --no-skip-by-estimate: false
     bool reuseControl = true, reuseCandidates = true; // --rerun-control, --rerun: false
+    std::optional<rs::session::OneRankOfLayout> oneRank; // --one-rank [--rank-of-layout N]
 };
 
 // `recompute sweep --job`: the user's own command, once per choice (the [] control first), each run's
@@ -151,6 +152,7 @@ int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<r
     o.reuseCandidates = set.reuseCandidates;
     o.targetGb = set.target;
     o.skipByEstimate = set.skipByEstimate;
+    o.oneRank = set.oneRank;
 
     rs::storage::Store store;
     rs::session::JobSession session(&store);
@@ -314,6 +316,7 @@ int sweepMain(const std::vector<std::string>& argv)
     std::vector<rs::RecomputeChoice> sets;
     bool job = false; // the user's own training command, not the worker
     std::optional<int> jobIters;
+    std::optional<rs::session::OneRankOfLayout> oneRank; // --one-rank [--rank-of-layout N]
     bool skipByEstimate = true;
     QString jobLogDir, jobLauncher;
     options.reuseCandidates = true;
@@ -334,6 +337,14 @@ int sweepMain(const std::vector<std::string>& argv)
         options.reuseControl = !args.has("rerun-control") && !args.has("rerun");
         options.reuseCandidates = !args.has("rerun");
         job = args.has("job");
+        if (args.has("one-rank") || args.has("rank-of-layout")) {
+            if (!job || !args.has("one-rank"))
+                throw std::invalid_argument(
+                    "--one-rank and --rank-of-layout go with --job (one rank of the real job's layout)");
+            oneRank = rs::session::OneRankOfLayout {};
+            if (const auto n = rs::cli::intOption(args, "rank-of-layout", 0, &problem))
+                oneRank->rank = *n;
+        }
         skipByEstimate = !args.has("no-skip-by-estimate");
         if (args.has("job-log-dir"))
             jobLogDir = QString::fromStdString(args.value("job-log-dir"));
@@ -409,6 +420,7 @@ int sweepMain(const std::vector<std::string>& argv)
         js.skipByEstimate = skipByEstimate;
         js.reuseControl = options.reuseControl;
         js.reuseCandidates = options.reuseCandidates;
+        js.oneRank = oneRank;
         for (const QString& w : jobLauncher.split(u' ', Qt::SkipEmptyParts))
             js.bridgeLauncher.push_back(w.toStdString());
         return jobSweep(input.recipe, input.format, unique, js);

@@ -145,6 +145,13 @@ const char* verdictName(Verdict v)
     return "unknown";
 }
 
+const char* const kWorkerStepOnMoeNote
+    = "step times of MoE runs by the worker are the GPU's work; a real Megatron-LM step also holds the "
+      "host's "
+      "time (Python, kernel launches, the token dispatcher's synchronisations: 60 % of a 4-layer 64-expert "
+      "step on an H100 with Transformer Engine, docs/benchmarks.md), which can hide a replay cost: for the "
+      "choice by time, measure the job's own rank (recompute sweep --job --one-rank)";
+
 Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double target_gb)
 {
     if (!std::isfinite(target_gb) || target_gb <= 0)
@@ -392,6 +399,9 @@ Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double ta
                 + errorText + " error): " + list);
         }
     }
+    if (std::any_of(
+            candidates.begin(), candidates.end(), [](const AdviceCandidate& c) { return c.worker_on_moe; }))
+        advice.notes.push_back(kWorkerStepOnMoeNote);
     if (control)
         attributePeak(*control, dp, advice);
     if (!control)

@@ -65,6 +65,9 @@ struct AdviceCandidate {
     // (MemoryEstimate::peak_bytes / RankedCandidate::peak_bytes) and the pipeline stage that holds it.
     std::optional<std::int64_t> estimated_peak_bytes;
     std::optional<int> estimated_stage;
+    // Measured by the worker (its step time is the GPU's work) on a model with MoE layers: the real job's
+    // step also holds the host's time there (stepTimeOfWorkerOnMoe below).
+    bool worker_on_moe = false;
     // The measured peak attribution (rank 0 / the first rank stored), when the run has one.
     std::optional<PeakAttributionBytes> peak_attribution;
 };
@@ -123,5 +126,10 @@ struct Advice {
 
 // Throws std::invalid_argument when target_gb is not a positive finite number.
 Advice adviseRecompute(const std::vector<AdviceCandidate>& candidates, double target_gb);
+
+// Why a choice by the worker's step times on MoE is not the real job's (said in Advice::notes when a
+// candidate is worker_on_moe): measured on real Megatron-LM + TE, a small MoE step is mostly host time
+// (docs/benchmarks.md, "Why the worker's MoE step is shorter").
+extern const char* const kWorkerStepOnMoeNote;
 
 } // namespace rs

@@ -682,9 +682,11 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
         ln2_input_of = bit(kMoe) | (x.Fs > 0 ? bit(kShared) : 0);
     } else {
         ln2_savers = bit(kMlp);
-        ln2_input_of = bit(kMlp);
+        // Under the TE spec the norm is linear_fc1's (TELayerNormColumnParallelLinear): made inside the mlp
+        // checkpoint, whose input is the residual (transformer_layer.py: pre_mlp_layernorm is an IdentityOp).
+        ln2_input_of = x.te ? 0 : bit(kMlp);
     }
-    normWorker(m, xs, h, !x.te || moe ? kNorm2 : kOutside, ln2_savers, ln2_input_of, 0, true);
+    normWorker(m, xs, h, !x.te || moe ? kNorm2 : kMlp, ln2_savers, ln2_input_of, 0, true);
 
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
@@ -1083,14 +1085,17 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         return m;
     }
 
-    // pre_mlp_layernorm: fused into linear_fc1 for dense TE layers, a module before MoE.
+    // pre_mlp_layernorm: a module before MoE and under the local spec; for dense TE layers the norm is
+    // linear_fc1's (TELayerNormColumnParallelLinear, pre_mlp_layernorm an IdentityOp): its input, the
+    // residual, is then the mlp checkpoint's input and its output (TE's saved ln_out) is made inside it
+    // (transformer_layer.py _forward_mlp; layernorm_linear.py saves inputmat, ln_out, rsigma).
     const bool norm2_module = !x.te || moe;
-    const int n2 = norm2_module ? kNorm2 : kOutside;
-    add(m, Tsp * h * d, kOutside, bit(n2), norm2_module ? bit(kNorm2) : 0); // [Korthikanti 2sbh/t]
+    const int n2 = norm2_module ? kNorm2 : kMlp;
+    add(m, Tsp * h * d, kOutside, bit(n2), bit(n2)); // [Korthikanti 2sbh/t]
     add(m, 2 * Tsp * 4, n2, bit(n2));
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
-        add(m, Tsp * h * d, n2, bit(kMlp), bit(kMlp), norm2_module); // FC1 input [Korthikanti 2sbh/t]
+        add(m, Tsp * h * d, n2, bit(kMlp), norm2_module ? bit(kMlp) : 0, norm2_module); // FC1 input
         // FC1 output kept by the activation, the activation kept by FC2 [Korthikanti 8sbh/t each for 4h]
         add(m, T * glu * x.F / t * d, kMlp, bit(kMlp));
         add(m, T * x.F / t * d, kMlp, bit(kMlp));
@@ -1500,18 +1505,20 @@ void StageEstimator::persistentState()
                  "elements) left out");
     worker_shard = P;
     if (worker) {
-        // The distributed optimizer's shard of the rank (MainParamAdamW over the buffer's first DP slice):
-        // dense parameters / DP, routed experts / expert-DP (their own buffer), as Megatron shards them.
+        // The distributed optimizer's shard of the rank (MainParamAdamW over the buffer's first slice):
+        // dense parameters / (DP x CP), routed experts / expert-DP (their own buffer), as Megatron shards
+        // them.
         const bool dist = r.use_distributed_optimizer;
-        worker_shard = dist ? params.dense / x.dp + params.expert / x.edp : P;
+        worker_shard = dist ? params.dense / (x.dp * x.cp) + params.expert / x.edp : P;
         main_bytes = pd == 4 ? 0 : worker_shard * 4;
         state_bytes = worker_shard * 8 + params.tensors * 4.0;
         base.add("main_parameters", "fp32 main parameters", main_bytes, kWorkerOpt,
             std::string("an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main "
                         "copy)")
-                + (dist ? ", this rank's shard: dense / DP, experts / expert-DP" : ""));
+                + (dist ? ", this rank's shard: dense / (DP x CP), experts / expert-DP" : ""));
         base.add("optimizer_states", "AdamW exp_avg, exp_avg_sq, step", state_bytes, kWorkerOpt,
-            dist ? "fp32 moments of this rank's shard (dense / DP, experts / expert-DP) and a 0-dim step per "
+            dist ? "fp32 moments of this rank's shard (dense / (DP x CP), experts / expert-DP) and a 0-dim "
+                   "step per "
                    "piece"
                  : "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no "
                    "distributed optimizer)");
@@ -1538,7 +1545,9 @@ void StageEstimator::persistentState()
             "MLA's cos/sin tables; a stage without the loss head: the gradient tensor it receives");
     } else {
         const bool dist = r.use_distributed_optimizer;
-        const double dense_share = dist ? params.dense / x.dp : params.dense;
+        // Dense parameters shard over DP x CP (Megatron's intra_dp_cp group: distributed_data_parallel.py,
+        // optimizer/__init__.py), experts over expert-DP (which spans CP too).
+        const double dense_share = dist ? params.dense / (x.dp * x.cp) : params.dense;
         const double expert_share = dist ? params.expert / x.edp : params.expert;
         const double sharded = dense_share + expert_share;
         grad_bytes = P * x.grad;
@@ -1574,7 +1583,8 @@ void StageEstimator::persistentState()
                              "master_weights)"
                     : dist ? "megatron/core/optimizer/distrib_optimizer.py"
                            : "megatron/core/optimizer/optimizer.py",
-                aware ? "the precision-aware optimizer's master weights of this rank's shard (dense / DP, "
+                aware ? "the precision-aware optimizer's master weights of this rank's shard (dense / (DP x "
+                        "CP), "
                         "experts / "
                         "expert-DP): "
                         + std::string(master == 2 && r.main_params_dtype == "fp32"
@@ -1592,7 +1602,7 @@ void StageEstimator::persistentState()
             dist ? "megatron/core/optimizer/distrib_optimizer.py" : "megatron/core/optimizer/__init__.py",
             aware ? "moments of this rank's shard in exp_avg_dtype " + r.exp_avg_dtype
                     + " and exp_avg_sq_dtype " + r.exp_avg_sq_dtype + " (the precision-aware optimizer)"
-                : dist ? "fp32 moments of this rank's shard (dense / DP, experts / expert-DP)"
+                : dist ? "fp32 moments of this rank's shard (dense / (DP x CP), experts / expert-DP)"
                        : "fp32 moments of every parameter on this rank");
         const double per_mb_inputs = T * (8 + 8 + 4 + 8) + x.b * x.s * x.s * x.cp;
         base.add("other", "batch: tokens, labels, loss mask, position ids, attention mask", per_mb_inputs,
@@ -2207,6 +2217,13 @@ std::vector<RecomputeChoice> recomputeChoices(const Recipe& r)
     block.num_layers = chunk_layers;
     out.push_back(block);
     return out;
+}
+
+int hottestRankOfLayout(const Recipe& r)
+{
+    const MemoryEstimate e = estimateMemory(r, Layout::Megatron);
+    const int stage = e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage;
+    return firstRankOfStage(parallelSizes(r), stage);
 }
 
 MemoryEstimate estimateMemory(const Recipe& r, Layout layout)

@@ -86,6 +86,9 @@ struct MemoryEstimate {
 
 // Estimates a resolved recipe (rules::validate(...).resolved) under its own recompute settings.
 MemoryEstimate estimateMemory(const Recipe& resolved, Layout layout = Layout::Megatron);
+// The global rank the worker and a one-rank real job run by default: the first rank of the pipeline stage
+// whose peak is the highest in the Megatron layout (every TP, CP and DP rank of a stage holds the same).
+int hottestRankOfLayout(const Recipe& resolved);
 
 // A recompute choice: selective modules, full uniform/block with recompute_num_layers, or none.
 // Every choice the recipe's model can take: [], each label with an effect on this architecture

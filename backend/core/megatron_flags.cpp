@@ -599,10 +599,20 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
     } else if (base.bf16 && base.main_grads_dtype == "fp32") {
         base.grad_reduce_in_fp32 = true;
     }
-    // The data-parallel size from torchrun's --nproc-per-node and --nnodes, when the launcher says them.
+    // The data-parallel size from torchrun's --nproc-per-node and --nnodes, when the launcher says them, or
+    // from a WORLD_SIZE=N word before the script (`env RANK=0 WORLD_SIZE=16 python3 pretrain_gpt.py
+    // --fake-process-group`: arguments.py reads args.world_size from that variable).
     int procs = 0, nodes = 1;
     for (std::size_t i = 0; i < base.launch_command.size(); ++i) {
         const std::string& w = base.launch_command[i];
+        if (w.rfind("WORLD_SIZE=", 0) == 0) {
+            const std::string v = w.substr(11);
+            if (!v.empty() && v.find_first_not_of("0123456789") == std::string::npos && v.size() <= 6) {
+                procs = std::stoi(v);
+                nodes = 1;
+            }
+            continue;
+        }
         for (const char* name : { "--nproc-per-node", "--nproc_per_node", "--nnodes" }) {
             const std::string n = name;
             std::string v;

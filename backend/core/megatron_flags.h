@@ -23,7 +23,8 @@
 //   --grad-reduce-in-bf16; --accumulate-allreduce-grads-in-fp32 turns it on;
 // - bias_activation_fusion as core_transformer_config_from_args derives it: under --swiglu on unless
 //   --no-bias-swiglu-fusion, else on unless --no-bias-gelu-fusion or --disable-bias-linear;
-// - data_parallel_size from torchrun's --nproc-per-node x --nnodes over TP x PP x CP;
+// - data_parallel_size from torchrun's --nproc-per-node x --nnodes (or a WORLD_SIZE=N word of the launcher,
+//   as `env RANK=r WORLD_SIZE=N python3 pretrain_gpt.py` sets it) over TP x PP x CP;
 // - --checkpoint-activations is stored (checkpoint_activations_flag) so the rules engine raises M1, and
 //   --recompute-activations is stored as recompute_activations for M2.
 //

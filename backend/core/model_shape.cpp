@@ -277,6 +277,16 @@ ParallelSizes parallelSizes(const Recipe& r)
     return p;
 }
 
+int stageOfRank(const ParallelSizes& p, int rank)
+{
+    return rank / std::max(1, p.tp * p.cp * p.dp);
+}
+
+int firstRankOfStage(const ParallelSizes& p, int stage)
+{
+    return stage * p.tp * p.cp * p.dp;
+}
+
 namespace {
 // Is the kept field `name` set on: "model.NAME=true" (any case, or 1) among the overrides, as Hydra reads
 // them in order (the last one wins; "~model.NAME" takes it back to its default, off), or its store_true

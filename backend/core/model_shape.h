@@ -109,6 +109,10 @@ struct ParallelSizes {
 // expert_tensor_parallel_size is not a recipe field: Megatron's default is TP, which must fit TP x EP x
 // PP into the world; where it does not, the recipe can only have run with expert-TP 1.
 ParallelSizes parallelSizes(const Recipe& r);
+// Global ranks in Megatron's default "tp-cp-ep-dp-pp" order (parallel_state.py): the pipeline stage varies
+// slowest, so stage s is ranks s x (TP x CP x DP) to (s + 1) x (TP x CP x DP) - 1.
+int stageOfRank(const ParallelSizes& p, int rank);
+int firstRankOfStage(const ParallelSizes& p, int stage);
 
 // The layers Megatron divides among pipeline chunks: num_layers, plus one for the embedding and one for the
 // loss where the recipe counts them in the split (account_for_embedding_in_pipeline_split,

@@ -83,16 +83,13 @@ LayoutRank layoutRank(const Recipe& r, std::optional<int> requested)
         L.rank = *requested;
         L.chosen_by = "requested";
     } else {
-        // The estimator's hottest stage (Megatron layout); its first rank.
-        const MemoryEstimate e = estimateMemory(r, Layout::Megatron);
-        const int stage = e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage;
-        L.rank = stage * L.tp * L.cp * L.dp;
+        L.rank = hottestRankOfLayout(r);
         L.chosen_by = "hottest rank by the estimator";
     }
     L.tp_rank = L.rank % L.tp;
     L.cp_rank = (L.rank / L.tp) % L.cp;
     L.dp_rank = (L.rank / (L.tp * L.cp)) % L.dp;
-    L.stage = L.rank / (L.tp * L.cp * L.dp);
+    L.stage = stageOfRank(p, L.rank);
     L.ep_rank = (L.rank / L.etp) % L.ep;
     L.first_stage = L.stage == 0;
     L.last_stage = L.stage == L.pp - 1;

@@ -970,13 +970,20 @@ Tensor Model::coreAttention(const Layer& L, const Tensor& q, const Tensor& k, co
     }
     Region region = [this, heads, layer](const Tensors& in) -> Tensors {
         MemoryRegion guard(MemoryCategory::Activations, layer, "core_attn");
-        const Tensor& query = in[0];
-        const Tensor key = repeatGroups(in[1], heads), value = repeatGroups(in[2], heads);
+        // Transformer Engine's fused attention takes GQA's key and value groups as they are and keeps
+        // contiguous q, k, v (a view of linear_qkv's output is copied, so that output is not kept alive);
+        // on a GPU with LibTorch >= 2.5 so does this (SDPA's enable_gqa). LibTorch 1.13 (the CPU tests)
+        // repeats the groups to every head first.
+        const bool native_gqa = compat::kSdpaGqa && in[0].is_cuda();
+        const Tensor query = native_gqa ? in[0].contiguous() : in[0];
+        const Tensor key = native_gqa ? in[1].contiguous() : repeatGroups(in[1], heads);
+        const Tensor value = native_gqa ? in[2].contiguous() : repeatGroups(in[2], heads);
         const int64_t sq = query.size(0), b = query.size(1), np = query.size(2);
         const int64_t sk = key.size(0), hn = query.size(3), hv = value.size(3);
         countFlops(b * np * sq * sk * (hn + hv)); // causal: the kernels skip the masked half
         auto out = compat::scaledDotProductAttention(query.permute({ 1, 2, 0, 3 }),
-            key.permute({ 1, 2, 0, 3 }), value.permute({ 1, 2, 0, 3 }), config_.attention_dropout, true);
+            key.permute({ 1, 2, 0, 3 }), value.permute({ 1, 2, 0, 3 }), config_.attention_dropout, true,
+            native_gqa && key.size(2) != np);
         return { out.permute({ 2, 0, 1, 3 }).reshape({ sq, b, np * hv }) };
     };
     if (plan_.has("core_attn"))
@@ -1300,12 +1307,17 @@ Tensor Model::ffnPart(const Layer& L, Tensor x)
     const bool discard_ln2 = plan_.has("layernorm") && (!config_.te_spec || L.moe);
     const int layer = L.global;
     using Cat = MemoryCategory;
-    Region ln2_region = [this, &L, layer](const Tensors& in) -> Tensors {
+    const Region ln2_region = [this, &L, layer](const Tensors& in) -> Tensors {
         MemoryRegion region(Cat::Activations, layer, "pre_mlp_layernorm");
         return { norm(in[0], L.ln2_w, L.ln2_b) };
     };
+    // Under the TE spec a dense layer's pre-MLP norm is linear_fc1's (TELayerNormColumnParallelLinear;
+    // pre_mlp_layernorm an IdentityOp): the mlp checkpoint takes the residual and replays the norm too.
+    const bool ln2_in_mlp = config_.te_spec && !L.moe && plan_.has("mlp");
     OutputDiscardCheckpoint ln2_ckpt;
-    auto ln2 = discard_ln2 ? ln2_ckpt.run(ln2_region, { x })[0] : ln2_region({ x })[0];
+    Tensor ln2;
+    if (!ln2_in_mlp)
+        ln2 = discard_ln2 ? ln2_ckpt.run(ln2_region, { x })[0] : ln2_region({ x })[0];
     Tensor out;
     if (L.moe) {
         MemoryRegion region(Cat::Activations, layer, "moe");
@@ -1313,11 +1325,12 @@ Tensor Model::ffnPart(const Layer& L, Tensor x)
     } else {
         MemoryRegion region(Cat::Activations, layer, "mlp");
         if (plan_.has("mlp")) {
-            Region head = [this, &L](const Tensors& in) -> Tensors {
+            Region head = [this, &L, ln2_in_mlp, ln2_region](const Tensors& in) -> Tensors {
+                const Tensor y = ln2_in_mlp ? ln2_region(in)[0] : in[0];
                 MemoryRegion region(Cat::Activations, L.global, "mlp");
-                return { activation(columnLinear(in[0], L.fc1, L.fc1_b)) };
+                return { activation(columnLinear(y, L.fc1, L.fc1_b)) };
             };
-            out = rowReduce(checkpoint(head, linearTail(L.fc2), { ln2 })[0]);
+            out = rowReduce(checkpoint(head, linearTail(L.fc2), { ln2_in_mlp ? x : ln2 })[0]);
         } else {
             out = rowReduce(mlp(ln2, L.fc1, L.fc1_b, L.fc2));
         }

@@ -57,6 +57,7 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
 {
     TrainingLayout t;
     t.data_parallel_size = world > 1 ? world : std::max(1, r.data_parallel_size);
+    t.shard_ranks = world > 1 ? world : t.data_parallel_size * std::max(1, r.context_parallel_size);
     t.shard = world > 1 ? rank : 0;
     t.distributed_optimizer = r.use_distributed_optimizer;
     t.grad_dtype = r.grad_reduce_in_fp32 ? torch::kFloat32 : param_dtype;
@@ -78,7 +79,7 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
 }
 
 GradBuffer::GradBuffer(const std::vector<std::pair<std::string, torch::Tensor>>& named, torch::Dtype dtype,
-    bool distributed_optimizer, int data_parallel_size)
+    bool distributed_optimizer, int shard_ranks)
     : hooks_(std::make_unique<GradHooks>())
 {
     for (auto it = named.rbegin(); it != named.rend(); ++it)
@@ -91,7 +92,7 @@ GradBuffer::GradBuffer(const std::vector<std::pair<std::string, torch::Tensor>>&
         end += p.numel();
     }
     if (distributed_optimizer)
-        end = roundUp(end, std::lcm(int64_t(std::max(1, data_parallel_size)), int64_t(128)));
+        end = roundUp(end, std::lcm(int64_t(std::max(1, shard_ranks)), int64_t(128)));
     {
         MemoryRegion region(MemoryCategory::GradientBuffer);
         data_ = torch::zeros({ end }, torch::TensorOptions().dtype(dtype).device(params_.front().device()));
@@ -129,7 +130,7 @@ MainParamAdamW::MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& l
     const int64_t total = buffer.data().numel();
     int64_t lo = 0, hi = total;
     if (layout.distributed_optimizer) {
-        const int64_t shard = total / std::max(1, layout.data_parallel_size);
+        const int64_t shard = total / std::max(1, layout.shard_ranks);
         lo = shard * layout.shard;
         hi = lo + shard;
     }

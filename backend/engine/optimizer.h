@@ -29,7 +29,10 @@ namespace rs::engine {
 // How the recipe's job lays out one rank's training memory.
 struct TrainingLayout {
     int micro_batches = 1; // global_batch_size / (micro_batch_size x data-parallel size)
-    int data_parallel_size = 1; // the ranks the distributed optimizer shards over
+    int data_parallel_size = 1; // the data-parallel replicas (micro-batches per step, the stream's report)
+    // The ranks the distributed optimizer shards over: DP x CP, Megatron's intra_dp_cp group
+    // (distributed_data_parallel.py, optimizer/__init__.py: context-parallel ranks hold the same parameters).
+    int shard_ranks = 1;
     int shard = 0; // this rank's shard
     bool distributed_optimizer = false;
     torch::Dtype grad_dtype = torch::kFloat32; // the buffer's: fp32 under grad_reduce_in_fp32
@@ -49,9 +52,9 @@ class GradBuffer {
 public:
     // Megatron's layout: the parameters in reverse order, one bucket (overlap_grad_reduce off); under the
     // distributed optimizer each parameter starts at a multiple of 64 elements and the end is padded to a
-    // multiple of lcm(DP, 128).
+    // multiple of lcm(DP x CP, 128).
     GradBuffer(const std::vector<std::pair<std::string, torch::Tensor>>& named, torch::Dtype dtype,
-        bool distributed_optimizer, int data_parallel_size);
+        bool distributed_optimizer, int shard_ranks);
     ~GradBuffer();
     GradBuffer(const GradBuffer&) = delete;
     GradBuffer& operator=(const GradBuffer&) = delete;

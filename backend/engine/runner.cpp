@@ -623,19 +623,19 @@ Training::Training(RunState& s)
     // experts' gradients in buffers of their own, sharded over expert-DP by the distributed optimizer.
     std::vector<std::pair<std::string, torch::Tensor>> dense_named, expert_named;
     const bool expert_shards
-        = s_.world == 1 && layout_.distributed_optimizer && config_.layout.edp != layout_.data_parallel_size;
+        = s_.world == 1 && layout_.distributed_optimizer && config_.layout.edp != layout_.shard_ranks;
     for (const auto& np : model_->parameters())
         (expert_shards && np.first.find(".mlp.experts.") != std::string::npos ? expert_named : dense_named)
             .push_back(np);
-    buffer_.emplace(
-        dense_named, layout_.grad_dtype, layout_.distributed_optimizer, layout_.data_parallel_size);
+    buffer_.emplace(dense_named, layout_.grad_dtype, layout_.distributed_optimizer, layout_.shard_ranks);
     optimizer_.emplace(*buffer_, layout_);
     expert_layout_ = layout_;
     expert_layout_.data_parallel_size = config_.layout.edp;
+    expert_layout_.shard_ranks = config_.layout.edp;
     expert_layout_.shard = 0;
     if (!expert_named.empty()) {
-        expert_buffer_ = std::make_unique<GradBuffer>(expert_named, layout_.grad_dtype,
-            layout_.distributed_optimizer, expert_layout_.data_parallel_size);
+        expert_buffer_ = std::make_unique<GradBuffer>(
+            expert_named, layout_.grad_dtype, layout_.distributed_optimizer, expert_layout_.shard_ranks);
         expert_optimizer_ = std::make_unique<MainParamAdamW>(*expert_buffer_, expert_layout_);
     }
     emitMemoryLayout();
@@ -901,7 +901,7 @@ MemorySnapshot Training::optimizerStep(bool init, int it)
 void Training::allGatherParameters()
 {
     torch::NoGradGuard no_grad;
-    const int64_t shard = buffer_->data().numel() / layout_.data_parallel_size;
+    const int64_t shard = buffer_->data().numel() / layout_.shard_ranks;
     const int64_t lo = shard * layout_.shard, hi = lo + shard;
     std::vector<torch::Tensor> flat;
     for (size_t i = 0; i < buffer_->params().size(); ++i) {

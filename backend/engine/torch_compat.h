@@ -34,12 +34,24 @@ using ReportedTotal = int64_t;
 // Scaled dot-product attention on [b, heads, s, d] tensors. 1.13 has only the private op, which returns
 // (output, weights) and runs the math path; 2.x has the public op that picks flash / memory-efficient
 // kernels on CUDA.
-inline torch::Tensor scaledDotProductAttention(
-    const torch::Tensor& q, const torch::Tensor& k, const torch::Tensor& v, double dropout_p, bool is_causal)
+// SDPA's enable_gqa (LibTorch >= 2.5): key and value with fewer heads than the query, each serving
+// heads / groups queries, with no repeated copy.
+#if RS_TORCH_AT_LEAST(2, 5)
+inline constexpr bool kSdpaGqa = true;
+#else
+inline constexpr bool kSdpaGqa = false;
+#endif
+
+inline torch::Tensor scaledDotProductAttention(const torch::Tensor& q, const torch::Tensor& k,
+    const torch::Tensor& v, double dropout_p, bool is_causal, bool enable_gqa = false)
 {
-#if RS_TORCH_AT_LEAST(2, 0)
+#if RS_TORCH_AT_LEAST(2, 5)
+    return at::scaled_dot_product_attention(q, k, v, {}, dropout_p, is_causal, std::nullopt, enable_gqa);
+#elif RS_TORCH_AT_LEAST(2, 0)
+    (void)enable_gqa; // kSdpaGqa is false: callers repeat the groups
     return at::scaled_dot_product_attention(q, k, v, {}, dropout_p, is_causal);
 #else
+    (void)enable_gqa;
     return std::get<0>(at::_scaled_dot_product_attention(q, k, v, {}, dropout_p, false, is_causal));
 #endif
 }

@@ -277,6 +277,54 @@ private slots:
             (QStringList { u"core_attn (default)"_s, u"core_attn (default)"_s, u"core_attn (default)"_s }));
     }
 
+    // --one-rank (issue 28): each run is one process with the rank and the world in Megatron-LM's variables
+    // and --fake-process-group, said on every stored run; the stand-in is no distributed launcher, so its
+    // words stay.
+    void oneRankOfTheLayout()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"one.sqlite"_s);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(u"RS_FAKE_MEGATRON_SEEN"_s, dir.filePath(u"seen"_s));
+        env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.005"_s);
+        const auto c = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
+            QStringList { u"sweep"_s, u"--job"_s, u"--one-rank"_s, u"--db"_s, db, u"--job-iters"_s, u"6"_s,
+                u"--job-log-dir"_s, dir.filePath(u"logs"_s), u"--modules"_s, u"core_attn"_s, u"--profile"_s,
+                u"main"_s, u"--mlm-args"_s, QStringLiteral(RS_FAKE_MEGATRON) }
+                + fixtureFlags(),
+            300000, env);
+        QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
+        QVERIFY2(c.err.contains(u"one rank of the layout on this GPU: rank 0 of 1"_s), qPrintable(c.err));
+        Store store;
+        QVERIFY(store.open(db));
+        const auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 2);
+        for (const RunRecord& r : runs)
+            QVERIFY2(
+                r.provenance.contains(u"under --fake-process-group: NCCL's buffers and communication time "
+                                      "are not in it"_s),
+                qPrintable(r.provenance));
+        const QStringList logs = QDir(dir.filePath(u"logs"_s)).entryList({ u"*.log"_s }, QDir::Files);
+        QCOMPARE(logs.size(), 2);
+        for (const QString& name : logs) {
+            QFile f(dir.filePath(u"logs/"_s) + name);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const QString first = QString::fromUtf8(f.readLine());
+            QVERIFY2(first.startsWith(u"# command: env RANK=0 WORLD_SIZE=1 LOCAL_RANK=0 "_s
+                         + QStringLiteral(RS_FAKE_MEGATRON) + u" --standalone"_s),
+                qPrintable(first));
+            QVERIFY2(first.trimmed().endsWith(u" --fake-process-group"_s), qPrintable(first));
+        }
+        // A Bridge job has no fake process group: refused before anything runs.
+        const auto bridge = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
+            QStringList { u"sweep"_s, u"--job"_s, u"--one-rank"_s, u"--db"_s, dir.filePath(u"b.sqlite"_s),
+                u"--job-launcher"_s, u"torchrun run_recipe.py"_s, u"--overrides"_s, u"model.num_layers=2"_s,
+                u"model.hidden_size=64"_s, u"model.num_attention_heads=4"_s },
+            60000);
+        QCOMPARE(bridge.code, 2);
+        QVERIFY2(bridge.err.contains(u"no fake process group"_s), qPrintable(bridge.err));
+    }
+
     void jsonRecipeIsRefused()
     {
         QTemporaryDir dir;

@@ -82,6 +82,7 @@ private slots:
     void choice_data();
     void choice();
     void rankCoverageNote();
+    void workerStepOnMoeNote();
     void badTarget();
     void byEstimate_data();
     void byEstimate();
@@ -286,6 +287,19 @@ void TestAdvisor::rankCoverageNote()
     const rs::Advice b = rs::adviseRecompute(noControl, 36.0);
     QCOMPARE(b.notes.size(), std::size_t(1));
     QVERIFY(QString::fromStdString(b.notes[0]).startsWith(u"no [] control"_s));
+}
+
+// Worker step times on MoE are the GPU's work only (issue 28): the advice says so once, and nothing when the
+// runs are imported real ones.
+void TestAdvisor::workerStepOnMoeNote()
+{
+    Candidates worker = moonlight();
+    for (auto& c : worker)
+        c.worker_on_moe = true;
+    const rs::Advice a = rs::adviseRecompute(worker, 36.0);
+    QCOMPARE(std::count(a.notes.begin(), a.notes.end(), std::string(rs::kWorkerStepOnMoeNote)), 1);
+    QVERIFY(QString::fromLatin1(rs::kWorkerStepOnMoeNote).contains(u"--one-rank"_s));
+    QVERIFY(rs::adviseRecompute(moonlight(), 36.0).notes.empty());
 }
 
 void TestAdvisor::badTarget()

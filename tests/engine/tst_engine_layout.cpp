@@ -202,7 +202,7 @@ void TestEngineLayout::distributedOptimizerShards()
     engine::GradBuffer buffer(model->parameters(), torch::kFloat32, true, dp);
     engine::TrainingLayout layout;
     layout.distributed_optimizer = true;
-    layout.data_parallel_size = dp;
+    layout.data_parallel_size = layout.shard_ranks = dp;
     layout.shard = shard;
     engine::MainParamAdamW optimizer(buffer, layout);
     const int64_t shard_elements = buffer.data().numel() / dp;
@@ -234,7 +234,7 @@ void TestEngineLayout::shardedStepUpdatesOnlyTheShard()
     engine::GradBuffer buffer(model->parameters(), torch::kFloat32, true, 4);
     engine::TrainingLayout layout;
     layout.distributed_optimizer = true;
-    layout.data_parallel_size = 4;
+    layout.data_parallel_size = layout.shard_ranks = 4;
     layout.shard = 1;
     engine::MainParamAdamW optimizer(buffer, layout);
     std::vector<torch::Tensor> before;

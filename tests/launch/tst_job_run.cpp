@@ -148,6 +148,117 @@ private slots:
             rs::session::jobCommand(base, rs::InputFormat::BridgeOverrides, choice, { 12 }));
     }
 
+    // One rank of the layout on one GPU (issue 28): the launcher's words give way to one process with the
+    // rank and the world in Megatron-LM's variables and --fake-process-group; read back, the command is the
+    // same job (its data-parallel size from WORLD_SIZE).
+    void oneRankCommand_data()
+    {
+        QTest::addColumn<QString>("line"); // the user's Megatron-LM line
+        QTest::addColumn<int>("requested"); // -1: the hottest
+        QTest::addColumn<QString>("rank");
+        QTest::addColumn<QString>("world");
+        QTest::addColumn<QString>("python");
+        const QString shape = u"pretrain_gpt.py --num-layers 8 --hidden-size 1024 --num-attention-heads 16 "
+                              "--seq-length 2048 --max-position-embeddings 2048 --micro-batch-size 1 "
+                              "--global-batch-size 16 --bf16 --use-distributed-optimizer"_s;
+        // The estimate's hottest is the last stage here (0.851 GB against stage 0's 0.842: the output
+        // layer's logits and the loss outweigh the first stage's extra micro-batch at this width): its first
+        // rank, 4 = stage 1 x (TP 2 x DP 2).
+        QTest::newRow("TP 2 SP x PP 2 on 8: the hottest, stage 1")
+            << u"torchrun --nproc-per-node 8 "_s + shape
+                + u" --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2"_s
+            << -1 << u"RANK=4"_s << u"WORLD_SIZE=8"_s << u"python3"_s;
+        QTest::newRow("the same, rank 1 (stage 0)") << u"torchrun --nproc-per-node 8 "_s + shape
+                + u" --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2"_s
+                                                    << 1 << u"RANK=1"_s << u"WORLD_SIZE=8"_s << u"python3"_s;
+        // srun's task count is not read: the world is the model-parallel size, PP 4.
+        QTest::newRow("srun gives way to python3")
+            << u"srun --ntasks 4 python3 "_s + shape + u" --pipeline-model-parallel-size 4"_s << -1
+            << u"RANK=0"_s << u"WORLD_SIZE=4"_s << u"python3"_s;
+        QTest::newRow("two nodes, the launcher's interpreter kept")
+            << u"/opt/venv/bin/python -m torch.distributed.run --nproc-per-node 4 --nnodes 2 "_s + shape
+                + u" --pipeline-model-parallel-size 4"_s
+            << -1 << u"RANK=0"_s << u"WORLD_SIZE=8"_s << u"/opt/venv/bin/python"_s;
+    }
+    void oneRankCommand()
+    {
+        QFETCH(QString, line);
+        QFETCH(int, requested);
+        QFETCH(QString, rank);
+        QFETCH(QString, world);
+        QFETCH(QString, python);
+        std::vector<std::string> args { "--profile", "main", "--mlm-args" };
+        for (const QString& w : line.split(u' '))
+            args.push_back(w.toStdString());
+        const rs::Recipe base = rs::readRecipeInput(args, nullptr).recipe;
+        rs::session::OneRankOfLayout one;
+        if (requested >= 0)
+            one.rank = requested;
+        const auto choice = std::optional(rs::parseRecomputeChoice("mlp"));
+        const std::vector<std::string> cmd
+            = rs::session::jobCommand(base, rs::InputFormat::MegatronFlags, choice, { 5, one });
+        QStringList words;
+        for (const auto& w : cmd)
+            words << QString::fromStdString(w);
+        QCOMPARE(words.mid(0, 6),
+            (QStringList { u"env"_s, rank, world, u"LOCAL_RANK=0"_s, python, u"pretrain_gpt.py"_s }));
+        QCOMPARE(words.count(u"--fake-process-group"_s), 1);
+        QCOMPARE(words.last(), u"--fake-process-group"_s);
+        QVERIFY(!words.contains(u"torchrun"_s) && !words.contains(u"--nproc-per-node"_s));
+        QCOMPARE(after(cmd, "--train-iters"), std::string("5"));
+        QCOMPARE(after(cmd, "--recompute-modules"), std::string("mlp"));
+        const rs::Recipe back = rs::recipeFromMegatronFlags(
+            cmd, rs::frontEndDefaults(rs::InputFormat::MegatronFlags, rs::Profile::Main));
+        QCOMPARE(back.data_parallel_size, base.data_parallel_size);
+        QCOMPARE(back.pipeline_model_parallel_size, base.pipeline_model_parallel_size);
+        const rs::session::LayoutRankChoice c
+            = rs::session::layoutRankChoice(base, rs::InputFormat::MegatronFlags, one);
+        QCOMPARE(u"RANK=%1"_s.arg(c.rank), rank);
+        QCOMPARE(u"WORLD_SIZE=%1"_s.arg(c.world), world);
+        QCOMPARE(c.hottest, requested < 0);
+    }
+
+    // What cannot run as one rank is refused with the reason, before anything starts.
+    void oneRankRefused_data()
+    {
+        QTest::addColumn<QStringList>("input");
+        QTest::addColumn<int>("requested");
+        QTest::addColumn<QString>("reason");
+        const QStringList dense { u"--mlm-args"_s, u"torchrun"_s, u"--nproc-per-node"_s, u"4"_s,
+            u"pretrain_gpt.py"_s, u"--num-layers"_s, u"4"_s, u"--hidden-size"_s, u"512"_s,
+            u"--num-attention-heads"_s, u"8"_s, u"--seq-length"_s, u"1024"_s, u"--max-position-embeddings"_s,
+            u"1024"_s, u"--micro-batch-size"_s, u"1"_s, u"--bf16"_s, u"--tensor-model-parallel-size"_s,
+            u"2"_s };
+        QTest::newRow("a rank outside the layout") << dense << 4 << u"outside the layout's 4 ranks"_s;
+        QTest::newRow("MoE tokens crossing ranks") << dense
+                + QStringList { u"--num-experts"_s, u"8"_s, u"--expert-model-parallel-size"_s, u"2"_s,
+                      u"--sequence-parallel"_s, u"--moe-router-topk"_s, u"2"_s }
+                                                   << -1 << u"skipped all-to-all"_s;
+        QTest::newRow("Bridge overrides") << QStringList { u"--overrides"_s, u"model.num_layers=4"_s,
+            u"model.hidden_size=256"_s, u"model.num_attention_heads=4"_s }
+                                          << -1 << u"no fake process group"_s;
+    }
+    void oneRankRefused()
+    {
+        QFETCH(QStringList, input);
+        QFETCH(int, requested);
+        QFETCH(QString, reason);
+        std::vector<std::string> args { "--profile", "main" };
+        for (const QString& w : input)
+            args.push_back(w.toStdString());
+        const rs::RecipeInput in = rs::readRecipeInput(args, nullptr);
+        rs::session::OneRankOfLayout one;
+        if (requested >= 0)
+            one.rank = requested;
+        const std::vector<std::string> launcher { "torchrun", "run_recipe.py" };
+        try {
+            rs::session::jobCommand(in.recipe, in.format, std::nullopt, { 5, one }, launcher);
+            QFAIL("not refused");
+        } catch (const std::invalid_argument& e) {
+            QVERIFY2(QString::fromUtf8(e.what()).contains(reason), e.what());
+        }
+    }
+
     // Fed in pieces of any size (a line split across reads), the importer gives what the one-pass import
     // gives, and each iteration as soon as its line is complete.
     void incrementalImport_data()

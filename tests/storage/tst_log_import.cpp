@@ -225,6 +225,15 @@ private slots:
                                      << QStringList { u"model.recompute_granularity=selective"_s,
                                             u"'model.recompute_modules=[moe]'"_s }
                                      << outcome::Pass << 0 << QString() << u"moe"_s << qint64(64653000000);
+        // One rank of a layout under --fake-process-group (megatron-lm-te-ranks): the loss is NaN (every
+        // collective skipped), which is no failure; rank 2 prints no arguments, so its recompute settings
+        // come from the job's command line.
+        QTest::newRow("fake process group, rank 0")
+            << u"megatron-lm-te-ranks/layout-tp2sp-pp2-mlp.log"_s << QStringList() << outcome::Pass << 0
+            << QString() << u"mlp"_s << qint64(10186548838);
+        QTest::newRow("fake process group, rank 2: settings from the command line")
+            << u"megatron-lm-te-ranks/layout-tp2sp-pp2-none-rank2.log"_s << QStringList() << outcome::Pass
+            << 0 << QString() << u"none"_s << qint64(10789637325);
         QTest::newRow("bridge, no recompute settings")
             << u"bridge_moe_pass.log"_s << QStringList() << outcome::Pass << 0 << QString() << u"unknown"_s
             << qint64(64653000000);

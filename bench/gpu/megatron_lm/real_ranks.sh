@@ -1,0 +1,167 @@
+#!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
+# Real Megatron-LM (d98e8a64, Transformer Engine 2.17.1) beside the worker on one H200, run by run, for
+# the memory of one rank of a job:
+#  - layout-*: one rank of a TP/SP/PP/VPP/CP layout with --fake-process-group (issue 28: real tensors and the
+#    real allocator, collectives skipped), RANK / WORLD_SIZE as the job's launcher would set them; the worker
+#    runs the same Megatron-LM line with --rank-of-layout of the same rank;
+#  - fp16-*: --fp16 with a dynamic loss scaler that starts at 4096 (issue 26: Megatron-LM's default 2^32
+#    skips every step of a short run, so its moments never exist), a dense and an MoE stack, with and
+#    without recompute.
+# Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
+# JOBS at a time (memory is per process: the allocator's own counters); the worker's runs one at a time
+# beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
+# Needs Megatron-LM in MEGATRON_DIR (default .deps/mlm: megatron/, pretrain_gpt.py, gpt_builders.py,
+# model_provider.py) and TE in .deps/te (../shared/gpu-host/transformer-engine/README.md).
+# Usage: [SNAPSHOT=1] [REAL_RE=REGEX] [REBUILD=1] bench/gpu/megatron_lm/real_ranks.sh [NAME_REGEX]
+#   SNAPSHOT=1: real runs of 3 iterations with the allocator's history, summarised by snapshot_peak.py
+#   (NAME.peak.txt: what is live at the peak, by the Megatron line that allocated it); REAL_RE: real
+#   Megatron-LM only for the runs it matches (the worker runs every selected one).
+set -uo pipefail
+cd "$(dirname "$0")/../../.."
+root=$PWD
+OUT=${OUT:-$root/out/real_ranks}
+mdir="${MEGATRON_DIR:-$root/.deps/mlm}"
+only="${1:-.}"
+jobs="${JOBS:-4}"
+logs="$OUT/real-ranks"
+mkdir -p "$logs"
+. bench/gpu/common.sh
+tar -C /tmp -xJf .deps/te/te-site-*.tar.xz
+export PYTHONPATH=/tmp/te-site:$root/.deps/te/shim
+export PYTHONUNBUFFERED=1 CUDA_DEVICE_MAX_CONNECTIONS=1 NCCL_NVLS_ENABLE=0 TORCH_SYMM_MEM_DISABLE_MULTICAST=1
+nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | tee "$logs/gpu.txt"
+# Megatron's dataset helpers are compiled by rank 0 at start (initialize.py): a run of another rank alone
+# finds none, so build them first.
+make -C "$mdir/megatron/core/datasets" >"$logs/helpers.txt" 2>&1 || tail -5 "$logs/helpers.txt"
+BIN=build/gpu/app/bench/recompute-bench
+if [ ! -x "$BIN" ] || [ -n "${REBUILD:-}" ]; then
+  log "configure + build"
+  build_worker recompute-bench
+  log "built"
+fi
+
+common="--mock-data --tokenizer-type NullTokenizer --vocab-size 32000 --no-persist-layer-norm
+  --no-masked-softmax-fusion --no-gradient-accumulation-fusion --log-interval 1 --log-memory-interval 1
+  --train-iters 8 --lr 1e-4 --min-lr 1e-5 --lr-decay-style constant --eval-iters 0 --eval-interval 100000
+  --seed 1234 --log-throughput"
+# Llama-like GQA + SwiGLU + RMSNorm, bf16, the distributed optimizer (Megatron-LM turns grad_reduce_in_fp32 on).
+llama="--bf16 --use-distributed-optimizer --hidden-size 4096 --num-attention-heads 32 --group-query-attention
+  --num-query-groups 8 --ffn-hidden-size 14336 --swiglu --normalization RMSNorm --position-embedding-type rope
+  --disable-bias-linear --untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0
+  --micro-batch-size 1 --fake-process-group"
+tp2pp2="$llama --seq-length 4096 --max-position-embeddings 4096 --num-layers 8 --global-batch-size 8
+  --tensor-model-parallel-size 2 --sequence-parallel --pipeline-model-parallel-size 2"
+tp4pp4v2="$llama --seq-length 4096 --max-position-embeddings 4096 --num-layers 16 --global-batch-size 8
+  --tensor-model-parallel-size 4 --sequence-parallel --pipeline-model-parallel-size 4
+  --num-layers-per-virtual-pipeline-stage 2"
+cp2="$llama --seq-length 8192 --max-position-embeddings 8192 --num-layers 4 --global-batch-size 2
+  --context-parallel-size 2"
+dense16="--fp16 --initial-loss-scale 4096 --num-layers 4 --hidden-size 2048 --num-attention-heads 16
+  --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
+moe16="--fp16 --initial-loss-scale 4096 --num-layers 4 --hidden-size 2048 --num-attention-heads 16
+  --group-query-attention --num-query-groups 4 --num-experts 8 --moe-router-topk 2 --moe-ffn-hidden-size 2816
+  --moe-grouped-gemm --moe-token-dispatcher-type alltoall --moe-aux-loss-coeff 1e-2 --swiglu
+  --normalization RMSNorm --position-embedding-type rope --disable-bias-linear
+  --untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0 --seq-length 4096
+  --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
+# One line each (a run is one line of RUNS).
+# shellcheck disable=SC2086,SC2116
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16; do printf -v "$v" '%s' "$(echo ${!v})"; done
+mlp="--recompute-granularity selective --recompute-modules mlp"
+full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
+# NAME WORLD RANK FLAGS (the hottest rank of each layout is its first stage's first rank, rank 0, by the
+# estimate; tp2sp-pp2 also runs its last stage's first rank, 2)
+RUNS=$(cat <<EOF
+layout-tp2sp-pp2-none 4 0 $tp2pp2
+layout-tp2sp-pp2-mlp 4 0 $tp2pp2 $mlp
+layout-tp2sp-pp2-full 4 0 $tp2pp2 $full
+layout-tp2sp-pp2-none-rank2 4 2 $tp2pp2
+layout-tp4sp-pp4-vpp2-none 16 0 $tp4pp4v2
+layout-tp4sp-pp4-vpp2-mlp 16 0 $tp4pp4v2 $mlp
+layout-tp4sp-pp4-vpp2-full 16 0 $tp4pp4v2 $full
+layout-cp2-none 2 0 $cp2
+layout-cp2-mlp 2 0 $cp2 $mlp
+layout-cp2-full 2 0 $cp2 $full
+fp16-dense-none 1 0 $dense16
+fp16-dense-core_attn 1 0 $dense16 --recompute-granularity selective --recompute-modules core_attn
+fp16-moe-none 1 0 $moe16
+fp16-moe-moe_act 1 0 $moe16 --recompute-granularity selective --recompute-modules moe_act
+EOF
+)
+RUNS=$(printf '%s\n' "$RUNS" | awk -v re="$only" '$1 ~ re')
+
+real_one() { # NAME WORLD RANK FLAGS...
+  local name=$1 world=$2 rank=$3
+  shift 3
+  local log="$logs/$name.log"
+  local -a env_=(RANK=$rank LOCAL_RANK=0 WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000)))
+  {
+    echo "# command: ${env_[*]} python3 pretrain_gpt.py $common $*"
+    echo "# megatron-lm: d98e8a64 (profile main); TE 2.17.1; GPU: $(head -1 "$logs/gpu.txt")"
+  } >"$log"
+  local -a snap=()
+  # SNAPSHOT=1: the allocator's history, and what is live at the peak by the Megatron line that allocated it
+  [ -n "${SNAPSHOT:-}" ] && snap=(--train-iters 3 --record-memory-history --memory-snapshot-path "/tmp/snap-$name.pickle")
+  # shellcheck disable=SC2086 # flag lines split on whitespace, as a shell line does
+  (cd "$mdir" && env "${env_[@]}" timeout 420 python3 pretrain_gpt.py $common "$@" "${snap[@]}") >>"$log" 2>&1
+  echo "# exit: $?" >>"$log"
+  if [ -n "${SNAPSHOT:-}" ]; then
+    python3 "$root/bench/gpu/megatron_lm/snapshot_peak.py" /tmp/snap-"$name"*_"$rank".pickle --top 40 \
+      >"$logs/$name.peak.txt" 2>&1
+    rm -f /tmp/snap-"$name"*.pickle
+  fi
+}
+worker_one() { # NAME WORLD RANK FLAGS...
+  local name=$1 world=$2 rank=$3
+  shift 3
+  # shellcheck disable=SC2086
+  timeout 200 "$BIN" --profile main --device cuda --warmup 3 --iters 5 --rank-of-layout "$rank" \
+    --mlm-args torchrun --nproc-per-node "$world" pretrain_gpt.py $common "$@" </dev/null \
+    >"$logs/$name.jsonl" 2>"$logs/$name.err"
+  log "worker $name rc=$? $(grep -o '"status":"[a-z]*"' "$logs/$name.jsonl" | head -1)"
+}
+
+start=$(date +%s)
+(
+  while read -r line; do
+    [ -n "$line" ] || continue
+    # shellcheck disable=SC2086
+    worker_one $line
+  done <<<"$RUNS"
+) &
+wpid=$!
+while read -r line; do
+  [ -n "$line" ] || continue
+  [[ ${line%% *} =~ ${REAL_RE:-.} ]] || continue # REAL_RE: real Megatron for these only (the worker for all)
+  while [ "$(jobs -rp | wc -l)" -gt "$jobs" ]; do sleep 2; done
+  # shellcheck disable=SC2086
+  real_one $line &
+  log "real $(echo "$line" | cut -d' ' -f1) started"
+done <<<"$RUNS"
+wait
+log "all done in $(($(date +%s) - start)) s"
+python3 - "$logs" <<'PY' | tee "$OUT/real-ranks-table.txt"
+import json, os, re, sys
+d = sys.argv[1]
+print(f"{'run':30} {'Megatron GiB':>12} {'worker GiB':>10} {'error':>7} {'skipped':>7}  worker status")
+for f in sorted(os.listdir(d)):
+    if not f.endswith(".log"): continue
+    name = f[:-4]
+    t = open(os.path.join(d, f)).read()
+    peaks = [float(x) for x in re.findall(r"max allocated: ([0-9.]+)", t)]
+    mp = max(peaks) * 2**20 if peaks else None
+    sk = re.findall(r"number of skipped iterations: +([0-9]+)", t)
+    wp, st = None, "-"
+    p = os.path.join(d, name + ".jsonl")
+    if os.path.exists(p):
+        for line in open(p):
+            try: j = json.loads(line)
+            except ValueError: continue
+            if j.get("event") == "rank_summary": wp = j.get("peak_allocated")
+            if j.get("event") == "result": st = j.get("status")
+    err = f"{100 * (wp - mp) / mp:+.1f}%" if wp and mp else "-"
+    g = lambda x: f"{x / 2**30:.3f}" if x else "-"
+    print(f"{name:30} {g(mp):>12} {g(wp):>10} {err:>7} {'/'.join(sk) or '-':>7}  {st}")
+PY
+tar -C "$OUT" -czf "$OUT/real-ranks.tar.gz" real-ranks
