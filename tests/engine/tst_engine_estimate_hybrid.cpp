@@ -116,17 +116,7 @@ void TestEngineEstimateHybrid::withinFivePercent()
                          .arg(QString::fromStdString(rank.peak_phase))
                          .arg(m.peak)
                          .arg(100 * err(e.peak_bytes, m.peak), 0, 'f', 1);
-    for (const char* phase : { "forward", "backward", "optimizer" }) {
-        const auto it = m.phases.find(phase);
-        if (it == m.phases.end())
-            continue;
-        const int64_t est = rank.phase(phase)->peak_bytes;
-        detail += QStringLiteral("; %1: %2 vs %3 (%4%)")
-                      .arg(QLatin1String(phase))
-                      .arg(est)
-                      .arg(it->second)
-                      .arg(100 * err(est, it->second), 0, 'f', 1);
-    }
+    detail += phaseDetails(rank, m);
     qInfo("%s: %s", QTest::currentDataTag(), qPrintable(detail));
     QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
 }
