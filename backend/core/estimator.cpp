@@ -29,6 +29,8 @@ enum Region : int {
     kMlp,
     kMoe,
     kShared,
+    kGdnNorm, // GatedDeltaNet's gated RMSNorm and its all-to-all (label gdn_norm_out)
+    kGdn, // the whole GatedDeltaNet module (label gdn, dev)
     kRegionCount
 };
 
@@ -56,6 +58,10 @@ const char* regionLabel(int r)
         return "moe";
     case kShared:
         return "shared_experts";
+    case kGdnNorm:
+        return "gdn_norm_out";
+    case kGdn:
+        return "gdn";
     default:
         return "";
     }
@@ -227,6 +233,15 @@ struct Shape {
     double pos_table = 0; // learned absolute position embedding rows
     bool untied = false;
     bool grouped = false; // moe_grouped_gemm
+    // Mamba (model_shape.h): heads, head dim, d_inner, groups, state, in_proj width, conv channels; the
+    // mixer's chunk and conv width.
+    double mH = 0, mP = 0, mDi = 0, mG = 0, mN = 0, mIn = 0, mConv = 0, mChunk = 128,
+           mConvW = kMambaConvWidth;
+    // GatedDeltaNet: key / value heads and dims, q/k and v widths, in_proj width, conv channels and width.
+    double gHk = 0, gHv = 0, gDk = 0, gDv = 0, gQk = 0, gV = 0, gIn = 0, gConv = 0, gConvW = 4;
+    bool sqrelu = false; // activation_func squared_relu
+    bool weighted_sqrelu = false; // the experts' fused weighted squared ReLU (keeps FC1's output, probs)
+    bool ce_te = false; // Transformer Engine's fused cross-entropy: the gradient in the 16-bit logits
 };
 
 // CPU generator state each checkpoint keeps (the worker's RngState: mt19937 + normal cache).
@@ -280,7 +295,9 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.attn_dropout = r.attention_dropout;
     x.hidden_dropout = r.hidden_dropout;
     x.backend = r.attention_backend;
-    x.te = r.transformer_impl == "transformer_engine";
+    // A hybrid stack is built from Megatron's hybrid_stack_spec, Transformer Engine's modules whatever
+    // transformer_impl says (pretrain_hybrid.py takes it with --spec; hybrid_builders.py).
+    x.te = r.transformer_impl == "transformer_engine" || isHybrid(r);
     x.softmax_fp32 = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling;
     x.vocab = double(m.vocab); // padded as Megatron-LM pads it (core/model_shape.h), the worker too
     // Both build the recipe's biases, learned absolute position table and tied or untied output layer
@@ -302,6 +319,26 @@ Shape shapeOf(const Recipe& r, Layout layout)
         static_cast<int64_t>(x.heads / x.tp), static_cast<int64_t>(x.s), static_cast<int64_t>(x.s));
     // Both layouts run Megatron's micro-batches per step (engine/optimizer.cpp trainingLayout).
     x.micro_batches = p.micro_batches;
+    x.mH = double(m.mamba_heads);
+    x.mP = double(m.mamba_head_dim);
+    x.mDi = double(m.mamba_d_inner);
+    x.mG = double(m.mamba_groups);
+    x.mN = double(m.mamba_state);
+    x.mIn = double(m.mamba_in_proj);
+    x.mConv = double(m.mamba_conv_dim);
+    x.mChunk = std::max(1, r.mamba_chunk_size);
+    x.gHk = double(m.gdn_key_heads);
+    x.gHv = double(m.gdn_value_heads);
+    x.gDk = double(m.gdn_key_dim);
+    x.gDv = double(m.gdn_value_dim);
+    x.gQk = double(m.gdn_qk);
+    x.gV = double(m.gdn_v);
+    x.gIn = double(m.gdn_in_proj);
+    x.gConv = double(m.gdn_conv_dim);
+    x.gConvW = r.linear_conv_kernel_dim;
+    x.sqrelu = r.activation_func == "squared_relu";
+    x.weighted_sqrelu = x.sqrelu && r.use_fused_weighted_squared_relu;
+    x.ce_te = r.cross_entropy_loss_fusion && r.cross_entropy_fusion_impl == "te";
     return x;
 }
 
@@ -331,49 +368,71 @@ struct ParamCount {
     double total() const { return dense + expert; }
 };
 
-ParamCount layerParams(const Shape& x, bool moe)
+ParamCount layerParams(const Shape& x, const LayerKind& kind)
 {
     ParamCount p;
     const double t = x.tp;
-    const double norm = x.rms ? 1 : 2;
     auto addNorm = [&](double width) {
         p.add(width);
         if (!x.rms)
             p.add(width);
     };
-    addNorm(x.h); // input_layernorm
-    addNorm(x.h); // pre_mlp_layernorm
-    (void)norm;
-    if (x.mla) {
-        const double nh = x.heads;
-        if (x.ql > 0) {
-            p.add(x.ql * x.h);
-            addNorm(x.ql);
-            p.add(x.ql * nh * (x.dn + x.dr) / t);
+    if (kind.mixer != LayerMixer::None)
+        addNorm(x.h); // input_layernorm (a module, or fused into the first linear)
+    if (kind.ffn != LayerFfn::None)
+        addNorm(x.h); // pre_mlp_layernorm
+    if (kind.mixer == LayerMixer::Attention) {
+        if (x.mla) {
+            const double nh = x.heads;
+            if (x.ql > 0) {
+                p.add(x.ql * x.h);
+                addNorm(x.ql);
+                p.add(x.ql * nh * (x.dn + x.dr) / t);
+            } else {
+                p.add(x.h * nh * (x.dn + x.dr) / t);
+            }
+            p.add(x.h * (x.kvl + x.dr));
+            addNorm(x.kvl);
+            p.add(x.kvl * nh * (x.dn + x.dv) / t);
+            p.add(nh * x.dv * x.h / t);
         } else {
-            p.add(x.h * nh * (x.dn + x.dr) / t);
+            p.add((x.heads + 2 * x.groups) * x.kv * x.h / t);
+            if (x.qkv_bias)
+                p.add((x.heads + 2 * x.groups) * x.kv / t);
+            p.add(x.heads * x.kv * x.h / t);
         }
-        p.add(x.h * (x.kvl + x.dr));
-        addNorm(x.kvl);
-        p.add(x.kvl * nh * (x.dn + x.dv) / t);
-        p.add(nh * x.dv * x.h / t);
-    } else {
-        p.add((x.heads + 2 * x.groups) * x.kv * x.h / t);
-        if (x.qkv_bias)
-            p.add((x.heads + 2 * x.groups) * x.kv / t);
-        p.add(x.heads * x.kv * x.h / t);
+        if (x.bias)
+            p.add(x.h); // linear_proj bias (row-parallel: full width)
+    } else if (kind.mixer == LayerMixer::Mamba) {
+        // mamba_mixer.py __init__: in_proj [z x B C dt], the depthwise conv (weight and bias), dt_bias,
+        // A_log, D (per head), the gated norm's weight, out_proj; no linear biases (it asserts not bias).
+        p.add(x.mIn / t * x.h);
+        p.add(x.mConv / t * x.mConvW);
+        p.add(x.mConv / t);
+        p.add(x.mH / t);
+        p.add(x.mH / t);
+        p.add(x.mH / t);
+        p.add(x.mDi / t);
+        p.add(x.mDi / t * x.h);
+    } else if (kind.mixer == LayerMixer::GatedDeltaNet) {
+        // gated_delta_net/common.py _GDNBase: in_proj [q k v z beta alpha], the conv on q, k, v (no bias),
+        // dt_bias and A_log per value head, out_norm over one value head, out_proj.
+        p.add(x.gIn / t * x.h);
+        p.add(x.gConv / t * x.gConvW);
+        p.add(x.gHv / t);
+        p.add(x.gHv / t);
+        p.add(x.gDv);
+        p.add(x.gV / t * x.h);
     }
-    if (x.bias)
-        p.add(x.h); // linear_proj bias (row-parallel: full width)
     const double glu = x.gated ? 2 : 1;
-    if (!moe) {
+    if (kind.ffn == LayerFfn::Dense) {
         p.add(glu * x.F * x.h / t);
         if (x.bias)
             p.add(glu * x.F / t);
         p.add(x.F * x.h / t);
         if (x.bias)
             p.add(x.h);
-    } else {
+    } else if (kind.ffn == LayerFfn::Moe) {
         p.add(x.experts * x.h); // router
         const double local = x.experts / x.ep; // the rank's local experts (both layouts)
         // The worker keeps one fc1/fc2 per expert; Megatron's grouped GEMM one weight per local expert too.
@@ -421,6 +480,9 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
         add(m, T * width * 4, kOutside, bit(region) | in_savers_extra, bit(region));
         add(m, T * 4, region, bit(region)); // rstd
         add(m, T * width * 4, region, bit(region)); // x * rstd, saved by the weight multiply
+        // The second fp32 [T, width] tensor the bf16 path keeps too (measured: tst_engine_estimate_hybrid,
+        // one more per norm in fp32 as in bf16; the presets' RMSNorm rows are bf16).
+        add(m, T * width * 4, region, bit(region));
     } else {
         add(m, T * width * d, kOutside, in_savers_extra, bit(region));
         add(m, T * width * 4, region, bit(region)); // x.float(), saved by pow and mul
@@ -433,8 +495,13 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
     add(m, T * width * d, region, out_savers, out_input_of, output_region);
 }
 
-LayerModel workerLayer(const Shape& x, bool moe)
+// Below: each adds its mixer's tensors and returns its kernel's backward moment above them all.
+double workerMamba(LayerModel& m, const Shape& x);
+double workerGdn(LayerModel& m, const Shape& x);
+
+LayerModel workerLayer(const Shape& x, const LayerKind& kind)
 {
+    const bool moe = kind.ffn == LayerFfn::Moe;
     LayerModel m;
     // A forward temporary at this moment of the layer (what it keeps so far: the entries added before).
     auto temp = [&m](double bytes) {
@@ -454,129 +521,160 @@ LayerModel workerLayer(const Shape& x, bool moe)
     const uint32_t out = bit(kOutside);
     m.residual = Tsp * h * d;
     const double scores = b * nh * s * sk;
+    // A Mamba or GatedDeltaNet mixer's kernel runs its backward once the MLP after it has freed its tensors.
+    double mixer_bwd = -1;
+    if (kind.mixer == LayerMixer::Mamba)
+        mixer_bwd = workerMamba(m, x);
+    else if (kind.mixer == LayerMixer::GatedDeltaNet)
+        mixer_bwd = workerGdn(m, x);
+    const size_t mixer_end = m.entries.size();
+    // Once the layer is whole: the mixer kernel's backward moment less what the MLP after it freed.
+    auto mixerBackward = [&m, mixer_bwd, mixer_end]() {
+        if (mixer_bwd < 0)
+            return;
+        double later = 0;
+        for (size_t i = mixer_end; i < m.entries.size(); ++i)
+            later += m.entries[i].bytes;
+        m.backward_temp = std::max(m.backward_temp, mixer_bwd - later);
+    };
+    if (kind.mixer == LayerMixer::Attention) {
+        // input_layernorm: its input is the layer input (the previous layer's output).
+        uint32_t ln1_savers = out; // linear_qkv / MLA's down projections
+        uint32_t ln1_input_of = 0;
+        if (x.mla && x.ql == 0) {
+            ln1_savers |= bit(kMlaUp); // linear_q_proj inside the up-projection region
+            ln1_input_of |= bit(kMlaUp);
+        }
+        // Under the TE spec a dense norm is fused into the next linear and the layernorm label skips it
+        // (RT1): the input norm unless MLA, the pre-MLP norm unless MoE; the worker does the same
+        // (engine/model.cpp).
+        normWorker(m, xs, h, !x.te || x.mla ? kNorm1 : kOutside, ln1_savers, ln1_input_of, 0, true);
 
-    // input_layernorm: its input is the layer input (the previous layer's output).
-    uint32_t ln1_savers = out; // linear_qkv / MLA's down projections
-    uint32_t ln1_input_of = 0;
-    if (x.mla && x.ql == 0) {
-        ln1_savers |= bit(kMlaUp); // linear_q_proj inside the up-projection region
-        ln1_input_of |= bit(kMlaUp);
-    }
-    // Under the TE spec a dense norm is fused into the next linear and the layernorm label skips it (RT1):
-    // the input norm unless MLA, the pre-MLP norm unless MoE; the worker does the same (engine/model.cpp).
-    normWorker(m, xs, h, !x.te || x.mla ? kNorm1 : kOutside, ln1_savers, ln1_input_of, 0, true);
-
-    // Attention up to the core: q, k, v as the core sees them.
-    double q_elems = 0, k_elems = 0, v_elems = 0;
-    if (!x.mla) {
-        const double kvw = x.kv;
-        // The projection's output: only the core_attn checkpoint keeps it (its inputs are views of it);
-        // without it the core copies q, k, v (reshape of narrowed views) and the projection output dies.
-        add(m, T * (nh + 2 * ng) * kvw * d, kOutside, 0, bit(kCoreAttn));
-        if (x.cp > 1) // CP: k and v gathered over the CP ranks (GatherSeq), the core's inputs
-            add(m, 2 * x.cp * T * ng * kvw * d, kOutside, 0, bit(kCoreAttn));
-        q_elems = T * nh * kvw;
-        k_elems = x.cp * T * nh * kvw; // a copy, or repeat_interleave's output under GQA
-        v_elems = x.cp * T * nh * kvw;
-        add(m, q_elems * d, kCoreAttn, bit(kCoreAttn));
-        add(m, k_elems * d, kCoreAttn, bit(kCoreAttn));
-        add(m, v_elems * d, kCoreAttn, bit(kCoreAttn));
-    } else {
-        const double dq = x.dn + x.dr;
-        if (x.ql > 0) {
-            // linear_q_down_proj's output feeds q_layernorm (outside every label in the worker).
-            normWorker(m, xs, x.ql, kOutside, bit(kMlaUp), bit(kMlaUp), 0, false);
-        }
-        // linear_kv_down_proj's output [T, kvl + dr]: k_pe is a view of it (an up-region input);
-        // kv_layernorm on a narrowed view saves the view itself when the dtype is fp32.
-        // The down projections run on the rank's local tokens (Tsp); under SP k_pos_emb is gathered
-        // (GatherSeq, a tensor of its own, the up region's input instead of the view).
-        add(m, Tsp * (x.kvl + x.dr) * d, kOutside, x.fp32 ? (x.rms ? out : 0) : 0, x.sp ? 0 : bit(kMlaUp));
-        if (x.sp)
-            add(m, T * x.dr * d, kOutside, 0, bit(kMlaUp));
-        if (x.rms && x.fp32) {
-            add(m, Tsp * 4, kOutside, out);
-            add(m, Tsp * x.kvl * 4, kOutside, out);
-        } else if (x.rms) {
-            add(m, Tsp * x.kvl * 4, kOutside, out);
-            add(m, Tsp * x.kvl * 4, kOutside, out); // the second fp32 tensor of normWorker (measured)
-            add(m, Tsp * 4, kOutside, out);
-            add(m, Tsp * x.kvl * d, kOutside, out);
+        // Attention up to the core: q, k, v as the core sees them.
+        double q_elems = 0, k_elems = 0, v_elems = 0;
+        if (!x.mla) {
+            const double kvw = x.kv;
+            // The projection's output: only the core_attn checkpoint keeps it (its inputs are views of it);
+            // without it the core copies q, k, v (reshape of narrowed views) and the projection output dies.
+            add(m, T * (nh + 2 * ng) * kvw * d, kOutside, 0, bit(kCoreAttn));
+            if (x.cp > 1) // CP: k and v gathered over the CP ranks (GatherSeq), the core's inputs
+                add(m, 2 * x.cp * T * ng * kvw * d, kOutside, 0, bit(kCoreAttn));
+            q_elems = T * nh * kvw;
+            k_elems = x.cp * T * nh * kvw; // a copy, or repeat_interleave's output under GQA
+            v_elems = x.cp * T * nh * kvw;
+            add(m, q_elems * d, kCoreAttn, bit(kCoreAttn));
+            add(m, k_elems * d, kCoreAttn, bit(kCoreAttn));
+            add(m, v_elems * d, kCoreAttn, bit(kCoreAttn));
         } else {
-            add(m, Tsp * x.kvl * d, kOutside, out); // LayerNorm's contiguous copy of the narrowed input
-            add(m, 2 * Tsp * d, kOutside, out);
+            const double dq = x.dn + x.dr;
+            if (x.ql > 0) {
+                // linear_q_down_proj's output feeds q_layernorm (outside every label in the worker).
+                normWorker(m, xs, x.ql, kOutside, bit(kMlaUp), bit(kMlaUp), 0, false);
+            }
+            // linear_kv_down_proj's output [T, kvl + dr]: k_pe is a view of it (an up-region input);
+            // kv_layernorm on a narrowed view saves the view itself when the dtype is fp32.
+            // The down projections run on the rank's local tokens (Tsp); under SP k_pos_emb is gathered
+            // (GatherSeq, a tensor of its own, the up region's input instead of the view).
+            add(m, Tsp * (x.kvl + x.dr) * d, kOutside, x.fp32 ? (x.rms ? out : 0) : 0,
+                x.sp ? 0 : bit(kMlaUp));
+            if (x.sp)
+                add(m, T * x.dr * d, kOutside, 0, bit(kMlaUp));
+            if (x.rms && x.fp32) {
+                add(m, Tsp * 4, kOutside, out);
+                add(m, Tsp * x.kvl * 4, kOutside, out);
+            } else if (x.rms) {
+                add(m, Tsp * x.kvl * 4, kOutside, out);
+                add(m, Tsp * x.kvl * 4, kOutside, out); // the second fp32 tensor of normWorker (measured)
+                add(m, Tsp * 4, kOutside, out);
+                add(m, Tsp * x.kvl * d, kOutside, out);
+            } else {
+                add(m, Tsp * x.kvl * d, kOutside, out); // LayerNorm's contiguous copy of the narrowed input
+                add(m, 2 * Tsp * d, kOutside, out);
+            }
+            add(m, Tsp * x.kvl * d, kOutside, bit(kMlaUp),
+                bit(kMlaUp)); // kv_layernorm output -> linear_kv_up
+            q_elems = T * nh * dq;
+            k_elems = x.cp * T * nh * dq;
+            v_elems = x.cp * T * nh * x.dv;
+            // query, key (cat of the no-PE part and RoPE), value (contiguous): the up region's outputs; under
+            // CP the core saves the gathered key and value instead (GatherSeq outside the up region).
+            const uint32_t kv_savers = x.cp > 1 ? 0 : bit(kCoreAttn);
+            add(m, q_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+            add(m, T * nh * dq * d, kMlaUp, kv_savers, kv_savers, true);
+            add(m, T * nh * x.dv * d, kMlaUp, kv_savers, kv_savers, true);
+            if (x.cp > 1) {
+                add(m, k_elems * d, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+                add(m, v_elems * d, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+            }
+            const double up_q = T * nh * dq * d, up_kv = T * nh * (x.dn + x.dv) * d;
+            temp(up_q + up_kv);
         }
-        add(m, Tsp * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output -> linear_kv_up
-        q_elems = T * nh * dq;
-        k_elems = x.cp * T * nh * dq;
-        v_elems = x.cp * T * nh * x.dv;
-        // query, key (cat of the no-PE part and RoPE), value (contiguous): the up region's outputs; under
-        // CP the core saves the gathered key and value instead (GatherSeq outside the up region).
-        const uint32_t kv_savers = x.cp > 1 ? 0 : bit(kCoreAttn);
-        add(m, q_elems * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
-        add(m, T * nh * dq * d, kMlaUp, kv_savers, kv_savers, true);
-        add(m, T * nh * x.dv * d, kMlaUp, kv_savers, kv_savers, true);
-        if (x.cp > 1) {
-            add(m, k_elems * d, kOutside, bit(kCoreAttn), bit(kCoreAttn));
-            add(m, v_elems * d, kOutside, bit(kCoreAttn), bit(kCoreAttn));
-        }
-        const double up_q = T * nh * dq * d, up_kv = T * nh * (x.dn + x.dv) * d;
-        temp(up_q + up_kv);
-    }
-    if (x.backend == "unfused") {
-        // Scores (core/attention_softmax.h says which softmax). The torch path keeps the softmax's output,
-        // fp32 under attention_softmax_in_fp32 (the worker converts the 16-bit scores) and its 16-bit cast
-        // for P x V; Megatron's fused kernel keeps only its 16-bit probabilities, which P x V (or dropout)
-        // reads too. Then the dropout mask and the dropped probabilities (kept by P x V).
-        const double softmax_bytes = (x.fused_softmax || !x.softmax_fp32) ? d : 4;
-        add(m, scores * softmax_bytes, kCoreAttn, bit(kCoreAttn));
-        if (x.attn_dropout > 0) {
-            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // mask
-            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // dropped probabilities
-        } else if (softmax_bytes != d) {
-            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // 16-bit probabilities for P x V
-        }
-        if (!x.fused_softmax && !x.fp32) {
-            // The torch path on 16-bit scores. Forward: under attention_softmax_in_fp32 the fp32 copy of the
-            // scores, alive beside the softmax's output until the head returns (and the 16-bit cast beside
-            // the dropout mask and output); else the 16-bit scores. Backward: two fp32 tensors of the scores'
-            // size at once (the probabilities' gradient and the softmax's input gradient: LibTorch 1.13's CPU
-            // softmax backward of bf16 goes through fp32 too), once P x V's (and dropout's) saved tensors
-            // have gone (measured: tst_engine_estimate unfusedSoftmaxWithinFivePercent).
-            const double freed = x.attn_dropout > 0 ? 2 * d : d;
-            const double copy = softmax_bytes == 4 ? 4 + (x.attn_dropout > 0 ? d : 0) : d;
-            temp(scores * copy);
-            m.backward_temp = 2 * m.residual + scores * (8 - freed);
-            m.bwd_at = m.entries.size();
-            m.bwd_at_temp = m.backward_temp;
-        } else if (!x.fp32) {
-            // The kernel: the 16-bit scores beside its output (its fp32 rows are a small slice at a time).
-            temp(scores * d);
+        if (x.backend == "unfused") {
+            // Scores (core/attention_softmax.h says which softmax). The torch path keeps the softmax's
+            // output, fp32 under attention_softmax_in_fp32 (the worker converts the 16-bit scores) and its
+            // 16-bit cast for P x V; Megatron's fused kernel keeps only its 16-bit probabilities, which P x V
+            // (or dropout) reads too. Then the dropout mask and the dropped probabilities (kept by P x V).
+            const double softmax_bytes = (x.fused_softmax || !x.softmax_fp32) ? d : 4;
+            add(m, scores * softmax_bytes, kCoreAttn, bit(kCoreAttn));
+            if (x.attn_dropout > 0) {
+                add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // mask
+                add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // dropped probabilities
+            } else if (softmax_bytes != d) {
+                add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // 16-bit probabilities for P x V
+            }
+            if (!x.fused_softmax && !x.fp32) {
+                // The torch path on 16-bit scores. Forward: under attention_softmax_in_fp32 the fp32 copy of
+                // the scores, alive beside the softmax's output until the head returns (and the 16-bit cast
+                // beside the dropout mask and output); else the 16-bit scores. Backward: two fp32 tensors of
+                // the scores' size at once (the probabilities' gradient and the softmax's input gradient:
+                // LibTorch 1.13's CPU softmax backward of bf16 goes through fp32 too), once P x V's (and
+                // dropout's) saved tensors have gone (measured: tst_engine_estimate
+                // unfusedSoftmaxWithinFivePercent).
+                const double freed = x.attn_dropout > 0 ? 2 * d : d;
+                const double copy = softmax_bytes == 4 ? 4 + (x.attn_dropout > 0 ? d : 0) : d;
+                temp(scores * copy);
+                m.backward_temp = 2 * m.residual + scores * (8 - freed);
+                m.bwd_at = m.entries.size();
+                m.bwd_at_temp = m.backward_temp;
+            } else if (!x.fp32) {
+                // The kernel: the 16-bit scores beside its output (its fp32 rows are a small slice at a
+                // time).
+                temp(scores * d);
+            } else {
+                temp(scores * 2 * d);
+            }
         } else {
-            temp(scores * 2 * d);
-        }
-    } else {
-        // LibTorch 1.13's math path of _scaled_dot_product_attention (CPU): the softmax in the dtype,
-        // dropout's mask and output; at the softmax the scores it is taken of and the causal masks
-        // ([sq, sk] bool and in the dtype) are alive beside it.
-        add(m, scores * d, kCoreAttn, bit(kCoreAttn));
-        temp(scores * d + s * sk * (1 + d));
-        if (x.attn_dropout > 0) {
+            // LibTorch 1.13's math path of _scaled_dot_product_attention (CPU): the softmax in the dtype,
+            // dropout's mask and output; at the softmax the scores it is taken of and the causal masks
+            // ([sq, sk] bool and in the dtype) are alive beside it.
             add(m, scores * d, kCoreAttn, bit(kCoreAttn));
-            add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+            temp(scores * d + s * sk * (1 + d));
+            if (x.attn_dropout > 0) {
+                add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+                add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+            }
+            // The math path keeps its softmax and q, k, v (or their copies) only: the CPU probe's layout rows
+            // (tst_engine_estimate) show no further buffer; with Q compression an fp32 [T, q_lora_rank]
+            // buffer of q_layernorm (measured, not derived).
+            if (x.mla)
+                add(m, Tsp * x.ql * 4, kOutside, out);
         }
-        // The math path keeps its softmax and q, k, v (or their copies) only: the CPU probe's layout rows
-        // (tst_engine_estimate) show no further buffer; with Q compression an fp32 [T, q_lora_rank]
-        // buffer of q_layernorm (measured, not derived).
-        if (x.mla)
-            add(m, Tsp * x.ql * 4, kOutside, out);
+        // The context, laid out [s, b, np * hv] (a copy), kept by linear_proj.
+        add(m, T * nh * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true);
+        if (x.sp) // the gathered input of a column-parallel linear, the row-parallel output before its
+                  // scatter
+            temp(T * h * d);
+        if (x.hidden_dropout > 0)
+            add(m, Tsp * h * d, kOutside, out); // dropout mask after the attention
+    } // the attention
+    if (kind.ffn == LayerFfn::None) {
+        mixerBackward();
+        const ParamCount p = layerParams(x, kind);
+        m.params = p.total();
+        m.largest_param = p.largest;
+        m.param_tensors = p.tensors;
+        return m;
     }
-    // The context, laid out [s, b, np * hv] (a copy), kept by linear_proj.
-    add(m, T * nh * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true);
-    if (x.sp) // the gathered input of a column-parallel linear, the row-parallel output before its scatter
-        temp(T * h * d);
-    if (x.hidden_dropout > 0)
-        add(m, Tsp * h * d, kOutside, out); // dropout mask after the attention
     // pre_mlp_layernorm: its input is the residual after attention.
     uint32_t ln2_savers = 0, ln2_input_of = 0;
     if (moe) {
@@ -610,7 +708,8 @@ LayerModel workerLayer(const Shape& x, bool moe)
         add(m, R * h * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
         add(m, R * glu * Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
         add(m, R * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities
-        if (!x.fused_act) { // the fused function keeps FC1's output and the probabilities only
+        if (!x.fused_act
+            && !x.weighted_sqrelu) { // the fused function keeps FC1's output and the probabilities only
             if (x.gated)
                 add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
             add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
@@ -655,17 +754,245 @@ LayerModel workerLayer(const Shape& x, bool moe)
     }
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * d, kOutside, out); // dropout mask after the MLP
-    const ParamCount p = layerParams(x, moe);
+    mixerBackward();
+    const ParamCount p = layerParams(x, kind);
     m.params = p.total();
     m.largest_param = p.largest;
     m.param_tensors = p.tensors;
     return m;
 }
 
+// The worker's state-space kernels in LibTorch ops (engine/ssm.cpp), their largest moments above the
+// tensors alive before the call: the forward's (without grad inside the custom function) and the backward's
+// (the replay with grad, before autograd's pass through it). Derived from ssm.cpp statement by statement
+// and checked against the CPU probe at marks between the statements (issue 27: the figures below within
+// 1 % of the probe at 11 Mamba and 10 GatedDeltaNet shapes, fp32 and bf16, 6 % at one padded GatedDeltaNet
+// shape); tst_engine_estimate_hybrid checks the layers they sit in. Not Megatron's: its Triton kernels
+// keep their chunk states and matrices in SRAM and HBM scratch far smaller than these.
+struct KernelPeaks {
+    double forward = 0, backward = 0;
+};
+
+// MambaSplitConv1dScanFn with ssdChunkScan: the conv's fp32 chain, then the scan's tensors as they come
+// (fp32 copies of x, B, C in bf16; the cumsum of dA and x dt; each chunk's state, the entering states and
+// their stack; C^T B; the decay matrix; the diagonal, off-diagonal and summed outputs), each moment with the
+// einsum's products beside them. The replay with grad keeps the conv's fp32 input and pre-SiLU output, the
+// gate's gradients, and each einsum's product and permuted copy; its worst moment is its end, or autograd's
+// pass once the decay matrix's gradient and its product's are in flight.
+KernelPeaks mambaKernelPeaks(const Shape& x)
+{
+    const double t = x.tp, d = x.act, H = x.mH / t, G = x.mG / t, P = x.mP, N = x.mN, Q = x.mChunk;
+    const double n = std::ceil(x.s / Q); // chunks per sequence
+    const double Tp = x.b * n * Q; // tokens padded to whole chunks
+    const bool bf = d < 4;
+    const double X = Tp * H * P * 4, TH = Tp * H * 4, THN = Tp * H * N * 4, TGN = Tp * G * N * 4;
+    const double S = x.b * n * H * P * N * 4, CB = Tp * G * Q * 4, decay = Tp * H * Q * 4;
+    const double conv = x.T * x.mConv / t * 4; // the conv's fp32 [T, channels]
+    const double copies = bf || Tp > x.T ? X + 2 * TGN : 0; // x, B, C in fp32 (or padded)
+    const double regroup = G > 1 ? TGN : 0; // C or B permuted for an einsum (no copy with one group)
+    KernelPeaks k;
+    double live = x.T * x.mConv / t * d + 2 * TH + copies + X; // xBC, dt, the copies, dA cumsum, x dt
+    k.forward = std::max(4 * conv, live + 2 * TH + 2 * THN + X + S);
+    live += 3 * S + S / n + CB; // states, entering states and their stack, the last state; C^T B
+    k.forward = std::max({ k.forward, live + 3 * decay, live + 2 * decay + 2 * X });
+    live += decay + X; // the decay matrix, the diagonal part
+    k.forward = std::max(k.forward, live + 2 * X + TH);
+    live += X; // the off-diagonal part
+    k.forward = std::max(k.forward, live + 3 * X);
+    double replay = (bf ? 2 * conv + conv / 2 : 3 * conv) + 2 * TH + (bf ? 3 : 2) * X + copies + TH + X;
+    replay += S + X + THN + TH; // the states with the einsum's product and x dt's copy
+    replay += 2 * S + S / n + CB + 2 * regroup; // entering states, their stack, the last; C^T B (C, B copies)
+    replay += 2 * decay + 2 * X + 2 * X + regroup + TH + X; // y_diag, y_off with their saved inputs, y
+    k.backward = std::max(replay + 2 * X, replay - 3 * X - S + 2 * decay + CB);
+    return k;
+}
+
+// ChunkGatedDeltaRuleFn with gdrChunked (chunk kGdnChunk): q, k beta and v beta in fp32 (k and beta copied
+// in bf16 or when padded), the decay matrices L, K K^T o L and the solve's result per chunk, A in k's dtype,
+// u and w, then the loop over chunks (the attention chain of one chunk beside the outputs so far) and the
+// stack. The replay with grad keeps each product and the chunk loop's pieces; its end is its worst moment
+// (unbind's backward stacks the chunks' gradients once).
+KernelPeaks gdrKernelPeaks(const Shape& x)
+{
+    const double t = x.tp, d = x.act, H = x.gHv / t, K = x.gDk, V = x.gDv, C = kGdnChunk;
+    const double n = std::ceil(x.s / C);
+    const double Tp = x.b * n * C, T = x.T;
+    const bool bf = d < 4, copy = bf || Tp > T;
+    const double TC = Tp * H * C * 4, TK = Tp * H * K * 4, TV = Tp * H * V * 4, TH = Tp * H * 4;
+    const double S0 = x.b * H * K * V * 4, masks = C * C * 4 + 2 * C * C;
+    KernelPeaks k;
+    double live = T * H * 4 + 2 * TK + TV + (copy ? TK + TH : 0); // g's cumsum, q, k beta, v beta
+    k.forward = live + 4 * TC + masks;
+    live += 3 * TC + masks;
+    const double a_out
+        = bf ? T * H * C * d : (n > 1 ? TC : 0); // A permuted to [T, H, C] (a view if one chunk)
+    k.forward = std::max({ k.forward, live + TC, live + TC + a_out });
+    live += a_out + TV + TK + S0; // A, u, w, the state
+    k.forward = std::max({ k.forward, live + (n - 1) / n * TV + 3 * TC / n, live + 3 * TV });
+    k.backward = 2 * TK + TV + (copy ? TK + TV + TH : 0) + 3 * TC + masks + (n > 1 ? 2 * TK : 0) + 2 * TC + TV
+        + (n > 1 ? TV : 0) + 2 * TK + TH + S0 + 2 * TC + 2 * TV + 4 * TK + n * S0 + 2 * TH - TK / n + TV;
+    return k;
+}
+
+// The worker's Mamba layer (engine/model.cpp mambaMixer, engine/ssm.cpp): its norm (the worker's, fused into
+// in_proj by Megatron's spec), zxbcdt in [b, l, d], then what MambaSplitConv1dScanFn keeps (zxbcdt, out_x),
+// the gated RMSNorm's input (a [l, b, d] copy) and rstd, out_proj's input: mamba_ssm's own set. The scan's
+// moment comes once zxbcdt exists; its backward once the norm and out_proj have freed theirs, with the
+// gradient of its output beside it.
+double workerMamba(LayerModel& m, const Shape& x)
+{
+    const double d = x.act, h = x.h, t = x.tp, T = x.T;
+    const uint32_t out = bit(kOutside);
+    Shape xs = x;
+    xs.T = x.Tsp;
+    normWorker(m, xs, h, kOutside, out, 0, 0, false);
+    add(m, T * x.mIn / t * d, kOutside, out); // zxbcdt
+    const KernelPeaks k = mambaKernelPeaks(x);
+    m.forward_temp = k.forward;
+    m.temp_at = m.entries.size();
+    add(m, T * x.mDi / t * d, kOutside, out); // out_x
+    add(m, T * x.mDi / t * d, kOutside, out); // the gated norm's input
+    add(m, T * x.mG / t * 4, kOutside, out); // its rstd
+    add(m, T * x.mDi / t * d, kOutside, out); // its output, out_proj's input
+    if (x.hidden_dropout > 0)
+        add(m, x.Tsp * h * d, kOutside, out);
+    const double later
+        = 2 * T * x.mDi / t * d + T * x.mG / t * 4 + (x.hidden_dropout > 0 ? x.Tsp * h * d : 0);
+    return 2 * m.residual + T * x.mDi / t * d + k.backward - later;
+}
+
+// The worker's GatedDeltaNet (engine/model.cpp gdnMixer): its norm, the conv's contiguous input (FLA's
+// input_guard), the L2 norm's output and rstd, q and k repeated (or copied), v, the fp32 decay (softplus
+// input and output), beta, the gate; then the kernel's (the cumsum of g, A); the gated norm (the worker's
+// RMSNorm on the kernel's output per value head, the SiLU gate's inputs) and out_proj's input. At the
+// kernel's moment in_proj's output, the conv's output and g are locals still alive; at its backward the
+// gate's gradient has reached in_proj's output (a zero-filled [T, in_proj] from the narrow) beside the
+// kernel output's gradient.
+double workerGdn(LayerModel& m, const Shape& x)
+{
+    const double d = x.act, h = x.h, t = x.tp, T = x.T;
+    const double hv = x.gHv / t, hk = x.gHk / t;
+    Shape xs = x;
+    xs.T = x.Tsp;
+    normWorker(m, xs, h, kGdn, bit(kGdn), 0, 0, false);
+    add(m, T * x.gConv / t * d, kGdn, bit(kGdn)); // the conv's input
+    add(m, T * 2 * x.gQk / t * d, kGdn, bit(kGdn)); // l2norm's output
+    add(m, T * 2 * hk * 4, kGdn, bit(kGdn)); // its rstd
+    add(m, x.gHv > x.gHk ? 2 * T * hv * x.gDk * d : 2 * T * x.gQk / t * d, kGdn, bit(kGdn)); // q, k
+    add(m, T * x.gV / t * d, kGdn, bit(kGdn)); // v
+    add(m, 2 * T * hv * 4, kGdn, bit(kGdn)); // softplus's input and output
+    add(m, T * hv * d, kGdn, bit(kGdn)); // beta
+    // The gate, kept by the SiLU gate and by the gdn_norm_out checkpoint.
+    add(m, T * x.gV / t * d, kGdn, bit(kGdnNorm), bit(kGdnNorm));
+    const KernelPeaks k = gdrKernelPeaks(x);
+    m.forward_temp = T * (x.gIn + x.gConv) / t * d + T * hv * 4 + k.forward;
+    m.temp_at = m.entries.size();
+    add(m, T * hv * 4, kGdn, bit(kGdn)); // the cumsum of g
+    add(m, T * hv * kGdnChunk * d, kGdn, bit(kGdn)); // A
+    // The gated norm on the kernel's output (its input kept by the checkpoint only: the worker's RMSNorm
+    // keeps an fp32 copy).
+    const size_t norm_from = m.entries.size();
+    Shape xv = x;
+    xv.T = T * hv; // one row per value head
+    normWorker(m, xv, x.gDv, kGdnNorm, bit(kGdnNorm), 0, 0, false);
+    add(m, T * x.gV / t * d, kGdnNorm, bit(kGdn), 0, true); // the gated output, out_proj's input
+    if (x.hidden_dropout > 0)
+        add(m, x.Tsp * h * d, kOutside, bit(kOutside));
+    double later = T * x.gV / t * d; // the gate
+    for (size_t i = norm_from; i < m.entries.size(); ++i)
+        later += m.entries[i].bytes;
+    return 2 * m.residual + T * (x.gIn + x.gV) / t * d + k.backward - later;
+}
+
 // Megatron Core on a GPU. Where Korthikanti et al. (2022, "Reducing Activation Recomputation in Large
 // Transformer Models", Table 2) gives the term, the comment says so; the rest follows the module that
 // allocates it.
-LayerModel megatronLayer(const Shape& x, bool moe)
+// The input norm fused into the first linear (TELayerNormColumnParallelLinear: it keeps its input, the
+// statistics and the normalised output for the weight gradient), as a hybrid stack's Mamba and
+// GatedDeltaNet layers have it (hybrid_layer_specs.py in_proj).
+void megatronFusedNorm(LayerModel& m, const Shape& x, uint32_t out_savers, uint32_t input_of)
+{
+    const double d = x.act, h = x.h, Tsp = x.Tsp;
+    add(m, Tsp * h * d, kOutside, bit(kOutside) | out_savers, input_of); // the layer input [Korthikanti]
+    add(m, 2 * Tsp * 4, kOutside, bit(kOutside) | out_savers);
+    add(m, Tsp * h * d, kOutside, bit(kOutside) | out_savers); // the normalised output, kept for wgrad
+}
+
+// A Mamba layer (ssm/mamba_layer.py, mamba_mixer.py _ssm_training with use_mamba_mem_eff_path, Megatron's
+// default) as mamba_ssm's kernels keep it: MambaSplitConv1dScanCombinedFn (ops/triton/ssd_combined.py)
+// saves the in_proj output zxbcdt and the scan's ungated output out_x (it recomputes the conv in
+// backward); the gated RMSNorm (ops/triton/layernorm_gated.py LayerNormFn, called with z=None) keeps its
+// input and rstd per group; out_proj keeps the norm's output. No recompute label reaches inside it.
+void megatronMamba(LayerModel& m, const Shape& x)
+{
+    const double d = x.act, h = x.h, t = x.tp, T = x.T, Tsp = x.Tsp;
+    const uint32_t out = bit(kOutside);
+    megatronFusedNorm(m, x, 0, 0);
+    add(m, T * x.mIn / t * d, kOutside, out); // zxbcdt [b, l, 2 d_inner + 2 G N + H]
+    add(m, T * x.mDi / t * d, kOutside, out); // out_x: the scan's output before the gate
+    add(m, T * x.mDi / t * d, kOutside, out); // y = out_x * silu(z): the norm's input
+    add(m, T * x.mG / t * 4, kOutside, out); // the norm's rstd, fp32 per group
+    add(m, T * x.mDi / t * d, kOutside, out); // the norm's output, out_proj's input
+    if (x.hidden_dropout > 0)
+        add(m, Tsp * h * 1, kOutside, out); // mamba_bda's dropout mask
+    // Inside the fused scan (forward): the activated conv output x B C, the chunk states (fp32, one
+    // [H, P, N] per chunk), C^T B per chunk (fp32) and the per-head cumulative decay and dt (fp32).
+    const double chunks = std::ceil(x.s / x.mChunk) * x.b;
+    const double xbc = T * x.mConv / t * d;
+    const double states = chunks * x.mH / t * x.mP * x.mN * 4;
+    const double cb = chunks * x.mG / t * x.mChunk * x.mChunk * 4;
+    m.forward_temp = std::max(m.forward_temp, xbc + states + cb + 2 * T * x.mH / t * 4);
+    m.temp_at = m.entries.size();
+    // Its backward: the conv recomputed, dzxbcdt and dxBC, the states and their gradient, C^T B.
+    m.backward_temp = std::max(m.backward_temp,
+        2 * m.residual + xbc + T * x.mIn / t * d + xbc + 2 * states + cb + T * x.mDi / t * d);
+}
+
+// A GatedDeltaNet module (ssm/gated_delta_net/gdn.py, common.py) with FLA's kernels: the causal conv
+// (fla.modules.conv: its input made contiguous by input_guard), the L2 norm of q and k (L2NormFunction: its
+// output and rstd), q and k repeated to the value heads, v, the decay g and beta as chunk_gated_delta_rule
+// keeps them (with its [T, heads, 64] solved matrix A), the output gate z; then _gated_norm_and_a2a (the
+// gdn_norm_out region): the out_norm's input and rstd, its output kept by the gate multiply, the gated
+// output kept by out_proj. The whole module is the gdn region (dev).
+void megatronGdn(LayerModel& m, const Shape& x)
+{
+    const double d = x.act, h = x.h, t = x.tp, T = x.T, Tsp = x.Tsp;
+    const uint32_t out = bit(kOutside);
+    const double hv = x.gHv / t, hk = x.gHk / t;
+    // gdn_norm_out's region lies inside gdn's (the label table's parent): entries saved inside the module
+    // name kGdn, those of the gated norm kGdnNorm.
+    // The module's input is the layer input (in_proj fuses the input norm): the gdn checkpoint keeps it.
+    add(m, Tsp * h * d, kOutside, bit(kGdn), bit(kGdn));
+    add(m, 2 * Tsp * 4, kGdn, bit(kGdn));
+    add(m, Tsp * h * d, kGdn, bit(kGdn)); // the normalised input, kept for wgrad
+    add(m, T * x.gConv / t * d, kGdn, bit(kGdn)); // the conv's input q k v (a contiguous copy)
+    add(m, T * 2 * x.gQk / t * d, kGdn, bit(kGdn)); // l2norm's output
+    add(m, T * 2 * hk * 4, kGdn, bit(kGdn)); // l2norm's rstd (fp32)
+    // q and k for the kernel: repeated to the value heads, or contiguous copies of the l2norm's halves.
+    const double qk_kernel = x.gHv > x.gHk ? 2 * T * hv * x.gDk * d : 2 * T * x.gQk / t * d;
+    add(m, qk_kernel, kGdn, bit(kGdn));
+    add(m, T * x.gV / t * d, kGdn, bit(kGdn)); // v (contiguous copy)
+    add(m, T * hv * 4 * 2, kGdn, bit(kGdn)); // g: the gate's fp32 decay (softplus) and its chunk cumsum
+    add(m, T * hv * d, kGdn, bit(kGdn)); // beta = sigmoid(b)
+    add(m, T * hv * kGdnChunk * d, kGdn, bit(kGdn)); // A: the solved (I + A)^-1 per chunk
+    add(m, T * x.gV / t * d, kGdn, bit(kGdnNorm), bit(kGdnNorm)); // core_attn_out: out_norm's input
+    add(m, T * x.gV / t * d, kGdn, bit(kGdnNorm), bit(kGdnNorm)); // the gate z (contiguous)
+    add(m, T * hv * 4, kGdnNorm, bit(kGdnNorm)); // out_norm's rstd per value head
+    add(m, T * x.gV / t * d, kGdnNorm, bit(kGdnNorm)); // out_norm's output, kept by the gate multiply
+    add(m, T * x.gV / t * d, kGdnNorm, bit(kGdn), 0, true); // the gated output, out_proj's input
+    if (x.hidden_dropout > 0)
+        add(m, Tsp * h * 1, kOutside, out);
+    // Inside the kernel: w and u ([T, Hv, K] and [T, Hv, V]), the chunk states h (one [Hv, K, V] per
+    // chunk, 16-bit) and v_new.
+    const double chunks = std::ceil(x.s / kGdnChunk) * x.b;
+    const double states = chunks * hv * x.gDk * x.gDv * d;
+    m.forward_temp = std::max(m.forward_temp, T * hv * (x.gDk + 2 * x.gDv) * d + states);
+    m.temp_at = m.entries.size();
+    m.backward_temp
+        = std::max(m.backward_temp, 2 * m.residual + 2 * states + T * hv * (2 * x.gDk + 3 * x.gDv) * d);
+}
+
+LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
 {
     LayerModel m;
     const double d = x.act, h = x.h, t = x.tp, b = x.b, s = x.s;
@@ -674,75 +1001,89 @@ LayerModel megatronLayer(const Shape& x, bool moe)
     const uint32_t out = bit(kOutside);
     const double mask_byte = 1; // torch's native_dropout keeps a bool mask
     m.residual = Tsp * h * d;
+    const bool moe = kind.ffn == LayerFfn::Moe;
+    if (kind.mixer == LayerMixer::Mamba)
+        megatronMamba(m, x);
+    else if (kind.mixer == LayerMixer::GatedDeltaNet)
+        megatronGdn(m, x);
+    if (kind.mixer == LayerMixer::Attention) {
+        // input_layernorm: under the TE spec fused into linear_qkv (TELayerNormColumnParallelLinear keeps the
+        // input and the normalised output; Korthikanti: 2sbh/t each with SP); a separate module under the
+        // local spec and for MLA (label layernorm).
+        const bool norm1_module = !x.te || x.mla;
+        const int n1 = norm1_module ? kNorm1 : kOutside;
+        add(m, Tsp * h * d, kOutside, bit(n1), norm1_module ? bit(kNorm1) : 0); // layer input [Korthikanti]
+        add(m, 2 * Tsp * 4, n1, bit(n1)); // mean / rstd (fp32)
+        uint32_t ln1_savers = out, ln1_input_of = 0;
+        if (x.mla && x.ql == 0) {
+            ln1_savers |= bit(kMlaUp);
+            ln1_input_of |= bit(kMlaUp);
+        }
+        add(m, Tsp * h * d, n1, ln1_savers, ln1_input_of, norm1_module); // QKV input [Korthikanti 2sbh/t]
 
-    // input_layernorm: under the TE spec fused into linear_qkv (TELayerNormColumnParallelLinear keeps the
-    // input and the normalised output; Korthikanti: 2sbh/t each with SP); a separate module under the
-    // local spec and for MLA (label layernorm).
-    const bool norm1_module = !x.te || x.mla;
-    const int n1 = norm1_module ? kNorm1 : kOutside;
-    add(m, Tsp * h * d, kOutside, bit(n1), norm1_module ? bit(kNorm1) : 0); // layer input [Korthikanti]
-    add(m, 2 * Tsp * 4, n1, bit(n1)); // mean / rstd (fp32)
-    uint32_t ln1_savers = out, ln1_input_of = 0;
-    if (x.mla && x.ql == 0) {
-        ln1_savers |= bit(kMlaUp);
-        ln1_input_of |= bit(kMlaUp);
-    }
-    add(m, Tsp * h * d, n1, ln1_savers, ln1_input_of, norm1_module); // QKV input [Korthikanti 2sbh/t]
-
-    double q_w = 0, k_w = 0, v_w = 0; // per-token widths of q, k, v on this rank
-    if (!x.mla) {
-        q_w = np * x.kv;
-        k_w = v_w = ng * x.kv;
-        // linear_qkv's output; q, k, v are views of it [Korthikanti: Q, K 4sbh/t, V 2sbh/t for MHA].
-        const double qkv = T * (np + 2 * ng) * x.kv * d;
-        if (x.backend == "unfused") {
-            add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
-            if (ng < np) // repeat_interleave of key and value (dot_product_attention.py, GQA)
-                add(m, 2 * T * np * x.kv * d, kCoreAttn, bit(kCoreAttn));
+        double q_w = 0, k_w = 0, v_w = 0; // per-token widths of q, k, v on this rank
+        if (!x.mla) {
+            q_w = np * x.kv;
+            k_w = v_w = ng * x.kv;
+            // linear_qkv's output; q, k, v are views of it [Korthikanti: Q, K 4sbh/t, V 2sbh/t for MHA].
+            const double qkv = T * (np + 2 * ng) * x.kv * d;
+            if (x.backend == "unfused") {
+                add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+                if (ng < np) // repeat_interleave of key and value (dot_product_attention.py, GQA)
+                    add(m, 2 * T * np * x.kv * d, kCoreAttn, bit(kCoreAttn));
+            } else {
+                add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+            }
         } else {
-            add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+            const double dq = x.dn + x.dr;
+            if (x.ql > 0) {
+                // linear_q_down_proj on the local tokens, then q_layernorm (kept: its input and output)
+                add(m, Tsp * x.ql * d, kOutside, out);
+                add(m, T * x.ql * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // gathered, normalised q
+            }
+            add(m, T * (x.kvl + x.dr) * d, kOutside, out,
+                bit(kMlaUp)); // kv compressed (gathered) + k_pos_emb
+            add(m, T * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output
+            q_w = np * dq;
+            k_w = np * dq;
+            v_w = np * x.dv;
+            // query, key (cat with RoPE) and the kv up-projection's output (value is a view of it):
+            // multi_latent_attention.py get_query_key_value_tensors.
+            add(m, T * q_w * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+            add(m, T * k_w * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+            add(m, T * np * (x.dn + x.dv) * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+            m.forward_temp = std::max(m.forward_temp, T * np * dq * d);
         }
-    } else {
-        const double dq = x.dn + x.dr;
-        if (x.ql > 0) {
-            // linear_q_down_proj on the local tokens, then q_layernorm (kept: its input and output)
-            add(m, Tsp * x.ql * d, kOutside, out);
-            add(m, T * x.ql * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // gathered, normalised q
+        if (x.backend == "unfused") {
+            // dot_product_attention.py: baddbmm into the global memory buffer (persistent, counted once per
+            // rank as "other"), FusedScaleMaskSoftmax, attention dropout, P x V. Korthikanti: 5as^2b/t with a
+            // 1-byte mask; the torch softmax path keeps the fp32 probabilities (attention_softmax_in_fp32).
+            const double scores = b * np * s * s;
+            const double softmax_bytes = (x.fused_softmax || !x.softmax_fp32) ? d : 4;
+            add(m, scores * softmax_bytes, kCoreAttn, bit(kCoreAttn));
+            if (x.attn_dropout > 0) {
+                add(m, scores * mask_byte, kCoreAttn, bit(kCoreAttn));
+                add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+            } else if (softmax_bytes != d) {
+                add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // probabilities cast back for P x V
+            }
+            m.forward_temp = std::max(m.forward_temp, scores * (softmax_bytes + d));
+            add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true); // context -> linear_proj
+        } else {
+            // Flash / cuDNN fused attention keeps q, k, v, its output and the fp32 softmax statistics.
+            add(m, b * np * s * 4, kCoreAttn, bit(kCoreAttn));
+            add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out | bit(kCoreAttn), 0, true);
         }
-        add(m, T * (x.kvl + x.dr) * d, kOutside, out, bit(kMlaUp)); // kv compressed (gathered) + k_pos_emb
-        add(m, T * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output
-        q_w = np * dq;
-        k_w = np * dq;
-        v_w = np * x.dv;
-        // query, key (cat with RoPE) and the kv up-projection's output (value is a view of it):
-        // multi_latent_attention.py get_query_key_value_tensors.
-        add(m, T * q_w * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
-        add(m, T * k_w * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
-        add(m, T * np * (x.dn + x.dv) * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
-        m.forward_temp = std::max(m.forward_temp, T * np * dq * d);
+        if (x.hidden_dropout > 0)
+            add(m, Tsp * h * mask_byte, kOutside, out); // bias-dropout-add mask [Korthikanti sbh/t]
+    } // the attention
+    if (kind.ffn == LayerFfn::None) {
+        const ParamCount p = layerParams(x, kind);
+        m.params = p.total();
+        m.largest_param = p.largest;
+        m.param_tensors = p.tensors;
+        return m;
     }
-    if (x.backend == "unfused") {
-        // dot_product_attention.py: baddbmm into the global memory buffer (persistent, counted once per
-        // rank as "other"), FusedScaleMaskSoftmax, attention dropout, P x V. Korthikanti: 5as^2b/t with a
-        // 1-byte mask; the torch softmax path keeps the fp32 probabilities (attention_softmax_in_fp32).
-        const double scores = b * np * s * s;
-        const double softmax_bytes = (x.fused_softmax || !x.softmax_fp32) ? d : 4;
-        add(m, scores * softmax_bytes, kCoreAttn, bit(kCoreAttn));
-        if (x.attn_dropout > 0) {
-            add(m, scores * mask_byte, kCoreAttn, bit(kCoreAttn));
-            add(m, scores * d, kCoreAttn, bit(kCoreAttn));
-        } else if (softmax_bytes != d) {
-            add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // probabilities cast back for P x V
-        }
-        m.forward_temp = std::max(m.forward_temp, scores * (softmax_bytes + d));
-        add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true); // context -> linear_proj
-    } else {
-        // Flash / cuDNN fused attention keeps q, k, v, its output and the fp32 softmax statistics.
-        add(m, b * np * s * 4, kCoreAttn, bit(kCoreAttn));
-        add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out | bit(kCoreAttn), 0, true);
-    }
-    if (x.hidden_dropout > 0)
-        add(m, Tsp * h * mask_byte, kOutside, out); // bias-dropout-add mask [Korthikanti sbh/t]
 
     // pre_mlp_layernorm: a module before MoE and under the local spec; for dense TE layers the norm is
     // linear_fc1's (TELayerNormColumnParallelLinear, pre_mlp_layernorm an IdentityOp): its input, the
@@ -777,8 +1118,9 @@ LayerModel megatronLayer(const Shape& x, bool moe)
         add(m, R * glu * x.Fm / x.etp * d, kMoe, bit(kMoeAct), bit(kMoeAct));
         add(m, R * x.Fm / x.etp * d, kMoeAct, bit(kMoe), 0, true);
         // Unfused (bias_activation_fusion off, experts.py bias_act_func): act(a) [* b] kept by the multiply
-        // by the probabilities, and act(a) by act(a) * b under GLU; the fused function keeps neither.
-        if (!x.fused_act)
+        // by the probabilities, and act(a) by act(a) * b under GLU; the fused function (and the fused
+        // weighted squared ReLU, weighted_squared_relu_impl) keeps neither.
+        if (!x.fused_act && !x.weighted_sqrelu)
             add(m, (x.gated ? 2 : 1) * R * x.Fm / x.etp * d, kMoeAct, bit(kMoeAct));
         // Combine: the unpermute keeps its index map (int32 per routed token).
         add(m, Tsp * x.topk * 4 * 2, kMoe, bit(kMoe));
@@ -792,16 +1134,16 @@ LayerModel megatronLayer(const Shape& x, bool moe)
     }
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * mask_byte, kOutside, out);
-    const ParamCount p = layerParams(x, moe);
+    const ParamCount p = layerParams(x, kind);
     m.params = p.total();
     m.largest_param = p.largest;
     m.param_tensors = p.tensors;
     return m;
 }
 
-LayerModel layerModel(const Shape& x, bool moe)
+LayerModel layerModel(const Shape& x, const LayerKind& kind)
 {
-    LayerModel m = x.layout == Layout::Worker ? workerLayer(x, moe) : megatronLayer(x, moe);
+    LayerModel m = x.layout == Layout::Worker ? workerLayer(x, kind) : megatronLayer(x, kind);
     // Backward of one layer: the residual gradient in and out, and the gradient of the largest tensor it
     // keeps alongside that tensor's producer's gradient.
     double largest = 0;
@@ -839,24 +1181,78 @@ Active activeOf(const Recipe& r)
     return a;
 }
 
-int checkpointCount(const Active& a, const LayerModel& m, bool moe, const Shape& x)
+// The checkpoints one layer of this kind makes under the choice (the worker keeps a generator state for
+// each). A GPT layer counts core_attn and both norms whatever the spec fuses, as the worker's plan did
+// before hybrid stacks; a hybrid layer counts only the regions it has.
+int checkpointCount(const Active& a, const LayerKind& kind, const Shape& x)
 {
-    (void)m;
+    const bool gpt = kind.symbol == 0;
+    const bool attention = kind.mixer == LayerMixer::Attention;
     int n = 0;
     for (int reg = 1; reg < kRegionCount; ++reg) {
         if (!a.effective(reg))
             continue;
-        if (reg == kMoeAct || reg == kMoe || reg == kShared)
-            n += moe && (reg != kShared || x.Fs > 0) ? 1 : 0;
-        else if (reg == kMlp)
-            n += moe ? 0 : 1;
-        else if (reg == kMlaUp)
-            n += x.mla ? 1 : 0;
-        else
-            ++n;
+        bool present = false;
+        switch (reg) {
+        case kCoreAttn:
+            present = attention;
+            break;
+        case kMlaUp:
+            present = attention && x.mla;
+            break;
+        case kNorm1:
+            present = gpt || (attention && (!x.te || x.mla));
+            break;
+        case kNorm2:
+            present = gpt || kind.ffn == LayerFfn::Moe || (kind.ffn == LayerFfn::Dense && !x.te);
+            break;
+        case kMoeAct:
+        case kMoe:
+            present = kind.ffn == LayerFfn::Moe;
+            break;
+        case kShared:
+            present = kind.ffn == LayerFfn::Moe && x.Fs > 0;
+            break;
+        case kMlp:
+            present = kind.ffn == LayerFfn::Dense;
+            break;
+        case kGdnNorm:
+        case kGdn:
+            present = kind.mixer == LayerMixer::GatedDeltaNet;
+            break;
+        default:
+            break;
+        }
+        n += present ? 1 : 0;
     }
     return n;
 }
+
+// Every layer's kind and one model per kind that occurs (model_shape.h layerKinds: the hybrid pattern, or
+// attention / GatedDeltaNet with a dense or MoE MLP).
+struct LayerModels {
+    std::vector<LayerKind> kinds; // per global layer
+    std::vector<LayerModel> models; // by LayerKind::id()
+    std::vector<ParamCount> params; // by LayerKind::id()
+    std::vector<bool> built;
+    LayerModels(const Recipe& r, const Shape& x)
+        : kinds(layerKinds(r))
+        , models(kLayerKindIds)
+        , params(kLayerKindIds)
+        , built(kLayerKindIds, false)
+    {
+        for (const LayerKind& k : kinds) {
+            if (built[static_cast<size_t>(k.id())])
+                continue;
+            built[static_cast<size_t>(k.id())] = true;
+            models[static_cast<size_t>(k.id())] = layerModel(x, k);
+            params[static_cast<size_t>(k.id())] = layerParams(x, k);
+        }
+    }
+    const LayerKind& kind(int layer) const { return kinds[static_cast<size_t>(layer)]; }
+    const LayerModel& of(int layer) const { return models[static_cast<size_t>(kind(layer).id())]; }
+    const ParamCount& paramsOf(int layer) const { return params[static_cast<size_t>(kind(layer).id())]; }
+};
 
 // ---------------------------------------------------------------------------------------------------------
 struct StageLayout {
@@ -948,14 +1344,13 @@ struct LayerFigures {
 class StageEstimator {
 public:
     StageEstimator(const Recipe& r_, const Shape& x_, const StageLayout& st_, int stage_index_,
-        const Active& sel_, const LayerModel& dense_, const LayerModel& moe_layer_)
+        const Active& sel_, const LayerModels& layers_)
         : r(r_)
         , x(x_)
         , st(st_)
         , stage_index(stage_index_)
         , sel(sel_)
-        , dense(dense_)
-        , moe_layer(moe_layer_)
+        , layers(layers_)
         , worker(x_.layout == Layout::Worker)
         , d(x_.act)
         , h(x_.h)
@@ -1010,8 +1405,7 @@ private:
     const StageLayout& st;
     const int stage_index;
     const Active& sel;
-    const LayerModel& dense;
-    const LayerModel& moe_layer;
+    const LayerModels& layers;
     const bool worker;
     const double d, h, T, Tsp, V, t;
     const bool holds_embedding, holds_output;
@@ -1075,9 +1469,8 @@ void StageEstimator::actTerms(Builder& bld, double current) const
 void StageEstimator::stageParameters()
 {
     // ---- parameters of the stage ----
-    const ParamCount dense_params = layerParams(x, false), moe_params = layerParams(x, true);
     for (int g : st.layers) {
-        const ParamCount& p = isMoeLayer(r, g) ? moe_params : dense_params;
+        const ParamCount& p = layers.paramsOf(g);
         params.dense += p.dense;
         params.expert += p.expert;
         params.largest = std::max(params.largest, p.largest);
@@ -1231,9 +1624,9 @@ void StageEstimator::layerActivations()
 {
     // ---- activations of one micro-batch of this stage ----
     lf.assign(st.layers.size(), LayerFigures {});
-    const auto selective = [&](const LayerModel& L, bool is_moe) {
+    const auto selective = [&](const LayerModel& L, const LayerKind& kind) {
         LayerFigures f;
-        f.retained = L.retained(sel, static_cast<int>(checkpointCount(sel, L, is_moe, x) * ckpt_state));
+        f.retained = L.retained(sel, static_cast<int>(checkpointCount(sel, kind, x) * ckpt_state));
         f.replay = L.replay(sel);
         f.fwd_temp = L.forward_temp;
         f.bwd_temp = L.backward_temp;
@@ -1241,8 +1634,17 @@ void StageEstimator::layerActivations()
         f.fwd_point = L.temp_at == SIZE_MAX ? f.retained : L.retainedUpTo(sel, L.temp_at);
         return f;
     };
-    const LayerFigures dense_fig = selective(dense, false);
-    const LayerFigures moe_fig = x.experts > 0 ? selective(moe_layer, true) : dense_fig;
+    std::vector<LayerFigures> figs(kLayerKindIds);
+    for (size_t id = 0; id < figs.size(); ++id)
+        if (layers.built[id]) {
+            const LayerKind* kind = nullptr;
+            for (const LayerKind& k : layers.kinds)
+                if (static_cast<size_t>(k.id()) == id) {
+                    kind = &k;
+                    break;
+                }
+            figs[id] = selective(layers.models[id], *kind);
+        }
     {
         // Full recompute units per chunk (docs/rules.md "Full recompute"): uniform groups of k layers, block
         // the first k layers of each chunk one by one.
@@ -1252,9 +1654,7 @@ void StageEstimator::layerActivations()
             while (end < st.layers.size() && st.chunk[end] == st.chunk[i])
                 ++end;
             const int n = static_cast<int>(end - i);
-            auto layerAt = [&](size_t j) -> const LayerModel& {
-                return isMoeLayer(r, st.layers[j]) ? moe_layer : dense;
-            };
+            auto layerAt = [&](size_t j) -> const LayerModel& { return layers.of(st.layers[j]); };
             if (full && (method == "uniform" || method == "block") && k > 0) {
                 std::vector<std::pair<int, int>> units; // first, count (checkpointed)
                 std::vector<bool> ck;
@@ -1318,7 +1718,7 @@ void StageEstimator::layerActivations()
                 }
             } else {
                 for (size_t j = i; j < end; ++j)
-                    lf[j] = isMoeLayer(r, st.layers[j]) ? moe_fig : dense_fig;
+                    lf[j] = figs[static_cast<size_t>(layers.kind(st.layers[j]).id())];
             }
             i = end;
         }
@@ -1353,6 +1753,17 @@ void StageEstimator::embeddingAndHead()
             head_note
                 = "Megatron's cross-entropy: fp32 softmax [T, V] kept; the 16-bit logits during the loss "
                   "and, in backward, their 16-bit gradient and the output layer's input gradient";
+        } else if (x.ce_te) {
+            // Transformer Engine's parallel_cross_entropy (cross_entropy_loss_fusion with
+            // cross_entropy_fusion_impl te; language_module.py compute_language_model_loss): the Triton
+            // kernels keep the 16-bit logits and three fp32 statistics per row (max, sum, the target's
+            // logit), and write the gradient into the logits in place in backward; no fp32 copy.
+            head += T * V / t * d + T * 3 * 4;
+            head_fwd = 0;
+            head_bwd = T * h * d;
+            head_source = "transformer_engine/pytorch/triton/cross_entropy.py (te_parallel_cross_entropy)";
+            head_note = "TE's fused cross-entropy: the 16-bit logits [s*b, V/TP] kept, holding their own "
+                        "gradient; in backward the output layer's input gradient in flight";
         } else {
             // tensor_parallel/cross_entropy.py: the fp32 copy of the logits is turned into the softmax in
             // place and kept; the 16-bit logits live through the loss.
@@ -1526,7 +1937,7 @@ void StageEstimator::workerPipelineSchedule()
         f.loss = c == nc - 1 && st.last;
         double acts = f.from_tokens ? embed : 0;
         if (!f.from_tokens && f.i0 < f.i1 && !full_units) {
-            const LayerModel& L0 = isMoeLayer(r, st.layers[f.i0]) ? moe_layer : dense;
+            const LayerModel& L0 = layers.of(st.layers[f.i0]);
             if (L0.entries.empty() || retainedBytes(L0.entries.front(), sel) <= 0)
                 acts += boundary; // the received activation, kept by the schedule only
         }
@@ -1704,13 +2115,27 @@ RankEstimate StageEstimator::optimizerPhases()
             rank.peak_phase = p.phase;
         }
     }
+    // The first iteration: Adam's moments are created by its optimizer step (torch.optim / Transformer
+    // Engine's FusedAdam initialise their state lazily; the distributed optimizer keeps its fp32 main
+    // parameters from the start; the worker's optimizer-init step likewise), so its forward and backward
+    // hold everything but the moments.
+    for (const auto& p : rank.phases) {
+        const int64_t held = p.phase == "forward" || p.phase == "backward"
+            ? p.peak_bytes - p.category("optimizer_states")
+            : p.phase == "optimizer-init" ? p.peak_bytes
+                                          : 0;
+        if (held > rank.first_iteration_peak_bytes) {
+            rank.first_iteration_peak_bytes = held;
+            rank.first_iteration_phase = p.phase;
+        }
+    }
     return rank;
 }
 
 RankEstimate estimateStage(const Recipe& r, const Shape& x, const StageLayout& st, int stage_index,
-    const Active& sel, const LayerModel& dense, const LayerModel& moe_layer)
+    const Active& sel, const LayerModels& layers)
 {
-    return StageEstimator(r, x, st, stage_index, sel, dense, moe_layer).run();
+    return StageEstimator(r, x, st, stage_index, sel, layers).run();
 }
 
 } // namespace
@@ -1824,15 +2249,25 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     else if (chunks > pipelineSplitLayers(r))
         e.not_estimated = std::to_string(chunks) + " pipeline chunks for "
             + std::to_string(pipelineSplitLayers(r)) + " layers in the split (RS28)";
+    else if (isHybrid(r) && hybridLayerCount(r) != r.num_layers)
+        e.not_estimated = "num_layers=" + std::to_string(r.num_layers) + " is not the "
+            + std::to_string(hybridLayerCount(r)) + " layers of hybrid_layer_pattern (M8, B10, RT17)";
+    if (e.not_estimated.empty() && isHybrid(r)) {
+        for (const LayerKind& k : layerKinds(r))
+            if (k.mixer == LayerMixer::Unmodelled) {
+                e.not_estimated = "hybrid_layer_pattern has " + layerKindName(k)
+                    + " layers, which the estimate does not build (RS38, RT18)";
+                break;
+            }
+    }
     if (!e.not_estimated.empty())
         return e;
     const Shape x = shapeOf(r, layout);
     const Active sel = activeOf(r);
-    const LayerModel dense = layerModel(x, false);
-    const LayerModel moe = x.experts > 0 ? layerModel(x, true) : dense;
+    const LayerModels layers(r, x);
     const auto stages = stagesOf(r);
     for (size_t p = 0; p < stages.size(); ++p)
-        e.ranks.push_back(estimateStage(r, x, stages[p], static_cast<int>(p), sel, dense, moe));
+        e.ranks.push_back(estimateStage(r, x, stages[p], static_cast<int>(p), sel, layers));
     for (const RankEstimate& rank : e.ranks) {
         if (rank.peak_bytes >= int64_t(kMaxEstimateBytes)) {
             MemoryEstimate none;
@@ -1847,6 +2282,8 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
             e.peak_bytes = e.ranks[i].peak_bytes;
             e.hottest = static_cast<int>(i);
         }
+        e.first_iteration_peak_bytes
+            = std::max(e.first_iteration_peak_bytes, e.ranks[i].first_iteration_peak_bytes);
     }
     if (layout == Layout::Worker && e.ranks.size() > 1) {
         // The worker runs by default the stage the Megatron layout names the hottest
@@ -1907,12 +2344,20 @@ LayerActivations activationsPerLayer(const Recipe& r, Layout layout)
     const Shape x = shapeOf(r, layout);
     const Active sel = activeOf(r);
     const double state = layout == Layout::Worker ? kWorkerRngState : 0;
-    const LayerModel dense = layerModel(x, false);
+    const auto bytes = [&](const LayerKind& k) {
+        const LayerModel m = layerModel(x, k);
+        return toBytes(m.retained(sel, static_cast<int>(checkpointCount(sel, k, x) * state)));
+    };
     LayerActivations a;
-    a.dense = toBytes(dense.retained(sel, static_cast<int>(checkpointCount(sel, dense, false, x) * state)));
-    if (x.experts > 0) {
-        const LayerModel moe = layerModel(x, true);
-        a.moe = toBytes(moe.retained(sel, static_cast<int>(checkpointCount(sel, moe, true, x) * state)));
+    a.dense = bytes(LayerKind { LayerMixer::Attention, LayerFfn::Dense, 0 });
+    if (x.experts > 0)
+        a.moe = bytes(LayerKind { LayerMixer::Attention, LayerFfn::Moe, 0 });
+    std::vector<int> seen;
+    for (const LayerKind& k : layerKinds(r)) {
+        if (std::find(seen.begin(), seen.end(), k.id()) != seen.end())
+            continue;
+        seen.push_back(k.id());
+        a.by_kind.push_back({ layerKindName(k), bytes(k) });
     }
     return a;
 }
@@ -1939,10 +2384,13 @@ nlohmann::json estimateToJson(const MemoryEstimate& e)
             cats[t.category] = cats.value(t.category, int64_t(0)) + t.bytes;
         ranks.push_back({ { "stage", r.stage }, { "scope", r.scope }, { "peak_bytes", r.peak_bytes },
             { "phase", r.peak_phase }, { "in_flight_micro_batches", r.in_flight_micro_batches },
+            { "first_iteration",
+                { { "peak_bytes", r.first_iteration_peak_bytes }, { "phase", r.first_iteration_phase } } },
             { "categories", cats }, { "phases", phases } });
     }
     return { { "layout", layoutName(e.layout) }, { "choice", e.choice },
         { "peak_allocated_bytes", e.peak_bytes },
+        { "first_iteration_peak_allocated_bytes", e.first_iteration_peak_bytes },
         { "hottest_stage", e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage },
         { "ranks", ranks }, { "assumptions", e.assumptions } };
 }

@@ -23,6 +23,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -61,6 +62,11 @@ struct RankEstimate {
     int64_t peak_bytes = 0;
     std::string peak_phase;
     std::vector<PhaseEstimate> phases; // forward, backward, optimizer, optimizer-init
+    // The first iteration's peak: its forward and backward run before the first optimizer step creates
+    // Adam's moments, so they hold everything but the optimizer_states; its step is optimizer-init.
+    // What Megatron-LM reports "after iteration 1"; peak_bytes is "from iteration 2 on".
+    int64_t first_iteration_peak_bytes = 0;
+    std::string first_iteration_phase;
     const PhaseEstimate* phase(const std::string& name) const;
     const PhaseEstimate& peak() const;
 };
@@ -68,7 +74,8 @@ struct RankEstimate {
 struct MemoryEstimate {
     Layout layout = Layout::Megatron;
     std::string choice; // the recompute choice's label: "[]", "core_attn,moe_act", "full:uniform:1"
-    int64_t peak_bytes = 0; // the hottest rank's peak
+    int64_t peak_bytes = 0; // the hottest rank's peak (from the second iteration on)
+    int64_t first_iteration_peak_bytes = 0; // the largest first-iteration peak of any rank
     int hottest = 0; // index into ranks
     std::vector<RankEstimate> ranks; // one per pipeline stage, in stage order
     std::vector<std::string> assumptions; // what holds for every term (dtype, parallel layout, defaults)
@@ -91,10 +98,12 @@ std::vector<RecomputeChoice> recomputeChoices(const Recipe& r);
 bool estimatorModelsLabel(std::string_view label);
 
 // Bytes one layer keeps for backward under the recipe's recompute choice (selective labels only; full
-// recompute keeps a layer's input), per micro-batch and rank: dense and MoE layers.
+// recompute keeps a layer's input), per micro-batch and rank: a GPT layer with a dense and with an MoE MLP,
+// and each kind of layer the recipe has (model_shape.h layerKinds), in the order they first occur.
 struct LayerActivations {
     int64_t dense = 0;
     int64_t moe = 0;
+    std::vector<std::pair<std::string, int64_t>> by_kind; // layerKindName, bytes
 };
 LayerActivations activationsPerLayer(const Recipe& resolved, Layout layout = Layout::Megatron);
 

@@ -42,6 +42,10 @@ const std::vector<FlagDef>& flagDefs()
         { "--global-batch-size", Arity::Value, "global_batch_size" },
         { "--normalization", Arity::Value, "normalization" },
         { "--swiglu", Arity::Switch, "" },
+        { "--squared-relu", Arity::Switch, "" },
+        { "--use-fused-weighted-squared-relu", Arity::Switch, "use_fused_weighted_squared_relu" },
+        { "--cross-entropy-loss-fusion", Arity::Switch, "cross_entropy_loss_fusion" },
+        { "--cross-entropy-fusion-impl", Arity::Value, "cross_entropy_fusion_impl" },
         { "--vocab-size", Arity::Value, "vocab_size" },
         { "--make-vocab-size-divisible-by", Arity::Value, "make_vocab_size_divisible_by" },
         { "--disable-bias-linear", Arity::Switch, "" },
@@ -63,6 +67,19 @@ const std::vector<FlagDef>& flagDefs()
         { "--qk-pos-emb-head-dim", Arity::Value, "qk_pos_emb_head_dim" },
         { "--v-head-dim", Arity::Value, "v_head_dim" },
         { "--experimental-attention-variant", Arity::Value, "experimental_attention_variant" },
+        { "--linear-attention-freq", Arity::Value, "" },
+        { "--linear-conv-kernel-dim", Arity::Value, "linear_conv_kernel_dim" },
+        { "--linear-key-head-dim", Arity::Value, "linear_key_head_dim" },
+        { "--linear-value-head-dim", Arity::Value, "linear_value_head_dim" },
+        { "--linear-num-key-heads", Arity::Value, "linear_num_key_heads" },
+        { "--linear-num-value-heads", Arity::Value, "linear_num_value_heads" },
+        { "--hybrid-layer-pattern", Arity::Value, "hybrid_layer_pattern" },
+        { "--hybrid-override-pattern", Arity::Value, "" },
+        { "--is-hybrid-model", Arity::Switch, "is_hybrid_model" },
+        { "--mamba-num-heads", Arity::Value, "mamba_num_heads" },
+        { "--mamba-head-dim", Arity::Value, "mamba_head_dim" },
+        { "--mamba-state-dim", Arity::Value, "mamba_state_dim" },
+        { "--mamba-num-groups", Arity::Value, "mamba_num_groups" },
         { "--num-experts", Arity::Value, "num_moe_experts" },
         { "--moe-router-topk", Arity::Value, "moe_router_topk" },
         { "--moe-ffn-hidden-size", Arity::Value, "moe_ffn_hidden_size" },
@@ -343,6 +360,7 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
     bool vppGiven = false, qLoraGiven = false, kvLoraGiven = false;
     bool accumulateInFp32 = false, gradReduceInBf16 = false;
     bool biasSwigluFusion = true, biasGeluFusion = true; // argparse: store_false, default True
+    bool swiglu = false, squaredRelu = false, overridePattern = false, layerPattern = false;
 
     std::size_t first = 0;
     // The launcher and the script: everything up to the first word that names a .py file.
@@ -430,6 +448,29 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
             base.activation_func = "silu";
             markExplicit(base, "gated_linear_unit");
             markExplicit(base, "activation_func");
+            swiglu = true;
+        } else if (flag == "--squared-relu") {
+            squaredRelu = true; // argument_utils.py core_transformer_config_from_args: after the whole line
+        } else if (flag == "--linear-attention-freq") {
+            // la_freq_type, as moe_freq_type: an int, or a Python list expression Megatron-LM evaluates.
+            const std::string text = stripQuotes(values[0]);
+            nlohmann::json freq;
+            if (text.find('[') == std::string::npos)
+                freq = parseInt(text, "linear_attention_freq", where);
+            else
+                freq = FreqExpression(text, where).parse();
+            setRecipeField(base, "linear_attention_freq", freq, where);
+            markExplicit(base, "linear_attention_freq");
+        } else if (flag == "--hybrid-override-pattern" || flag == "--hybrid-layer-pattern") {
+            // validate_args: the deprecated spelling is copied into hybrid_layer_pattern; both at once is
+            // an assertion (arguments.py:743-755 at d98e8a64).
+            (flag == "--hybrid-override-pattern" ? overridePattern : layerPattern) = true;
+            if (overridePattern && layerPattern)
+                throw RecipeError("hybrid_layer_pattern", where,
+                    "--hybrid-override-pattern and --hybrid-layer-pattern cannot both be specified. "
+                    "--hybrid-override-pattern is deprecated; use --hybrid-layer-pattern instead.");
+            setRecipeField(base, "hybrid_layer_pattern", stripQuotes(values[0]), where);
+            markExplicit(base, "hybrid_layer_pattern");
         } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
             layersPerVirtualStage
                 = parseInt(values[0], "virtual_pipeline_model_parallel_size", where).get<int>();
@@ -534,6 +575,16 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         }
         base.virtual_pipeline_model_parallel_size = perRank / *layersPerVirtualStage;
     }
+    // core_transformer_config_from_args (argument_utils.py:320-322 at d98e8a64): --squared-relu asserts
+    // not --swiglu and sets activation_func to megatron.core.activations.squared_relu.
+    if (squaredRelu) {
+        if (swiglu)
+            throw RecipeError("activation_func", "flag --squared-relu",
+                "--squared-relu with --swiglu: Megatron-LM asserts not args.swiglu "
+                "(megatron/training/argument_utils.py:320-322); give one activation");
+        base.activation_func = "squared_relu";
+        markExplicit(base, "activation_func");
+    }
     // validate_args turns bias_gelu_fusion off without linear biases; core_transformer_config_from_args
     // (argument_utils.py) takes bias_activation_fusion from bias_swiglu_fusion under --swiglu, else from
     // bias_gelu_fusion.
@@ -629,9 +680,8 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
     }
     if (r.gated_linear_unit != (r.activation_func == "silu")) {
         throw RecipeError("activation_func", where,
-            "Megatron-LM has a flag for SwiGLU (--swiglu: gated_linear_unit with silu) and for plain GeLU "
-            "only, "
-            "not for gated_linear_unit="
+            "Megatron-LM has a flag for SwiGLU (--swiglu: gated_linear_unit with silu), squared ReLU "
+            "(--squared-relu, not gated) and plain GeLU only, not for gated_linear_unit="
                 + std::string(r.gated_linear_unit ? "true" : "false")
                 + " with activation_func=" + r.activation_func);
     }
@@ -657,6 +707,18 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
         if (flag == "--swiglu") {
             if (r.gated_linear_unit)
                 out.push_back(flag);
+            continue;
+        }
+        if (flag == "--squared-relu") {
+            if (r.activation_func == "squared_relu")
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--hybrid-override-pattern")
+            continue; // read as hybrid_layer_pattern; written in today's spelling
+        if (flag == "--linear-attention-freq") {
+            if (!r.linear_attention_freq.empty())
+                out.insert(out.end(), { flag, layerFreqText(r.linear_attention_freq) });
             continue;
         }
         if (flag == "--disable-bias-linear") {
@@ -761,7 +823,7 @@ std::vector<std::string> recipeToMegatronCommand(const Recipe& r)
         out = { "torchrun", "--nproc-per-node",
             std::to_string(r.data_parallel_size * r.tensor_model_parallel_size
                 * r.pipeline_model_parallel_size * r.context_parallel_size),
-            "pretrain_gpt.py" };
+            r.hybrid_layer_pattern ? "pretrain_hybrid.py" : "pretrain_gpt.py" };
     const std::vector<std::string> flags = recipeToMegatronFlags(r);
     out.insert(out.end(), flags.begin(), flags.end());
     return out;

@@ -8,8 +8,11 @@
 // choices; `--flag value` and `--flag=value`. A flag Megatron-LM does not have is a RecipeError naming
 // the nearest flag; one it has that no field models is kept verbatim in Recipe::extra_flags. It starts from
 // Megatron-LM's defaults (frontEndDefaults(MegatronFlags)) and derives what Megatron-LM derives:
-// - --swiglu sets gated_linear_unit=true and activation_func=silu; --disable-bias-linear
+// - --swiglu sets gated_linear_unit=true and activation_func=silu; --squared-relu activation_func=
+// squared_relu (with --swiglu a RecipeError: Megatron-LM asserts); --disable-bias-linear
 // add_bias_linear=false;
+// - --hybrid-override-pattern (deprecated) reads as --hybrid-layer-pattern; both at once is a RecipeError (an
+//   assertion of validate_args); --linear-attention-freq takes the --moe-layer-freq grammar;
 // - --num-query-groups counts only with --group-query-attention (alone, that means 1 group); without it
 //   Megatron-LM ignores the groups, which is a RecipeError here rather than a silent MHA model;
 // - --num-layers-per-virtual-pipeline-stage N becomes virtual_pipeline_model_parallel_size =
@@ -31,6 +34,7 @@
 // value outside the flag's choices at the profile is a RecipeError (--fp4-format nvfp4 where only e2m1
 // is allowed). recipeFromMegatronFlags(recipeToMegatronFlags(r)) == r except for these, which have no flag:
 // - name, profile, memory_target_gb, warmup_iters, te_version (ours); a non-MLA recipe's q_lora_rank=None;
+// - mamba_chunk_size (Bridge's field; Megatron-LM's mixer keeps its default 128);
 // - deallocate_pipeline_outputs=false (Megatron-LM always sets it True);
 // - an empty list for a list flag (argparse nargs='+' cannot say []): cuda_graph_modules=[] and
 //   cuda_graph_scope=[] come back unset, and recompute_modules=[] without selective granularity too.
@@ -51,7 +55,8 @@
 namespace rs {
 
 std::vector<std::string> recipeToMegatronFlags(const Recipe& r);
-// Recipe::launch_command (or torchrun --nproc-per-node <world size> pretrain_gpt.py) and the flags.
+// Recipe::launch_command (or torchrun --nproc-per-node <world size> pretrain_gpt.py, pretrain_hybrid.py for
+// a hybrid stack) and the flags.
 std::vector<std::string> recipeToMegatronCommand(const Recipe& r);
 // Errors name the flag: RecipeError::where is "flag --seq-length", field the recipe key. The default base
 // is Megatron-LM's defaults at the bridge-pin profile; a base's profile picks the flag table.

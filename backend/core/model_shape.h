@@ -17,6 +17,16 @@ namespace rs {
 // models have a few hundred): RS36 refuses more, and the estimate gives none beyond it.
 inline constexpr int kMaxLayers = 65536;
 
+// MambaMixer's causal convolution width: its d_conv argument, default 4 (megatron/core/ssm/mamba_mixer.py);
+// the hybrid stack spec builds the mixer without it and no config field, Megatron-LM flag or Bridge field
+// sets it at any profile.
+inline constexpr int kMambaConvWidth = 4;
+// MambaMixer's expand argument (d_inner = expand x hidden when mamba_num_heads is None), likewise fixed.
+inline constexpr int kMambaExpand = 2;
+// The GatedDeltaNet kernel's chunk (gdn.py _setup_variant_attrs: chunk_size = 64; fla's
+// chunk_gated_delta_rule keeps an [T, heads, 64] matrix per layer).
+inline constexpr int kGdnChunk = 64;
+
 // The widths Megatron Core builds (TransformerConfig's defaults where a field is unset).
 struct ModelShape {
     int64_t hidden = 0;
@@ -28,14 +38,63 @@ struct ModelShape {
     int64_t shared_ffn = 0; // moe_shared_expert_intermediate_size, 0 without
     int64_t experts = 0;
     int64_t vocab = 0; // padded: a multiple of make_vocab_size_divisible_by x TP
+    // MambaMixer (mamba_mixer.py __init__): nheads x headdim = d_inner; in_proj packs z, x, B, C, dt.
+    int64_t mamba_heads = 0, mamba_head_dim = 0, mamba_d_inner = 0, mamba_groups = 0, mamba_state = 0;
+    int64_t mamba_in_proj = 0; // 2 d_inner + 2 groups x state + heads
+    int64_t mamba_conv_dim = 0; // d_inner + 2 groups x state (x, B, C)
+    // GatedDeltaNet (gated_delta_net/common.py _GDNBase): q, k on the key heads, v and the gate on the value
+    // heads; in_proj packs q, k, v, z, beta, alpha.
+    int64_t gdn_key_heads = 0, gdn_value_heads = 0, gdn_key_dim = 0, gdn_value_dim = 0;
+    int64_t gdn_qk = 0, gdn_v = 0; // key heads x key dim, value heads x value dim
+    int64_t gdn_in_proj = 0; // 2 qk + 2 v + 2 value heads
+    int64_t gdn_conv_dim = 0; // 2 qk + v
 };
 ModelShape modelShape(const Recipe& r);
+
+// --- which layer is which ---
+// A layer's sequence mixer and its feed-forward part. A GPT layer is attention (or GatedDeltaNet, where
+// experimental_attention_variant and linear_attention_freq say) followed by a dense MLP or an MoE; a
+// hybrid stack's layer is one of them alone (hybrid_layer_specs.py: 'M' MambaLayer, '*' a TransformerLayer
+// with self-attention only, 'G' one with GatedDeltaNet only, '-' MLPLayer, 'E' MoETransformerLayer).
+enum class LayerMixer { None, Attention, Mamba, GatedDeltaNet, Unmodelled };
+enum class LayerFfn { None, Dense, Moe };
+struct LayerKind {
+    LayerMixer mixer = LayerMixer::Attention;
+    LayerFfn ffn = LayerFfn::Dense;
+    char symbol = 0; // the hybrid pattern's symbol; 0 in a GPT model
+    int id() const { return static_cast<int>(mixer) * 3 + static_cast<int>(ffn); }
+    bool operator==(const LayerKind& o) const { return mixer == o.mixer && ffn == o.ffn; }
+};
+inline constexpr int kLayerKindIds = 15;
+
+// Megatron's parse of hybrid_layer_pattern (hybrid_layer_allocation.py parse_hybrid_pattern,
+// select_pipeline_segment): the main pattern, its '|' segments, the MTP pattern and its depth.
+struct HybridPattern {
+    std::string main; // without '|'
+    std::vector<std::string> segments; // split at '|' (one when there is none)
+    std::string mtp; // the pattern after '/', "" without MTP
+    int mtp_depths = 0;
+};
+HybridPattern parseHybridPattern(const std::string& pattern);
+// The layer symbols a profile's Symbols class accepts (hybrid_layer_allocation.py VALID_LAYERS).
+std::string validHybridSymbols(Profile p);
+bool isHybrid(const Recipe& r); // hybrid_layer_pattern set
+// The main pattern's layer count (get_hybrid_total_layer_count); num_layers for a GPT model.
+int hybridLayerCount(const Recipe& r);
+// Is global layer `layer` a GatedDeltaNet layer of a GPT model (linear_attention_freq: 1 = linear)?
+bool isLinearAttentionLayer(const Recipe& r, int layer);
+LayerKind layerKind(const Recipe& r, int layer);
+// Every layer's kind, in order (num_layers of them; at most kMaxLayers).
+std::vector<LayerKind> layerKinds(const Recipe& r);
+// A layer kind in words: "Mamba", "attention + MoE", "MoE".
+std::string layerKindName(const LayerKind& k);
 
 // Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
 // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding).
 int64_t paddedVocabSize(const Recipe& r);
 
-// Is global layer `layer` an MoE layer (moe_layer_freq: every N-th layer, or a 0/1 pattern)?
+// Is global layer `layer` an MoE layer (moe_layer_freq: every N-th layer, or a 0/1 pattern; in a hybrid
+// stack its 'E' symbols)?
 bool isMoeLayer(const Recipe& r, int layer);
 int moeLayerCount(const Recipe& r); // how many of num_layers are (in 64 bits: no wrap near INT_MAX)
 
@@ -62,7 +121,8 @@ int firstRankOfStage(const ParallelSizes& p, int stage);
 long long pipelineSplitLayers(const Recipe& r);
 
 // The layers of one pipeline stage, chunk by chunk (Megatron's offset: chunk v of stage p starts at
-// v x (L / vpp) + p x (L / (pp x vpp))).
+// v x (L / vpp) + p x (L / (pp x vpp))). A hybrid pattern with '|' gives the chunks itself: segment
+// v x pp + p is chunk v of stage p (select_pipeline_segment).
 struct PipelineStage {
     int stage = 0;
     std::vector<int> layers; // global layer index of each of the stage's layers

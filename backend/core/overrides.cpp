@@ -67,8 +67,11 @@ std::string fieldForKey(const std::string& key)
 {
     // Every key of every field, once (a Bridge recipe by name reads a few hundred overrides).
     static const std::map<std::string, std::string, std::less<>> fields = [] {
-        std::map<std::string, std::string, std::less<>> m { { "optimizer.use_distributed_optimizer",
-            "use_distributed_optimizer" } };
+        // Bridge's deprecated spelling of the pattern (hybrid_provider.py finalize copies it over).
+        std::map<std::string, std::string, std::less<>> m {
+            { "optimizer.use_distributed_optimizer", "use_distributed_optimizer" },
+            { "model.hybrid_override_pattern", "hybrid_layer_pattern" },
+        };
         for (const std::string& field : recipeFieldKeys())
             for (const std::string& k : bridgeKeys(field))
                 m.emplace(k, field); // the first field of a key, as the search in recipe.h's order found
@@ -498,6 +501,8 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe ba
     std::optional<InputFormat> defaultsFor;
     MegatronArgTable table = megatronArgTable(base.profile);
     Recipe defaults;
+    // Which spellings of the hybrid pattern set it (Bridge asserts that at most one is not None).
+    bool overridePattern = false, layerPattern = false;
     for (std::size_t n = 0; n < args.size(); ++n) {
         if (tablesFor != base.profile) {
             table = megatronArgTable(base.profile);
@@ -584,6 +589,24 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe ba
             }
             base.extra_overrides.push_back(arg);
             continue;
+        }
+        if (field == "hybrid_layer_pattern") {
+            // HybridModelProvider.finalize (hybrid_provider.py:176-193 at Bridge 067f987d): a None
+            // hybrid_override_pattern is no pattern at all; with both set it asserts.
+            const bool alias = o.key == "model.hybrid_override_pattern";
+            Recipe probe;
+            setFromHydra(probe, field, *o.value, where);
+            if (!probe.hybrid_layer_pattern) {
+                if (alias)
+                    continue;
+                (alias ? overridePattern : layerPattern) = false;
+            } else {
+                (alias ? overridePattern : layerPattern) = true;
+                if (overridePattern && layerPattern)
+                    throw RecipeError(o.key, where,
+                        "hybrid_override_pattern and hybrid_layer_pattern cannot both be specified. "
+                        "hybrid_override_pattern is deprecated; use hybrid_layer_pattern instead.");
+            }
         }
         if (!field.empty()) {
             if (field == "untie_embeddings_and_output_weights") {

@@ -40,12 +40,21 @@ struct Recipe {
     std::optional<int> global_batch_size;
     std::string normalization = "LayerNorm"; // LayerNorm | RMSNorm
     bool gated_linear_unit = false; // true + activation_func silu = SwiGLU
-    std::string activation_func = "gelu"; // gelu | silu
+    std::string activation_func = "gelu"; // gelu | silu | squared_relu (relu(x)^2: Nemotron-H)
     // The fused bias + activation (megatron/core/fusions/fused_bias_{swiglu,geglu,gelu}.py): a custom
     // autograd function that keeps only FC1's output and recomputes the activation in backward.
     // TransformerConfig False; Megatron-LM's flags derive it (--no-bias-swiglu-fusion /
     // --no-bias-gelu-fusion, both on by default; off without linear biases for GeLU).
     bool bias_activation_fusion = false;
+    // The routed experts' squared ReLU weighted by the router's probabilities in one autograd function
+    // (experts.py weighted_squared_relu_impl): it keeps FC1's output and the probabilities only.
+    bool use_fused_weighted_squared_relu = false;
+    // The loss: Megatron's fused vocab-parallel cross-entropy (cross_entropy_loss_fusion) in Megatron's
+    // own jit form ("native", an fp32 softmax as the unfused one) or Transformer Engine's Triton kernel
+    // ("te", which writes the gradient into the 16-bit logits in place: no fp32 copy).
+    // TransformerConfig: False / "native"; Bridge's providers: True.
+    bool cross_entropy_loss_fusion = false;
+    std::string cross_entropy_fusion_impl = "native"; // native | te
     int vocab_size = 32000; // the tokenizer's vocabulary; padded as Megatron pads it (below)
     int make_vocab_size_divisible_by = 128; // Megatron-LM: padded to a multiple of this x TP
 
@@ -73,6 +82,35 @@ struct Recipe {
     int qk_pos_emb_head_dim = 64;
     int v_head_dim = 128;
     std::optional<std::string> experimental_attention_variant; // gdn, gdn2, gated_delta_net, dsa ...
+
+    // --- GatedDeltaNet layers (TransformerConfig's linear_* fields): in a GPT model where
+    // experimental_attention_variant is a GatedDeltaNet one and linear_attention_freq picks the layers, in a
+    // hybrid stack at its 'G' symbols ---
+    // None (empty), N (every N-th layer attention, the rest GatedDeltaNet), or a 0/1 list (1: GatedDeltaNet,
+    // 0: attention), as experimental_attention_variant_module_specs.py get_linear_attention_pattern reads it.
+    std::vector<int> linear_attention_freq;
+    int linear_conv_kernel_dim = 4;
+    int linear_key_head_dim = 128;
+    int linear_value_head_dim = 128;
+    int linear_num_key_heads = 16;
+    int linear_num_value_heads = 32;
+
+    // --- hybrid stacks (Megatron Core's HybridModel; Bridge's HybridModelProvider / MambaModelProvider) ---
+    // One symbol per layer (hybrid_layer_allocation.py Symbols): M Mamba, G GatedDeltaNet, * attention,
+    // - MLP, E MoE, and D, +, C, H, W (DSA, MLA, DeepSeek-V4 attention), which the estimate and the worker
+    // do not build; '|' separates pipeline segments, '/' starts the MTP layers. None: a GPT model.
+    // Megatron-LM's --hybrid-override-pattern and Bridge's hybrid_override_pattern (deprecated spellings)
+    // read into it; num_layers follows it (model_shape.h hybridLayerCount).
+    std::optional<std::string> hybrid_layer_pattern;
+    bool is_hybrid_model = false;
+    // MambaMixer (megatron/core/ssm/mamba_mixer.py): nheads x headdim = d_inner; the causal conv's width
+    // is the mixer's d_conv argument (4), which no config field, flag or Bridge field sets (kMambaConvWidth
+    // in model_shape.h).
+    std::optional<int> mamba_num_heads; // None: hidden_size x expand (2) / mamba_head_dim
+    int mamba_head_dim = 64;
+    int mamba_state_dim = 128;
+    int mamba_num_groups = 8;
+    int mamba_chunk_size = 128; // Bridge's field (the mixer's chunk_size); the SSD scan's chunk length
 
     // --- mixture of experts ---
     std::optional<int> num_moe_experts; // None: dense model

@@ -144,11 +144,14 @@ using Member = std::variant<int Recipe::*, std::optional<int> Recipe::*, double 
 struct FieldDef {
     const char* key;
     Member member;
-    bool layerFreq = false; // std::vector<int>: only moe_layer_freq, but say so where it is read
+    bool layerFreq = false; // std::vector<int>: moe_layer_freq, linear_attention_freq (which may be None)
 };
 
 const std::vector<std::string> kNormalization = { "LayerNorm", "RMSNorm" };
-const std::vector<std::string> kActivation = { "gelu", "silu" };
+// Megatron-LM's activations the estimate and the worker build (argument_utils.py: --swiglu, --squared-relu;
+// plain GeLU by default); Bridge names the function.
+const std::vector<std::string> kActivation = { "gelu", "silu", "squared_relu" };
+const std::vector<std::string> kCrossEntropyImpl = { "native", "te" };
 const std::vector<std::string> kAttentionBackend = { "fused", "flash", "unfused" };
 const std::vector<std::string> kAdamImplementation = { "fused", "torch" };
 const std::vector<std::string> kTransformerImpl = { "transformer_engine", "local" };
@@ -192,6 +195,9 @@ const std::vector<FieldDef>& fieldDefs()
         { "gated_linear_unit", &Recipe::gated_linear_unit },
         { "activation_func", &Recipe::activation_func },
         { "bias_activation_fusion", &Recipe::bias_activation_fusion },
+        { "use_fused_weighted_squared_relu", &Recipe::use_fused_weighted_squared_relu },
+        { "cross_entropy_loss_fusion", &Recipe::cross_entropy_loss_fusion },
+        { "cross_entropy_fusion_impl", &Recipe::cross_entropy_fusion_impl },
         { "vocab_size", &Recipe::vocab_size },
         { "make_vocab_size_divisible_by", &Recipe::make_vocab_size_divisible_by },
         { "add_bias_linear", &Recipe::add_bias_linear },
@@ -211,6 +217,19 @@ const std::vector<FieldDef>& fieldDefs()
         { "qk_pos_emb_head_dim", &Recipe::qk_pos_emb_head_dim },
         { "v_head_dim", &Recipe::v_head_dim },
         { "experimental_attention_variant", &Recipe::experimental_attention_variant },
+        { "linear_attention_freq", &Recipe::linear_attention_freq, true },
+        { "linear_conv_kernel_dim", &Recipe::linear_conv_kernel_dim },
+        { "linear_key_head_dim", &Recipe::linear_key_head_dim },
+        { "linear_value_head_dim", &Recipe::linear_value_head_dim },
+        { "linear_num_key_heads", &Recipe::linear_num_key_heads },
+        { "linear_num_value_heads", &Recipe::linear_num_value_heads },
+        { "hybrid_layer_pattern", &Recipe::hybrid_layer_pattern },
+        { "is_hybrid_model", &Recipe::is_hybrid_model },
+        { "mamba_num_heads", &Recipe::mamba_num_heads },
+        { "mamba_head_dim", &Recipe::mamba_head_dim },
+        { "mamba_state_dim", &Recipe::mamba_state_dim },
+        { "mamba_num_groups", &Recipe::mamba_num_groups },
+        { "mamba_chunk_size", &Recipe::mamba_chunk_size },
         { "num_moe_experts", &Recipe::num_moe_experts },
         { "moe_router_topk", &Recipe::moe_router_topk },
         { "moe_ffn_hidden_size", &Recipe::moe_ffn_hidden_size },
@@ -462,8 +481,10 @@ nlohmann::json recipeFieldValue(const Recipe& r, const std::string& key)
                           },
                           [&](std::vector<int> Recipe::*m) {
                               // A single value >= 1 is Megatron's int form (every N-th layer); anything
-                              // else is a layer pattern.
+                              // else is a layer pattern; none at all is None (linear_attention_freq).
                               const std::vector<int>& v = r.*m;
+                              if (v.empty())
+                                  return nlohmann::json(nullptr);
                               if (v.size() == 1 && v[0] >= 1)
                                   return nlohmann::json(v[0]);
                               return nlohmann::json(v);
@@ -517,7 +538,13 @@ void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& v, 
                        else
                            r.*m = readStringList(key, where, v, "a list of strings or null");
                    },
-                   [&](std::vector<int> Recipe::*m) { r.*m = readLayerFreq(key, where, v); },
+                   [&](std::vector<int> Recipe::*m) {
+                       // linear_attention_freq is Optional in TransformerConfig: null is None.
+                       if (v.is_null() && key == "linear_attention_freq")
+                           (r.*m).clear();
+                       else
+                           r.*m = readLayerFreq(key, where, v);
+                   },
                    [&](Profile Recipe::*m) {
                        const std::string name = readString(key, where, v, "a string");
                        r.*m = *profileFromName(name); // readString checked it against the profile names
@@ -547,6 +574,8 @@ const std::vector<std::string>* allowedValues(const std::string& key)
         return &kMomentDtype;
     if (key == "activation_func")
         return &kActivation;
+    if (key == "cross_entropy_fusion_impl")
+        return &kCrossEntropyImpl;
     if (key == "attention_backend")
         return &kAttentionBackend;
     if (key == "adam_implementation")

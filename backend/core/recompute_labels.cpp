@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "core/estimator.h"
+#include "core/model_shape.h"
 #include "core/profiles.h"
 #include "core/rules.h"
 #include "core/rules_detail.h"
@@ -31,8 +32,19 @@ rules_detail::Ctx contextOf(const Recipe& r)
     return c;
 }
 
+// How many layers have this mixer (model_shape.h layerKinds).
+int layersWith(const Recipe& r, LayerMixer mixer)
+{
+    int n = 0;
+    for (const LayerKind& k : layerKinds(r))
+        n += k.mixer == mixer ? 1 : 0;
+    return n;
+}
+
 LabelEffect coreAttnEffect(const Recipe& r)
 {
+    if (isHybrid(r) && layersWith(r, LayerMixer::Attention) == 0)
+        return effect(false, "the hybrid pattern has no attention ('*') layer");
     if (r.attention_backend == "unfused")
         return effect(true, "unfused attention materializes score/probability tensors");
     return effect(true, "fused/flash attention already rematerializes its internals: compare with [] (RS06)");
@@ -46,7 +58,7 @@ LabelEffect mlaUpProjEffect(const Recipe& r)
 
 LabelEffect layernormEffect(const Recipe& r)
 {
-    if (r.transformer_impl != "transformer_engine")
+    if (r.transformer_impl != "transformer_engine" && !isHybrid(r)) // a hybrid stack is TE's spec always
         return effect(true, "the local layer spec has real norm modules");
     if (r.multi_latent_attention)
         return effect(true, "MLA's input_layernorm is not fused");
@@ -66,6 +78,9 @@ LabelEffect moeActEffect(const Recipe& r)
 LabelEffect mlpEffect(const Recipe& r)
 {
     const rules_detail::Ctx c = contextOf(r);
+    if (isHybrid(r))
+        return c.denseLayers() > 0 ? effect(true, "the hybrid pattern's MLP ('-') layers")
+                                   : effect(false, "the hybrid pattern has no MLP ('-') layer (RT4)");
     const bool moe = c.isMoE();
     if (!moe || c.denseLayers() > 0)
         return effect(true, moe ? "acts on the dense layers only (RT4)" : "the dense MLP");
@@ -90,14 +105,22 @@ LabelEffect gdnNormOutEffect(const Recipe& r)
     const auto& accepted = profileInfo(r.profile).gdn_variants;
     const bool ok = std::find(accepted.begin(), accepted.end(), r.experimental_attention_variant.value_or(""))
         != accepted.end();
-    return ok ? effect(true, "GatedDeltaNet gated norm") : effect(false, "no gated-delta-net variant (R14)");
+    if (!ok)
+        return effect(false, "no gated-delta-net variant (R14)");
+    return layersWith(r, LayerMixer::GatedDeltaNet) > 0
+        ? effect(true, "GatedDeltaNet gated norm")
+        : effect(
+            false, "no GatedDeltaNet layer (linear_attention_freq in a GPT model, 'G' in a hybrid pattern)");
 }
 
 LabelEffect gdnEffect(const Recipe& r)
 {
-    return r.experimental_attention_variant.value_or("") == "gated_delta_net"
+    if (r.experimental_attention_variant.value_or("") != "gated_delta_net")
+        return effect(false, "no gated_delta_net variant (dev)");
+    return layersWith(r, LayerMixer::GatedDeltaNet) > 0
         ? effect(true, "the whole GatedDeltaNet module")
-        : effect(false, "no gated_delta_net variant (dev)");
+        : effect(
+            false, "no GatedDeltaNet layer (linear_attention_freq in a GPT model, 'G' in a hybrid pattern)");
 }
 
 LabelEffect gatedDeltaProductEffect(const Recipe&)
@@ -116,7 +139,9 @@ LabelEffect mhcEffect(const Recipe& r)
               : effect(false, "hyper-connections are off (R20)");
 }
 
-constexpr std::string_view kNoGatedDeltaNet = "no GatedDeltaNet / GatedDeltaProduct mixer is modelled yet";
+constexpr std::string_view kNoGatedDeltaProduct
+    = "the GatedDeltaProduct mixer (ssm/gated_delta_product.py, its ops/gdp kernels) is not built: only "
+      "Mamba-2 and GatedDeltaNet are";
 constexpr std::string_view kNoHyperConnections = "no hyper-connections are modelled";
 
 } // namespace
@@ -139,15 +164,15 @@ const std::vector<RecomputeLabel>& recomputeLabels()
         { "shared_experts", K::Normal, "the shared-expert MLP (not overlapped)", "moe", { "shared_experts" },
             3, { "R11", "R16", "RT6" }, sharedExpertsEffect, "", "" },
         { "gdn_norm_out", K::OutputDiscard, "GatedDeltaNet gated RMSNorm + all-to-all (_gated_norm_and_a2a)",
-            "", {}, 2, { "R11", "R14" }, gdnNormOutEffect, kNoGatedDeltaNet, kNoGatedDeltaNet },
+            "gdn", { "gdn_norm_out" }, 2, { "R11", "R14" }, gdnNormOutEffect, "", "" },
         { "gdp_in_proj", K::OutputDiscard, "GatedDeltaProduct input projection (_in_proj_preprocess)", "", {},
-            3, { "R11", "R24" }, gatedDeltaProductEffect, kNoGatedDeltaNet, kNoGatedDeltaNet },
+            3, { "R11", "R24" }, gatedDeltaProductEffect, kNoGatedDeltaProduct, kNoGatedDeltaProduct },
         { "gdp_qkv", K::OutputDiscard, "GatedDeltaProduct causal conv + QKV preparation (_prepare_qkv)", "",
-            {}, 3, { "R11" }, gatedDeltaProductEffect, kNoGatedDeltaNet, kNoGatedDeltaNet },
+            {}, 3, { "R11" }, gatedDeltaProductEffect, kNoGatedDeltaProduct, kNoGatedDeltaProduct },
         { "mhc", K::OutputDiscard, "hyper-connection activations, one recompute per mhc_recompute_layer_num",
             "", {}, 3, { "R11", "R20", "R21", "R22" }, mhcEffect, kNoHyperConnections, kNoHyperConnections },
-        { "gdn", K::Normal, "the whole GatedDeltaNet module (dev)", "", {}, 3, { "R11" }, gdnEffect,
-            kNoGatedDeltaNet, kNoGatedDeltaNet },
+        { "gdn", K::Normal, "the whole GatedDeltaNet module (dev)", "", { "gdn" }, 3, { "R11", "G1", "G2" },
+            gdnEffect, "", "" },
     };
     return table;
 }

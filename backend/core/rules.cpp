@@ -59,6 +59,15 @@ int Ctx::moeLayers() const
     return moeLayerCount(r);
 }
 
+int Ctx::denseLayers() const
+{
+    if (isHybrid(r)) {
+        const std::string main = parseHybridPattern(*r.hybrid_layer_pattern).main;
+        return static_cast<int>(std::count(main.begin(), main.end(), '-'));
+    }
+    return r.num_layers - moeLayers();
+}
+
 int Ctx::chunkLayers() const
 {
     const int pp = std::max(1, r.pipeline_model_parallel_size);

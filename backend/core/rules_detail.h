@@ -67,7 +67,7 @@ struct Ctx {
     bool fullCudagraph() const { return impl("full_iteration") || cgEmpty(); } // TC:2874-2877
     bool isMoE() const { return r.num_moe_experts.has_value() && *r.num_moe_experts > 0; }
     int moeLayers() const; // layers whose MLP is MoE (moe_layer_freq)
-    int denseLayers() const { return r.num_layers - moeLayers(); }
+    int denseLayers() const; // layers with a dense MLP (a hybrid stack's '-' layers)
     bool sharedExperts() const { return isMoE() && r.moe_shared_expert_intermediate_size.has_value(); }
     int chunkLayers() const; // num_layers / pp / vpp: the layers of one model chunk (TransformerBlock)
 };

@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <optional>
 
 #include "core/mixed_precision.h"
 #include "core/model_shape.h"
@@ -143,11 +144,144 @@ std::vector<std::string> capturedLabels(const Ctx& c)
     return out;
 }
 
+// ---- hybrid stacks (core/model_shape.h parses the pattern as hybrid_layer_allocation.py does) ----
+int patternLayers(const Ctx& c)
+{
+    return hybridLayerCount(c.r);
+}
+
+// The first symbol of the pattern the profile's Symbols reject: main pattern first ('|' allowed there),
+// then the MTP pattern (_validate_pattern's order in parse_hybrid_pattern). The whole UTF-8 character.
+struct BadSymbol {
+    std::string where; // "main" | "MTP"
+    std::string symbol;
+};
+std::optional<BadSymbol> badSymbol(const Ctx& c)
+{
+    if (!isHybrid(c.r))
+        return std::nullopt;
+    const std::string valid = validHybridSymbols(c.profile);
+    const std::string& p = *c.r.hybrid_layer_pattern;
+    const size_t slash = p.find('/');
+    const auto scan = [&](size_t from, size_t to, bool pipe) -> std::optional<std::string> {
+        for (size_t i = from; i < to && i < p.size(); ++i) {
+            const unsigned char ch = static_cast<unsigned char>(p[i]);
+            if (ch < 0x80 && (valid.find(p[i]) != std::string::npos || (pipe && p[i] == '|')))
+                continue;
+            size_t n = 1;
+            while (ch >= 0x80 && i + n < p.size() && (static_cast<unsigned char>(p[i + n]) & 0xC0) == 0x80)
+                ++n;
+            return p.substr(i, n);
+        }
+        return std::nullopt;
+    };
+    if (auto bad = scan(0, slash, true))
+        return BadSymbol { "main", *bad };
+    if (slash == std::string::npos)
+        return std::nullopt;
+    const size_t next = p.find('/', slash + 1);
+    if (auto bad = scan(slash + 1, next, false))
+        return BadSymbol { "MTP", *bad };
+    return std::nullopt;
+}
+std::string validSymbolsSet(const Ctx& c, bool pipe)
+{
+    std::vector<std::string> v;
+    for (char ch : validHybridSymbols(c.profile))
+        v.emplace_back(1, ch);
+    if (pipe)
+        v.emplace_back("|");
+    return pySet(v);
+}
+// All MTP parts identical (parse_hybrid_pattern): the first part that differs, 1-based, or 0.
+size_t mtpMismatch(const Ctx& c)
+{
+    if (!isHybrid(c.r))
+        return 0;
+    const std::string& p = *c.r.hybrid_layer_pattern;
+    std::vector<std::string> parts;
+    size_t at = p.find('/');
+    while (at != std::string::npos) {
+        const size_t next = p.find('/', at + 1);
+        parts.push_back(p.substr(at + 1, next == std::string::npos ? next : next - at - 1));
+        at = next;
+    }
+    if (std::all_of(parts.begin(), parts.end(), [](const std::string& x) { return x.empty(); }))
+        return 0;
+    for (size_t i = 1; i < parts.size(); ++i)
+        if (parts[i] != parts[0])
+            return i + 1;
+    return 0;
+}
+std::string mtpPart(const Ctx& c, size_t index)
+{
+    const std::string& p = *c.r.hybrid_layer_pattern;
+    size_t at = p.find('/');
+    for (size_t i = 1; i < index && at != std::string::npos; ++i)
+        at = p.find('/', at + 1);
+    if (at == std::string::npos)
+        return "";
+    const size_t next = p.find('/', at + 1);
+    return p.substr(at + 1, next == std::string::npos ? next : next - at - 1);
+}
+// Attention '*' beside MLA / DSA (and dev's DeepSeek-V4 symbols) in the main pattern.
+bool attentionWithMla(const Ctx& c)
+{
+    if (!isHybrid(c.r))
+        return false;
+    const std::string main = parseHybridPattern(*c.r.hybrid_layer_pattern).main;
+    const char* others = c.profile == Profile::Dev ? "DCHW" : "D+";
+    return main.find('*') != std::string::npos && main.find_first_of(others) != std::string::npos;
+}
+size_t patternSegments(const Ctx& c)
+{
+    return isHybrid(c.r) ? parseHybridPattern(*c.r.hybrid_layer_pattern).segments.size() : 1;
+}
+bool hasLayer(const Ctx& c, char symbol)
+{
+    return isHybrid(c.r)
+        && parseHybridPattern(*c.r.hybrid_layer_pattern).main.find(symbol) != std::string::npos;
+}
+// MambaMixer.__init__'s shape (mamba_mixer.py:238-274 at d98e8a64).
+bool mambaLayers(const Ctx& c)
+{
+    return hasLayer(c, 'M');
+}
+int64_t mambaHeads(const Ctx& c)
+{
+    return modelShape(c.r).mamba_heads;
+}
+bool gdnLayers(const Ctx& c)
+{
+    for (const LayerKind& k : layerKinds(c.r))
+        if (k.mixer == LayerMixer::GatedDeltaNet)
+            return true;
+    return false;
+}
+bool gdnVariantOfProfile(const Ctx& c)
+{
+    const auto& v = profileInfo(c.profile).gdn_variants;
+    return std::find(v.begin(), v.end(), c.r.experimental_attention_variant.value_or("")) != v.end();
+}
+// The pattern's layers the estimate and the worker do not build (RS38): DSA, MLA and DeepSeek-V4 symbols.
+std::string unmodelledSymbols(const Ctx& c)
+{
+    if (!isHybrid(c.r))
+        return "";
+    std::string out;
+    for (char ch : parseHybridPattern(*c.r.hybrid_layer_pattern).main)
+        if (std::string("DCHW+").find(ch) != std::string::npos && out.find(ch) == std::string::npos)
+            out.push_back(ch);
+    return out;
+}
+
 bool layernormHasNoEffect(const Ctx& c)
 {
     // RT1: with TE specs and standard attention both norms are IdentityOp (fused into the next linear);
     // MoE pre_mlp_layernorm and MLA's input_layernorm are real modules.
-    return c.r.transformer_impl == "transformer_engine" && !c.r.multi_latent_attention && c.moeLayers() == 0;
+    // A hybrid stack is Transformer Engine's spec whatever transformer_impl says (hybrid_builders.py --spec).
+    return (c.r.transformer_impl == "transformer_engine" || isHybrid(c.r)) && !c.r.multi_latent_attention
+        && c.moeLayers() == 0;
 }
 
 // RS22: "" where the profile reads enable_mhc_connections, else where that field exists ("main").
@@ -428,6 +562,14 @@ const std::vector<Row>& ruleRows()
       MC, { { "bridge-pin", "ARGS:1281" }, { "guide", "ARGS:1280" }, { "main", "ARGS:1332" }, { "dev", "ARGS:1421" } },
       headsDoNotDivideHidden, nullptr, nullptr, kvChannelsFix,
       "kv_channels = hidden_size // num_attention_heads", "a bare assert: Megatron-LM prints the AssertionError with this line and no message" },
+    { "M8", "*", kFlags, A, "num_layers hybrid_layer_pattern",
+      "--hybrid-layer-pattern sets num_layers to the pattern's layer count",
+      "--hybrid-layer-pattern is set; ignoring --num-layers ({n}) and using the layer count derived from the pattern ({p}).",
+      MC, { { "bridge-pin", "ARGS:761-771" }, { "guide", "ARGS:761-771" }, { "main", "ARGS:787-797" }, { "dev", "ARGS:823-833" } },
+      [](const Ctx& c) { return isHybrid(c.r) && c.r.num_layers != patternLayers(c); },
+      [](const Ctx& c, Args& a) { a.set("n", c.r.num_layers > 0 ? std::to_string(c.r.num_layers) : "None"); a.set("p", std::to_string(patternLayers(c))); },
+      [](Ctx& c) { c.r.num_layers = patternLayers(c); }, nullptr, "",
+      "Megatron-LM warns only when --num-layers was given; without it num_layers is set from the pattern silently" },
     // ===================================== Megatron Bridge, before finalize (overrides only) ==========
     { "B8", "*", kBridge, E, "mixed_precision",
       "mixed_precision names no Bridge recipe",
@@ -514,6 +656,21 @@ const std::vector<Row>& ruleRows()
       BR, { { "*", "models/transformer_config.py:165-179" } },
       [](const Ctx& c) { return c.r.sequence_parallel && c.r.tensor_model_parallel_size <= 1; }, nullptr,
       [](Ctx& c) { c.r.sequence_parallel = false; }, nullptr, "", "" },
+    { "B10", "*", kBridge, E, "num_layers hybrid_layer_pattern",
+      "num_layers given and not the hybrid pattern's layer count (HybridModelProvider.finalize asserts)",
+      "num_layers ({n}) does not match the number of layers derived from hybrid_layer_pattern ({p}). Please correct num_layers or the pattern.",
+      BR, { { "*", "models/hybrid/hybrid_provider.py:236-251" } },
+      [](const Ctx& c) { return isHybrid(c.r) && c.r.num_layers >= 1 && c.r.num_layers != patternLayers(c); },
+      [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.num_layers)); a.set("p", std::to_string(patternLayers(c))); }, nullptr,
+      [](const Ctx& c, FixIt& f) { set(f, "take num_layers from the pattern", "num_layers", patternLayers(c)); },
+      "num_layers = the pattern's layer count", "" },
+    { "B10", "*", kBridge, A, "num_layers hybrid_layer_pattern",
+      "num_layers unset: HybridModelProvider.finalize takes the hybrid pattern's layer count",
+      "num_layers: None -> {p} (the layers of hybrid_layer_pattern)",
+      BR, { { "*", "models/hybrid/hybrid_provider.py:236-251" } },
+      [](const Ctx& c) { return isHybrid(c.r) && c.r.num_layers < 1 && patternLayers(c) >= 1; },
+      [](const Ctx& c, Args& a) { a.set("p", std::to_string(patternLayers(c))); },
+      [](Ctx& c) { c.r.num_layers = patternLayers(c); }, nullptr, "", "" },
 
     // ===================================== ModelParallelConfig.__post_init__ ==========================
     { "MP1", "*", kAnyFormat, E, "sequence_parallel tensor_model_parallel_size",
@@ -673,6 +830,20 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.selective() && c.has("gdn_norm_out") && c.r.experimental_attention_variant.value_or("") != "gated_delta_net"; }, nullptr, nullptr,
       [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "gdn_norm_out" }, "drop 'gdn_norm_out' (the model has no GatedDeltaNet)"); },
       "drop 'gdn_norm_out'", "" },
+    { "R42", "*", kAnyFormat, E, "linear_num_value_heads linear_num_key_heads experimental_attention_variant",
+      "GatedDeltaNet value heads not a multiple of its key heads",
+      "linear_num_value_heads ({v}) must be a multiple of linear_num_key_heads ({k}).",
+      MC, { { "bridge-pin", "TC:1400-1404" }, { "guide", "TC:1368-1372" }, { "main", "TC:1495-1499" }, { "dev", "TC:1677-1681" } },
+      [](const Ctx& c) { return gdnVariantOfProfile(c) && c.r.linear_num_key_heads >= 1 && c.r.linear_num_value_heads % c.r.linear_num_key_heads != 0; },
+      [](const Ctx& c, Args& a) { a.set("v", std::to_string(c.r.linear_num_value_heads)); a.set("k", std::to_string(c.r.linear_num_key_heads)); }, nullptr,
+      nullptr, "linear_num_value_heads a multiple of linear_num_key_heads", "the kernel repeats each key head over its value heads (repeat_interleave)" },
+    { "R42", "bridge-pin guide main", kAnyFormat, E, "linear_num_key_heads tensor_model_parallel_size context_parallel_size experimental_attention_variant",
+      "GatedDeltaNet key heads not a multiple of TP x CP",
+      "self.linear_num_key_heads={k} must be a multiple of (self.tensor_model_parallel_size={tp} * self.context_parallel_size={cp}).",
+      MC, { { "bridge-pin", "TC:1406-1410" }, { "guide", "TC:1374-1378" }, { "main", "TC:1501-1505" } },
+      [](const Ctx& c) { const int n = c.r.tensor_model_parallel_size * c.r.context_parallel_size; return gdnVariantOfProfile(c) && n >= 1 && c.r.linear_num_key_heads % n != 0; },
+      [](const Ctx& c, Args& a) { a.set("k", std::to_string(c.r.linear_num_key_heads)); a.set("tp", std::to_string(c.r.tensor_model_parallel_size)); a.set("cp", std::to_string(c.r.context_parallel_size)); }, nullptr,
+      nullptr, "linear_num_key_heads a multiple of TP x CP", "each TP (and CP) rank holds whole key heads" },
     { "G1", "dev", kAnyFormat, E, "recompute_modules experimental_attention_variant",
       "dev: gdn without experimental_attention_variant='gated_delta_net'",
       "gdn in recompute_modules is only supported with experimental_attention_variant='gated_delta_net'.",
@@ -1246,6 +1417,92 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.moeLayers() > 0 && c.r.tensor_model_parallel_size > 1 && !c.r.sequence_parallel; }, nullptr, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "set sequence_parallel=true", "sequence_parallel", true); },
       "sequence_parallel=true", "a raise, not a warning: the attention TP group is tensor_model_parallel_size; MP2 only warns, and only with expert parallelism" },
+    { "RT17", "*", kJson, A, "num_layers hybrid_layer_pattern",
+      "HybridModel builds the pattern's layers whatever num_layers says",
+      "num_layers: {n} -> {p} (HybridModel builds the layers of hybrid_layer_pattern)",
+      MC, { { "*", "megatron/core/models/hybrid/hybrid_model.py:197-217" } },
+      [](const Ctx& c) { return isHybrid(c.r) && c.r.num_layers != patternLayers(c); },
+      [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.num_layers)); a.set("p", std::to_string(patternLayers(c))); },
+      [](Ctx& c) { c.r.num_layers = patternLayers(c); }, nullptr, "",
+      "parse_hybrid_pattern and select_pipeline_segment take the layer list from the pattern; Megatron-LM (M8) and Bridge (B10) derive num_layers the same way" },
+    { "RT18", "*", kAnyFormat, E, "hybrid_layer_pattern",
+      "a hybrid pattern symbol the profile's Symbols do not know",
+      "In {where} pattern, '{c}' is not a valid layer symbol. Valid symbols are: {valid}",
+      MC, { { "*", "megatron/core/models/hybrid/hybrid_layer_allocation.py:277-294" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:281-298" } },
+      [](const Ctx& c) { return badSymbol(c).has_value(); },
+      [](const Ctx& c, Args& a) { const auto b = *badSymbol(c); a.set("where", b.where); a.set("c", b.symbol); a.set("valid", validSymbolsSet(c, b.where == "main")); }, nullptr,
+      nullptr, "symbols of Symbols.VALID_LAYERS (M G * - E ...)", "Python prints the set in hash order; the order here is the class's" },
+    { "RT18", "*", kAnyFormat, E, "hybrid_layer_pattern",
+      "MTP patterns after '/' that differ",
+      "All MTP patterns must be identical. Pattern 1 is '{a}', but pattern {i} is '{b}'. Full pattern: '{p}'",
+      MC, { { "*", "megatron/core/models/hybrid/hybrid_layer_allocation.py:258-267" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:262-271" } },
+      [](const Ctx& c) { return mtpMismatch(c) > 0; },
+      [](const Ctx& c, Args& a) { const size_t i = mtpMismatch(c); a.set("a", mtpPart(c, 1)); a.set("i", std::to_string(i)); a.set("b", mtpPart(c, i)); a.set("p", *c.r.hybrid_layer_pattern); }, nullptr,
+      nullptr, "one MTP pattern per depth, all the same", "" },
+    { "RT18", "bridge-pin guide main", kAnyFormat, E, "hybrid_layer_pattern",
+      "attention ('*') beside MLA ('+') or DSA ('D') layers",
+      "Not supported to have both Attention and MLA/DSA in one model",
+      MC, { { "*", "megatron/core/models/hybrid/hybrid_layer_allocation.py:296-298" } },
+      attentionWithMla, nullptr, nullptr, nullptr, "one kind of attention per hybrid model", "" },
+    { "RT18", "dev", kAnyFormat, E, "hybrid_layer_pattern",
+      "attention ('*') beside DSA or DeepSeek-V4 (C, H, W) layers",
+      "Not supported to have both Attention and MLA/DSA/CSA/HCA/Window in one model",
+      MC, { { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:300-305" } },
+      attentionWithMla, nullptr, nullptr, nullptr, "one kind of attention per hybrid model", "" },
+    { "RT19", "*", kAnyFormat, E, "hybrid_layer_pattern pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "virtual pipeline stages for a hybrid pattern without '|' segments",
+      "Virtual pipeline parallelism (vp_stage != None) is not supported when hybrid_layer_pattern has no pipe ('|') separators. Add '|' separators to define explicit pipeline/virtual-pipeline stage boundaries.",
+      MC, { { "*", "megatron/core/models/hybrid/hybrid_layer_allocation.py:385-392" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:394-401" } },
+      [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) == 1 && c.r.pipeline_model_parallel_size > 1 && c.r.virtual_pipeline_model_parallel_size.has_value(); }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "unset virtual_pipeline_model_parallel_size (or give '|' segments)", "virtual_pipeline_model_parallel_size", nullptr); },
+      "virtual_pipeline_model_parallel_size=null, or '|' between the chunks", "" },
+    { "RT19", "*", kAnyFormat, E, "hybrid_layer_pattern pipeline_model_parallel_size",
+      "a hybrid pattern without '|' whose layers the pipeline stages do not divide",
+      "Number of layers ({n}) must be evenly divisible by pipeline-model-parallel-size ({pp}) when no pipe separators are specified in the pattern.",
+      MC, { { "*", "megatron/core/models/hybrid/hybrid_layer_allocation.py:436-441" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:445-450" } },
+      [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) == 1 && c.r.pipeline_model_parallel_size > 1 && patternLayers(c) % c.r.pipeline_model_parallel_size != 0; },
+      [](const Ctx& c, Args& a) { a.set("n", std::to_string(patternLayers(c))); a.set("pp", std::to_string(c.r.pipeline_model_parallel_size)); }, nullptr,
+      nullptr, "'|' at the stage boundaries, or a PP size that divides the layers", "" },
+    { "RT19", "*", kAnyFormat, E, "hybrid_layer_pattern pipeline_model_parallel_size",
+      "'|' segments that the pipeline stages do not divide",
+      "The number of pipe-delimited segments ({s}) in hybrid_layer_pattern must be evenly divisible by pipeline_model_parallel_size ({pp}).",
+      MC, { { "*", "megatron/core/models/hybrid/hybrid_layer_allocation.py:459-465" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:468-474" } },
+      [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) > 1 && c.r.pipeline_model_parallel_size >= 1 && patternSegments(c) % static_cast<size_t>(c.r.pipeline_model_parallel_size) != 0; },
+      [](const Ctx& c, Args& a) { a.set("s", std::to_string(patternSegments(c))); a.set("pp", std::to_string(c.r.pipeline_model_parallel_size)); }, nullptr,
+      nullptr, "PP x virtual stages segments", "" },
+    { "RT20", "*", kAnyFormat, E, "hidden_size mamba_head_dim mamba_num_heads hybrid_layer_pattern",
+      "Mamba's d_inner (2 x hidden_size) not a multiple of mamba_head_dim, mamba_num_heads unset",
+      "d_inner must be evenly divisible by headdim",
+      MC, { { "bridge-pin", "megatron/core/ssm/mamba_mixer.py:249" }, { "guide", "megatron/core/ssm/mamba_mixer.py:249" }, { "main", "megatron/core/ssm/mamba_mixer.py:250" }, { "dev", "megatron/core/ssm/mamba_mixer.py:237" } },
+      [](const Ctx& c) { return mambaLayers(c) && !c.r.mamba_num_heads && c.r.mamba_head_dim >= 1 && (int64_t(kMambaExpand) * c.r.hidden_size) % c.r.mamba_head_dim != 0; }, nullptr, nullptr,
+      nullptr, "mamba_num_heads set, or mamba_head_dim dividing 2 x hidden_size", "MambaMixer asserts when the model is built" },
+    { "RT20", "*", kAnyFormat, E, "mamba_num_heads tensor_model_parallel_size hybrid_layer_pattern",
+      "Mamba heads that tensor parallelism does not split evenly",
+      "nheads must be evenly divisble by tp_size",
+      MC, { { "bridge-pin", "megatron/core/ssm/mamba_mixer.py:261" }, { "guide", "megatron/core/ssm/mamba_mixer.py:261" }, { "main", "megatron/core/ssm/mamba_mixer.py:262" }, { "dev", "megatron/core/ssm/mamba_mixer.py:249" } },
+      [](const Ctx& c) { return mambaLayers(c) && c.r.tensor_model_parallel_size >= 1 && mambaHeads(c) % c.r.tensor_model_parallel_size != 0; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "run without tensor parallelism (or with a TP size that divides the Mamba heads)", "tensor_model_parallel_size", 1); },
+      "tensor_model_parallel_size dividing the Mamba heads", "Megatron's message, its spelling kept" },
+    { "RT20", "*", kAnyFormat, E, "mamba_num_groups tensor_model_parallel_size hybrid_layer_pattern",
+      "Mamba groups that tensor parallelism does not split evenly",
+      "ngroups must be evenly divisible by tp_size",
+      MC, { { "bridge-pin", "megatron/core/ssm/mamba_mixer.py:269" }, { "guide", "megatron/core/ssm/mamba_mixer.py:269" }, { "main", "megatron/core/ssm/mamba_mixer.py:270" }, { "dev", "megatron/core/ssm/mamba_mixer.py:257" } },
+      [](const Ctx& c) { return mambaLayers(c) && c.r.tensor_model_parallel_size >= 1 && c.r.mamba_num_groups % c.r.tensor_model_parallel_size != 0; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "run without tensor parallelism (or with a TP size that divides the Mamba groups)", "tensor_model_parallel_size", 1); },
+      "tensor_model_parallel_size dividing mamba_num_groups", "" },
+    { "RT20", "*", kAnyFormat, E, "mamba_num_heads mamba_num_groups hybrid_layer_pattern",
+      "Mamba heads not a multiple of its groups",
+      "nheads must be evenly divisible by ngroups",
+      MC, { { "bridge-pin", "megatron/core/ssm/mamba_mixer.py:273" }, { "guide", "megatron/core/ssm/mamba_mixer.py:273" }, { "main", "megatron/core/ssm/mamba_mixer.py:274" }, { "dev", "megatron/core/ssm/mamba_mixer.py:261" } },
+      [](const Ctx& c) { return mambaLayers(c) && c.r.mamba_num_groups >= 1 && mambaHeads(c) % c.r.mamba_num_groups != 0; }, nullptr, nullptr,
+      nullptr, "mamba_num_groups dividing the Mamba heads", "" },
+    { "RT21", "*", kAnyFormat, E, "activation_func hybrid_layer_pattern linear_attention_freq experimental_attention_variant",
+      "GatedDeltaNet layers with an activation other than SiLU (its causal conv takes config.activation_func)",
+      "assert self.activation in [\"silu\", \"swish\"]",
+      MC, { { "bridge-pin", "megatron/core/ssm/gated_delta_net/gdn.py:206" }, { "guide", "megatron/core/ssm/gated_delta_net/gdn.py:213" }, { "main", "megatron/core/ssm/gated_delta_net/gdn.py:231" }, { "dev", "megatron/core/ssm/gated_delta_net/gdn.py:496" } },
+      [](const Ctx& c) { return c.r.activation_func != "silu" && gdnLayers(c); }, nullptr, nullptr,
+      nullptr, "activation_func=silu for a model with GatedDeltaNet layers",
+      "a bare assert in GatedDeltaNet.forward (not deterministic_mode): the FLA conv kernel takes silu/swish only; a squared-ReLU Nemotron-H pattern cannot hold 'G' layers" },
 
     // ===================================== our own advice, from the guide (RS) ========================
     { "RS01", "*", kAnyFormat, E, "recompute_num_layers recompute_method",
@@ -1668,6 +1925,20 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.num_layers > kMaxLayers; },
       [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.num_layers)); }, nullptr,
       nullptr, "num_layers <= 65536", "without a bound, an estimate of num_layers=2147483647 allocates until the machine's memory is gone" },
+    { "RS38", "*", kAnyFormat, W, "hybrid_layer_pattern",
+      "hybrid layers the estimate and the worker do not build",
+      "hybrid_layer_pattern has '{symbols}' layers (DSA, MLA or DeepSeek-V4 attention): the estimate and the worker build M, G, *, - and E layers only, so nothing is estimated or run for this pattern.",
+      GD, { { "*", "docs/rules.md#rs38" } },
+      [](const Ctx& c) { return !unmodelledSymbols(c).empty() && !badSymbol(c); },
+      [](const Ctx& c, Args& a) { a.set("symbols", unmodelledSymbols(c)); }, nullptr,
+      nullptr, "", "the estimate refuses such a pattern (not_estimated) rather than count those layers as something else" },
+    { "RS38", "*", kAnyFormat, W, "hybrid_layer_pattern",
+      "MTP layers after '/' in the hybrid pattern",
+      "hybrid_layer_pattern has {d} MTP depth(s) of '{mtp}' after '/': the estimate and the worker leave the MTP layers out.",
+      GD, { { "*", "docs/rules.md#rs38" } },
+      [](const Ctx& c) { return isHybrid(c.r) && parseHybridPattern(*c.r.hybrid_layer_pattern).mtp_depths > 0 && !c.r.hybrid_layer_pattern->empty() && !badSymbol(c) && mtpMismatch(c) == 0; },
+      [](const Ctx& c, Args& a) { const HybridPattern h = parseHybridPattern(*c.r.hybrid_layer_pattern); a.set("d", std::to_string(h.mtp_depths)); a.set("mtp", h.mtp); }, nullptr,
+      nullptr, "", "the MTP block's layers and its extra loss head add memory the estimate does not count" },
     };
     // clang-format on
     return rows;

@@ -12,6 +12,7 @@
 #include "engine/checkpoint.h"
 #include "engine/cross_entropy.h"
 #include "engine/memory_probe.h"
+#include "engine/ssm.h"
 #include "engine/torch_compat.h"
 
 namespace rs::engine {
@@ -160,71 +161,80 @@ public:
 // bias already added by the worker's FC1) and recomputes the activation in backward, where the eager
 // path's silu(a) * b also keeps silu(a). The same ATen ops as the eager path, forward and backward, so the
 // values are the eager path's.
-Tensor actOf(const Tensor& a, bool silu)
+// The activations the worker builds: GeLU, SiLU (SwiGLU with gated_linear_unit) and squared ReLU
+// (megatron/core/activations.py squared_relu: relu(x)^2).
+enum Act : int64_t { kGelu = 0, kSilu = 1, kSquaredRelu = 2 };
+Tensor actOf(const Tensor& a, int64_t act)
 {
-    return silu ? at::silu(a) : at::gelu(a);
+    if (act == kSquaredRelu)
+        return at::relu(a).pow(2);
+    return act == kSilu ? at::silu(a) : at::gelu(a);
 }
-Tensor actBackward(const Tensor& grad, const Tensor& a, bool silu)
+Tensor actBackward(const Tensor& grad, const Tensor& a, int64_t act)
 {
-    return silu ? at::silu_backward(grad, a) : at::gelu_backward(grad, a);
+    if (act == kSquaredRelu)
+        return grad * at::relu(a) * 2;
+    return act == kSilu ? at::silu_backward(grad, a) : at::gelu_backward(grad, a);
 }
-Tensor fusedForward(const Tensor& x, bool silu, bool gated)
+Tensor fusedForward(const Tensor& x, int64_t act, bool gated)
 {
     if (!gated)
-        return actOf(x, silu);
+        return actOf(x, act);
     const auto halves = x.chunk(2, -1);
-    return actOf(halves[0], silu) * halves[1];
+    return actOf(halves[0], act) * halves[1];
 }
 // The input's gradient from the output's. Gated: both halves written into the one [.., 2F] gradient (no
 // concatenation of two [.., F] pieces), one [.., F] temporary at a time.
-Tensor fusedBackward(const Tensor& grad, const Tensor& x, bool silu, bool gated)
+Tensor fusedBackward(const Tensor& grad, const Tensor& x, int64_t act, bool gated)
 {
     if (!gated)
-        return actBackward(grad, x, silu);
+        return actBackward(grad, x, act);
     const auto halves = x.chunk(2, -1);
     Tensor grad_x = at::empty_like(x);
     const int64_t f = halves[0].size(-1);
     Tensor grad_a = grad_x.narrow(-1, 0, f), grad_b = grad_x.narrow(-1, f, f);
-    at::mul_out(grad_b, grad, actOf(halves[0], silu));
+    at::mul_out(grad_b, grad, actOf(halves[0], act));
     const Tensor grad_act = grad * halves[1];
-    if (silu)
+    if (act == kSilu)
         at::silu_backward_out(grad_a, grad_act, halves[0]);
-    else
+    else if (act == kGelu)
         at::gelu_backward_out(grad_a, grad_act, halves[0]);
+    else
+        grad_a.copy_(actBackward(grad_act, halves[0], act));
     return grad_x;
 }
 
 // act(x) (SwiGLU, GeGLU: act(a) * b), as BiasSwiGLUFunction / GeGLUFunction / GeLUFunction.
 class FusedActivation : public torch::autograd::Function<FusedActivation> {
 public:
-    static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, bool silu, bool gated)
+    static Tensor forward(torch::autograd::AutogradContext* ctx, const Tensor& x, int64_t act, bool gated)
     {
-        ctx->saved_data["silu"] = silu;
+        ctx->saved_data["act"] = act;
         ctx->saved_data["gated"] = gated;
         ctx->save_for_backward({ x });
-        return fusedForward(x, silu, gated);
+        return fusedForward(x, act, gated);
     }
     static torch::autograd::variable_list backward(
         torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
     {
         const Tensor x = ctx->get_saved_variables()[0];
         return { fusedBackward(
-                     grads[0], x, ctx->saved_data["silu"].toBool(), ctx->saved_data["gated"].toBool()),
+                     grads[0], x, ctx->saved_data["act"].toInt(), ctx->saved_data["gated"].toBool()),
             Tensor(), Tensor() };
     }
 };
 
-// act(x) x probs per routed token [R] (weighted_bias_swiglu_impl: the experts' activation with the routing
-// probabilities inside the function): keeps the input and the probabilities.
+// act(x) x probs per routed token [R] (weighted_bias_swiglu_impl, weighted_squared_relu_impl: the experts'
+// activation with the routing probabilities inside the function): keeps the input and the probabilities.
 class WeightedFusedActivation : public torch::autograd::Function<WeightedFusedActivation> {
 public:
     static Tensor forward(
-        torch::autograd::AutogradContext* ctx, const Tensor& x, const Tensor& probs, bool silu, bool gated)
+        torch::autograd::AutogradContext* ctx, const Tensor& x, const Tensor& probs, int64_t act, bool gated)
     {
-        ctx->saved_data["silu"] = silu;
+        ctx->saved_data["act"] = act;
         ctx->saved_data["gated"] = gated;
         ctx->save_for_backward({ x, probs });
-        return fusedForward(x, silu, gated) * probs.unsqueeze(-1);
+        return fusedForward(x, act, gated) * probs.unsqueeze(-1);
     }
     static torch::autograd::variable_list backward(
         torch::autograd::AutogradContext* ctx, torch::autograd::variable_list grads)
@@ -232,10 +242,11 @@ public:
         const auto saved = ctx->get_saved_variables();
         const Tensor& x = saved[0];
         const Tensor& probs = saved[1];
-        const bool silu = ctx->saved_data["silu"].toBool(), gated = ctx->saved_data["gated"].toBool();
+        const int64_t act = ctx->saved_data["act"].toInt();
+        const bool gated = ctx->saved_data["gated"].toBool();
         const Tensor& g = grads[0];
-        Tensor grad_probs = (g * fusedForward(x, silu, gated)).sum(-1);
-        Tensor grad_x = fusedBackward(g * probs.unsqueeze(-1), x, silu, gated);
+        Tensor grad_probs = (g * fusedForward(x, act, gated)).sum(-1);
+        Tensor grad_x = fusedBackward(g * probs.unsqueeze(-1), x, act, gated);
         return { grad_x, grad_probs, Tensor(), Tensor() };
     }
 };
@@ -253,14 +264,21 @@ const std::set<std::string>& builtRecomputeLabels()
 {
     // Each has its checkpoint in Model below (plan_.has(label)); the label table says why the others have
     // none.
-    static const std::set<std::string> labels
-        = { "core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp", "moe", "shared_experts" };
+    static const std::set<std::string> labels = { "core_attn", "mla_up_proj", "layernorm", "moe_act", "mlp",
+        "moe", "shared_experts", "gdn_norm_out", "gdn" };
     return labels;
 }
 
 struct Model::Layer {
     int global = 0;
     bool moe = false;
+    LayerKind kind;
+    // Mamba mixer (mamba_mixer.py): in_proj [z x B C dt], conv1d weight [C, W] and bias, dt_bias, A_log, D
+    // per head, the gated norm's weight, out_proj.
+    Tensor m_in, m_conv_w, m_conv_b, m_dt_bias, m_A_log, m_D, m_norm_w, m_out;
+    // GatedDeltaNet (gated_delta_net/common.py): in_proj [q k v z beta alpha], conv1d weight [C, W] (no
+    // bias), dt_bias, A_log per value head, out_norm's weight [value head dim], out_proj.
+    Tensor g_in, g_conv_w, g_dt_bias, g_A_log, g_norm_w, g_out;
     Tensor ln1_w, ln1_b, ln2_w, ln2_b;
     Tensor qkv, qkv_b, proj, proj_b; // standard attention (proj also for MLA); biases may be undefined
     Tensor q, q_down, q_ln_w, q_ln_b, q_up, kv_down, kv_ln_w, kv_ln_b, kv_up; // MLA
@@ -277,8 +295,12 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.global_layers = c.layout.layers;
     c.chunk = c.layout.chunk;
     c.stage_scope = c.layout.scope;
-    for (int g : c.layout.layers)
+    const std::vector<LayerKind> kinds = layerKinds(r);
+    for (int g : c.layout.layers) {
         c.moe.push_back(isMoeLayer(r, g));
+        c.kinds.push_back(
+            g >= 0 && static_cast<size_t>(g) < kinds.size() ? kinds[static_cast<size_t>(g)] : LayerKind {});
+    }
     c.tp = c.layout.tp;
     c.cp = c.layout.cp;
     c.ep = c.layout.ep;
@@ -317,9 +339,23 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.rmsnorm = r.normalization == "RMSNorm";
     c.gated = r.gated_linear_unit;
     c.silu = r.activation_func == "silu";
+    c.squared_relu = r.activation_func == "squared_relu";
+    c.weighted_squared_relu = c.squared_relu && r.use_fused_weighted_squared_relu;
+    c.mamba_heads = static_cast<int>(shape.mamba_heads);
+    c.mamba_head_dim = static_cast<int>(shape.mamba_head_dim);
+    c.mamba_groups = static_cast<int>(shape.mamba_groups);
+    c.mamba_state = static_cast<int>(shape.mamba_state);
+    c.mamba_chunk = std::max(1, r.mamba_chunk_size);
+    c.mamba_conv = kMambaConvWidth;
+    c.gdn_key_heads = static_cast<int>(shape.gdn_key_heads);
+    c.gdn_value_heads = static_cast<int>(shape.gdn_value_heads);
+    c.gdn_key_dim = static_cast<int>(shape.gdn_key_dim);
+    c.gdn_value_dim = static_cast<int>(shape.gdn_value_dim);
+    c.gdn_conv = r.linear_conv_kernel_dim;
     c.bias_activation_fusion = r.bias_activation_fusion;
     c.attention_backend = r.attention_backend;
-    c.te_spec = r.transformer_impl == "transformer_engine";
+    // A hybrid stack is always Megatron's hybrid_stack_spec, Transformer Engine's modules (estimator.cpp).
+    c.te_spec = r.transformer_impl == "transformer_engine" || isHybrid(r);
     c.mla = r.multi_latent_attention;
     c.q_lora_rank = r.q_lora_rank.value_or(0);
     c.kv_lora_rank = r.kv_lora_rank;
@@ -346,10 +382,26 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
             "the engine runs bf16, fp16 or fp32; fp8/fp4 training needs Transformer Engine, which it does "
             "not "
             "model");
-    if (r.experimental_attention_variant)
+    // GatedDeltaNet layers come from linear_attention_freq (a GPT model) or 'G' (a hybrid stack); the
+    // variant names them. gdn2's gates and kernel differ (gated_delta_net/gdn2.py): not built.
+    const std::string variant = r.experimental_attention_variant.value_or("");
+    if (!variant.empty() && variant != "gdn" && variant != "gated_delta_net")
         throw EngineError("experimental_attention_variant",
-            "the engine builds standard attention and MLA only, not '" + *r.experimental_attention_variant
-                + "'");
+            "the engine builds standard attention, MLA and GatedDeltaNet (gdn, gated_delta_net), not '"
+                + variant + "'");
+    for (size_t i = 0; i < c.kinds.size(); ++i)
+        if (c.kinds[i].mixer == LayerMixer::Unmodelled)
+            throw EngineError("hybrid_layer_pattern",
+                "layer " + std::to_string(c.global_layers[i]) + " is " + layerKindName(c.kinds[i])
+                    + ": the engine builds M, G, *, - and E layers (RS38)");
+    if (r.hybrid_layer_pattern && parseHybridPattern(*r.hybrid_layer_pattern).mtp_depths > 0)
+        throw EngineError("hybrid_layer_pattern",
+            "the engine builds no multi-token-prediction layers ('/' in the pattern)");
+    for (const LayerKind& k : c.kinds)
+        if (k.mixer == LayerMixer::GatedDeltaNet && !c.silu)
+            throw EngineError("activation_func",
+                "GatedDeltaNet's conv takes activation_func, which must be silu (RT21), not '"
+                    + r.activation_func + "'");
     if (r.enable_mhc_connections || r.enable_hyper_connections)
         throw EngineError("enable_mhc_connections", "the engine builds no hyper-connections");
     if (r.mtp_num_layers && *r.mtp_num_layers > 0)
@@ -456,15 +508,57 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
         Layer L;
         L.global = c.global_layers[i];
         L.moe = c.moe[i];
+        L.kind = i < c.kinds.size()
+            ? c.kinds[i]
+            : LayerKind { LayerMixer::Attention, L.moe ? LayerFfn::Moe : LayerFfn::Dense, 0 };
+        L.moe = L.kind.ffn == LayerFfn::Moe;
+        const bool has_mixer = L.kind.mixer != LayerMixer::None, has_ffn = L.kind.ffn != LayerFfn::None;
         const std::string p = "decoder.layers." + std::to_string(L.global) + ".";
-        L.ln1_w = param(p + "input_layernorm.weight", { h }, true);
-        L.ln2_w = param(p + "pre_mlp_layernorm.weight", { h }, true);
+        if (has_mixer)
+            L.ln1_w = param(p + "input_layernorm.weight", { h }, true);
+        if (has_ffn)
+            L.ln2_w = param(p + "pre_mlp_layernorm.weight", { h }, true);
         if (!c.rmsnorm) {
-            L.ln1_b = param(p + "input_layernorm.bias", { h }, true);
-            L.ln2_b = param(p + "pre_mlp_layernorm.bias", { h }, true);
+            if (has_mixer)
+                L.ln1_b = param(p + "input_layernorm.bias", { h }, true);
+            if (has_ffn)
+                L.ln2_b = param(p + "pre_mlp_layernorm.bias", { h }, true);
         }
         const std::string a = p + "self_attention.";
-        if (c.mla) {
+        if (L.kind.mixer == LayerMixer::Mamba) {
+            // MambaMixer's shares of one TP rank: heads and groups / TP (mamba_mixer.py __init__).
+            const int64_t H = c.mamba_heads / tp, di = H * c.mamba_head_dim;
+            const int64_t gn = (c.mamba_groups / tp) * c.mamba_state, conv = di + 2 * gn;
+            const std::string m = p + "mixer.";
+            L.m_in = param(m + "in_proj.weight", { 2 * di + 2 * gn + H, h });
+            L.m_conv_w = param(m + "conv1d.weight", { conv, c.mamba_conv });
+            L.m_conv_b = param(m + "conv1d.bias", { conv });
+            L.m_dt_bias = param(m + "dt_bias", { H }, false, true);
+            L.m_A_log = param(m + "A_log", { H }, false, true);
+            L.m_D = param(m + "D", { H }, true);
+            L.m_norm_w = param(m + "norm.weight", { di }, true);
+            L.m_out = param(m + "out_proj.weight", { h, di });
+            torch::NoGradGuard no_grad;
+            // dt_bias: softplus^-1 of dt log-uniform in [0.001, 0.1]; A_log: log of A uniform in [1, 16].
+            const Tensor dt
+                = torch::exp(torch::rand({ H }) * (std::log(0.1) - std::log(0.001)) + std::log(0.001));
+            L.m_dt_bias.copy_(dt + torch::log(-torch::expm1(-dt)));
+            L.m_A_log.copy_(torch::log(torch::rand({ H }) * 15 + 1));
+        } else if (L.kind.mixer == LayerMixer::GatedDeltaNet) {
+            const int64_t hk = c.gdn_key_heads / tp, hv = c.gdn_value_heads / tp;
+            const int64_t qk = hk * c.gdn_key_dim, v = hv * c.gdn_value_dim;
+            L.g_in = param(a + "in_proj.weight", { 2 * qk + 2 * v + 2 * hv, h });
+            L.g_conv_w = param(a + "conv1d.weight", { 2 * qk + v, c.gdn_conv });
+            L.g_dt_bias = param(a + "dt_bias", { hv }, true);
+            L.g_A_log = param(a + "A_log", { hv }, false, true);
+            L.g_norm_w = param(a + "out_norm.weight", { c.gdn_value_dim }, true);
+            L.g_out = param(a + "out_proj.weight", { h, v });
+            torch::NoGradGuard no_grad;
+            L.g_A_log.copy_(torch::log(torch::rand({ hv }) * 15 + 1));
+        }
+        if (L.kind.mixer != LayerMixer::Attention) {
+            // No attention: the layer's MLP (or MoE) only, or a Mamba / GatedDeltaNet mixer before it.
+        } else if (c.mla) {
             const int64_t dn = c.qk_head_dim, dr = c.qk_pos_emb_head_dim, dv = c.v_head_dim;
             if (c.q_lora_rank > 0) {
                 L.q_down = param(a + "linear_q_down_proj.weight", { c.q_lora_rank, h });
@@ -487,9 +581,12 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
             L.qkv_b = biasParam(c.qkv_bias, a + "linear_qkv.bias", (np_ + 2 * ng_) * kv);
             L.proj = param(a + "linear_proj.weight", { h, np_ * kv });
         }
-        L.proj_b = biasParam(c.bias_linear, a + "linear_proj.bias", h);
+        if (L.kind.mixer == LayerMixer::Attention)
+            L.proj_b = biasParam(c.bias_linear, a + "linear_proj.bias", h);
         const std::string m = p + "mlp.";
-        if (L.moe) {
+        if (!has_ffn) {
+            // A hybrid stack's mixer-only layer.
+        } else if (L.moe) {
             L.router = param(m + "router.weight", { c.experts, h });
             const int64_t fc1_out = glu * moe_ffn_;
             if (c.grouped_gemm) {
@@ -671,11 +768,13 @@ Tensor Model::dropout(const Tensor& x, double p) const
 
 Tensor Model::activation(const Tensor& fc1_out, const Tensor& probs) const
 {
-    if (config_.bias_activation_fusion) {
-        return probs.defined() ? WeightedFusedActivation::apply(fc1_out, probs, config_.silu, config_.gated)
-                               : FusedActivation::apply(fc1_out, config_.silu, config_.gated);
+    const int64_t kind = config_.squared_relu ? kSquaredRelu : config_.silu ? kSilu : kGelu;
+    // The experts' fused weighted squared ReLU (use_fused_weighted_squared_relu) is one such function too.
+    if (config_.bias_activation_fusion || (probs.defined() && config_.weighted_squared_relu)) {
+        return probs.defined() ? WeightedFusedActivation::apply(fc1_out, probs, kind, config_.gated)
+                               : FusedActivation::apply(fc1_out, kind, config_.gated);
     }
-    auto act = [this](const Tensor& t) { return config_.silu ? at::silu(t) : at::gelu(t); };
+    auto act = [kind](const Tensor& t) { return actOf(t, kind); };
     Tensor out;
     if (!config_.gated) {
         out = act(fc1_out);
@@ -1094,16 +1193,91 @@ Tensor Model::moe(const Layer& L, const Tensor& x)
     return (plan_.has("moe") ? checkpoint(whole, { x }) : whole({ x }))[0];
 }
 
-Tensor Model::layerForward(const Layer& L, Tensor x)
+Tensor Model::mambaMixer(const Layer& L, const Tensor& x)
 {
-    // layernorm is output-discard: the input norm's output is rebuilt when the attention output's gradient
-    // arrives, the pre-MLP norm's when the MLP output's does (TL:683-688, :1088-1093). Under the TE spec a
-    // norm fused into the next linear is an IdentityOp that the label skips (RT1, TL:475-479, :523-524):
-    // the input norm unless MLA, the pre-MLP norm unless MoE.
-    const bool discard_ln1 = plan_.has("layernorm") && (!config_.te_spec || config_.mla);
-    const bool discard_ln2 = plan_.has("layernorm") && (!config_.te_spec || L.moe);
+    // MambaLayer + MambaMixer._ssm_training (mem-eff path): the norm fused into in_proj, zxbcdt laid out
+    // [b, l, d] (a copy unless b is 1), the fused conv + scan + gate, back to [l, b, d], the gated RMSNorm
+    // (z=None, groups per TP rank), out_proj. A = -exp(A_log) and dt_bias in fp32, as the mixer passes them.
+    const auto& c = config_;
+    const int64_t tp = std::max(1, c.tp);
+    MemoryRegion region(MemoryCategory::Activations, L.global, "mamba");
+    const Tensor zxbcdt = columnLinear(norm(x, L.ln1_w, L.ln1_b), L.m_in).transpose(0, 1).contiguous();
+    const ssm::MambaDims dims { c.mamba_heads / tp, c.mamba_head_dim, c.mamba_groups / tp, c.mamba_state,
+        c.mamba_chunk };
+    const Tensor A = -torch::exp(L.m_A_log.to(torch::kFloat32));
+    Tensor y = ssm::mambaSplitConv1dScan(
+        zxbcdt, L.m_conv_w, L.m_conv_b, L.m_dt_bias.to(torch::kFloat32), A, L.m_D, dims);
+    y = ssm::groupRmsNorm(y.transpose(0, 1).contiguous(), L.m_norm_w, dims.groups, kNormEps);
+    return linear(y, L.m_out);
+}
+
+Tensor Model::gdnMixer(const Layer& L, const Tensor& x)
+{
+    // GatedDeltaNet.forward (gdn.py, CP 1): the norm fused into in_proj, [b, l, d], split into q k v, the
+    // gate z, beta and alpha; FLA's conv + SiLU on q k v, the L2 norm of q and k, q and k repeated to the
+    // value heads, the decay g = -exp(A_log) softplus(alpha + dt_bias) in fp32 and beta = sigmoid(b), the
+    // chunked gated delta rule, then _gated_norm_and_a2a (the gdn_norm_out region: out_norm per value head
+    // and the SiLU gate), [l, b, v], out_proj.
+    const auto& c = config_;
+    const int64_t tp = std::max(1, c.tp);
+    const int64_t hk = c.gdn_key_heads / tp, hv = c.gdn_value_heads / tp;
+    const int64_t dk = c.gdn_key_dim, dv = c.gdn_value_dim, qk = hk * dk, v = hv * dv;
+    const int layer = L.global;
+    Region whole = [this, &L, hk, hv, dk, dv, qk, v, layer](const Tensors& in) -> Tensors {
+        MemoryRegion region(MemoryCategory::Activations, layer, "gdn");
+        const Tensor proj = columnLinear(norm(in[0], L.ln1_w, L.ln1_b), L.g_in).transpose(0, 1); // [b, l, .]
+        const int64_t b = proj.size(0), l = proj.size(1);
+        const Tensor qkv = ssm::causalConv1dSilu(proj.narrow(-1, 0, 2 * qk + v), L.g_conv_w, Tensor());
+        const Tensor gate = proj.narrow(-1, 2 * qk + v, v).reshape({ b, l, hv, dv }).contiguous();
+        const Tensor beta = at::sigmoid(proj.narrow(-1, 2 * qk + 2 * v, hv));
+        const Tensor alpha = proj.narrow(-1, 2 * qk + 2 * v + hv, hv);
+        const Tensor qk_norm
+            = ssm::l2norm(qkv.narrow(-1, 0, 2 * qk).contiguous().reshape({ b, l, 2 * hk, dk }));
+        Tensor query = qk_norm.narrow(2, 0, hk), key = qk_norm.narrow(2, hk, hk);
+        if (hv > hk) {
+            query = query.repeat_interleave(hv / hk, 2);
+            key = key.repeat_interleave(hv / hk, 2);
+        } else {
+            query = query.contiguous();
+            key = key.contiguous();
+        }
+        const Tensor value = qkv.narrow(-1, 2 * qk, v).contiguous().reshape({ b, l, hv, dv });
+        const Tensor g = -L.g_A_log.to(torch::kFloat32).exp()
+            * at::softplus(alpha.to(torch::kFloat32) + L.g_dt_bias.to(torch::kFloat32));
+        const Tensor core
+            = ssm::chunkGatedDeltaRule(query, key, value, g, beta, 1.0 / std::sqrt(double(dk)), kGdnChunk);
+        Region gated = [this, &L, layer, b, l, v](const Tensors& t) -> Tensors {
+            MemoryRegion region(MemoryCategory::Activations, layer, "gdn_norm_out");
+            const Tensor y = ssm::siluGate(norm(t[0], L.g_norm_w, Tensor()), t[1]);
+            return { y.reshape({ b, l, v }).transpose(0, 1).contiguous() };
+        };
+        OutputDiscardCheckpoint norm_ckpt;
+        const bool discard = plan_.has("gdn_norm_out");
+        const Tensor norm_out = (discard ? norm_ckpt.run(gated, { core, gate }) : gated({ core, gate }))[0];
+        Tensor out = linear(norm_out, L.g_out);
+        if (discard)
+            norm_ckpt.discardOutputAndRegisterRecompute(out);
+        return { out };
+    };
+    // gdn (dev): the whole module, from its input, in one normal checkpoint.
+    return (plan_.has("gdn") ? checkpoint(whole, { x }) : whole({ x }))[0];
+}
+
+Tensor Model::mixerPart(const Layer& L, Tensor x)
+{
     const int layer = L.global;
     using Cat = MemoryCategory;
+    if (L.kind.mixer == LayerMixer::Mamba || L.kind.mixer == LayerMixer::GatedDeltaNet) {
+        Tensor out = rowReduce(L.kind.mixer == LayerMixer::Mamba ? mambaMixer(L, x) : gdnMixer(L, x));
+        MemoryRegion region(Cat::Activations, layer, "residual");
+        return biasDropoutAdd(out, Tensor(), x);
+    }
+    if (L.kind.mixer != LayerMixer::Attention)
+        return x;
+    // layernorm is output-discard: the input norm's output is rebuilt when the attention output's gradient
+    // arrives (TL:683-688). Under the TE spec a norm fused into the next linear is an IdentityOp that the
+    // label skips (RT1, TL:475-479): the input norm unless MLA.
+    const bool discard_ln1 = plan_.has("layernorm") && (!config_.te_spec || config_.mla);
     auto norm_region = [this, layer](const Tensor& w, const Tensor& bias, const char* name) -> Region {
         return [this, w, bias, layer, name](const Tensors& in) -> Tensors {
             MemoryRegion region(Cat::Activations, layer, name);
@@ -1120,16 +1294,27 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
     }
     if (discard_ln1)
         ln1_ckpt.discardOutputAndRegisterRecompute(attn);
-    {
-        MemoryRegion region(Cat::Activations, layer, "residual");
-        x = biasDropoutAdd(attn, L.proj_b, x);
-    }
+    MemoryRegion region(Cat::Activations, layer, "residual");
+    return biasDropoutAdd(attn, L.proj_b, x);
+}
 
+Tensor Model::ffnPart(const Layer& L, Tensor x)
+{
+    if (L.kind.ffn == LayerFfn::None)
+        return x;
+    // The pre-MLP norm's output is rebuilt when the MLP output's gradient arrives (TL:1088-1093); under the
+    // TE spec it is fused into linear_fc1 unless the MLP is MoE (RT1, TL:523-524).
+    const bool discard_ln2 = plan_.has("layernorm") && (!config_.te_spec || L.moe);
+    const int layer = L.global;
+    using Cat = MemoryCategory;
+    const Region ln2_region = [this, &L, layer](const Tensors& in) -> Tensors {
+        MemoryRegion region(Cat::Activations, layer, "pre_mlp_layernorm");
+        return { norm(in[0], L.ln2_w, L.ln2_b) };
+    };
     // Under the TE spec a dense layer's pre-MLP norm is linear_fc1's (TELayerNormColumnParallelLinear;
     // pre_mlp_layernorm an IdentityOp): the mlp checkpoint takes the residual and replays the norm too.
     const bool ln2_in_mlp = config_.te_spec && !L.moe && plan_.has("mlp");
     OutputDiscardCheckpoint ln2_ckpt;
-    const Region ln2_region = norm_region(L.ln2_w, L.ln2_b, "pre_mlp_layernorm");
     Tensor ln2;
     if (!ln2_in_mlp)
         ln2 = discard_ln2 ? ln2_ckpt.run(ln2_region, { x })[0] : ln2_region({ x })[0];
@@ -1154,6 +1339,11 @@ Tensor Model::layerForward(const Layer& L, Tensor x)
         ln2_ckpt.discardOutputAndRegisterRecompute(out);
     MemoryRegion region(Cat::Activations, layer, "residual");
     return biasDropoutAdd(out, L.fc2_b, x);
+}
+
+Tensor Model::layerForward(const Layer& L, Tensor x)
+{
+    return ffnPart(L, mixerPart(L, std::move(x)));
 }
 
 Tensors Model::denseLayerHead(const Layer& L, Tensor x)
@@ -1184,7 +1374,8 @@ Tensor Model::runLayers(int chunk, Tensor x)
         if (chunk >= 0 && config_.chunk[static_cast<size_t>(unit.first)] != chunk)
             continue;
         const int last = unit.first + unit.count - 1;
-        if (unit.checkpointed && !layers_[last].moe && config_.hidden_dropout == 0
+        if (unit.checkpointed && layers_[last].kind.mixer == LayerMixer::Attention
+            && layers_[last].kind.ffn == LayerFfn::Dense && config_.hidden_dropout == 0
             && !layers_[last].fc2_b.defined() && !config_.sp) {
             // The unit ends with x + fc2(act): the replay stops at the last layer's activation.
             Region head = [this, unit, last](const Tensors& in) -> Tensors {

@@ -13,6 +13,7 @@
 
 #include <torch/torch.h>
 
+#include "core/model_shape.h"
 #include "core/recipe.h"
 #include "engine/layout_rank.h"
 
@@ -34,6 +35,9 @@ struct ModelConfig {
     std::vector<int> global_layers; // global index of each local layer
     std::vector<int> chunk; // virtual-pipeline chunk of each local layer (full recompute is per chunk)
     std::vector<bool> moe; // whether each local layer's MLP is MoE
+    // Each local layer's mixer and MLP (core/model_shape.h layerKinds): attention + MLP / MoE in a GPT model,
+    // one of Mamba, GatedDeltaNet, attention, MLP, MoE in a hybrid stack.
+    std::vector<LayerKind> kinds;
     std::string stage_scope;
 
     int hidden = 0, ffn = 0, heads = 0, query_groups = 0, kv_channels = 0;
@@ -54,6 +58,13 @@ struct ModelConfig {
     double moe_aux_loss_coeff = 0; // > 0 with load balancing aux_loss / seq_aux_loss
     bool moe_expert_bias = false; // linear biases in the experts (add_bias_linear without grouped GEMM)
     bool rmsnorm = false, gated = false, silu = false;
+    bool squared_relu = false; // activation_func squared_relu
+    bool weighted_squared_relu = false; // use_fused_weighted_squared_relu: the experts' one-node activation
+    // Mamba (core/model_shape.h): heads, head dim, groups, state, the scan's chunk, the conv's width.
+    int mamba_heads = 0, mamba_head_dim = 0, mamba_groups = 0, mamba_state = 0, mamba_chunk = 128;
+    int mamba_conv = 4;
+    // GatedDeltaNet: key / value heads and dims, the conv's width.
+    int gdn_key_heads = 0, gdn_value_heads = 0, gdn_key_dim = 0, gdn_value_dim = 0, gdn_conv = 4;
     bool bias_activation_fusion = false; // one autograd node keeping FC1's output only (model.cpp)
     std::string attention_backend = "fused";
     // transformer_impl transformer_engine: the TE spec fuses a dense layer's norms into the next linear
@@ -167,6 +178,13 @@ private:
     // bias_activation_fusion: Megatron's fused function, which keeps FC1's output only.
     torch::Tensor activation(const torch::Tensor& fc1_out, const torch::Tensor& probs = {}) const;
     torch::Tensor moe(const Layer& layer, const torch::Tensor& x);
+    // A hybrid layer's mixers (engine/ssm.h): the Mamba mixer and GatedDeltaNet, each from the layer input
+    // to its output projection (the input norm fused into in_proj, as the hybrid spec builds them).
+    torch::Tensor mambaMixer(const Layer& layer, const torch::Tensor& x);
+    torch::Tensor gdnMixer(const Layer& layer, const torch::Tensor& x);
+    // The layer up to the residual after its mixer, and from there through its MLP (layerForward).
+    torch::Tensor mixerPart(const Layer& layer, torch::Tensor x);
+    torch::Tensor ffnPart(const Layer& layer, torch::Tensor x);
     torch::Tensor moeLayer(const Layer& layer, const torch::Tensor& x);
     // The experts' FC over tokens sorted by local expert: per-expert linears (SequentialMLP) or one grouped
     // GEMM over the [E, out, in] weight with the per-expert counts on the device (GroupedMLP).

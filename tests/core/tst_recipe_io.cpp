@@ -90,6 +90,22 @@ Recipe fullRecipe()
     r.v_head_dim = 16;
     r.experimental_attention_variant
         = "gated_delta_net"; // a choice of --experimental-attention-variant at dev
+    r.linear_attention_freq = { 1, 1, 1, 0, 1, 1, 1, 0 };
+    r.linear_conv_kernel_dim = 3;
+    r.linear_key_head_dim = 64;
+    r.linear_value_head_dim = 96;
+    r.linear_num_key_heads = 4;
+    r.linear_num_value_heads = 8;
+    r.hybrid_layer_pattern = "M*M-MEGE";
+    r.is_hybrid_model = true;
+    r.mamba_num_heads = 16;
+    r.mamba_head_dim = 32;
+    r.mamba_state_dim = 64;
+    r.mamba_num_groups = 4;
+    r.mamba_chunk_size = 64;
+    r.use_fused_weighted_squared_relu = true;
+    r.cross_entropy_loss_fusion = true;
+    r.cross_entropy_fusion_impl = "te";
     r.num_moe_experts = 4;
     r.moe_router_topk = 3;
     r.moe_ffn_hidden_size = 128;
@@ -183,6 +199,7 @@ Recipe withoutFlaglessFields(Recipe r)
     // none at this one.
     r.cpu_offloading = defaults.cpu_offloading;
     r.deallocate_pipeline_outputs = defaults.deallocate_pipeline_outputs; // always True, no flag
+    r.mamba_chunk_size = defaults.mamba_chunk_size; // Bridge's field; Megatron-LM's mixer keeps 128
     const MegatronArgTable table = megatronArgTable(r.profile);
     if (!table.find("--enable-hyper-connections"))
         r.enable_hyper_connections = defaults.enable_hyper_connections;
@@ -699,6 +716,27 @@ void TestRecipeIo::overrideForms_data()
     QTest::newRow("train iters") << "train.train_iters=50"
                                  << "train_iters"
                                  << "50";
+    QTest::newRow("hybrid pattern") << "model.hybrid_layer_pattern=MEMEM*EME"
+                                    << "hybrid_layer_pattern"
+                                    << R"("MEMEM*EME")";
+    QTest::newRow("hybrid override pattern") << "model.hybrid_override_pattern='M*M-'"
+                                             << "hybrid_layer_pattern"
+                                             << R"("M*M-")";
+    QTest::newRow("mamba heads") << "model.mamba_num_heads=64"
+                                 << "mamba_num_heads"
+                                 << "64";
+    QTest::newRow("mamba chunk") << "model.mamba_chunk_size=256"
+                                 << "mamba_chunk_size"
+                                 << "256";
+    QTest::newRow("squared relu") << "model.activation_func=squared_relu"
+                                  << "activation_func"
+                                  << R"("squared_relu")";
+    QTest::newRow("linear attention list") << "model.linear_attention_freq=[1,1,1,0]"
+                                           << "linear_attention_freq"
+                                           << "[1,1,1,0]";
+    QTest::newRow("linear attention null") << "model.linear_attention_freq=null"
+                                           << "linear_attention_freq"
+                                           << "null";
     QTest::newRow("attention backend") << "model.attention_backend=flash"
                                        << "attention_backend"
                                        << R"("flash")";
@@ -817,6 +855,13 @@ void TestRecipeIo::overrideErrors_data()
     QTest::newRow("unknown key") << L({ "model.num_layer=2" }) << "override 1"
                                  << "model.num_layer"
                                  << "did you mean 'model.num_layers'?";
+    QTest::newRow("both hybrid patterns")
+        << L({ "model.hybrid_layer_pattern=M*", "model.hybrid_override_pattern=MM" }) << "override 2"
+        << "model.hybrid_override_pattern"
+        << "cannot both be specified";
+    QTest::newRow("activation not built") << L({ "model.activation_func=relu" }) << "override 1"
+                                          << "activation_func"
+                                          << "allowed: gelu, silu, squared_relu";
     QTest::newRow("unknown second") << L({ "model.num_layers=2", "model.recompute_module=[core_attn]" })
                                     << "override 2"
                                     << "model.recompute_module"
@@ -1086,6 +1131,29 @@ void TestRecipeIo::flagForms_data()
     row("attention variant", { "--experimental-attention-variant", "gated_delta_net" },
         "experimental_attention_variant", R"("gated_delta_net")");
     row("experts", { "--num-experts", "64" }, "num_moe_experts", "64");
+    row("hybrid pattern", { "--hybrid-layer-pattern", "M*M-ME" }, "hybrid_layer_pattern", R"("M*M-ME")");
+    row("hybrid override pattern", { "--hybrid-override-pattern", "MEM*" }, "hybrid_layer_pattern",
+        R"("MEM*")");
+    row("hybrid model", { "--is-hybrid-model" }, "is_hybrid_model", "true");
+    row("mamba heads", { "--mamba-num-heads", "64" }, "mamba_num_heads", "64");
+    row("mamba head dim", { "--mamba-head-dim", "80" }, "mamba_head_dim", "80");
+    row("mamba state", { "--mamba-state-dim", "64" }, "mamba_state_dim", "64");
+    row("mamba groups", { "--mamba-num-groups", "4" }, "mamba_num_groups", "4");
+    row("squared relu", { "--squared-relu" }, "activation_func", R"("squared_relu")");
+    row("squared relu not gated", { "--squared-relu" }, "gated_linear_unit", "false");
+    row("fused weighted squared relu", { "--use-fused-weighted-squared-relu" },
+        "use_fused_weighted_squared_relu", "true");
+    row("cross entropy fusion", { "--cross-entropy-loss-fusion" }, "cross_entropy_loss_fusion", "true");
+    row("cross entropy te", { "--cross-entropy-fusion-impl", "te" }, "cross_entropy_fusion_impl", R"("te")");
+    row("linear attention freq", { "--linear-attention-freq", "4" }, "linear_attention_freq", "4");
+    row("linear attention list", { "--linear-attention-freq", "([1]*3+[0])*2" }, "linear_attention_freq",
+        "[1,1,1,0,1,1,1,0]");
+    row("linear key heads", { "--linear-num-key-heads", "8" }, "linear_num_key_heads", "8");
+    row("linear value heads", { "--linear-num-value-heads", "16" }, "linear_num_value_heads", "16");
+    row("linear key dim", { "--linear-key-head-dim", "64" }, "linear_key_head_dim", "64");
+    row("linear value dim", { "--linear-value-head-dim", "96" }, "linear_value_head_dim", "96");
+    row("linear conv", { "--linear-conv-kernel-dim", "3" }, "linear_conv_kernel_dim", "3");
+    row("no linear attention by default", {}, "linear_attention_freq", "null");
     row("topk", { "--moe-router-topk", "6" }, "moe_router_topk", "6");
     row("moe ffn", { "--moe-ffn-hidden-size", "1408" }, "moe_ffn_hidden_size", "1408");
     row("grouped gemm", { "--moe-grouped-gemm" }, "moe_grouped_gemm", "true");
@@ -1202,6 +1270,10 @@ void TestRecipeIo::flagErrors_data()
         "unexpected argument 'moe_act'");
     row("granularity choices", { "--recompute-granularity", "partial" }, "flag --recompute-granularity",
         "invalid choice 'partial' (Megatron-LM allows full, selective)");
+    row("both hybrid patterns", { "--hybrid-layer-pattern", "M*", "--hybrid-override-pattern", "M*" },
+        "flag --hybrid-override-pattern", "cannot both be specified");
+    row("squared relu with swiglu", { "--swiglu", "--squared-relu" }, "flag --squared-relu",
+        "asserts not args.swiglu");
     row("no cpu-offloading flag", { "--cpu-offloading" }, "flag --cpu-offloading", "has no such flag");
     row("fp4 nvfp4", { "--fp4-format", "nvfp4" }, "flag --fp4-format", "Megatron-LM allows e2m1");
     row("no script", { "torchrun", "--nproc-per-node", "8" }, "argument 1", "no .py script was found");

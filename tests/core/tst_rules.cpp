@@ -62,6 +62,8 @@ const std::vector<Case>& cases()
     { "*", "flags", "M5", "True -> False", R"({"sequence_parallel": false})", false },
     { "*", "flags", "M6", "False -> True", R"({"cpu_offloading_num_layers": 2})", true },
     { "*", "flags", "M6", "False -> True", R"({"cpu_offloading_num_layers": 0})", false },
+    { "*", "flags", "M8", "ignoring --num-layers", R"({"hybrid_layer_pattern": "M*M*"})", true },
+    { "*", "flags", "M8", "ignoring --num-layers", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
     // --- Megatron Bridge
     { "*", "bridge", "B8", "is not a Megatron Bridge", R"({"mixed_precision": "bf16_fp9_mixed"})", true },
     { "*", "bridge", "B8", "is not a Megatron Bridge", R"({"mixed_precision": "bf16_mixed"})", false },
@@ -81,6 +83,10 @@ const std::vector<Case>& cases()
     { "*", "bridge", "B2", "only for full-iteration", R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["full_iteration"], "use_te_rng_tracker": true})", false },
     { "*", "bridge", "B1", "True -> False", R"({"sequence_parallel": true})", true },
     { "*", "bridge", "B1", "True -> False", R"({"sequence_parallel": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "bridge", "B10", "does not match the number of layers", R"({"hybrid_layer_pattern": "M*M*"})", true },
+    { "*", "bridge", "B10", "does not match the number of layers", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
+    { "*", "bridge", "B10", "None ->", R"({"num_layers": 0, "hybrid_layer_pattern": "M*M*"})", true },
+    { "*", "bridge", "B10", "None ->", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
     { "*", "bridge", "B3", "check_for_nan_in_loss", R"({"cuda_graph_impl": "full_iteration", "use_te_rng_tracker": true})", true },
     { "*", "bridge", "B3", "check_for_nan_in_loss", R"({"cuda_graph_impl": "full_iteration", "use_te_rng_tracker": true, "rerun_state_machine": {"check_for_nan_in_loss": false}})", false },
     { "*", "bridge", "B5", "RNG tracker", R"({"cuda_graph_impl": "transformer_engine"})", true },
@@ -139,6 +145,11 @@ const std::vector<Case>& cases()
     { "dev", "json", "G1", "gdn in recompute_modules", R"({)" SEL R"("recompute_modules": ["gdn"], "experimental_attention_variant": "gated_delta_net"})", false },
     { "dev", "json", "G2", "cannot be used together", R"({)" SEL R"("recompute_modules": ["gdn", "gdn_norm_out"], "experimental_attention_variant": "gated_delta_net"})", true },
     { "dev", "json", "G2", "cannot be used together", R"({)" SEL R"("recompute_modules": ["gdn"], "experimental_attention_variant": "gated_delta_net"})", false },
+    { "*", "json", "R42", "must be a multiple of linear_num_key_heads", R"({"experimental_attention_variant": "gated_delta_net", "linear_num_value_heads": 24})", true },
+    { "*", "json", "R42", "must be a multiple of linear_num_key_heads", R"({"experimental_attention_variant": "gated_delta_net", "linear_num_value_heads": 48})", false },
+    { "*", "json", "R42", "must be a multiple of linear_num_key_heads", R"({"linear_num_value_heads": 24})", false },
+    { "bridge-pin,guide,main", "json", "R42", "self.context_parallel_size=", R"({"experimental_attention_variant": "gated_delta_net", "tensor_model_parallel_size": 3})", true },
+    { "bridge-pin,guide,main", "json", "R42", "self.context_parallel_size=", R"({"experimental_attention_variant": "gated_delta_net", "tensor_model_parallel_size": 2, "sequence_parallel": true})", false },
     { "*", "json", "R15", "core_attn recompute is really needed", R"({)" SEL R"(})", true },
     { "*", "json", "R15", "core_attn recompute is really needed", R"({)" SEL R"("recompute_modules": ["mlp"]})", false },
     { "*", "json", "R16", "shared_experts recompute cannot", R"({)" SEL MOE R"("recompute_modules": ["shared_experts"], "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "alltoall"})", true },
@@ -288,6 +299,38 @@ const std::vector<Case>& cases()
     { "*", "json", "RT16", "without also enabling sequence parallelism", R"({)" MOE R"("tensor_model_parallel_size": 2})", true },
     { "*", "json", "RT16", "without also enabling sequence parallelism", R"({)" MOE R"("tensor_model_parallel_size": 2, "sequence_parallel": true})", false },
     { "*", "json", "RT16", "without also enabling sequence parallelism", R"({"tensor_model_parallel_size": 2})", false },
+    // --- hybrid stacks (8 layers: kBase's num_layers)
+    { "*", "json", "RT17", "HybridModel builds the layers", R"({"hybrid_layer_pattern": "M*M*"})", true },
+    { "*", "json", "RT17", "HybridModel builds the layers", R"({"hybrid_layer_pattern": "M*M*M-M-"})", false },
+    { "*", "json", "RT18", "is not a valid layer symbol", R"({"hybrid_layer_pattern": "M*X*M*M*"})", true },
+    { "*", "json", "RT18", "is not a valid layer symbol", R"({"hybrid_layer_pattern": "M*|M*M*M*/M*"})", false },
+    { "dev", "json", "RT18", "is not a valid layer symbol", R"({"hybrid_layer_pattern": "M+M+M+M+"})", true },
+    { "*", "json", "RT18", "is not a valid layer symbol", R"({"hybrid_layer_pattern": "M*M*M*M*/M|"})", true },
+    { "*", "json", "RT18", "All MTP patterns must be identical", R"({"hybrid_layer_pattern": "M*M*M*M*/MM/M*"})", true },
+    { "*", "json", "RT18", "All MTP patterns must be identical", R"({"hybrid_layer_pattern": "M*M*M*M*/MM/MM"})", false },
+    { "bridge-pin,guide,main", "json", "RT18", "Attention and MLA/DSA in one", R"({"hybrid_layer_pattern": "M*M+M*M*"})", true },
+    { "bridge-pin,guide,main", "json", "RT18", "Attention and MLA/DSA in one", R"({"hybrid_layer_pattern": "M+M+M+M+"})", false },
+    { "dev", "json", "RT18", "MLA/DSA/CSA/HCA/Window", R"({"hybrid_layer_pattern": "M*MDM*MH"})", true },
+    { "dev", "json", "RT18", "MLA/DSA/CSA/HCA/Window", R"({"hybrid_layer_pattern": "MDMDMCMH"})", false },
+    { "*", "json", "RT19", "vp_stage != None", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "RT19", "vp_stage != None", R"({"hybrid_layer_pattern": "M*|M*|M*|M*", "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RT19", "must be evenly divisible by pipeline-model-parallel-size", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 3})", true },
+    { "*", "json", "RT19", "must be evenly divisible by pipeline-model-parallel-size", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RT19", "pipe-delimited segments", R"({"hybrid_layer_pattern": "M*|M*|M*M*", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "RT19", "pipe-delimited segments", R"({"hybrid_layer_pattern": "M*M*|M*M*", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RT20", "d_inner must be evenly divisible", R"({"hybrid_layer_pattern": "M*M*M*M*", "mamba_head_dim": 48})", true },
+    { "*", "json", "RT20", "d_inner must be evenly divisible", R"({"hybrid_layer_pattern": "M*M*M*M*", "mamba_head_dim": 48, "mamba_num_heads": 32})", false },
+    { "*", "json", "RT20", "d_inner must be evenly divisible", R"({"hybrid_layer_pattern": "-*-*-*-*", "mamba_head_dim": 48})", false },
+    { "*", "json", "RT20", "nheads must be evenly divisble by tp_size", R"({"hybrid_layer_pattern": "M-M-M-M-", "mamba_num_heads": 30, "mamba_num_groups": 2, "tensor_model_parallel_size": 4, "sequence_parallel": true})", true },
+    { "*", "json", "RT20", "nheads must be evenly divisble by tp_size", R"({"hybrid_layer_pattern": "M-M-M-M-", "tensor_model_parallel_size": 4, "sequence_parallel": true})", false },
+    { "*", "json", "RT20", "ngroups must be evenly divisible by tp_size", R"({"hybrid_layer_pattern": "M-M-M-M-", "mamba_num_groups": 2, "tensor_model_parallel_size": 4, "sequence_parallel": true})", true },
+    { "*", "json", "RT20", "ngroups must be evenly divisible by tp_size", R"({"hybrid_layer_pattern": "M-M-M-M-", "mamba_num_groups": 4, "tensor_model_parallel_size": 4, "sequence_parallel": true})", false },
+    { "*", "json", "RT20", "nheads must be evenly divisible by ngroups", R"({"hybrid_layer_pattern": "M-M-M-M-", "mamba_num_groups": 6})", true },
+    { "*", "json", "RT20", "nheads must be evenly divisible by ngroups", R"({"hybrid_layer_pattern": "M-M-M-M-", "mamba_num_groups": 4})", false },
+    { "*", "json", "RT21", "self.activation in", R"({"hybrid_layer_pattern": "M*G*M-G-", "activation_func": "squared_relu"})", true },
+    { "*", "json", "RT21", "self.activation in", R"({"hybrid_layer_pattern": "M*G*M-G-", "activation_func": "silu", "gated_linear_unit": true})", false },
+    { "*", "json", "RT21", "self.activation in", R"({"hybrid_layer_pattern": "M*M*M-M-", "activation_func": "squared_relu"})", false },
+    { "*", "json", "RT21", "self.activation in", R"({"experimental_attention_variant": "gated_delta_net", "linear_attention_freq": 4})", true },
     // --- ours
     { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
     { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },
@@ -364,6 +407,10 @@ const std::vector<Case>& cases()
         { "*", "json", "RS35", "a positive, finite number of GB", R"({"memory_target_gb": 80})", false },
         { "*", "json", "RS36", "at most 65536 layers", R"({"num_layers": 2147483647})", true },
         { "*", "json", "RS36", "at most 65536 layers", R"({"num_layers": 65536})", false },
+        { "*", "json", "RS38", "(DSA, MLA or DeepSeek-V4 attention)", R"({"hybrid_layer_pattern": "MDMDMDMD"})", true },
+        { "*", "json", "RS38", "(DSA, MLA or DeepSeek-V4 attention)", R"({"hybrid_layer_pattern": "M-M-M-M-"})", false },
+        { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*/MM/MM"})", true },
+        { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
         // Overrides alone: the shape they do not give is unknown (not 0), and said once; given, RS23 judges it.
         { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["recompute_granularity"]})", true },
         { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["hidden_size", "num_attention_heads", "num_layers", "recompute_granularity"]})", false },
@@ -619,6 +666,17 @@ void TestRules::exactMessages_data()
     QTest::addColumn<QByteArray>("patch");
     QTest::addColumn<QByteArray>("message");
     const int main = static_cast<int>(Profile::Main), pin = static_cast<int>(Profile::BridgePin);
+    QTest::newRow("RT18 symbol set, pipe allowed in main")
+        << main << QByteArray("RT18") << QByteArray(R"({"hybrid_layer_pattern": "M*M*M*Mé"})")
+        << QByteArray("In main pattern, 'é' is not a valid layer symbol. Valid symbols are: {'M', 'G', '*', "
+                      "'D', '+', '-', 'E', '|'}");
+    QTest::newRow("R42 self= rendering")
+        << main << QByteArray("R42")
+        << QByteArray(
+               R"({"experimental_attention_variant": "gdn", "linear_num_key_heads": 6, "tensor_model_parallel_size": 4})")
+        << QByteArray(
+               "self.linear_num_key_heads=6 must be a multiple of (self.tensor_model_parallel_size=4 * "
+               "self.context_parallel_size=1).");
     QTest::newRow("R04 typo and missing space")
         << main << QByteArray("R04") << QByteArray(R"({"recompute_granularity": "partial"})")
         << QByteArray(R"(When using recompute_granuarlity: partial must be "full"or "selective".)");
@@ -1077,6 +1135,30 @@ void TestRules::labelEffects_data()
     QTest::newRow("gdn on main") << QByteArray(R"({"profile": "main"})") << QByteArray("gdn") << false
                                  << false;
     QTest::newRow("core_attn fused") << QByteArray("{}") << QByteArray("core_attn") << true << true;
+    QTest::newRow("core_attn hybrid without '*'")
+        << QByteArray(R"({"hybrid_layer_pattern": "MEMEMEME", "num_moe_experts": 8})")
+        << QByteArray("core_attn") << true << false;
+    QTest::newRow("core_attn hybrid with '*'")
+        << QByteArray(R"({"hybrid_layer_pattern": "M*MEMEME", "num_moe_experts": 8})")
+        << QByteArray("core_attn") << true << true;
+    QTest::newRow("mlp hybrid without '-'")
+        << QByteArray(R"({"hybrid_layer_pattern": "M*M*M*M*"})") << QByteArray("mlp") << true << false;
+    QTest::newRow("mlp hybrid with '-'")
+        << QByteArray(R"({"hybrid_layer_pattern": "M*M-M*M-"})") << QByteArray("mlp") << true << true;
+    QTest::newRow("layernorm hybrid MoE")
+        << QByteArray(R"({"hybrid_layer_pattern": "M*MEMEME", "num_moe_experts": 8})")
+        << QByteArray("layernorm") << true << true;
+    QTest::newRow("layernorm hybrid without MoE")
+        << QByteArray(R"({"hybrid_layer_pattern": "M*M-M*M-"})") << QByteArray("layernorm") << true << false;
+    QTest::newRow("gdn_norm_out variant, no GatedDeltaNet layer")
+        << QByteArray(R"({"profile": "main", "experimental_attention_variant": "gdn"})")
+        << QByteArray("gdn_norm_out") << true << false;
+    QTest::newRow("gdn_norm_out hybrid 'G'") << QByteArray(
+        R"({"profile": "main", "experimental_attention_variant": "gdn", "hybrid_layer_pattern": "G*G-G*G-"})")
+                                             << QByteArray("gdn_norm_out") << true << true;
+    QTest::newRow("gdn_norm_out GPT linear_attention_freq") << QByteArray(
+        R"({"profile": "guide", "experimental_attention_variant": "gated_delta_net", "linear_attention_freq": 4})")
+                                                            << QByteArray("gdn_norm_out") << true << true;
 }
 
 void TestRules::labelEffects()

@@ -30,6 +30,9 @@ enum class Arch {
     MlaNoQLoraUnfused, // MLA without Q compression, unfused attention, dense SwiGLU
     DenseUnfusedNoHiddenDropout, // as DenseUnfused with hidden_dropout 0 and no linear biases: full units
                                  // end in x + fc2(act)
+    HybridMambaMoe, // Nemotron-H-like: Mamba, attention, MLP and MoE layers, squared ReLU, shared expert
+    HybridGdn, // a hybrid stack with GatedDeltaNet, attention and MLP layers (SwiGLU)
+    GptGdnMoe, // Qwen3-Next-like: GatedDeltaNet and attention layers by linear_attention_freq, MoE MLPs
 };
 
 inline Recipe tinyRecipe(Arch arch)
@@ -79,6 +82,57 @@ inline Recipe tinyRecipe(Arch arch)
         r.moe_shared_expert_intermediate_size = 16;
         r.moe_grouped_gemm = true;
         r.moe_layer_freq = { 0, 1, 1 };
+        break;
+    case Arch::HybridMambaMoe:
+        r.hybrid_layer_pattern = "M*EM-E";
+        r.num_layers = 6;
+        r.attention_backend = "fused";
+        r.normalization = "RMSNorm";
+        r.add_bias_linear = false;
+        r.num_query_groups = 2;
+        r.activation_func = "squared_relu";
+        r.mamba_num_heads = 4;
+        r.mamba_head_dim = 8;
+        r.mamba_state_dim = 8;
+        r.mamba_num_groups = 2;
+        r.mamba_chunk_size = 8;
+        r.num_moe_experts = 4;
+        r.moe_router_topk = 2;
+        r.moe_ffn_hidden_size = 16;
+        r.moe_shared_expert_intermediate_size = 16;
+        r.moe_grouped_gemm = true;
+        r.use_fused_weighted_squared_relu = true;
+        break;
+    case Arch::HybridGdn:
+        r.hybrid_layer_pattern = "G*G-";
+        r.num_layers = 4;
+        r.attention_backend = "fused";
+        r.normalization = "RMSNorm";
+        r.add_bias_linear = false;
+        r.gated_linear_unit = true;
+        r.activation_func = "silu";
+        r.experimental_attention_variant = "gated_delta_net";
+        r.linear_num_key_heads = 2;
+        r.linear_num_value_heads = 4;
+        r.linear_key_head_dim = 8;
+        r.linear_value_head_dim = 8;
+        break;
+    case Arch::GptGdnMoe:
+        r.attention_backend = "fused";
+        r.normalization = "RMSNorm";
+        r.add_bias_linear = false;
+        r.gated_linear_unit = true;
+        r.activation_func = "silu";
+        r.experimental_attention_variant = "gated_delta_net";
+        r.linear_attention_freq = { 1, 0, 1 };
+        r.linear_num_key_heads = 2;
+        r.linear_num_value_heads = 2;
+        r.linear_key_head_dim = 8;
+        r.linear_value_head_dim = 8;
+        r.num_moe_experts = 4;
+        r.moe_router_topk = 2;
+        r.moe_ffn_hidden_size = 16;
+        r.moe_grouped_gemm = true;
         break;
     case Arch::MlaNoQLoraUnfused:
         r.attention_backend = "unfused";

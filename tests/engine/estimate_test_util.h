@@ -15,6 +15,7 @@
 
 #include <torch/torch.h>
 
+#include "core/estimator.h"
 #include "core/recipe_json.h"
 #include "engine/runner.h"
 
@@ -122,6 +123,24 @@ inline Measured runWorker(const Recipe& r)
 inline double err(int64_t estimate, int64_t measured)
 {
     return (static_cast<double>(estimate) - static_cast<double>(measured)) / static_cast<double>(measured);
+}
+
+// "; forward: E vs M (x%)" for each phase the worker measured: the estimate's phase peak beside it.
+inline QString phaseDetails(const RankEstimate& rank, const Measured& m)
+{
+    QString detail;
+    for (const char* phase : { "forward", "backward", "optimizer" }) {
+        const auto it = m.phases.find(phase);
+        if (it == m.phases.end())
+            continue;
+        const int64_t est = rank.phase(phase)->peak_bytes;
+        detail += QStringLiteral("; %1: %2 vs %3 (%4%)")
+                      .arg(QLatin1String(phase))
+                      .arg(est)
+                      .arg(it->second)
+                      .arg(100 * err(est, it->second), 0, 'f', 1);
+    }
+    return detail;
 }
 
 } // namespace rs::estimatetest

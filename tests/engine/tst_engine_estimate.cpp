@@ -62,17 +62,7 @@ void TestEngineEstimate::presetWithinFivePercent()
                          .arg(e.peak_bytes)
                          .arg(m.peak)
                          .arg(100 * err(e.peak_bytes, m.peak), 0, 'f', 1);
-    for (const char* phase : { "forward", "backward", "optimizer" }) {
-        const auto it = m.phases.find(phase);
-        if (it == m.phases.end())
-            continue;
-        const int64_t est = rank.phase(phase)->peak_bytes;
-        detail += QStringLiteral("; %1: %2 vs %3 (%4%)")
-                      .arg(QLatin1String(phase))
-                      .arg(est)
-                      .arg(it->second)
-                      .arg(100 * err(est, it->second), 0, 'f', 1);
-    }
+    detail += phaseDetails(rank, m);
     qInfo("%s %s: %s", qPrintable(QFileInfo(preset).fileName()), qPrintable(choice), qPrintable(detail));
     // RS_DEBUG_TERMS=1: every term of every phase of the estimate, to see which one makes a miss.
     if (qEnvironmentVariableIsSet("RS_DEBUG_TERMS"))

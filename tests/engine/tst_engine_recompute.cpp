@@ -88,6 +88,25 @@ void TestEngineRecompute::gradientsMatchNoRecompute_data()
     }
     fullRow("mla moe uniform k=2", Arch::MlaMoe, "uniform", 2, true);
     fullRow("mla moe block k=2", Arch::MlaMoe, "block", 2, true);
+    // Hybrid stacks: the labels that reach their MoE, MLP and attention layers, full recompute over Mamba
+    // and GatedDeltaNet layers, and GatedDeltaNet's own labels.
+    sel("hybrid mamba moe moe_act", Arch::HybridMambaMoe, { QStringLiteral("moe_act") });
+    sel("hybrid mamba moe moe", Arch::HybridMambaMoe, { QStringLiteral("moe") });
+    sel("hybrid mamba moe layernorm", Arch::HybridMambaMoe, { QStringLiteral("layernorm") });
+    sel("hybrid mamba moe moe+layernorm", Arch::HybridMambaMoe,
+        { QStringLiteral("moe"), QStringLiteral("layernorm") });
+    sel("hybrid mamba moe core_attn+mlp+shared_experts", Arch::HybridMambaMoe,
+        { QStringLiteral("core_attn"), QStringLiteral("mlp"), QStringLiteral("shared_experts") });
+    fullRow("hybrid mamba moe uniform k=1", Arch::HybridMambaMoe, "uniform", 1, true);
+    fullRow("hybrid mamba moe uniform k=2", Arch::HybridMambaMoe, "uniform", 2, true);
+    fullRow("hybrid mamba moe block k=3", Arch::HybridMambaMoe, "block", 3, true);
+    sel("hybrid gdn gdn_norm_out", Arch::HybridGdn, { QStringLiteral("gdn_norm_out") });
+    sel("hybrid gdn gdn (dev)", Arch::HybridGdn, { QStringLiteral("gdn") });
+    fullRow("hybrid gdn uniform k=1", Arch::HybridGdn, "uniform", 1, true);
+    sel("gpt gdn moe gdn_norm_out+moe_act", Arch::GptGdnMoe,
+        { QStringLiteral("gdn_norm_out"), QStringLiteral("moe_act") });
+    sel("gpt gdn moe core_attn+layernorm", Arch::GptGdnMoe,
+        { QStringLiteral("core_attn"), QStringLiteral("layernorm") });
 }
 
 void TestEngineRecompute::gradientsMatchNoRecompute()
@@ -118,6 +137,14 @@ void TestEngineRecompute::gradientsMatchNoRecompute()
     QVERIFY(std::isfinite(reference.loss));
     QCOMPARE(run.loss, reference.loss);
     QCOMPARE(run.grads.size(), reference.grads.size());
+    // A replay reorders fp32 sums (every recompute moves gradients by about 1e-7 of their size). A gradient
+    // that is a near-cancelling sum, a thousand times smaller than the model's largest (GatedDeltaNet's
+    // A_log under Megatron's A in [1, 16], whose decay exp(-16) leaves almost nothing to differentiate), is
+    // held to 1e-6 of that thousandth instead of its own size.
+    double largest = 0;
+    for (const auto& [name, g0] : reference.grads)
+        if (g0.defined())
+            largest = std::max(largest, g0.abs().max().item<double>());
     for (const auto& [name, g0] : reference.grads) {
         const auto& g = run.grads.at(name);
         QVERIFY2(g0.defined() && g.defined(), name.c_str());
@@ -125,7 +152,7 @@ void TestEngineRecompute::gradientsMatchNoRecompute()
         const double diff = (g - g0).abs().max().item<double>();
         QVERIFY2(scale > 0,
             qPrintable(QStringLiteral("%1 has a zero gradient").arg(QString::fromStdString(name))));
-        QVERIFY2(diff <= 1e-6 * scale,
+        QVERIFY2(diff <= 1e-6 * std::max(scale, 1e-3 * largest),
             qPrintable(QStringLiteral("%1: max |diff| %2 (scale %3)")
                            .arg(QString::fromStdString(name))
                            .arg(diff)
@@ -221,7 +248,6 @@ void TestEngineRecompute::refusesLabelsItCannotModel_data()
 {
     QTest::addColumn<QString>("label");
     QTest::addColumn<QString>("reason");
-    QTest::newRow("gdn_norm_out") << QStringLiteral("gdn_norm_out") << QStringLiteral("GatedDeltaNet");
     QTest::newRow("gdp_in_proj") << QStringLiteral("gdp_in_proj") << QStringLiteral("GatedDeltaProduct");
     QTest::newRow("mhc") << QStringLiteral("mhc") << QStringLiteral("hyper-connections");
     QTest::newRow("unknown") << QStringLiteral("moe_layer") << QStringLiteral("not a label the engine knows");
