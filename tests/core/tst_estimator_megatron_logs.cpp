@@ -24,7 +24,9 @@ namespace {
 
 constexpr double kTolerance = 0.05;
 const QString kLogs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-h200");
-const QString kRankLogs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-te-ranks");
+// Logs whose first line is the whole command (environment, script, flags), read as the product reads it.
+const QStringList kCommandLogs = { QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-te-ranks"),
+    QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-hybrid") };
 
 bool has(const std::vector<std::string>& args, const char* flag)
 {
@@ -156,17 +158,22 @@ void TestEstimatorMegatronLogs::withinFivePercent()
     QVERIFY2(std::abs(error) <= kTolerance, qPrintable(detail));
 }
 
-// One rank of a layout under --fake-process-group, and --fp16 (megatron-lm-te-ranks/README.md): the log's
+// One rank of a layout under --fake-process-group, --fp16 (megatron-lm-te-ranks/README.md), and hybrid
+// Mamba / attention / MoE stacks (megatron-lm-hybrid/README.md): the log's
 // first line, environment and all, read as the product reads a pasted command (WORLD_SIZE gives DP, no
 // defaults patched in), and the estimate of that rank's pipeline stage held to ±5 % of its `max allocated`.
 void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent_data()
 {
     QTest::addColumn<QString>("log");
-    const QDir dir(kRankLogs);
-    const auto files = dir.entryList({ QStringLiteral("*.log") }, QDir::Files, QDir::Name);
-    QVERIFY(files.size() >= 14);
-    for (const auto& f : files)
-        QTest::newRow(qPrintable(f)) << dir.filePath(f);
+    int logs = 0;
+    for (const QString& folder : kCommandLogs) {
+        const QDir dir(folder);
+        for (const auto& f : dir.entryList({ QStringLiteral("*.log") }, QDir::Files, QDir::Name)) {
+            QTest::newRow(qPrintable(dir.dirName() + u'/' + f)) << dir.filePath(f);
+            ++logs;
+        }
+    }
+    QVERIFY(logs >= 18);
 }
 
 void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent()

@@ -29,3 +29,9 @@ def causal_conv1d_bwd_function(x, weight, bias, dout, seq_idx, initial_states, d
         dx.copy_(gx)
         gx = dx
     return gx, gw, gb, None
+
+
+def causal_conv1d_update_function(*args, **kwargs):
+    # mamba_ssm imports it beside the two above (ssd_combined.py:23); training never calls it (decode only),
+    # and without the name the whole import fails and mamba_ssm sets all three to None.
+    raise NotImplementedError("causal_conv1d shim: the update (inference decode) function is not supported")
