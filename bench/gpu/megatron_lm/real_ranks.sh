@@ -7,16 +7,19 @@
 #    runs the same Megatron-LM line with --rank-of-layout of the same rank;
 #  - fp16-*: --fp16 with a dynamic loss scaler that starts at 4096 (issue 26: Megatron-LM's default 2^32
 #    skips every step of a short run, so its moments never exist), a dense and an MoE stack, with and
-#    without recompute.
+#    without recompute;
+#  - fp8-*: FP8 with TE (issue 28): a dense and an MoE stack, bf16 beside, --fp8-format hybrid with delayed
+#    and tensorwise (current) scaling, with and without recompute, and --fp8-param-gather;
+#  - cg-*: TE's and Megatron's own CUDA graphs (--cuda-graph-impl transformer_engine / local) on bf16.
 # Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
 # JOBS at a time (memory is per process: the allocator's own counters); the worker's runs one at a time
 # beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
 # Needs Megatron-LM in MEGATRON_DIR (default .deps/mlm: megatron/, pretrain_gpt.py, gpt_builders.py,
 # model_provider.py) and TE in .deps/te (../shared/gpu-host/transformer-engine/README.md).
-# Usage: [SNAPSHOT=1] [REAL_RE=REGEX] [REBUILD=1] bench/gpu/megatron_lm/real_ranks.sh [NAME_REGEX]
+# Usage: [NO_WORKER=1] [SNAPSHOT=1] [REAL_RE=REGEX] [REBUILD=1] bench/gpu/megatron_lm/real_ranks.sh [NAME_REGEX]
 #   SNAPSHOT=1: real runs of 3 iterations with the allocator's history, summarised by snapshot_peak.py
 #   (NAME.peak.txt: what is live at the peak, by the Megatron line that allocated it); REAL_RE: real
-#   Megatron-LM only for the runs it matches (the worker runs every selected one).
+#   Megatron-LM only for the runs it matches (the worker runs every selected one); NO_WORKER=1: real runs only.
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
@@ -35,7 +38,7 @@ nvidia-smi --query-gpu=name,memory.total,driver_version --format=csv,noheader | 
 # finds none, so build them first.
 make -C "$mdir/megatron/core/datasets" >"$logs/helpers.txt" 2>&1 || tail -5 "$logs/helpers.txt"
 BIN=build/gpu/app/bench/recompute-bench
-if [ ! -x "$BIN" ] || [ -n "${REBUILD:-}" ]; then
+if [ -z "${NO_WORKER:-}" ] && { [ ! -x "$BIN" ] || [ -n "${REBUILD:-}" ]; }; then
   log "configure + build"
   build_worker recompute-bench
   log "built"
@@ -65,11 +68,20 @@ moe16="--fp16 --initial-loss-scale 4096 --num-layers 4 --hidden-size 2048 --num-
   --normalization RMSNorm --position-embedding-type rope --disable-bias-linear
   --untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0 --seq-length 4096
   --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
+# FP8 and CUDA graphs: the same shapes smaller (five runs share the GPU), in bf16, four micro-batches a step
+# (TE keeps its fp8 weight copies across the micro-batches of a step).
+dense8="--bf16 --num-layers 4 --hidden-size 2048 --num-attention-heads 16 --group-query-attention
+  --num-query-groups 4 --ffn-hidden-size 7168 --swiglu --normalization RMSNorm --position-embedding-type rope
+  --disable-bias-linear --untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0
+  --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
+moe8="${moe16/--fp16 --initial-loss-scale 4096/--bf16}"
 # One line each (a run is one line of RUNS).
 # shellcheck disable=SC2086,SC2116
-for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16; do printf -v "$v" '%s' "$(echo ${!v})"; done
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8; do printf -v "$v" '%s' "$(echo ${!v})"; done
 mlp="--recompute-granularity selective --recompute-modules mlp"
 full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
+delayed="--fp8-format hybrid --fp8-recipe delayed"
+current="--fp8-format hybrid --fp8-recipe tensorwise"
 # NAME WORLD RANK FLAGS (the hottest rank of each layout is its first stage's first rank, rank 0, by the
 # estimate; tp2sp-pp2 also runs its last stage's first rank, 2)
 RUNS=$(cat <<EOF
@@ -87,6 +99,24 @@ fp16-dense-none 1 0 $dense16
 fp16-dense-core_attn 1 0 $dense16 --recompute-granularity selective --recompute-modules core_attn
 fp16-moe-none 1 0 $moe16
 fp16-moe-moe_act 1 0 $moe16 --recompute-granularity selective --recompute-modules moe_act
+fp8-dense-bf16-none 1 0 $dense8
+fp8-dense-delayed-none 1 0 $dense8 $delayed
+fp8-dense-delayed-mlp 1 0 $dense8 $delayed $mlp
+fp8-dense-delayed-full 1 0 $dense8 $delayed $full
+fp8-dense-tensorwise-none 1 0 $dense8 $current
+fp8-dense-tensorwise-mlp 1 0 $dense8 $current $mlp
+fp8-dense-tensorwise-layernorm 1 0 $dense8 $current --recompute-granularity selective --recompute-modules layernorm
+fp8-dense-tensorwise-full 1 0 $dense8 $current $full
+fp8-dense-tensorwise-paramgather 1 0 $dense8 $current --use-distributed-optimizer --fp8-param-gather
+fp8-moe-bf16-none 1 0 $moe8
+fp8-moe-delayed-none 1 0 $moe8 $delayed
+fp8-moe-delayed-moe_act 1 0 $moe8 $delayed --recompute-granularity selective --recompute-modules moe_act
+fp8-moe-tensorwise-none 1 0 $moe8 $current
+fp8-moe-tensorwise-moe_act 1 0 $moe8 $current --recompute-granularity selective --recompute-modules moe_act
+fp8-moe-tensorwise-layernorm-moe_act 1 0 $moe8 $current --recompute-granularity selective --recompute-modules layernorm moe_act
+cg-dense-te-none 1 0 $dense8 --cuda-graph-impl transformer_engine --te-rng-tracker
+cg-dense-local-none 1 0 $dense8 --cuda-graph-impl local --te-rng-tracker
+cg-moe-te-attn 1 0 $moe8 --cuda-graph-impl transformer_engine --cuda-graph-modules attn --te-rng-tracker
 EOF
 )
 RUNS=$(printf '%s\n' "$RUNS" | awk -v re="$only" '$1 ~ re')
@@ -100,6 +130,11 @@ real_one() { # NAME WORLD RANK FLAGS...
     echo "# command: ${env_[*]} python3 pretrain_gpt.py $common $*"
     echo "# megatron-lm: d98e8a64 (profile main); TE 2.17.1; GPU: $(head -1 "$logs/gpu.txt")"
   } >"$log"
+  # Megatron-LM d98e8a64 + TE 2.17.1 cannot build a delayed-scaling recipe (shim-te-compat/sitecustomize.py)
+  [[ " $* " == *" --fp8-recipe delayed "* ]] && {
+    env_+=(PYTHONPATH="$root/bench/gpu/megatron_lm/shim-te-compat:$PYTHONPATH")
+    echo "# shim: bench/gpu/megatron_lm/shim-te-compat (TE 2.17 DelayedScaling without override_linear_precision)" >>"$log"
+  }
   local -a snap=()
   # SNAPSHOT=1: the allocator's history, and what is live at the peak by the Megatron line that allocated it
   [ -n "${SNAPSHOT:-}" ] && snap=(--train-iters 3 --record-memory-history --memory-snapshot-path "/tmp/snap-$name.pickle")
@@ -124,6 +159,7 @@ worker_one() { # NAME WORLD RANK FLAGS...
 
 start=$(date +%s)
 (
+  [ -n "${NO_WORKER:-}" ] && exit 0
   while read -r line; do
     [ -n "$line" ] || continue
     # shellcheck disable=SC2086
