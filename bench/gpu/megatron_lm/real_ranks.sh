@@ -10,7 +10,10 @@
 #    without recompute;
 #  - fp8-*: FP8 with TE (issue 28): a dense and an MoE stack, bf16 beside, --fp8-format hybrid with delayed
 #    and tensorwise (current) scaling, with and without recompute, and --fp8-param-gather;
-#  - cg-*: TE's and Megatron's own CUDA graphs (--cuda-graph-impl transformer_engine / local) on bf16.
+#  - cg-*: TE's and Megatron's own CUDA graphs (--cuda-graph-impl transformer_engine / local) on bf16;
+#  - time-*: step time per recompute choice (issue 31), 16 iterations each: run them with JOBS=0 (one real run
+#    at a time, alone on the GPU) and NO_WORKER=1: a Llama-like stack, the MoE stack, and Moonlight's layer
+#    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers.
 # Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
 # JOBS at a time (memory is per process: the allocator's own counters); the worker's runs one at a time
 # beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
@@ -75,13 +78,27 @@ dense8="--bf16 --num-layers 4 --hidden-size 2048 --num-attention-heads 16 --grou
   --disable-bias-linear --untie-embeddings-and-output-weights --attention-dropout 0 --hidden-dropout 0
   --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
 moe8="${moe16/--fp16 --initial-loss-scale 4096/--bf16}"
+llama8="${dense8/--num-layers 4/--num-layers 8}"
+llama8="${llama8/--ffn-hidden-size 7168/--ffn-hidden-size 5632}"
+# Moonlight's layer kinds (Bridge's MoonlightModelProvider, as bridge_rank.sh) at 4 layers on one GPU.
+moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-attention-heads 16
+  --multi-latent-attention --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128
+  --qk-layernorm --num-experts 64 --moe-router-topk 6 --moe-ffn-hidden-size 1408
+  --moe-shared-expert-intermediate-size 2816 --moe-layer-freq ([0]+[1]*3) --moe-grouped-gemm
+  --moe-token-dispatcher-type alltoall --moe-router-load-balancing-type seq_aux_loss --moe-aux-loss-coeff 1e-3
+  --moe-router-score-function sigmoid --moe-router-enable-expert-bias --moe-router-topk-scaling-factor 2.446
+  --moe-router-pre-softmax --moe-router-dtype fp32 --swiglu --normalization RMSNorm --disable-bias-linear
+  --position-embedding-type rope --rotary-base 50000 --untie-embeddings-and-output-weights --attention-dropout 0
+  --hidden-dropout 0 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
 # One line each (a run is one line of RUNS).
 # shellcheck disable=SC2086,SC2116
-for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8; do printf -v "$v" '%s' "$(echo ${!v})"; done
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
 mlp="--recompute-granularity selective --recompute-modules mlp"
 full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
 delayed="--fp8-format hybrid --fp8-recipe delayed"
 current="--fp8-format hybrid --fp8-recipe tensorwise"
+sel="--recompute-granularity selective --recompute-modules"
+t16="--train-iters 16"
 # NAME WORLD RANK FLAGS (the hottest rank of each layout is its first stage's first rank, rank 0, by the
 # estimate; tp2sp-pp2 also runs its last stage's first rank, 2)
 RUNS=$(cat <<EOF
@@ -117,6 +134,19 @@ fp8-moe-tensorwise-layernorm-moe_act 1 0 $moe8 $current --recompute-granularity 
 cg-dense-te-none 1 0 $dense8 --cuda-graph-impl transformer_engine --te-rng-tracker
 cg-dense-local-none 1 0 $dense8 --cuda-graph-impl local --te-rng-tracker
 cg-moe-te-attn 1 0 $moe8 --cuda-graph-impl transformer_engine --cuda-graph-modules attn --te-rng-tracker
+time-llama-none 1 0 $llama8 $t16
+time-llama-core_attn 1 0 $llama8 $t16 $sel core_attn
+time-llama-mlp 1 0 $llama8 $t16 $mlp
+time-llama-full 1 0 $llama8 $t16 $full
+time-moe-none 1 0 $moe8 $t16
+time-moe-moe_act 1 0 $moe8 $t16 $sel moe_act
+time-moe-layernorm-moe_act 1 0 $moe8 $t16 $sel layernorm moe_act
+time-moon-none 1 0 $moon4 $t16
+time-moon-core_attn 1 0 $moon4 $t16 $sel core_attn
+time-moon-mla_up_proj 1 0 $moon4 $t16 $sel mla_up_proj
+time-moon-mla_up_proj-mlp 1 0 $moon4 $t16 $sel mla_up_proj mlp
+time-moon-moe_act 1 0 $moon4 $t16 $sel moe_act
+time-moon-layernorm-moe_act 1 0 $moon4 $t16 $sel layernorm moe_act
 EOF
 )
 RUNS=$(printf '%s\n' "$RUNS" | awk -v re="$only" '$1 ~ re')
