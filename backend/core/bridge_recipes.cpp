@@ -237,7 +237,7 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
              "main_grads_dtype", "exp_avg_dtype", "exp_avg_sq_dtype", "store_param_remainders" })
         if (optimizer.contains(k) && !optimizer[k].is_null())
             words.push_back(std::string("optimizer.") + k + "=" + hydra(optimizer[k]));
-    for (const char* k : { "use_distributed_optimizer", "grad_reduce_in_fp32" })
+    for (const char* k : { "use_distributed_optimizer", "grad_reduce_in_fp32", "fp8_param_gather" })
         if (ddp.contains(k) && !ddp[k].is_null())
             words.push_back(std::string("ddp.") + k + "=" + hydra(ddp[k]));
     if (r.contains("comm_overlap") && r["comm_overlap"].is_object()
@@ -271,8 +271,9 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
         for (const char* k : { "bf16", "fp16", "fp8", "fp8_recipe", "fp4" })
             if (mp.contains(k) && (!mp[k].is_null() || std::string(k) == "fp8" || std::string(k) == "fp4"))
                 words.push_back(std::string("model.") + k + "=" + hydra(mp[k]));
-        if (mp.contains("grad_reduce_in_fp32") && mp["grad_reduce_in_fp32"].is_boolean())
-            words.push_back("ddp.grad_reduce_in_fp32=" + hydra(mp["grad_reduce_in_fp32"]));
+        for (const char* k : { "grad_reduce_in_fp32", "fp8_param_gather" })
+            if (mp.contains(k) && mp[k].is_boolean())
+                words.push_back(std::string("ddp.") + k + "=" + hydra(mp[k]));
         job.notes.push_back(
             "mixed precision: the recipe's own MixedPrecisionConfig, copied onto the model and "
             "DDP configs as setup() does");

@@ -242,6 +242,11 @@ struct Shape {
     bool sqrelu = false; // activation_func squared_relu
     bool weighted_sqrelu = false; // the experts' fused weighted squared ReLU (keeps FC1's output, probs)
     bool ce_te = false; // Transformer Engine's fused cross-entropy: the gradient in the 16-bit logits
+    // FP8 through Transformer Engine's modules (Megatron layout only; the worker refuses fp8): the bytes a
+    // TE linear saves of its quantized input (1, the column-wise copy Hopper's wgrad GEMM reads), and
+    // delayed scaling, under which linear_proj also keeps its quantized input.
+    bool fp8 = false, fp8_delayed = false;
+    double qin = 2; // bytes per element of a TE linear's saved input: act, or 1 under fp8
 };
 
 // CPU generator state each checkpoint keeps (the worker's RngState: mt19937 + normal cache).
@@ -339,6 +344,9 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.sqrelu = r.activation_func == "squared_relu";
     x.weighted_sqrelu = x.sqrelu && r.use_fused_weighted_squared_relu;
     x.ce_te = r.cross_entropy_loss_fusion && r.cross_entropy_fusion_impl == "te";
+    x.fp8 = x.te && r.fp8 && !r.fp8->empty();
+    x.fp8_delayed = x.fp8 && r.fp8_recipe == "delayed";
+    x.qin = x.fp8 ? 1 : x.act;
     return x;
 }
 
@@ -359,11 +367,17 @@ struct ParamCount {
     double expert = 0; // EP/ETP-sharded routed experts: sharded over expert-DP
     double largest = 0;
     double tensors = 0; // a count, in a double as the sizes are: no overflow whatever the recipe says
+    double linear = 0; // weights of Transformer Engine's linear modules: what FP8 quantizes
     void add(double n, bool is_expert = false)
     {
         (is_expert ? expert : dense) += n;
         largest = std::max(largest, n);
         ++tensors;
+    }
+    void addLinear(double n)
+    {
+        add(n);
+        linear += n;
     }
     double total() const { return dense + expert; }
 };
@@ -385,51 +399,51 @@ ParamCount layerParams(const Shape& x, const LayerKind& kind)
         if (x.mla) {
             const double nh = x.heads;
             if (x.ql > 0) {
-                p.add(x.ql * x.h);
+                p.addLinear(x.ql * x.h);
                 addNorm(x.ql);
-                p.add(x.ql * nh * (x.dn + x.dr) / t);
+                p.addLinear(x.ql * nh * (x.dn + x.dr) / t);
             } else {
-                p.add(x.h * nh * (x.dn + x.dr) / t);
+                p.addLinear(x.h * nh * (x.dn + x.dr) / t);
             }
-            p.add(x.h * (x.kvl + x.dr));
+            p.addLinear(x.h * (x.kvl + x.dr));
             addNorm(x.kvl);
-            p.add(x.kvl * nh * (x.dn + x.dv) / t);
-            p.add(nh * x.dv * x.h / t);
+            p.addLinear(x.kvl * nh * (x.dn + x.dv) / t);
+            p.addLinear(nh * x.dv * x.h / t);
         } else {
-            p.add((x.heads + 2 * x.groups) * x.kv * x.h / t);
+            p.addLinear((x.heads + 2 * x.groups) * x.kv * x.h / t);
             if (x.qkv_bias)
                 p.add((x.heads + 2 * x.groups) * x.kv / t);
-            p.add(x.heads * x.kv * x.h / t);
+            p.addLinear(x.heads * x.kv * x.h / t);
         }
         if (x.bias)
             p.add(x.h); // linear_proj bias (row-parallel: full width)
     } else if (kind.mixer == LayerMixer::Mamba) {
         // mamba_mixer.py __init__: in_proj [z x B C dt], the depthwise conv (weight and bias), dt_bias,
         // A_log, D (per head), the gated norm's weight, out_proj; no linear biases (it asserts not bias).
-        p.add(x.mIn / t * x.h);
+        p.addLinear(x.mIn / t * x.h);
         p.add(x.mConv / t * x.mConvW);
         p.add(x.mConv / t);
         p.add(x.mH / t);
         p.add(x.mH / t);
         p.add(x.mH / t);
         p.add(x.mDi / t);
-        p.add(x.mDi / t * x.h);
+        p.addLinear(x.mDi / t * x.h);
     } else if (kind.mixer == LayerMixer::GatedDeltaNet) {
         // gated_delta_net/common.py _GDNBase: in_proj [q k v z beta alpha], the conv on q, k, v (no bias),
         // dt_bias and A_log per value head, out_norm over one value head, out_proj.
-        p.add(x.gIn / t * x.h);
+        p.addLinear(x.gIn / t * x.h);
         p.add(x.gConv / t * x.gConvW);
         p.add(x.gHv / t);
         p.add(x.gHv / t);
         p.add(x.gDv);
-        p.add(x.gV / t * x.h);
+        p.addLinear(x.gV / t * x.h);
     }
     const double glu = x.gated ? 2 : 1;
     if (kind.ffn == LayerFfn::Dense) {
-        p.add(glu * x.F * x.h / t);
+        p.addLinear(glu * x.F * x.h / t);
         if (x.bias)
             p.add(glu * x.F / t);
-        p.add(x.F * x.h / t);
+        p.addLinear(x.F * x.h / t);
         if (x.bias)
             p.add(x.h);
     } else if (kind.ffn == LayerFfn::Moe) {
@@ -437,13 +451,14 @@ ParamCount layerParams(const Shape& x, const LayerKind& kind)
         const double local = x.experts / x.ep; // the rank's local experts (both layouts)
         // The worker keeps one fc1/fc2 per expert; Megatron's grouped GEMM one weight per local expert too.
         p.expert += local * (glu + 1) * x.Fm * x.h / x.etp;
+        p.linear += local * (glu + 1) * x.Fm * x.h / x.etp;
         p.largest = std::max(p.largest, glu * x.Fm * x.h / x.etp);
         p.tensors += 2 * local;
         if (x.bias)
             p.add(local * (glu * x.Fm / x.etp + x.h), true);
         if (x.Fs > 0) {
-            p.add(glu * x.Fs * x.h / t);
-            p.add(x.Fs * x.h / t);
+            p.addLinear(glu * x.Fs * x.h / t);
+            p.addLinear(x.Fs * x.h / t);
         }
     }
     return p;
@@ -1019,7 +1034,10 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
             ln1_savers |= bit(kMlaUp);
             ln1_input_of |= bit(kMlaUp);
         }
-        add(m, Tsp * h * d, n1, ln1_savers, ln1_input_of, norm1_module); // QKV input [Korthikanti 2sbh/t]
+        // QKV input [Korthikanti 2sbh/t]; TE's fused norm saves its output quantized under fp8
+        // (layernorm_linear.py), a separate norm module's output stays 16-bit (MLA's down projections save
+        // their original input: multi_latent_attention.py set_save_original_input).
+        add(m, Tsp * h * (norm1_module ? d : x.qin), n1, ln1_savers, ln1_input_of, norm1_module);
 
         double q_w = 0, k_w = 0, v_w = 0; // per-token widths of q, k, v on this rank
         if (!x.mla) {
@@ -1074,6 +1092,11 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
             add(m, b * np * s * 4, kCoreAttn, bit(kCoreAttn));
             add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out | bit(kCoreAttn), 0, true);
         }
+        // Under fp8 with delayed scaling linear_proj also keeps its own quantized copy of the context; other
+        // recipes make it save the original, which core attention keeps anyway (attention.py,
+        // set_save_original_input for fp8_recipe != delayed, TE >= 2.6).
+        if (x.fp8_delayed)
+            add(m, T * np * (x.mla ? x.dv : x.kv), kOutside, out);
         if (x.hidden_dropout > 0)
             add(m, Tsp * h * mask_byte, kOutside, out); // bias-dropout-add mask [Korthikanti sbh/t]
     } // the attention
@@ -1095,10 +1118,12 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
     add(m, 2 * Tsp * 4, n2, bit(n2));
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
-        add(m, Tsp * h * d, n2, bit(kMlp), norm2_module ? bit(kMlp) : 0, norm2_module); // FC1 input
-        // FC1 output kept by the activation, the activation kept by FC2 [Korthikanti 8sbh/t each for 4h]
+        // FC1 input (TE's fused norm: its output, quantized under fp8)
+        add(m, Tsp * h * (norm2_module ? d : x.qin), n2, bit(kMlp), norm2_module ? bit(kMlp) : 0, norm2_module);
+        // FC1 output kept by the activation, the activation kept by FC2 [Korthikanti 8sbh/t each for 4h];
+        // under fp8 FC2 keeps its quantized input and the 16-bit activation is freed (linear.py).
         add(m, T * glu * x.F / t * d, kMlp, bit(kMlp));
-        add(m, T * x.F / t * d, kMlp, bit(kMlp));
+        add(m, T * x.F / t * x.qin, kMlp, bit(kMlp));
         // Unfused GLU (bias_activation_fusion off, mlp.py glu()): act(a) * b also keeps act(a).
         if (x.gated && !x.fused_act)
             add(m, T * x.F / t * d, kMlp, bit(kMlp));
@@ -1111,12 +1136,13 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         add(m, Tsp * E * d, kMoe, bit(kMoe));
         add(m, Tsp * E * 1 + Tsp * x.topk * 4, kMoe, bit(kMoe));
         // Dispatch (token_dispatcher.py, alltoall): the permuted tokens after the all-to-all.
-        add(m, R * h * d, kMoe, bit(kMoe));
+        // (Under fp8 the experts' FC1 keeps its quantized copy instead: grouped_linear.py.)
+        add(m, R * h * x.qin, kMoe, bit(kMoe));
         add(m, R * 4, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities (fp32)
         // Experts (experts.py): FC1 output, kept by the (probability-weighted) activation = moe_act's
         // input; the activation's output kept by FC2 = moe_act's output.
         add(m, R * glu * x.Fm / x.etp * d, kMoe, bit(kMoeAct), bit(kMoeAct));
-        add(m, R * x.Fm / x.etp * d, kMoeAct, bit(kMoe), 0, true);
+        add(m, R * x.Fm / x.etp * x.qin, kMoeAct, bit(kMoe), 0, true);
         // Unfused (bias_activation_fusion off, experts.py bias_act_func): act(a) [* b] kept by the multiply
         // by the probabilities, and act(a) by act(a) * b under GLU; the fused function (and the fused
         // weighted squared ReLU, weighted_squared_relu_impl) keeps neither.
@@ -1125,8 +1151,12 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         // Combine: the unpermute keeps its index map (int32 per routed token).
         add(m, Tsp * x.topk * 4 * 2, kMoe, bit(kMoe));
         if (x.Fs > 0) {
+            // Under fp8 the shared FC1 quantizes its input, which the router keeps in 16 bits too (not
+            // measured: the fp8 fixtures have no shared expert).
+            if (x.fp8)
+                add(m, Tsp * h, kShared, bit(kShared));
             add(m, T * glu * x.Fs / t * d, kShared, bit(kShared));
-            add(m, T * x.Fs / t * d, kShared, bit(kShared));
+            add(m, T * x.Fs / t * x.qin, kShared, bit(kShared));
             if (x.gated && !x.fused_act)
                 add(m, T * x.Fs / t * d, kShared, bit(kShared)); // unfused GLU's act(a)
         }
@@ -1475,6 +1505,7 @@ void StageEstimator::stageParameters()
         params.expert += p.expert;
         params.largest = std::max(params.largest, p.largest);
         params.tensors += p.tensors;
+        params.linear += p.linear;
     }
     if (holds_embedding) {
         params.add(V * h / t);
@@ -1604,6 +1635,14 @@ void StageEstimator::persistentState()
                     + " and exp_avg_sq_dtype " + r.exp_avg_sq_dtype + " (the precision-aware optimizer)"
                 : dist ? "fp32 moments of this rank's shard (dense / (DP x CP), experts / expert-DP)"
                        : "fp32 moments of every parameter on this rank");
+        // With fp8_param_gather the parameters are TE's fp8 tensors (1 byte, and their transpose, in the
+        // buffer's 2 bytes a parameter): no copy beside them (fixture fp8-dense-tensorwise-paramgather).
+        if (x.fp8 && !r.fp8_param_gather)
+            base.add("parameters", "fp8 weight copies", params.linear * 2,
+                "transformer_engine/pytorch/module/linear.py (quantize_weight, the module's weight workspace)",
+                "every Transformer Engine linear weight of the stage quantized row-wise and column-wise (the "
+                "transpose Hopper's backward GEMMs read), 1 byte each; made at the step's first micro-batch "
+                "and kept between steps (Megatron passes is_first_microbatch)");
         const double per_mb_inputs = T * (8 + 8 + 4 + 8) + x.b * x.s * x.s * x.cp;
         base.add("other", "batch: tokens, labels, loss mask, position ids, attention mask", per_mb_inputs,
             "megatron/training/utils.py get_batch_on_this_tp_rank",

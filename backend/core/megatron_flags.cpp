@@ -116,6 +116,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--fp16", Arity::Switch, "fp16" },
         { "--fp8-format", Arity::Value, "fp8" },
         { "--fp8-recipe", Arity::Value, "fp8_recipe" },
+        { "--fp8-param-gather", Arity::Switch, "fp8_param_gather" },
         { "--fp4-format", Arity::Value, "fp4" },
         { "--attention-backend", Arity::Value, "" },
         { "--transformer-impl", Arity::Value, "transformer_impl" },

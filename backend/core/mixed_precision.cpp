@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The table follows Megatron Bridge's training/mixed_precision.py (MIXED_PRECISION_RECIPES; docs/rules.md
 // B8). MixedPrecisionConfig.fp8_recipe defaults to "tensorwise", not MCore's "delayed", so the recipes
-// without fp8 carry "tensorwise" too: B8 overwrites the model's fp8_recipe with it.
+// without fp8 carry "tensorwise" too: B8 overwrites the model's fp8_recipe with it. The last column is
+// fp8_param_gather (true in every fp8 recipe but the subchannel ones).
 #include "core/mixed_precision.h"
 
 #include <algorithm>
@@ -14,20 +15,20 @@ const std::vector<MixedPrecisionRecipe>& mixedPrecisionRecipes()
         { "bf16_mixed", true, false, std::nullopt, "tensorwise", std::nullopt },
         { "fp16_mixed", false, true, std::nullopt, "tensorwise", std::nullopt },
         { "bf16_with_fp8_delayed_scaling_mixed", true, false, std::string("hybrid"), "delayed",
-            std::nullopt },
+            std::nullopt, true },
         { "fp16_with_fp8_delayed_scaling_mixed", false, true, std::string("hybrid"), "delayed",
-            std::nullopt },
-        { "bf16_with_mxfp8_mixed", true, false, std::string("e4m3"), "mxfp8", std::nullopt },
-        { "fp16_with_mxfp8_mixed", false, true, std::string("e4m3"), "mxfp8", std::nullopt },
+            std::nullopt, true },
+        { "bf16_with_mxfp8_mixed", true, false, std::string("e4m3"), "mxfp8", std::nullopt, true },
+        { "fp16_with_mxfp8_mixed", false, true, std::string("e4m3"), "mxfp8", std::nullopt, true },
         { "bf16_with_fp8_current_scaling_mixed", true, false, std::string("hybrid"), "tensorwise",
-            std::nullopt },
+            std::nullopt, true },
         { "nemotron_h_bf16_with_fp8_current_scaling_mixed", true, false, std::string("hybrid"), "tensorwise",
-            std::nullopt },
+            std::nullopt, true },
         // The one current-scaling recipe that Bridge gives blockwise (B8).
         { "nanov2_bf16_with_fp8_current_scaling_mixed", true, false, std::string("hybrid"), "blockwise",
-            std::nullopt },
+            std::nullopt, true },
         { "fp16_with_fp8_current_scaling_mixed", false, true, std::string("hybrid"), "tensorwise",
-            std::nullopt },
+            std::nullopt, true },
         { "bf16_with_fp8_subchannel_scaling_mixed", true, false, std::string("hybrid"), "blockwise",
             std::nullopt },
         { "fp16_with_fp8_subchannel_scaling_mixed", false, true, std::string("hybrid"), "blockwise",

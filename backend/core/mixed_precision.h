@@ -16,6 +16,7 @@ struct MixedPrecisionRecipe {
     std::optional<std::string> fp8;
     std::string fp8_recipe;
     std::optional<std::string> fp4;
+    bool fp8_param_gather = false; // copied onto the model (fp8_param) and DDP (mixed_precision.py)
 };
 
 const MixedPrecisionRecipe* findMixedPrecision(const std::string& name);

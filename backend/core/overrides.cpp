@@ -51,7 +51,7 @@ std::vector<std::string> bridgeKeys(const std::string& field)
         return { "train." + field };
     if (field == "seq_length")
         return { "model.seq_length", "dataset.seq_length" }; // Bridge checks that the two agree
-    if (field == "use_distributed_optimizer" || field == "grad_reduce_in_fp32")
+    if (field == "use_distributed_optimizer" || field == "grad_reduce_in_fp32" || field == "fp8_param_gather")
         return { "ddp." + field };
     if (field == "use_precision_aware_optimizer" || field == "main_grads_dtype"
         || field == "main_params_dtype" || field == "exp_avg_dtype" || field == "exp_avg_sq_dtype"

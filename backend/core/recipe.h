@@ -176,6 +176,9 @@ struct Recipe {
     std::optional<std::string> fp4; // e2m1 / nvfp4
     std::optional<std::string> mixed_precision; // Bridge recipe name; overwrites fp8/fp8_recipe/fp4 (B8)
     std::optional<std::string> te_version; // when known: R18 compares it with 2.6.0dev0
+    // The parameters themselves in fp8 (DistributedDataParallelConfig.fp8_param_gather, --fp8-param-gather;
+    // needs the distributed optimizer): TE then keeps no separate fp8 copy of each weight.
+    bool fp8_param_gather = false;
 
     // --- attention implementation ---
     std::string attention_backend = "fused"; // ours: fused | flash | unfused

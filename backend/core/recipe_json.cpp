@@ -267,6 +267,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "fp16", &Recipe::fp16 },
         { "fp8", &Recipe::fp8 },
         { "fp8_recipe", &Recipe::fp8_recipe },
+        { "fp8_param_gather", &Recipe::fp8_param_gather },
         { "fp4", &Recipe::fp4 },
         { "mixed_precision", &Recipe::mixed_precision },
         { "te_version", &Recipe::te_version },

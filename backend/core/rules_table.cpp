@@ -579,13 +579,13 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c, Args& a) { a.set("name", pyRepr(*c.r.mixed_precision)); }, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "unset mixed_precision", "mixed_precision", nullptr); },
       "mixed_precision=null", "" },
-    { "B8", "*", kBridge, A, "mixed_precision bf16 fp16 fp8 fp8_recipe fp4",
-      "mixed_precision overwrites bf16/fp16/fp8/fp8_recipe/fp4 before validation (its fp8_recipe default is tensorwise, MCore's is delayed)",
+    { "B8", "*", kBridge, A, "mixed_precision bf16 fp16 fp8 fp8_recipe fp4 fp8_param_gather",
+      "mixed_precision overwrites bf16/fp16/fp8/fp8_recipe/fp4/fp8_param_gather before validation (its fp8_recipe default is tensorwise, MCore's is delayed)",
       "mixed_precision={name} overwrites {changes}",
       BR, { { "*", "training/config.py:1992-2032; training/mixed_precision.py:49-52,138-160,216-420" } },
       [](const Ctx& c) {
           const MixedPrecisionRecipe* m = c.r.mixed_precision ? findMixedPrecision(*c.r.mixed_precision) : nullptr;
-          return m && (m->bf16 != c.r.bf16 || m->fp16 != c.r.fp16 || m->fp8 != c.r.fp8 || m->fp8_recipe != c.r.fp8_recipe || m->fp4 != c.r.fp4);
+          return m && (m->bf16 != c.r.bf16 || m->fp16 != c.r.fp16 || m->fp8 != c.r.fp8 || m->fp8_recipe != c.r.fp8_recipe || m->fp4 != c.r.fp4 || m->fp8_param_gather != c.r.fp8_param_gather);
       },
       [](const Ctx& c, Args& a) {
           const MixedPrecisionRecipe* m = findMixedPrecision(*c.r.mixed_precision);
@@ -599,12 +599,14 @@ const std::vector<Row>& ruleRows()
           add("fp8", c.r.fp8 ? pyRepr(*c.r.fp8) : "None", m->fp8 ? pyRepr(*m->fp8) : "None");
           add("fp8_recipe", pyRepr(c.r.fp8_recipe), pyRepr(m->fp8_recipe));
           add("fp4", c.r.fp4 ? pyRepr(*c.r.fp4) : "None", m->fp4 ? pyRepr(*m->fp4) : "None");
+          add("fp8_param_gather", pyBool(c.r.fp8_param_gather), pyBool(m->fp8_param_gather));
           a.set("name", pyRepr(*c.r.mixed_precision));
           a.set("changes", s);
       },
       [](Ctx& c) {
           const MixedPrecisionRecipe* m = findMixedPrecision(*c.r.mixed_precision);
           c.r.bf16 = m->bf16; c.r.fp16 = m->fp16; c.r.fp8 = m->fp8; c.r.fp8_recipe = m->fp8_recipe; c.r.fp4 = m->fp4;
+          c.r.fp8_param_gather = m->fp8_param_gather;
       }, nullptr, "", "" },
     { "B4", "*", kBridge, E, "recompute_granularity comm_overlap.overlap_moe_expert_parallel_comm",
       "EP overlap with full recompute (Bridge's pre-check at comm_overlap.setup, before finalize; Bridge code, so it applies under every MCore profile, dev included)",

@@ -128,6 +128,11 @@ std::optional<nlohmann::json> recipeValueFor(const Recipe& r, const std::string&
         return std::nullopt; // logger.*, checkpoint.*, mixed_precision.* ...: kept, not recipe fields
     if (key == "model.share_embeddings_and_output_weights")
         return nlohmann::json(!r.untie_embeddings_and_output_weights);
+    // The recipe's fp8_param_gather is DDP's (ddp.fp8_param_gather, where mixed_precision copies it); the
+    // performance recipes also set an attribute of that name on the model config, which MCore's
+    // TransformerConfig does not have (its own is fp8_param): kept verbatim, not this field.
+    if (key == "model.fp8_param_gather")
+        return std::nullopt;
     if (recipeFieldType(key))
         return recipeFieldValue(r, key); // comm_overlap.*, rerun_state_machine.*, mixed_precision
     const std::string field = key.substr(key.find('.') + 1);

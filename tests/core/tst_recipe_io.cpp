@@ -142,6 +142,7 @@ Recipe fullRecipe()
     r.fp16 = true;
     r.fp8 = "hybrid";
     r.fp8_recipe = "tensorwise";
+    r.fp8_param_gather = true;
     r.fp4 = "e2m1";
     r.mixed_precision = "bf16_mixed";
     r.te_version = "2.5.0";
