@@ -1119,7 +1119,8 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
         // FC1 input (TE's fused norm: its output, quantized under fp8)
-        add(m, Tsp * h * (norm2_module ? d : x.qin), n2, bit(kMlp), norm2_module ? bit(kMlp) : 0, norm2_module);
+        add(m, Tsp * h * (norm2_module ? d : x.qin), n2, bit(kMlp), norm2_module ? bit(kMlp) : 0,
+            norm2_module);
         // FC1 output kept by the activation, the activation kept by FC2 [Korthikanti 8sbh/t each for 4h];
         // under fp8 FC2 keeps its quantized input and the 16-bit activation is freed (linear.py).
         add(m, T * glu * x.F / t * d, kMlp, bit(kMlp));
@@ -1639,7 +1640,8 @@ void StageEstimator::persistentState()
         // buffer's 2 bytes a parameter): no copy beside them (fixture fp8-dense-tensorwise-paramgather).
         if (x.fp8 && !r.fp8_param_gather)
             base.add("parameters", "fp8 weight copies", params.linear * 2,
-                "transformer_engine/pytorch/module/linear.py (quantize_weight, the module's weight workspace)",
+                "transformer_engine/pytorch/module/linear.py (quantize_weight, the module's weight "
+                "workspace)",
                 "every Transformer Engine linear weight of the stage quantized row-wise and column-wise (the "
                 "transpose Hopper's backward GEMMs read), 1 byte each; made at the step's first micro-batch "
                 "and kept between steps (Megatron passes is_first_microbatch)");

@@ -379,9 +379,12 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
     // What the engine does not build is refused here, before anything is allocated.
     if (r.fp8 || r.fp4)
         throw EngineError(r.fp8 ? "fp8" : "fp4",
-            "the engine runs bf16, fp16 or fp32; fp8/fp4 training needs Transformer Engine, which it does "
-            "not "
-            "model");
+            std::string("the worker runs bf16, fp16 or fp32 (allowed: fp8 and fp4 unset); ")
+                + (r.fp8 ? "fp8" : "fp4")
+                + " training is Transformer Engine's quantized linears, which the worker has no path for. "
+                  "For this recipe's memory and time on one GPU run the real job as one rank of its layout "
+                  "(recompute sweep --job ... --one-rank), or read the estimate (recompute estimate), which "
+                  "models FP8");
     // GatedDeltaNet layers come from linear_attention_freq (a GPT model) or 'G' (a hybrid stack); the
     // variant names them. gdn2's gates and kernel differ (gated_delta_net/gdn2.py): not built.
     const std::string variant = r.experimental_attention_variant.value_or("");

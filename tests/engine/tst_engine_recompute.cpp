@@ -26,6 +26,8 @@ private Q_SLOTS:
     void pipelineStageRunsItsChunks();
     void refusesLabelsItCannotModel_data();
     void refusesLabelsItCannotModel();
+    void refusesFp8AndFp4_data();
+    void refusesFp8AndFp4();
     void builtLabelsAreTheTablesBuiltRows();
     void fullRecomputeUnits_data();
     void fullRecomputeUnits();
@@ -266,6 +268,34 @@ void TestEngineRecompute::refusesLabelsItCannotModel()
         QCOMPARE(QString::fromStdString(e.field), QStringLiteral("recompute_modules"));
         const QString message = QString::fromStdString(e.what());
         QVERIFY2(message.contains(label) && message.contains(reason), qPrintable(message));
+    }
+}
+
+// FP8 / FP4 are Transformer Engine's: the worker refuses them by field and names what measures them instead.
+void TestEngineRecompute::refusesFp8AndFp4_data()
+{
+    QTest::addColumn<QString>("field");
+    QTest::newRow("fp8") << QStringLiteral("fp8");
+    QTest::newRow("fp4") << QStringLiteral("fp4");
+}
+
+void TestEngineRecompute::refusesFp8AndFp4()
+{
+    QFETCH(QString, field);
+    Recipe r = tinyRecipe(Arch::DenseUnfused);
+    if (field == QStringLiteral("fp8"))
+        r.fp8 = "hybrid";
+    else
+        r.fp4 = "e2m1";
+    try {
+        engine::recomputePlan(r, engine::modelConfig(r));
+        QFAIL("the recipe was accepted");
+    } catch (const engine::EngineError& e) {
+        QCOMPARE(QString::fromStdString(e.field), field);
+        const QString message = QString::fromStdString(e.what());
+        QVERIFY2(
+            message.contains(QStringLiteral("--one-rank")) && message.contains(QStringLiteral("estimate")),
+            qPrintable(message));
     }
 }
 
