@@ -110,6 +110,40 @@ Recipe recipeFromFlags(std::vector<std::string> args, QStringList* dropped)
     throw std::runtime_error("too many unknown flags");
 }
 
+const QString kFp8Logs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-fp8");
+
+QString readText(const QString& path)
+{
+    QFile f(path);
+    return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
+}
+
+// A command log (first line: the whole command) read as the product reads a pasted command, under the profile
+// the log names (main), with the Transformer Engine version its second line records as the recipe's
+// te_version (the environment's fact, which the command does not carry).
+Recipe recipeOfCommandLog(const QString& text)
+{
+    std::vector<std::string> in { "--profile", "main", "--mlm-args" };
+    for (const auto& w : text.section(QLatin1Char('\n'), 0, 0)
+                             .remove(QStringLiteral("# command: "))
+                             .split(QLatin1Char(' '), Qt::SkipEmptyParts))
+        in.push_back(w.toStdString());
+    Recipe r = readRecipeInput(in, nullptr).recipe;
+    static const QRegularExpression te(QStringLiteral("; TE ([0-9][0-9.]*);"));
+    const auto m = te.match(text.section(QLatin1Char('\n'), 1, 1));
+    if (m.hasMatch())
+        r.te_version = m.captured(1).toStdString();
+    return r;
+}
+
+const Finding* findingOf(const Validation& v, const std::string& id)
+{
+    for (const auto& f : v.findings)
+        if (f.rule_id == id)
+            return &f;
+    return nullptr;
+}
+
 } // namespace
 
 class TestEstimatorMegatronLogs : public QObject {
@@ -120,6 +154,9 @@ private Q_SLOTS:
     void withinFivePercent();
     void oneRankOfALayoutWithinFivePercent_data();
     void oneRankOfALayoutWithinFivePercent();
+    void fp8RulesAsTheRunsSaid_data();
+    void fp8RulesAsTheRunsSaid();
+    void layernormIsANoOpUnderTeFp8();
 };
 
 void TestEstimatorMegatronLogs::withinFivePercent_data()
@@ -216,6 +253,89 @@ void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent()
               .arg(100 * error, 0, 'f', 1);
     qInfo("%s", qPrintable(detail));
     QVERIFY2(std::abs(error) <= kTolerance, qPrintable(detail));
+}
+
+// What the FP8 runs said about the rules, read back from their logs: Megatron's own refusal of delayed
+// scaling with moe_act is R17 word for word; delayed scaling with TE 2.17.1 failing at the first forward is
+// RS39, whose message carries the log's TypeError; the runs that ran fire neither (the shimmed delayed
+// runs do fire RS39: they ran only because the shim dropped those arguments, their third line says so).
+void TestEstimatorMegatronLogs::fp8RulesAsTheRunsSaid_data()
+{
+    QTest::addColumn<QString>("log");
+    QTest::addColumn<QString>("rule");
+    QTest::addColumn<bool>("fires");
+    QTest::addColumn<QString>("logLine"); // the log's own words the finding's message carries
+    QTest::newRow("R17 delayed moe_act") << QStringLiteral("refused/fp8-moe-delayed-moe_act.log")
+                                         << QStringLiteral("R17") << true << QStringLiteral("ValueError: ");
+    QTest::newRow("R17 tensorwise moe_act")
+        << QStringLiteral("fp8-moe-tensorwise-moe_act.log") << QStringLiteral("R17") << false << QString();
+    QTest::newRow("R17 tensorwise layernorm,moe_act")
+        << QStringLiteral("fp8-moe-tensorwise-layernorm-moe_act.log") << QStringLiteral("R17") << false
+        << QString();
+    QTest::newRow("RS39 unshimmed") << QStringLiteral("refused/fp8-dense-delayed-none-unshimmed.log")
+                                    << QStringLiteral("RS39") << true << QStringLiteral("TypeError: ");
+    QTest::newRow("RS39 shimmed") << QStringLiteral("fp8-dense-delayed-mlp.log") << QStringLiteral("RS39")
+                                  << true << QString();
+    QTest::newRow("RS39 tensorwise") << QStringLiteral("fp8-dense-tensorwise-none.log")
+                                     << QStringLiteral("RS39") << false << QString();
+    QTest::newRow("RS39 moe tensorwise")
+        << QStringLiteral("fp8-moe-tensorwise-none.log") << QStringLiteral("RS39") << false << QString();
+}
+
+void TestEstimatorMegatronLogs::fp8RulesAsTheRunsSaid()
+{
+    QFETCH(QString, log);
+    QFETCH(QString, rule);
+    QFETCH(bool, fires);
+    QFETCH(QString, logLine);
+    const QString text = readText(kFp8Logs + u'/' + log);
+    QVERIFY2(!text.isEmpty(), qPrintable(log));
+    const Recipe r = recipeOfCommandLog(text);
+    QCOMPARE(r.te_version.value_or(""), std::string("2.17.1"));
+    const Validation v = validate(r, InputFormat::MegatronFlags);
+    const Finding* f = findingOf(v, rule.toStdString());
+    QCOMPARE(f != nullptr, fires);
+    if (!f)
+        return;
+    QCOMPARE(f->severity, Severity::Error);
+    if (!logLine.isEmpty()) {
+        // The log's line that starts with logLine, its text after it, is in the finding's message.
+        const QRegularExpression line(QStringLiteral("^(?:\\[rank0\\]: )?")
+                + QRegularExpression::escape(logLine) + QStringLiteral("(.+)$"),
+            QRegularExpression::MultilineOption);
+        const auto m = line.match(text);
+        QVERIFY2(m.hasMatch(), qPrintable(log + u": no line starting " + logLine));
+        QVERIFY2(QString::fromStdString(f->message).contains(m.captured(1).trimmed()),
+            qPrintable(QString::fromStdString(f->message) + u" does not carry: "_qs + m.captured(1)));
+    }
+}
+
+// RT1: with the TE layer spec the norms are fused into linear_qkv / linear_fc1, so 'layernorm' changes
+// nothing: the real runs' peaks are the same to the MiB, the rule says so, and the estimate agrees.
+void TestEstimatorMegatronLogs::layernormIsANoOpUnderTeFp8()
+{
+    const QString none = readText(kFp8Logs + u"/fp8-dense-tensorwise-none.log"_qs);
+    const QString layernorm = readText(kFp8Logs + u"/fp8-dense-tensorwise-layernorm.log"_qs);
+    QVERIFY(!none.isEmpty() && !layernorm.isEmpty());
+    static const QRegularExpression re(QStringLiteral("max allocated: ([0-9.]+)"));
+    const auto peak = [](const QString& text) {
+        double m = 0;
+        for (auto it = re.globalMatch(text); it.hasNext();)
+            m = std::max(m, it.next().captured(1).toDouble());
+        return m;
+    };
+    QVERIFY(peak(none) > 0);
+    QCOMPARE(peak(layernorm), peak(none));
+    const Validation v = validate(recipeOfCommandLog(layernorm), InputFormat::MegatronFlags);
+    const Finding* rt1 = findingOf(v, "RT1");
+    QVERIFY2(rt1 && rt1->severity == Severity::Warning, "RT1 does not fire on the layernorm run");
+    QVERIFY(!findingOf(validate(recipeOfCommandLog(none), InputFormat::MegatronFlags), "RT1"));
+    const auto estimate = [](const QString& text) {
+        return estimateMemory(
+            validate(recipeOfCommandLog(text), InputFormat::MegatronFlags).resolved, Layout::Megatron)
+            .peak_bytes;
+    };
+    QCOMPARE(estimate(layernorm), estimate(none));
 }
 
 QTEST_GUILESS_MAIN(TestEstimatorMegatronLogs)
