@@ -27,7 +27,8 @@ const QString kLogs = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatro
 // Logs whose first line is the whole command (environment, script, flags), read as the product reads it.
 const QStringList kCommandLogs = { QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-te-ranks"),
     QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-hybrid"),
-    QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-fp8") };
+    QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-fp8"),
+    QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-fp8/cuda-graphs") };
 
 bool has(const std::vector<std::string>& args, const char* flag)
 {
@@ -157,6 +158,7 @@ private Q_SLOTS:
     void fp8RulesAsTheRunsSaid_data();
     void fp8RulesAsTheRunsSaid();
     void layernormIsANoOpUnderTeFp8();
+    void localCudaGraphsPoolLeavesTheCounter();
 };
 
 void TestEstimatorMegatronLogs::withinFivePercent_data()
@@ -182,12 +184,14 @@ void TestEstimatorMegatronLogs::withinFivePercent()
     applyMegatronLmDefaults(r, c.args);
     const Recipe resolved = validate(r, InputFormat::MegatronFlags).resolved;
     const MemoryEstimate e = estimateMemory(resolved, Layout::Megatron);
-    const double error = (static_cast<double>(e.peak_bytes) - c.max_allocated) / c.max_allocated;
+    // `max allocated` is what the estimate's max_allocated_bytes names (its peak less a local CUDA graph
+    // pool).
+    const double error = (static_cast<double>(e.max_allocated_bytes) - c.max_allocated) / c.max_allocated;
     const auto& hot = e.ranks[static_cast<size_t>(e.hottest)];
     const QString detail
         = QStringLiteral("%1 %2: estimate %3 GB (%4), measured %5 GB: %6% (dropped flags: %7)")
               .arg(QFileInfo(log).fileName(), QString::fromStdString(e.choice))
-              .arg(static_cast<double>(e.peak_bytes) / 1e9, 0, 'f', 3)
+              .arg(static_cast<double>(e.max_allocated_bytes) / 1e9, 0, 'f', 3)
               .arg(QString::fromStdString(hot.peak_phase))
               .arg(c.max_allocated / 1e9, 0, 'f', 3)
               .arg(100 * error, 0, 'f', 1)
@@ -211,7 +215,7 @@ void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent_data()
             ++logs;
         }
     }
-    QVERIFY(logs >= 32);
+    QVERIFY(logs >= 35);
 }
 
 void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent()
@@ -241,14 +245,14 @@ void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent()
     const auto at = std::find_if(
         e.ranks.begin(), e.ranks.end(), [&](const RankEstimate& r) { return r.stage == stage; });
     QVERIFY(at != e.ranks.end());
-    const double error = (static_cast<double>(at->peak_bytes) - measured) / measured;
+    const double error = (static_cast<double>(at->max_allocated_bytes) - measured) / measured;
     const QString detail
         = QStringLiteral("%1 (rank %2, stage %3, DP %4): estimate %5 GB, measured %6 GB: %7%")
               .arg(QFileInfo(log).fileName())
               .arg(rank)
               .arg(stage)
               .arg(resolved.data_parallel_size)
-              .arg(static_cast<double>(at->peak_bytes) / 1e9, 0, 'f', 3)
+              .arg(static_cast<double>(at->max_allocated_bytes) / 1e9, 0, 'f', 3)
               .arg(measured / 1e9, 0, 'f', 3)
               .arg(100 * error, 0, 'f', 1);
     qInfo("%s", qPrintable(detail));
@@ -336,6 +340,47 @@ void TestEstimatorMegatronLogs::layernormIsANoOpUnderTeFp8()
             .peak_bytes;
     };
     QCOMPARE(estimate(layernorm), estimate(none));
+}
+
+// Local CUDA graphs (cuda_graph_impl local): the same stack as fp8-dense-bf16-none, its layers captured. The
+// layers' tensors move into the graphs' private pool, which `max allocated` no longer sees: the estimate's
+// pool holds at least what left the counter (the eager run's max allocated less the graphed run's), and the
+// footprint it gives (max allocated plus the pool) lies within what the allocator reserved. (The pool's
+// size itself is under-estimated: docs/benchmarks.md gives the capture's own figure.)
+void TestEstimatorMegatronLogs::localCudaGraphsPoolLeavesTheCounter()
+{
+    const QString eager = readText(kFp8Logs + u"/fp8-dense-bf16-none.log"_qs);
+    const QString graphed = readText(kFp8Logs + u"/cuda-graphs/cg-dense-local-none.log"_qs);
+    QVERIFY(!eager.isEmpty() && !graphed.isEmpty());
+    const auto largest = [](const QString& text, const char* what) {
+        const QRegularExpression re(QStringLiteral("%1: ([0-9.]+)").arg(QLatin1String(what)));
+        double m = 0;
+        for (auto it = re.globalMatch(text); it.hasNext();)
+            m = std::max(m, it.next().captured(1).toDouble() * 1024 * 1024);
+        return m;
+    };
+    const double left_counter = largest(eager, "max allocated") - largest(graphed, "max allocated");
+    QVERIFY(left_counter > 0);
+    const Recipe r = validate(recipeOfCommandLog(graphed), InputFormat::MegatronFlags).resolved;
+    QCOMPARE(r.cuda_graph_impl, std::string("local"));
+    const MemoryEstimate e = estimateMemory(r, Layout::Megatron);
+    const RankEstimate& rank = e.ranks.at(static_cast<size_t>(e.hottest));
+    const double pool = static_cast<double>(rank.peak().graph_pool_bytes);
+    const QString detail
+        = QStringLiteral("pool %1 GB, left the counter %2 GB: %3%; footprint %4 GB, max reserved %5 GB")
+              .arg(pool / 1e9, 0, 'f', 3)
+              .arg(left_counter / 1e9, 0, 'f', 3)
+              .arg(100 * (pool - left_counter) / left_counter, 0, 'f', 1)
+              .arg(static_cast<double>(e.peak_bytes) / 1e9, 0, 'f', 3)
+              .arg(largest(graphed, "max reserved") / 1e9, 0, 'f', 3);
+    qInfo("%s", qPrintable(detail));
+    QVERIFY2(pool >= left_counter, qPrintable(detail));
+    QCOMPARE(e.peak_bytes - e.max_allocated_bytes, rank.peak().graph_pool_bytes);
+    QVERIFY2(static_cast<double>(e.peak_bytes) <= largest(graphed, "max reserved"), qPrintable(detail));
+    // Without graphs nothing is in a pool.
+    const MemoryEstimate plain = estimateMemory(
+        validate(recipeOfCommandLog(eager), InputFormat::MegatronFlags).resolved, Layout::Megatron);
+    QCOMPARE(plain.max_allocated_bytes, plain.peak_bytes);
 }
 
 QTEST_GUILESS_MAIN(TestEstimatorMegatronLogs)
