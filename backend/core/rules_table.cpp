@@ -80,13 +80,12 @@ bool gdnVariant(const Ctx& c) // is_gated_delta_net_variant (main, pin)
     return v && (*v == "gdn" || *v == "gdn2" || *v == "gated_delta_net");
 }
 
-// Transformer Engine's release (major, minor) from a version string: "2.6.0.dev0+abc" is (2, 6). Only the
-// release triple matters: 2.6.0dev0 is the lowest 2.6.0 (R18).
-std::pair<int, int> teRelease(const std::string& v)
+// TE older than 2.6.0dev0 (R18). Only the release triple matters: 2.6.0dev0 is the lowest 2.6.0.
+bool teOlderThan26(const std::string& v)
 {
-    int part[2] = { 0, 0 };
+    int part[3] = { 0, 0, 0 };
     const char* p = v.c_str();
-    for (int i = 0; i < 2 && *p; ++i) {
+    for (int i = 0; i < 3 && *p; ++i) {
         char* end = nullptr;
         part[i] = static_cast<int>(std::strtol(p, &end, 10));
         if (end == p)
@@ -97,21 +96,9 @@ std::pair<int, int> teRelease(const std::string& v)
         else
             break;
     }
-    return { part[0], part[1] };
-}
-
-// TE older than 2.6.0dev0 (R18).
-bool teOlderThan26(const std::string& v)
-{
-    return teRelease(v) < std::pair { 2, 6 };
-}
-
-// Delayed scaling on main with TE >= 2.17 (RS39): TE 2.17.1, the version main pins, was measured; its
-// DelayedScaling has none of the fields Megatron's TEDelayedScaling passes. Older releases are not claimed.
-bool delayedScalingBreaks(const Ctx& c)
-{
-    return c.fp8() && c.r.fp8_recipe == "delayed" && c.r.te_version
-        && teRelease(*c.r.te_version) >= std::pair { 2, 17 };
+    if (part[0] != 2)
+        return part[0] < 2;
+    return part[1] < 6;
 }
 
 std::vector<std::string> cgWith(const Ctx& c, std::initializer_list<const char*> add)
@@ -1954,21 +1941,6 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return isHybrid(c.r) && parseHybridPattern(*c.r.hybrid_layer_pattern).mtp_depths > 0 && !c.r.hybrid_layer_pattern->empty() && !badSymbol(c) && mtpMismatch(c) == 0; },
       [](const Ctx& c, Args& a) { const HybridPattern h = parseHybridPattern(*c.r.hybrid_layer_pattern); a.set("d", std::to_string(h.mtp_depths)); a.set("mtp", h.mtp); }, nullptr,
       nullptr, "", "the MTP block's layers and its extra loss head add memory the estimate does not count" },
-    { "RS39", "main", kAnyFormat, E, "fp8 fp8_recipe te_version",
-      "fp8 delayed scaling with Transformer Engine 2.17 or later (only when te_version is known): the first forward fails",
-      "fp8_recipe='delayed' does not run on this revision with Transformer Engine {te_version}: TEDelayedScaling passes override_linear_precision, params_dtype and device to DelayedScaling, which has none of these fields (seen on main d98e8a64 with TE 2.17.1: TypeError: DelayedScaling.__init__() got an unexpected keyword argument 'override_linear_precision', at the first forward).",
-      OB, { { "*", "docs/rules.md#rs39; megatron/core/extensions/transformer_engine.py:3331-3364; megatron/core/fp8_utils.py:772-776" } },
-      delayedScalingBreaks,
-      [](const Ctx& c, Args& a) { a.set("te_version", *c.r.te_version); }, nullptr,
-      [](const Ctx&, FixIt& f) { set(f, "set fp8_recipe=tensorwise (current scaling)", "fp8_recipe", "tensorwise"); },
-      "fp8_recipe=tensorwise", "TE 2.17.1 measured (tests/fixtures/logs/megatron-lm-fp8/refused/fp8-dense-delayed-none-unshimmed.log); TE releases before 2.17 were not run" },
-    { "RS39", "main", kAnyFormat, W, "fp8 fp8_recipe te_version",
-      "fp8 delayed scaling (MCore's default fp8_recipe) while te_version is unknown: fails with the TE this revision pins",
-      "fp8_recipe='delayed' fails at the first forward on this revision with Transformer Engine 2.17.1, the version it pins (TypeError: DelayedScaling.__init__() got an unexpected keyword argument 'override_linear_precision'); TE releases before 2.17 were not run. Set te_version to have it checked, or use fp8_recipe='tensorwise'.",
-      OB, { { "*", "docs/rules.md#rs39; megatron/core/extensions/transformer_engine.py:3331-3364" } },
-      [](const Ctx& c) { return c.fp8() && c.r.fp8_recipe == "delayed" && !c.r.te_version; }, nullptr, nullptr,
-      [](const Ctx&, FixIt& f) { set(f, "set fp8_recipe=tensorwise (current scaling)", "fp8_recipe", "tensorwise"); },
-      "fp8_recipe=tensorwise, or te_version", "the TE version is the environment's, not the recipe's: said only when the recipe says it" },
     };
     // clang-format on
     return rows;

@@ -261,8 +261,8 @@ void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent()
 
 // What the FP8 runs said about the rules, read back from their logs: Megatron's own refusal of delayed
 // scaling with moe_act is R17 word for word; delayed scaling with TE 2.17.1 failing at the first forward is
-// RS39, whose message carries the log's TypeError; the runs that ran fire neither (the shimmed delayed
-// runs do fire RS39: they ran only because the shim dropped those arguments, their third line says so).
+// RT22, whose message carries the log's TypeError; the runs that ran fire neither (the shimmed delayed
+// runs do fire RT22: they ran only because the shim dropped those arguments, their third line says so).
 void TestEstimatorMegatronLogs::fp8RulesAsTheRunsSaid_data()
 {
     QTest::addColumn<QString>("log");
@@ -276,14 +276,14 @@ void TestEstimatorMegatronLogs::fp8RulesAsTheRunsSaid_data()
     QTest::newRow("R17 tensorwise layernorm,moe_act")
         << QStringLiteral("fp8-moe-tensorwise-layernorm-moe_act.log") << QStringLiteral("R17") << false
         << QString();
-    QTest::newRow("RS39 unshimmed") << QStringLiteral("refused/fp8-dense-delayed-none-unshimmed.log")
-                                    << QStringLiteral("RS39") << true << QStringLiteral("TypeError: ");
-    QTest::newRow("RS39 shimmed") << QStringLiteral("fp8-dense-delayed-mlp.log") << QStringLiteral("RS39")
+    QTest::newRow("RT22 unshimmed") << QStringLiteral("refused/fp8-dense-delayed-none-unshimmed.log")
+                                    << QStringLiteral("RT22") << true << QStringLiteral("TypeError: ");
+    QTest::newRow("RT22 shimmed") << QStringLiteral("fp8-dense-delayed-mlp.log") << QStringLiteral("RT22")
                                   << true << QString();
-    QTest::newRow("RS39 tensorwise") << QStringLiteral("fp8-dense-tensorwise-none.log")
-                                     << QStringLiteral("RS39") << false << QString();
-    QTest::newRow("RS39 moe tensorwise")
-        << QStringLiteral("fp8-moe-tensorwise-none.log") << QStringLiteral("RS39") << false << QString();
+    QTest::newRow("RT22 tensorwise") << QStringLiteral("fp8-dense-tensorwise-none.log")
+                                     << QStringLiteral("RT22") << false << QString();
+    QTest::newRow("RT22 moe tensorwise")
+        << QStringLiteral("fp8-moe-tensorwise-none.log") << QStringLiteral("RT22") << false << QString();
 }
 
 void TestEstimatorMegatronLogs::fp8RulesAsTheRunsSaid()

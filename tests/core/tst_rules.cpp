@@ -411,15 +411,6 @@ const std::vector<Case>& cases()
         { "*", "json", "RS38", "(DSA, MLA or DeepSeek-V4 attention)", R"({"hybrid_layer_pattern": "M-M-M-M-"})", false },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*/MM/MM"})", true },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
-        // Delayed scaling with the TE main pins (2.17.1, measured) or later; MCore's default fp8_recipe is delayed.
-        { "main", "json", "RS39", "does not run on this revision", R"({"fp8": "hybrid", "te_version": "2.17.1"})", true },
-        { "main", "json", "RS39", "does not run on this revision", R"({"fp8": "hybrid", "fp8_recipe": "delayed", "te_version": "3.0.0"})", true },
-        { "main", "json", "RS39", "does not run on this revision", R"({"fp8": "hybrid", "fp8_recipe": "tensorwise", "te_version": "2.17.1"})", false },
-        { "main", "json", "RS39", "does not run on this revision", R"({"fp8": "hybrid", "fp8_recipe": "delayed", "te_version": "2.16.0"})", false },
-        { "main", "json", "RS39", "does not run on this revision", R"({"fp8": "hybrid", "fp8_recipe": "delayed"})", false },
-        { "main", "flags", "RS39", "the version it pins", R"({"fp8": "hybrid", "fp8_recipe": "delayed"})", true },
-        { "main", "json", "RS39", "the version it pins", R"({"fp8": "hybrid", "fp8_recipe": "delayed", "te_version": "2.17.1"})", false },
-        { "main", "json", "RS39", "the version it pins", R"({"fp8_recipe": "delayed"})", false },
         // Overrides alone: the shape they do not give is unknown (not 0), and said once; given, RS23 judges it.
         { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["recompute_granularity"]})", true },
         { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["hidden_size", "num_attention_heads", "num_layers", "recompute_granularity"]})", false },
