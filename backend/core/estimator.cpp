@@ -1438,6 +1438,7 @@ private:
     void embeddingAndHead();
     void inFlightMicroBatches();
     void graphPool();
+    void graphedPhase(Builder& bld, double transient, const char* transient_name) const;
     void forwardPhase();
     void backwardPhase();
     void workerPipelineSchedule();
@@ -1911,14 +1912,15 @@ void StageEstimator::graphPool()
         pool += (in_flight - 1) * layers_retained / st.chunks;
 }
 
-// The phases under local CUDA graphs: what lives outside the graphs (the embedding's and the head's tensors,
-// the loss, sent outputs) at the phase's worst moment, and the graphs' pool, which is there at every moment.
-void graphedPhase(Builder& bld, double outside_current, double outside_others, double sent_held, double pool,
-    double transient, const std::string& transient_name, const std::string& source, const std::string& note)
+// A phase under local CUDA graphs: what lives outside the graphs (the embedding's and the head's tensors, the
+// loss's transient, sent outputs) at the phase's worst moment, and the graphs' pool, there at every moment.
+void StageEstimator::graphedPhase(Builder& bld, double transient, const char* transient_name) const
 {
-    bld.add("activations", "saved activations outside the graphed layers (embedding, head)", outside_current,
-        source, note);
-    bld.add("activations", "the same of the other in-flight micro-batches", outside_others,
+    const double own_embed = nc == 1 || !holds_output ? embed : 0; // the current chunk's embedding part
+    bld.add("activations", "saved activations outside the graphed layers (embedding, head)",
+        (holds_output ? head : 0) + own_embed, head_source, head_note);
+    bld.add("activations", "the same of the other in-flight micro-batches",
+        in_flight > 1 ? (in_flight - 1) * embed / st.chunks : 0,
         "megatron/core/pipeline_parallel/schedules.py", "1F1B / interleaved in-flight micro-batches");
     bld.add("activations", "sent chunk outputs of the in-flight micro-batches", sent_held,
         "megatron/core/pipeline_parallel/schedules.py", "deallocate_pipeline_outputs False");
@@ -1927,7 +1929,7 @@ void graphedPhase(Builder& bld, double outside_current, double outside_others, d
         "every layer captured: the layers' saved tensors and temporaries of the in-flight micro-batches live "
         "in the graphs' pool, device memory that torch's allocated counters (Megatron's `max allocated`) do "
         "not see after capture; the pool's own fragmentation is not counted");
-    bld.add("transient", transient_name, transient, source, note);
+    bld.add("transient", transient_name, transient, head_source, head_note);
 }
 
 void StageEstimator::forwardPhase()
@@ -1935,10 +1937,7 @@ void StageEstimator::forwardPhase()
     // ---- forward ----
     fwd = base;
     if (graphed) {
-        const double own_embed = nc == 1 || !holds_output ? embed : 0;
-        graphedPhase(fwd, (holds_output ? head : 0) + own_embed,
-            in_flight > 1 ? (in_flight - 1) * embed / st.chunks : 0, sent_held, pool,
-            holds_output ? head_fwd : 0, "logits during the loss", head_source, head_note);
+        graphedPhase(fwd, holds_output ? head_fwd : 0, "logits during the loss");
         return;
     }
     {
@@ -1977,10 +1976,7 @@ void StageEstimator::backwardPhase()
     // ---- backward ----
     bwd = base;
     if (graphed) {
-        const double own_embed = nc == 1 || !holds_output ? embed : 0;
-        graphedPhase(bwd, (holds_output ? head : 0) + own_embed,
-            in_flight > 1 ? (in_flight - 1) * embed / st.chunks : 0, sent_held, pool,
-            holds_output ? head_bwd : 0, "the loss's gradient", head_source, head_note);
+        graphedPhase(bwd, holds_output ? head_bwd : 0, "the loss's gradient");
         return;
     }
     {
