@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 
 #include "core/estimator.h"
 #include "core/model_shape.h"
@@ -92,9 +93,9 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
     plan.margin = margin;
     plan.provisional = rates.provisional;
     plan.rates_source = rates.device + ", " + rates.dtype + (rates.provisional ? ", PROVISIONAL" : "");
-    const std::optional<int64_t> limit = target_gb
-        ? std::optional<int64_t>(int64_t(double(gbToBytes(*target_gb)) * (1.0 - margin)))
-        : std::nullopt;
+    // What a rank may use: the target less the margin (no target: anything).
+    const int64_t limit = target_gb ? int64_t(double(gbToBytes(*target_gb)) * (1.0 - margin))
+                                    : std::numeric_limits<int64_t>::max();
     for (const RecomputeChoice& choice : expressibleChoices(r)) {
         PlanCandidate c;
         c.choice = choice;
@@ -128,12 +129,12 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         c.replay_ms = t.replay_ms;
         c.verdict = choice.granularity == "selective" && choice.modules.empty() ? PlanVerdict::Control
                                                                                 : PlanVerdict::Fits;
-        if (limit && c.peak_bytes > *limit) {
-            const int64_t over = c.peak_bytes - *limit;
+        if (c.peak_bytes > limit) {
+            const int64_t over = c.peak_bytes - limit;
             if (c.verdict != PlanVerdict::Control)
                 c.verdict = PlanVerdict::OverTarget;
             c.reason = "does not fit: stage " + std::to_string(c.hottest_stage) + " needs "
-                + formatGb(c.peak_bytes) + " GB, " + formatGb(over) + " GB over the " + formatGb(*limit)
+                + formatGb(c.peak_bytes) + " GB, " + formatGb(over) + " GB over the " + formatGb(limit)
                 + " GB it may use";
         }
         plan.candidates.push_back(c);
