@@ -18,6 +18,7 @@
 // "TC:1884" } }. A profile without its own source cites its base's, then the reference profile's (main).
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <optional>
 
@@ -99,6 +100,15 @@ bool teOlderThan26(const std::string& v)
     if (part[0] != 2)
         return part[0] < 2;
     return part[1] < 6;
+}
+
+// Transformer Engine 2.17 or later (RT22: measured with 2.17.1); false for an unreadable version.
+bool teAtLeast217(const std::string& v)
+{
+    int major = 0, minor = 0;
+    if (std::sscanf(v.c_str(), "%d.%d", &major, &minor) != 2)
+        return false;
+    return major > 2 || (major == 2 && minor >= 17);
 }
 
 std::vector<std::string> cgWith(const Ctx& c, std::initializer_list<const char*> add)
@@ -1505,6 +1515,21 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.activation_func != "silu" && gdnLayers(c); }, nullptr, nullptr,
       nullptr, "activation_func=silu for a model with GatedDeltaNet layers",
       "a bare assert in GatedDeltaNet.forward (not deterministic_mode): the FLA conv kernel takes silu/swish only; a squared-ReLU Nemotron-H pattern cannot hold 'G' layers" },
+    { "RT22", "main", kAnyFormat, E, "fp8 fp8_recipe te_version",
+      "fp8 with delayed scaling on Transformer Engine 2.17 or later: TEDelayedScaling passes fields TE's DelayedScaling no longer has (measured: TE 2.17.1, tests/fixtures/logs/megatron-lm-fp8/refused)",
+      "DelayedScaling.__init__() got an unexpected keyword argument 'override_linear_precision' (Megatron's TEDelayedScaling with Transformer Engine {te_version})",
+      MC, { { "main", "megatron/core/extensions/transformer_engine.py:3331-3364; megatron/core/fp8_utils.py:772-776" } },
+      [](const Ctx& c) { return c.fp8() && c.r.fp8_recipe == "delayed" && c.r.te_version && teAtLeast217(*c.r.te_version); },
+      [](const Ctx& c, Args& a) { a.set("te_version", *c.r.te_version); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use current scaling (fp8_recipe=tensorwise)", "fp8_recipe", "tensorwise"); },
+      "fp8_recipe=tensorwise", "a TypeError at the first forward, not a config check: DelayedScaling in TE 2.17.1 takes neither override_linear_precision (backward_override replaced it) nor the module keywords params_dtype and device that TEDelayedScaling also passes" },
+    { "RT22", "main", kAnyFormat, W, "fp8 fp8_recipe te_version",
+      "fp8 with delayed scaling and the Transformer Engine version unknown: with TE 2.17 or later it fails at the first forward (RT22's error)",
+      "fp8_recipe='delayed' fails at the first forward with Transformer Engine 2.17 or later (TEDelayedScaling passes override_linear_precision, params_dtype and device, which TE's DelayedScaling does not take); set te_version to check",
+      MC, { { "main", "megatron/core/extensions/transformer_engine.py:3331-3364; megatron/core/fp8_utils.py:772-776" } },
+      [](const Ctx& c) { return c.fp8() && c.r.fp8_recipe == "delayed" && !c.r.te_version; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use current scaling (fp8_recipe=tensorwise)", "fp8_recipe", "tensorwise"); },
+      "fp8_recipe=tensorwise, or te_version below 2.17", "measured with TE 2.17.1 (tests/fixtures/logs/megatron-lm-fp8/refused/fp8-dense-delayed-none-unshimmed.log)" },
 
     // ===================================== our own advice, from the guide (RS) ========================
     { "RS01", "*", kAnyFormat, E, "recompute_num_layers recompute_method",

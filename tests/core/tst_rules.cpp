@@ -331,6 +331,12 @@ const std::vector<Case>& cases()
     { "*", "json", "RT21", "self.activation in", R"({"hybrid_layer_pattern": "M*G*M-G-", "activation_func": "silu", "gated_linear_unit": true})", false },
     { "*", "json", "RT21", "self.activation in", R"({"hybrid_layer_pattern": "M*M*M-M-", "activation_func": "squared_relu"})", false },
     { "*", "json", "RT21", "self.activation in", R"({"experimental_attention_variant": "gated_delta_net", "linear_attention_freq": 4})", true },
+    { "main", "json", "RT22", "unexpected keyword argument", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "delayed", "te_version": "2.17.1"})", true },
+    { "main", "json", "RT22", "unexpected keyword argument", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "delayed", "te_version": "2.16.0"})", false },
+    { "main", "json", "RT22", "unexpected keyword argument", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "tensorwise", "te_version": "2.17.1"})", false },
+    { "main", "json", "RT22", "set te_version to check", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "delayed"})", true },
+    { "main", "json", "RT22", "set te_version to check", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "delayed", "te_version": "2.17.1"})", false },
+    { "main", "json", "RT22", "set te_version to check", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "tensorwise"})", false },
     // --- ours
     { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
     { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },
