@@ -32,8 +32,8 @@ std::vector<OptionSpec> makeOptionTable()
     const std::string slurmOn = " (any --slurm-* option runs the worker as a Slurm batch job)";
     std::vector<OptionSpec> t = {
         // The recipe (core/recipe_input.h reads it).
-        { "overrides", "ARGS", Arity::Values, { "validate", "estimate", "run", "sweep", "plan", "import" }, true,
-            false,
+        { "overrides", "ARGS", Arity::Values, { "validate", "estimate", "run", "sweep", "plan", "import" },
+            true, false,
             "the recipe as Megatron Bridge Hydra overrides (model.num_layers=8 ...): the arguments up to the "
             "next one that starts with --",
             { { "import", "",
