@@ -41,7 +41,9 @@ struct CalibrationRates {
     double elementwise_gbps = 0; // a large out-of-place add: bytes read and written over time
     double kernel_launch_us = 0; // host time per small kernel, queued back to back (the framework's cost)
     double checkpoint_us = 0; // host time a checkpoint adds around its region, forward and replay
-    double host_sync_us = 0; // one device-to-host read of a small tensor after an idle queue
+    // One device-to-host read of a small tensor after an idle queue. Recorded, not yet a term of the model:
+    // the MoE dispatcher's read-back is modelled as the queue draining each layer (step_time.cpp runStretch).
+    double host_sync_us = 0;
 };
 
 // A record that does not read: names the field and what is allowed.
