@@ -4,6 +4,7 @@
 // only LibTorch, CUDA and NCCL.
 #include <algorithm>
 #include <csignal>
+#include <fstream>
 #include <iostream>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "core/megatron_flags.h"
 #include "core/recipe_input.h"
 #include "core/recipe_json.h"
+#include "engine/calibrate.h"
 #include "engine/runner.h"
 
 namespace {
@@ -19,6 +21,7 @@ constexpr const char* kHelp
     = R"(Usage: recompute-bench RECIPE.json | - | --overrides ARGS... [--mlm-args ARGS...]
                        [--profile P] [--device auto|cpu|cuda|cuda:N] [--warmup N] [--iters N] [--seed S]
                        [--rank-of-layout N]
+       recompute-bench --calibrate [--device D] [--dtype bf16|fp16|fp32] [--quick] [--out FILE]
 
 Runs one recipe: validates it with the rules of its profile, builds the transformer layer stack it
 describes as one rank of its parallel layout sees it (TP / SP / CP / EP shares, the pipeline stage and
@@ -43,6 +46,12 @@ Run settings:
   --rank-of-layout N   the global rank of the recipe's layout (TP x CP x DP x PP, Megatron's tp-cp-ep-dp-pp
                        order) to run on this device (default: the hottest, as the estimator names it)
   --help               this text
+
+Calibration (--calibrate): measures this device's rates at one dtype in a few seconds (matrix products at
+layer sizes, causal fused attention forward and backward, grouped GEMM over experts, elementwise bandwidth,
+the host's cost of a kernel, of a checkpoint and of a device-to-host read; CUDA events on a GPU) and writes
+the record `recompute plan --rates FILE` reads (docs/stream.md's neighbour: core/calibration.h) to FILE, or
+to stdout. --quick: small shapes (the CPU's default). Exit 0, or 2 for an unknown option or device.
 
 Several ranks (data-parallel replicas, one process each, started by torchrun --no-python, srun or mpirun):
   RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR (default 127.0.0.1; across nodes, rank 0's host), MASTER_PORT
@@ -94,11 +103,58 @@ std::vector<std::string> ignoredFlags(const rs::Recipe& recipe)
     return out;
 }
 
+// --calibrate [--device D] [--dtype T] [--quick] [--out FILE]
+int calibrateMain(const std::vector<std::string>& args)
+{
+    rs::engine::CalibrateOptions o;
+    std::string out;
+    o.command = "recompute-bench";
+    for (const auto& a : args)
+        o.command += " " + a;
+    for (size_t i = 0; i < args.size(); ++i) {
+        const std::string& a = args[i];
+        const bool has_value = i + 1 < args.size();
+        if (a == "--calibrate")
+            continue;
+        if (a == "--quick")
+            o.quick = true;
+        else if (a == "--device" && has_value)
+            o.device = args[++i];
+        else if (a == "--dtype" && has_value)
+            o.dtype = args[++i];
+        else if (a == "--out" && has_value)
+            out = args[++i];
+        else {
+            std::cerr << "recompute-bench --calibrate: unknown or incomplete argument '" << a
+                      << "' (--device D, --dtype bf16|fp16|fp32, --quick, --out FILE)\n";
+            return rs::engine::kInvalid;
+        }
+    }
+    try {
+        const std::string text = rs::calibrationToJson(rs::engine::calibrate(o)).dump(2) + "\n";
+        if (out.empty()) {
+            std::cout << text;
+        } else {
+            std::ofstream f(out);
+            if (!(f << text)) {
+                std::cerr << "recompute-bench --calibrate: --out: cannot write '" << out << "'\n";
+                return rs::engine::kError;
+            }
+        }
+    } catch (const std::invalid_argument& e) {
+        std::cerr << "recompute-bench --calibrate: " << e.what() << "\n";
+        return rs::engine::kInvalid;
+    }
+    return rs::engine::kPass;
+}
+
 } // namespace
 
 int main(int argc, char** argv)
 {
     std::vector<std::string> args(argv + 1, argv + argc);
+    if (!args.empty() && args.front() == "--calibrate")
+        return calibrateMain(args);
     for (const auto& a : args) {
         if (a == "--help" || a == "-h") {
             std::cout << kHelp;

@@ -19,10 +19,11 @@ namespace {
 const char* kRecipeForm = "(FILE.json | - | --overrides ARGS... | --mlm-args ARGS... | --recipe NAME "
                           "[--overrides ARGS...]) [options]";
 
-const std::vector<std::string> kRecipeVerbs = { "validate", "estimate", "run", "sweep" };
-const std::vector<std::string> kWorkerVerbs = { "run", "sweep" };
+const std::vector<std::string> kRecipeVerbs = { "validate", "estimate", "run", "sweep", "plan" };
+// plan runs the worker only with --confirm.
+const std::vector<std::string> kWorkerVerbs = { "run", "sweep", "plan" };
 const std::vector<std::string> kStoreVerbs
-    = { "run", "sweep", "advise", "import", "link", "report", "export" };
+    = { "run", "sweep", "advise", "import", "link", "report", "export", "plan" };
 
 std::vector<std::string> allVerbNames();
 
@@ -31,8 +32,8 @@ std::vector<OptionSpec> makeOptionTable()
     const std::string slurmOn = " (any --slurm-* option runs the worker as a Slurm batch job)";
     std::vector<OptionSpec> t = {
         // The recipe (core/recipe_input.h reads it).
-        { "overrides", "ARGS", Arity::Values, { "validate", "estimate", "run", "sweep", "import" }, true,
-            false,
+        { "overrides", "ARGS", Arity::Values, { "validate", "estimate", "run", "sweep", "plan", "import" },
+            true, false,
             "the recipe as Megatron Bridge Hydra overrides (model.num_layers=8 ...): the arguments up to the "
             "next one that starts with --",
             { { "import", "",
@@ -55,9 +56,14 @@ std::vector<OptionSpec> makeOptionTable()
         { "profile", "P", Arity::Value, kRecipeVerbs, false, false,
             "the rules profile (the Megatron Core revision): bridge-pin, guide, main or dev; default: the "
             "recipe's own, bridge-pin if unset" },
-        { "json", "", Arity::Flag, { "validate", "estimate", "explain" }, false, false, "print JSON",
-            { { "validate", "",
-                  "print {\"findings\": [...], \"resolved\": the recipe after Megatron's adjustments, ...}" },
+        { "json", "", Arity::Flag, { "validate", "estimate", "explain", "plan" }, false, false, "print JSON",
+            { { "plan", "",
+                  "print {\"chosen\", \"front\", \"candidates\": [{choice, verdict, reason, "
+                  "peak_allocated_bytes, "
+                  "step_ms, delta_pct, ...}], \"rates\", \"provisional\"}" },
+                { "validate", "",
+                    "print {\"findings\": [...], \"resolved\": the recipe after Megatron's adjustments, "
+                    "...}" },
                 { "estimate", "",
                     "print {\"peak_allocated_bytes\": the hottest stage's peak, \"ranks\": [...], "
                     "\"choices\": [...]}" },
@@ -70,6 +76,13 @@ std::vector<OptionSpec> makeOptionTable()
             "also every recompute choice the model can take ([], each label with an effect, full uniform 1, "
             "full block over a whole chunk), one line each" },
         { "list", "", Arity::Flag, { "explain" }, false, false, "print every rule id with its summary" },
+        { "rates", "FILE", Arity::Value, { "plan" }, false, false,
+            "the device's calibration record (recompute-bench --calibrate --out FILE writes one): the rates "
+            "the "
+            "step times are predicted from" },
+        { "confirm", "N", Arity::Value, { "plan" }, false, false,
+            "measure the N cheapest choices that fit with the worker, against the [] control (a stored one "
+            "measured the same way is reused), and print each prediction beside its measurement" },
 
         // The store and what is read from it.
         { "db", "PATH", Arity::Value, kStoreVerbs, false, true,
@@ -91,7 +104,7 @@ std::vector<OptionSpec> makeOptionTable()
             "only the runs whose recipe name contains NAME",
             { { "advise", "", "the newest comparison of the runs whose recipe name contains NAME" } } },
         { "model", "NAME", Arity::Value, { "report" }, false, false, "only the runs of that model" },
-        { "target-gb", "X", Arity::Value, { "advise", "sweep" }, false, false,
+        { "target-gb", "X", Arity::Value, { "advise", "sweep", "plan" }, false, false,
             "the per-rank memory target in GB (1 GB = 1e9 bytes); default: the recipe's memory_target_gb" },
         { "format", "FORMAT", Arity::Value, { "advise", "report", "export" }, false, false,
             "the output format",
@@ -133,10 +146,10 @@ std::vector<OptionSpec> makeOptionTable()
         { "rerun", "", Arity::Flag, { "sweep" }, false, false,
             "run every choice and the control again, even where stored runs of the same recipe and launch "
             "settings could be reused" },
-        { "repeats-max", "N", Arity::Value, { "sweep" }, false, false,
+        { "repeats-max", "N", Arity::Value, { "sweep", "plan" }, false, false,
             "repeat a choice (the [] control too) until the 95 % interval of its median steady step time "
             "is within --interval-target of the median, at most N runs" },
-        { "interval-target", "PCT", Arity::Value, { "sweep" }, false, false,
+        { "interval-target", "PCT", Arity::Value, { "sweep", "plan" }, false, false,
             "the interval's half-width that ends the repeats, in percent of the median (default 2)" },
         { "no-skip-by-estimate", "", Arity::Flag, { "sweep" }, false, false,
             "run every choice, also those the estimate says cannot fit the target (by default a choice "
@@ -219,6 +232,20 @@ std::vector<VerbSpec> makeVerbTable()
             "recompute boundary, the guide's rule; a note says when that moved the choice). Neither "
             "--control nor --recipe-name: the newest comparison in the store.\nExit: 0 something fits, 1 "
             "nothing fits, 2 unusable input." },
+        { "plan", "the cheapest recompute choice that fits, predicted before any run; --confirm measures it",
+            { kRecipeForm },
+            "Enumerates every recompute choice Megatron can express at the recipe's profile ([], the sets of "
+            "labels with an effect on the model, full uniform and block with every recompute_num_layers), "
+            "drops those with a rule error (naming the rule), estimates every rank's peak memory and "
+            "predicts "
+            "the step time of each from --rates (the per-layer regions' forward, backward and replay work at "
+            "the device's measured rates, the pipeline bubble, the optimizer step; communication is not "
+            "modelled), keeps those whose every rank fits --target-gb less the estimate's 5 % error, and "
+            "prints the cheapest, the Pareto front of memory against time and why every other choice was "
+            "dropped (over the target: on which stage and by how much; invalid: the rule; dominated: by "
+            "which). Predictions, not measurements: --confirm N measures the N cheapest that fit.\nExit: 0 "
+            "something fits (or no target), 1 nothing fits or the recipe has a rule error, 2 unusable "
+            "input." },
         { "estimate", "predict every rank's peak memory per phase, for one or every recompute choice",
             { kRecipeForm },
             "Predicts every pipeline stage's peak allocated memory per phase (forward, backward, optimizer, "

@@ -67,6 +67,17 @@ LabelEffect layernormEffect(const Recipe& r)
     return effect(false, "both norms are fused into the next linear (IdentityOp) under the TE spec (RT1)");
 }
 
+} // namespace
+
+bool layernormIsModule(const Recipe& r, bool moe_layer, bool pre_mlp)
+{
+    if (r.transformer_impl != "transformer_engine" && !isHybrid(r))
+        return true;
+    return pre_mlp ? moe_layer : r.multi_latent_attention;
+}
+
+namespace {
+
 LabelEffect moeActEffect(const Recipe& r)
 {
     if (!contextOf(r).isMoE())
@@ -151,20 +162,23 @@ const std::vector<RecomputeLabel>& recomputeLabels()
     using K = CheckpointKind;
     static const std::vector<RecomputeLabel> table = {
         { "core_attn", K::Normal, "core attention (DotProductAttention: softmax(QK^T)V)", "", { "core_attn" },
-            2, { "R10", "R11", "R15", "RS06" }, coreAttnEffect, "", "" },
+            2, { "R10", "R11", "R15", "RS06" }, coreAttnEffect, "", "", { "core_attn" } },
         { "mla_up_proj", K::OutputDiscard, "MLA Q/KV up-projection + RoPE (qkv_up_proj_and_rope_apply)", "",
-            { "mla_up_proj" }, 2, { "R11", "R13" }, mlaUpProjEffect, "", "" },
+            { "mla_up_proj" }, 2, { "R11", "R13" }, mlaUpProjEffect, "", "", { "mla_up_proj" } },
         { "layernorm", K::OutputDiscard, "input_layernorm and pre_mlp_layernorm", "",
-            { "input_layernorm", "pre_mlp_layernorm" }, 1, { "R11", "RT1" }, layernormEffect, "", "" },
+            { "input_layernorm", "pre_mlp_layernorm" }, 1, { "R11", "RT1" }, layernormEffect, "", "",
+            { "input_layernorm", "pre_mlp_layernorm" } },
         { "moe_act", K::OutputDiscard, "the grouped experts' activation between FC1 and FC2", "moe",
-            { "moe_act" }, 1, { "R11", "R12" }, moeActEffect, "", "" },
-        { "mlp", K::Normal, "the whole dense MLP", "", { "mlp" }, 4, { "R11", "RT4" }, mlpEffect, "", "" },
+            { "moe_act" }, 1, { "R11", "R12" }, moeActEffect, "", "", { "moe_act" } },
+        { "mlp", K::Normal, "the whole dense MLP", "", { "mlp" }, 4, { "R11", "RT4" }, mlpEffect, "", "",
+            { "mlp" } },
         { "moe", K::Normal, "the whole MoELayer (router, dispatch, experts, combine, shared experts)", "",
-            { "moe" }, 5, { "R11", "R36" }, moeEffect, "", "" },
+            { "moe" }, 5, { "R11", "R36" }, moeEffect, "", "",
+            { "router", "permute", "moe_experts", "moe_act", "unpermute", "shared_experts" } },
         { "shared_experts", K::Normal, "the shared-expert MLP (not overlapped)", "moe", { "shared_experts" },
-            3, { "R11", "R16", "RT6" }, sharedExpertsEffect, "", "" },
+            3, { "R11", "R16", "RT6" }, sharedExpertsEffect, "", "", { "shared_experts" } },
         { "gdn_norm_out", K::OutputDiscard, "GatedDeltaNet gated RMSNorm + all-to-all (_gated_norm_and_a2a)",
-            "gdn", { "gdn_norm_out" }, 2, { "R11", "R14" }, gdnNormOutEffect, "", "" },
+            "gdn", { "gdn_norm_out" }, 2, { "R11", "R14" }, gdnNormOutEffect, "", "", { "gdn_norm_out" } },
         { "gdp_in_proj", K::OutputDiscard, "GatedDeltaProduct input projection (_in_proj_preprocess)", "", {},
             3, { "R11", "R24" }, gatedDeltaProductEffect, kNoGatedDeltaProduct, kNoGatedDeltaProduct },
         { "gdp_qkv", K::OutputDiscard, "GatedDeltaProduct causal conv + QKV preparation (_prepare_qkv)", "",
@@ -172,7 +186,7 @@ const std::vector<RecomputeLabel>& recomputeLabels()
         { "mhc", K::OutputDiscard, "hyper-connection activations, one recompute per mhc_recompute_layer_num",
             "", {}, 3, { "R11", "R20", "R21", "R22" }, mhcEffect, kNoHyperConnections, kNoHyperConnections },
         { "gdn", K::Normal, "the whole GatedDeltaNet module (dev)", "", { "gdn" }, 3, { "R11", "G1", "G2" },
-            gdnEffect, "", "" },
+            gdnEffect, "", "", { "gdn", "gdn_norm_out" } },
     };
     return table;
 }
@@ -244,6 +258,8 @@ std::vector<std::string> recomputeLabelCoverage(
             problems.push_back(name + ": the estimator has no region for it and the row gives no reason");
         if (estimated && !row->not_estimated.empty())
             problems.push_back(name + ": the estimator models it, yet the row says it does not");
+        if (estimated && row->replays.empty())
+            problems.push_back(name + ": the step-time model has no region it replays (replays)");
         if (row->not_built.empty() && row->worker_regions.empty())
             problems.push_back(name + ": the worker builds it, yet the row names no region it recomputes");
     }

@@ -48,6 +48,10 @@ struct RecomputeLabel {
     std::string_view not_estimated;
     // Empty where the worker builds its checkpoint (engine::builtRecomputeLabels); else why not.
     std::string_view not_built;
+    // The step-time model's regions (step_time.h) its replay reruns in backward: the forward work of each
+    // again, and for an output-discard label the copy of the outputs back into their storage. Needed where
+    // the estimator models the label.
+    std::vector<std::string_view> replays = {};
 };
 
 // Every label any profile knows, in the reference's catalogue order.
@@ -63,6 +67,12 @@ inline constexpr std::string_view kDefaultRecomputeLabel = "core_attn";
 // The peak-attribution region's label ("input_layernorm" -> "layernorm"), or "" when no label
 // recomputes it.
 std::string recomputeLabelOfRegion(std::string_view region);
+
+// Is this norm of a layer a real module that `layernorm` can checkpoint (RT1)? Under the Transformer Engine
+// spec a norm is fused into the next linear (TELayerNormColumnParallelLinear, the norm an IdentityOp) except
+// MLA's input_layernorm and the MoE layers' pre_mlp_layernorm; the local spec builds both; a hybrid stack
+// is TE's spec always. `pre_mlp`: pre_mlp_layernorm, else input_layernorm.
+bool layernormIsModule(const Recipe& r, bool moe_layer, bool pre_mlp);
 
 // What a table lacks, one sentence per missing piece ("gdn: no row"; "mhc: rule R99 does not exist";
 // "x: the estimator has no region and the row gives no reason"). `labels`: the label names to check (every

@@ -337,6 +337,12 @@ void TestCliOptions::dbBeforeOrAfterTheVerb_data()
         // The worker does not exist: the run is stored as aborted, in the store named.
         { "run", { { u"tiny.json"_s, u"--iters"_s, u"1"_s }, u"stored as run 13"_s } },
         { "sweep", { { u"tiny.json"_s, u"--modules"_s, u"core_attn"_s }, u"stored as run 13"_s } },
+        // --confirm measures through the same session: the control first, stored in the store named.
+        { "plan",
+            { { u"tiny.json"_s, u"--rates"_s,
+                  QStringLiteral(RS_SOURCE_DIR "/tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json"),
+                  u"--confirm"_s, u"1"_s, u"--iters"_s, u"1"_s },
+                u"stored as run 13"_s } },
     };
     const rs::cli::OptionSpec* db = rs::cli::findOption("db");
     for (const auto& verb : db->verbs) {

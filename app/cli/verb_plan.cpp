@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute plan`: every recompute choice Megatron can express at the recipe's profile, estimated on every
+// rank and timed by the step-time model (core/plan.h), before anything runs; with --confirm N the N cheapest
+// that fit are measured by the worker through the sweep's session (the [] control first, the repeats until
+// the interval is narrow) and the prediction is printed beside the measurement.
+#include <cstdio>
+#include <iostream>
+
+#include <nlohmann/json.hpp>
+
+#include "cli_session.h"
+#include "core/advisor.h"
+#include "core/calibration.h"
+#include "core/comparison.h"
+#include "core/plan.h"
+#include "core/recipe_input.h"
+#include "core/rules.h"
+#include "core/units.h"
+#include "storage/store.h"
+#include "verb_common.h"
+#include "verbs.h"
+#include "worker_options.h"
+
+using namespace Qt::StringLiterals;
+
+namespace {
+
+void printPlan(const rs::Plan& p)
+{
+    std::cout << "rates: " << p.rates_source << "\n";
+    if (p.target_gb)
+        std::cout << "target: " << rs::formatGb(rs::gbToBytes(*p.target_gb)) << " GB per rank, "
+                  << int(p.margin * 100 + 0.5) << " % kept free for the estimate's error\n";
+    if (p.chosen) {
+        const auto& c = p.candidates[*p.chosen];
+        std::printf("cheapest that fits: %s  %.1f ms (%+.2f %% against []), peak %s GB on stage %d\n",
+            c.label.c_str(), c.step_ms, c.delta_pct, rs::formatGb(c.peak_bytes).c_str(), c.hottest_stage);
+    } else if (p.target_gb) {
+        std::cout << "nothing fits the target on every rank\n";
+    }
+    std::cout << "\nPareto front (peak memory against predicted step time):\n";
+    std::printf("  %-32s %12s %11s %10s\n", "choice", "peak GB", "step ms", "vs []");
+    for (size_t i : p.front) {
+        const auto& c = p.candidates[i];
+        std::printf("  %-32s %12s %11.1f %+9.2f%%%s\n", c.label.c_str(), rs::formatGb(c.peak_bytes).c_str(),
+            c.step_ms, c.delta_pct, p.chosen && i == *p.chosen ? "  <- chosen" : "");
+    }
+    std::cout << "\nevery choice:\n";
+    for (const auto& c : p.candidates) {
+        if (c.verdict == rs::PlanVerdict::Invalid) {
+            std::printf(
+                "  %-32s %-11s %s\n", c.label.c_str(), rs::planVerdictName(c.verdict), c.reason.c_str());
+            continue;
+        }
+        std::printf("  %-32s %-11s %10s GB %9.1f ms %+8.2f%%  %s\n", c.label.c_str(),
+            rs::planVerdictName(c.verdict), rs::formatGb(c.peak_bytes).c_str(), c.step_ms, c.delta_pct,
+            c.reason.c_str());
+    }
+    for (const auto& n : p.notes)
+        std::cout << "note: " << n << "\n";
+}
+
+// --confirm N: the N cheapest fitting choices (the chosen one first), each against the [] control.
+int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const rs::Recipe& base,
+    const rs::Plan& plan, int n)
+{
+    std::vector<size_t> top;
+    for (size_t i = 0; i < plan.candidates.size(); ++i) {
+        const auto v = plan.candidates[i].verdict;
+        if (v == rs::PlanVerdict::Chosen || v == rs::PlanVerdict::Fits)
+            top.push_back(i);
+    }
+    std::stable_sort(top.begin(), top.end(),
+        [&plan](size_t a, size_t b) { return plan.candidates[a].step_ms < plan.candidates[b].step_ms; });
+    if (top.size() > size_t(n))
+        top.resize(size_t(n));
+    if (top.empty()) {
+        std::cerr << "recompute plan: --confirm: no choice fits, nothing to measure\n";
+        return 1;
+    }
+    rs::cli::RunSessionOptions options;
+    std::optional<int> warmupIters, steadyIters;
+    std::string problem;
+    if (!rs::cli::readRunLength(args, &warmupIters, &steadyIters, &problem)
+        || !rs::cli::readWorkerOptions(args, &options, &problem))
+        return rs::cli::usageError("plan", problem);
+    if (const auto m = rs::cli::intOption(args, "repeats-max", 1, &problem))
+        options.repeatsMax = *m;
+    if (!problem.empty())
+        return rs::cli::usageError("plan", problem);
+    options.verb = u"plan"_s;
+    options.format = input.format;
+    options.controlFirst = true;
+    options.reuseCandidates = true;
+    options.provenance = u"recompute plan --confirm "_s + QString::fromStdString(input.origin);
+    QVector<rs::Recipe> recipes;
+    for (size_t i : top) {
+        rs::Recipe r = rs::candidateRecipe(base, plan.candidates[i].choice);
+        rs::cli::applyRunLength(r, warmupIters, steadyIters);
+        recipes << r;
+    }
+    if (!rs::cli::refuseRuleErrors(u"plan"_s, recipes, input.format))
+        return 1;
+    rs::storage::Store store;
+    if (!rs::cli::openStore("plan", args, &store))
+        return 2;
+    const rs::cli::RunSessionResult session = rs::cli::runSession(store, recipes, options);
+    if (session.refused || session.startFailed || !session.controlRunId)
+        return 2;
+    const auto control = store.run(*session.controlRunId);
+    const double control_pred = plan.candidates.front().step_ms;
+    std::cout << "\nprediction against measurement (steady step, median of the stored run):\n";
+    std::printf("  %-32s %12s %12s %12s %12s\n", "choice", "predicted ms", "measured ms", "pred. vs []",
+        "meas. vs []");
+    const auto measured = [&store](qint64 id) -> std::optional<double> {
+        const auto run = store.run(id);
+        return run ? run->steadyStepMs : std::nullopt;
+    };
+    const std::optional<double> c0 = control ? control->steadyStepMs : std::nullopt;
+    std::printf(
+        "  %-32s %12.1f %12s\n", "[]", control_pred, c0 ? QString::number(*c0, 'f', 1).toUtf8().data() : "-");
+    for (const auto& job : session.jobs) {
+        if (job.isControl || !job.runId)
+            continue;
+        const std::string label = rs::choiceSpelling(rs::recipeChoice(job.recipe));
+        const rs::PlanCandidate* pc = nullptr;
+        for (const auto& c : plan.candidates)
+            if (c.label == label)
+                pc = &c;
+        const auto m = measured(job.runId);
+        std::printf("  %-32s %12.1f %12s %+11.2f%% %12s\n", label.c_str(), pc ? pc->step_ms : 0.0,
+            m ? QString::number(*m, 'f', 1).toUtf8().data() : "-", pc ? pc->delta_pct : 0.0,
+            m && c0 ? QString::asprintf("%+.2f%%", 100 * (*m / *c0 - 1)).toUtf8().data() : "-");
+    }
+    return 0;
+}
+
+int planMain(const std::vector<std::string>& argv)
+{
+    rs::cli::ParsedArgs args;
+    if (const auto done = rs::cli::parseArgs("plan", argv, &args))
+        return *done;
+    if (!args.has("rates"))
+        return rs::cli::usageError("plan",
+            "--rates FILE is needed: the device's calibration record (recompute-bench --calibrate --out FILE "
+            "writes one)");
+    rs::CalibrationRates rates;
+    try {
+        rates = rs::readCalibrationFile(args.value("rates"));
+    } catch (const rs::CalibrationError& e) {
+        return rs::cli::inputError("plan", "--rates: " + std::string(e.what()));
+    }
+    std::string problem;
+    std::optional<int> confirmN;
+    if (args.has("confirm")) {
+        confirmN = rs::cli::intOption(args, "confirm", 1, &problem);
+        if (!problem.empty())
+            return rs::cli::usageError("plan", problem);
+    }
+    rs::RecipeInput input;
+    if (const auto done = rs::cli::readRunRecipe("plan", args, &input))
+        return *done;
+    const rs::Validation v = rs::validate(input.recipe, input.format);
+    if (v.hasErrors()) {
+        std::cerr << "recompute plan: " << input.origin
+                  << ": the recipe has rule errors (recompute validate)\n";
+        return 1;
+    }
+    std::optional<double> target = input.recipe.memory_target_gb;
+    if (const auto t = rs::cli::targetGbOption(args, &problem))
+        target = t;
+    if (!problem.empty())
+        return rs::cli::usageError("plan", problem);
+    const rs::Plan plan = rs::planRecompute(
+        v.resolved, input.format, rates, target, target ? rs::kEstimateErrorFraction : 0.0);
+    if (plan.candidates.empty() || plan.candidates.front().verdict == rs::PlanVerdict::Invalid)
+        return rs::cli::inputError("plan", input.origin + ": " + plan.candidates.front().reason);
+    if (args.has("json")) {
+        nlohmann::json out = rs::planToJson(plan);
+        out["input"] = input.origin;
+        std::cout << out.dump(2) << "\n";
+    } else {
+        for (const std::string& n : input.setup_notes)
+            std::cout << "recipe: " << n << "\n";
+        printPlan(plan);
+    }
+    if (confirmN)
+        return confirm(args, input, v.resolved, plan, *confirmN);
+    return target && !plan.chosen ? 1 : 0;
+}
+
+} // namespace
+
+RS_REGISTER_VERB("plan", planMain);

@@ -1,0 +1,74 @@
+// SPDX-License-Identifier: Apache-2.0
+// A calibration record: the rates one device reaches at one dtype, measured once by the worker
+// (`recompute-bench --calibrate`, engine/calibrate.h) and read by the step-time model (step_time.h). Plain
+// values and their JSON; the model turns work into time with them. A record says where it comes from
+// (`source`) and whether it was measured on the device it names: a `provisional` record is not a
+// measurement and every prediction made from it says so.
+#pragma once
+
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+namespace rs {
+
+inline constexpr const char* kCalibrationKind = "recompute-calibration";
+inline constexpr int kCalibrationVersion = 1;
+
+// One timed matrix product [m, k] x [k, n] (or, for a grouped GEMM, `groups` of them over m rows in all).
+struct GemmRate {
+    int64_t m = 0, n = 0, k = 0;
+    int64_t groups = 1; // grouped GEMM: the experts; their rows sum to m
+    double tflops = 0;
+    double flops() const { return 2.0 * double(m) * double(n) * double(k); }
+};
+
+struct CalibrationRates {
+    std::string device; // "NVIDIA H100 80GB HBM3", "cpu"
+    std::string dtype; // bf16 | fp16 | fp32
+    std::string torch_version; // the LibTorch that measured it
+    std::string measured_at; // ISO 8601 UTC
+    std::string source; // the command that wrote it, or where a provisional record's figures come from
+    bool provisional = false; // not measured on `device`: its predictions are not measurements
+    std::vector<GemmRate> matmul; // by size, increasing
+    std::vector<GemmRate> grouped_gemm; // by size, increasing
+    // Causal fused attention (SDPA; flash where the device has it): FLOPs of the unmasked half over time.
+    double attention_fwd_tflops = 0;
+    double attention_bwd_tflops = 0; // the backward's FLOPs: 2.5 x the forward's (five products to two)
+    double elementwise_gbps = 0; // a large out-of-place add: bytes read and written over time
+    double kernel_launch_us = 0; // host time per small kernel, queued back to back (the framework's cost)
+    double checkpoint_us = 0; // host time a checkpoint adds around its region, forward and replay
+    // One device-to-host read of a small tensor after an idle queue. Recorded, not yet a term of the model:
+    // the MoE dispatcher's read-back is modelled as the queue draining each layer (step_time.cpp runStretch).
+    double host_sync_us = 0;
+};
+
+// A record that does not read: names the field and what is allowed.
+class CalibrationError : public std::runtime_error {
+public:
+    CalibrationError(std::string field, const std::string& message)
+        : std::runtime_error(field + ": " + message)
+        , field_(std::move(field))
+    {
+    }
+    const std::string& field() const { return field_; }
+
+private:
+    std::string field_;
+};
+
+nlohmann::json calibrationToJson(const CalibrationRates& c);
+// Throws CalibrationError naming the field (missing, of the wrong type, not positive, an unknown kind or
+// version).
+CalibrationRates calibrationFromJson(const nlohmann::json& j);
+// Reads a file; CalibrationError with field "file" when it cannot be read or is not JSON.
+CalibrationRates readCalibrationFile(const std::string& path);
+
+// The rate of a product of this size: interpolated in log(FLOPs) between the measured ones, the nearest
+// at either end. TFLOP/s.
+double gemmRateAt(const std::vector<GemmRate>& measured, double flops);
+
+} // namespace rs

@@ -1,0 +1,72 @@
+// SPDX-License-Identifier: Apache-2.0
+// The plan: every recompute choice Megatron can express at the recipe's profile (the [] control, selective
+// label sets, full uniform and block with every recompute_num_layers), each checked by the rules (an error
+// drops it, naming the rule), estimated on every rank (estimator.h) and timed (step_time.h); those whose
+// every rank fits the per-rank target are ranked by predicted step time. The answer: the cheapest that fits,
+// the Pareto front of memory against time, and why each other choice was dropped. Predictions only:
+// `recompute plan --confirm` measures the top ones.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/calibration.h"
+#include "core/comparison.h"
+#include "core/recipe.h"
+
+namespace rs {
+
+enum class PlanVerdict {
+    Chosen, // the cheapest predicted step that fits
+    Fits, // fits, predicted slower than the chosen one
+    OverTarget, // some rank's estimated peak is over the target
+    Invalid, // a rule error
+    Control, // the [] control itself (over the target or not, the baseline of every delta)
+};
+const char* planVerdictName(PlanVerdict v); // chosen | fits | over-target | invalid | control
+
+struct PlanCandidate {
+    RecomputeChoice choice;
+    std::string label; // choiceSpelling
+    PlanVerdict verdict = PlanVerdict::Fits;
+    std::string rule; // Invalid: the first error's rule id
+    std::string rule_message;
+    int64_t peak_bytes = 0; // hottest rank
+    int hottest_stage = 0;
+    std::vector<int64_t> rank_peaks; // per pipeline stage
+    double step_ms = 0; // predicted
+    double replay_ms = 0;
+    double delta_pct = 0; // against the control's predicted step
+    bool on_front = false; // not dominated in (peak, step) among the valid choices
+    std::optional<size_t> dominated_by; // a valid choice with no more memory and no more time
+    std::string reason; // in words: why it was dropped, or why it is chosen
+};
+
+struct Plan {
+    std::optional<double> target_gb;
+    double margin = 0; // the fraction of the target kept free (the estimator's stated error)
+    std::vector<PlanCandidate> candidates; // the control first, then the enumeration order
+    std::optional<size_t> chosen;
+    std::vector<size_t> front; // by peak, increasing
+    std::string rates_source;
+    bool provisional = false;
+    std::vector<std::string> notes;
+};
+
+// Every choice Megatron can express at the recipe's profile: [], each set of the labels with an effect on
+// the model (all subsets while there are at most 8, else up to three labels), full uniform and full block
+// with every recompute_num_layers from 1 to a chunk's layers.
+std::vector<RecomputeChoice> expressibleChoices(const Recipe& resolved);
+
+// `resolved`: validate(...).resolved; `format` is the recipe's input format (its front-end rules apply).
+// target_gb: none ranks every valid choice. margin: as rankCandidatesByEstimate's.
+Plan planRecompute(const Recipe& resolved, InputFormat format, const CalibrationRates& rates,
+    std::optional<double> target_gb, double margin);
+
+nlohmann::json planToJson(const Plan& p);
+
+} // namespace rs

@@ -1,0 +1,662 @@
+// SPDX-License-Identifier: Apache-2.0
+// The step-time model (step_time.h). Each region is a list of forward operations with their FLOPs or bytes
+// and the kernels they launch; the backward and the replay are derived from them by fixed rules stated
+// where they are applied, so a region is described once.
+#include "core/step_time.h"
+
+#include <algorithm>
+#include <cmath>
+#include <map>
+#include <sstream>
+
+#include "core/comparison.h"
+#include "core/model_shape.h"
+#include "core/recompute_labels.h"
+#include "core/rules.h"
+
+namespace rs {
+
+namespace {
+
+enum class Rate { Matmul, Grouped, Attention, Elementwise };
+
+// One forward operation of a region on one rank, one micro-batch.
+struct Op {
+    Rate rate = Rate::Elementwise;
+    double flops = 0; // Matmul, Grouped, Attention
+    double bytes = 0; // Elementwise: bytes read and written
+    double kernels = 1; // kernels it launches
+    double lookup_flops = 0; // the size a product's rate is looked up at (one GEMM's FLOPs)
+};
+
+struct RegionWork {
+    std::string name; // the label table's region names where a label replays it (recompute_labels.h)
+    std::vector<Op> ops;
+    double out_bytes = 0; // the outputs an output-discard checkpoint copies back after its replay
+    std::string source;
+};
+
+// A product [m, k] x [k, n].
+Op gemm(double m, double n, double k, Rate rate = Rate::Matmul)
+{
+    Op o;
+    o.rate = rate;
+    o.flops = 2 * m * n * k;
+    o.lookup_flops = o.flops;
+    return o;
+}
+
+Op elementwise(double bytes, double kernels = 1)
+{
+    Op o;
+    o.rate = Rate::Elementwise;
+    o.bytes = bytes;
+    o.kernels = kernels;
+    return o;
+}
+
+// The rank's shapes, from model_shape.h (the estimator's source) and the recipe's MLA widths.
+struct Dims {
+    double s = 0, b = 0, T = 0, Tsp = 0, h = 0, F = 0, np = 0, ng = 0, kv = 0, V = 0, act = 2;
+    double tp = 1, etp = 1, ep = 1, cp = 1;
+    bool sp = false, gated = false, mla = false, rope = false, unfused = false, grouped = false;
+    double ql = 0, kvl = 0, dn = 0, dr = 0, dv = 0;
+    double E = 0, topk = 0, Fm = 0, Fs = 0, R = 0;
+    double mIn = 0, mConv = 0, mDi = 0, mH = 0, mP = 0, mN = 0, mChunk = 128;
+    double gIn = 0, gConv = 0, gV = 0, gHv = 0, gDk = 0, gDv = 0;
+    double softmax_bytes = 4;
+    bool attn_dropout = false;
+};
+
+Dims dimsOf(const Recipe& r)
+{
+    const ModelShape m = modelShape(r);
+    const ParallelSizes p = parallelSizes(r);
+    Dims d;
+    d.tp = p.tp;
+    d.etp = p.etp;
+    d.ep = p.ep;
+    d.cp = p.cp;
+    d.sp = p.sp;
+    d.s = double(r.seq_length) / p.cp;
+    d.b = r.micro_batch_size;
+    d.T = d.s * d.b;
+    d.Tsp = d.sp ? d.T / d.tp : d.T;
+    d.h = double(m.hidden);
+    d.F = double(m.ffn);
+    d.np = double(m.heads) / d.tp;
+    d.ng = std::max(1.0, double(m.query_groups) / d.tp);
+    d.kv = double(m.kv_channels);
+    d.V = double(m.vocab);
+    d.act = !r.bf16 && !r.fp16 ? 4 : 2;
+    d.gated = r.gated_linear_unit;
+    d.mla = r.multi_latent_attention;
+    d.rope = r.position_embedding_type == "rope" || r.position_embedding_type == "mrope";
+    // The local spec builds the unfused DotProductAttention whatever the backend says (estimator.cpp).
+    const bool te = r.transformer_impl == "transformer_engine" || isHybrid(r);
+    d.unfused = !te || r.attention_backend == "unfused";
+    d.softmax_bytes = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling ? 4 : d.act;
+    d.attn_dropout = r.attention_dropout > 0;
+    d.grouped = r.moe_grouped_gemm;
+    d.ql = r.q_lora_rank.value_or(0);
+    d.kvl = r.kv_lora_rank;
+    d.dn = r.qk_head_dim;
+    d.dr = r.qk_pos_emb_head_dim;
+    d.dv = r.v_head_dim;
+    d.E = double(m.experts);
+    d.topk = r.moe_router_topk;
+    d.Fm = double(m.moe_ffn);
+    d.Fs = double(m.shared_ffn);
+    // Routed tokens per rank of one MoE layer: balanced over the EP ranks, gathered over expert-TP under SP,
+    // capped by a capacity factor (the estimator's routedTokens).
+    d.R = d.Tsp * d.topk * (d.sp ? d.etp : 1);
+    if (r.moe_expert_capacity_factor)
+        d.R *= std::min(1.0, *r.moe_expert_capacity_factor);
+    d.mIn = double(m.mamba_in_proj);
+    d.mConv = double(m.mamba_conv_dim);
+    d.mDi = double(m.mamba_d_inner);
+    d.mH = double(m.mamba_heads);
+    d.mP = double(m.mamba_head_dim);
+    d.mN = double(m.mamba_state);
+    d.mChunk = std::max(1, r.mamba_chunk_size);
+    d.gIn = double(m.gdn_in_proj);
+    d.gConv = double(m.gdn_conv_dim);
+    d.gV = double(m.gdn_v);
+    d.gHv = double(m.gdn_value_heads);
+    d.gDk = double(m.gdn_key_dim);
+    d.gDv = double(m.gdn_value_dim);
+    return d;
+}
+
+RegionWork norm(const char* name, const Dims& d)
+{
+    // RMSNorm / LayerNorm over the layer's residual stream (T / TP rows under SP): read and write.
+    return { name, { elementwise(2 * d.Tsp * d.h * d.act) }, d.Tsp * d.h * d.act,
+        "2 x rows x h x dtype bytes (read, write)" };
+}
+
+RegionWork residual(const Dims& d)
+{
+    // bias-dropout-add (fused): the branch's output and the residual read, the sum written.
+    return { "residual", { elementwise(3 * d.Tsp * d.h * d.act) }, 0, "3 x rows x h x dtype bytes" };
+}
+
+std::vector<RegionWork> attentionRegions(const Dims& d)
+{
+    std::vector<RegionWork> out;
+    if (d.mla) {
+        RegionWork proj { "attention_projections", {}, 0,
+            "MLA: linear_q_down_proj T x h x q_lora_rank, linear_kv_down_proj T x h x (kv_lora_rank + rope "
+            "dim), their norms, linear_proj T x heads/TP x v_head_dim x h (multi_latent_attention.py)" };
+        if (d.ql > 0)
+            proj.ops.push_back(gemm(d.T, d.ql, d.h));
+        proj.ops.push_back(gemm(d.T, d.kvl + d.dr, d.h));
+        proj.ops.push_back(elementwise(2 * d.T * (d.ql + d.kvl) * d.act, 2));
+        proj.ops.push_back(gemm(d.T, d.h, d.np * d.dv));
+        out.push_back(proj);
+        RegionWork up { "mla_up_proj", {}, d.T * d.np * (2 * (d.dn + d.dr) + d.dv) * d.act,
+            "linear_q_up_proj T x q_lora_rank x heads/TP x (qk + rope dims), linear_kv_up_proj T x "
+            "kv_lora_rank x heads/TP x (qk + v dims), RoPE and the q / k / v copies "
+            "(qkv_up_proj_and_rope_apply)" };
+        up.ops.push_back(gemm(d.T, d.np * (d.dn + d.dr), d.ql > 0 ? d.ql : d.h));
+        up.ops.push_back(gemm(d.T, d.np * (d.dn + d.dv), d.kvl));
+        up.ops.push_back(elementwise(2 * d.T * d.np * (2 * (d.dn + d.dr) + d.dv) * d.act, 8));
+        out.push_back(up);
+        RegionWork core { "core_attn", {}, 0,
+            "causal half of QK^T (qk + rope dims) and PV (v dim): b x heads/TP x s^2 x (qk + rope + v), at "
+            "the "
+            "fused attention rate" };
+        Op a;
+        a.rate = Rate::Attention;
+        a.flops = 0.5 * 2 * d.b * d.np * d.s * d.s * (d.dn + d.dr + d.dv);
+        a.kernels = 2;
+        core.ops.push_back(a);
+        out.push_back(core);
+        return out;
+    }
+    RegionWork proj { "attention_projections", {}, 0,
+        "linear_qkv T x h x (heads + 2 groups)/TP x kv_channels, RoPE on q and k, linear_proj T x heads/TP x "
+        "kv_channels x h (attention.py)" };
+    proj.ops.push_back(gemm(d.T, (d.np + 2 * d.ng) * d.kv, d.h));
+    if (d.rope)
+        proj.ops.push_back(elementwise(2 * d.T * (d.np + d.ng) * d.kv * d.act, 2));
+    proj.ops.push_back(gemm(d.T, d.h, d.np * d.kv));
+    out.push_back(proj);
+    RegionWork core { "core_attn", {}, 0, "" };
+    if (d.unfused) {
+        // DotProductAttention: baddbmm QK^T over the whole square, the scaled masked softmax, dropout, PV.
+        core.source
+            = "unfused: 2 x b x heads/TP x s^2 x kv (QK^T) + the same (PV) at the matmul rate, softmax "
+              "(and dropout) over b x heads/TP x s^2 scores (dot_product_attention.py)";
+        const double scores = d.b * d.np * d.s * d.s;
+        Op qk = gemm(d.s, d.s, d.kv);
+        qk.flops *= d.b * d.np;
+        qk.lookup_flops = qk.flops;
+        core.ops.push_back(qk);
+        core.ops.push_back(elementwise(scores * (d.act + d.softmax_bytes + d.act), 2));
+        if (d.attn_dropout)
+            core.ops.push_back(elementwise(scores * 3 * d.act, 2));
+        core.ops.push_back(qk);
+    } else {
+        core.source = "causal half of 4 x b x heads/TP x s^2 x kv_channels (QK^T, PV) at the fused attention "
+                      "rate";
+        Op a;
+        a.rate = Rate::Attention;
+        a.flops = 0.5 * 4 * d.b * d.np * d.s * d.s * d.kv;
+        a.kernels = 2;
+        core.ops.push_back(a);
+    }
+    out.push_back(core);
+    return out;
+}
+
+RegionWork denseMlp(const char* name, const Dims& d, double ffn, double rows)
+{
+    const double g = d.gated ? 2 : 1;
+    RegionWork w { name, {}, 0,
+        "linear_fc1 T x h x ffn/TP (x2 gated), the activation over T x ffn/TP, linear_fc2 T x ffn/TP x h "
+        "(mlp.py)" };
+    w.ops.push_back(gemm(rows, g * ffn / d.tp, d.h));
+    w.ops.push_back(elementwise(rows * ffn / d.tp * (g + 1) * d.act));
+    w.ops.push_back(gemm(rows, d.h, ffn / d.tp));
+    return w;
+}
+
+std::vector<RegionWork> moeRegions(const Dims& d)
+{
+    std::vector<RegionWork> out;
+    const double g = d.gated ? 2 : 1;
+    const double local = std::max(1.0, d.E / d.ep);
+    RegionWork router { "router", {}, 0,
+        "the gate T x h x experts, its score function, top-k and the load-balancing loss over T x experts "
+        "in fp32 (moe/router.py)" };
+    router.ops.push_back(gemm(d.Tsp, d.E, d.h));
+    router.ops.push_back(elementwise(4 * d.Tsp * d.E * 4, 12));
+    out.push_back(router);
+    out.push_back({ "permute", { elementwise(2 * d.R * d.h * d.act + d.R * 8, 10) }, 0,
+        "the routed tokens R = T x top-k (balanced over EP) gathered by expert: R x h read and written, the "
+        "sort of R indices (moe_utils.py permute)" });
+    RegionWork experts { "moe_experts", {}, 0,
+        std::string(d.grouped ? "one grouped GEMM" : "a product per local expert")
+            + " for linear_fc1 R x h x moe_ffn/ETP (x2 gated) and linear_fc2 R x moe_ffn/ETP x h, at the "
+              "grouped-GEMM rate (experts.py)" };
+    Op fc1 = gemm(d.R, g * d.Fm / d.etp, d.h, Rate::Grouped);
+    Op fc2 = gemm(d.R, d.h, d.Fm / d.etp, Rate::Grouped);
+    fc1.kernels = fc2.kernels = d.grouped ? 1 : local;
+    experts.ops = { fc1, fc2 };
+    out.push_back(experts);
+    out.push_back(
+        { "moe_act", { elementwise(d.R * d.Fm / d.etp * (g + 1) * d.act) }, d.R * d.Fm / d.etp * d.act,
+            "the experts' activation over R x moe_ffn/ETP (fused bias-SwiGLU: reads FC1's output, writes "
+            "half)" });
+    out.push_back({ "unpermute", { elementwise(3 * d.R * d.h * d.act, 4) }, 0,
+        "the experts' output R x h weighted by the probabilities and scatter-added back to T x h "
+        "(moe_utils.py unpermute)" });
+    if (d.Fs > 0)
+        out.push_back(denseMlp("shared_experts", d, d.Fs, d.T));
+    return out;
+}
+
+RegionWork mambaRegion(const Dims& d)
+{
+    // in_proj, the causal conv, the chunked SSD scan (per token and head: 2 x chunk x (state + head dim)
+    // within a chunk, 4 x state x head dim for the states), the gated norm, out_proj (mamba_mixer.py).
+    RegionWork w { "mamba", {}, 0,
+        "in_proj T x h x in_proj/TP, conv over T x conv channels/TP, SSD T x heads/TP x (2 chunk (state + "
+        "head dim) + 4 state x head dim), gated norm, out_proj T x d_inner/TP x h (mamba_mixer.py)" };
+    w.ops.push_back(gemm(d.T, d.mIn / d.tp, d.h));
+    w.ops.push_back(elementwise(3 * d.T * d.mConv / d.tp * d.act, 3));
+    Op ssd = gemm(d.T, d.mH / d.tp, d.mChunk * (d.mN + d.mP) + 2 * d.mN * d.mP);
+    ssd.kernels = 6;
+    ssd.lookup_flops = 2 * d.mChunk * d.mChunk * std::max(1.0, d.mP); // one chunk's product: small
+    w.ops.push_back(ssd);
+    w.ops.push_back(elementwise(4 * d.T * d.mDi / d.tp * d.act, 4));
+    w.ops.push_back(gemm(d.T, d.h, d.mDi / d.tp));
+    return w;
+}
+
+std::vector<RegionWork> gdnRegions(const Dims& d)
+{
+    RegionWork w { "gdn", {}, 0,
+        "in_proj T x h x in_proj/TP, conv over T x conv channels/TP, the chunked gated delta rule T x value "
+        "heads/TP x (2 x 64 x (key + value dim) + 4 key x value dim) (gated_delta_net)" };
+    w.ops.push_back(gemm(d.T, d.gIn / d.tp, d.h));
+    w.ops.push_back(elementwise(3 * d.T * d.gConv / d.tp * d.act, 3));
+    Op rule = gemm(d.T, d.gHv / d.tp, kGdnChunk * (d.gDk + d.gDv) + 2 * d.gDk * d.gDv);
+    rule.kernels = 8;
+    rule.lookup_flops = 2 * kGdnChunk * kGdnChunk * std::max(1.0, d.gDv);
+    w.ops.push_back(rule);
+    RegionWork n { "gdn_norm_out", { elementwise(3 * d.T * d.gV / d.tp * d.act, 2) },
+        d.T * d.gV / d.tp * d.act, "the gated RMSNorm over T x value width/TP" };
+    RegionWork o { "gdn_out_proj", { gemm(d.T, d.h, d.gV / d.tp) }, 0, "out_proj T x value width/TP x h" };
+    return { w, n, o };
+}
+
+// The regions of one layer of this kind, in the order they run.
+std::vector<RegionWork> layerRegions(const Recipe& r, const Dims& d, const LayerKind& kind)
+{
+    std::vector<RegionWork> out;
+    const bool moe = kind.ffn == LayerFfn::Moe;
+    if (kind.mixer == LayerMixer::Attention) {
+        out.push_back(norm("input_layernorm", d));
+        for (auto& w : attentionRegions(d))
+            out.push_back(std::move(w));
+        out.push_back(residual(d));
+    } else if (kind.mixer == LayerMixer::Mamba) {
+        out.push_back(mambaRegion(d)); // its input norm fused into in_proj
+        out.push_back(residual(d));
+    } else if (kind.mixer == LayerMixer::GatedDeltaNet) {
+        for (auto& w : gdnRegions(d))
+            out.push_back(std::move(w));
+        out.push_back(residual(d));
+    }
+    if (kind.ffn != LayerFfn::None) {
+        out.push_back(norm("pre_mlp_layernorm", d));
+        if (moe)
+            for (auto& w : moeRegions(d))
+                out.push_back(std::move(w));
+        else
+            out.push_back(denseMlp("mlp", d, d.F, d.T));
+        out.push_back(residual(d));
+    }
+    (void)r;
+    return out;
+}
+
+// Which regions of a layer the recipe's choice replays, and how many checkpoints that takes.
+struct Replay {
+    bool full = false; // the whole layer
+    double full_checkpoints = 0; // full: checkpoints per layer (1 / recompute_num_layers under uniform)
+    std::vector<std::string> regions; // selective: region names
+    std::vector<bool> discard; // per region: an output-discard checkpoint
+};
+
+Replay selectiveReplay(const Recipe& r, const LayerKind& kind)
+{
+    Replay rep;
+    const std::vector<std::string> active = effectiveRecomputeModules(r);
+    const auto has = [&active](std::string_view l) {
+        return std::find(active.begin(), active.end(), l) != active.end();
+    };
+    for (const std::string& label : active) {
+        const RecomputeLabel* row = findRecomputeLabel(label);
+        if (!row || !recomputeLabelEffect(r, label).has_effect)
+            continue;
+        if (!row->parent.empty() && has(row->parent))
+            continue; // runs inside its parent's replay, which replays it anyway
+        for (std::string_view region : row->replays) {
+            if (region == "input_layernorm"
+                && (kind.mixer != LayerMixer::Attention
+                    || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, false)))
+                continue;
+            if (region == "pre_mlp_layernorm"
+                && (kind.ffn == LayerFfn::None || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, true)))
+                continue;
+            if (std::find(rep.regions.begin(), rep.regions.end(), region) != rep.regions.end())
+                continue;
+            rep.regions.emplace_back(region);
+            rep.discard.push_back(row->kind == CheckpointKind::OutputDiscard);
+        }
+    }
+    return rep;
+}
+
+struct Rates {
+    const CalibrationRates& c;
+    double gpuMs(const Op& o, bool backward) const
+    {
+        switch (o.rate) {
+        case Rate::Matmul:
+            return o.flops * (backward ? 2 : 1) / (gemmRateAt(c.matmul, o.lookup_flops) * 1e9);
+        case Rate::Grouped:
+            return o.flops * (backward ? 2 : 1) / (gemmRateAt(c.grouped_gemm, o.lookup_flops) * 1e9);
+        case Rate::Attention:
+            return backward ? o.flops * 2.5 / (c.attention_bwd_tflops * 1e9)
+                            : o.flops / (c.attention_fwd_tflops * 1e9);
+        case Rate::Elementwise:
+            return o.bytes * (backward ? 1.5 : 1) / (c.elementwise_gbps * 1e6);
+        }
+        return 0;
+    }
+    double kernels(const Op& o, bool backward) const { return o.kernels * (backward ? 2 : 1); }
+};
+
+const char* kBackwardRule
+    = "backward: a product's two gradient products (2x), flash attention's five products "
+      "to two (2.5x), an elementwise op's three tensors to two (1.5x)";
+
+// Accumulates terms by phase and name.
+struct Terms {
+    std::map<std::pair<std::string, std::string>, TimeTerm> by;
+    std::vector<std::pair<std::string, std::string>> order;
+    TimeTerm& at(const std::string& phase, const std::string& name, const std::string& source)
+    {
+        auto key = std::make_pair(phase, name);
+        auto it = by.find(key);
+        if (it == by.end()) {
+            order.push_back(key);
+            TimeTerm t;
+            t.phase = phase;
+            t.name = name;
+            t.source = source;
+            it = by.emplace(key, t).first;
+        }
+        return it->second;
+    }
+};
+
+// One piece of a layer phase: a region's ops in one direction, scaled.
+struct Piece {
+    const RegionWork* w = nullptr;
+    std::string phase; // forward | backward | replay
+    bool backward = false;
+    double copy_bytes = 0; // replay of an output-discard region: the copy back
+    double checkpoints = 0; // replay: checkpoint machinery on the host
+};
+
+// A layer's forward, or its backward with its replay, runs as one stretch: the device's time or the host's,
+// whichever is longer (the MoE dispatcher reads its token counts back every layer, so the queue drains at
+// least that often). Each piece's time is its share of that stretch.
+void runStretch(const std::vector<Piece>& pieces, const Rates& rates, double times, Terms& terms)
+{
+    double gpu = 0, host = 0;
+    std::vector<double> g(pieces.size()), hst(pieces.size());
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        const Piece& p = pieces[i];
+        for (const Op& o : p.w->ops) {
+            g[i] += rates.gpuMs(o, p.backward);
+            hst[i] += rates.kernels(o, p.backward) * rates.c.kernel_launch_us / 1000;
+        }
+        if (p.copy_bytes > 0) {
+            g[i] += 2 * p.copy_bytes / (rates.c.elementwise_gbps * 1e6);
+            hst[i] += rates.c.kernel_launch_us / 1000;
+        }
+        hst[i] += p.checkpoints * rates.c.checkpoint_us / 1000;
+        gpu += g[i];
+        host += hst[i];
+    }
+    const bool host_bound = host > gpu;
+    for (size_t i = 0; i < pieces.size(); ++i) {
+        const Piece& p = pieces[i];
+        TimeTerm& t = terms.at(p.phase, p.w->name, p.w->source);
+        const double ms = (host_bound ? hst[i] : g[i]) * times;
+        t.ms += ms;
+        if (host_bound)
+            t.host_bound_ms += ms;
+        for (const Op& o : p.w->ops) {
+            t.flops += o.flops * (p.backward ? (o.rate == Rate::Attention ? 2.5 : 2) : 1) * times;
+            t.bytes += o.bytes * (p.backward ? 1.5 : 1) * times;
+            t.kernels += rates.kernels(o, p.backward) * times;
+        }
+        t.bytes += 2 * p.copy_bytes * times;
+    }
+}
+
+std::string fmt(double v, int prec = 1)
+{
+    std::ostringstream s;
+    s.setf(std::ios::fixed);
+    s.precision(prec);
+    s << v;
+    return s.str();
+}
+
+} // namespace
+
+StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, const MemoryEstimate* memory)
+{
+    StepTimeEstimate e;
+    e.choice = choiceSpelling(recipeChoice(r));
+    e.provisional = c.provisional;
+    e.rates_source
+        = c.device + ", " + c.dtype + (c.provisional ? ", PROVISIONAL (not measured): " : ": ") + c.source;
+    MemoryEstimate own;
+    if (!memory) {
+        own = estimateMemory(r, Layout::Megatron);
+        memory = &own;
+    }
+    if (!memory->not_estimated.empty() || memory->ranks.empty()) {
+        e.not_estimated = memory->not_estimated.empty() ? "no rank estimated" : memory->not_estimated;
+        return e;
+    }
+    const Dims d = dimsOf(r);
+    const ParallelSizes p = parallelSizes(r);
+    const Rates rates { c };
+    const std::vector<LayerKind> kinds = layerKinds(r);
+
+    // The regions of each layer kind and what the choice replays there, built once per kind.
+    std::vector<std::vector<RegionWork>> regions(kLayerKindIds);
+    std::vector<Replay> replays(kLayerKindIds);
+    std::vector<bool> built(kLayerKindIds, false);
+    const bool full = r.recompute_granularity.value_or("") == "full";
+    const bool selective = r.recompute_granularity.value_or("") == "selective";
+    const int full_n = std::max(1, r.recompute_num_layers.value_or(1));
+    const bool block = r.recompute_method.value_or("uniform") == "block";
+    for (const LayerKind& k : kinds) {
+        if (built[size_t(k.id())])
+            continue;
+        built[size_t(k.id())] = true;
+        regions[size_t(k.id())] = layerRegions(r, d, k);
+        if (selective)
+            replays[size_t(k.id())] = selectiveReplay(r, k);
+    }
+
+    RegionWork embedding { "embedding", { elementwise(2 * d.Tsp * d.h * d.act, 2) }, 0,
+        "the word embedding's lookup of T x h (and its scatter in backward)" };
+    RegionWork head { "loss_head", {}, 0,
+        "final norm, the output layer T x h x vocab/TP, the vocabulary cross-entropy over T x vocab/TP in "
+        "fp32 "
+        "(read the logits, write the softmax and its gradient)" };
+    head.ops.push_back(elementwise(2 * d.Tsp * d.h * d.act));
+    head.ops.push_back(gemm(d.T, d.V / d.tp, d.h));
+    head.ops.push_back(elementwise(d.T * d.V / d.tp * (d.act + 3 * 4), 6));
+
+    const double m = p.micro_batches;
+    const double v = std::max(1, p.vpp);
+    double slowest_mb = 0; // the slowest stage's compute per micro-batch: the pipeline's pace
+    for (const RankEstimate& re : memory->ranks) {
+        RankStepTime rt;
+        rt.stage = re.stage;
+        rt.scope = re.scope;
+        const PipelineStage st = pipelineStage(r, re.stage);
+        Terms terms;
+        if (st.first) {
+            runStretch({ { &embedding, "forward", false } }, rates, m, terms);
+            runStretch({ { &embedding, "backward", true } }, rates, m, terms);
+        }
+        // Full recompute: which of the stage's layers replay (every one under uniform; the first
+        // recompute_num_layers of each chunk under block), one checkpoint per group of N (uniform) or per
+        // layer (block) (transformer_block.py _checkpointed_forward).
+        std::map<int, int> seen_in_chunk;
+        for (size_t i = 0; i < st.layers.size(); ++i) {
+            const LayerKind& k = kinds[size_t(st.layers[i])];
+            const auto& regs = regions[size_t(k.id())];
+            std::vector<Piece> fwd, bwd;
+            for (const RegionWork& w : regs)
+                fwd.push_back({ &w, "forward", false });
+            bool replay_layer = false;
+            double layer_checkpoints = 0;
+            if (full) {
+                const int pos = seen_in_chunk[st.chunk[i]]++;
+                replay_layer = !block || pos < full_n;
+                layer_checkpoints = block ? 1 : 1.0 / full_n;
+            }
+            for (const RegionWork& w : regs) {
+                if (replay_layer) {
+                    bwd.push_back({ &w, "replay", false, 0, layer_checkpoints });
+                    layer_checkpoints = 0; // counted once per layer
+                    continue;
+                }
+                if (!selective)
+                    continue;
+                const Replay& rep = replays[size_t(k.id())];
+                for (size_t j = 0; j < rep.regions.size(); ++j)
+                    if (rep.regions[j] == w.name)
+                        bwd.push_back({ &w, "replay", false, rep.discard[j] ? w.out_bytes : 0, 1 });
+            }
+            for (const RegionWork& w : regs)
+                bwd.push_back({ &w, "backward", true });
+            runStretch(fwd, rates, m, terms);
+            runStretch(bwd, rates, m, terms);
+        }
+        if (st.last) {
+            runStretch({ { &head, "forward", false } }, rates, m, terms);
+            runStretch({ { &head, "backward", true } }, rates, m, terms);
+        }
+        for (const auto& key : terms.order) {
+            TimeTerm t = terms.by.at(key);
+            if (t.phase != "forward")
+                t.source = t.source + "; " + kBackwardRule;
+            if (t.phase == "replay")
+                t.source += "; replay: the region's forward again, an output-discard checkpoint's outputs "
+                            "copied back (CheckpointWithoutOutput._recompute), the checkpoint's host cost";
+            rt.compute_ms += t.ms;
+            if (t.phase == "replay")
+                rt.replay_ms += t.ms;
+            rt.terms.push_back(std::move(t));
+        }
+        // The optimizer step reads and writes the rank's main parameters and moments, reads its gradients
+        // and writes its parameters: the bytes of the estimate's persistent state.
+        const PhaseEstimate* opt = re.phase("optimizer");
+        double opt_bytes = 0;
+        if (opt)
+            opt_bytes = 2.0 * double(opt->category("main_parameters") + opt->category("optimizer_states"))
+                + double(opt->category("gradients") + opt->category("parameters"));
+        TimeTerm ot;
+        ot.phase = "optimizer";
+        ot.name = "optimizer step";
+        ot.bytes = opt_bytes;
+        ot.kernels = 20;
+        ot.ms = std::max(opt_bytes / (c.elementwise_gbps * 1e6), ot.kernels * c.kernel_launch_us / 1000);
+        ot.source
+            = "2 x (main parameters + Adam moments) + gradients + parameters of the rank's shard (the memory "
+              "estimate's optimizer phase) at the elementwise rate";
+        rt.optimizer_ms = ot.ms;
+        rt.terms.push_back(ot);
+        slowest_mb = std::max(slowest_mb, rt.compute_ms / m);
+        e.ranks.push_back(std::move(rt));
+    }
+    // The pipeline's bubble: (p - 1) / (m x v) of the ideal time, at the slowest stage's pace (Narayanan et
+    // al. 2021, section 2.2: 1F1B and the interleaved schedule).
+    const double bubble_fraction = p.pp > 1 ? double(p.pp - 1) / (m * v) : 0;
+    for (RankStepTime& rt : e.ranks) {
+        rt.bubble_ms = bubble_fraction * slowest_mb * m;
+        if (p.pp > 1) {
+            TimeTerm bt;
+            bt.phase = "schedule";
+            bt.name = "pipeline bubble";
+            bt.ms = rt.bubble_ms;
+            bt.source = "(pp - 1) / (micro-batches x vpp) = " + fmt(bubble_fraction, 3)
+                + " of the slowest stage's compute (Narayanan et al. 2021, 2.2)";
+            rt.terms.push_back(bt);
+        }
+        // The pipeline waits for its slowest stage: a faster stage idles the difference.
+        const double wait = (slowest_mb * m) - rt.compute_ms;
+        if (wait > 0) {
+            TimeTerm wt;
+            wt.phase = "schedule";
+            wt.name = "waiting for the slowest stage";
+            wt.ms = wait;
+            wt.source = "the slowest stage's compute less this stage's";
+            rt.terms.push_back(wt);
+        }
+        rt.step_ms = 0;
+        for (const TimeTerm& t : rt.terms)
+            rt.step_ms += t.ms;
+    }
+    for (size_t i = 0; i < e.ranks.size(); ++i)
+        if (e.ranks[i].step_ms > e.ranks[size_t(e.slowest)].step_ms)
+            e.slowest = int(i);
+    e.step_ms = e.ranks[size_t(e.slowest)].step_ms;
+    e.replay_ms = e.ranks[size_t(e.slowest)].replay_ms;
+    e.assumptions = {
+        "rates: " + e.rates_source,
+        "communication is not modelled (TP / SP / CP / EP collectives, the gradient reduce, the parameter "
+        "gather): the step of one rank on one GPU",
+        "balanced routing: every EP rank receives T x top-k / EP x EP tokens",
+        "a layer's forward, and its backward with its replays, each take the device's time or the host's "
+        "(kernels x kernel_launch_us, checkpoints x checkpoint_us), whichever is longer",
+    };
+    return e;
+}
+
+nlohmann::json stepTimeToJson(const StepTimeEstimate& e)
+{
+    nlohmann::json ranks = nlohmann::json::array();
+    for (const auto& r : e.ranks) {
+        nlohmann::json terms = nlohmann::json::array();
+        for (const auto& t : r.terms)
+            terms.push_back({ { "phase", t.phase }, { "name", t.name }, { "ms", t.ms }, { "flops", t.flops },
+                { "bytes", t.bytes }, { "kernels", t.kernels }, { "host_bound_ms", t.host_bound_ms },
+                { "source", t.source } });
+        ranks.push_back({ { "stage", r.stage }, { "scope", r.scope }, { "step_ms", r.step_ms },
+            { "compute_ms", r.compute_ms }, { "replay_ms", r.replay_ms }, { "bubble_ms", r.bubble_ms },
+            { "optimizer_ms", r.optimizer_ms }, { "terms", terms } });
+    }
+    return { { "choice", e.choice }, { "step_ms", e.step_ms },
+        { "slowest_stage", e.ranks.empty() ? 0 : e.ranks[size_t(e.slowest)].stage },
+        { "replay_ms", e.replay_ms }, { "rates", e.rates_source }, { "provisional", e.provisional },
+        { "ranks", ranks }, { "assumptions", e.assumptions } };
+}
+
+} // namespace rs

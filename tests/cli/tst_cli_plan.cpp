@@ -1,0 +1,163 @@
+// SPDX-License-Identifier: Apache-2.0
+// `recompute plan` as a user runs it: the guide's Moonlight job by name with the provisional H100 record (the
+// cheapest that fits, the front, a reason for every other choice, JSON's shape), the refusals (no --rates, a
+// record that does not read, a bad target), and --confirm with the real worker on a tiny CPU recipe and a CPU
+// record that recompute-bench --calibrate writes: the [] control and the chosen choice measured and printed
+// beside their predictions.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include "../cli_process.h"
+
+using namespace Qt::StringLiterals;
+
+namespace {
+
+const QString kRates
+    = QStringLiteral(RS_SOURCE_DIR "/tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json");
+
+rs::test::CliRun plan(
+    const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
+{
+    return rs::test::runToEnd(
+        QStringLiteral(RS_RECOMPUTE_EXE), QStringList { u"plan"_s } + args, 300000, env);
+}
+
+const QStringList kMoonlight = { u"--recipe"_s, u"moonlight_16b_pretrain_8gpu_h100_bf16_config"_s,
+    u"--gpus"_s, u"8"_s, u"--overrides"_s, u"train.global_batch_size=4"_s };
+
+} // namespace
+
+class TestCliPlan : public QObject {
+    Q_OBJECT
+
+private Q_SLOTS:
+    void moonlightByName();
+    void jsonShape();
+    void refusals_data();
+    void refusals();
+    void confirmWithTheRealWorker();
+};
+
+void TestCliPlan::moonlightByName()
+{
+    const auto run = plan(kMoonlight + QStringList { u"--target-gb"_s, u"32"_s, u"--rates"_s, kRates });
+    QVERIFY2(run.code == 0, qPrintable(run.out + run.err));
+    QVERIFY(run.out.contains(u"PROVISIONAL"_s));
+    QVERIFY(run.out.contains(u"cheapest that fits: "_s));
+    QVERIFY(run.out.contains(u"Pareto front"_s));
+    QVERIFY(run.out.contains(u"does not fit: stage 0 needs"_s));
+    QVERIFY(run.out.contains(u"dominated by "_s));
+    QVERIFY(run.out.contains(u"communication is not modelled"_s));
+}
+
+void TestCliPlan::jsonShape()
+{
+    const auto run
+        = plan(kMoonlight + QStringList { u"--target-gb"_s, u"32"_s, u"--rates"_s, kRates, u"--json"_s });
+    QVERIFY2(run.code == 0, qPrintable(run.err));
+    const auto j = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    QVERIFY(j.value("provisional"_L1).toBool());
+    const QString chosen = j.value("chosen"_L1).toString();
+    QVERIFY(!chosen.isEmpty());
+    const auto cands = j.value("candidates"_L1).toArray();
+    QVERIFY(cands.size() > 50); // 63 label sets and 54 full choices at Moonlight's 27 layers
+    QCOMPARE(cands[0].toObject().value("choice"_L1).toString(), u"[]"_s);
+    double chosenMs = 0;
+    for (const auto& c : cands)
+        if (c.toObject().value("choice"_L1).toString() == chosen)
+            chosenMs = c.toObject().value("step_ms"_L1).toDouble();
+    QVERIFY(chosenMs > 0);
+    for (const auto& v : cands) {
+        const auto c = v.toObject();
+        const QString verdict = c.value("verdict"_L1).toString();
+        QVERIFY2(QStringList({ u"chosen"_s, u"fits"_s, u"over-target"_s, u"invalid"_s, u"control"_s })
+                     .contains(verdict),
+            qPrintable(verdict));
+        if (verdict == u"fits"_s) {
+            QVERIFY(c.value("step_ms"_L1).toDouble() >= chosenMs);
+            QVERIFY(c.value("peak_allocated_bytes"_L1).toDouble() <= 32e9 * 0.95);
+        }
+        if (verdict == u"over-target"_s)
+            QVERIFY(c.value("peak_allocated_bytes"_L1).toDouble() > 32e9 * 0.95);
+    }
+    QVERIFY(j.value("front"_L1).toArray().size() >= 2);
+}
+
+void TestCliPlan::refusals_data()
+{
+    QTest::addColumn<QStringList>("args");
+    QTest::addColumn<QString>("says");
+    QTest::newRow("no rates") << (kMoonlight + QStringList { u"--target-gb"_s, u"32"_s })
+                              << u"--rates FILE is needed"_s;
+    QTest::newRow("no such file") << (kMoonlight + QStringList { u"--rates"_s, u"/nonexistent/rates.json"_s })
+                                  << u"--rates: file: cannot read"_s;
+    QTest::newRow("not a record") << (kMoonlight
+        + QStringList { u"--rates"_s,
+            QStringLiteral(RS_SOURCE_DIR "/resources/presets/moonlight-mla-moe.json") })
+                                  << u"--rates: kind: missing"_s;
+    QTest::newRow("bad target") << (kMoonlight
+        + QStringList { u"--rates"_s, kRates, u"--target-gb"_s, u"-3"_s })
+                                << u"--target-gb"_s;
+    QTest::newRow("bad confirm") << (kMoonlight
+        + QStringList { u"--rates"_s, kRates, u"--confirm"_s, u"none"_s })
+                                 << u"--confirm"_s;
+}
+
+void TestCliPlan::refusals()
+{
+    QFETCH(QStringList, args);
+    QFETCH(QString, says);
+    const auto run = plan(args);
+    QCOMPARE(run.code, 2);
+    QVERIFY2(run.err.contains(says), qPrintable(run.err));
+    QVERIFY(run.out.isEmpty());
+}
+
+void TestCliPlan::confirmWithTheRealWorker()
+{
+#ifndef RS_REAL_WORKER
+    QSKIP("this build has no recompute-bench");
+#else
+    QTemporaryDir dir;
+    const QString rates = dir.filePath(u"cpu.json"_s);
+    const auto cal = rs::test::runToEnd(QStringLiteral(RS_REAL_WORKER),
+        { u"--calibrate"_s, u"--device"_s, u"cpu"_s, u"--dtype"_s, u"fp32"_s, u"--quick"_s, u"--out"_s,
+            rates },
+        120000);
+    QVERIFY2(cal.code == 0, qPrintable(cal.err));
+    const QJsonObject recipe { { u"name"_s, u"plan-tiny"_s }, { u"num_layers"_s, 2 },
+        { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 32 },
+        { u"micro_batch_size"_s, 1 }, { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 } };
+    const QString path = dir.filePath(u"tiny.json"_s);
+    QFile f(path);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QJsonDocument(recipe).toJson());
+    f.close();
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert(u"RS_WORKER"_s, QStringLiteral(RS_REAL_WORKER));
+    const auto run = plan({ path, u"--rates"_s, rates, u"--target-gb"_s, u"100"_s, u"--confirm"_s, u"1"_s,
+                              u"--db"_s, dir.filePath(u"plan.sqlite"_s), u"--device"_s, u"cpu"_s,
+                              u"--warmup"_s, u"1"_s, u"--iters"_s, u"2"_s },
+        env);
+    QVERIFY2(run.code == 0, qPrintable(run.out + run.err));
+    QVERIFY(run.out.contains(u"prediction against measurement"_s));
+    // The [] control and the chosen one, each with a measured step (a number, not "-").
+    const auto lines = run.out.split(u'\n');
+    const qsizetype at = lines.indexOf(QRegularExpression(u"^prediction against measurement.*"_s));
+    QVERIFY(at >= 0);
+    QVERIFY(lines.size() > at + 3);
+    for (int i = 2; i <= 3; ++i) {
+        const QStringList cols = lines[at + i].simplified().split(u' ');
+        QVERIFY2(cols.size() >= 3, qPrintable(lines[at + i]));
+        bool ok = false;
+        QVERIFY2(cols[2].toDouble(&ok) > 0 && ok, qPrintable(lines[at + i]));
+    }
+#endif
+}
+
+QTEST_GUILESS_MAIN(TestCliPlan)
+#include "tst_cli_plan.moc"
