@@ -33,6 +33,11 @@ void printTable(const rs::MemoryEstimate& e)
     // first iteration runs before its optimizer step creates Adam's moments.
     std::cout << "first iteration (no Adam moments before its step): " << gb(e.first_iteration_peak_bytes)
               << " GB; from iteration 2 on: " << gb(e.peak_bytes) << " GB\n";
+    // Local CUDA graphs: part of the peak is the graphs' private pool, which Megatron's `max allocated` does
+    // not count after capture.
+    if (e.max_allocated_bytes != e.peak_bytes)
+        std::cout << "of which local CUDA graphs' pool: " << gb(e.peak_bytes - e.max_allocated_bytes)
+                  << " GB (Megatron's max allocated reads " << gb(e.max_allocated_bytes) << " GB)\n";
     std::vector<const rs::RankEstimate*> order;
     for (const auto& r : e.ranks)
         order.push_back(&r);
@@ -115,6 +120,7 @@ int estimateMain(const std::vector<std::string>& argv)
             for (const auto& c : choices) {
                 auto j = rs::estimateToJson(c);
                 out["choices"].push_back({ { "choice", c.choice }, { "peak_allocated_bytes", c.peak_bytes },
+                    { "max_allocated_bytes", c.max_allocated_bytes },
                     { "first_iteration_peak_allocated_bytes", c.first_iteration_peak_bytes },
                     { "hottest_stage", j["hottest_stage"] }, { "ranks", j["ranks"] } });
             }

@@ -1368,6 +1368,18 @@ struct LayerFigures {
     double replay_fwd = 0;
 };
 
+// Megatron's local CUDA graphs (cuda_graph_impl local, cuda_graph_modules empty: the whole layer,
+// transformer_layer.py create_mcore_cudagraph_manager) on a GPT stack of dense layers, the case measured
+// (tests/fixtures/logs/megatron-lm-fp8/cuda-graphs). MoE layers (their router and dispatch are graphed apart,
+// transformer_layer.py MoETransformerLayer), hybrid stacks, sub-layer modules and the other implementations
+// are estimated as eager (the transformer_engine implementation's warm-up steps run eager: its `max
+// allocated` is the eager peak).
+bool localLayerGraphs(const Recipe& r, const Shape& x)
+{
+    return x.layout == Layout::Megatron && r.cuda_graph_impl == "local"
+        && (!r.cuda_graph_modules || r.cuda_graph_modules->empty()) && x.experts == 0 && !isHybrid(r);
+}
+
 // One pipeline stage's estimate (docs/estimator.md), in named steps that run in this order: the stage's
 // parameters, the persistent state (parameters, gradient buffer, main parameters, optimizer states, the
 // batch), each layer's activations, the embedding's and the head's, the micro-batches in flight, then the
@@ -1397,6 +1409,7 @@ public:
         , k(r_.recompute_num_layers.value_or(0))
         , ckpt_state(worker ? kWorkerRngState : 0)
         , nc(std::max(1, st_.chunks))
+        , graphed(localLayerGraphs(r_, x_))
     {
         rank.stage = stage_index;
         rank.scope = st.scope;
@@ -1409,6 +1422,8 @@ public:
         layerActivations();
         embeddingAndHead();
         inFlightMicroBatches();
+        if (graphed)
+            graphPool();
         forwardPhase();
         backwardPhase();
         if (worker && (x.pp > 1 || st.chunks > 1))
@@ -1422,6 +1437,8 @@ private:
     void layerActivations();
     void embeddingAndHead();
     void inFlightMicroBatches();
+    void graphPool();
+    void graphedPhase(Builder& bld, double transient, const char* transient_name) const;
     void forwardPhase();
     void backwardPhase();
     void workerPipelineSchedule();
@@ -1446,6 +1463,7 @@ private:
     const int k;
     const double ckpt_state;
     const int nc;
+    const bool graphed; // Megatron's local CUDA graphs capture every layer (localLayerGraphs)
     RankEstimate rank;
     // stageParameters
     ParamCount params;
@@ -1467,6 +1485,8 @@ private:
     double other_in_flight = 0;
     std::string act_source, act_note;
     double sent_held = 0;
+    // graphPool: the local CUDA graphs' private pool (graphed only)
+    double pool = 0;
     // the phases
     Builder fwd, bwd;
 };
@@ -1854,10 +1874,72 @@ void StageEstimator::inFlightMicroBatches()
     }
 }
 
+void StageEstimator::graphPool()
+{
+    // ---- local CUDA graphs (cuda_graphs.py) ----
+    // After the first step every layer's forward and backward are captured, in execution order, into one
+    // private pool (CudaGraphManager.global_mempool); each graph's saved tensors, inputs, outputs and
+    // temporaries are allocated there during capture and handed back to the pool (make_weakref, the
+    // autograd graph of the capture freed), so the caching allocator's allocated counters no longer see
+    // them while replays keep writing there. The pool holds the largest set the captures had alive at once:
+    // the layers' saved tensors up to a layer's forward or backward moment (its temporaries and replay
+    // included), for every in-flight micro-batch (without pipelining one set of graphs serves every
+    // micro-batch, reuse_cudagraphs; with it each micro-batch has its own). The estimate takes that set,
+    // as the eager estimate counts it, as the pool.
+    for (int c = 0; c < nc; ++c) {
+        double before = 0, all = 0;
+        for (size_t j = 0; j < lf.size(); ++j)
+            if (st.chunk[j] == c)
+                all += lf[j].retained;
+        double below = all;
+        for (size_t j = 0; j < lf.size(); ++j) {
+            if (st.chunk[j] != c)
+                continue;
+            const auto& f = lf[j];
+            pool = std::max(pool, before + f.fwd_point + f.fwd_temp);
+            before += f.retained;
+        }
+        pool = std::max(pool, all);
+        for (size_t j = lf.size(); j-- > 0;) {
+            if (st.chunk[j] != c)
+                continue;
+            const auto& f = lf[j];
+            pool = std::max(pool, below + std::max(f.replay + f.bwd_temp, f.replay_fwd));
+            below -= f.retained;
+        }
+    }
+    if (in_flight > 1)
+        pool += (in_flight - 1) * layers_retained / st.chunks;
+}
+
+// A phase under local CUDA graphs: what lives outside the graphs (the embedding's and the head's tensors, the
+// loss's transient, sent outputs) at the phase's worst moment, and the graphs' pool, there at every moment.
+void StageEstimator::graphedPhase(Builder& bld, double transient, const char* transient_name) const
+{
+    const double own_embed = nc == 1 || !holds_output ? embed : 0; // the current chunk's embedding part
+    bld.add("activations", "saved activations outside the graphed layers (embedding, head)",
+        (holds_output ? head : 0) + own_embed, head_source, head_note);
+    bld.add("activations", "the same of the other in-flight micro-batches",
+        in_flight > 1 ? (in_flight - 1) * embed / st.chunks : 0,
+        "megatron/core/pipeline_parallel/schedules.py", "1F1B / interleaved in-flight micro-batches");
+    bld.add("activations", "sent chunk outputs of the in-flight micro-batches", sent_held,
+        "megatron/core/pipeline_parallel/schedules.py", "deallocate_pipeline_outputs False");
+    bld.add("activations", "local CUDA graphs' private pool", pool,
+        "megatron/core/transformer/cuda_graphs.py (CudaGraphManager, _CudaGraphRunner.create_fwd_graph)",
+        "every layer captured: the layers' saved tensors and temporaries of the in-flight micro-batches live "
+        "in the graphs' pool, device memory that torch's allocated counters (Megatron's `max allocated`) do "
+        "not see after capture; the pool's own fragmentation is not counted");
+    bld.add("transient", transient_name, transient, head_source, head_note);
+}
+
 void StageEstimator::forwardPhase()
 {
     // ---- forward ----
     fwd = base;
+    if (graphed) {
+        graphedPhase(fwd, holds_output ? head_fwd : 0, "logits during the loss");
+        return;
+    }
     {
         // At the loss (last stage) or at the last layer's forward.
         double best = 0, best_acts = 0;
@@ -1893,6 +1975,10 @@ void StageEstimator::backwardPhase()
 {
     // ---- backward ----
     bwd = base;
+    if (graphed) {
+        graphedPhase(bwd, holds_output ? head_bwd : 0, "the loss's gradient");
+        return;
+    }
     {
         double best_total = -1, best_acts = 0, best_tr = 0, best_grads = 0;
         std::string what;
@@ -2146,15 +2232,24 @@ RankEstimate StageEstimator::optimizerPhases()
                 "megatron/core/optimizer/distrib_optimizer.py",
                 "FusedAdam (Transformer Engine or Apex) and the grad-norm work in place; none counted");
     }
+    if (graphed)
+        opt.add("activations", "local CUDA graphs' private pool", pool,
+            "megatron/core/transformer/cuda_graphs.py",
+            "kept between steps (captured after the first step's forward and backward, before its optimizer "
+            "step); not in torch's allocated counters");
     Builder init = opt; // the moments are created by the first step: the same peak
 
     rank.phases = { fwd.phase("forward"), bwd.phase("backward"), opt.phase("optimizer"),
         init.phase("optimizer-init") };
-    for (const auto& p : rank.phases) {
+    for (auto& p : rank.phases) {
+        if (graphed)
+            p.graph_pool_bytes = toBytes(pool);
         if (p.peak_bytes > rank.peak_bytes) {
             rank.peak_bytes = p.peak_bytes;
             rank.peak_phase = p.phase;
         }
+        if (p.phase != "optimizer-init")
+            rank.max_allocated_bytes = std::max(rank.max_allocated_bytes, p.peak_bytes - p.graph_pool_bytes);
     }
     // The first iteration: Adam's moments are created by its optimizer step (torch.optim / Transformer
     // Engine's FusedAdam initialise their state lazily; the distributed optimizer keeps its fp32 main
@@ -2321,6 +2416,7 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     for (size_t i = 0; i < e.ranks.size(); ++i) {
         if (e.ranks[i].peak_bytes > e.peak_bytes) {
             e.peak_bytes = e.ranks[i].peak_bytes;
+            e.max_allocated_bytes = e.ranks[i].max_allocated_bytes;
             e.hottest = static_cast<int>(i);
         }
         e.first_iteration_peak_bytes
@@ -2332,6 +2428,7 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
         const MemoryEstimate megatron = estimateMemory(r, Layout::Megatron);
         e.hottest = std::clamp(megatron.hottest, 0, static_cast<int>(e.ranks.size()) - 1);
         e.peak_bytes = e.ranks[static_cast<size_t>(e.hottest)].peak_bytes;
+        e.max_allocated_bytes = e.ranks[static_cast<size_t>(e.hottest)].max_allocated_bytes;
     }
     const std::string dtype = x.fp32 ? "fp32" : (r.bf16 ? "bf16" : "fp16");
     if (layout == Layout::Worker) {
@@ -2376,6 +2473,22 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                   "left out: CUDA context and cuBLAS/NCCL workspaces (not allocated tensors), allocator "
                   "fragmentation, "
                   "communication buffers of overlapped collectives, fp8 scaling state" };
+        // CUDA graphs (cuda_graph_impl): what the figures are under each implementation.
+        if (localLayerGraphs(r, x))
+            e.assumptions.push_back(
+                "local CUDA graphs: every layer's saved tensors and temporaries are in the graphs' private "
+                "pool "
+                "(counted in the peak), which Megatron's `max allocated` does not see after capture "
+                "(max_allocated_bytes: the peak less the pool); the pool's own fragmentation is not counted");
+        else if (r.cuda_graph_impl == "local" || r.cuda_graph_impl == "full_iteration")
+            e.assumptions.push_back("cuda_graph_impl " + r.cuda_graph_impl
+                + " on MoE or hybrid layers, sub-layer cuda_graph_modules or the whole iteration: estimated "
+                  "as eager (the graphs' pool and its effect on `max allocated` are not modelled)");
+        else if (r.cuda_graph_impl == "transformer_engine")
+            e.assumptions.push_back(
+                "Transformer Engine CUDA graphs: the eager peak of the warm-up steps before capture "
+                "(cuda_graph_warmup_steps, 3 by default), which is what `max allocated` reads; the graphs' "
+                "static buffers and pool after capture are not counted");
     }
     return e;
 }
@@ -2418,19 +2531,20 @@ nlohmann::json estimateToJson(const MemoryEstimate& e)
                     { "source", t.source }, { "note", t.note } });
             }
             phases.push_back({ { "phase", p.phase }, { "peak_bytes", p.peak_bytes }, { "categories", cats },
-                { "terms", terms } });
+                { "graph_pool_bytes", p.graph_pool_bytes }, { "terms", terms } });
         }
         json cats = json::object();
         for (const auto& t : r.peak().terms)
             cats[t.category] = cats.value(t.category, int64_t(0)) + t.bytes;
         ranks.push_back({ { "stage", r.stage }, { "scope", r.scope }, { "peak_bytes", r.peak_bytes },
-            { "phase", r.peak_phase }, { "in_flight_micro_batches", r.in_flight_micro_batches },
+            { "max_allocated_bytes", r.max_allocated_bytes }, { "phase", r.peak_phase },
+            { "in_flight_micro_batches", r.in_flight_micro_batches },
             { "first_iteration",
                 { { "peak_bytes", r.first_iteration_peak_bytes }, { "phase", r.first_iteration_phase } } },
             { "categories", cats }, { "phases", phases } });
     }
     return { { "layout", layoutName(e.layout) }, { "choice", e.choice },
-        { "peak_allocated_bytes", e.peak_bytes },
+        { "peak_allocated_bytes", e.peak_bytes }, { "max_allocated_bytes", e.max_allocated_bytes },
         { "first_iteration_peak_allocated_bytes", e.first_iteration_peak_bytes },
         { "hottest_stage", e.ranks.empty() ? 0 : e.ranks[static_cast<size_t>(e.hottest)].stage },
         { "ranks", ranks }, { "assumptions", e.assumptions } };

@@ -52,6 +52,9 @@ struct PhaseEstimate {
     std::string phase; // forward | backward | optimizer | optimizer-init
     int64_t peak_bytes = 0;
     std::vector<MemoryTerm> terms; // sums to peak_bytes
+    // Of peak_bytes: the private memory pool of Megatron's local CUDA graphs (cuda_graph_impl local), device
+    // memory the caching allocator's allocated counters do not see once the graphs are captured. 0 without.
+    int64_t graph_pool_bytes = 0;
     int64_t category(const std::string& name) const;
 };
 
@@ -61,6 +64,9 @@ struct RankEstimate {
     int in_flight_micro_batches = 1;
     int64_t peak_bytes = 0;
     std::string peak_phase;
+    // What torch.cuda.max_memory_allocated (Megatron's `max allocated`) reads from iteration 2 on: the
+    // largest phase peak less its graph_pool_bytes. peak_bytes without local CUDA graphs.
+    int64_t max_allocated_bytes = 0;
     std::vector<PhaseEstimate> phases; // forward, backward, optimizer, optimizer-init
     // The first iteration's peak: its forward and backward run before the first optimizer step creates
     // Adam's moments, so they hold everything but the optimizer_states; its step is optimizer-init.
@@ -75,6 +81,7 @@ struct MemoryEstimate {
     Layout layout = Layout::Megatron;
     std::string choice; // the recompute choice's label: "[]", "core_attn,moe_act", "full:uniform:1"
     int64_t peak_bytes = 0; // the hottest rank's peak (from the second iteration on)
+    int64_t max_allocated_bytes = 0; // the hottest rank's max_allocated_bytes
     int64_t first_iteration_peak_bytes = 0; // the largest first-iteration peak of any rank
     int hottest = 0; // index into ranks
     std::vector<RankEstimate> ranks; // one per pipeline stage, in stage order

@@ -33,6 +33,7 @@ private Q_SLOTS:
     void badArguments_data();
     void badArguments();
     void bridgeRecipeByName();
+    void localCudaGraphsPool();
 };
 
 void TestCliEstimate::jsonHasPeakRanksAndChoices()
@@ -145,6 +146,35 @@ void TestCliEstimate::bridgeRecipeByName()
     QCOMPARE(typo.code, 2);
     QVERIFY2(typo.err.contains(u"did you mean moonlight_16b_pretrain_8gpu_h100_bf16_config"_s),
         qPrintable(typo.err));
+}
+
+// Local CUDA graphs (Megatron-LM flags): the table says how much of the peak is the graphs' pool and what
+// Megatron's `max allocated` reads; --json gives it as max_allocated_bytes, the peak less the forward's pool.
+void TestCliEstimate::localCudaGraphsPool()
+{
+    const QStringList flags { u"--mlm-args"_s, u"--num-layers"_s, u"4"_s, u"--hidden-size"_s, u"1024"_s,
+        u"--num-attention-heads"_s, u"16"_s, u"--seq-length"_s, u"2048"_s, u"--micro-batch-size"_s, u"1"_s,
+        u"--global-batch-size"_s, u"4"_s, u"--bf16"_s, u"--cuda-graph-impl"_s, u"local"_s,
+        u"--te-rng-tracker"_s };
+    const auto table = estimate(flags);
+    QVERIFY2(table.code == 0 || table.code == 1, qPrintable(table.err));
+    QVERIFY2(table.out.contains("of which local CUDA graphs' pool: "_L1), qPrintable(table.out));
+    const auto run = estimate(flags + QStringList { u"--json"_s });
+    QVERIFY2(run.code == 0 || run.code == 1, qPrintable(run.err));
+    const auto j = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    const double peak = j.value("peak_allocated_bytes"_L1).toDouble();
+    const double counted = j.value("max_allocated_bytes"_L1).toDouble();
+    QVERIFY(counted > 0 && counted < peak);
+    const auto phases = j.value("ranks"_L1).toArray()[0].toObject().value("phases"_L1).toArray();
+    QVERIFY(!phases.isEmpty());
+    for (const auto& p : phases)
+        QVERIFY(p.toObject().value("graph_pool_bytes"_L1).toDouble() > 0);
+    // Without graphs the two figures are one.
+    const auto eager = QJsonDocument::fromJson(
+        estimate(flags.mid(0, flags.size() - 3) + QStringList { u"--json"_s }).out.toUtf8())
+                           .object();
+    QCOMPARE(
+        eager.value("max_allocated_bytes"_L1).toDouble(), eager.value("peak_allocated_bytes"_L1).toDouble());
 }
 
 QTEST_GUILESS_MAIN(TestCliEstimate)
