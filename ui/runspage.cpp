@@ -571,7 +571,33 @@ void RunsPage::redrawTradeoff()
         = buildTradeoffFrom(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt,
             [this](const storage::RunRecord& r) { return m_model->stepSamplesOf(r); });
     applyAdvice(&data, m_model->advice());
+    // The plan's predictions join the chart where it shows every comparison or the plan's recipe's.
+    if (m_plan) {
+        const auto measuredHere = [this, &runs] {
+            for (const storage::RunRecord* r : std::as_const(runs))
+                for (const PlannedPoint& p : std::as_const(m_plan->front))
+                    if (!r->recipeMatchKey.isEmpty() && r->recipeMatchKey == p.matchKey)
+                        return true;
+            return false;
+        };
+        if (!comparison || measuredHere())
+            applyPlan(&data, *m_plan, runs, axis);
+    }
     m_tradeoff->setData(data);
+}
+
+void RunsPage::setPlan(const PlanOverlay& plan)
+{
+    m_plan = plan;
+    redrawTradeoff();
+}
+
+void RunsPage::clearPlan()
+{
+    if (!m_plan)
+        return;
+    m_plan.reset();
+    redrawTradeoff();
 }
 
 void RunsPage::showRun(qint64 runId)

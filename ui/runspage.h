@@ -9,6 +9,8 @@
 
 #include <QWidget>
 
+#include "charts/chartdata.h"
+
 class QComboBox;
 class QMenu;
 class QDoubleSpinBox;
@@ -42,6 +44,7 @@ public:
     RunsFilterProxy* proxy() const { return m_proxy; }
     QTableView* table() const { return m_table; }
     TradeoffChart* tradeoffChart() const { return m_tradeoff; }
+    const std::optional<PlanOverlay>& plan() const { return m_plan; }
     RankBarsChart* rankChart() const { return m_ranks; }
     MemoryLinesChart* linesChart() const { return m_lines; }
     PeakAttributionChart* attributionChart() const { return m_attribution; }
@@ -82,6 +85,10 @@ public slots:
     void setMemoryTarget(std::optional<double> gb);
     void selectRun(qint64 runId);
     void redrawTradeoff();
+    // A recompute plan's front (the recipe page's Plan tab), drawn on the trade-off chart as predictions
+    // until measured; clearPlan takes it off.
+    void setPlan(const rs::ui::PlanOverlay& plan);
+    void clearPlan();
 
 signals:
     void runSelected(qint64 runId);
@@ -116,6 +123,7 @@ private:
     MemoryLinesChart* m_lines;
     PeakAttributionChart* m_attribution;
     PeakAttributionModel* m_attributionModel;
+    std::optional<PlanOverlay> m_plan;
 };
 
 } // namespace rs::ui
