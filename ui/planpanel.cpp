@@ -50,6 +50,7 @@ PlanPanel::PlanPanel(RecipeDocument* document, QWidget* parent)
     , m_status(new QLabel)
     , m_model(new PlanModel(this))
     , m_table(new QTableView)
+    , m_why(new QLabel)
     , m_replan(new QTimer(this))
 {
     auto* layout = new QVBoxLayout(this);
@@ -96,6 +97,19 @@ PlanPanel::PlanPanel(RecipeDocument* document, QWidget* parent)
     m_table->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     m_table->horizontalHeader()->setStretchLastSection(true);
     layout->addWidget(m_table, 1);
+    // The selected choice's reason in full: the Why column is cut at 1366 px.
+    m_why->setWordWrap(true);
+    m_why->setTextInteractionFlags(Qt::TextSelectableByMouse);
+    layout->addWidget(m_why);
+    connect(m_table->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
+        [this, sorted](const QModelIndex& current) {
+            const QModelIndex at = sorted->mapToSource(current);
+            m_why->setText(at.isValid() ? QStringLiteral("%1: %2").arg(
+                               m_model->index(at.row(), PlanModel::ChoiceColumn).data().toString(),
+                               m_model->index(at.row(), PlanModel::ReasonColumn).data().toString())
+                                        : QString());
+        });
+    connect(m_model, &QAbstractItemModel::modelReset, m_why, &QLabel::clear);
 
     m_replan->setSingleShot(true);
     m_replan->setInterval(300); // after the typing stops
@@ -242,6 +256,17 @@ void PlanPanel::plan()
             return;
         }
         m_model->setPlan(result->plan);
+        m_table->setColumnHidden(PlanModel::StagePeaksColumn, !m_model->hasStages());
+        // The answer in view and selected (its reason below), wherever the sort put it; once laid out.
+        QTimer::singleShot(0, this, [this] {
+            const int row = m_model->chosenRow();
+            if (row < 0)
+                return;
+            const QModelIndex at = static_cast<QSortFilterProxyModel*>(m_table->model())
+                                       ->mapFromSource(m_model->index(row, 0));
+            m_table->selectRow(at.row());
+            m_table->scrollTo(at, QAbstractItemView::PositionAtCenter);
+        });
         qCDebug(lcUi) << "planned" << result->plan.candidates.size() << "choices";
         showStatus();
         emit planned(result->overlay);

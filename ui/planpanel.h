@@ -55,6 +55,7 @@ public:
     QTableView* table() const { return m_table; }
     QDoubleSpinBox* targetBox() const { return m_target; }
     QLabel* statusLabel() const { return m_status; }
+    QLabel* whyLabel() const { return m_why; }
     QPushButton* provisionalButton() const { return m_provisional; }
 
 signals:
@@ -79,6 +80,7 @@ private:
     QLabel* m_status;
     PlanModel* m_model;
     QTableView* m_table;
+    QLabel* m_why; // the selected row's reason
     QTimer* m_replan;
     QThread* m_thread = nullptr;
     bool m_again = false; // the recipe changed while planning: plan again when done

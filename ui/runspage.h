@@ -39,6 +39,8 @@ class RunsPage : public QWidget {
     Q_OBJECT
 public:
     RunsPage(storage::Store* store, QWidget* parent = nullptr);
+    // The comparison box's value for the plan's entry (0 is every comparison, a run id one comparison).
+    static constexpr qint64 kPlanComparison = -1;
 
     RunsModel* model() const { return m_model; }
     RunsFilterProxy* proxy() const { return m_proxy; }
@@ -89,6 +91,8 @@ public slots:
     // until measured; clearPlan takes it off.
     void setPlan(const rs::ui::PlanOverlay& plan);
     void clearPlan();
+    // Shows the plan's entry under "Trade-off of": its recipe's runs and the plan's front.
+    void showPlan();
 
 signals:
     void runSelected(qint64 runId);

@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include <QAbstractItemModelTester>
+#include <QComboBox>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QLabel>
@@ -26,6 +27,8 @@
 #include "planpanel.h"
 #include "presets.h"
 #include "recipedocument.h"
+#include "runspage.h"
+#include "storage/store.h"
 
 using namespace rs;
 using namespace rs::ui;
@@ -275,6 +278,40 @@ private slots:
         QCOMPARE(chart.legendNames().contains(predictedSeriesName(true)), measured < overlay.front.size());
     }
 
+    // On the runs page: the plan's entry under "Trade-off of" shows its recipe's runs and the front, a stored
+    // measurement in place of its prediction; the store's recipe_match_key column is what matches them.
+    void runsPageDrawsThePlan()
+    {
+        QTemporaryDir dir;
+        storage::Store store;
+        QString error;
+        QVERIFY2(store.open(dir.filePath(QStringLiteral("plan.sqlite")), &error), qPrintable(error));
+        const Recipe resolved = resolvedPreset(QStringLiteral("gpt-unfused"), 32.0);
+        const Plan plan = planOf(resolved);
+        const PlanOverlay overlay = planOverlay(plan, resolved, InputFormat::Json);
+        RunRecord control = measuredRun(0, resolved, RecomputeChoice {}, 36.0, 70.0, std::nullopt);
+        const qint64 controlId = store.insertRun(control);
+        QVERIFY(controlId > 0);
+        RunsPage page(&store);
+        page.resize(1200, 700);
+        page.show();
+        page.reload();
+        QCOMPARE(page.comparisonBox()->findData(RunsPage::kPlanComparison), -1);
+        page.setPlan(overlay);
+        QVERIFY(page.comparisonBox()->findData(RunsPage::kPlanComparison) >= 0);
+        page.showPlan();
+        const TradeoffData& data = page.tradeoffChart()->data();
+        QCOMPARE(predictedCount(data), int(overlay.front.size()) - 1); // the [] is measured
+        bool controlMeasured = false;
+        for (const auto& p : data.points)
+            controlMeasured |= p.isControl && !p.predicted && p.onPlanFront && p.runIds.contains(controlId);
+        QVERIFY(controlMeasured);
+        QVERIFY(page.tradeoffChart()->legendNames().contains(predictedSeriesName(true)));
+        page.clearPlan();
+        QCOMPARE(page.comparisonBox()->findData(RunsPage::kPlanComparison), -1);
+        QCOMPARE(predictedCount(page.tradeoffChart()->data()), 0);
+    }
+
     void panelOffscreen()
     {
         RecipeDocument document;
@@ -318,8 +355,10 @@ private slots:
         QVERIFY(panel.statusLabel()->text().contains(QLatin1String("Cheapest that fits")));
         const auto overlay = planned.takeFirst().at(0).value<PlanOverlay>();
         QCOMPARE(overlay.front.size(), qsizetype(plan.front.size()));
-        // The table shows the model through its sorting proxy; the chosen row is bold.
+        // The table shows the model through its sorting proxy; the chosen row is selected, its reason below.
         QCOMPARE(panel.table()->model()->rowCount(), int(plan.candidates.size()));
+        const PlanCandidate& chosen = plan.candidates[size_t(panel.model()->chosenRow())];
+        QTRY_COMPARE(panel.whyLabel()->text(), QString::fromStdString(chosen.label + ": " + chosen.reason));
 
         // A target typed here re-plans.
         panel.targetBox()->setValue(1.0);

@@ -48,6 +48,14 @@ int PlanModel::chosenRow() const
     return m_plan.chosen ? int(*m_plan.chosen) : -1;
 }
 
+bool PlanModel::hasStages() const
+{
+    for (const PlanCandidate& c : m_plan.candidates)
+        if (c.rank_peaks.size() > 1)
+            return true;
+    return false;
+}
+
 int PlanModel::rowCount(const QModelIndex& parent) const
 {
     return parent.isValid() ? 0 : int(m_plan.candidates.size());
@@ -71,8 +79,10 @@ QVariant PlanModel::data(const QModelIndex& index, int role) const
         case ChoiceColumn:
             return QString::fromStdString(c.label);
         case PeakColumn:
-            return measurable(c) ? tr("%1 (stage %2)").arg(gb(c.peak_bytes)).arg(c.hottest_stage)
-                                 : QVariant();
+            if (!measurable(c))
+                return {};
+            return c.rank_peaks.size() > 1 ? tr("%1 (stage %2)").arg(gb(c.peak_bytes)).arg(c.hottest_stage)
+                                           : gb(c.peak_bytes);
         case StagePeaksColumn: {
             QStringList peaks;
             for (int64_t p : c.rank_peaks)
@@ -147,11 +157,11 @@ QVariant PlanModel::headerData(int section, Qt::Orientation orientation, int rol
         case ChoiceColumn:
             return tr("Recompute choice");
         case PeakColumn:
-            return tr("Peak GB (hottest)");
+            return tr("Peak GB");
         case StagePeaksColumn:
             return tr("Per-stage peak GB");
         case StepColumn:
-            return QString(tr("Predicted step ms") + provisional);
+            return QString(tr("Step ms") + provisional);
         case DeltaColumn:
             return QString(tr("Δ vs []") + provisional);
         case VerdictColumn:
@@ -163,8 +173,9 @@ QVariant PlanModel::headerData(int section, Qt::Orientation orientation, int rol
     if (role == Qt::ToolTipRole) {
         switch (section) {
         case PeakColumn:
-            return tr("The estimated peak allocated of the hottest rank (Megatron's layout) and its pipeline "
-                      "stage.");
+            return tr(
+                "The estimated peak allocated of the hottest rank (Megatron's layout), and its pipeline "
+                "stage where there are several.");
         case StepColumn:
         case DeltaColumn:
             return m_plan.provisional

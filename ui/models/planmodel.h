@@ -17,11 +17,11 @@ class PlanModel : public QAbstractTableModel {
 public:
     enum Column {
         ChoiceColumn,
-        PeakColumn, // the hottest rank's peak, GB
-        StagePeaksColumn, // every pipeline stage's (rank's) peak, GB
+        VerdictColumn, // chosen | fits | over-target | invalid | control
+        PeakColumn, // the hottest rank's peak, GB (and its stage, with a pipeline)
         StepColumn, // predicted step, ms
         DeltaColumn, // against the [] control's predicted step, %
-        VerdictColumn, // chosen | fits | over-target | invalid | control
+        StagePeaksColumn, // every pipeline stage's (rank's) peak, GB
         ReasonColumn,
         ColumnCount
     };
@@ -38,6 +38,8 @@ public:
     bool hasPlan() const { return !m_plan.candidates.empty(); }
     // The row of the chosen candidate, -1 when none fits.
     int chosenRow() const;
+    // More than one pipeline stage: the per-stage peaks say something the hottest's does not.
+    bool hasStages() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
