@@ -2,8 +2,8 @@
 // The runs page: the stored runs as a sortable, filterable table with deltas against each run's matched
 // control and beside the estimator's prediction, and the charts of what is shown (the trade-off scatter of
 // the filtered runs; per-rank bars, per-iteration memory and what holds the peak of the selected run beside
-// its control), each exportable as PNG or SVG. A recompute plan from the recipe page is drawn on the trade-off
-// as predictions, each replaced by its measurement once stored (chartdata.h's applyPlan).
+// its control), each exportable as PNG or SVG. A recompute plan from the recipe page is drawn on the
+// trade-off as predictions, each replaced by its measurement once stored (chartdata.h's applyPlan).
 #pragma once
 
 #include <optional>
