@@ -265,9 +265,8 @@ QWidget* RecipeForm::makeEditor(const FieldSpec& spec)
                 bool ok = false;
                 const int v = part.trimmed().toInt(&ok);
                 if (!ok) {
-                    m_lastError
-                        = tr("moe_layer_freq: '%1' is not an integer; write 1, N, or a list like [0,1,1]")
-                              .arg(part.trimmed());
+                    m_lastError = tr("%1: '%2' is not an integer; write 1, N, or a list like [0,1,1]")
+                                      .arg(QString::fromStdString(key), part.trimmed());
                     m_errorLabel->setText(m_lastError);
                     m_errorLabel->show();
                     emit editRejected(m_lastError);

@@ -12,6 +12,7 @@
 #include <QLineEdit>
 #include <QPlainTextEdit>
 #include <QPushButton>
+#include <QSignalSpy>
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QTemporaryDir>
@@ -212,6 +213,69 @@ private slots:
             QVERIFY(now.deallocate_pipeline_outputs);
         QVERIFY2(m_page->jsonView()->editor()->toPlainText().contains(json),
             qPrintable(m_page->jsonView()->editor()->toPlainText()));
+    }
+
+    // Issue 27: a hybrid stack is written in the form too: the pattern, the Mamba mixer's widths and the
+    // GatedDeltaNet fields reach the recipe (the estimate reads them) and the JSON text; a list that does not
+    // read is refused naming its own field.
+    void hybridFieldReachesTheRecipe_data()
+    {
+        QTest::addColumn<QString>("key");
+        QTest::addColumn<QString>("typed"); // a line edit's text, or a spin box's value
+        QTest::addColumn<QString>("json");
+        QTest::addRow("hybrid_layer_pattern")
+            << u"hybrid_layer_pattern"_qs << u"MEM*EM-"_qs << u"\"hybrid_layer_pattern\": \"MEM*EM-\""_qs;
+        QTest::addRow("mamba_num_heads")
+            << u"mamba_num_heads"_qs << u"48"_qs << u"\"mamba_num_heads\": 48"_qs;
+        QTest::addRow("mamba_state_dim")
+            << u"mamba_state_dim"_qs << u"64"_qs << u"\"mamba_state_dim\": 64"_qs;
+        QTest::addRow("linear_attention_freq")
+            << u"linear_attention_freq"_qs << u"[1,1,1,0]"_qs << u"\"linear_attention_freq\": ["_qs;
+        QTest::addRow("linear_num_value_heads")
+            << u"linear_num_value_heads"_qs << u"16"_qs << u"\"linear_num_value_heads\": 16"_qs;
+    }
+    void hybridFieldReachesTheRecipe()
+    {
+        QFETCH(QString, key);
+        QFETCH(QString, typed);
+        QFETCH(QString, json);
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        QWidget* editor = m_page->form()->editor(key.toStdString());
+        QVERIFY2(editor, qPrintable(key));
+        if (auto* spin = qobject_cast<QSpinBox*>(editor)) {
+            spin->setValue(typed.toInt());
+        } else {
+            auto* line = qobject_cast<QLineEdit*>(editor);
+            QVERIFY2(line, qPrintable(key));
+            line->clear();
+            QTest::keyClicks(line, typed);
+        }
+        const Recipe& now = m_document->recipe();
+        if (key == u"hybrid_layer_pattern"_qs)
+            QCOMPARE(QString::fromStdString(now.hybrid_layer_pattern.value_or("")), typed);
+        else if (key == u"mamba_num_heads"_qs)
+            QCOMPARE(now.mamba_num_heads.value_or(0), typed.toInt());
+        else if (key == u"mamba_state_dim"_qs)
+            QCOMPARE(now.mamba_state_dim, typed.toInt());
+        else if (key == u"linear_attention_freq"_qs)
+            QCOMPARE(now.linear_attention_freq, (std::vector<int> { 1, 1, 1, 0 }));
+        else
+            QCOMPARE(now.linear_num_value_heads, typed.toInt());
+        QVERIFY2(m_page->jsonView()->editor()->toPlainText().contains(json),
+            qPrintable(m_page->jsonView()->editor()->toPlainText()));
+    }
+    void badLayerListNamesItsField()
+    {
+        m_document->setRecipe(presetRecipe(QStringLiteral("dense-gqa-swiglu")));
+        auto* line = qobject_cast<QLineEdit*>(m_page->form()->editor("linear_attention_freq"));
+        QVERIFY(line);
+        QSignalSpy rejected(m_page->form(), &RecipeForm::editRejected);
+        QTest::keyClicks(line, u"[1,x]"_qs);
+        QVERIFY(!rejected.isEmpty());
+        QVERIFY2(
+            rejected.last().at(0).toString().startsWith(u"linear_attention_freq: 'x' is not an integer"_qs),
+            qPrintable(rejected.last().at(0).toString()));
+        QVERIFY(m_document->recipe().linear_attention_freq.empty());
     }
 
     void overrideTextEditReachesForm_data()
