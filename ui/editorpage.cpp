@@ -18,6 +18,7 @@
 #include "estimatepanel.h"
 #include "findingspanel.h"
 #include "models/recipediffmodel.h"
+#include "planpanel.h"
 #include "recipedocument.h"
 #include "recipefields.h"
 #include "recipeform.h"
@@ -92,6 +93,10 @@ EditorPage::EditorPage(RecipeDocument* document, QWidget* parent)
     diffView->header()->resizeSection(RecipeDiffModel::ControlColumn, 200);
     diffLayout->addWidget(diffView, 1);
     m_tabs->addTab(diffPage, tr("Diff vs control"));
+    m_plan = new PlanPanel(document);
+    m_tabs->addTab(m_plan, tr("Plan"));
+    m_tabs->setTabToolTip(m_tabs->count() - 1,
+        tr("recompute plan: every recompute choice estimated and timed, the cheapest that fits the target"));
     right->addWidget(m_tabs);
     right->setStretchFactor(0, 1);
     right->setStretchFactor(1, 1);

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The recipe page: the form on the left; on the right the live findings above the recipe as Bridge
-// overrides, Megatron-LM flags, JSON, and its diff against the control.
+// overrides, Megatron-LM flags, JSON, its diff against the control, and its recompute plan (planpanel.h).
 #pragma once
 
 #include <QWidget>
@@ -11,6 +11,7 @@ class QTabWidget;
 namespace rs::ui {
 
 class FindingsPanel;
+class PlanPanel;
 class RecipeDiffModel;
 class RecipeDocument;
 class RecipeForm;
@@ -28,6 +29,7 @@ public:
     RecipeTextView* jsonView() const { return m_json; }
     RecipeDiffModel* diffModel() const { return m_diffModel; }
     QTabWidget* textTabs() const { return m_tabs; }
+    PlanPanel* planPanel() const { return m_plan; }
 
 private:
     void refreshDiff();
@@ -41,6 +43,7 @@ private:
     RecipeDiffModel* m_diffModel;
     QLabel* m_controlLabel;
     QTabWidget* m_tabs;
+    PlanPanel* m_plan;
 };
 
 } // namespace rs::ui

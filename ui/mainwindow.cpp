@@ -39,6 +39,7 @@
 #include "launchpage.h"
 #include "log.h"
 #include "logimportdialog.h"
+#include "planpanel.h"
 #include "presets.h"
 #include "recipedocument.h"
 #include "recipeform.h"
@@ -104,6 +105,8 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
         m_runs->selectRun(runId);
     });
     connect(m_runs, &RunsPage::rerunRequested, this, &MainWindow::rerun);
+    connect(m_editor->planPanel(), &PlanPanel::planned, m_runs, &RunsPage::setPlan);
+    connect(m_editor->planPanel(), &PlanPanel::planCleared, m_runs, &RunsPage::clearPlan);
     m_stack = new QStackedWidget;
     m_stack->addWidget(m_pages);
     setCentralWidget(m_stack);

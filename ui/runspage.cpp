@@ -262,7 +262,7 @@ void RunsPage::updateAdvice()
     } else if (!(target > 0)) {
         m_advice->setText(tr("<span style='color:gray'>Advisor: set a memory target to have the cheapest "
                              "recompute choice that fits it chosen (as <tt>recompute advise</tt>).</span>"));
-    } else if (!comparison) {
+    } else if (comparison <= 0) { // every comparison, or the plan's
         m_advice->setText(tr("<span style='color:gray'>Advisor: choose one comparison under “Trade-off of” "
                              "to have its recompute choice advised.</span>"));
     } else if (const auto a = storage::adviseOnControl(*m_store, comparison, target)) {
@@ -485,6 +485,10 @@ void RunsPage::refillFilterChoices()
         const QString name = r.model.isEmpty() ? r.recipeName : r.model;
         m_comparison->addItem(tr("%1 (run %2, %n compared)", nullptr, linked).arg(name).arg(r.id), r.id);
     }
+    if (m_plan)
+        m_comparison->addItem(tr("plan of %1: predicted front and its measurements")
+                                  .arg(m_plan->recipeName.isEmpty() ? tr("the recipe") : m_plan->recipeName),
+            kPlanComparison);
     m_comparison->addItem(tr("all shown runs"), qint64(0));
     const int i = m_comparison->findData(keep);
     m_comparison->setCurrentIndex(first || i < 0 ? 0 : i);
@@ -546,9 +550,19 @@ void RunsPage::redrawTradeoff()
     runs.reserve(m_proxy->rowCount());
     QSet<qint64> shown;
     const qint64 comparison = m_comparison->currentData().toLongLong();
+    const auto ofPlan = [this](const storage::RunRecord* r) {
+        if (!m_plan || r->recipeMatchKey.isEmpty())
+            return false;
+        for (const PlannedPoint& p : std::as_const(m_plan->front))
+            if (r->recipeMatchKey == p.matchKey)
+                return true;
+        return false;
+    };
     for (int row = 0; row < m_proxy->rowCount(); ++row) {
         const storage::RunRecord* r = m_model->run(m_proxy->mapToSource(m_proxy->index(row, 0)).row());
-        if (comparison && r->id != comparison && r->controlRunId.value_or(0) != comparison)
+        if (comparison == kPlanComparison ? !ofPlan(r)
+                : comparison              ? r->id != comparison && r->controlRunId.value_or(0) != comparison
+                                          : false)
             continue;
         runs << r;
         shown.insert(r->id);
@@ -571,7 +585,34 @@ void RunsPage::redrawTradeoff()
         = buildTradeoffFrom(runs, axis, target > 0.0 ? std::optional<double>(target) : std::nullopt,
             [this](const storage::RunRecord& r) { return m_model->stepSamplesOf(r); });
     applyAdvice(&data, m_model->advice());
+    // The plan's predictions join the chart where it shows the plan, every comparison or the plan's recipe's.
+    if (m_plan && (comparison <= 0 || std::any_of(runs.begin(), runs.end(), ofPlan)))
+        applyPlan(&data, *m_plan, runs, axis);
     m_tradeoff->setData(data);
+}
+
+void RunsPage::setPlan(const PlanOverlay& plan)
+{
+    m_plan = plan;
+    refillFilterChoices(); // the plan's entry under "Trade-off of", named after its recipe
+    redrawTradeoff();
+}
+
+void RunsPage::clearPlan()
+{
+    if (!m_plan)
+        return;
+    m_plan.reset();
+    refillFilterChoices();
+    redrawTradeoff();
+}
+
+void RunsPage::showPlan()
+{
+    if (const int i = m_comparison->findData(kPlanComparison); i >= 0) {
+        m_comparison->setCurrentIndex(i);
+        redrawTradeoff();
+    }
 }
 
 void RunsPage::showRun(qint64 runId)

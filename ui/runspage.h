@@ -2,12 +2,15 @@
 // The runs page: the stored runs as a sortable, filterable table with deltas against each run's matched
 // control and beside the estimator's prediction, and the charts of what is shown (the trade-off scatter of
 // the filtered runs; per-rank bars, per-iteration memory and what holds the peak of the selected run beside
-// its control), each exportable as PNG or SVG.
+// its control), each exportable as PNG or SVG. A recompute plan from the recipe page is drawn on the
+// trade-off as predictions, each replaced by its measurement once stored (chartdata.h's applyPlan).
 #pragma once
 
 #include <optional>
 
 #include <QWidget>
+
+#include "charts/chartdata.h"
 
 class QComboBox;
 class QMenu;
@@ -37,11 +40,14 @@ class RunsPage : public QWidget {
     Q_OBJECT
 public:
     RunsPage(storage::Store* store, QWidget* parent = nullptr);
+    // The comparison box's value for the plan's entry (0 is every comparison, a run id one comparison).
+    static constexpr qint64 kPlanComparison = -1;
 
     RunsModel* model() const { return m_model; }
     RunsFilterProxy* proxy() const { return m_proxy; }
     QTableView* table() const { return m_table; }
     TradeoffChart* tradeoffChart() const { return m_tradeoff; }
+    const std::optional<PlanOverlay>& plan() const { return m_plan; }
     RankBarsChart* rankChart() const { return m_ranks; }
     MemoryLinesChart* linesChart() const { return m_lines; }
     PeakAttributionChart* attributionChart() const { return m_attribution; }
@@ -82,6 +88,12 @@ public slots:
     void setMemoryTarget(std::optional<double> gb);
     void selectRun(qint64 runId);
     void redrawTradeoff();
+    // A recompute plan's front (the recipe page's Plan tab), drawn on the trade-off chart as predictions
+    // until measured; clearPlan takes it off.
+    void setPlan(const rs::ui::PlanOverlay& plan);
+    void clearPlan();
+    // Shows the plan's entry under "Trade-off of": its recipe's runs and the plan's front.
+    void showPlan();
 
 signals:
     void runSelected(qint64 runId);
@@ -116,6 +128,7 @@ private:
     MemoryLinesChart* m_lines;
     PeakAttributionChart* m_attribution;
     PeakAttributionModel* m_attributionModel;
+    std::optional<PlanOverlay> m_plan;
 };
 
 } // namespace rs::ui

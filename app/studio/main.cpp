@@ -4,6 +4,7 @@
 
 #include <QApplication>
 #include <QCommandLineParser>
+#include <QDoubleSpinBox>
 #include <QFile>
 #include <QIcon>
 #include <QLineEdit>
@@ -14,9 +15,11 @@
 #include "editorpage.h"
 #include "launchpage.h"
 #include "mainwindow.h"
+#include "planpanel.h"
 #include "recipedocument.h"
 #include "recipeform.h"
 #include "reportwriter.h"
+#include "runspage.h"
 #include "storage/store.h"
 
 int main(int argc, char** argv)
@@ -76,6 +79,16 @@ int main(int argc, char** argv)
         QStringLiteral("With --job: the iterations of each run (the launch page's Iterations)."),
         QStringLiteral("n"));
     parser.addOption(jobItersOption);
+    QCommandLineOption planOption(QStringLiteral("plan"),
+        QStringLiteral(
+            "Plan the opened recipe on the recipe page's Plan tab with this rates record "
+            "(recompute-bench --calibrate writes one; 'provisional': the provisional H100 record)."),
+        QStringLiteral("rates"));
+    parser.addOption(planOption);
+    QCommandLineOption planTargetOption(QStringLiteral("plan-target"),
+        QStringLiteral("With --plan: the memory target per rank, GB (else the recipe's memory_target_gb)."),
+        QStringLiteral("gb"));
+    parser.addOption(planTargetOption);
     parser.process(app);
 
     rs::ui::MainWindow window(parser.value(dbOption));
@@ -124,6 +137,21 @@ int main(int argc, char** argv)
         window.showPages();
         QTimer::singleShot(0, window.launchPage(), &rs::ui::LaunchPage::start);
     }
+    const bool plan = parser.isSet(planOption);
+    if (plan) {
+        rs::ui::PlanPanel* panel = window.editorPage()->planPanel();
+        window.editorPage()->textTabs()->setCurrentWidget(panel);
+        if (parser.isSet(planTargetOption))
+            panel->targetBox()->setValue(parser.value(planTargetOption).toDouble());
+        const QString rates = parser.value(planOption);
+        QString error;
+        if (!panel->setRatesFile(
+                rates == QLatin1String("provisional") ? rs::ui::PlanPanel::kProvisionalRates : rates,
+                &error)) {
+            std::fprintf(stderr, "recompute-studio: --plan: %s\n", qPrintable(error));
+            return 2;
+        }
+    }
     if (parser.isSet(screenshotOption)) {
         const QString path = parser.value(screenshotOption);
         auto shoot = [&window, path] {
@@ -133,6 +161,12 @@ int main(int argc, char** argv)
         if (launch)
             QObject::connect(window.launchPage(), &rs::ui::LaunchPage::launchFinished, &window,
                 [&window, shoot] { QTimer::singleShot(500, &window, shoot); });
+        else if (plan)
+            QObject::connect(
+                window.editorPage()->planPanel(), &rs::ui::PlanPanel::planned, &window, [&window, shoot] {
+                    window.runsPage()->showPlan(); // on the runs page: the plan's trade-off
+                    QTimer::singleShot(500, &window, shoot);
+                });
         else
             QTimer::singleShot(1500, &window, shoot);
     }

@@ -22,6 +22,7 @@ shot() { # shot FILE ARGS...
 shot "$out/start-page.png"
 shot "$out/main-window.png" --page 0 --show-group Recompute docs/screenshots/demo.recipe.json
 shot "$out/runs-and-tradeoff-chart.png" --page 1 docs/screenshots/demo.recipe.json
+shot "$out/recipe-plan.png" --page 0 --plan provisional --plan-target 32 resources/presets/gpt-unfused.json
 HOME=$(mktemp -d -p "$tmp") QT_QPA_PLATFORM=offscreen "$studio" --db "$tmp/shots.sqlite" --export-report "$out/report-page.png" \
   docs/screenshots/demo.recipe.json
 shot "$out/launch-live-memory.png" --db "$tmp/launch.sqlite" --launch --ranks 2 docs/screenshots/tiny-cpu.recipe.json
@@ -32,4 +33,4 @@ echo "$fake $(head -n 1 tests/fixtures/logs/megatron-lm-h200/dense-none.log | se
 RS_FAKE_MEGATRON_PACE=0.05 shot "$out/launch-job-sweep.png" --db "$tmp/job.sqlite" --command-line "$tmp/command.txt" \
   --job "core_attn full:uniform:1" --job-iters 6 --launch
 rm -rf "$tmp"
-echo "take.sh: $out/{start-page,main-window,runs-and-tradeoff-chart,report-page,launch-live-memory,launch-job-sweep}.png at $size"
+echo "take.sh: $out/{start-page,main-window,runs-and-tradeoff-chart,recipe-plan,report-page,launch-live-memory,launch-job-sweep}.png at $size"

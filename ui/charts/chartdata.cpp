@@ -8,7 +8,11 @@
 #include <QHash>
 
 #include "core/estimator.h"
+#include "core/plan.h"
+#include "core/recipe_json.h"
+#include "core/rules.h"
 #include "core/step_stats.h"
+#include "storage/significance.h"
 
 namespace rs::ui {
 
@@ -249,7 +253,7 @@ void markParetoFront(QVector<TradeoffPoint>* points)
     for (int i = 0; i < points->size(); ++i) {
         TradeoffPoint& p = (*points)[i];
         p.onFront = false;
-        if (!p.failed && p.x)
+        if (!p.failed && !p.predicted && p.x)
             byGroup[p.groupIndex] << i;
     }
     for (const QVector<int>& members : std::as_const(byGroup)) {
@@ -265,6 +269,113 @@ void markParetoFront(QVector<TradeoffPoint>* points)
             }
             p.onFront = !dominated;
         }
+    }
+}
+
+PlanOverlay planOverlay(const Plan& plan, const Recipe& resolved, InputFormat format)
+{
+    PlanOverlay out;
+    out.recipeName = QString::fromStdString(resolved.name);
+    out.ratesSource = QString::fromStdString(plan.rates_source);
+    out.provisional = plan.provisional;
+    if (!plan.candidates.empty() && plan.candidates.front().verdict != PlanVerdict::Invalid)
+        out.controlPeakGb = double(plan.candidates.front().peak_bytes) / kBytesPerGb;
+    for (size_t i : plan.front) {
+        const PlanCandidate& c = plan.candidates[i];
+        PlannedPoint p;
+        p.moduleSet = QString::fromStdString(c.choice.label());
+        p.choice = c.choice;
+        // The recipe the worker would run for this choice, resolved as the plan resolved it: the store keys
+        // a run by its resolved recipe (the worker's `recipe` event), less the recompute choice.
+        const Recipe run = validate(candidateRecipe(resolved, c.choice), format).resolved;
+        p.matchKey = storage::Store::recipeMatchKey(QString::fromStdString(recipeToJson(run).dump()));
+        p.stepMs = c.step_ms;
+        p.deltaPct = c.delta_pct;
+        p.peakGb = double(c.peak_bytes) / kBytesPerGb;
+        p.hottestStage = c.hottest_stage;
+        p.isControl = c.verdict == PlanVerdict::Control;
+        p.chosen = plan.chosen && *plan.chosen == i;
+        p.reason = QString::fromStdString(c.reason);
+        out.front << p;
+    }
+    return out;
+}
+
+QString predictedSeriesName(bool provisional)
+{
+    return provisional ? QStringLiteral("predicted (PROVISIONAL rates)") : QStringLiteral("predicted");
+}
+
+void applyPlan(TradeoffData* data, const PlanOverlay& plan, const QVector<const storage::RunRecord*>& runs,
+    TradeoffAxis axis)
+{
+    const bool delta = axis == TradeoffAxis::VersusControl;
+    if (delta && !(plan.controlPeakGb && *plan.controlPeakGb > 0))
+        return;
+    QHash<qint64, int> pointOfRun;
+    for (int i = 0; i < data->points.size(); ++i)
+        for (qint64 id : std::as_const(data->points[i].runIds))
+            pointOfRun.insert(id, i);
+    data->provisionalPredictions = plan.provisional;
+    const QString provisional
+        = plan.provisional ? QStringLiteral(", PROVISIONAL rates: not a measurement") : QString();
+    const auto predictionText = [&](const PlannedPoint& pp) {
+        return QStringLiteral("predicted step %1 ms (%2 % against []), peak %3 GB on stage %4 (%5%6)")
+            .arg(pp.stepMs, 0, 'f', 1)
+            .arg(QString::asprintf("%+.2f", pp.deltaPct))
+            .arg(pp.peakGb, 0, 'f', 2)
+            .arg(pp.hottestStage)
+            .arg(plan.ratesSource, provisional);
+    };
+    // The comparison the plan's recipe is measured in: the group of a run with one of its keys.
+    std::optional<int> group;
+    QVector<int> measuredAt(plan.front.size(), -1);
+    for (const storage::RunRecord* r : runs) {
+        for (int k = 0; k < plan.front.size(); ++k) {
+            const PlannedPoint& pp = plan.front[k];
+            if (r->recipeMatchKey.isEmpty() || r->recipeMatchKey != pp.matchKey)
+                continue;
+            const int at = pointOfRun.value(r->id, -1);
+            if (at < 0)
+                continue;
+            if (!group)
+                group = data->points[at].groupIndex;
+            if (storage::storedChoice(*r).sameAs(pp.choice))
+                measuredAt[k] = at;
+        }
+    }
+    if (!group) {
+        group = int(data->groups.size());
+        data->groups << QStringLiteral("plan: %1")
+                            .arg(plan.recipeName.isEmpty() ? QStringLiteral("this recipe") : plan.recipeName);
+    }
+    for (int k = 0; k < plan.front.size(); ++k) {
+        const PlannedPoint& pp = plan.front[k];
+        if (measuredAt[k] >= 0) {
+            TradeoffPoint& m = data->points[measuredAt[k]];
+            if (!m.onPlanFront)
+                m.tooltip += QStringLiteral("<br>measured in place of the plan's ") + predictionText(pp);
+            m.onPlanFront = true;
+            continue;
+        }
+        TradeoffPoint p;
+        p.moduleSet = pp.moduleSet;
+        p.group = data->groups[*group];
+        p.groupIndex = *group;
+        p.predicted = true;
+        p.onPlanFront = true;
+        p.isControl = pp.isControl;
+        p.outcome = QStringLiteral("predicted");
+        p.timeDeltaPct = pp.deltaPct;
+        p.x = delta ? pp.deltaPct : pp.stepMs;
+        p.y = delta ? (pp.peakGb - *plan.controlPeakGb) / *plan.controlPeakGb * 100.0 : pp.peakGb;
+        p.tooltip
+            = QStringLiteral("<b>%1</b> — %2<br><i>%3</i>, not measured%4<br>%5")
+                  .arg(pp.moduleSet.toHtmlEscaped(), p.group.toHtmlEscaped(),
+                      predictionText(pp).toHtmlEscaped(),
+                      pp.chosen ? QStringLiteral("<br>the plan's choice: the cheapest that fits") : QString(),
+                      pp.reason.toHtmlEscaped());
+        data->points << p;
     }
 }
 

@@ -15,12 +15,14 @@
 #include <QString>
 #include <QVector>
 
+#include "core/comparison.h"
 #include "core/units.h"
 #include "storage/store.h"
 
 namespace rs {
 struct MemoryEstimate;
-}
+struct Plan;
+} // namespace rs
 
 namespace rs::ui {
 
@@ -41,6 +43,8 @@ struct TradeoffPoint {
     bool stopped = false; // failed, and every run of it was stopped (cancelled, no result): no verdict
     bool chosen = false; // the advisor's choice for the memory target (applyAdvice)
     bool onFront = false; // on its group's Pareto front (lower is better on both axes)
+    bool predicted = false; // a plan's prediction (applyPlan), not a measurement: no run behind it
+    bool onPlanFront = false; // on the plan's front: predicted, or the measurement that took its place
     int runCount = 0; // runs averaged into the point
     qint64 runId = 0; // the newest run of the point
     QVector<qint64> runIds; // every run of the point
@@ -56,6 +60,7 @@ struct TradeoffData {
     QStringList groups;
     QVector<TradeoffPoint> points;
     std::optional<double> memoryTarget; // in y's units; empty: none to draw
+    bool provisionalPredictions = false; // its predicted points come from a provisional rates record
 };
 
 // A run's step samples (core's stepSamples: its steady iteration times, or its stored step time alone).
@@ -84,6 +89,41 @@ struct RunAdvice {
 };
 // Marks the point holding the chosen run and adds each point's verdict (its newest run's) to its tooltip.
 void applyAdvice(TradeoffData* data, const QHash<qint64, RunAdvice>& byRun);
+
+// A recompute plan's front (core/plan.h) as the trade-off chart draws it: predictions, each of which gives
+// way to a stored measurement of the same recipe and choice.
+struct PlannedPoint {
+    QString moduleSet; // RecomputeChoice::label(): the runs' moduleSetLabel() spelling
+    RecomputeChoice choice;
+    // Store::recipeMatchKey of the choice's resolved recipe: what the store matches recipes by, less the
+    // recompute choice (a stored run of this choice has this key and storedChoice() == choice).
+    QString matchKey;
+    double stepMs = 0.0; // predicted
+    double deltaPct = 0.0; // against the plan's [] (predicted)
+    double peakGb = 0.0; // the hottest rank's estimated peak
+    int hottestStage = 0;
+    bool isControl = false;
+    bool chosen = false; // the cheapest predicted step that fits
+    QString reason;
+};
+struct PlanOverlay {
+    QString recipeName;
+    QString ratesSource; // the calibration's device and dtype (", PROVISIONAL" when so)
+    bool provisional = false; // from a provisional rates record: said in the legend and every tooltip
+    std::optional<double> controlPeakGb; // the plan's [] (the Δ% axes' reference)
+    QVector<PlannedPoint> front; // the plan's Pareto front, by peak
+};
+// The front of `plan`, made for `resolved` (validate(...).resolved) read as `format` (what planRecompute was
+// given), each choice keyed as the store keys its runs.
+PlanOverlay planOverlay(const Plan& plan, const Recipe& resolved, InputFormat format);
+// The legend's name of the predicted points: "predicted", or "predicted (PROVISIONAL rates)".
+QString predictedSeriesName(bool provisional);
+// Adds the plan's front to `data`: a point of the plan measured among `runs` (same match key, same choice;
+// a failed run too) keeps its measured point, marked onPlanFront with the prediction in its tooltip; every
+// other becomes a predicted point, in the comparison of its recipe's runs or, with none among `runs`, in a
+// group of its own ("plan: NAME"). Absolute axes: predicted ms and GB; Δ%: against the plan's own [].
+void applyPlan(TradeoffData* data, const PlanOverlay& plan, const QVector<const storage::RunRecord*>& runs,
+    TradeoffAxis axis);
 
 // Axis bounds and tick step at round values ("nice numbers": steps of 1, 2 or 5 times a power of ten)
 // covering [lo, hi] with at most maxTicks ticks: 2077..2199 becomes 2060..2200 by 20, not 2077/2138/2199.

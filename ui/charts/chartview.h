@@ -52,7 +52,8 @@ protected:
 };
 
 // Step time against peak allocated, one point per module set; control marked, Pareto front drawn,
-// failed module sets hollow and red, the memory target a dashed line.
+// failed module sets hollow and red, the memory target a dashed line; a plan's predictions (applyPlan) hollow
+// purple pentagons on a dotted front, under the legend entry "predicted".
 class TradeoffChart : public ChartView {
     Q_OBJECT
 public:

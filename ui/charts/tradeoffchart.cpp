@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // The trade-off scatter: step time against peak allocated, one point per module set (chartdata.h's
 // TradeoffData), drawn over the QtCharts backend (qtchartsbackend.h).
+#include <algorithm>
 #include <cmath>
 #include <functional>
 
@@ -23,6 +24,8 @@ const QColor kGroupColors[] = { QColor(0x1f, 0x77, 0xb4), QColor(0x2c, 0xa0, 0x2
     QColor(0x8c, 0x56, 0x4b), QColor(0x17, 0xbe, 0xcf), QColor(0xbc, 0xbd, 0x22), QColor(0xe3, 0x77, 0xc2) };
 // The [] control's fill where one series holds every comparison's controls: orange is in no group colour.
 const QColor kControl(0xff, 0x7f, 0x0e);
+// A plan's predicted points and front: a purple in no group's colour, hollow (not a measurement).
+const QColor kPredicted(0x6a, 0x1b, 0x9a);
 
 QColor groupColor(int i)
 {
@@ -274,7 +277,8 @@ void TradeoffChart::setData(const TradeoffData& data)
             const auto pts = s->points();
             for (int i = 0; i < pts.size(); ++i) {
                 if (pts[i] == point && i < sp.runs.size()) {
-                    emit runActivated(sp.runs[i]);
+                    if (sp.runs[i]) // a prediction has no run to show
+                        emit runActivated(sp.runs[i]);
                     return;
                 }
             }
@@ -285,6 +289,19 @@ void TradeoffChart::setData(const TradeoffData& data)
     // labels. QtCharts' cost grows with the number of series and legend markers, not with points.
     const bool manyGroups = data.groups.size() > 6;
     SeriesPoints chosenPoints; // the advisor's choice, ringed over its point (and answering as it does)
+    // A plan's predictions (applyPlan): one hollow series across comparisons, and the plan's front through
+    // them and the measurements that took their places.
+    auto* predicted = new QScatterSeries;
+    predicted->setName(predictedSeriesName(data.provisionalPredictions));
+    predicted->setMarkerShape(QScatterSeries::MarkerShapePentagon);
+    predicted->setMarkerSize(15);
+    predicted->setColor(QColor(255, 255, 255, 0));
+    QPen predictedPen(kPredicted);
+    predictedPen.setWidthF(2.0);
+    predicted->setPen(predictedPen);
+    predicted->setBorderColor(kPredicted);
+    SeriesPoints predictedPoints;
+    QVector<QPointF> planFront;
     const bool labelPoints = data.points.size() <= 60;
     const int seriesGroups = manyGroups ? 1 : int(data.groups.size());
     for (int g = 0; g < seriesGroups; ++g) {
@@ -339,11 +356,16 @@ void TradeoffChart::setData(const TradeoffData& data)
             if (!manyGroups && p.groupIndex != g)
                 continue;
             const QPointF at(p.x ? *p.x : noTimeX, p.y);
-            QScatterSeries* into = p.stopped ? stopped : p.failed ? failed : p.isControl ? control : pass;
-            SeriesPoints& sp = p.stopped ? stoppedPoints
-                : p.failed               ? failedPoints
-                : p.isControl            ? controlPoints
-                                         : passPoints;
+            QScatterSeries* into = p.predicted ? predicted
+                : p.stopped                    ? stopped
+                : p.failed                     ? failed
+                : p.isControl                  ? control
+                                               : pass;
+            SeriesPoints& sp = p.predicted ? predictedPoints
+                : p.stopped                ? stoppedPoints
+                : p.failed                 ? failedPoints
+                : p.isControl              ? controlPoints
+                                           : passPoints;
             for (qint64 id : p.runIds)
                 b.pointOfRun.insert(id, { into, at });
             if (p.chosen) {
@@ -356,6 +378,8 @@ void TradeoffChart::setData(const TradeoffData& data)
             sp.runs << p.runId;
             if (p.onFront && !manyGroups)
                 front << at;
+            if (p.onPlanFront)
+                planFront << at;
             if (labelPoints) {
                 auto* item = new QGraphicsSimpleTextItem(p.moduleSet, b.chart);
                 item->setBrush(p.stopped ? QColor(0x70, 0x70, 0x70)
@@ -402,6 +426,26 @@ void TradeoffChart::setData(const TradeoffData& data)
             attach(s);
             hookTooltips(s, *sp);
         }
+    }
+    if (!predictedPoints.values.isEmpty()) {
+        // The plan's front by peak (its order: one choice per memory level), through predictions and the
+        // measurements that replaced them; unnamed, so the legend shows the points' entry alone.
+        std::sort(planFront.begin(), planFront.end(),
+            [](const QPointF& a, const QPointF& c) { return a.y() < c.y(); });
+        if (planFront.size() > 1) {
+            auto* line = new QLineSeries;
+            QPen pen(kPredicted);
+            pen.setStyle(Qt::DotLine);
+            pen.setWidthF(1.5);
+            line->setPen(pen);
+            line->append(planFront);
+            attach(line);
+        }
+        predicted->append(predictedPoints.values);
+        attach(predicted);
+        hookTooltips(predicted, predictedPoints);
+    } else {
+        delete predicted;
     }
     if (!chosenPoints.values.isEmpty()) {
         auto* chosen = new QScatterSeries;
