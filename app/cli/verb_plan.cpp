@@ -230,7 +230,9 @@ int planMain(const std::vector<std::string>& argv)
         return rs::cli::usageError("plan", problem);
     const rs::Plan plan = rs::planRecompute(
         v.resolved, input.format, rates, target, target ? rs::kEstimateErrorFraction : 0.0);
-    if (plan.candidates.empty() || plan.candidates.front().verdict == rs::PlanVerdict::Invalid)
+    if (plan.candidates.empty())
+        return rs::cli::inputError("plan", input.origin + ": no recompute choice could be planned");
+    if (plan.candidates.front().verdict == rs::PlanVerdict::Invalid)
         return rs::cli::inputError("plan", input.origin + ": " + plan.candidates.front().reason);
     if (args.has("json")) {
         nlohmann::json out = rs::planToJson(plan);
