@@ -342,32 +342,29 @@ void TestBridgeRecipes::refusals_data()
         if (e.kind == "vision" && vision.isEmpty())
             vision = QString::fromStdString(e.name);
     QTest::newRow("a vision recipe") << vision << 0 << u"recipe"_s << u"text LLMs"_s;
+    // Refused by name (field "recipe"), the sentence saying why.
+    const auto refused = [](const char* tag, const char* name, const char* says) {
+        QTest::newRow(tag) << QString::fromUtf8(name) << 0 << u"recipe"_s << QString::fromUtf8(says);
+    };
     // Layer kinds the estimate does not build, named with the class that has them (hf-configs.json's
     // architecture_not_modelled, read from Bridge's model bridges and Megatron Core at the commits it cites).
-    QTest::newRow("GLM-5.2: DSA") << u"glm52_pretrain_192gpu_gb200_bf16_config"_s << 0 << u"recipe"_s
-                                  << u"DeepSeek Sparse Attention (DSA"_s;
-    QTest::newRow("GLM-5.1: DSAttention")
-        << u"glm51_sft_416gpu_h100_bf16_config"_s << 0 << u"recipe"_s << u"Megatron Core's DSAttention"_s;
-    QTest::newRow("DeepSeek-V4-Flash: dsv4_hybrid")
-        << u"deepseek_v4_flash_pretrain_32gpu_h100_bf16_config"_s << 0 << u"recipe"_s
-        << u"Megatron Core's DSv4HybridSelfAttention"_s;
-    QTest::newRow("DeepSeek-V4-Flash, stopped on a V4 value")
-        << u"deepseek_v4_flash_no_mtp_sft_32gpu_h100_bf16_config"_s << 0 << u"recipe"_s
-        << u"compressed sparse attention"_s;
-    QTest::newRow("DeepSeek-V4-Pro") << u"deepseek_v4_pro_pretrain_32gpu_gb300_bf16_config"_s << 0
-                                     << u"recipe"_s
-                                     << u"deepseek-ai/DeepSeek-V4-Pro with DeepSeek-V4 hybrid attention"_s;
-    QTest::newRow("Gemma 4 E4B: PLE, shared KV") << u"gemma4_e4b_pretrain_2gpu_h100_bf16_config"_s << 0
-                                                 << u"recipe"_s << u"per-layer embeddings (PLE)"_s;
-    QTest::newRow("Step-3.5-Flash: per-layer head counts")
-        << u"step35_196b_a11b_pretrain_512gpu_h100_bf16_config"_s << 0 << u"recipe"_s
-        << u"Bridge's Step35DecoderLayer"_s;
+    refused("GLM-5.2: DSA", "glm52_pretrain_192gpu_gb200_bf16_config", "DeepSeek Sparse Attention (DSA");
+    refused("GLM-5.1: DSAttention", "glm51_sft_416gpu_h100_bf16_config", "Megatron Core's DSAttention");
+    refused("DeepSeek-V4-Flash: dsv4_hybrid", "deepseek_v4_flash_pretrain_32gpu_h100_bf16_config",
+        "Megatron Core's DSv4HybridSelfAttention");
+    refused("DeepSeek-V4-Flash, stopped on a V4 value", "deepseek_v4_flash_no_mtp_sft_32gpu_h100_bf16_config",
+        "compressed sparse attention");
+    refused("DeepSeek-V4-Pro", "deepseek_v4_pro_pretrain_32gpu_gb300_bf16_config",
+        "deepseek-ai/DeepSeek-V4-Pro with DeepSeek-V4 hybrid attention");
+    refused("Gemma 4 E4B: PLE, shared KV", "gemma4_e4b_pretrain_2gpu_h100_bf16_config",
+        "per-layer embeddings (PLE)");
+    refused("Step-3.5-Flash: per-layer head counts", "step35_196b_a11b_pretrain_512gpu_h100_bf16_config",
+        "Bridge's Step35DecoderLayer");
     // Layers the estimate has, but no recorded config values to size them: the model is named.
-    QTest::newRow("Nemotron 3 Ultra: no config values")
-        << u"nemotron_3_ultra_pretrain_24gpu_h100_bf16_config"_s << 0 << u"recipe"_s
-        << u"nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16, whose values are not in"_s;
-    QTest::newRow("Bridge raises") << u"qwen3_next_80b_a3b_peft_1gpu_h100_bf16_config"_s << 0 << u"recipe"_s
-                                   << u"PEFT is not currently supported for Qwen3-Next"_s;
+    refused("Nemotron 3 Ultra: no config values", "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config",
+        "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16, whose values are not in");
+    refused("Bridge raises", "qwen3_next_80b_a3b_peft_1gpu_h100_bf16_config",
+        "PEFT is not currently supported for Qwen3-Next");
 }
 
 void TestBridgeRecipes::refusals()
