@@ -81,8 +81,9 @@ std::vector<OptionSpec> makeOptionTable()
             "the "
             "step times are predicted from" },
         { "confirm", "N", Arity::Value, { "plan" }, false, false,
-            "measure the N cheapest choices that fit with the worker, against the [] control (a stored one "
-            "measured the same way is reused), and print each prediction beside its measurement" },
+            "measure the N cheapest choices that fit with the worker (with --job: the user's own training "
+            "command), against the [] control (a stored one measured the same way is reused), and print each "
+            "prediction beside its measurement and the miss in points" },
 
         // The store and what is read from it.
         { "db", "PATH", Arity::Value, kStoreVerbs, false, true,
@@ -155,21 +156,22 @@ std::vector<OptionSpec> makeOptionTable()
             "run every choice, also those the estimate says cannot fit the target (by default a choice "
             "estimated over --target-gb by more than the estimator's 5 % error is skipped, with the "
             "reason)" },
-        { "job", "", Arity::Flag, { "sweep" }, false, false,
+        { "job", "", Arity::Flag, { "sweep", "plan" }, false, false,
             "run the user's own training command (the Megatron-LM line given to --mlm-args, or Bridge "
-            "overrides with --job-launcher) once per choice instead of the worker" },
-        { "one-rank", "", Arity::Flag, { "sweep" }, false, false,
+            "overrides with --job-launcher) once per choice instead of the worker (plan: what --confirm "
+            "runs)" },
+        { "one-rank", "", Arity::Flag, { "sweep", "plan" }, false, false,
             "with --job and a Megatron-LM line: run one rank of its layout on this one GPU (Megatron-LM's "
             "--fake-process-group: the rank's real model and allocator, collectives skipped, so NCCL's "
             "buffers and communication time are not measured); the hottest rank by the estimate, or "
             "--rank-of-layout N" },
-        { "rank-of-layout", "N", Arity::Value, { "sweep" }, false, false,
+        { "rank-of-layout", "N", Arity::Value, { "sweep", "plan" }, false, false,
             "with --job --one-rank: the global rank of the layout to run (Megatron's tp-cp-ep-dp-pp order)" },
-        { "job-iters", "N", Arity::Value, { "sweep" }, false, false,
+        { "job-iters", "N", Arity::Value, { "sweep", "plan" }, false, false,
             "with --job: training iterations of each short run (default 10, at least 2)" },
-        { "job-log-dir", "DIR", Arity::Value, { "sweep" }, false, false,
+        { "job-log-dir", "DIR", Arity::Value, { "sweep", "plan" }, false, false,
             "with --job: where each run's log is kept (default: job-logs beside the database)" },
-        { "job-launcher", "WORDS", Arity::Value, { "sweep" }, false, false,
+        { "job-launcher", "WORDS", Arity::Value, { "sweep", "plan" }, false, false,
             "with --job and Bridge overrides: the launch words before them (e.g. 'torchrun "
             "--nproc-per-node 8 run_recipe.py --recipe NAME')" },
         { "device", "DEV", Arity::Value, kWorkerVerbs, false, false,

@@ -16,6 +16,7 @@
 #include "core/recipe_input.h"
 #include "core/rules.h"
 #include "core/units.h"
+#include "job_sweep.h"
 #include "storage/store.h"
 #include "verb_common.h"
 #include "verbs.h"
@@ -60,9 +61,78 @@ void printPlan(const rs::Plan& p)
         std::cout << "note: " << n << "\n";
 }
 
+// Each measured choice beside its prediction: the steady step (median of the stored run) and its change
+// against the measured [] control, as the plan predicted them.
+void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& plan, qint64 controlId,
+    const std::vector<std::pair<std::string, qint64>>& measuredRuns)
+{
+    const auto measured = [&store](qint64 id) -> std::optional<double> {
+        const auto run = store.run(id);
+        return run ? run->steadyStepMs : std::nullopt;
+    };
+    const double control_pred = plan.candidates.front().step_ms;
+    const std::optional<double> c0 = measured(controlId);
+    std::cout << "\nprediction against measurement (steady step, median of the stored run):\n";
+    std::printf("  %-32s %12s %12s %12s %12s %12s\n", "choice", "predicted ms", "measured ms", "pred. vs []",
+        "meas. vs []", "miss (pts)");
+    std::printf(
+        "  %-32s %12.1f %12s\n", "[]", control_pred, c0 ? QString::number(*c0, 'f', 1).toUtf8().data() : "-");
+    for (const auto& [label, runId] : measuredRuns) {
+        const rs::PlanCandidate* pc = nullptr;
+        for (const auto& c : plan.candidates)
+            if (c.label == label)
+                pc = &c;
+        const auto m = measured(runId);
+        const std::optional<double> dm = m && c0 ? std::optional<double>(100 * (*m / *c0 - 1)) : std::nullopt;
+        std::printf("  %-32s %12.1f %12s %+11.2f%% %12s %12s\n", label.c_str(), pc ? pc->step_ms : 0.0,
+            m ? QString::number(*m, 'f', 1).toUtf8().data() : "-", pc ? pc->delta_pct : 0.0,
+            dm ? QString::asprintf("%+.2f%%", *dm).toUtf8().data() : "-",
+            dm && pc ? QString::asprintf("%+.2f", pc->delta_pct - *dm).toUtf8().data() : "-");
+    }
+}
+
+// --confirm N --job: the user's own training command (a Megatron-LM line, or Bridge overrides with
+// --job-launcher), the [] control first, then the chosen choices, as `recompute sweep --job` runs them.
+int confirmWithJob(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const rs::Plan& plan,
+    const std::vector<size_t>& top, std::optional<double> target)
+{
+    rs::cli::JobSweepSettings js;
+    rs::cli::WorkerOptions where;
+    std::string problem;
+    if (!rs::cli::readWorkerOptions(args, &where, &problem)
+        || !rs::cli::readJobOptions(args, where, &js, &problem))
+        return rs::cli::usageError("plan", problem);
+    if (const auto m = rs::cli::intOption(args, "repeats-max", 1, &problem))
+        js.repeatsMax = *m;
+    if (!problem.empty())
+        return rs::cli::usageError("plan", problem);
+    js.target = target;
+    js.skipByEstimate = false; // the plan kept only choices whose every rank's estimate fits
+    std::vector<rs::RecomputeChoice> choices;
+    std::vector<std::string> labels;
+    for (size_t i : top) {
+        const rs::PlanCandidate& c = plan.candidates[i];
+        if (c.choice.granularity == "selective" && c.choice.modules.empty())
+            continue; // the [] control, which the session runs first anyway
+        choices.push_back(c.choice);
+        labels.push_back(c.label);
+    }
+    const rs::cli::JobSweepResult r = rs::cli::runJobSweep("plan", input.recipe, input.format, choices, js);
+    if (!r.controlRunId)
+        return r.exitCode;
+    rs::storage::Store store;
+    QString error;
+    if (!store.open(js.db, &error)) {
+        std::cerr << "recompute plan: " << error.toStdString() << "\n";
+        return 2;
+    }
+    printAgainstMeasurement(store, plan, *r.controlRunId, r.measured);
+    return r.exitCode;
+}
+
 // --confirm N: the N cheapest fitting choices (the chosen one first), each against the [] control.
 int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const rs::Recipe& base,
-    const rs::Plan& plan, int n)
+    const rs::Plan& plan, int n, std::optional<double> target)
 {
     std::vector<size_t> top;
     for (size_t i = 0; i < plan.candidates.size(); ++i) {
@@ -78,6 +148,8 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
         std::cerr << "recompute plan: --confirm: no choice fits, nothing to measure\n";
         return 1;
     }
+    if (args.has("job"))
+        return confirmWithJob(args, input, plan, top, target);
     rs::cli::RunSessionOptions options;
     std::optional<int> warmupIters, steadyIters;
     std::string problem;
@@ -107,31 +179,12 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
     const rs::cli::RunSessionResult session = rs::cli::runSession(store, recipes, options);
     if (session.refused || session.startFailed || !session.controlRunId)
         return 2;
-    const auto control = store.run(*session.controlRunId);
-    const double control_pred = plan.candidates.front().step_ms;
-    std::cout << "\nprediction against measurement (steady step, median of the stored run):\n";
-    std::printf("  %-32s %12s %12s %12s %12s\n", "choice", "predicted ms", "measured ms", "pred. vs []",
-        "meas. vs []");
-    const auto measured = [&store](qint64 id) -> std::optional<double> {
-        const auto run = store.run(id);
-        return run ? run->steadyStepMs : std::nullopt;
-    };
-    const std::optional<double> c0 = control ? control->steadyStepMs : std::nullopt;
-    std::printf(
-        "  %-32s %12.1f %12s\n", "[]", control_pred, c0 ? QString::number(*c0, 'f', 1).toUtf8().data() : "-");
+    std::vector<std::pair<std::string, qint64>> measuredRuns;
     for (const auto& job : session.jobs) {
-        if (job.isControl || !job.runId)
-            continue;
-        const std::string label = rs::choiceSpelling(rs::recipeChoice(job.recipe));
-        const rs::PlanCandidate* pc = nullptr;
-        for (const auto& c : plan.candidates)
-            if (c.label == label)
-                pc = &c;
-        const auto m = measured(job.runId);
-        std::printf("  %-32s %12.1f %12s %+11.2f%% %12s\n", label.c_str(), pc ? pc->step_ms : 0.0,
-            m ? QString::number(*m, 'f', 1).toUtf8().data() : "-", pc ? pc->delta_pct : 0.0,
-            m && c0 ? QString::asprintf("%+.2f%%", 100 * (*m / *c0 - 1)).toUtf8().data() : "-");
+        if (!job.isControl && job.runId)
+            measuredRuns.emplace_back(rs::choiceSpelling(rs::recipeChoice(job.recipe)), job.runId);
     }
+    printAgainstMeasurement(store, plan, *session.controlRunId, measuredRuns);
     return 0;
 }
 
@@ -157,6 +210,10 @@ int planMain(const std::vector<std::string>& argv)
         if (!problem.empty())
             return rs::cli::usageError("plan", problem);
     }
+    if (args.has("job") && !confirmN)
+        return rs::cli::usageError("plan",
+            "--job goes with --confirm N: the plan itself runs nothing; --confirm N --job runs your training "
+            "command for the N cheapest choices that fit and the [] control");
     rs::RecipeInput input;
     if (const auto done = rs::cli::readRunRecipe("plan", args, &input))
         return *done;
@@ -185,7 +242,7 @@ int planMain(const std::vector<std::string>& argv)
         printPlan(plan);
     }
     if (confirmN)
-        return confirm(args, input, v.resolved, plan, *confirmN);
+        return confirm(args, input, v.resolved, plan, *confirmN, target);
     return target && !plan.chosen ? 1 : 0;
 }
 

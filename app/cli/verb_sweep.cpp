@@ -21,6 +21,7 @@
 #include "core/rules.h"
 #include "core/step_stats.h"
 #include "core/units.h"
+#include "job_sweep.h"
 #include "session/job_run.h"
 #include "session/job_session.h"
 #include "session/run_session.h"
@@ -63,26 +64,7 @@ bool validated(const rs::Recipe& recipe, rs::InputFormat format, const QString& 
     return false;
 }
 
-QString oneLine(const rs::storage::Store& store, qint64 runId)
-{
-    const auto run = store.run(runId);
-    if (!run)
-        return u"run %1 was not stored"_s.arg(runId);
-    QString s = u"run %1 (%2): %3"_s.arg(run->id).arg(
-        rs::storage::terminalText(run->moduleSetLabel()), run->outcome);
-    if (!run->failureStage.isEmpty())
-        s += u" in "_s + run->failureStage;
-    s += u", peak allocated %1"_s.arg(QString::fromStdString(rs::formatGbUnit(run->peakAllocated)));
-    if (run->steadyStepMs)
-        s += u", %1 ms/step"_s.arg(*run->steadyStepMs, 0, 'f', 2);
-    return s;
-}
-
-// A candidate the estimate says cannot fit the memory target, not run.
-struct EstimateSkip {
-    QString label;
-    QString reason;
-};
+using EstimateSkip = rs::session::EstimateSkip;
 
 // The session's skip rule (session::skipsByEstimate), its failure said on stderr.
 std::vector<std::optional<QString>> skipsByEstimate(const rs::Recipe& base, rs::InputFormat format,
@@ -103,209 +85,6 @@ void sayEstimateSkip(const EstimateSkip& skip)
               << " (--no-skip-by-estimate runs it)\n";
 }
 
-// The sweep's report of what its estimate kept from running.
-QByteArray estimateSkipTable(const QVector<EstimateSkip>& skips)
-{
-    if (skips.isEmpty())
-        return {};
-    QString s = u"Skipped by the estimate (not run; --no-skip-by-estimate runs them):\n"_s;
-    int width = 10;
-    for (const EstimateSkip& k : skips)
-        width = std::max(width, int(k.label.size()));
-    for (const EstimateSkip& k : skips)
-        s += u"  %1  skipped by estimate  %2\n"_s.arg(k.label, -width).arg(k.reason);
-    return s.toUtf8();
-}
-
-struct JobSweepSettings {
-    QString db;
-    std::optional<double> target;
-    int iters = 10; // --job-iters
-    int repeats = 1, repeatsMax = 0;
-    double intervalTargetPct = 2.0;
-    QString logDir;
-    std::vector<std::string> bridgeLauncher;
-    QString sshHost;
-    QStringList sshOptions;
-    std::optional<rs::launch::SlurmSettings> slurm; // --slurm-*: each run a Slurm batch job
-    bool skipByEstimate = true; // --no-skip-by-estimate: false
-    bool reuseControl = true, reuseCandidates = true; // --rerun-control, --rerun: false
-    std::optional<rs::session::OneRankOfLayout> oneRank; // --one-rank [--rank-of-layout N]
-};
-
-// `recompute sweep --job`: the user's own command, once per choice (the [] control first), each run's
-// output streamed into the log importer, stored as an imported run linked to the control, then compared
-// as worker runs are (session::JobSession, the studio's loop too). This prints what the session says.
-int jobSweep(const rs::Recipe& base, rs::InputFormat format, const std::vector<rs::RecomputeChoice>& choices,
-    const JobSweepSettings& set)
-{
-    rs::session::JobSessionOptions o;
-    o.iters = set.iters;
-    o.bridgeLauncher = set.bridgeLauncher;
-    o.job.sshHost = set.sshHost;
-    o.job.sshOptions = set.sshOptions;
-    o.job.slurm = set.slurm;
-    o.logDir = set.logDir;
-    o.repeats = set.repeats;
-    o.repeatsMax = set.repeatsMax;
-    o.intervalTargetPct = set.intervalTargetPct;
-    o.reuseControl = set.reuseControl;
-    o.reuseCandidates = set.reuseCandidates;
-    o.targetGb = set.target;
-    o.skipByEstimate = set.skipByEstimate;
-    o.oneRank = set.oneRank;
-
-    rs::storage::Store store;
-    rs::session::JobSession session(&store);
-    std::string prefix = "recompute sweep: "; // while planning; "recompute sweep --job: " once running
-    QObject::connect(&session, &rs::session::JobSession::message,
-        [&prefix](const QString& text) { std::cerr << prefix << text.toStdString() << "\n"; });
-    if (!session.plan(base, format, choices, o)) {
-        if (session.refusedByRules()) {
-            std::cerr << "recompute sweep: " << session.refusal().toStdString() << "\n";
-            return 1;
-        }
-        std::cerr << "recompute sweep --job: " << session.refusal().toStdString() << "\n";
-        return 2;
-    }
-    QString error;
-    if (!store.open(set.db.isEmpty() ? rs::storage::Store::defaultPath() : set.db, &error)) {
-        std::cerr << "recompute sweep: " << error.toStdString() << "\n";
-        return 2;
-    }
-    prefix = "recompute sweep --job: ";
-    QObject::connect(
-        &session, &rs::session::JobSession::note, [&prefix](const QString& label, const QString& n) {
-            std::cerr << prefix << "[" << label.toStdString() << "] " << n.toStdString() << "\n";
-        });
-    QObject::connect(&session, &rs::session::JobSession::iteration,
-        [&set](const QString& label, const rs::storage::IterationRow& row) {
-            std::cerr << "  [" << label.toStdString() << "] iteration " << row.iteration << "/" << set.iters
-                      << (row.stepMs ? "  " + rs::formatFixed(*row.stepMs, 1) + " ms" : std::string())
-                      << "\n";
-        });
-    QObject::connect(&session, &rs::session::JobSession::runStarted,
-        [&prefix](const QString& label, const QStringList& command, const QString&) {
-            // As the log's header has it: one line, a word with a line break or an escape in $'...' form.
-            std::vector<std::string> words;
-            for (const QString& w : command)
-                words.push_back(w.toStdString());
-            const QByteArray line = rs::session::jobLogCommandLine(words);
-            std::cerr << prefix << "[" << label.toStdString() << "] "
-                      << line.mid(int(qstrlen("# command: "))).constData();
-        });
-    QObject::connect(&session, &rs::session::JobSession::runFailed,
-        [&prefix](const QString& label, const QString& reason, const QStringList& tail) {
-            std::cerr << prefix << "[" << label.toStdString() << "] " << reason.toStdString()
-                      << "; its last lines:\n";
-            for (const QString& l : tail)
-                std::cerr << "    " << l.toStdString() << "\n";
-        });
-    QObject::connect(&session, &rs::session::JobSession::runStored,
-        [&store](const QString&, qint64 runId, bool reused, const QStringList& notes) {
-            std::cout << oneLine(store, runId).toStdString() << (reused ? " (reused)" : "") << "\n"
-                      << std::flush;
-            for (const QString& n : notes)
-                std::cerr << "  note: " << n.toStdString() << "\n";
-        });
-    QObject::connect(&session, &rs::session::JobSession::calibration,
-        [](const QString& label, std::optional<qint64> estimate, std::optional<qint64> measured,
-            const QString& why) {
-            if (!estimate) {
-                std::cerr << "  calibration [" << label.toStdString() << "]: no estimate ("
-                          << why.toStdString() << ")\n";
-                return;
-            }
-            std::cout << "  calibration [" << label.toStdString() << "]: estimate "
-                      << rs::formatGbUnit(*estimate) << ", measured " << rs::formatGbUnit(measured);
-            if (measured && *measured > 0)
-                std::cout << ", error " << (*estimate >= *measured ? "+" : "")
-                          << rs::formatFixed(double(*estimate - *measured) / double(*measured) * 100.0, 1)
-                          << " %";
-            std::cout << "\n" << std::flush;
-        });
-    if (!session.start()) {
-        std::cerr << "recompute sweep --job: " << session.refusal().toStdString() << "\n";
-        return 2;
-    }
-    std::cerr << "recompute sweep --job: the [] control, then " << session.plan().size() - 1
-              << " recompute choice(s), " << set.iters << " iterations each; logs in "
-              << session.logDir().toStdString() << "\n";
-    if (set.slurm)
-        std::cerr << "recompute sweep --job: each run a Slurm batch job ("
-                  << (set.slurm->partition.isEmpty() ? std::string("the default partition")
-                                                     : "partition " + set.slurm->partition.toStdString())
-                  << ", " << set.slurm->nodes << " node(s) x " << set.slurm->tasksPerNode << " task(s)"
-                  << (set.slurm->loginHost.isEmpty() ? std::string()
-                                                     : ", submitted on " + set.slurm->loginHost.toStdString())
-                  << "), its output read from " << set.slurm->workDir.toStdString() << "\n";
-
-    rs::cli::InterruptScope interrupts;
-    const int interruptsBefore = rs::cli::InterruptScope::count();
-    bool interrupted = false;
-    QEventLoop loop;
-    QObject::connect(&session, &rs::session::JobSession::finished, &loop, &QEventLoop::quit);
-    QTimer poll;
-    QObject::connect(&poll, &QTimer::timeout, [&] {
-        if (!interrupted && rs::cli::InterruptScope::count() != interruptsBefore) {
-            interrupted = true;
-            session.cancel();
-        }
-    });
-    poll.start(100);
-    loop.exec();
-    poll.stop();
-    if (session.startFailed()) {
-        std::cerr << "recompute sweep --job: " << session.failure().toStdString() << "\n";
-        return 2;
-    }
-    const std::optional<qint64> controlId = session.controlRunId();
-    if (!controlId) {
-        if (session.failure().isEmpty())
-            std::cerr << "recompute sweep: the [] control was not stored\n";
-        return 2;
-    }
-    const QVector<qint64> ids = session.candidateRuns();
-    const QVector<qint64> moreControls = session.moreControls();
-    std::cout << "\n"
-              << rs::storage::formatReport(
-                     rs::storage::buildReport(store, *controlId, ids), rs::storage::ReportFormat::Markdown)
-                     .toStdString();
-    const auto rows = store.compare(*controlId, ids);
-    std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
-    QVector<EstimateSkip> estimateSkips;
-    for (const auto& k : session.estimateSkips())
-        estimateSkips.push_back({ k.label, k.reason });
-    if (!estimateSkips.isEmpty())
-        std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
-    bool fits = true;
-    if (set.target) {
-        const rs::cli::StoredAdvice advice
-            = rs::cli::adviseOnComparison(store, rows, *set.target, moreControls);
-        std::cout << "\n" << rs::cli::adviceText(advice).constData();
-        if (!advice.significanceNote.isEmpty())
-            std::cout << "  note: " << advice.significanceNote.toStdString() << "\n";
-        fits = advice.advice.chosen.has_value();
-    }
-    std::cout << "stored in " << store.path().toStdString() << " (control run " << *controlId << ")\n";
-    if (session.reusedRuns() > 0)
-        std::cerr << "recompute sweep --job: " << session.reusedRuns()
-                  << " stored run(s) reused, not run again (--rerun runs everything again)\n";
-    if (interrupted) {
-        std::cerr << "recompute sweep --job: interrupted\n";
-        return 130;
-    }
-    // A choice that was planned and is not in the store (its run failed to import) is no comparison made.
-    int unmeasured = 0;
-    for (const auto& p : session.plan()) {
-        if (p.runs.isEmpty()) {
-            ++unmeasured;
-            std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] was not measured\n";
-        }
-    }
-    return session.skippedByRules() > 0 || unmeasured > 0 || !fits ? 1 : 0;
-}
-
 int sweepMain(const std::vector<std::string>& argv)
 {
     rs::cli::ParsedArgs args;
@@ -319,10 +98,8 @@ int sweepMain(const std::vector<std::string>& argv)
     std::optional<double> target = input.recipe.memory_target_gb;
     std::vector<rs::RecomputeChoice> sets;
     bool job = false; // the user's own training command, not the worker
-    std::optional<int> jobIters;
-    std::optional<rs::session::OneRankOfLayout> oneRank; // --one-rank [--rank-of-layout N]
+    rs::cli::JobSweepSettings js; // --job's options
     bool skipByEstimate = true;
-    QString jobLogDir, jobLauncher;
     options.reuseCandidates = true;
     try {
         std::string problem;
@@ -341,21 +118,9 @@ int sweepMain(const std::vector<std::string>& argv)
         options.reuseControl = !args.has("rerun-control") && !args.has("rerun");
         options.reuseCandidates = !args.has("rerun");
         job = args.has("job");
-        if (args.has("one-rank") || args.has("rank-of-layout")) {
-            if (!job || !args.has("one-rank"))
-                throw std::invalid_argument(
-                    "--one-rank and --rank-of-layout go with --job (one rank of the real job's layout)");
-            oneRank = rs::session::OneRankOfLayout {};
-            if (const auto n = rs::cli::intOption(args, "rank-of-layout", 0, &problem))
-                oneRank->rank = *n;
-        }
+        if (!rs::cli::readJobOptions(args, options, &js, &problem))
+            throw std::invalid_argument(problem);
         skipByEstimate = !args.has("no-skip-by-estimate");
-        if (args.has("job-log-dir"))
-            jobLogDir = QString::fromStdString(args.value("job-log-dir"));
-        if (args.has("job-launcher"))
-            jobLauncher = QString::fromStdString(args.value("job-launcher"));
-        if (const auto n = rs::cli::intOption(args, "job-iters", 2, &problem))
-            jobIters = n;
         if (const auto n = rs::cli::intOption(args, "repeats-max", 1, &problem))
             options.repeatsMax = *n;
         if (args.has("interval-target")) {
@@ -410,24 +175,14 @@ int sweepMain(const std::vector<std::string>& argv)
     }
 
     if (job) {
-        JobSweepSettings js;
-        js.db = rs::cli::storePath(args);
         js.target = target;
-        js.iters = jobIters.value_or(10);
         js.repeats = options.repeats;
         js.repeatsMax = options.repeatsMax;
         js.intervalTargetPct = options.intervalTargetPct;
-        js.logDir = jobLogDir;
-        js.sshHost = options.sshHost;
-        js.sshOptions = options.sshOptions;
-        js.slurm = options.slurm;
         js.skipByEstimate = skipByEstimate;
         js.reuseControl = options.reuseControl;
         js.reuseCandidates = options.reuseCandidates;
-        js.oneRank = oneRank;
-        for (const QString& w : jobLauncher.split(u' ', Qt::SkipEmptyParts))
-            js.bridgeLauncher.push_back(w.toStdString());
-        return jobSweep(input.recipe, input.format, unique, js);
+        return rs::cli::runJobSweep("sweep", input.recipe, input.format, unique, js).exitCode;
     }
 
     if (!validated(controlRecipe, input.format, u"[]"_s)) {
@@ -466,7 +221,8 @@ int sweepMain(const std::vector<std::string>& argv)
     options.controlFirst = true;
     options.provenance = u"recompute sweep "_s + QString::fromStdString(input.origin);
     options.onStored = [&store](const rs::session::SessionJob& job) {
-        std::cout << oneLine(store, job.runId).toStdString() << (job.reused ? " (reused)" : "") << "\n"
+        std::cout << rs::cli::storedRunLine(store, job.runId).toStdString() << (job.reused ? " (reused)" : "")
+                  << "\n"
                   << std::flush;
     };
     std::cerr << "recompute sweep: the [] control, then " << runnable.size() << " recompute choice(s)"
@@ -477,7 +233,8 @@ int sweepMain(const std::vector<std::string>& argv)
     if (session.refused)
         return 1;
     if (session.controlReused && session.controlRunId)
-        std::cout << oneLine(store, *session.controlRunId).toStdString() << " (reused)\n" << std::flush;
+        std::cout << rs::cli::storedRunLine(store, *session.controlRunId).toStdString() << " (reused)\n"
+                  << std::flush;
     if (session.startFailed) {
         const auto failed = std::find_if(session.jobs.begin(), session.jobs.end(),
             [](const rs::session::SessionJob& j) { return j.aborted && !j.reason.isEmpty() && j.runId; });
@@ -507,7 +264,7 @@ int sweepMain(const std::vector<std::string>& argv)
     const auto rows = store.compare(controlId, ids);
     std::cout << "\n" << rs::cli::stepTimeTable(store, rows, moreControls).constData();
     if (!estimateSkips.isEmpty())
-        std::cout << "\n" << estimateSkipTable(estimateSkips).constData();
+        std::cout << "\n" << rs::cli::estimateSkipTable(estimateSkips).constData();
     bool fits = true;
     if (target) {
         // Never chosen on a difference inside the noise: ties go to the narrower boundary.

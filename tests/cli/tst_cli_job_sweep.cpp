@@ -352,6 +352,67 @@ private slots:
         QVERIFY2(bridge.err.contains(u"no fake process group"_s), qPrintable(bridge.err));
     }
 
+    // Issue 31: `plan --confirm N --job` measures the plan's N cheapest fitting choices with the user's own
+    // command, the [] control first, and prints each prediction beside the measurement with the miss. At
+    // 18 GB the dense job's cheapest fitting choice by prediction is full block 4 (16.862 GB estimated; the
+    // next, full block 5, is predicted slower), so the stand-in replays dense-none, then dense-full-block-4.
+    void planConfirmRunsTheJob()
+    {
+        QTemporaryDir dir;
+        const QString db = dir.filePath(u"plan.sqlite"_s), seen = dir.filePath(u"seen"_s);
+        QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+        env.insert(u"RS_FAKE_MEGATRON_SEEN"_s, seen);
+        env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.002"_s);
+        const QString rates
+            = QStringLiteral(RS_SOURCE_DIR "/tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json");
+        const QStringList job
+            = QStringList { u"--profile"_s, u"main"_s, u"--mlm-args"_s, QStringLiteral(RS_FAKE_MEGATRON) }
+            + fixtureFlags();
+        const auto c = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
+            QStringList { u"plan"_s, u"--rates"_s, rates, u"--target-gb"_s, u"18"_s, u"--confirm"_s, u"1"_s,
+                u"--job"_s, u"--db"_s, db, u"--job-iters"_s, u"6"_s, u"--job-log-dir"_s,
+                dir.filePath(u"logs"_s) }
+                + job,
+            300000, env);
+        QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
+        QVERIFY2(c.out.contains(u"cheapest that fits: full:block:4"_s), qPrintable(c.out));
+        QFile s(seen);
+        QVERIFY(s.open(QIODevice::ReadOnly));
+        QCOMPARE(QString::fromUtf8(s.readAll()).split(u'\n', Qt::SkipEmptyParts),
+            (QStringList { u"dense-none"_s, u"dense-full-block-4"_s }));
+        Store store;
+        QVERIFY(store.open(db));
+        auto runs = store.listRuns();
+        QCOMPARE(runs.size(), 2);
+        std::reverse(runs.begin(), runs.end());
+        QVERIFY(runs[0].isNoRecompute());
+        QVERIFY(runs[0].steadyStepMs && runs[1].steadyStepMs);
+        // The measured change against [] is the stored runs' own, and the miss is prediction less it.
+        const double measuredPct = 100 * (*runs[1].steadyStepMs / *runs[0].steadyStepMs - 1);
+        const qsizetype table = c.out.indexOf(u"prediction against measurement"_s);
+        QVERIFY2(table > 0, qPrintable(c.out));
+        const QStringList lines = c.out.mid(table).split(u'\n');
+        const auto row = std::find_if(lines.begin(), lines.end(),
+            [](const QString& l) { return l.trimmed().startsWith(u"full:block:4 "_s); });
+        QVERIFY2(row != lines.end(), qPrintable(c.out));
+        const QStringList cols = row->simplified().split(u' ');
+        // choice, predicted ms, measured ms, pred. vs [], meas. vs [], miss
+        QCOMPARE(cols.size(), 6);
+        QCOMPARE(cols[2], QString::number(*runs[1].steadyStepMs, 'f', 1));
+        QCOMPARE(cols[4], QString::asprintf("%+.2f%%", measuredPct));
+        // The miss is the predicted change less the measured one; the printed prediction is rounded to
+        // 0.005 points and so is the printed miss.
+        const double predictedPct = cols[3].chopped(1).toDouble();
+        QVERIFY2(qAbs(cols[5].toDouble() - (predictedPct - measuredPct)) <= 0.01, qPrintable(*row));
+        QVERIFY(qAbs(cols[5].toDouble()) > 0.5); // the provisional H100 rates do not predict the H200 log
+
+        // The plan runs nothing without --confirm.
+        const auto refused = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),
+            QStringList { u"plan"_s, u"--rates"_s, rates, u"--job"_s } + job, 60000, env);
+        QCOMPARE(refused.code, 2);
+        QVERIFY2(refused.err.contains(u"--job goes with --confirm N"_s), qPrintable(refused.err));
+    }
+
     // Issue 30: two sweeps into one store at once (in the same second, as a rule) each keep their own logs
     // and runs: four logs, four runs, each candidate linked to its own sweep's control, each run's recipe the
     // one its own log's command trained (two stored nothing, or one the other's peak, when they shared

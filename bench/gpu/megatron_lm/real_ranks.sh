@@ -11,7 +11,7 @@
 #  - fp8-*: FP8 with TE (issue 28): a dense and an MoE stack, bf16 beside, --fp8-format hybrid with delayed
 #    and tensorwise (current) scaling, with and without recompute, and --fp8-param-gather;
 #  - cg-*: TE's and Megatron's own CUDA graphs (--cuda-graph-impl transformer_engine / local) on bf16;
-#  - time-*: step time per recompute choice (issue 31), 16 iterations each: run them with JOBS=0 (one real run
+#  - time-*: step time per recompute choice (issue 31), 16 iterations each (TIME_ITERS): run them with JOBS=0 (one real run
 #    at a time, alone on the GPU) and NO_WORKER=1: a Llama-like stack, the MoE stack, and Moonlight's layer
 #    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers.
 # Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
@@ -98,7 +98,7 @@ full="--recompute-granularity full --recompute-method uniform --recompute-num-la
 delayed="--fp8-format hybrid --fp8-recipe delayed"
 current="--fp8-format hybrid --fp8-recipe tensorwise"
 sel="--recompute-granularity selective --recompute-modules"
-t16="--train-iters 16"
+t16="--train-iters ${TIME_ITERS:-16}" # TIME_ITERS: longer runs for a tighter median
 # NAME WORLD RANK FLAGS (the hottest rank of each layout is its first stage's first rank, rank 0, by the
 # estimate; tp2sp-pp2 also runs its last stage's first rank, 2)
 RUNS=$(cat <<EOF
