@@ -30,6 +30,10 @@ Where the facts come from (nothing is copied; everything is read from the two gi
   names the file entry (`hf_config`), its `confirmed` flag (`hf_config_confirmed`), the keys the conversion
   read and the keys it probed that the data lacks (`hf_config_use`). A key the data lacks reads as absent
   (AttributeError), as it would for a transformers config class that does not declare it.
+- Hugging Face, not modelled: an hf-configs.json entry's `architecture_not_modelled` (the layer kind its Bridge
+  conversion builds that the estimate does not, the class that has it, where that was read) is copied onto
+  every recipe entry of that model id as `not_modelled` (for a recipe that stopped on an unresolved HF value,
+  the id that value names).
 - Hugging Face, not recorded: `AutoBridge.from_hf_pretrained(id, ...)` / `from_hf_config` / `from_auto_config`
   and every model bridge's `provider_bridge(hf)` cannot read a config.json here (no network, no HF cache), so
   they return a recording placeholder: the fields the recipe sets on it are kept, everything else (and the
@@ -1591,6 +1595,24 @@ def load_hf_configs(path):
     return res
 
 
+def load_not_modelled(path):
+    """{model id: architecture_not_modelled} from resources/bridge/hf-configs.json: the models whose Bridge
+    conversion builds a layer kind the estimate does not (the layers in words, the class that has them, and
+    where that was read), whether or not their config values are recorded."""
+    if not os.path.exists(path):
+        return {}
+    with open(path) as f:
+        doc = json.load(f)
+    return {ident: d["architecture_not_modelled"] for ident, d in doc.items()
+            if not ident.startswith("_") and isinstance(d, dict)
+            and isinstance(d.get("architecture_not_modelled"), dict)}
+
+
+# An unresolved HF value names its model ("model.x from HF config <id>"): a recipe that stopped on one was
+# building that model's architecture.
+HF_ID_IN_ERROR_RE = re.compile(r"from HF config (\S+?)(?:@\S+)?(?=[\s>)]|$)")
+
+
 def run_child(work, bridge_src, mlm_root, recipes, hf_settable, hf_configs):
     spec_path = os.path.join(work, "spec.json")
     out_path = os.path.join(work, "child-out.json")
@@ -1669,6 +1691,7 @@ def main():
 
     hf_configs_path = args.hf_configs or os.path.join(repo_root, "resources", "bridge", "hf-configs.json")
     hf_configs = load_hf_configs(hf_configs_path)
+    not_modelled = load_not_modelled(hf_configs_path)
     recipes, aliases, scanned = list_recipe_functions(args.bridge_git, bcommit)
     if args.only:
         recipes = [r for r in recipes if re.search(args.only, r["name"])]
@@ -1694,7 +1717,8 @@ def main():
 
     entries = []
     counts = {"functions": len(recipes), "text": 0, "fully_resolved": 0,
-              "fully_resolved_from_unconfirmed_hf_config": 0, "with_unresolved": 0, "failed": 0}
+              "fully_resolved_from_unconfirmed_hf_config": 0, "with_unresolved": 0, "failed": 0,
+              "architecture_not_modelled": 0}
     reasons = {}
     for r in recipes:
         res = child["recipes"].get(r["module"] + ":" + r["name"], {"error": "not run"})
@@ -1721,6 +1745,9 @@ def main():
         if "error" in res:
             e["error"] = res["error"]
             e["unresolved"] = ["*: the recipe function did not run to completion here: " + res["error"]]
+            m_id = HF_ID_IN_ERROR_RE.search(res["error"]) if not e["hf_model"] else None
+            if m_id:
+                e["hf_model"] = m_id.group(1)
         else:
             for k in ("model", "train", "dataset", "optimizer", "ddp", "mixed_precision",
                       "mixed_precision_equals_preset", "tokenizer", "comm_overlap", "peft",
@@ -1729,6 +1756,9 @@ def main():
                 if k in res:
                     e[k] = res[k]
             e["unresolved"] = res.get("unresolved", [])
+        if e.get("hf_model") in not_modelled:
+            e["not_modelled"] = not_modelled[e["hf_model"]]
+            counts["architecture_not_modelled"] += 1
         if e["kind"] == "text":
             counts["text"] += 1
         if "error" in e:
@@ -1763,7 +1793,8 @@ def main():
                    "resources/bridge/hf-configs.json where recorded (Bridge's own conversion runs on them), "
                    "else unresolved"),
         "hf_configs": {"file": "resources/bridge/hf-configs.json", "models": sorted(hf_configs),
-                       "confirmed": sorted(k for k, v in hf_configs.items() if v.get("confirmed"))},
+                       "confirmed": sorted(k for k, v in hf_configs.items() if v.get("confirmed")),
+                       "architecture_not_modelled": sorted(not_modelled)},
         "summary": {
             "counts": counts,
             "unresolved_reasons": dict(sorted(reasons.items(), key=lambda kv: (-kv[1], kv[0]))),

@@ -61,6 +61,10 @@ const Table& table()
                 || r["hf_config_confirmed"].get<bool>();
             if (r.contains("provider") && r["provider"].is_string())
                 e.provider = r["provider"].get<std::string>();
+            if (r.contains("not_modelled") && r["not_modelled"].is_object()) {
+                e.not_modelled_layers = r["not_modelled"].value("layers", "");
+                e.not_modelled_class = r["not_modelled"].value("class", "");
+            }
             if (r.contains("unresolved") && r["unresolved"].is_array())
                 for (const json& u : r["unresolved"])
                     e.unresolved.push_back(u.is_string() ? u.get<std::string>() : u.dump());
@@ -188,6 +192,12 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
             e->name + " is a " + e->kind
                 + " recipe: Recompute Studio models text LLMs (the language model's layers), not "
                 + (e->kind == "vision" ? "vision encoders" : e->kind + " models"));
+    // Before the missing-values refusal: more HF values would not help, the layers are not built.
+    if (!e->not_modelled_layers.empty())
+        throw RecipeError("recipe", "--recipe",
+            e->name + ": Bridge builds " + e->hf_model + " with " + e->not_modelled_layers
+                + ", a layer kind Recompute Studio does not model; it is " + e->not_modelled_class
+                + ", and nothing is estimated for this recipe");
     if (r.contains("error") && r["error"].is_string())
         throw RecipeError("recipe", "--recipe",
             e->name + ": the recipe function did not build a configuration at Bridge " + commit + ": "

@@ -30,6 +30,10 @@ struct BridgeRecipeEntry {
     bool hf_confirmed = true; // the HF values are the config itself (false: assembled from transcriptions)
     std::string provider; // the model provider class ("" when it could not be built)
     std::vector<std::string> unresolved; // what the table could not resolve, and why
+    // Where Bridge's conversion of its HF model builds a layer kind the estimate does not (hf-configs.json's
+    // architecture_not_modelled): those layers in words and the class that has them; "" otherwise.
+    std::string not_modelled_layers;
+    std::string not_modelled_class;
 };
 
 // The Bridge commit the table was generated at (the profiles' bridge_commit).
@@ -50,7 +54,8 @@ struct BridgeJob {
 
 // The job `name` builds with `overrides` on top, launched on `world_size` GPUs (nullopt: the number the
 // name states, else the smallest world the layout needs: TP x PP x CP). Throws RecipeError with field
-// "recipe" for an unknown name (naming the nearest ones), a recipe that is not a text LLM, or one whose
+// "recipe" for an unknown name (naming the nearest ones), a recipe that is not a text LLM, one whose
+// architecture has a layer kind the estimate does not model (naming it and its class), or one whose
 // architecture the table could not resolve; field "gpus" for a world size the layout does not divide;
 // the overrides' own errors as recipeFromBridgeOverrides throws them.
 BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size = std::nullopt,
