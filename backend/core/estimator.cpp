@@ -2388,6 +2388,12 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     else if (isHybrid(r) && hybridLayerCount(r) != r.num_layers)
         e.not_estimated = "num_layers=" + std::to_string(r.num_layers) + " is not the "
             + std::to_string(hybridLayerCount(r)) + " layers of hybrid_layer_pattern (M8, B10, RT17)";
+    // DeepSeek sparse attention (DSAttention: the lightning indexer and its top-k selection on MLA) is not
+    // built; counting its layers as plain MLA would understate them without a word (RS38).
+    if (e.not_estimated.empty() && !isHybrid(r) && r.experimental_attention_variant.value_or("") == "dsa")
+        e.not_estimated
+            = "experimental_attention_variant=dsa (DeepSeek sparse attention: the indexer and its "
+              "top-k selection) is not built by the estimate (RS38)";
     if (e.not_estimated.empty() && isHybrid(r)) {
         for (const LayerKind& k : layerKinds(r))
             if (k.mixer == LayerMixer::Unmodelled) {

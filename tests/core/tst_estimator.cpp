@@ -418,6 +418,7 @@ void TestEstimator::sizesItDoesNotTakeAreNotEstimated_data()
     QTest::newRow("PP 2^31-1") << u"pipeline_model_parallel_size"_s << 2147483647 << u"RS28"_s;
     QTest::newRow("no layer") << u"num_layers"_s << 0 << u"at least 1"_s;
     QTest::newRow("TP 0") << u"tensor_model_parallel_size"_s << 0 << u"RS23"_s;
+    QTest::newRow("DSA") << u"experimental_attention_variant"_s << 0 << u"dsa"_s;
 }
 
 void TestEstimator::sizesItDoesNotTakeAreNotEstimated()
@@ -429,7 +430,12 @@ void TestEstimator::sizesItDoesNotTakeAreNotEstimated()
     r.num_layers = 8;
     r.hidden_size = 1024;
     r.num_attention_heads = 8;
-    setRecipeField(r, field.toStdString(), value, "test");
+    if (field == QStringLiteral("experimental_attention_variant")) {
+        r.multi_latent_attention = true;
+        r.experimental_attention_variant = "dsa";
+    } else {
+        setRecipeField(r, field.toStdString(), value, "test");
+    }
     const MemoryEstimate e = estimateMemory(r);
     QVERIFY(e.ranks.empty());
     QCOMPARE(e.peak_bytes, int64_t(0));

@@ -415,6 +415,8 @@ const std::vector<Case>& cases()
         { "*", "json", "RS36", "at most 65536 layers", R"({"num_layers": 65536})", false },
         { "*", "json", "RS38", "(DSA, MLA or DeepSeek-V4 attention)", R"({"hybrid_layer_pattern": "MDMDMDMD"})", true },
         { "*", "json", "RS38", "(DSA, MLA or DeepSeek-V4 attention)", R"({"hybrid_layer_pattern": "M-M-M-M-"})", false },
+        { "*", "json", "RS38", "DeepSeek sparse attention", R"({"multi_latent_attention": true, "experimental_attention_variant": "dsa"})", true },
+        { "*", "json", "RS38", "DeepSeek sparse attention", R"({"multi_latent_attention": true})", false },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*/MM/MM"})", true },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
         // Overrides alone: the shape they do not give is unknown (not 0), and said once; given, RS23 judges it.
