@@ -181,10 +181,10 @@ JobSweepResult runJobSweep(const char* verb, const rs::Recipe& base, rs::InputFo
         std::cerr << running << session.refusal().toStdString() << "\n";
         return done(result, 2);
     }
-    std::cerr << "the [] control, then " << session.plan().size() - 1 << " recompute choice(s), " << set.iters
-              << " iterations each; logs in " << session.logDir().toStdString() << "\n";
+    std::cerr << running << "the [] control, then " << session.plan().size() - 1 << " recompute choice(s), "
+              << set.iters << " iterations each; logs in " << session.logDir().toStdString() << "\n";
     if (set.slurm)
-        std::cerr << "recompute sweep --job: each run a Slurm batch job ("
+        std::cerr << running << "each run a Slurm batch job ("
                   << (set.slurm->partition.isEmpty() ? std::string("the default partition")
                                                      : "partition " + set.slurm->partition.toStdString())
                   << ", " << set.slurm->nodes << " node(s) x " << set.slurm->tasksPerNode << " task(s)"
@@ -214,12 +214,11 @@ JobSweepResult runJobSweep(const char* verb, const rs::Recipe& base, rs::InputFo
     const std::optional<qint64> controlId = session.controlRunId();
     if (!controlId) {
         if (session.failure().isEmpty())
-            std::cerr << "recompute sweep: the [] control was not stored\n";
+            std::cerr << plain << "the [] control was not stored\n";
         return done(result, 2);
     }
     const QVector<qint64> ids = session.candidateRuns();
     result.controlRunId = controlId;
-    result.candidateRuns = ids;
     for (const auto& p : session.plan()) {
         if (p.choice && !p.runs.isEmpty())
             result.measured.emplace_back(rs::choiceSpelling(*p.choice), p.runs.front());
@@ -247,7 +246,7 @@ JobSweepResult runJobSweep(const char* verb, const rs::Recipe& base, rs::InputFo
         std::cerr << running << session.reusedRuns()
                   << " stored run(s) reused, not run again (--rerun runs everything again)\n";
     if (interrupted) {
-        std::cerr << "recompute sweep --job: interrupted\n";
+        std::cerr << running << "interrupted\n";
         return done(result, 130);
     }
     // A choice that was planned and is not in the store (its run failed to import) is no comparison made.
@@ -255,7 +254,7 @@ JobSweepResult runJobSweep(const char* verb, const rs::Recipe& base, rs::InputFo
     for (const auto& p : session.plan()) {
         if (p.runs.isEmpty()) {
             ++unmeasured;
-            std::cerr << "recompute sweep --job: [" << p.label.toStdString() << "] was not measured\n";
+            std::cerr << running << "[" << p.label.toStdString() << "] was not measured\n";
         }
     }
     return done(result, session.skippedByRules() > 0 || unmeasured > 0 || !fits ? 1 : 0);

@@ -14,6 +14,7 @@
 #include <QStringList>
 #include <QVector>
 
+#include "core/comparison.h"
 #include "core/recipe.h"
 #include "core/recipe_input.h"
 #include "launch/slurm_job.h"
@@ -53,7 +54,6 @@ bool readJobOptions(
 struct JobSweepResult {
     int exitCode = 2; // 0: every choice measured (and one fits a target when there is one), 1, 2
     std::optional<qint64> controlRunId;
-    QVector<qint64> candidateRuns; // the choices' runs the report compares
     // Each measured choice's first run, the choice spelled as --modules and the plan spell it.
     std::vector<std::pair<std::string, qint64>> measured;
 };

@@ -108,15 +108,11 @@ int confirmWithJob(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input
         return rs::cli::usageError("plan", problem);
     js.target = target;
     js.skipByEstimate = false; // the plan kept only choices whose every rank's estimate fits
+    // `top` holds Chosen and Fits verdicts only: the [] control (verdict Control) is not among them, and the
+    // session runs it first anyway.
     std::vector<rs::RecomputeChoice> choices;
-    std::vector<std::string> labels;
-    for (size_t i : top) {
-        const rs::PlanCandidate& c = plan.candidates[i];
-        if (c.choice.granularity == "selective" && c.choice.modules.empty())
-            continue; // the [] control, which the session runs first anyway
-        choices.push_back(c.choice);
-        labels.push_back(c.label);
-    }
+    for (size_t i : top)
+        choices.push_back(plan.candidates[i].choice);
     const rs::cli::JobSweepResult r = rs::cli::runJobSweep("plan", input.recipe, input.format, choices, js);
     if (!r.controlRunId)
         return r.exitCode;
