@@ -4,7 +4,7 @@
 // The goal (issue 31): under 100 ms a plan; exits 1 above it.
 //   bench_plan [--runs N] [--recipe moonlight|nemotron]
 // Default: the guide's Moonlight 16B job (moonlight_16b_pretrain_8gpu_h100_bf16_config on 8 GPUs, GBS 4),
-// rates from the provisional H100 record of tests/core/fixtures/calibration.
+// rates from the provisional H100 record of resources/calibration.
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -39,7 +39,7 @@ int main(int argc, char** argv)
         : rs::bridgeJob("moonlight_16b_pretrain_8gpu_h100_bf16_config", 8, { "train.global_batch_size=4" });
     const rs::Recipe r = rs::validate(job.recipe, rs::InputFormat::BridgeOverrides).resolved;
     const rs::CalibrationRates rates = rs::readCalibrationFile(
-        RS_SOURCE_DIR "/tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json");
+        RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json");
     std::vector<double> ms;
     size_t choices = 0;
     for (int i = 0; i < runs; ++i) {

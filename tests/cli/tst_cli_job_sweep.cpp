@@ -364,7 +364,7 @@ private slots:
         env.insert(u"RS_FAKE_MEGATRON_SEEN"_s, seen);
         env.insert(u"RS_FAKE_MEGATRON_PACE"_s, u"0.002"_s);
         const QString rates
-            = QStringLiteral(RS_SOURCE_DIR "/tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json");
+            = QStringLiteral(RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json");
         const QStringList job
             = QStringList { u"--profile"_s, u"main"_s, u"--mlm-args"_s, QStringLiteral(RS_FAKE_MEGATRON) }
             + fixtureFlags();

@@ -340,7 +340,7 @@ void TestCliOptions::dbBeforeOrAfterTheVerb_data()
         // --confirm measures through the same session: the control first, stored in the store named.
         { "plan",
             { { u"tiny.json"_s, u"--rates"_s,
-                  QStringLiteral(RS_SOURCE_DIR "/tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json"),
+                  QStringLiteral(RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json"),
                   u"--confirm"_s, u"1"_s, u"--iters"_s, u"1"_s },
                 u"stored as run 13"_s } },
     };

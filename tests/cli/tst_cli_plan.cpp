@@ -17,7 +17,7 @@ using namespace Qt::StringLiterals;
 namespace {
 
 const QString kRates
-    = QStringLiteral(RS_SOURCE_DIR "/tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json");
+    = QStringLiteral(RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json");
 
 rs::test::CliRun plan(
     const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())

@@ -2,7 +2,7 @@
 // The step-time model (core/step_time.h), the calibration record it reads (core/calibration.h) and the plan
 // over every expressible recompute choice (core/plan.h). Structure and monotonicity hold for any rates; the
 // guide's published deltas and real Megatron-LM's are compared with an H100-class record, which is
-// PROVISIONAL until one is measured (tests/core/fixtures/calibration/h100-bf16-PROVISIONAL.json says where
+// PROVISIONAL until one is measured (resources/calibration/h100-bf16-PROVISIONAL.json says where
 // its figures come from): those comparisons say so in their output.
 #include <fstream>
 
@@ -25,7 +25,7 @@ using namespace Qt::StringLiterals;
 
 namespace {
 
-const char* kProvisional = RS_FIXTURES_DIR "/calibration/h100-bf16-PROVISIONAL.json";
+const char* kProvisional = RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json";
 
 CalibrationRates h100()
 {

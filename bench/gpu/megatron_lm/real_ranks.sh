@@ -13,16 +13,20 @@
 #  - cg-*: TE's and Megatron's own CUDA graphs (--cuda-graph-impl transformer_engine / local) on bf16;
 #  - time-*: step time per recompute choice (issue 31), 16 iterations each (TIME_ITERS): run them with JOBS=0 (one real run
 #    at a time, alone on the GPU) and NO_WORKER=1: a Llama-like stack, the MoE stack, and Moonlight's layer
-#    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers.
+#    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers; time-big-*: the Llama-like
+#    layer at its full width (hidden 4096, FFN 14336), 4 layers, where the GPU's work and not the host sets the
+#    step.
 # Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
 # JOBS at a time (memory is per process: the allocator's own counters); the worker's runs one at a time
 # beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
 # Needs Megatron-LM in MEGATRON_DIR (default .deps/mlm: megatron/, pretrain_gpt.py, gpt_builders.py,
 # model_provider.py) and TE in .deps/te (../shared/gpu-host/transformer-engine/README.md).
-# Usage: [NO_WORKER=1] [SNAPSHOT=1] [REAL_RE=REGEX] [REBUILD=1] bench/gpu/megatron_lm/real_ranks.sh [NAME_REGEX]
+# Usage: [NO_WORKER=1] [SNAPSHOT=1] [PROFILE=STEP] [REAL_RE=REGEX] [REBUILD=1] bench/gpu/megatron_lm/real_ranks.sh [NAME_REGEX]
 #   SNAPSHOT=1: real runs of 3 iterations with the allocator's history, summarised by snapshot_peak.py
 #   (NAME.peak.txt: what is live at the peak, by the Megatron line that allocated it); REAL_RE: real
-#   Megatron-LM only for the runs it matches (the worker runs every selected one); NO_WORKER=1: real runs only.
+#   Megatron-LM only for the runs it matches (the worker runs every selected one); NO_WORKER=1: real runs only;
+#   PROFILE=STEP: the PyTorch profiler over steps STEP and STEP+1 of each real run, read by trace_busy.py
+#   (NAME.busy.txt: each step's wall time, the time the GPU was busy, GPU time by kernel).
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
 root=$PWD
@@ -80,6 +84,8 @@ dense8="--bf16 --num-layers 4 --hidden-size 2048 --num-attention-heads 16 --grou
 moe8="${moe16/--fp16 --initial-loss-scale 4096/--bf16}"
 llama8="${dense8/--num-layers 4/--num-layers 8}"
 llama8="${llama8/--ffn-hidden-size 7168/--ffn-hidden-size 5632}"
+big4="${dense8/--hidden-size 2048 --num-attention-heads 16/--hidden-size 4096 --num-attention-heads 32}"
+big4="${big4/--num-query-groups 4 --ffn-hidden-size 7168/--num-query-groups 8 --ffn-hidden-size 14336}"
 # Moonlight's layer kinds (Bridge's MoonlightModelProvider, as bridge_rank.sh) at 4 layers on one GPU.
 moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-attention-heads 16
   --multi-latent-attention --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128
@@ -92,7 +98,7 @@ moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-at
   --hidden-dropout 0 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
 # One line each (a run is one line of RUNS).
 # shellcheck disable=SC2086,SC2116
-for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
 mlp="--recompute-granularity selective --recompute-modules mlp"
 full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
 delayed="--fp8-format hybrid --fp8-recipe delayed"
@@ -138,6 +144,10 @@ time-llama-none 1 0 $llama8 $t16
 time-llama-core_attn 1 0 $llama8 $t16 $sel core_attn
 time-llama-mlp 1 0 $llama8 $t16 $mlp
 time-llama-full 1 0 $llama8 $t16 $full
+time-big-none 1 0 $big4 $t16
+time-big-core_attn 1 0 $big4 $t16 $sel core_attn
+time-big-mlp 1 0 $big4 $t16 $mlp
+time-big-full 1 0 $big4 $t16 $full
 time-moe-none 1 0 $moe8 $t16
 time-moe-moe_act 1 0 $moe8 $t16 $sel moe_act
 time-moe-layernorm-moe_act 1 0 $moe8 $t16 $sel layernorm moe_act
@@ -168,6 +178,8 @@ real_one() { # NAME WORLD RANK FLAGS...
   local -a snap=()
   # SNAPSHOT=1: the allocator's history, and what is live at the peak by the Megatron line that allocated it
   [ -n "${SNAPSHOT:-}" ] && snap=(--train-iters 3 --record-memory-history --memory-snapshot-path "/tmp/snap-$name.pickle")
+  [ -n "${PROFILE:-}" ] && snap+=(--profile --use-pytorch-profiler --profile-step-start "$PROFILE"
+    --profile-step-end $((PROFILE + 2)) --tensorboard-dir "/tmp/tb-$name/tb")
   # shellcheck disable=SC2086 # flag lines split on whitespace, as a shell line does
   (cd "$mdir" && env "${env_[@]}" timeout 420 python3 pretrain_gpt.py $common "$@" "${snap[@]}") >>"$log" 2>&1
   echo "# exit: $?" >>"$log"
@@ -175,6 +187,11 @@ real_one() { # NAME WORLD RANK FLAGS...
     python3 "$root/bench/gpu/megatron_lm/snapshot_peak.py" /tmp/snap-"$name"*_"$rank".pickle --top 40 \
       >"$logs/$name.peak.txt" 2>&1
     rm -f /tmp/snap-"$name"*.pickle
+  fi
+  if [ -n "${PROFILE:-}" ]; then
+    python3 "$root/bench/gpu/megatron_lm/trace_busy.py" /tmp/tb-"$name"/torch_profile/rank-*.json.gz --top 25 \
+      >"$logs/$name.busy.txt" 2>&1
+    rm -rf /tmp/tb-"$name"
   fi
 }
 worker_one() { # NAME WORLD RANK FLAGS...
