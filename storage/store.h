@@ -261,6 +261,7 @@ struct RunFilter {
     QString source; // source::*; empty: any
     QString model; // substring, case-insensitive
     QVector<qint64> ids; // empty: any
+    QStringList recipeMatchKeys; // any of these recipeMatchKey()s (indexed); empty: any
     int limit = -1; // newest first; -1: all
 };
 

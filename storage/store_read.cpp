@@ -84,6 +84,14 @@ QVector<RunRecord> Store::listRuns(const RunFilter& filter) const
     }
     if (!filter.ids.isEmpty())
         where << u"id IN ("_s + joinInts(filter.ids) + u")"_s;
+    if (!filter.recipeMatchKeys.isEmpty()) {
+        QStringList marks;
+        for (const QString& key : filter.recipeMatchKeys) {
+            marks << u"?"_s;
+            binds << key;
+        }
+        where << u"recipe_match_key IN ("_s + marks.join(u',') + u")"_s;
+    }
     QString sql = u"SELECT "_s + names.join(u',') + u" FROM runs"_s;
     if (!where.isEmpty())
         sql += u" WHERE "_s + where.join(u" AND "_s);

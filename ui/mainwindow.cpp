@@ -107,6 +107,9 @@ MainWindow::MainWindow(const QString& storePath, QWidget* parent)
     connect(m_runs, &RunsPage::rerunRequested, this, &MainWindow::rerun);
     connect(m_editor->planPanel(), &PlanPanel::planned, m_runs, &RunsPage::setPlan);
     connect(m_editor->planPanel(), &PlanPanel::planCleared, m_runs, &RunsPage::clearPlan);
+    // The plan's table shows what the store measured of it, anew whenever the runs page re-reads the store.
+    m_editor->planPanel()->setStore(m_store.get());
+    connect(m_runs, &RunsPage::reloaded, m_editor->planPanel(), &PlanPanel::remeasure);
     m_stack = new QStackedWidget;
     m_stack->addWidget(m_pages);
     setCentralWidget(m_stack);

@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "planpanel.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
+#include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
 #include <QFile>
@@ -11,7 +14,6 @@
 #include <QGridLayout>
 #include <QHeaderView>
 #include <QLabel>
-#include <QLineEdit>
 #include <QPushButton>
 #include <QSettings>
 #include <QSortFilterProxyModel>
@@ -26,10 +28,11 @@
 #include "log.h"
 #include "models/planmodel.h"
 #include "recipedocument.h"
+#include "storage/significance.h"
+#include "storage/store.h"
 
 namespace rs::ui {
 
-const QString PlanPanel::kProvisionalRates = QStringLiteral(":/calibration/h100-bf16-PROVISIONAL.json");
 const QString PlanPanel::kRatesSetting = QStringLiteral("plan/ratesFile");
 
 namespace {
@@ -37,16 +40,62 @@ namespace {
 struct PlanResult {
     Plan plan;
     PlanOverlay overlay;
+    QStringList matchKeys; // each candidate's, for its measurement
 };
 
+// The record at `path` (a file or a resource); the field and the reason in `problem` when it is none.
+std::optional<CalibrationRates> readRates(const QString& path, QString* problem)
+{
+    QFile file(path);
+    if (!file.open(QIODevice::ReadOnly)) {
+        *problem = PlanPanel::tr("%1: cannot be read: %2").arg(path, file.errorString());
+        return std::nullopt;
+    }
+    try {
+        return calibrationFromJson(nlohmann::json::parse(file.readAll().toStdString()));
+    } catch (const CalibrationError& e) {
+        *problem = PlanPanel::tr("%1: %2").arg(path, QString::fromStdString(e.what()));
+    } catch (const nlohmann::json::exception& e) {
+        *problem = PlanPanel::tr("%1: not JSON: %2").arg(path, QString::fromStdString(e.what()));
+    }
+    return std::nullopt;
+}
+
 } // namespace
+
+QVector<PlanPanel::BundledRates> PlanPanel::bundledRates()
+{
+    QVector<BundledRates> out;
+    const QDir dir(QStringLiteral(":/calibration"));
+    for (const QString& name : dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name)) {
+        const QString path = dir.filePath(name);
+        QString problem;
+        if (const auto rates = readRates(path, &problem))
+            out << BundledRates { path, ratesLabel(*rates), rates->provisional };
+        else
+            qCWarning(lcUi) << "bundled rates record skipped:" << problem;
+    }
+    std::stable_sort(out.begin(), out.end(),
+        [](const BundledRates& a, const BundledRates& b) { return !a.provisional && b.provisional; });
+    return out;
+}
+
+QString PlanPanel::ratesLabel(const CalibrationRates& rates)
+{
+    QString label = QStringLiteral("%1, %2").arg(
+        QString::fromStdString(rates.device), QString::fromStdString(rates.dtype));
+    if (rates.provisional)
+        return label + tr(", PROVISIONAL (not measured)");
+    // The date of ISO 8601's "2026-12-06T20:48:40Z".
+    const QString at = QString::fromStdString(rates.measured_at).section(QLatin1Char('T'), 0, 0);
+    return at.isEmpty() ? label : label + tr(", measured %1").arg(at);
+}
 
 PlanPanel::PlanPanel(RecipeDocument* document, QWidget* parent)
     : QWidget(parent)
     , m_document(document)
     , m_target(new QDoubleSpinBox)
-    , m_ratesEdit(new QLineEdit)
-    , m_provisional(new QPushButton(tr("Use the provisional H100 record")))
+    , m_ratesBox(new QComboBox)
     , m_status(new QLabel)
     , m_model(new PlanModel(this))
     , m_table(new QTableView)
@@ -68,14 +117,14 @@ PlanPanel::PlanPanel(RecipeDocument* document, QWidget* parent)
     planButton->setToolTip(tr("recompute plan: every choice Megatron can express, estimated and timed"));
     grid->addWidget(planButton, 0, 3);
     grid->addWidget(new QLabel(tr("Rates record")), 1, 0);
-    m_ratesEdit->setReadOnly(true);
-    m_ratesEdit->setPlaceholderText(tr("none: recompute-bench --calibrate --out FILE writes one"));
-    grid->addWidget(m_ratesEdit, 1, 1, 1, 2);
-    auto* choose = new QPushButton(tr("Choose…"));
+    // The bundled records, then the file chosen; the record's source in the tooltip.
+    for (const BundledRates& b : bundledRates())
+        m_ratesBox->addItem(b.label, b.path);
+    m_ratesBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
+    grid->addWidget(m_ratesBox, 1, 1, 1, 2);
+    auto* choose = new QPushButton(tr("Choose file…"));
+    choose->setToolTip(tr("A record of your GPU: recompute-bench --calibrate --out FILE writes one."));
     grid->addWidget(choose, 1, 3);
-    m_provisional->setToolTip(tr("Figures from other devices and assumptions, not measured on an H100: every "
-                                 "step time it gives is labelled PROVISIONAL."));
-    grid->addWidget(m_provisional, 2, 1, 1, 3, Qt::AlignLeft);
     grid->setColumnStretch(2, 1);
     layout->addLayout(grid);
     m_status->setWordWrap(true);
@@ -116,7 +165,11 @@ PlanPanel::PlanPanel(RecipeDocument* document, QWidget* parent)
     connect(m_replan, &QTimer::timeout, this, &PlanPanel::plan);
     connect(planButton, &QPushButton::clicked, this, &PlanPanel::plan);
     connect(choose, &QPushButton::clicked, this, &PlanPanel::chooseRates);
-    connect(m_provisional, &QPushButton::clicked, this, [this] { setRatesFile(kProvisionalRates); });
+    connect(m_ratesBox, &QComboBox::activated, this, [this](int i) {
+        const QString path = m_ratesBox->itemData(i).toString();
+        if (path != m_ratesFile && !setRatesFile(path))
+            showRatesChoice(); // back to the record in use
+    });
     connect(m_target, &QDoubleSpinBox::valueChanged, this, &PlanPanel::scheduleReplan);
     // The box follows the recipe's target when the recipe changes it, and keeps one typed here otherwise.
     connect(m_document, &RecipeDocument::recipeChanged, this, [this] {
@@ -131,11 +184,13 @@ PlanPanel::PlanPanel(RecipeDocument* document, QWidget* parent)
     m_recipeTarget = m_document->recipe().memory_target_gb;
     m_target->setValue(m_recipeTarget.value_or(0.0));
 
-    const QString remembered = QSettings().value(kRatesSetting).toString();
-    if (!remembered.isEmpty() && (remembered == kProvisionalRates || QFileInfo::exists(remembered)))
-        setRatesFile(remembered);
-    else
+    // The remembered record where it is still there, else the first bundled one (a measured one first).
+    QString start = QSettings().value(kRatesSetting).toString();
+    if (start.isEmpty() || !QFileInfo::exists(start))
+        start = m_ratesBox->count() > 0 ? m_ratesBox->itemData(0).toString() : QString();
+    if (start.isEmpty() || !setRatesFile(start))
         showStatus();
+    showRatesChoice();
 }
 
 PlanPanel::~PlanPanel()
@@ -149,35 +204,70 @@ PlanPanel::~PlanPanel()
 bool PlanPanel::setRatesFile(const QString& path, QString* error)
 {
     QString problem;
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
-        problem = tr("%1: cannot be read: %2").arg(path, file.errorString());
-    } else {
-        try {
-            const nlohmann::json j = nlohmann::json::parse(file.readAll().toStdString());
-            m_rates = calibrationFromJson(j);
-            m_ratesFile = path;
-        } catch (const CalibrationError& e) {
-            problem = tr("%1: %2").arg(path, QString::fromStdString(e.what()));
-        } catch (const nlohmann::json::exception& e) {
-            problem = tr("%1: not JSON: %2").arg(path, QString::fromStdString(e.what()));
-        }
-    }
-    if (!problem.isEmpty()) {
+    std::optional<CalibrationRates> rates = readRates(path, &problem);
+    if (!rates) {
         if (error)
             *error = problem;
         m_problem = problem;
         showStatus();
         return false;
     }
+    m_rates = std::move(rates);
+    m_ratesFile = path;
     QSettings().setValue(kRatesSetting, path);
-    m_ratesEdit->setText(path == kProvisionalRates
-            ? tr("PROVISIONAL H100 bf16 record (not a measurement)")
-            : QDir::toNativeSeparators(path) + (m_rates->provisional ? tr("  (PROVISIONAL)") : QString()));
-    m_ratesEdit->setToolTip(QString::fromStdString(m_rates->source));
+    showRatesChoice();
     m_problem.clear();
     plan();
     return true;
+}
+
+void PlanPanel::showRatesChoice()
+{
+    // A file of the user's is the entry after the bundled ones (one at a time).
+    const int bundled = int(bundledRates().size());
+    while (m_ratesBox->count() > bundled)
+        m_ratesBox->removeItem(m_ratesBox->count() - 1);
+    if (!m_rates) {
+        m_ratesBox->setCurrentIndex(-1);
+        m_ratesBox->setPlaceholderText(tr("none: recompute-bench --calibrate --out FILE writes one"));
+        return;
+    }
+    int at = m_ratesBox->findData(m_ratesFile);
+    if (at < 0) {
+        m_ratesBox->addItem(
+            QStringLiteral("%1 (%2)").arg(QFileInfo(m_ratesFile).fileName(), ratesLabel(*m_rates)),
+            m_ratesFile);
+        at = m_ratesBox->count() - 1;
+        m_ratesBox->setItemData(at, QDir::toNativeSeparators(m_ratesFile), Qt::ToolTipRole);
+    }
+    const QSignalBlocker block(m_ratesBox);
+    m_ratesBox->setCurrentIndex(at);
+    m_ratesBox->setToolTip(QString::fromStdString(m_rates->source));
+}
+
+void PlanPanel::setStore(storage::Store* store)
+{
+    m_store = store;
+    remeasure();
+}
+
+void PlanPanel::remeasure()
+{
+    if (!m_model->hasPlan())
+        return;
+    QVector<storage::RunRecord> runs;
+    if (m_store && m_store->isOpen() && !m_matchKeys.isEmpty()) {
+        storage::RunFilter filter;
+        for (const QString& key : std::as_const(m_matchKeys))
+            if (!filter.recipeMatchKeys.contains(key))
+                filter.recipeMatchKeys << key;
+        runs = m_store->listRuns(filter);
+    }
+    QVector<const storage::RunRecord*> pointers;
+    for (const auto& r : runs)
+        pointers << &r;
+    m_model->setMeasurements(measurePlan(m_model->plan(), m_matchKeys, pointers,
+        [this](const storage::RunRecord& r) { return storage::stepSamplesOf(*m_store, r); }));
 }
 
 void PlanPanel::chooseRates()
@@ -236,6 +326,8 @@ void PlanPanel::plan()
     m_thread = QThread::create([result, resolved, format, rates, target] {
         result->plan = planRecompute(resolved, format, rates, target, target ? kEstimateErrorFraction : 0.0);
         result->overlay = planOverlay(result->plan, resolved, format);
+        for (const PlanCandidate& c : result->plan.candidates)
+            result->matchKeys << plannedMatchKey(resolved, format, c.choice);
     });
     connect(m_thread, &QThread::finished, this, [this, result] {
         m_thread->deleteLater();
@@ -256,6 +348,8 @@ void PlanPanel::plan()
             return;
         }
         m_model->setPlan(result->plan);
+        m_matchKeys = result->matchKeys;
+        remeasure();
         m_table->setColumnHidden(PlanModel::StagePeaksColumn, !m_model->hasStages());
         // The answer in view and selected (its reason below), wherever the sort put it; once laid out.
         QTimer::singleShot(0, this, [this] {
@@ -280,10 +374,10 @@ void PlanPanel::showStatus()
         m_status->setText((m_problem.isEmpty() ? QString()
                                                : QStringLiteral("<span style='color:#c62828'>%1</span><br>")
                                                      .arg(m_problem.toHtmlEscaped()))
-            + tr("Step times need a rates record measured on your GPU: <code>recompute-bench --calibrate "
-                 "--out "
-                 "FILE</code> writes one; choose it above. Or use the provisional H100 record: figures from "
-                 "other devices and assumptions, every step time it gives labelled <b>PROVISIONAL</b>."));
+            + tr(
+                "Step times need a rates record measured on your GPU: <code>recompute-bench --calibrate "
+                "--out FILE</code> writes one; choose it above, or one of the records that come with the "
+                "studio (a <b>PROVISIONAL</b> one is not a measurement: every step time it gives says so)."));
         return;
     }
     if (!m_problem.isEmpty()) {

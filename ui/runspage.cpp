@@ -218,6 +218,7 @@ void RunsPage::reload()
         selectRun(selected);
     else
         showRun(0);
+    emit reloaded();
 }
 
 void RunsPage::updateBanner()

@@ -99,6 +99,8 @@ signals:
     void runSelected(qint64 runId);
     // "Re-run" from the context menu: the run's stored recipe is to go to the launch page.
     void rerunRequested(qint64 runId);
+    // The store was re-read (reload): what else shows its runs may look again.
+    void reloaded();
 
 private:
     void showRun(qint64 runId);

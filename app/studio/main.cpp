@@ -82,7 +82,8 @@ int main(int argc, char** argv)
     QCommandLineOption planOption(QStringLiteral("plan"),
         QStringLiteral(
             "Plan the opened recipe on the recipe page's Plan tab with this rates record "
-            "(recompute-bench --calibrate writes one; 'provisional': the provisional H100 record)."),
+            "(recompute-bench --calibrate writes one), or a record that comes with the studio by name "
+            "(h200-bf16; 'provisional': the first provisional one)."),
         QStringLiteral("rates"));
     parser.addOption(planOption);
     QCommandLineOption planTargetOption(QStringLiteral("plan-target"),
@@ -143,11 +144,15 @@ int main(int argc, char** argv)
         window.editorPage()->textTabs()->setCurrentWidget(panel);
         if (parser.isSet(planTargetOption))
             panel->targetBox()->setValue(parser.value(planTargetOption).toDouble());
-        const QString rates = parser.value(planOption);
+        QString rates = parser.value(planOption);
+        for (const auto& b : rs::ui::PlanPanel::bundledRates())
+            if ((rates == QLatin1String("provisional") && b.provisional)
+                || b.path == QStringLiteral(":/calibration/%1.json").arg(rates)) {
+                rates = b.path;
+                break;
+            }
         QString error;
-        if (!panel->setRatesFile(
-                rates == QLatin1String("provisional") ? rs::ui::PlanPanel::kProvisionalRates : rates,
-                &error)) {
+        if (!panel->setRatesFile(rates, &error)) {
             std::fprintf(stderr, "recompute-studio: --plan: %s\n", qPrintable(error));
             return 2;
         }

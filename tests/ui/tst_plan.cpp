@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // The recipe page's plan (core/plan.h in the window): the plan's item model under QAbstractItemModelTester,
 // the plan's front on the trade-off chart as predictions that give way to measurements of the same recipe
-// and choice, and the Plan tab offscreen (no rates record: says how to get one; the provisional record:
-// labelled PROVISIONAL wherever its figures are shown).
+// and choice, the plan's table beside what a real store measured of it, and the Plan tab offscreen (the
+// bundled records offered, a measured one first; the provisional record labelled PROVISIONAL wherever its
+// figures are shown; a file of the user's beside them).
 #include <nlohmann/json.hpp>
 
 #include <QAbstractItemModelTester>
@@ -36,9 +37,18 @@ using storage::RunRecord;
 
 namespace {
 
+// The bundled record that is provisional (resources/calibration/h100-bf16-PROVISIONAL.json).
+QString provisionalPath()
+{
+    for (const auto& b : PlanPanel::bundledRates())
+        if (b.provisional)
+            return b.path;
+    qFatal("no provisional rates record in the resources");
+}
+
 CalibrationRates provisionalRates()
 {
-    QFile f(PlanPanel::kProvisionalRates);
+    QFile f(provisionalPath());
     if (!f.open(QIODevice::ReadOnly))
         qFatal("the provisional rates record is not in the resources");
     return calibrationFromJson(nlohmann::json::parse(f.readAll().toStdString()));
@@ -312,6 +322,146 @@ private slots:
         QCOMPARE(predictedCount(page.tradeoffChart()->data()), 0);
     }
 
+    // The plan's Measured column: a real store holding the []'s run and one candidate's (both of the planned
+    // recipe, as the worker stores them), looked up by the panel through the store's recipe_match_key.
+    void measuredColumn_data()
+    {
+        QTest::addColumn<bool>("controlStored");
+        QTest::addColumn<QString>("outcome"); // the candidate's run
+        QTest::addColumn<double>("candidateMs");
+        QTest::addColumn<bool>("otherRecipe"); // the runs are of a recipe with another seq_length
+        QTest::newRow("[] and the chosen one: Δ and miss")
+            << true << QStringLiteral("pass") << 1100.0 << false;
+        QTest::newRow("the chosen one faster than []") << true << QStringLiteral("pass") << 950.0 << false;
+        QTest::newRow("no []: no Δ") << false << QStringLiteral("pass") << 1100.0 << false;
+        QTest::newRow("the chosen one failed") << true << QStringLiteral("oom") << 0.0 << false;
+        QTest::newRow("another recipe's runs: nothing measured")
+            << true << QStringLiteral("pass") << 1100.0 << true;
+    }
+    void measuredColumn()
+    {
+        QFETCH(bool, controlStored);
+        QFETCH(QString, outcome);
+        QFETCH(double, candidateMs);
+        QFETCH(bool, otherRecipe);
+        QSettings().setValue(PlanPanel::kRatesSetting, provisionalPath());
+        QTemporaryDir dir;
+        storage::Store store;
+        QString error;
+        QVERIFY2(store.open(dir.filePath(QStringLiteral("plan.sqlite")), &error), qPrintable(error));
+
+        RecipeDocument document;
+        Recipe recipe = presetRecipe(QStringLiteral("gpt-unfused"));
+        recipe.memory_target_gb = 32.0;
+        document.resetUntitled(recipe);
+        // What the panel will plan: the same plan, for the choice to store a run of.
+        const Recipe resolved = validate(recipe).resolved;
+        const Plan expected = planOf(resolved);
+        QVERIFY(expected.chosen);
+        const PlanCandidate& chosen = expected.candidates[*expected.chosen];
+        Recipe stored = resolved;
+        if (otherRecipe)
+            stored.seq_length *= 2;
+        qint64 controlId = 0;
+        if (controlStored) {
+            controlId
+                = store.insertRun(measuredRun(0, stored, RecomputeChoice {}, 36.5, 1000.0, std::nullopt));
+            QVERIFY(controlId > 0);
+        }
+        RunRecord run = measuredRun(0, stored, chosen.choice, 30.25, candidateMs,
+            controlId ? std::optional<qint64>(controlId) : std::nullopt);
+        if (outcome != QLatin1String("pass")) {
+            run.outcome = outcome;
+            run.failureStage = QStringLiteral("forward");
+            run.steadyStepMs.reset();
+        }
+        const qint64 runId = store.insertRun(run);
+        QVERIFY(runId > 0);
+
+        PlanPanel panel(&document);
+        QAbstractItemModelTester tester(
+            panel.model(), QAbstractItemModelTester::FailureReportingMode::QtTest);
+        panel.setStore(&store);
+        QTRY_VERIFY_WITH_TIMEOUT(!panel.isPlanning() && panel.model()->rowCount() > 0, 60000);
+        const PlanModel& model = *panel.model();
+        QCOMPARE(model.rowCount(), int(expected.candidates.size()));
+        QCOMPARE(model.chosenRow(), int(*expected.chosen));
+        const int row = model.chosenRow();
+        const auto cell = [&](int r, int role = Qt::DisplayRole) {
+            return model.index(r, PlanModel::MeasuredColumn).data(role);
+        };
+        // Every candidate without a run of its own is empty.
+        for (int r = 0; r < model.rowCount(); ++r)
+            if (r != row && !(r == 0 && controlStored && !otherRecipe))
+                QVERIFY2(!cell(r).isValid(), qPrintable(cell(r).toString()));
+        if (otherRecipe) {
+            QVERIFY(!cell(row).isValid());
+            QVERIFY(!cell(0).isValid());
+            return;
+        }
+        if (controlStored) {
+            QCOMPARE(cell(0).toString(), QStringLiteral("36.50 GB, 1000.0 ms"));
+            QCOMPARE(cell(0, PlanModel::MeasuredStepMsRole).toDouble(), 1000.0);
+            QVERIFY(!cell(0, PlanModel::MissPtsRole).isValid()); // the reference itself
+        }
+        if (outcome != QLatin1String("pass")) {
+            QCOMPARE(cell(row).toString(), QStringLiteral("oom in forward, 30.25 GB"));
+            QVERIFY(!cell(row, PlanModel::MeasuredStepMsRole).isValid());
+            QVERIFY(!cell(row, PlanModel::MissPtsRole).isValid());
+            return;
+        }
+        QCOMPARE(cell(row, PlanModel::MeasuredPeakGbRole).toDouble(), 30.25);
+        QCOMPARE(cell(row, PlanModel::MeasuredStepMsRole).toDouble(), candidateMs);
+        QVERIFY(cell(row, Qt::ToolTipRole).toString().contains(QString::number(runId)));
+        if (!controlStored) {
+            QCOMPARE(cell(row).toString(), QStringLiteral("30.25 GB, %1 ms").arg(candidateMs, 0, 'f', 1));
+            QVERIFY(!cell(row, PlanModel::MeasuredDeltaPctRole).isValid());
+            return;
+        }
+        // One stored step time a side (no iterations): the Δ is the plain difference, in % of the [].
+        const double measuredDelta = (candidateMs - 1000.0) / 1000.0 * 100.0;
+        QCOMPARE(cell(row, PlanModel::MeasuredDeltaPctRole).toDouble(), measuredDelta);
+        QCOMPARE(cell(row, PlanModel::MissPtsRole).toDouble(), chosen.delta_pct - measuredDelta);
+        QCOMPARE(cell(row).toString(),
+            QStringLiteral("30.25 GB, %1 ms, Δ %2 (miss %3)")
+                .arg(candidateMs, 0, 'f', 1)
+                .arg(QString::asprintf("%+.2f %%", measuredDelta))
+                .arg(QString::asprintf("%+.2f pt", chosen.delta_pct - measuredDelta)));
+        // Sorted by the miss.
+        QCOMPARE(cell(row, PlanModel::SortRole).toDouble(), chosen.delta_pct - measuredDelta);
+
+        // A run stored later is shown once the store is looked at again.
+        const qint64 more
+            = store.insertRun(measuredRun(0, resolved, chosen.choice, 30.25, candidateMs + 100.0, controlId));
+        panel.remeasure();
+        QCOMPARE(cell(row, PlanModel::MeasuredStepMsRole).toDouble(), candidateMs + 50.0); // the mean of two
+        QVERIFY(cell(row, Qt::ToolTipRole).toString().contains(QString::number(more)));
+    }
+
+    // The records compiled into the resources, each named from its own fields; a measured one first.
+    void bundledRecords()
+    {
+        const auto bundled = PlanPanel::bundledRates();
+        QVERIFY(bundled.size() >= 2);
+        QVERIFY(!bundled.front().provisional);
+        bool anyProvisional = false;
+        for (const auto& b : bundled) {
+            QVERIFY(b.path.startsWith(QLatin1String(":/calibration/")));
+            QFile f(b.path);
+            QVERIFY(f.open(QIODevice::ReadOnly));
+            const CalibrationRates rates
+                = calibrationFromJson(nlohmann::json::parse(f.readAll().toStdString()));
+            QCOMPARE(b.provisional, rates.provisional);
+            QCOMPARE(b.label, PlanPanel::ratesLabel(rates));
+            QVERIFY(b.label.startsWith(QString::fromStdString(rates.device + ", " + rates.dtype)));
+            QCOMPARE(b.label.contains(QLatin1String("PROVISIONAL")), rates.provisional);
+            if (!rates.provisional)
+                QVERIFY(b.label.contains(QString::fromStdString(rates.measured_at.substr(0, 10))));
+            anyProvisional |= rates.provisional;
+        }
+        QVERIFY(anyProvisional);
+    }
+
     void panelOffscreen()
     {
         RecipeDocument document;
@@ -322,14 +472,20 @@ private slots:
         panel.resize(1000, 500);
         panel.show();
         QVERIFY(QTest::qWaitForWindowExposed(&panel));
-        // No record yet: says how to measure one, offers the provisional one; plans nothing.
-        QVERIFY(!panel.rates());
-        QVERIFY(panel.statusLabel()->text().contains(QLatin1String("recompute-bench --calibrate")));
+        // Nothing remembered: the measured record is taken over the provisional one, and planned with.
+        const auto bundled = PlanPanel::bundledRates();
+        QVERIFY(panel.rates());
+        QVERIFY(!panel.rates()->provisional);
+        QCOMPARE(panel.ratesFile(), bundled.front().path);
+        QCOMPARE(panel.ratesBox()->count(), int(bundled.size()));
+        QCOMPARE(panel.ratesBox()->currentText(), bundled.front().label);
         QCOMPARE(panel.targetBox()->value(), 60.0);
-        panel.plan();
-        QCOMPARE(panel.model()->rowCount(), 0);
+        QTRY_VERIFY_WITH_TIMEOUT(!panel.isPlanning() && panel.model()->rowCount() > 0, 30000);
+        QVERIFY(!panel.model()->plan().provisional);
+        QVERIFY(!panel.statusLabel()->text().contains(QLatin1String("PROVISIONAL")));
+        QVERIFY(panel.statusLabel()->text().contains(QLatin1String("Predicted, not measured")));
 
-        // A file that is not a record: the field and the reason.
+        // A file that is not a record: the field and the reason; the record in use stays.
         QTemporaryDir dir;
         const QString bad = dir.filePath(QStringLiteral("bad.json"));
         {
@@ -341,12 +497,19 @@ private slots:
         QVERIFY(!panel.setRatesFile(bad, &error));
         QVERIFY2(error.contains(QLatin1String("source: missing")), qPrintable(error));
         QVERIFY(panel.statusLabel()->text().contains(QLatin1String("source: missing")));
+        QCOMPARE(panel.ratesFile(), bundled.front().path);
+        QCOMPARE(panel.ratesBox()->count(), int(bundled.size()));
 
+        // The provisional record chosen in the box.
         QSignalSpy planned(&panel, &PlanPanel::planned);
-        QTest::mouseClick(panel.provisionalButton(), Qt::LeftButton);
+        const int provisionalAt = panel.ratesBox()->findData(provisionalPath());
+        QVERIFY(provisionalAt > 0);
+        QVERIFY(panel.ratesBox()->itemText(provisionalAt).contains(QLatin1String("PROVISIONAL")));
+        panel.ratesBox()->setCurrentIndex(provisionalAt);
+        emit panel.ratesBox()->activated(provisionalAt);
         QTRY_VERIFY_WITH_TIMEOUT(planned.count() == 1, 30000);
         QVERIFY(!panel.isPlanning());
-        QCOMPARE(QSettings().value(PlanPanel::kRatesSetting).toString(), PlanPanel::kProvisionalRates);
+        QCOMPARE(QSettings().value(PlanPanel::kRatesSetting).toString(), provisionalPath());
         const Plan& plan = panel.model()->plan();
         QVERIFY(plan.provisional);
         QCOMPARE(plan.target_gb, std::optional<double>(60.0));
@@ -359,6 +522,9 @@ private slots:
         QCOMPARE(panel.table()->model()->rowCount(), int(plan.candidates.size()));
         const PlanCandidate& chosen = plan.candidates[size_t(panel.model()->chosenRow())];
         QTRY_COMPARE(panel.whyLabel()->text(), QString::fromStdString(chosen.label + ": " + chosen.reason));
+        // No store: nothing measured.
+        for (int row = 0; row < panel.model()->rowCount(); ++row)
+            QVERIFY(!panel.model()->index(row, PlanModel::MeasuredColumn).data().isValid());
 
         // A target typed here re-plans.
         panel.targetBox()->setValue(1.0);
@@ -378,9 +544,30 @@ private slots:
         QVERIFY(panel.statusLabel()->text().contains(QLatin1String("rule errors")));
 
         // The record is remembered: a new panel starts with it.
-        PlanPanel again(&document);
-        QVERIFY(again.rates());
-        QVERIFY(again.rates()->provisional);
+        {
+            PlanPanel again(&document);
+            QVERIFY(again.rates());
+            QVERIFY(again.rates()->provisional);
+            QCOMPARE(again.ratesBox()->currentData().toString(), provisionalPath());
+        }
+
+        // A file of the user's: an entry of its own after the bundled ones, remembered as the file.
+        const QString mine = dir.filePath(QStringLiteral("my-gpu.json"));
+        QVERIFY(QFile::copy(bundled.front().path, mine));
+        QVERIFY(panel.setRatesFile(mine, &error));
+        QCOMPARE(panel.ratesBox()->count(), int(bundled.size()) + 1);
+        QCOMPARE(panel.ratesBox()->currentData().toString(), mine);
+        QVERIFY(panel.ratesBox()->currentText().startsWith(QLatin1String("my-gpu.json (")));
+        QCOMPARE(QSettings().value(PlanPanel::kRatesSetting).toString(), mine);
+        {
+            PlanPanel again(&document);
+            QCOMPARE(again.ratesFile(), mine);
+            QCOMPARE(again.ratesBox()->currentData().toString(), mine);
+        }
+        // Back to a bundled one: the file's entry goes.
+        QVERIFY(panel.setRatesFile(bundled.front().path));
+        QCOMPARE(panel.ratesBox()->count(), int(bundled.size()));
+        QTRY_VERIFY_WITH_TIMEOUT(!panel.isPlanning(), 30000);
     }
 
 private:

@@ -56,6 +56,17 @@ struct Accumulator {
     QVector<const RunRecord*> failing;
 };
 
+// Runs' step samples pooled (each run's `samples`, or its stored step time alone): what a Δ is taken over.
+std::vector<double> pooledSamples(const QVector<const RunRecord*>& runs, const StepSamplesOf& samples)
+{
+    std::vector<double> out;
+    for (const RunRecord* r : runs) {
+        const std::vector<double> t = samples ? samples(*r) : stepSamples({}, r->steadyStepMs);
+        out.insert(out.end(), t.begin(), t.end());
+    }
+    return out;
+}
+
 } // namespace
 
 TradeoffData buildTradeoff(const QVector<RunRecord>& runs, TradeoffAxis axis,
@@ -71,14 +82,8 @@ TradeoffData buildTradeoff(const QVector<RunRecord>& runs, TradeoffAxis axis,
 TradeoffData buildTradeoffFrom(const QVector<const RunRecord*>& runs, TradeoffAxis axis,
     std::optional<double> memoryTargetGb, const StepSamplesOf& samples)
 {
-    const auto samplesOf = [&samples](const QVector<const RunRecord*>& rs) {
-        std::vector<double> out;
-        for (const RunRecord* r : rs) {
-            const std::vector<double> t = samples ? samples(*r) : stepSamples({}, r->steadyStepMs);
-            out.insert(out.end(), t.begin(), t.end());
-        }
-        return out;
-    };
+    const auto samplesOf
+        = [&samples](const QVector<const RunRecord*>& rs) { return pooledSamples(rs, samples); };
     TradeoffData data;
     const bool delta = axis == TradeoffAxis::VersusControl;
     data.xTitle
@@ -272,6 +277,77 @@ void markParetoFront(QVector<TradeoffPoint>* points)
     }
 }
 
+QString plannedMatchKey(const Recipe& resolved, InputFormat format, const RecomputeChoice& choice)
+{
+    // The store keys a run by its resolved recipe (the worker's `recipe` event), less the recompute choice.
+    const Recipe run = validate(candidateRecipe(resolved, choice), format).resolved;
+    return storage::Store::recipeMatchKey(QString::fromStdString(recipeToJson(run).dump()));
+}
+
+bool measuresPlanned(const storage::RunRecord& r, const QString& matchKey, const RecomputeChoice& choice)
+{
+    return !r.recipeMatchKey.isEmpty() && r.recipeMatchKey == matchKey
+        && storage::storedChoice(r).sameAs(choice);
+}
+
+QVector<std::optional<PlanMeasurement>> measurePlan(const Plan& plan, const QStringList& matchKeys,
+    const QVector<const storage::RunRecord*>& runs, const StepSamplesOf& samples)
+{
+    const auto samplesOf
+        = [&samples](const QVector<const RunRecord*>& rs) { return pooledSamples(rs, samples); };
+    const size_t n = std::min(plan.candidates.size(), size_t(matchKeys.size()));
+    QVector<std::optional<PlanMeasurement>> out(qsizetype(plan.candidates.size()));
+    std::vector<Accumulator> of(n);
+    for (const RunRecord* r : runs)
+        for (size_t i = 0; i < n; ++i)
+            if (measuresPlanned(*r, matchKeys[qsizetype(i)], plan.candidates[i].choice))
+                (passed(*r) ? of[i].passing : of[i].failing).push_back(r);
+    // The [] candidate (the plan's first) measured: the reference of every measured Δ.
+    std::vector<double> controlSamples;
+    const bool controlFirst = n > 0 && plan.candidates.front().verdict == PlanVerdict::Control;
+    if (controlFirst)
+        controlSamples = samplesOf(of[0].passing);
+    for (size_t i = 0; i < n; ++i) {
+        const bool failed = of[i].passing.isEmpty();
+        const auto& use = failed ? of[i].failing : of[i].passing;
+        if (use.isEmpty())
+            continue;
+        PlanMeasurement m;
+        double sumMs = 0.0, sumGb = 0.0;
+        int nMs = 0, nGb = 0;
+        const RunRecord* newest = nullptr;
+        for (const RunRecord* r : use) {
+            m.runIds << r->id;
+            if (!newest || r->id > newest->id)
+                newest = r;
+            if (r->steadyStepMs && !failed) {
+                sumMs += *r->steadyStepMs;
+                ++nMs;
+            }
+            if (r->peakAllocated) {
+                sumGb += double(*r->peakAllocated) / kBytesPerGb;
+                ++nGb;
+            }
+        }
+        m.outcome = failed ? failureText(*newest) : QString(storage::outcome::Pass);
+        if (nGb)
+            m.peakGb = sumGb / nGb;
+        if (nMs)
+            m.stepMs = sumMs / nMs;
+        const PlanCandidate& c = plan.candidates[i];
+        if (nMs && !controlSamples.empty() && c.verdict != PlanVerdict::Invalid) {
+            // The [] itself is the reference: no Δ of its own to miss.
+            if (!(controlFirst && i == 0))
+                if (const auto d = timeDelta(samplesOf(use), controlSamples)) {
+                    m.deltaPct = d->pct;
+                    m.missPts = c.delta_pct - d->pct;
+                }
+        }
+        out[qsizetype(i)] = m;
+    }
+    return out;
+}
+
 PlanOverlay planOverlay(const Plan& plan, const Recipe& resolved, InputFormat format)
 {
     PlanOverlay out;
@@ -285,10 +361,7 @@ PlanOverlay planOverlay(const Plan& plan, const Recipe& resolved, InputFormat fo
         PlannedPoint p;
         p.moduleSet = QString::fromStdString(c.choice.label());
         p.choice = c.choice;
-        // The recipe the worker would run for this choice, resolved as the plan resolved it: the store keys
-        // a run by its resolved recipe (the worker's `recipe` event), less the recompute choice.
-        const Recipe run = validate(candidateRecipe(resolved, c.choice), format).resolved;
-        p.matchKey = storage::Store::recipeMatchKey(QString::fromStdString(recipeToJson(run).dump()));
+        p.matchKey = plannedMatchKey(resolved, format, c.choice);
         p.stepMs = c.step_ms;
         p.deltaPct = c.delta_pct;
         p.peakGb = double(c.peak_bytes) / kBytesPerGb;
@@ -340,7 +413,7 @@ void applyPlan(TradeoffData* data, const PlanOverlay& plan, const QVector<const 
                 continue;
             if (!group)
                 group = data->points[at].groupIndex;
-            if (storage::storedChoice(*r).sameAs(pp.choice))
+            if (measuresPlanned(*r, pp.matchKey, pp.choice))
                 measuredAt[k] = at;
         }
     }

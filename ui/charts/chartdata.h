@@ -113,6 +113,31 @@ struct PlanOverlay {
     std::optional<double> controlPeakGb; // the plan's [] (the Δ% axes' reference)
     QVector<PlannedPoint> front; // the plan's Pareto front, by peak
 };
+// The key a stored run of `choice` of `resolved` (read as `format`) has: Store::recipeMatchKey of the recipe
+// the worker would run for it, resolved as the plan resolved it.
+QString plannedMatchKey(const Recipe& resolved, InputFormat format, const RecomputeChoice& choice);
+// Whether stored run `r` measures the planned `choice` whose recipe has `matchKey`: the same key and the same
+// choice (storedChoice). A failed run too. The one test of "measured" for the chart and the plan's table.
+bool measuresPlanned(const storage::RunRecord& r, const QString& matchKey, const RecomputeChoice& choice);
+
+// A plan's candidate as the store has measured it: its runs pooled as the trade-off pools a point's.
+struct PlanMeasurement {
+    QVector<qint64> runIds; // the passing runs (every failed one when none passed)
+    QString outcome; // "pass", or the newest failure ("oom in forward")
+    std::optional<double> peakGb; // mean peak allocated of those runs
+    std::optional<double> stepMs; // mean steady step time of the passing runs
+    // Δ step time against the measured [] of the same recipe (core's timeDelta, kStepDeltaName), and the
+    // prediction's miss: predicted Δ less measured Δ, in percentage points. nullopt: no measured [] (or no
+    // step time on either side).
+    std::optional<double> deltaPct;
+    std::optional<double> missPts;
+};
+// For each of `plan`'s candidates (`matchKeys[i]`: plannedMatchKey of candidate i), its measurement among
+// `runs` (measuresPlanned), or nullopt. The Δ is each run's `samples` (without it, the stored step time)
+// pooled against the [] candidate's.
+QVector<std::optional<PlanMeasurement>> measurePlan(const Plan& plan, const QStringList& matchKeys,
+    const QVector<const storage::RunRecord*>& runs, const StepSamplesOf& samples = {});
+
 // The front of `plan`, made for `resolved` (validate(...).resolved) read as `format` (what planRecompute was
 // given), each choice keyed as the store keys its runs.
 PlanOverlay planOverlay(const Plan& plan, const Recipe& resolved, InputFormat format);

@@ -17,6 +17,28 @@ QString gb(int64_t bytes)
     return QString::fromStdString(formatGb(bytes, 2));
 }
 
+QString ms(double v)
+{
+    return QString::fromStdString(formatFixed(v, 1));
+}
+
+// "36.12 GB, 1043.2 ms, Δ +4.10 % (miss -1.30 pt)"; a failed run says how it failed.
+QString measuredText(const PlanMeasurement& m)
+{
+    QStringList parts;
+    if (m.outcome != storage::outcome::Pass)
+        parts << m.outcome;
+    if (m.peakGb)
+        parts << QStringLiteral("%1 GB").arg(gb(gbToBytes(*m.peakGb)));
+    if (m.stepMs)
+        parts << QStringLiteral("%1 ms").arg(ms(*m.stepMs));
+    if (m.deltaPct && m.missPts)
+        parts << PlanModel::tr("Δ %1 (miss %2)")
+                     .arg(QString::asprintf("%+.2f %%", *m.deltaPct),
+                         QString::asprintf("%+.2f pt", *m.missPts));
+    return parts.join(QStringLiteral(", "));
+}
+
 bool measurable(const PlanCandidate& c)
 {
     return c.verdict != PlanVerdict::Invalid;
@@ -33,9 +55,23 @@ void PlanModel::setPlan(const Plan& plan)
 {
     beginResetModel();
     m_plan = plan;
+    m_measured.clear();
     endResetModel();
     // The step headers carry "PROVISIONAL" with the plan's rates.
     emit headerDataChanged(Qt::Horizontal, StepColumn, DeltaColumn);
+}
+
+void PlanModel::setMeasurements(const QVector<std::optional<PlanMeasurement>>& measured)
+{
+    m_measured = measured;
+    m_measured.resize(qsizetype(m_plan.candidates.size()));
+    if (rowCount() > 0)
+        emit dataChanged(index(0, MeasuredColumn), index(rowCount() - 1, MeasuredColumn));
+}
+
+const PlanMeasurement* PlanModel::measurementOf(int row) const
+{
+    return row >= 0 && row < m_measured.size() && m_measured[row] ? &*m_measured[row] : nullptr;
 }
 
 void PlanModel::clear()
@@ -90,7 +126,11 @@ QVariant PlanModel::data(const QModelIndex& index, int role) const
             return peaks.join(QStringLiteral(" / "));
         }
         case StepColumn:
-            return measurable(c) ? QString::number(c.step_ms, 'f', 1) : QVariant();
+            return measurable(c) ? ms(c.step_ms) : QVariant();
+        case MeasuredColumn:
+            if (const PlanMeasurement* m = measurementOf(index.row()))
+                return measuredText(*m);
+            return {};
         case DeltaColumn:
             return measurable(c) ? QString::asprintf("%+.2f %%", c.delta_pct) : QVariant();
         case VerdictColumn:
@@ -108,13 +148,31 @@ QVariant PlanModel::data(const QModelIndex& index, int role) const
             return measurable(c) ? QVariant(c.step_ms) : QVariant();
         case DeltaColumn:
             return measurable(c) ? QVariant(c.delta_pct) : QVariant();
+        case MeasuredColumn: // by the miss where there is one, else by the measured step
+            if (const PlanMeasurement* m = measurementOf(index.row()))
+                return m->missPts ? QVariant(*m->missPts) : m->stepMs ? QVariant(*m->stepMs) : QVariant();
+            return {};
         default:
             return data(index, Qt::DisplayRole);
         }
     case ChosenRole:
         return chosen;
+    case MeasuredPeakGbRole:
+    case MeasuredStepMsRole:
+    case MeasuredDeltaPctRole:
+    case MissPtsRole: {
+        const PlanMeasurement* m = measurementOf(index.row());
+        if (!m)
+            return {};
+        const std::optional<double> v = role == MeasuredPeakGbRole ? m->peakGb
+            : role == MeasuredStepMsRole                           ? m->stepMs
+            : role == MeasuredDeltaPctRole                         ? m->deltaPct
+                                                                   : m->missPts;
+        return v ? QVariant(*v) : QVariant();
+    }
     case Qt::TextAlignmentRole:
-        if (col == PeakColumn || col == StagePeaksColumn || col == StepColumn || col == DeltaColumn)
+        if (col == PeakColumn || col == StagePeaksColumn || col == StepColumn || col == DeltaColumn
+            || col == MeasuredColumn)
             return int(Qt::AlignRight | Qt::AlignVCenter);
         return {};
     case Qt::FontRole:
@@ -140,6 +198,25 @@ QVariant PlanModel::data(const QModelIndex& index, int role) const
             tip = tr("Predicted from the rates of %1; replays %2 ms of the step.")
                       .arg(QString::fromStdString(m_plan.rates_source))
                       .arg(c.replay_ms, 0, 'f', 1);
+        if (col == MeasuredColumn) {
+            const PlanMeasurement* m = measurementOf(index.row());
+            if (!m)
+                return tr("Not measured: no stored run of this recipe and choice.");
+            QStringList ids;
+            for (qint64 id : m->runIds)
+                ids << QString::number(id);
+            tip = tr("Measured: run(s) %1 (mean).").arg(ids.join(QStringLiteral(", ")));
+            if (m->deltaPct && m->missPts)
+                tip += QLatin1Char(' ')
+                    + tr("Predicted Δ %1 against the measured Δ %2: %3 percentage points off.")
+                          .arg(QString::asprintf("%+.2f %%", c.delta_pct),
+                              QString::asprintf("%+.2f %%", *m->deltaPct),
+                              QString::asprintf("%+.2f", *m->missPts));
+            else if (c.verdict == PlanVerdict::Control)
+                tip += QLatin1Char(' ') + tr("The [] control: every measured Δ is against it.");
+            else if (m->stepMs)
+                tip += QLatin1Char(' ') + tr("No Δ: the [] of this recipe is not measured.");
+        }
         return tip.isEmpty() ? QVariant() : QVariant(tip);
     }
     default:
@@ -166,6 +243,8 @@ QVariant PlanModel::headerData(int section, Qt::Orientation orientation, int rol
             return QString(tr("Δ vs []") + provisional);
         case VerdictColumn:
             return tr("Verdict");
+        case MeasuredColumn:
+            return tr("Measured");
         case ReasonColumn:
             return tr("Why");
         }
@@ -184,6 +263,11 @@ QVariant PlanModel::headerData(int section, Qt::Orientation orientation, int rol
                      "--calibrate --out FILE and choose FILE.")
                 : tr(
                     "Predicted by the step-time model from the rates record; communication is not modelled.");
+        case MeasuredColumn:
+            return tr(
+                "A stored run of the same recipe and choice: its peak, its steady step and its Δ against "
+                "the stored [] of the recipe, with the predicted Δ's miss in percentage points (predicted "
+                "less measured). Empty: not measured.");
         case VerdictColumn:
             return tr(
                 "chosen: the cheapest predicted step that fits; over-target: some rank's peak is over the "

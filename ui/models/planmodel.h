@@ -8,6 +8,7 @@
 
 #include <QAbstractTableModel>
 
+#include "charts/chartdata.h"
 #include "core/plan.h"
 
 namespace rs::ui {
@@ -21,6 +22,7 @@ public:
         PeakColumn, // the hottest rank's peak, GB (and its stage, with a pipeline)
         StepColumn, // predicted step, ms
         DeltaColumn, // against the [] control's predicted step, %
+        MeasuredColumn, // a stored run of the choice: its peak, step and the predicted Δ's miss (points)
         StagePeaksColumn, // every pipeline stage's (rank's) peak, GB
         ReasonColumn,
         ColumnCount
@@ -28,11 +30,18 @@ public:
     enum Role {
         SortRole = Qt::UserRole + 1, // numbers as numbers (GB, ms, %); text otherwise
         ChosenRole, // bool: the cheapest predicted step that fits
+        MeasuredPeakGbRole, // double: the measured peak, GB (invalid: not measured)
+        MeasuredStepMsRole, // double: the measured steady step, ms
+        MeasuredDeltaPctRole, // double: the measured Δ against the measured [], %
+        MissPtsRole, // double: predicted Δ less measured Δ, percentage points
     };
 
     explicit PlanModel(QObject* parent = nullptr);
 
+    // A new plan; its measurements are cleared until setMeasurements.
     void setPlan(const Plan& plan);
+    // One entry per candidate of the plan (measurePlan); others are ignored, missing ones unmeasured.
+    void setMeasurements(const QVector<std::optional<PlanMeasurement>>& measured);
     void clear();
     const Plan& plan() const { return m_plan; }
     bool hasPlan() const { return !m_plan.candidates.empty(); }
@@ -47,7 +56,10 @@ public:
     QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
 
 private:
+    const PlanMeasurement* measurementOf(int row) const;
+
     Plan m_plan;
+    QVector<std::optional<PlanMeasurement>> m_measured;
 };
 
 } // namespace rs::ui
