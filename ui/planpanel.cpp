@@ -268,6 +268,9 @@ void PlanPanel::remeasure()
         pointers << &r;
     m_model->setMeasurements(measurePlan(m_model->plan(), m_matchKeys, pointers,
         [this](const storage::RunRecord& r) { return storage::stepSamplesOf(*m_store, r); }));
+    // An empty column says nothing: shown once a choice is measured (the summary says how to get there).
+    m_table->setColumnHidden(PlanModel::MeasuredColumn, m_model->measuredCount() == 0);
+    showStatus();
 }
 
 void PlanPanel::chooseRates()
@@ -412,6 +415,13 @@ void PlanPanel::showStatus()
         + tr("%n choice(s) planned, %1 on the front, %2 dropped.", nullptr, int(p.candidates.size()))
               .arg(p.front.size())
               .arg(dropped);
+    if (m_store) {
+        const int measured = m_model->measuredCount();
+        text += QLatin1Char(' ')
+            + (measured > 0 ? tr("%n of them measured in the store (the Measured column).", nullptr, measured)
+                            : tr("None of them measured in the store yet: a run of one (Launch) shows "
+                                 "beside its prediction."));
+    }
     if (p.provisional)
         text += QStringLiteral("<br><span style='color:#c62828'><b>%1</b></span>")
                     .arg(tr(

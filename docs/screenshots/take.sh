@@ -22,7 +22,7 @@ shot() { # shot FILE ARGS...
 shot "$out/start-page.png"
 shot "$out/main-window.png" --page 0 --show-group Recompute docs/screenshots/demo.recipe.json
 shot "$out/runs-and-tradeoff-chart.png" --page 1 docs/screenshots/demo.recipe.json
-shot "$out/recipe-plan.png" --page 0 --plan provisional --plan-target 32 resources/presets/gpt-unfused.json
+shot "$out/recipe-plan.png" --page 0 --plan h200-bf16 --plan-target 32 resources/presets/gpt-unfused.json
 HOME=$(mktemp -d -p "$tmp") QT_QPA_PLATFORM=offscreen "$studio" --db "$tmp/shots.sqlite" --export-report "$out/report-page.png" \
   docs/screenshots/demo.recipe.json
 shot "$out/launch-live-memory.png" --db "$tmp/launch.sqlite" --launch --ranks 2 docs/screenshots/tiny-cpu.recipe.json

@@ -394,6 +394,13 @@ private slots:
         for (int r = 0; r < model.rowCount(); ++r)
             if (r != row && !(r == 0 && controlStored && !otherRecipe))
                 QVERIFY2(!cell(r).isValid(), qPrintable(cell(r).toString()));
+        // An empty column is hidden, and the summary says what is measured.
+        QCOMPARE(panel.table()->isColumnHidden(PlanModel::MeasuredColumn), otherRecipe);
+        QCOMPARE(model.measuredCount(), otherRecipe ? 0 : controlStored ? 2 : 1);
+        QVERIFY2(panel.statusLabel()->text().contains(otherRecipe
+                         ? QStringLiteral("None of them measured in the store yet")
+                         : QStringLiteral("%1 of them measured in the store").arg(model.measuredCount())),
+            qPrintable(panel.statusLabel()->text()));
         if (otherRecipe) {
             QVERIFY(!cell(row).isValid());
             QVERIFY(!cell(0).isValid());
@@ -522,9 +529,11 @@ private slots:
         QCOMPARE(panel.table()->model()->rowCount(), int(plan.candidates.size()));
         const PlanCandidate& chosen = plan.candidates[size_t(panel.model()->chosenRow())];
         QTRY_COMPARE(panel.whyLabel()->text(), QString::fromStdString(chosen.label + ": " + chosen.reason));
-        // No store: nothing measured.
+        // No store: nothing measured, no column for it, nothing said of it.
         for (int row = 0; row < panel.model()->rowCount(); ++row)
             QVERIFY(!panel.model()->index(row, PlanModel::MeasuredColumn).data().isValid());
+        QVERIFY(panel.table()->isColumnHidden(PlanModel::MeasuredColumn));
+        QVERIFY(!panel.statusLabel()->text().contains(QLatin1String("measured in the store")));
 
         // A target typed here re-plans.
         panel.targetBox()->setValue(1.0);

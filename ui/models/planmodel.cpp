@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "models/planmodel.h"
 
+#include <algorithm>
+
 #include <QBrush>
 #include <QColor>
 #include <QFont>
@@ -90,6 +92,12 @@ bool PlanModel::hasStages() const
         if (c.rank_peaks.size() > 1)
             return true;
     return false;
+}
+
+int PlanModel::measuredCount() const
+{
+    return int(
+        std::count_if(m_measured.begin(), m_measured.end(), [](const auto& m) { return m.has_value(); }));
 }
 
 int PlanModel::rowCount(const QModelIndex& parent) const

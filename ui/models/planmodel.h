@@ -49,6 +49,8 @@ public:
     int chosenRow() const;
     // More than one pipeline stage: the per-stage peaks say something the hottest's does not.
     bool hasStages() const;
+    // How many candidates have a measurement (setMeasurements).
+    int measuredCount() const;
 
     int rowCount(const QModelIndex& parent = {}) const override;
     int columnCount(const QModelIndex& parent = {}) const override;
