@@ -120,6 +120,7 @@ PlanPanel::PlanPanel(RecipeDocument* document, QWidget* parent)
     // The bundled records, then the file chosen; the record's source in the tooltip.
     for (const BundledRates& b : bundledRates())
         m_ratesBox->addItem(b.label, b.path);
+    m_bundledCount = m_ratesBox->count();
     m_ratesBox->setSizeAdjustPolicy(QComboBox::AdjustToContents);
     grid->addWidget(m_ratesBox, 1, 1, 1, 2);
     auto* choose = new QPushButton(tr("Choose file…"));
@@ -224,8 +225,7 @@ bool PlanPanel::setRatesFile(const QString& path, QString* error)
 void PlanPanel::showRatesChoice()
 {
     // A file of the user's is the entry after the bundled ones (one at a time).
-    const int bundled = int(bundledRates().size());
-    while (m_ratesBox->count() > bundled)
+    while (m_ratesBox->count() > m_bundledCount)
         m_ratesBox->removeItem(m_ratesBox->count() - 1);
     if (!m_rates) {
         m_ratesBox->setCurrentIndex(-1);

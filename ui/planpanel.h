@@ -99,6 +99,7 @@ private:
     std::optional<double> m_recipeTarget; // the recipe's memory_target_gb the box last followed
     QDoubleSpinBox* m_target;
     QComboBox* m_ratesBox;
+    int m_bundledCount = 0; // the box's first entries; a file chosen is the one after them
     storage::Store* m_store = nullptr;
     QStringList m_matchKeys; // plannedMatchKey of each of the plan's candidates
     QLabel* m_status;

@@ -51,6 +51,34 @@ QString failureText(const RunRecord& r)
     return text;
 }
 
+// The mean steady step time (of the runs that passed) and mean peak allocated of runs pooled into one point;
+// nullopt where none has one.
+struct RunMeans {
+    std::optional<double> stepMs;
+    std::optional<double> peakGb;
+};
+RunMeans meansOf(const QVector<const RunRecord*>& runs)
+{
+    double ms = 0.0, gb = 0.0;
+    int nMs = 0, nGb = 0;
+    for (const RunRecord* r : runs) {
+        if (r->steadyStepMs && passed(*r)) {
+            ms += *r->steadyStepMs;
+            ++nMs;
+        }
+        if (r->peakAllocated) {
+            gb += double(*r->peakAllocated) / kBytesPerGb;
+            ++nGb;
+        }
+    }
+    RunMeans out;
+    if (nMs)
+        out.stepMs = ms / nMs;
+    if (nGb)
+        out.peakGb = gb / nGb;
+    return out;
+}
+
 struct Accumulator {
     QVector<const RunRecord*> passing;
     QVector<const RunRecord*> failing;
@@ -137,23 +165,11 @@ TradeoffData buildTradeoffFrom(const QVector<const RunRecord*>& runs, TradeoffAx
             controlGb = double(*control->peakAllocated) / kBytesPerGb;
         // Repeats of the control: the reference is their mean, the same value the control's point shows.
         if (control && passed(*control)) {
-            const auto& repeats = groups[key][control->moduleSetLabel()].passing;
-            double ms = 0.0, gb = 0.0;
-            int nMs = 0, nGb = 0;
-            for (const RunRecord* r : repeats) {
-                if (r->steadyStepMs) {
-                    ms += *r->steadyStepMs;
-                    ++nMs;
-                }
-                if (r->peakAllocated) {
-                    gb += double(*r->peakAllocated) / kBytesPerGb;
-                    ++nGb;
-                }
-            }
-            if (nMs)
-                controlMs = ms / nMs;
-            if (nGb)
-                controlGb = gb / nGb;
+            const RunMeans repeats = meansOf(groups[key][control->moduleSetLabel()].passing);
+            if (repeats.stepMs)
+                controlMs = repeats.stepMs;
+            if (repeats.peakGb)
+                controlGb = repeats.peakGb;
         }
         if (delta && (!controlMs || !controlGb))
             continue;
@@ -162,26 +178,18 @@ TradeoffData buildTradeoffFrom(const QVector<const RunRecord*>& runs, TradeoffAx
         for (const auto& [label, acc] : groups[key]) {
             const bool failed = acc.passing.isEmpty();
             const auto& use = failed ? acc.failing : acc.passing;
-            double sumMs = 0.0, sumGb = 0.0;
-            int nMs = 0, nGb = 0;
             qint64 newest = 0;
             bool allStopped = true;
             QVector<qint64> ids;
             for (const RunRecord* r : use) {
                 allStopped &= stoppedRun(*r);
                 ids << r->id;
-                if (r->steadyStepMs && !failed) {
-                    sumMs += *r->steadyStepMs;
-                    ++nMs;
-                }
-                if (r->peakAllocated) {
-                    sumGb += double(*r->peakAllocated) / kBytesPerGb;
-                    ++nGb;
-                }
                 newest = std::max(newest, r->id);
             }
-            if (nGb == 0)
+            const RunMeans means = meansOf(use);
+            if (!means.peakGb)
                 continue; // nothing measured to place it by
+            const bool hasStep = means.stepMs.has_value();
             TradeoffPoint p;
             p.moduleSet = label;
             p.group = name;
@@ -193,17 +201,17 @@ TradeoffData buildTradeoffFrom(const QVector<const RunRecord*>& runs, TradeoffAx
             p.runCount = int(use.size());
             p.runId = newest;
             p.isControl = control && controlLabel == label && !failed;
-            const double ms = nMs ? sumMs / nMs : 0.0;
-            const double gb = sumGb / nGb;
-            if (nMs && !p.isControl && !controlSamples.empty()) {
+            const double ms = means.stepMs.value_or(0.0);
+            const double gb = *means.peakGb;
+            if (hasStep && !p.isControl && !controlSamples.empty()) {
                 if (const auto d = timeDelta(samplesOf(use), controlSamples))
                     p.timeDeltaPct = d->pct;
-            } else if (nMs && p.isControl) {
+            } else if (hasStep && p.isControl) {
                 p.timeDeltaPct = 0.0;
             }
-            if (nMs)
+            if (hasStep)
                 p.x = delta ? p.timeDeltaPct : std::optional<double>(ms);
-            if (delta && nMs && !p.x)
+            if (delta && hasStep && !p.x)
                 continue; // no Δ step time against the control: nothing to place it by
             p.y = delta ? (gb - *controlGb) / *controlGb * 100.0 : gb;
             p.outcome = failed ? failureText(*use.front()) : QStringLiteral("pass");
@@ -219,7 +227,7 @@ TradeoffData buildTradeoffFrom(const QVector<const RunRecord*>& runs, TradeoffAx
                               : p.outcome)
                       .arg(gb, 0, 'f', 3)
                       .arg(note.toHtmlEscaped())
-                      .arg(nMs ? QStringLiteral(", step %1 ms").arg(ms, 0, 'f', 1) : QString())
+                      .arg(hasStep ? QStringLiteral(", step %1 ms").arg(ms, 0, 'f', 1) : QString())
                       .arg(p.runCount);
             if (p.timeDeltaPct && !p.isControl)
                 p.tooltip += QStringLiteral("<br>%1 %2%")
@@ -313,29 +321,18 @@ QVector<std::optional<PlanMeasurement>> measurePlan(const Plan& plan, const QStr
         if (use.isEmpty())
             continue;
         PlanMeasurement m;
-        double sumMs = 0.0, sumGb = 0.0;
-        int nMs = 0, nGb = 0;
         const RunRecord* newest = nullptr;
         for (const RunRecord* r : use) {
             m.runIds << r->id;
             if (!newest || r->id > newest->id)
                 newest = r;
-            if (r->steadyStepMs && !failed) {
-                sumMs += *r->steadyStepMs;
-                ++nMs;
-            }
-            if (r->peakAllocated) {
-                sumGb += double(*r->peakAllocated) / kBytesPerGb;
-                ++nGb;
-            }
         }
         m.outcome = failed ? failureText(*newest) : QString(storage::outcome::Pass);
-        if (nGb)
-            m.peakGb = sumGb / nGb;
-        if (nMs)
-            m.stepMs = sumMs / nMs;
+        const RunMeans means = meansOf(use);
+        m.peakGb = means.peakGb;
+        m.stepMs = means.stepMs;
         const PlanCandidate& c = plan.candidates[i];
-        if (nMs && !controlSamples.empty() && c.verdict != PlanVerdict::Invalid) {
+        if (m.stepMs && !controlSamples.empty() && c.verdict != PlanVerdict::Invalid) {
             // The [] itself is the reference: no Δ of its own to miss.
             if (!(controlFirst && i == 0))
                 if (const auto d = timeDelta(samplesOf(use), controlSamples)) {
