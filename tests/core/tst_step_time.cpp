@@ -18,6 +18,7 @@
 #include "core/recompute_labels.h"
 #include "core/rules.h"
 #include "core/shell_words.h"
+#include "core/step_stats.h"
 #include "core/step_time.h"
 
 using namespace rs;
@@ -62,6 +63,18 @@ BridgeJob nemotronJob(const std::string& modules = "[moe]")
         { "train.global_batch_size=16", "model.vocab_size=131072", "model.recompute_modules=" + modules });
 }
 
+// A Megatron-LM log's iteration times ("elapsed time per iteration (ms): X"), in order.
+std::vector<double> iterationTimes(const QString& path)
+{
+    std::ifstream in(path.toStdString());
+    std::vector<double> out;
+    const std::string key = "elapsed time per iteration (ms): ";
+    for (std::string line; std::getline(in, line);)
+        if (const auto at = line.find(key); at != std::string::npos)
+            out.push_back(std::stod(line.substr(at + key.size())));
+    return out;
+}
+
 double stepOf(const Recipe& r, const CalibrationRates& c)
 {
     return estimateStepTime(r, c).step_ms;
@@ -86,6 +99,8 @@ private Q_SLOTS:
     void guideNemotronDelta();
     void realMegatronDeltas_data();
     void realMegatronDeltas();
+    void measuredRatesAgainstRealMegatron_data();
+    void measuredRatesAgainstRealMegatron();
 };
 
 void TestStepTime::recordReadsAndRefuses_data()
@@ -377,6 +392,51 @@ void TestStepTime::realMegatronDeltas()
     if (std::abs(predicted - real) > 2)
         QEXPECT_FAIL("", "see docs/benchmarks.md 'Predicted step time against real Megatron-LM'", Continue);
     QVERIFY2(std::abs(predicted - real) <= 2, qPrintable(u"%1 points"_s.arg(predicted - real)));
+}
+
+// The H200's measured record (resources/calibration/h200-bf16.json) against real Megatron-LM + TE alone on
+// the same H200, each run's own command line, Δ the Hodges-Lehmann shift of the steady iterations (those
+// after `warmup`) with its 95 % interval (core/step_stats.h): bench/gpu/results/h200-2026-12-06-time.
+void TestStepTime::measuredRatesAgainstRealMegatron_data()
+{
+    QTest::addColumn<QString>("control");
+    QTest::addColumn<QString>("candidate");
+    QTest::addColumn<int>("warmup");
+    const QString d = QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h200-2026-12-06-time/");
+    for (const char* c : { "core_attn", "mlp", "full" })
+        QTest::newRow(qPrintable(u"llama %1"_s.arg(QLatin1StringView(c))))
+            << d + u"time-llama-none.log"_s << d + u"time-llama-%1.log"_s.arg(QLatin1StringView(c)) << 6;
+}
+
+void TestStepTime::measuredRatesAgainstRealMegatron()
+{
+    QFETCH(QString, control);
+    QFETCH(QString, candidate);
+    QFETCH(int, warmup);
+    const CalibrationRates c = readCalibrationFile(RS_SOURCE_DIR "/resources/calibration/h200-bf16.json");
+    QVERIFY(!c.provisional);
+    QCOMPARE(c.device, std::string("NVIDIA H200"));
+    const auto steady = [warmup](const QString& log) {
+        std::vector<double> t = iterationTimes(log);
+        t.erase(t.begin(), t.begin() + std::min<ptrdiff_t>(warmup, ptrdiff_t(t.size())));
+        return t;
+    };
+    const std::vector<double> t0 = steady(control), t1 = steady(candidate);
+    QVERIFY2(t0.size() >= 12 && t1.size() >= 12, "each log holds its steady iterations");
+    const auto real = timeDelta(t1, t0);
+    QVERIFY(real && real->low_pct && real->high_pct);
+    const Recipe r0 = validate(recipeOfLog(control), InputFormat::MegatronFlags).resolved;
+    const Recipe r1 = validate(recipeOfLog(candidate), InputFormat::MegatronFlags).resolved;
+    QVERIFY(!isControlRecipe(r1));
+    const double p0 = stepOf(r0, c), p1 = stepOf(r1, c);
+    const double predicted = 100 * (p1 / p0 - 1);
+    qInfo("%s: predicted %.1f -> %.1f ms (%+.2f %%); real median %.1f ms, delta %+.2f %% [%+.2f, %+.2f]",
+        QTest::currentDataTag(), p0, p1, predicted, stepStats(t0)->median_ms, real->pct, *real->low_pct,
+        *real->high_pct);
+    QVERIFY(predicted > 0);
+    if (std::abs(predicted - real->pct) > 2)
+        QEXPECT_FAIL("", "see docs/benchmarks.md 'Predicted step time against real Megatron-LM'", Continue);
+    QVERIFY2(std::abs(predicted - real->pct) <= 2, qPrintable(u"%1 points"_s.arg(predicted - real->pct)));
 }
 
 QTEST_APPLESS_MAIN(TestStepTime)
