@@ -27,6 +27,7 @@ using namespace Qt::StringLiterals;
 namespace {
 
 const char* kProvisional = RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json";
+const char* kH200 = RS_SOURCE_DIR "/resources/calibration/h200-bf16.json"; // measured
 
 CalibrationRates h100()
 {
@@ -349,45 +350,51 @@ void TestStepTime::guideNemotronDelta()
 }
 
 // Real Megatron-LM alone on one GPU, its own command lines (the fixture logs' first line): the H200 job sweep
-// of docs/benchmarks.md "A real-job sweep on the H200" (dense, local spec; medians of the sweep) and the H100
-// step times of bench/gpu/results/2026-12-06-time (Llama-like with TE; medians of 12 steps, whose within-run
-// spread is 10-20 %, the README says).
+// of docs/benchmarks.md "A real-job sweep on the H200" (dense, local spec; medians of the sweep, whose logs
+// are in bench/gpu/results/h200-2026-12-01-job-sweep) predicted with the H200's measured record, and the
+// H100 step times of bench/gpu/results/2026-12-06-time (Llama-like with TE; medians of 12 steps, whose
+// within-run spread is 10-20 %, the README says) with the provisional H100 record.
 void TestStepTime::realMegatronDeltas_data()
 {
+    QTest::addColumn<QString>("rates");
     QTest::addColumn<QString>("control");
     QTest::addColumn<QString>("candidate");
     QTest::addColumn<double>("controlMs");
     QTest::addColumn<double>("candidateMs");
     const QString h200 = QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-h200/");
     const QString h100 = QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/2026-12-06-time/");
+    const QString h200Rates = QString::fromLatin1(kH200);
+    const QString h100Rates = QString::fromLatin1(kProvisional);
     QTest::newRow("H200 dense core_attn")
-        << h200 + u"dense-none.log"_s << h200 + u"dense-core_attn.log"_s << 339.7 << 417.1;
+        << h200Rates << h200 + u"dense-none.log"_s << h200 + u"dense-core_attn.log"_s << 339.7 << 417.1;
     QTest::newRow("H200 dense full uniform 1")
-        << h200 + u"dense-none.log"_s << h200 + u"dense-full-uniform-1.log"_s << 339.7 << 443.9;
+        << h200Rates << h200 + u"dense-none.log"_s << h200 + u"dense-full-uniform-1.log"_s << 339.7 << 443.9;
     QTest::newRow("H200 dense full block 4")
-        << h200 + u"dense-none.log"_s << h200 + u"dense-full-block-4.log"_s << 339.7 << 389.2;
-    QTest::newRow("H100 llama core_attn")
-        << h100 + u"time-llama-none.log"_s << h100 + u"time-llama-core_attn.log"_s << 232.7 << 223.6;
-    QTest::newRow("H100 llama mlp") << h100 + u"time-llama-none.log"_s << h100 + u"time-llama-mlp.log"_s
-                                    << 232.7 << 254.7;
-    QTest::newRow("H100 llama full") << h100 + u"time-llama-none.log"_s << h100 + u"time-llama-full.log"_s
-                                     << 232.7 << 346.5;
+        << h200Rates << h200 + u"dense-none.log"_s << h200 + u"dense-full-block-4.log"_s << 339.7 << 389.2;
+    QTest::newRow("H100 llama core_attn") << h100Rates << h100 + u"time-llama-none.log"_s
+                                          << h100 + u"time-llama-core_attn.log"_s << 232.7 << 223.6;
+    QTest::newRow("H100 llama mlp") << h100Rates << h100 + u"time-llama-none.log"_s
+                                    << h100 + u"time-llama-mlp.log"_s << 232.7 << 254.7;
+    QTest::newRow("H100 llama full") << h100Rates << h100 + u"time-llama-none.log"_s
+                                     << h100 + u"time-llama-full.log"_s << 232.7 << 346.5;
 }
 
 void TestStepTime::realMegatronDeltas()
 {
+    QFETCH(QString, rates);
     QFETCH(QString, control);
     QFETCH(QString, candidate);
     QFETCH(double, controlMs);
     QFETCH(double, candidateMs);
-    const CalibrationRates c = h100();
+    const CalibrationRates c = readCalibrationFile(rates.toStdString());
     const Recipe r0 = validate(recipeOfLog(control), InputFormat::MegatronFlags).resolved;
     const Recipe r1 = validate(recipeOfLog(candidate), InputFormat::MegatronFlags).resolved;
     QVERIFY(!isControlRecipe(r1));
     const double t0 = stepOf(r0, c), t1 = stepOf(r1, c);
     const double predicted = 100 * (t1 / t0 - 1), real = 100 * (candidateMs / controlMs - 1);
-    qInfo("%s: predicted %.1f -> %.1f ms (%+.2f %%), real %.1f -> %.1f ms (%+.2f %%), PROVISIONAL H100 rates",
-        QTest::currentDataTag(), t0, t1, predicted, controlMs, candidateMs, real);
+    qInfo("%s: predicted %.1f -> %.1f ms (%+.2f %%), real %.1f -> %.1f ms (%+.2f %%), rates %s",
+        QTest::currentDataTag(), t0, t1, predicted, controlMs, candidateMs, real,
+        c.provisional ? "PROVISIONAL" : c.device.c_str());
     QVERIFY(predicted > 0);
     if (std::abs(predicted - real) > 2)
         QEXPECT_FAIL("", "see docs/benchmarks.md 'Predicted step time against real Megatron-LM'", Continue);
@@ -413,7 +420,7 @@ void TestStepTime::measuredRatesAgainstRealMegatron()
     QFETCH(QString, control);
     QFETCH(QString, candidate);
     QFETCH(int, warmup);
-    const CalibrationRates c = readCalibrationFile(RS_SOURCE_DIR "/resources/calibration/h200-bf16.json");
+    const CalibrationRates c = readCalibrationFile(kH200);
     QVERIFY(!c.provisional);
     QCOMPARE(c.device, std::string("NVIDIA H200"));
     const auto steady = [warmup](const QString& log) {

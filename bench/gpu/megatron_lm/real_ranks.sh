@@ -15,7 +15,7 @@
 #    at a time, alone on the GPU) and NO_WORKER=1: a Llama-like stack, the MoE stack, and Moonlight's layer
 #    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers; time-big-*: the Llama-like
 #    layer at its full width (hidden 4096, FFN 14336), 4 layers, where the GPU's work and not the host sets the
-#    step.
+#    step; time-dlocal-*: the H200 job sweep's dense local-spec job.
 # Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
 # JOBS at a time (memory is per process: the allocator's own counters); the worker's runs one at a time
 # beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
@@ -84,6 +84,11 @@ dense8="--bf16 --num-layers 4 --hidden-size 2048 --num-attention-heads 16 --grou
 moe8="${moe16/--fp16 --initial-loss-scale 4096/--bf16}"
 llama8="${dense8/--num-layers 4/--num-layers 8}"
 llama8="${llama8/--ffn-hidden-size 7168/--ffn-hidden-size 5632}"
+# The dense local-spec job of the H200 job sweep (bench/gpu/results/h200-2026-12-01-job-sweep): unfused
+# attention with dropout, GPU-bound and steady.
+dlocal="--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1
+  --global-batch-size 4 --max-position-embeddings 4096 --bf16 --attention-backend unfused --transformer-impl local
+  --no-bias-dropout-fusion --no-rope-fusion"
 big4="${dense8/--hidden-size 2048 --num-attention-heads 16/--hidden-size 4096 --num-attention-heads 32}"
 big4="${big4/--num-query-groups 4 --ffn-hidden-size 7168/--num-query-groups 8 --ffn-hidden-size 14336}"
 # Moonlight's layer kinds (Bridge's MoonlightModelProvider, as bridge_rank.sh) at 4 layers on one GPU.
@@ -98,7 +103,7 @@ moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-at
   --hidden-dropout 0 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
 # One line each (a run is one line of RUNS).
 # shellcheck disable=SC2086,SC2116
-for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 dlocal moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
 mlp="--recompute-granularity selective --recompute-modules mlp"
 full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
 delayed="--fp8-format hybrid --fp8-recipe delayed"
@@ -144,6 +149,7 @@ time-llama-none 1 0 $llama8 $t16
 time-llama-core_attn 1 0 $llama8 $t16 $sel core_attn
 time-llama-mlp 1 0 $llama8 $t16 $mlp
 time-llama-full 1 0 $llama8 $t16 $full
+time-dlocal-none 1 0 $dlocal $t16
 time-big-none 1 0 $big4 $t16
 time-big-core_attn 1 0 $big4 $t16 $sel core_attn
 time-big-mlp 1 0 $big4 $t16 $mlp
