@@ -48,8 +48,8 @@ Run settings:
   --help               this text
 
 Calibration (--calibrate): measures this device's rates at one dtype in a few seconds (matrix products at
-layer sizes, causal fused attention forward and backward, grouped GEMM over experts, elementwise bandwidth,
-the host's cost of a kernel, of a checkpoint and of a device-to-host read; CUDA events on a GPU) and writes
+layer sizes, causal fused attention forward and backward, the unfused attention chain (baddbmm, causal
+mask, softmax, PV) and dropout over its scores, grouped GEMM over experts, elementwise bandwidth, the host's cost of a kernel, of a checkpoint and of a device-to-host read; CUDA events on a GPU) and writes
 the record `recompute plan --rates FILE` reads (docs/stream.md's neighbour: core/calibration.h) to FILE, or
 to stdout. --quick: small shapes (the CPU's default). Exit 0, or 2 for an unknown option or device.
 

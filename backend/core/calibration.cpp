@@ -78,14 +78,22 @@ std::vector<GemmRate> gemmsFromJson(const nlohmann::json& j, const std::string& 
 
 nlohmann::json calibrationToJson(const CalibrationRates& c)
 {
-    return { { "kind", kCalibrationKind }, { "version", kCalibrationVersion }, { "device", c.device },
-        { "dtype", c.dtype }, { "torch_version", c.torch_version }, { "measured_at", c.measured_at },
-        { "source", c.source }, { "provisional", c.provisional }, { "matmul", gemmsToJson(c.matmul) },
-        { "grouped_gemm", gemmsToJson(c.grouped_gemm) },
+    nlohmann::json j = { { "kind", kCalibrationKind }, { "version", kCalibrationVersion },
+        { "device", c.device }, { "dtype", c.dtype }, { "torch_version", c.torch_version },
+        { "measured_at", c.measured_at }, { "source", c.source }, { "provisional", c.provisional },
+        { "matmul", gemmsToJson(c.matmul) }, { "grouped_gemm", gemmsToJson(c.grouped_gemm) },
         { "attention",
             { { "fwd_tflops", c.attention_fwd_tflops }, { "bwd_tflops", c.attention_bwd_tflops } } },
         { "elementwise_gbps", c.elementwise_gbps }, { "kernel_launch_us", c.kernel_launch_us },
         { "checkpoint_us", c.checkpoint_us }, { "host_sync_us", c.host_sync_us } };
+    // Written only when measured: a record from before them reads the same as it was written.
+    if (c.unfused_attention_fwd_gscores > 0)
+        j["unfused_attention"] = { { "fwd_gscores", c.unfused_attention_fwd_gscores },
+            { "bwd_gscores", c.unfused_attention_bwd_gscores } };
+    if (c.score_dropout_fwd_gscores > 0)
+        j["score_dropout"] = { { "fwd_gscores", c.score_dropout_fwd_gscores },
+            { "bwd_gscores", c.score_dropout_bwd_gscores } };
+    return j;
 }
 
 CalibrationRates calibrationFromJson(const nlohmann::json& j)
@@ -120,6 +128,17 @@ CalibrationRates calibrationFromJson(const nlohmann::json& j)
     c.kernel_launch_us = positive(j, "kernel_launch_us");
     c.checkpoint_us = positive(j, "checkpoint_us");
     c.host_sync_us = positive(j, "host_sync_us");
+    // Optional (version 1 records written before they were measured lack them); when present, both rates.
+    if (j.contains("unfused_attention")) {
+        const auto& u = j.at("unfused_attention");
+        c.unfused_attention_fwd_gscores = positive(u, "fwd_gscores", "unfused_attention.");
+        c.unfused_attention_bwd_gscores = positive(u, "bwd_gscores", "unfused_attention.");
+    }
+    if (j.contains("score_dropout")) {
+        const auto& u = j.at("score_dropout");
+        c.score_dropout_fwd_gscores = positive(u, "fwd_gscores", "score_dropout.");
+        c.score_dropout_bwd_gscores = positive(u, "bwd_gscores", "score_dropout.");
+    }
     return c;
 }
 

@@ -39,6 +39,16 @@ struct CalibrationRates {
     double attention_fwd_tflops = 0;
     double attention_bwd_tflops = 0; // the backward's FLOPs: 2.5 x the forward's (five products to two)
     double elementwise_gbps = 0; // a large out-of-place add: bytes read and written over time
+    // Unfused attention as Megatron Core's local DotProductAttention runs it (attention_backend unfused, or
+    // the local spec): QK^T by baddbmm, the causal mask filled in, the softmax over each row, PV, at 16 heads
+    // of 128 over a 4096-token sequence; billions of score elements (b x heads x s^2) per second, forward and
+    // backward. Its score-sized passes run well below the out-of-place add's bandwidth, so they are measured
+    // as one chain, as fused attention is. 0: not in the record (written before this was measured).
+    double unfused_attention_fwd_gscores = 0;
+    double unfused_attention_bwd_gscores = 0;
+    // Dropout over the scores (attention_dropout > 0 on that path), the same units; 0: not in the record.
+    double score_dropout_fwd_gscores = 0;
+    double score_dropout_bwd_gscores = 0;
     double kernel_launch_us = 0; // host time per small kernel, queued back to back (the framework's cost)
     double checkpoint_us = 0; // host time a checkpoint adds around its region, forward and replay
     // One device-to-host read of a small tensor after an idle queue. Recorded, not yet a term of the model:

@@ -18,7 +18,7 @@ namespace rs {
 
 namespace {
 
-enum class Rate { Matmul, Grouped, Attention, Elementwise };
+enum class Rate { Matmul, Grouped, Attention, Elementwise, UnfusedAttention, ScoreDropout };
 
 // One forward operation of a region on one rank, one micro-batch.
 struct Op {
@@ -27,6 +27,7 @@ struct Op {
     double bytes = 0; // Elementwise: bytes read and written
     double kernels = 1; // kernels it launches
     double lookup_flops = 0; // the size a product's rate is looked up at (one GEMM's FLOPs)
+    double scores = 0; // UnfusedAttention, ScoreDropout: score elements b x heads x sq x sk
 };
 
 struct RegionWork {
@@ -66,9 +67,11 @@ struct Dims {
     double gIn = 0, gConv = 0, gV = 0, gHv = 0, gDk = 0, gDv = 0;
     double softmax_bytes = 4;
     bool attn_dropout = false;
+    bool unfused_measured = false; // the record times the unfused chain itself (calibration.h)
+    bool dropout_measured = false;
 };
 
-Dims dimsOf(const Recipe& r)
+Dims dimsOf(const Recipe& r, const CalibrationRates& c)
 {
     const ModelShape m = modelShape(r);
     const ParallelSizes p = parallelSizes(r);
@@ -97,6 +100,8 @@ Dims dimsOf(const Recipe& r)
     d.unfused = !te || r.attention_backend == "unfused";
     d.softmax_bytes = r.attention_softmax_in_fp32 || r.apply_query_key_layer_scaling ? 4 : d.act;
     d.attn_dropout = r.attention_dropout > 0;
+    d.unfused_measured = c.unfused_attention_fwd_gscores > 0 && c.unfused_attention_bwd_gscores > 0;
+    d.dropout_measured = c.score_dropout_fwd_gscores > 0 && c.score_dropout_bwd_gscores > 0;
     d.grouped = r.moe_grouped_gemm;
     d.ql = r.q_lora_rank.value_or(0);
     d.kvl = r.kv_lora_rank;
@@ -183,11 +188,33 @@ std::vector<RegionWork> attentionRegions(const Dims& d)
     proj.ops.push_back(gemm(d.T, d.h, d.np * d.kv));
     out.push_back(proj);
     RegionWork core { "core_attn", {}, 0, "" };
-    if (d.unfused) {
+    if (d.unfused && d.unfused_measured) {
+        // The chain the calibration timed (baddbmm, the causal mask, the softmax, PV) per score element, and
+        // dropout over the probabilities at its own measured rate.
+        core.source = "unfused: b x heads/TP x s^2 scores at the calibrated unfused-attention chain's rate "
+                      "(baddbmm, causal mask, softmax, PV: calibration.h), attention dropout at the "
+                      "score-dropout rate (dot_product_attention.py)";
+        const double scores = d.b * d.np * d.s * d.s;
+        Op chain;
+        chain.rate = Rate::UnfusedAttention;
+        chain.scores = scores;
+        chain.flops = 2 * 2 * scores * d.kv;
+        chain.kernels = 4;
+        core.ops.push_back(chain);
+        if (d.attn_dropout) {
+            Op drop;
+            drop.rate = d.dropout_measured ? Rate::ScoreDropout : Rate::Elementwise;
+            drop.scores = scores;
+            drop.bytes = d.dropout_measured ? 0 : scores * 3 * d.act;
+            drop.kernels = 2;
+            core.ops.push_back(drop);
+        }
+    } else if (d.unfused) {
         // DotProductAttention: baddbmm QK^T over the whole square, the scaled masked softmax, dropout, PV.
         core.source
             = "unfused: 2 x b x heads/TP x s^2 x kv (QK^T) + the same (PV) at the matmul rate, softmax "
-              "(and dropout) over b x heads/TP x s^2 scores (dot_product_attention.py)";
+              "(and dropout) over b x heads/TP x s^2 scores (dot_product_attention.py); the record has no "
+              "unfused-attention rate";
         const double scores = d.b * d.np * d.s * d.s;
         Op qk = gemm(d.s, d.s, d.kv);
         qk.flops *= d.b * d.np;
@@ -375,6 +402,11 @@ struct Rates {
                             : o.flops / (c.attention_fwd_tflops * 1e9);
         case Rate::Elementwise:
             return o.bytes * (backward ? 1.5 : 1) / (c.elementwise_gbps * 1e6);
+        case Rate::UnfusedAttention:
+            return o.scores
+                / ((backward ? c.unfused_attention_bwd_gscores : c.unfused_attention_fwd_gscores) * 1e6);
+        case Rate::ScoreDropout:
+            return o.scores / ((backward ? c.score_dropout_bwd_gscores : c.score_dropout_fwd_gscores) * 1e6);
         }
         return 0;
     }
@@ -479,7 +511,7 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
         e.not_estimated = memory->not_estimated.empty() ? "no rank estimated" : memory->not_estimated;
         return e;
     }
-    const Dims d = dimsOf(r);
+    const Dims d = dimsOf(r, c);
     const ParallelSizes p = parallelSizes(r);
     const Rates rates { c };
     const std::vector<LayerKind> kinds = layerKinds(r);

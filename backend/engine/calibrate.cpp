@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <ctime>
 #include <functional>
 #include <stdexcept>
@@ -193,6 +194,40 @@ CalibrationRates calibrate(const CalibrateOptions& o)
         c.attention_fwd_tflops = fwd_flops / (fwd * 1e9);
         // The backward alone: both less the forward; never below a tenth of the whole (timing noise on CPU).
         c.attention_bwd_tflops = 2.5 * fwd_flops / (std::max(both - fwd, both * 0.1) * 1e9);
+    }
+
+    // Unfused attention, the chain Megatron Core's local DotProductAttention runs (the worker's
+    // Model::unfusedAttentionHead and its tail): baddbmm QK^T scaled, the causal mask filled in place, the
+    // softmax over each row, PV; forward, and forward with backward. Then dropout over the probabilities
+    // alone. Rates per score element (b x heads x sq x sk), the unit the model counts them in.
+    {
+        const int64_t heads = quick ? 2 : 16, s = quick ? 128 : 4096, d = quick ? 32 : 128;
+        const double scores = double(heads) * double(s) * double(s);
+        Tensor q = torch::randn({ heads, s, d }, b.opts()), k = torch::randn_like(q),
+               v = torch::randn_like(q);
+        const Tensor mask = torch::ones({ s, s }, b.opts().dtype(torch::kBool)).triu(1);
+        const Tensor buffer = torch::empty({ heads, s, s }, b.opts());
+        const double scale = 1.0 / std::sqrt(double(d));
+        const auto chain = [&] {
+            Tensor x = at::baddbmm(buffer, q, k.transpose(1, 2), 0.0, scale);
+            x.masked_fill_(mask, -10000.0);
+            return at::bmm(at::softmax(x, -1), v);
+        };
+        const double fwd = b.ms([&] { (void)chain(); });
+        torch::AutoGradMode grad(true);
+        q.requires_grad_(true);
+        k.requires_grad_(true);
+        v.requires_grad_(true);
+        const Tensor go = torch::randn_like(q);
+        const double both = b.ms([&] { chain().backward(go); });
+        c.unfused_attention_fwd_gscores = scores / (fwd * 1e6);
+        c.unfused_attention_bwd_gscores = scores / (std::max(both - fwd, both * 0.1) * 1e6);
+        const Tensor p = torch::rand({ heads, s, s }, b.opts()).requires_grad_(true);
+        const Tensor gp = torch::randn_like(p);
+        const double dfwd = b.ms([&] { (void)torch::dropout(p, 0.1, true); });
+        const double dboth = b.ms([&] { torch::dropout(p, 0.1, true).backward(gp); });
+        c.score_dropout_fwd_gscores = scores / (dfwd * 1e6);
+        c.score_dropout_bwd_gscores = scores / (std::max(dboth - dfwd, dboth * 0.1) * 1e6);
     }
 
     // Bandwidth: an out-of-place add reads two tensors and writes one.

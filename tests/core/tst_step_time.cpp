@@ -90,6 +90,7 @@ private Q_SLOTS:
     void recordReadsAndRefuses_data();
     void recordReadsAndRefuses();
     void everyTermHasASourceAndTheyAdd();
+    void unfusedChainAtItsMeasuredRate();
     void replayOnlyAddsTime_data();
     void replayOnlyAddsTime();
     void fasterRatesGiveShorterSteps();
@@ -116,6 +117,52 @@ void TestStepTime::recordReadsAndRefuses_data()
     QTest::newRow("text attention") << u"/attention/fwd_tflops=\"fast\""_s << u"attention.fwd_tflops"_s;
     QTest::newRow("unknown dtype") << u"/dtype=\"fp8\""_s << u"dtype"_s;
     QTest::newRow("no launch cost") << u"-/kernel_launch_us"_s << u"kernel_launch_us"_s;
+    QTest::newRow("unfused chain given")
+        << u"/unfused_attention={\"fwd_gscores\": 150, \"bwd_gscores\": 60}"_s << u""_s;
+    QTest::newRow("unfused chain half given")
+        << u"/unfused_attention={\"fwd_gscores\": 150}"_s << u"unfused_attention.bwd_gscores"_s;
+    QTest::newRow("negative dropout rate")
+        << u"/score_dropout={\"fwd_gscores\": -1, \"bwd_gscores\": 60}"_s << u"score_dropout.fwd_gscores"_s;
+}
+
+// A record that times the unfused attention chain (calibration.h) times the local spec's core attention by
+// it: b x heads x s^2 score elements over the chain's rate, forward; dropout over them at its own rate.
+void TestStepTime::unfusedChainAtItsMeasuredRate()
+{
+    Recipe r;
+    r.num_layers = 2;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 2048;
+    r.micro_batch_size = 1;
+    r.global_batch_size = 1;
+    r.transformer_impl = "local";
+    r.attention_dropout = 0.1;
+    const Recipe resolved = validate(r, InputFormat::Json).resolved;
+    CalibrationRates c = h100();
+    const auto coreForward = [&resolved](const CalibrationRates& rates) {
+        const StepTimeEstimate e = estimateStepTime(resolved, rates);
+        for (const TimeTerm& t : e.ranks.at(0).terms)
+            if (t.phase == "forward" && t.name == "core_attn")
+                return t;
+        return TimeTerm {};
+    };
+    const TimeTerm before = coreForward(c);
+    QVERIFY(before.ms > 0);
+    QVERIFY(before.source.find("no unfused-attention rate") != std::string::npos);
+    // 2 layers x 1 micro-batch x 8 heads x 2048^2 = 67,108,864 scores; at 100 G scores/s forward 0.671 ms,
+    // dropout at 400 G/s 0.168 ms: 0.839 ms (device-bound: the launch cost set to 1 us, so that the layer's
+    // host time stays below its device time).
+    c.kernel_launch_us = 1;
+    c.unfused_attention_fwd_gscores = 100;
+    c.unfused_attention_bwd_gscores = 50;
+    c.score_dropout_fwd_gscores = 400;
+    c.score_dropout_bwd_gscores = 300;
+    const TimeTerm after = coreForward(c);
+    QCOMPARE(qRound64(after.ms * 1e6),
+        qRound64((2 * 8 * 2048.0 * 2048 / 100e6 + 2 * 8 * 2048.0 * 2048 / 400e6) * 1e6));
+    QVERIFY(after.source.find("calibrated unfused-attention chain") != std::string::npos);
+    QCOMPARE(after.flops, 2 * 2 * 2 * 8 * 2048.0 * 2048 * 128);
 }
 
 void TestStepTime::recordReadsAndRefuses()

@@ -41,6 +41,11 @@ void TestEngineCalibrate::cpuRecordIsWholeAndReads()
     const CalibrationRates back = calibrationFromJson(calibrationToJson(c));
     QCOMPARE(back.matmul.size(), c.matmul.size());
     QCOMPARE(back.attention_bwd_tflops, c.attention_bwd_tflops);
+    // The unfused attention chain and the scores' dropout are measured too, and read back.
+    QVERIFY(c.unfused_attention_fwd_gscores > 0 && c.unfused_attention_bwd_gscores > 0);
+    QVERIFY(c.score_dropout_fwd_gscores > 0 && c.score_dropout_bwd_gscores > 0);
+    QCOMPARE(back.unfused_attention_bwd_gscores, c.unfused_attention_bwd_gscores);
+    QCOMPARE(back.score_dropout_fwd_gscores, c.score_dropout_fwd_gscores);
     // Consistent: a grouped product of g groups does g products' work, so its FLOPs are its shape's.
     for (const auto& g : c.grouped_gemm)
         QCOMPARE(g.flops(), 2.0 * double(g.m) * double(g.n) * double(g.k));
