@@ -76,10 +76,10 @@ std::vector<OptionSpec> makeOptionTable()
             "also every recompute choice the model can take ([], each label with an effect, full uniform 1, "
             "full block over a whole chunk), one line each" },
         { "list", "", Arity::Flag, { "explain" }, false, false, "print every rule id with its summary" },
-        { "rates", "FILE", Arity::Value, { "plan" }, false, false,
+        { "rates", "FILE|NAME", Arity::Value, { "plan" }, false, false,
             "the device's calibration record (recompute-bench --calibrate --out FILE writes one): the rates "
-            "the "
-            "step times are predicted from" },
+            "the step times are predicted from; or the name of a record shipped with the program (a name it "
+            "does not know is answered with the names it has)" },
         { "confirm", "N", Arity::Value, { "plan" }, false, false,
             "measure the N cheapest choices that fit with the worker (with --job: the user's own training "
             "command), against the [] control (a stored one measured the same way is reused), and print each "

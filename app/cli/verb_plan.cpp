@@ -8,6 +8,10 @@
 
 #include <nlohmann/json.hpp>
 
+#include <QDir>
+#include <QFile>
+#include <QFileInfo>
+
 #include "cli_session.h"
 #include "core/advisor.h"
 #include "core/calibration.h"
@@ -184,6 +188,44 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
     return 0;
 }
 
+// The records compiled in from resources/calibration (rs_resources), by file name without ".json".
+QStringList bundledRates()
+{
+    QStringList names = QDir(u":/calibration"_s).entryList({ u"*.json"_s }, QDir::Files);
+    for (QString& n : names)
+        n.chop(5);
+    return names;
+}
+
+std::string bundledRatesNames()
+{
+    return bundledRates().join(QStringLiteral(", ")).toStdString();
+}
+
+// --rates: a file, else a record shipped with the program by name; a path that names no file reads as one
+// (the reader says it cannot), a bare word that is neither is refused with the names there are.
+rs::CalibrationRates readRatesArgument(const std::string& value)
+{
+    const QString v = QString::fromStdString(value);
+    const bool bare = !v.contains(u'/') && !v.endsWith(QLatin1String(".json"));
+    if (QFileInfo::exists(v) || !bare)
+        return rs::readCalibrationFile(value);
+    if (!bundledRates().contains(v))
+        throw rs::CalibrationError("file",
+            "'" + value + "' is neither a file nor a record shipped with the program (" + bundledRatesNames()
+                + ")");
+    QFile f(u":/calibration/%1.json"_s.arg(v));
+    if (!f.open(QIODevice::ReadOnly))
+        throw rs::CalibrationError("file", "cannot read the shipped record '" + value + "'");
+    const QByteArray text = f.readAll();
+    try {
+        return rs::calibrationFromJson(
+            nlohmann::json::parse(text.constData(), text.constData() + text.size()));
+    } catch (const nlohmann::json::exception& e) {
+        throw rs::CalibrationError("file", "the shipped record '" + value + "' is not JSON: " + e.what());
+    }
+}
+
 int planMain(const std::vector<std::string>& argv)
 {
     rs::cli::ParsedArgs args;
@@ -191,11 +233,12 @@ int planMain(const std::vector<std::string>& argv)
         return *done;
     if (!args.has("rates"))
         return rs::cli::usageError("plan",
-            "--rates FILE is needed: the device's calibration record (recompute-bench --calibrate --out FILE "
-            "writes one)");
+            "--rates FILE|NAME is needed: the device's calibration record (recompute-bench --calibrate --out "
+            "FILE writes one), or a record shipped with the program by name ("
+                + bundledRatesNames() + ")");
     rs::CalibrationRates rates;
     try {
-        rates = rs::readCalibrationFile(args.value("rates"));
+        rates = readRatesArgument(args.value("rates"));
     } catch (const rs::CalibrationError& e) {
         return rs::cli::inputError("plan", "--rates: " + std::string(e.what()));
     }

@@ -16,8 +16,7 @@ using namespace Qt::StringLiterals;
 
 namespace {
 
-const QString kRates
-    = QStringLiteral(RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json");
+const QString kRates = QStringLiteral(RS_SOURCE_DIR "/resources/calibration/h100-bf16-PROVISIONAL.json");
 
 rs::test::CliRun plan(
     const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment())
@@ -37,6 +36,7 @@ class TestCliPlan : public QObject {
 private Q_SLOTS:
     void moonlightByName();
     void jsonShape();
+    void shippedRecordByName();
     void refusals_data();
     void refusals();
     void confirmWithTheRealWorker();
@@ -87,12 +87,28 @@ void TestCliPlan::jsonShape()
     QVERIFY(j.value("front"_L1).toArray().size() >= 2);
 }
 
+// --rates NAME reads the record compiled in from resources/calibration: the same plan as its file gives.
+void TestCliPlan::shippedRecordByName()
+{
+    const QStringList base = kMoonlight + QStringList { u"--target-gb"_s, u"32"_s, u"--rates"_s };
+    const auto byName = plan(base + QStringList { u"h200-bf16"_s });
+    QVERIFY2(byName.code == 0, qPrintable(byName.out + byName.err));
+    QVERIFY(byName.out.contains(u"rates: NVIDIA H200, bf16"_s));
+    QVERIFY(!byName.out.contains(u"PROVISIONAL"_s));
+    const auto byFile
+        = plan(base + QStringList { QStringLiteral(RS_SOURCE_DIR "/resources/calibration/h200-bf16.json") });
+    QCOMPARE(byName.out, byFile.out);
+}
+
 void TestCliPlan::refusals_data()
 {
     QTest::addColumn<QStringList>("args");
     QTest::addColumn<QString>("says");
     QTest::newRow("no rates") << (kMoonlight + QStringList { u"--target-gb"_s, u"32"_s })
-                              << u"--rates FILE is needed"_s;
+                              << u"--rates FILE|NAME is needed"_s;
+    QTest::newRow("unknown shipped name") << (kMoonlight + QStringList { u"--rates"_s, u"h300-bf16"_s })
+                                          << u"'h300-bf16' is neither a file nor a record shipped with the "
+                                             "program (h100-bf16-PROVISIONAL, h200-bf16)"_s;
     QTest::newRow("no such file") << (kMoonlight + QStringList { u"--rates"_s, u"/nonexistent/rates.json"_s })
                                   << u"--rates: file: cannot read"_s;
     QTest::newRow("not a record") << (kMoonlight
