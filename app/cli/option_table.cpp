@@ -59,8 +59,8 @@ std::vector<OptionSpec> makeOptionTable()
         { "json", "", Arity::Flag, { "validate", "estimate", "explain", "plan" }, false, false, "print JSON",
             { { "plan", "",
                   "print {\"chosen\", \"front\", \"candidates\": [{choice, verdict, reason, "
-                  "peak_allocated_bytes, "
-                  "step_ms, delta_pct, ...}], \"rates\", \"provisional\"}" },
+                  "peak_allocated_bytes, step_ms, delta_pct, ...}], \"rates\", \"provisional\", "
+                  "\"step_terms\": the chosen (else the control's) step term by term}" },
                 { "validate", "",
                     "print {\"findings\": [...], \"resolved\": the recipe after Megatron's adjustments, "
                     "...}" },
@@ -76,6 +76,10 @@ std::vector<OptionSpec> makeOptionTable()
             "also every recompute choice the model can take ([], each label with an effect, full uniform 1, "
             "full block over a whole chunk), one line each" },
         { "list", "", Arity::Flag, { "explain" }, false, false, "print every rule id with its summary" },
+        { "terms", "", Arity::Flag, { "plan" }, false, false,
+            "print the chosen choice's predicted step term by term (the control's where nothing is chosen): "
+            "each region's forward, backward and replay, the schedule and the optimizer step, with the "
+            "formula and rate each comes from (--json always has them, as step_terms)" },
         { "rates", "FILE|NAME", Arity::Value, { "plan" }, false, false,
             "the device's calibration record (recompute-bench --calibrate --out FILE writes one): the rates "
             "the step times are predicted from; or the name of a record shipped with the program (a name it "

@@ -19,6 +19,7 @@
 #include "core/plan.h"
 #include "core/recipe_input.h"
 #include "core/rules.h"
+#include "core/step_time.h"
 #include "core/units.h"
 #include "job_sweep.h"
 #include "storage/store.h"
@@ -226,6 +227,31 @@ rs::CalibrationRates readRatesArgument(const std::string& value)
     }
 }
 
+// The predicted step of one planned choice, term by term: the step-time model run again on that choice's
+// recipe (planRecompute keeps only the totals).
+rs::StepTimeEstimate stepTermsOf(const rs::Recipe& resolved, rs::InputFormat format,
+    const rs::CalibrationRates& rates, const rs::PlanCandidate& c)
+{
+    return rs::estimateStepTime(
+        rs::validate(rs::candidateRecipe(resolved, c.choice), format).resolved, rates);
+}
+
+void printStepTerms(const rs::StepTimeEstimate& e)
+{
+    const rs::RankStepTime& r = e.ranks.at(size_t(e.slowest));
+    std::cout << "\nstep time of " << e.choice << ", term by term (" << r.scope
+              << "; predicted, not measured):\n";
+    for (const rs::TimeTerm& t : r.terms) {
+        char line[96];
+        std::snprintf(line, sizeof line, "  %-9s %-28s %9.2f ms%s", t.phase.c_str(), t.name.c_str(), t.ms,
+            t.host_bound_ms > t.ms / 2 ? " (host)" : "      ");
+        std::cout << line << "  " << t.source << "\n";
+    }
+    char total[64];
+    std::snprintf(total, sizeof total, "  %-38s %9.2f ms", "step", r.step_ms);
+    std::cout << total << "\n";
+}
+
 int planMain(const std::vector<std::string>& argv)
 {
     rs::cli::ParsedArgs args;
@@ -273,14 +299,20 @@ int planMain(const std::vector<std::string>& argv)
         return rs::cli::inputError("plan", input.origin + ": no recompute choice could be planned");
     if (plan.candidates.front().verdict == rs::PlanVerdict::Invalid)
         return rs::cli::inputError("plan", input.origin + ": " + plan.candidates.front().reason);
+    // Term by term: the chosen choice's step, else (no target, or nothing fits) the control's.
+    const rs::PlanCandidate& explained = plan.candidates[plan.chosen.value_or(0)];
+    const rs::StepTimeEstimate terms = stepTermsOf(v.resolved, input.format, rates, explained);
     if (args.has("json")) {
         nlohmann::json out = rs::planToJson(plan);
         out["input"] = input.origin;
+        out["step_terms"] = rs::stepTimeToJson(terms);
         std::cout << out.dump(2) << "\n";
     } else {
         for (const std::string& n : input.setup_notes)
             std::cout << "recipe: " << n << "\n";
         printPlan(plan);
+        if (args.has("terms"))
+            printStepTerms(terms);
     }
     if (confirmN)
         return confirm(args, input, v.resolved, plan, *confirmN, target);

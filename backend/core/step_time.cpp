@@ -597,7 +597,7 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
         }
         for (const auto& key : terms.order) {
             TimeTerm t = terms.by.at(key);
-            if (t.phase != "forward")
+            if (t.phase == "backward")
                 t.source = t.source + "; " + kBackwardRule;
             if (t.phase == "replay")
                 t.source += "; replay: the region's forward again, an output-discard checkpoint's outputs "

@@ -37,6 +37,7 @@ private Q_SLOTS:
     void moonlightByName();
     void jsonShape();
     void shippedRecordByName();
+    void stepTermByTerm();
     void refusals_data();
     void refusals();
     void confirmWithTheRealWorker();
@@ -98,6 +99,40 @@ void TestCliPlan::shippedRecordByName()
     const auto byFile
         = plan(base + QStringList { QStringLiteral(RS_SOURCE_DIR "/resources/calibration/h200-bf16.json") });
     QCOMPARE(byName.out, byFile.out);
+}
+
+// --terms prints the chosen choice's step term by term; --json has the same as step_terms, whose terms add
+// up to the chosen candidate's predicted step.
+void TestCliPlan::stepTermByTerm()
+{
+    const QStringList base
+        = kMoonlight + QStringList { u"--target-gb"_s, u"32"_s, u"--rates"_s, u"h200-bf16"_s };
+    const auto text = plan(base + QStringList { u"--terms"_s });
+    QVERIFY2(text.code == 0, qPrintable(text.out + text.err));
+    QVERIFY(text.out.contains(u", term by term (stage 0"_s));
+    QVERIFY(text.out.contains(u"fused attention rate"_s)); // a term's source
+    QVERIFY(!plan(base).out.contains(u"term by term"_s));
+    const auto run = plan(base + QStringList { u"--json"_s });
+    QCOMPARE(run.code, 0);
+    const QJsonObject j = QJsonDocument::fromJson(run.out.toUtf8()).object();
+    const QJsonObject terms = j.value("step_terms"_L1).toObject();
+    const QString chosen = j.value("chosen"_L1).toString();
+    QVERIFY(!chosen.isEmpty());
+    QCOMPARE(terms.value("choice"_L1).toString(), chosen);
+    double chosenStep = 0;
+    for (const QJsonValue c : j.value("candidates"_L1).toArray())
+        if (c.toObject().value("choice"_L1).toString() == chosen)
+            chosenStep = c.toObject().value("step_ms"_L1).toDouble();
+    QVERIFY(chosenStep > 0);
+    QCOMPARE(terms.value("step_ms"_L1).toDouble(), chosenStep);
+    const QJsonObject slowest = terms.value("ranks"_L1).toArray().at(0).toObject();
+    double sum = 0;
+    for (const QJsonValue t : slowest.value("terms"_L1).toArray()) {
+        QVERIFY(!t.toObject().value("source"_L1).toString().isEmpty());
+        sum += t.toObject().value("ms"_L1).toDouble();
+    }
+    QVERIFY2(std::abs(sum - slowest.value("step_ms"_L1).toDouble()) < 1e-6 * sum,
+        qPrintable(QString::number(sum)));
 }
 
 void TestCliPlan::refusals_data()
