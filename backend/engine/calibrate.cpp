@@ -110,6 +110,13 @@ GemmRate groupedRate(const Bench& b, int64_t groups, int64_t m, int64_t n, int64
     return g;
 }
 
+// The backward alone: forward with backward less the forward, never below a tenth of the whole (timing noise
+// on the CPU).
+double backwardMs(double both, double forward)
+{
+    return std::max(both - forward, both * 0.1);
+}
+
 std::string utcNow()
 {
     const std::time_t now = std::time(nullptr);
@@ -192,8 +199,7 @@ CalibrationRates calibrate(const CalibrateOptions& o)
             out.backward(go);
         });
         c.attention_fwd_tflops = fwd_flops / (fwd * 1e9);
-        // The backward alone: both less the forward; never below a tenth of the whole (timing noise on CPU).
-        c.attention_bwd_tflops = 2.5 * fwd_flops / (std::max(both - fwd, both * 0.1) * 1e9);
+        c.attention_bwd_tflops = 2.5 * fwd_flops / (backwardMs(both, fwd) * 1e9);
     }
 
     // Unfused attention, the chain Megatron Core's local DotProductAttention runs (the worker's
@@ -221,13 +227,13 @@ CalibrationRates calibrate(const CalibrateOptions& o)
         const Tensor go = torch::randn_like(q);
         const double both = b.ms([&] { chain().backward(go); });
         c.unfused_attention_fwd_gscores = scores / (fwd * 1e6);
-        c.unfused_attention_bwd_gscores = scores / (std::max(both - fwd, both * 0.1) * 1e6);
+        c.unfused_attention_bwd_gscores = scores / (backwardMs(both, fwd) * 1e6);
         const Tensor p = torch::rand({ heads, s, s }, b.opts()).requires_grad_(true);
         const Tensor gp = torch::randn_like(p);
         const double dfwd = b.ms([&] { (void)torch::dropout(p, 0.1, true); });
         const double dboth = b.ms([&] { torch::dropout(p, 0.1, true).backward(gp); });
         c.score_dropout_fwd_gscores = scores / (dfwd * 1e6);
-        c.score_dropout_bwd_gscores = scores / (std::max(dboth - dfwd, dboth * 0.1) * 1e6);
+        c.score_dropout_bwd_gscores = scores / (backwardMs(dboth, dfwd) * 1e6);
     }
 
     // Bandwidth: an out-of-place add reads two tensors and writes one.
