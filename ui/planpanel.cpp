@@ -3,12 +3,9 @@
 
 #include <algorithm>
 
-#include <nlohmann/json.hpp>
-
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
-#include <QFile>
 #include <QFileDialog>
 #include <QFileInfo>
 #include <QGridLayout>
@@ -28,6 +25,7 @@
 #include "log.h"
 #include "models/planmodel.h"
 #include "recipedocument.h"
+#include "shipped_calibrations.h"
 #include "storage/significance.h"
 #include "storage/store.h"
 
@@ -43,38 +41,16 @@ struct PlanResult {
     QStringList matchKeys; // each candidate's, for its measurement
 };
 
-// The record at `path` (a file or a resource); the field and the reason in `problem` when it is none.
-std::optional<CalibrationRates> readRates(const QString& path, QString* problem)
-{
-    QFile file(path);
-    if (!file.open(QIODevice::ReadOnly)) {
-        *problem = PlanPanel::tr("%1: cannot be read: %2").arg(path, file.errorString());
-        return std::nullopt;
-    }
-    try {
-        return calibrationFromJson(nlohmann::json::parse(file.readAll().toStdString()));
-    } catch (const CalibrationError& e) {
-        *problem = PlanPanel::tr("%1: %2").arg(path, QString::fromStdString(e.what()));
-    } catch (const nlohmann::json::exception& e) {
-        *problem = PlanPanel::tr("%1: not JSON: %2").arg(path, QString::fromStdString(e.what()));
-    }
-    return std::nullopt;
-}
-
 } // namespace
 
 QVector<PlanPanel::BundledRates> PlanPanel::bundledRates()
 {
     QVector<BundledRates> out;
-    const QDir dir(QStringLiteral(":/calibration"));
-    for (const QString& name : dir.entryList({ QStringLiteral("*.json") }, QDir::Files, QDir::Name)) {
-        const QString path = dir.filePath(name);
-        QString problem;
-        if (const auto rates = readRates(path, &problem))
-            out << BundledRates { path, ratesLabel(*rates), rates->provisional };
-        else
-            qCWarning(lcUi) << "bundled rates record skipped:" << problem;
-    }
+    QStringList skipped;
+    for (const ShippedCalibration& c : shippedCalibrations(&skipped))
+        out << BundledRates { c.name, c.path, ratesLabel(c.rates), c.rates.provisional };
+    for (const QString& problem : skipped)
+        qCWarning(lcUi) << "bundled rates record skipped:" << problem;
     std::stable_sort(out.begin(), out.end(),
         [](const BundledRates& a, const BundledRates& b) { return !a.provisional && b.provisional; });
     return out;
@@ -205,7 +181,7 @@ PlanPanel::~PlanPanel()
 bool PlanPanel::setRatesFile(const QString& path, QString* error)
 {
     QString problem;
-    std::optional<CalibrationRates> rates = readRates(path, &problem);
+    std::optional<CalibrationRates> rates = readCalibrationAt(path, &problem);
     if (!rates) {
         if (error)
             *error = problem;

@@ -46,6 +46,7 @@ public:
     static const QString kRatesSetting;
     // A rates record compiled into the resources.
     struct BundledRates {
+        QString name; // "h200-bf16" (shipped_calibrations.h)
         QString path; // ":/calibration/h200-bf16.json"
         QString label; // ratesLabel of the record
         bool provisional = false;

@@ -8,8 +8,6 @@
 
 #include <nlohmann/json.hpp>
 
-#include <QDir>
-#include <QFile>
 #include <QFileInfo>
 
 #include "cli_session.h"
@@ -22,6 +20,7 @@
 #include "core/step_time.h"
 #include "core/units.h"
 #include "job_sweep.h"
+#include "shipped_calibrations.h"
 #include "storage/store.h"
 #include "verb_common.h"
 #include "verbs.h"
@@ -189,18 +188,13 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
     return 0;
 }
 
-// The records compiled in from resources/calibration (rs_resources), by file name without ".json".
-QStringList bundledRates()
+// The names of the records shipped with the program, as an error lists them.
+std::string shippedNames()
 {
-    QStringList names = QDir(u":/calibration"_s).entryList({ u"*.json"_s }, QDir::Files);
-    for (QString& n : names)
-        n.chop(5);
-    return names;
-}
-
-std::string bundledRatesNames()
-{
-    return bundledRates().join(QStringLiteral(", ")).toStdString();
+    QStringList names;
+    for (const rs::ShippedCalibration& c : rs::shippedCalibrations())
+        names << c.name;
+    return names.join(u", "_s).toStdString();
 }
 
 // --rates: a file, else a record shipped with the program by name; a path that names no file reads as one
@@ -211,20 +205,11 @@ rs::CalibrationRates readRatesArgument(const std::string& value)
     const bool bare = !v.contains(u'/') && !v.endsWith(QLatin1String(".json"));
     if (QFileInfo::exists(v) || !bare)
         return rs::readCalibrationFile(value);
-    if (!bundledRates().contains(v))
-        throw rs::CalibrationError("file",
-            "'" + value + "' is neither a file nor a record shipped with the program (" + bundledRatesNames()
-                + ")");
-    QFile f(u":/calibration/%1.json"_s.arg(v));
-    if (!f.open(QIODevice::ReadOnly))
-        throw rs::CalibrationError("file", "cannot read the shipped record '" + value + "'");
-    const QByteArray text = f.readAll();
-    try {
-        return rs::calibrationFromJson(
-            nlohmann::json::parse(text.constData(), text.constData() + text.size()));
-    } catch (const nlohmann::json::exception& e) {
-        throw rs::CalibrationError("file", "the shipped record '" + value + "' is not JSON: " + e.what());
-    }
+    for (const rs::ShippedCalibration& c : rs::shippedCalibrations())
+        if (c.name == v)
+            return c.rates;
+    throw rs::CalibrationError("file",
+        "'" + value + "' is neither a file nor a record shipped with the program (" + shippedNames() + ")");
 }
 
 // The predicted step of one planned choice, term by term: the step-time model run again on that choice's
@@ -261,7 +246,7 @@ int planMain(const std::vector<std::string>& argv)
         return rs::cli::usageError("plan",
             "--rates FILE|NAME is needed: the device's calibration record (recompute-bench --calibrate --out "
             "FILE writes one), or a record shipped with the program by name ("
-                + bundledRatesNames() + ")");
+                + shippedNames() + ")");
     rs::CalibrationRates rates;
     try {
         rates = readRatesArgument(args.value("rates"));
@@ -299,20 +284,22 @@ int planMain(const std::vector<std::string>& argv)
         return rs::cli::inputError("plan", input.origin + ": no recompute choice could be planned");
     if (plan.candidates.front().verdict == rs::PlanVerdict::Invalid)
         return rs::cli::inputError("plan", input.origin + ": " + plan.candidates.front().reason);
-    // Term by term: the chosen choice's step, else (no target, or nothing fits) the control's.
-    const rs::PlanCandidate& explained = plan.candidates[plan.chosen.value_or(0)];
-    const rs::StepTimeEstimate terms = stepTermsOf(v.resolved, input.format, rates, explained);
+    // Term by term (--json, --terms): the chosen choice's step, else (no target, or nothing fits) the
+    // control's.
+    const auto explained = [&] {
+        return stepTermsOf(v.resolved, input.format, rates, plan.candidates[plan.chosen.value_or(0)]);
+    };
     if (args.has("json")) {
         nlohmann::json out = rs::planToJson(plan);
         out["input"] = input.origin;
-        out["step_terms"] = rs::stepTimeToJson(terms);
+        out["step_terms"] = rs::stepTimeToJson(explained());
         std::cout << out.dump(2) << "\n";
     } else {
         for (const std::string& n : input.setup_notes)
             std::cout << "recipe: " << n << "\n";
         printPlan(plan);
         if (args.has("terms"))
-            printStepTerms(terms);
+            printStepTerms(explained());
     }
     if (confirmN)
         return confirm(args, input, v.resolved, plan, *confirmN, target);

@@ -146,8 +146,7 @@ int main(int argc, char** argv)
             panel->targetBox()->setValue(parser.value(planTargetOption).toDouble());
         QString rates = parser.value(planOption);
         for (const auto& b : rs::ui::PlanPanel::bundledRates())
-            if ((rates == QLatin1String("provisional") && b.provisional)
-                || b.path == QStringLiteral(":/calibration/%1.json").arg(rates)) {
+            if ((rates == QLatin1String("provisional") && b.provisional) || b.name == rates) {
                 rates = b.path;
                 break;
             }
