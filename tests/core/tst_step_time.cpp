@@ -310,8 +310,8 @@ void TestStepTime::planKeepsWhatFitsAndSaysWhy()
     const PlanCandidate& chosen = p.candidates[*p.chosen];
     int fits = 0;
     for (const auto& c : p.candidates) {
-        QVERIFY2(!c.reason.empty() || c.verdict == PlanVerdict::Fits || c.verdict == PlanVerdict::Control,
-            c.label.c_str());
+        QVERIFY2(!c.reason.empty() || c.verdict == PlanVerdict::Fits, c.label.c_str());
+        QCOMPARE(c.control, &c == &p.candidates.front());
         if (c.verdict == PlanVerdict::Fits || c.verdict == PlanVerdict::Chosen) {
             ++fits;
             QVERIFY(c.step_ms >= chosen.step_ms);
@@ -326,8 +326,15 @@ void TestStepTime::planKeepsWhatFitsAndSaysWhy()
     }
     QVERIFY(fits >= 1);
     // The guide: the control does not fit, moe does; nothing that fits is cheaper than the chosen one.
-    QCOMPARE(planVerdictName(p.candidates.front().verdict), "control");
-    QVERIFY(!p.candidates.front().reason.empty());
+    // The [] row is judged as every other (its verdict was "control" beside a reason saying it does not fit).
+    QCOMPARE(planVerdictName(p.candidates.front().verdict), "over-target");
+    QVERIFY2(p.candidates.front().reason.find("does not fit") != std::string::npos,
+        p.candidates.front().reason.c_str());
+    // Where [] fits, it is the plan's choice: no recompute costs nothing.
+    const Plan roomy = planRecompute(r, InputFormat::BridgeOverrides, h100(), 1000.0, kEstimateErrorFraction);
+    QVERIFY(roomy.chosen && *roomy.chosen == 0);
+    QCOMPARE(planVerdictName(roomy.candidates.front().verdict), "chosen");
+    QVERIFY(roomy.candidates.front().control);
     // The front is ordered by memory and strictly faster as memory grows.
     for (size_t i = 1; i < p.front.size(); ++i) {
         QVERIFY(p.candidates[p.front[i]].peak_bytes >= p.candidates[p.front[i - 1]].peak_bytes);
