@@ -145,7 +145,8 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
         top.resize(size_t(n));
     if (top.empty()) {
         std::cerr << (plan.chosen && plan.candidates[*plan.chosen].control
-                ? "recompute plan: --confirm: only [] fits (no recompute needed), nothing to compare it with\n"
+                ? "recompute plan: --confirm: only [] fits (no recompute needed), nothing to compare it "
+                  "with\n"
                 : "recompute plan: --confirm: no choice fits, nothing to measure\n");
         return 1;
     }

@@ -32,7 +32,8 @@ struct PlanCandidate {
     RecomputeChoice choice;
     std::string label; // choiceSpelling
     PlanVerdict verdict = PlanVerdict::Fits;
-    bool control = false; // the [] choice: the baseline of every delta, judged against the target as any other
+    bool control
+        = false; // the [] choice: the baseline of every delta, judged against the target as any other
     std::string rule; // Invalid: the first error's rule id
     std::string rule_message;
     int64_t peak_bytes = 0; // hottest rank

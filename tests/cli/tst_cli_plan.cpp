@@ -77,8 +77,7 @@ void TestCliPlan::jsonShape()
     for (const auto& v : cands) {
         const auto c = v.toObject();
         const QString verdict = c.value("verdict"_L1).toString();
-        QVERIFY2(QStringList({ u"chosen"_s, u"fits"_s, u"over-target"_s, u"invalid"_s })
-                     .contains(verdict),
+        QVERIFY2(QStringList({ u"chosen"_s, u"fits"_s, u"over-target"_s, u"invalid"_s }).contains(verdict),
             qPrintable(verdict));
         if (verdict == u"fits"_s) {
             QVERIFY(c.value("step_ms"_L1).toDouble() >= chosenMs);
