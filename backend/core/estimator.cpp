@@ -2241,6 +2241,8 @@ RankEstimate StageEstimator::optimizerPhases()
             "step); not in torch's allocated counters");
     Builder init = opt; // the moments are created by the first step: the same peak
     rank.optimizer_params = shard_params;
+    rank.parameters = P;
+    rank.parameter_tensors = params.tensors;
 
     rank.phases = { fwd.phase("forward"), bwd.phase("backward"), opt.phase("optimizer"),
         init.phase("optimizer-init") };

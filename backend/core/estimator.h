@@ -71,6 +71,8 @@ struct RankEstimate {
     // The parameters this rank's optimizer step updates: all of its stage's, or its shard under the
     // distributed optimizer (dense / (DP x CP), experts / expert-DP). The step-time model's optimizer work.
     double optimizer_params = 0;
+    double parameters = 0; // the stage's parameters (every TP rank of it holds this many)
+    double parameter_tensors = 0; // and how many tensors hold them
     // The first iteration's peak: its forward and backward run before the first optimizer step creates
     // Adam's moments, so they hold everything but the optimizer_states; its step is optimizer-init.
     // What Megatron-LM reports "after iteration 1"; peak_bytes is "from iteration 2 on".

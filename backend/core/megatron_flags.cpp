@@ -60,6 +60,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--attention-softmax-in-fp32", Arity::Switch, "attention_softmax_in_fp32" },
         { "--apply-query-key-layer-scaling", Arity::Switch, "apply_query_key_layer_scaling" },
         { "--no-masked-softmax-fusion", Arity::Switch, "" },
+        { "--no-gradient-accumulation-fusion", Arity::Switch, "" },
         { "--multi-latent-attention", Arity::Switch, "multi_latent_attention" },
         { "--q-lora-rank", Arity::Value, "q_lora_rank" },
         { "--kv-lora-rank", Arity::Value, "kv_lora_rank" },
@@ -494,6 +495,9 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
                 v = "fused";
             setRecipeField(base, "attention_backend", v, where);
             markExplicit(base, "attention_backend");
+        } else if (flag == "--no-gradient-accumulation-fusion") {
+            base.gradient_accumulation_fusion = false; // store_false, dest gradient_accumulation_fusion
+            markExplicit(base, "gradient_accumulation_fusion");
         } else if (flag == "--no-masked-softmax-fusion") {
             base.masked_softmax_fusion = false; // store_false, dest masked_softmax_fusion
             markExplicit(base, "masked_softmax_fusion");
@@ -763,6 +767,11 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
         }
         if (flag == "--no-masked-softmax-fusion") {
             if (!r.masked_softmax_fusion)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--no-gradient-accumulation-fusion") {
+            if (!r.gradient_accumulation_fusion)
                 out.push_back(flag);
             continue;
         }

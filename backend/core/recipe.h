@@ -73,6 +73,10 @@ struct Recipe {
     // fusedMaskedSoftmaxApplies in attention_softmax.h says when it runs). TransformerConfig False;
     // Megatron-LM's flags True (--no-masked-softmax-fusion); Bridge's GPTModelProvider True.
     bool masked_softmax_fusion = false;
+    // Each weight's gradient added into its fp32 main_grad inside the wgrad GEMM (Transformer Engine's
+    // fuse_wgrad_accumulation, apex's fused_weight_gradient_mlp_cuda) instead of by DDP's hook after it
+    // (model_parallel_config.py; False there, True in Megatron-LM's flags and Bridge's providers).
+    bool gradient_accumulation_fusion = false;
 
     // --- multi-latent attention (MLATransformerConfig defaults) ---
     bool multi_latent_attention = false;

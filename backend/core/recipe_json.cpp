@@ -210,6 +210,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "attention_softmax_in_fp32", &Recipe::attention_softmax_in_fp32 },
         { "apply_query_key_layer_scaling", &Recipe::apply_query_key_layer_scaling },
         { "masked_softmax_fusion", &Recipe::masked_softmax_fusion },
+        { "gradient_accumulation_fusion", &Recipe::gradient_accumulation_fusion },
         { "multi_latent_attention", &Recipe::multi_latent_attention },
         { "q_lora_rank", &Recipe::q_lora_rank },
         { "kv_lora_rank", &Recipe::kv_lora_rank },
@@ -860,6 +861,8 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
     case InputFormat::MegatronFlags:
         // --no-masked-softmax-fusion is store_false: Megatron-LM fuses unless told not to.
         r.masked_softmax_fusion = true;
+        // --no-gradient-accumulation-fusion is store_false (arguments.py): fused unless told not to.
+        r.gradient_accumulation_fusion = true;
         // megatron/training/argument_utils.py:305 (d98e8a64), core_transformer_config_from_args: always
         // True, with no flag to say otherwise.
         r.deallocate_pipeline_outputs = true;
@@ -889,6 +892,10 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
         // GPTModelProvider (gpt_provider.py at 0254ddd4): attention_softmax_in_fp32 False, where
         // TransformerConfig says True.
         r.attention_softmax_in_fp32 = false;
+        // GPTModelProvider and the hybrid provider (gpt_provider.py:206, hybrid_provider.py:150 at
+        // 067f987d): fusions.can_enable_gradient_accumulation_fusion(), True where Transformer Engine or
+        // apex's kernel is installed, as on the clusters these recipes name.
+        r.gradient_accumulation_fusion = true;
         break;
     }
     return r;

@@ -493,6 +493,33 @@ std::string fmt(double v, int prec = 1)
     return s.str();
 }
 
+// Without gradient_accumulation_fusion each weight's gradient is a tensor of its own, which DDP's hook adds
+// into the parameter's main_grad in the buffer's dtype (distributed_data_parallel.py
+// _make_backward_post_hook: main_grad.add_(grad)) at every micro-batch: the buffer read and written, the
+// gradient read. With the fusion the wgrad GEMM accumulates into main_grad itself (its output in the buffer's
+// dtype): not counted.
+TimeTerm mainGradAccumulation(const Recipe& r, const RankEstimate& re, const CalibrationRates& c, double m)
+{
+    TimeTerm t;
+    const PhaseEstimate* fwd = re.phase("forward");
+    if (r.gradient_accumulation_fusion || !fwd || re.parameters <= 0)
+        return t;
+    const double buffer = double(fwd->category("gradients")) / re.parameters; // bytes a parameter
+    const double grad = r.bf16 || r.fp16 ? 2 : 4;
+    t.phase = "backward";
+    t.name = "main_grad accumulation";
+    t.bytes = m * re.parameters * (2 * buffer + grad);
+    t.kernels = m * re.parameter_tensors;
+    const double device_ms = t.bytes / (c.elementwise_gbps * 1e6);
+    const double host_ms = t.kernels * c.kernel_launch_us / 1000;
+    t.ms = std::max(device_ms, host_ms);
+    t.host_bound_ms = host_ms > device_ms ? t.ms : 0;
+    t.source = "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over the stage's "
+               "parameters (the buffer read and written, the gradient read; DDP's backward hook) at the "
+               "elementwise rate";
+    return t;
+}
+
 // The optimizer step of one rank, pass by pass over the parameters it updates (P, its shard), each pass
 // at the elementwise rate: what Megatron's train_step and its mixed-precision optimizer run between two
 // backward passes (megatron/training/training.py train_step, megatron/core/optimizer/optimizer.py step).
@@ -672,6 +699,10 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
             rt.compute_ms += t.ms;
             if (t.phase == "replay")
                 rt.replay_ms += t.ms;
+            rt.terms.push_back(std::move(t));
+        }
+        if (TimeTerm t = mainGradAccumulation(r, re, c, m); t.ms > 0) {
+            rt.compute_ms += t.ms;
             rt.terms.push_back(std::move(t));
         }
         for (TimeTerm& t : optimizerStep(r, re, c)) {

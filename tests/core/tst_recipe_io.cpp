@@ -82,6 +82,7 @@ Recipe fullRecipe()
     r.attention_softmax_in_fp32 = false;
     r.apply_query_key_layer_scaling = true;
     r.masked_softmax_fusion = true;
+    r.gradient_accumulation_fusion = true;
     r.multi_latent_attention = true;
     r.q_lora_rank = 64;
     r.kv_lora_rank = 32;
@@ -998,12 +999,13 @@ void TestRecipeIo::overridesWriteOnlyDifferences()
     QCOMPARE(QString::fromStdString(studioCommentLine(r)),
         QStringLiteral("# studio: name='null' profile=bridge-pin"));
     // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024,
-    // its attention_softmax_in_fp32 True, its masked_softmax_fusion and deallocate_pipeline_outputs False
-    // (GPTModelProvider's are False, True and True).
+    // its attention_softmax_in_fp32 True, its masked_softmax_fusion, gradient_accumulation_fusion and
+    // deallocate_pipeline_outputs False (GPTModelProvider's are False, True, True and True).
     const std::vector<std::string> json = recipeToBridgeOverrides(Recipe {});
     QCOMPARE(join(json),
         QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 model.attention_softmax_in_fp32=true "
-                       "model.masked_softmax_fusion=false model.deallocate_pipeline_outputs=false"));
+                       "model.masked_softmax_fusion=false model.gradient_accumulation_fusion=false "
+                       "model.deallocate_pipeline_outputs=false"));
     r.recompute_modules = std::vector<std::string> {};
     r.q_lora_rank = std::nullopt;
     const std::vector<std::string> out = recipeToBridgeOverrides(r);
@@ -1204,6 +1206,9 @@ void TestRecipeIo::flagForms_data()
     row("softmax fp32", { "--attention-softmax-in-fp32" }, "attention_softmax_in_fp32", "true");
     row("softmax fusion by default", {}, "masked_softmax_fusion", "true");
     row("no softmax fusion", { "--no-masked-softmax-fusion" }, "masked_softmax_fusion", "false");
+    row("gradient accumulation fused by default", {}, "gradient_accumulation_fusion", "true");
+    row("no gradient accumulation fusion", { "--no-gradient-accumulation-fusion" },
+        "gradient_accumulation_fusion", "false");
     row("bias by default", {}, "add_bias_linear", "true");
     row("no bias", { "--disable-bias-linear" }, "add_bias_linear", "false");
     row("qkv bias", { "--add-qkv-bias" }, "add_qkv_bias", "true");
