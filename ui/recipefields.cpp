@@ -229,6 +229,10 @@ const std::vector<FieldSpec>& recipeFields()
             "Which Megatron Core revision's rules and labels apply.", {} },
         { "memory_target_gb", "Run settings", "", K::OptionalDouble, "memory_target_gb",
             "Per-rank memory target (GB); drawn on the trade-off chart.", {} },
+        { "gpu_compute_capability", "Run settings", "", K::Int, "gpu_compute_capability",
+            "The GPUs' CUDA compute capability, major × 10 + minor: 80 A100, 90 H100 / H200 (the "
+            "default), 100 B200 / GB200. The estimate sizes Transformer Engine's cuBLAS workspaces by it.",
+            {} },
         { "warmup_iters", "Run settings", "", K::Int, "warmup_iters", "Iterations before steady state.", {} },
         { "train_iters", "Run settings", "", K::Int, "train_iters", "Iterations in all.", {} },
     };

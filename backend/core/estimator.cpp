@@ -1368,6 +1368,23 @@ struct LayerFigures {
     double replay_fwd = 0;
 };
 
+// Transformer Engine's cuBLAS workspaces (TE 2.17.1,
+// transformer_engine/pytorch/cpp_extensions/gemm.py:34-61): get_cublas_workspace is lru-cached, so what it
+// allocates with torch.empty stays for the whole run and is in torch's allocated counters. Its size,
+// get_cublas_workspace_size_bytes: 32 MiB (NVFP4 GEMMs) + 1 KiB (alignment, scales) from compute
+// capability 9.0 on, else 4 MiB. TE's GEMMs share one; the first grouped GEMM (TEGroupedMLP's GroupedLinear,
+// general_grouped_gemm) adds one per compute stream, nvte_get_num_compute_streams
+// (common/include/transformer_engine/multi_stream.h), a constant 4 in TE 2.17.1's libtransformer_engine.so.
+double teCublasWorkspaceBytes(int compute_capability)
+{
+    return compute_capability >= 90 ? 32.0 * 1024 * 1024 + 1024 : 4.0 * 1024 * 1024;
+}
+const char* teCublasWorkspaceSize(int compute_capability)
+{
+    return compute_capability >= 90 ? "32 MiB + 1 KiB" : "4 MiB";
+}
+constexpr int kTeComputeStreams = 4;
+
 // Megatron's local CUDA graphs (cuda_graph_impl local, cuda_graph_modules empty: the whole layer,
 // transformer_layer.py create_mcore_cudagraph_manager) on a GPT stack of dense layers, the case measured
 // (tests/fixtures/logs/megatron-lm-fp8/cuda-graphs). MoE layers (their router and dispatch are graphed apart,
@@ -1673,6 +1690,28 @@ void StageEstimator::persistentState()
             "one micro-batch; the bool [b, 1, s, s] mask of create_attention_mask_in_dataloader "
             "(Megatron-LM's "
             "default); the next micro-batch's prefetch left out");
+        // The TE spec's layers run their GEMMs through Transformer Engine (the output layer is Megatron's own
+        // ColumnParallelLinear: a stage of no layer runs none); MoE layers with moe_grouped_gemm build
+        // TEGroupedMLP (TESpecProvider.grouped_mlp_modules), whose grouped GEMMs take the per-stream ones.
+        if (x.te && !st.layers.empty()) {
+            const bool grouped = x.grouped && std::any_of(st.layers.begin(), st.layers.end(), [&](int g) {
+                return layers.kind(g).ffn == LayerFfn::Moe;
+            });
+            const int count = 1 + (grouped ? kTeComputeStreams : 0);
+            base.add("other", "Transformer Engine cuBLAS workspaces",
+                count * teCublasWorkspaceBytes(r.gpu_compute_capability),
+                "transformer_engine/pytorch/cpp_extensions/gemm.py:34-61 (TE 2.17.1, get_cublas_workspace)",
+                std::to_string(count) + (count == 1 ? " workspace" : " workspaces") + " of "
+                    + teCublasWorkspaceSize(r.gpu_compute_capability)
+                    + (r.gpu_compute_capability >= 90 ? " (compute capability 9.0 and above"
+                                                      : " (compute capability below 9.0")
+                    + ", gpu_compute_capability " + std::to_string(r.gpu_compute_capability)
+                    + "): one for TE's GEMMs"
+                    + (grouped ? " and one for each of TE's " + std::to_string(kTeComputeStreams)
+                                + " compute streams, which the experts' grouped GEMMs take"
+                               : std::string())
+                    + "; allocated at the first GEMM and kept for the run (lru-cached)");
+        }
     }
     if (x.backend == "unfused") {
         const double np = x.heads / t;
@@ -2481,9 +2520,17 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                                                           : ""),
                   "MoE routing balanced (every rank receives tokens x top-k), dropless unless a capacity "
                   "factor is set",
-                  "left out: CUDA context and cuBLAS/NCCL workspaces (not allocated tensors), allocator "
-                  "fragmentation, "
-                  "communication buffers of overlapped collectives, fp8 scaling state" };
+                  "left out: the CUDA context, torch's own cuBLAS workspaces and NCCL's buffers, allocator "
+                  "fragmentation, communication buffers of overlapped collectives, fp8 scaling state" };
+        if (x.te) {
+            const int cc = r.gpu_compute_capability;
+            e.assumptions.push_back("GPU compute capability " + std::to_string(cc / 10) + "."
+                + std::to_string(cc % 10) + " (gpu_compute_capability " + std::to_string(cc) + "; "
+                + std::to_string(Recipe {}.gpu_compute_capability)
+                + " unless the recipe says otherwise: Hopper, H100 / H200): Transformer Engine's cuBLAS "
+                  "workspaces of "
+                + teCublasWorkspaceSize(cc) + " each");
+        }
         // CUDA graphs (cuda_graph_impl): what the figures are under each implementation.
         if (localLayerGraphs(r, x))
             e.assumptions.push_back(

@@ -220,6 +220,11 @@ struct Recipe {
     // --- ours: rules profile and run settings ---
     Profile profile = Profile::BridgePin;
     std::optional<double> memory_target_gb; // per-rank target for the advisor
+    // The GPUs' CUDA compute capability, major x 10 + minor (80 A100, 90 H100 / H200, 100 B200 / GB200): what
+    // the job's software sizes by it (Transformer Engine's cuBLAS workspaces, estimator.cpp). 90 unless said:
+    // Hopper, the GPUs this product's users train on. A Bridge recipe by name takes it from the GPU its name
+    // states (gpus.h).
+    int gpu_compute_capability = 90;
     int warmup_iters = 3;
     int train_iters = 10;
     std::optional<std::string>

@@ -297,6 +297,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "rerun_state_machine.check_for_nan_in_loss", &Recipe::check_for_nan_in_loss },
         { "profile", &Recipe::profile },
         { "memory_target_gb", &Recipe::memory_target_gb },
+        { "gpu_compute_capability", &Recipe::gpu_compute_capability },
         { "warmup_iters", &Recipe::warmup_iters },
         { "train_iters", &Recipe::train_iters },
         { "checkpoint_activations_flag", &Recipe::checkpoint_activations_flag },

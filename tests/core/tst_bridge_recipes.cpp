@@ -35,6 +35,8 @@ private Q_SLOTS:
     void llama3_70bFp8Table_data();
     void llama3_70bFp8Table();
     void overridesAndWorldSizeApplyOnTop();
+    void gpuOfTheName_data();
+    void gpuOfTheName();
     void refusals_data();
     void refusals();
 };
@@ -415,6 +417,59 @@ void TestBridgeRecipes::overridesAndWorldSizeApplyOnTop()
         "moonlight_16b_pretrain_8gpu_h100_bf16_config", std::nullopt, { "mixed_precision=fp16_mixed" });
     const Recipe resolved = validate(fp16.recipe, InputFormat::BridgeOverrides).resolved;
     QVERIFY(resolved.fp16 && !resolved.bf16);
+}
+
+// The GPU a recipe's name states is the job's (core/gpus.h, NVIDIA's compute-capability table): its
+// compute capability sizes Transformer Engine's cuBLAS workspaces in the estimate (32 MiB + 1 KiB =
+// 33,555,456 bytes from 9.0 on, 4 MiB = 4,194,304 before: one for a dense TE stack). A name whose GPU the
+// table does not know keeps the default (90); a '# studio:' override says otherwise.
+void TestBridgeRecipes::gpuOfTheName_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QStringList>("overrides");
+    QTest::addColumn<int>("cc");
+    QTest::addColumn<QString>("note"); // "" when the name states no GPU the table knows
+    QTest::addColumn<qint64>("workspace");
+    QTest::newRow("h100") << u"llama3_8b_pretrain_8gpu_h100_bf16_config"_s << QStringList {} << 90
+                          << u"h100"_s << qint64(33555456);
+    QTest::newRow("b200") << u"llama3_8b_pretrain_8gpu_b200_bf16_config"_s << QStringList {} << 100
+                          << u"b200"_s << qint64(33555456);
+    QTest::newRow("gb200") << u"llama3_8b_pretrain_8gpu_gb200_bf16_config"_s << QStringList {} << 100
+                           << u"gb200"_s << qint64(33555456);
+    QTest::newRow("gb300") << u"llama3_8b_pretrain_8gpu_gb300_bf16_config"_s << QStringList {} << 103
+                           << u"gb300"_s << qint64(33555456);
+    QTest::newRow("vr200: not in the table, the default")
+        << u"llama3_8b_pretrain_8gpu_vr200_bf16_config"_s << QStringList {} << 90 << QString()
+        << qint64(33555456);
+    QTest::newRow("h100, the overrides say A100")
+        << u"llama3_8b_pretrain_8gpu_h100_bf16_config"_s
+        << QStringList { u"# studio: gpu_compute_capability=80"_s } << 80 << QString() << qint64(4194304);
+}
+
+void TestBridgeRecipes::gpuOfTheName()
+{
+    QFETCH(QString, name);
+    QFETCH(QStringList, overrides);
+    QFETCH(int, cc);
+    QFETCH(QString, note);
+    QFETCH(qint64, workspace);
+    std::vector<std::string> words;
+    for (const QString& o : overrides)
+        words.push_back(o.toStdString());
+    const BridgeJob job = bridgeJob(name.toStdString(), std::nullopt, words);
+    QCOMPARE(job.recipe.gpu_compute_capability, cc);
+    const std::string said = "GPU compute capability " + std::to_string(cc)
+        + " (gpu_compute_capability): the name's " + note.toStdString();
+    QCOMPARE(std::count(job.notes.begin(), job.notes.end(), said), note.isEmpty() ? 0 : 1);
+    const MemoryEstimate e = estimateMemory(validate(job.recipe, InputFormat::BridgeOverrides).resolved);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    for (const RankEstimate& rank : e.ranks) {
+        const PhaseEstimate& peak = rank.peak();
+        const auto t = std::find_if(peak.terms.begin(), peak.terms.end(),
+            [](const MemoryTerm& m) { return m.name == "Transformer Engine cuBLAS workspaces"; });
+        QVERIFY(t != peak.terms.end());
+        QCOMPARE(t->bytes, workspace);
+    }
 }
 
 void TestBridgeRecipes::refusals_data()

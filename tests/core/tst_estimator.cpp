@@ -88,6 +88,8 @@ private Q_SLOTS:
     void jsonShape();
     void rankCandidates();
     void everyTermHasSourceAndNote();
+    void teCublasWorkspaces_data();
+    void teCublasWorkspaces();
 };
 
 void TestEstimator::korthikantiPerLayer_data()
@@ -440,6 +442,120 @@ void TestEstimator::sizesItDoesNotTakeAreNotEstimated()
     QVERIFY(e.ranks.empty());
     QCOMPARE(e.peak_bytes, int64_t(0));
     QVERIFY2(QString::fromStdString(e.not_estimated).contains(reason), e.not_estimated.c_str());
+}
+
+// Transformer Engine's cuBLAS workspaces (TE 2.17.1 transformer_engine/pytorch/cpp_extensions/gemm.py:34-61),
+// written out by hand: 32 MiB + 1 KiB = 33,554,432 + 1,024 = 33,555,456 bytes from compute capability 9.0 on,
+// 4 MiB = 4,194,304 before; one for TE's GEMMs, and 4 more (one per compute stream,
+// nvte_get_num_compute_streams) on a stage whose MoE layers run TE's grouped GEMM. Kept for the whole run:
+// the same bytes in every phase and in the first iteration. None without Transformer Engine (the local spec)
+// and none in the worker's layout (LibTorch, no TE).
+void TestEstimator::teCublasWorkspaces_data()
+{
+    QTest::addColumn<QString>("impl"); // transformer_impl
+    QTest::addColumn<QString>("pattern"); // hybrid_layer_pattern; "" for a GPT model
+    QTest::addColumn<int>("experts"); // 0: dense
+    QTest::addColumn<bool>("grouped"); // moe_grouped_gemm
+    QTest::addColumn<QList<int>>("moeLayers"); // moe_layer_freq as a list; empty: every layer
+    QTest::addColumn<int>("cc"); // gpu_compute_capability
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<bool>("worker");
+    QTest::addColumn<QList<qint64>>("perStage"); // the term's bytes on each stage (0: no term)
+    const QString te = QStringLiteral("transformer_engine"), local = QStringLiteral("local");
+    const qint64 hopper = 33555456, ampere = 4194304;
+    QTest::newRow("TE dense, Hopper (default 90)")
+        << te << QString() << 0 << false << QList<int> {} << 90 << 1 << false << QList<qint64> { hopper };
+    QTest::newRow("TE dense, Blackwell 100")
+        << te << QString() << 0 << false << QList<int> {} << 100 << 1 << false << QList<qint64> { hopper };
+    QTest::newRow("TE dense, Ampere 80")
+        << te << QString() << 0 << false << QList<int> {} << 80 << 1 << false << QList<qint64> { ampere };
+    QTest::newRow("TE grouped-GEMM experts, Hopper")
+        << te << QString() << 8 << true << QList<int> {} << 90 << 1 << false << QList<qint64> { 167777280 };
+    QTest::newRow("TE grouped-GEMM experts, Ampere")
+        << te << QString() << 8 << true << QList<int> {} << 80 << 1 << false << QList<qint64> { 20971520 };
+    QTest::newRow("TE experts without grouped GEMM (SequentialMLP of TE linears)")
+        << te << QString() << 8 << false << QList<int> {} << 90 << 1 << false << QList<qint64> { hopper };
+    QTest::newRow("PP 2, MoE layers on stage 1 only")
+        << te << QString() << 8 << true << QList<int> { 0, 0, 1, 1 } << 90 << 2 << false
+        << QList<qint64> { hopper, 167777280 };
+    QTest::newRow("local spec") << local << QString() << 0 << false << QList<int> {} << 90 << 1 << false
+                                << QList<qint64> { 0 };
+    QTest::newRow("local spec, grouped-GEMM experts")
+        << local << QString() << 8 << true << QList<int> {} << 90 << 1 << false << QList<qint64> { 0 };
+    QTest::newRow("hybrid stack (TE modules whatever transformer_impl says)")
+        << local << QStringLiteral("M*M-") << 0 << false << QList<int> {} << 90 << 1 << false
+        << QList<qint64> { hopper };
+    QTest::newRow("hybrid stack, grouped-GEMM experts")
+        << local << QStringLiteral("M*ME") << 8 << true << QList<int> {} << 90 << 1 << false
+        << QList<qint64> { 167777280 };
+    QTest::newRow("worker layout, TE grouped-GEMM experts")
+        << te << QString() << 8 << true << QList<int> {} << 90 << 1 << true << QList<qint64> { 0 };
+}
+
+void TestEstimator::teCublasWorkspaces()
+{
+    QFETCH(QString, impl);
+    QFETCH(QString, pattern);
+    QFETCH(int, experts);
+    QFETCH(bool, grouped);
+    QFETCH(QList<int>, moeLayers);
+    QFETCH(int, cc);
+    QFETCH(int, pp);
+    QFETCH(bool, worker);
+    QFETCH(QList<qint64>, perStage);
+    Recipe r = gpt();
+    r.transformer_impl = impl.toStdString();
+    r.attention_backend = "fused";
+    if (!pattern.isEmpty())
+        r.hybrid_layer_pattern = pattern.toStdString();
+    if (experts > 0) {
+        r.num_moe_experts = experts;
+        r.moe_router_topk = 2;
+        r.moe_grouped_gemm = grouped;
+        if (!moeLayers.isEmpty())
+            r.moe_layer_freq = std::vector<int>(moeLayers.begin(), moeLayers.end());
+    }
+    r.gpu_compute_capability = cc;
+    r.pipeline_model_parallel_size = pp;
+    const Recipe resolved = validate(r).resolved;
+    const MemoryEstimate e = estimateMemory(resolved, worker ? Layout::Worker : Layout::Megatron);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    QCOMPARE(static_cast<int>(e.ranks.size()), perStage.size());
+    for (size_t p = 0; p < e.ranks.size(); ++p) {
+        const RankEstimate& rank = e.ranks[p];
+        for (const PhaseEstimate& phase : rank.phases) {
+            qint64 bytes = 0;
+            int terms = 0;
+            for (const MemoryTerm& t : phase.terms)
+                if (t.name == "Transformer Engine cuBLAS workspaces") {
+                    QCOMPARE(QString::fromStdString(t.category), QStringLiteral("other"));
+                    QVERIFY(t.source.find("cpp_extensions/gemm.py") != std::string::npos);
+                    bytes += t.bytes;
+                    ++terms;
+                }
+            QVERIFY(terms <= 1);
+            QCOMPARE(bytes, perStage[static_cast<qsizetype>(p)]);
+        }
+    }
+    // Persistent: without the workspaces every phase's peak and the first iteration's are lower by exactly
+    // the term (a recipe with no Transformer Engine GEMM for the same layers: their bytes as 0).
+    if (worker || perStage.front() == 0)
+        return;
+    Recipe other = r;
+    other.gpu_compute_capability = cc >= 90 ? 80 : 90;
+    const MemoryEstimate o = estimateMemory(validate(other).resolved, Layout::Megatron);
+    for (size_t p = 0; p < e.ranks.size(); ++p) {
+        const qint64 count = perStage[static_cast<qsizetype>(p)] / (cc >= 90 ? 33555456 : 4194304);
+        const qint64 delta = count * (cc >= 90 ? 33555456 - 4194304 : 4194304 - 33555456);
+        QCOMPARE(e.ranks[p].first_iteration_peak_bytes - o.ranks[p].first_iteration_peak_bytes, delta);
+        for (size_t ph = 0; ph < e.ranks[p].phases.size(); ++ph)
+            QCOMPARE(e.ranks[p].phases[ph].peak_bytes - o.ranks[p].phases[ph].peak_bytes, delta);
+    }
+    // The estimate says which compute capability it assumed.
+    const auto said = std::find_if(e.assumptions.begin(), e.assumptions.end(), [&](const std::string& a) {
+        return a.find("gpu_compute_capability " + std::to_string(cc)) != std::string::npos;
+    });
+    QVERIFY(said != e.assumptions.end());
 }
 
 QTEST_GUILESS_MAIN(TestEstimator)

@@ -173,6 +173,7 @@ Recipe fullRecipe()
     r.check_for_nan_in_loss = false;
     r.profile = Profile::Dev;
     r.memory_target_gb = 70.5;
+    r.gpu_compute_capability = 100;
     r.warmup_iters = 2;
     r.train_iters = 20;
     r.checkpoint_activations_flag = "--checkpoint-activations";
@@ -193,6 +194,7 @@ Recipe withoutFlaglessFields(Recipe r)
     r.memory_target_gb = defaults.memory_target_gb;
     r.warmup_iters = defaults.warmup_iters;
     r.te_version = defaults.te_version;
+    r.gpu_compute_capability = defaults.gpu_compute_capability;
     r.front_end = defaults.front_end;
     r.extra_overrides = defaults.extra_overrides;
     r.launch_command = defaults.launch_command;
@@ -712,6 +714,9 @@ void TestRecipeIo::overrideForms_data()
     QTest::newRow("memory target") << "# studio: memory_target_gb=70.5"
                                    << "memory_target_gb"
                                    << "70.5";
+    QTest::newRow("GPU compute capability") << "# studio: gpu_compute_capability=100"
+                                            << "gpu_compute_capability"
+                                            << "100";
     QTest::newRow("warmup") << "# studio: warmup_iters=2"
                             << "warmup_iters"
                             << "2";
