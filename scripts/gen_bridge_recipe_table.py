@@ -24,11 +24,11 @@ Where the facts come from (nothing is copied; everything is read from the two gi
 - Hugging Face, recorded: when resources/bridge/hf-configs.json holds values for the model id a recipe asks for
   (`AutoBridge.from_hf_pretrained(id)`, `transformers.AutoConfig.from_pretrained(id)` and its sub-configs such as
   `.text_config`), the config loader is answered with a stand-in config object carrying those values (the
-  file's `transformers_defaults` first, then its `config`), shaped as transformers 5.x presents a loaded
-  config (see `v5_attributes`), and Bridge's own AutoBridge / model-bridge code (`provider_bridge`,
-  `CONFIG_MAPPING`, `hf_config_to_model_config`, ...) builds the real provider from it. Each such recipe entry
-  names the file entry (`hf_config`), its `confirmed` flag (`hf_config_confirmed`), the keys the conversion
-  read and the keys it probed that the data lacks (`hf_config_use`). A key the data lacks reads as absent
+  file's `transformers_defaults` first, then its `config`; a sub-config's the same way, key by key), shaped
+  as transformers 5.x presents a loaded config (see `v5_attributes`), and Bridge's own AutoBridge / model-bridge
+  code (`provider_bridge`, `CONFIG_MAPPING`, `hf_config_to_model_config`, ...) builds the real provider from it.
+  Each such recipe entry names the file entry (`hf_config`), its `confirmed` flag (`hf_config_confirmed`), the
+  keys the conversion read and the keys it probed that the data lacks (`hf_config_use`). A key the data lacks reads as absent
   (AttributeError), as it would for a transformers config class that does not declare it.
 - Hugging Face, not modelled: an hf-configs.json entry's `architecture_not_modelled` (the layer kind its Bridge
   conversion builds that the estimate does not, the class that has it, where that was read) is copied onto
@@ -801,7 +801,11 @@ def make_hf_config(ident, revision, path=""):
     if data is None:
         return None
     raw = dict(data.get("transformers_defaults") or {})
-    raw.update(data["config"])
+    for k, v in data["config"].items():
+        # A sub-config's class defaults (e.g. text_config's layer_types) under the file's own values.
+        if isinstance(v, dict) and k.endswith("_config") and isinstance(raw.get(k), dict):
+            v = dict(raw[k], **v)
+        raw[k] = v
     for part in [p for p in path.split(".") if p]:
         raw = raw.get(part)
         if not isinstance(raw, dict):

@@ -112,8 +112,7 @@ int confirmWithJob(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input
         return rs::cli::usageError("plan", problem);
     js.target = target;
     js.skipByEstimate = false; // the plan kept only choices whose every rank's estimate fits
-    // `top` holds Chosen and Fits verdicts only: the [] control (verdict Control) is not among them, and the
-    // session runs it first anyway.
+    // `top` holds Chosen and Fits choices other than []: the session runs the [] control first anyway.
     std::vector<rs::RecomputeChoice> choices;
     for (size_t i : top)
         choices.push_back(plan.candidates[i].choice);
@@ -137,7 +136,7 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
     std::vector<size_t> top;
     for (size_t i = 0; i < plan.candidates.size(); ++i) {
         const auto v = plan.candidates[i].verdict;
-        if (v == rs::PlanVerdict::Chosen || v == rs::PlanVerdict::Fits)
+        if (!plan.candidates[i].control && (v == rs::PlanVerdict::Chosen || v == rs::PlanVerdict::Fits))
             top.push_back(i);
     }
     std::stable_sort(top.begin(), top.end(),
@@ -145,7 +144,10 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
     if (top.size() > size_t(n))
         top.resize(size_t(n));
     if (top.empty()) {
-        std::cerr << "recompute plan: --confirm: no choice fits, nothing to measure\n";
+        std::cerr << (plan.chosen && plan.candidates[*plan.chosen].control
+                ? "recompute plan: --confirm: only [] fits (no recompute needed), nothing to compare it "
+                  "with\n"
+                : "recompute plan: --confirm: no choice fits, nothing to measure\n");
         return 1;
     }
     if (args.has("job"))

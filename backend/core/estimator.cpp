@@ -1740,7 +1740,8 @@ private:
     Builder base;
     double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
     double fp32_main_grads = 0; // Megatron layout, 16-bit gradient buffer: the optimizer step's fp32 copies
-    double worker_shard = 0; // Worker layout: the elements this rank's optimizer steps
+    double shard_params
+        = 0; // the elements this rank's optimizer steps (its shard under the distributed optimizer)
     // layerActivations
     std::vector<LayerFigures> lf;
     double layers_retained = 0;
@@ -1823,15 +1824,15 @@ void StageEstimator::persistentState()
                : "the DDP parameter buffer in the training dtype; bucket padding (to multiples of the DP "
                  "size x 128 "
                  "elements) left out");
-    worker_shard = P;
+    shard_params = P;
     if (worker) {
         // The distributed optimizer's shard of the rank (MainParamAdamW over the buffer's first slice):
         // dense parameters / (DP x CP), routed experts / expert-DP (their own buffer), as Megatron shards
         // them.
         const bool dist = r.use_distributed_optimizer;
-        worker_shard = dist ? params.dense / (x.dp * x.cp) + params.expert / x.edp : P;
-        main_bytes = pd == 4 ? 0 : worker_shard * 4;
-        state_bytes = worker_shard * 8 + params.tensors * 4.0;
+        shard_params = dist ? params.dense / (x.dp * x.cp) + params.expert / x.edp : P;
+        main_bytes = pd == 4 ? 0 : shard_params * 4;
+        state_bytes = shard_params * 8 + params.tensors * 4.0;
         base.add("main_parameters", "fp32 main parameters", main_bytes, kWorkerOpt,
             std::string("an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main "
                         "copy)")
@@ -1849,7 +1850,7 @@ void StageEstimator::persistentState()
                 + "; each parameter's autograd gradient is added into it and freed at once");
         if (x.grad != 4)
             fp32_main_grads
-                = worker_shard * 4; // the step's fp32 copies of the rank's (shard of the) gradients
+                = shard_params * 4; // the step's fp32 copies of the rank's (shard of the) gradients
         // Every micro-batch of the step is drawn up front (engine/runner.cpp); the mask and the tables
         // span the whole sequence (s x CP).
         const double seq = x.s * x.cp;
@@ -1870,6 +1871,7 @@ void StageEstimator::persistentState()
         const double dense_share = dist ? params.dense / (x.dp * x.cp) : params.dense;
         const double expert_share = dist ? params.expert / x.edp : params.expert;
         const double sharded = dense_share + expert_share;
+        shard_params = sharded;
         grad_bytes = P * x.grad;
         base.add("gradients", "DDP gradient buffer", grad_bytes,
             "megatron/core/distributed/param_and_grad_buffer.py",
@@ -2546,6 +2548,7 @@ RankEstimate StageEstimator::optimizerPhases()
             "kept between steps (captured after the first step's forward and backward, before its optimizer "
             "step); not in torch's allocated counters");
     Builder init = opt; // the moments are created by the first step: the same peak
+    rank.optimizer_params = shard_params;
 
     rank.phases = { fwd.phase("forward"), bwd.phase("backward"), opt.phase("optimizer"),
         init.phase("optimizer-init") };

@@ -74,6 +74,9 @@ struct RankEstimate {
     // largest phase peak less its graph_pool_bytes. peak_bytes without local CUDA graphs.
     int64_t max_allocated_bytes = 0;
     std::vector<PhaseEstimate> phases; // forward, backward, optimizer, optimizer-init
+    // The parameters this rank's optimizer step updates: all of its stage's, or its shard under the
+    // distributed optimizer (dense / (DP x CP), experts / expert-DP). The step-time model's optimizer work.
+    double optimizer_params = 0;
     // The first iteration's peak: its forward and backward run before the first optimizer step creates
     // Adam's moments, so they hold everything but the optimizer_states; its step is optimizer-init.
     // What Megatron-LM reports "after iteration 1"; peak_bytes is "from iteration 2 on".

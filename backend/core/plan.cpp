@@ -25,8 +25,6 @@ const char* planVerdictName(PlanVerdict v)
         return "over-target";
     case PlanVerdict::Invalid:
         return "invalid";
-    case PlanVerdict::Control:
-        return "control";
     }
     return "";
 }
@@ -100,6 +98,7 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         PlanCandidate c;
         c.choice = choice;
         c.label = choiceSpelling(choice);
+        c.control = choice.granularity == "selective" && choice.modules.empty();
         const Validation v = validate(candidateRecipe(r, choice), format);
         if (v.hasErrors()) {
             c.verdict = PlanVerdict::Invalid;
@@ -127,12 +126,9 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         const StepTimeEstimate t = estimateStepTime(v.resolved, rates, &m);
         c.step_ms = t.step_ms;
         c.replay_ms = t.replay_ms;
-        c.verdict = choice.granularity == "selective" && choice.modules.empty() ? PlanVerdict::Control
-                                                                                : PlanVerdict::Fits;
         if (c.peak_bytes > limit) {
             const int64_t over = c.peak_bytes - limit;
-            if (c.verdict != PlanVerdict::Control)
-                c.verdict = PlanVerdict::OverTarget;
+            c.verdict = PlanVerdict::OverTarget;
             c.reason = "does not fit: stage " + std::to_string(c.hottest_stage) + " needs "
                 + formatGb(c.peak_bytes) + " GB, " + formatGb(over) + " GB over the " + formatGb(limit)
                 + " GB it may use";
@@ -167,7 +163,7 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
     // The cheapest predicted step among those that fit (the control too: no recompute needed).
     for (size_t i = 0; i < plan.candidates.size(); ++i) {
         const auto& c = plan.candidates[i];
-        if (c.verdict != PlanVerdict::Fits && !(c.verdict == PlanVerdict::Control && c.reason.empty()))
+        if (c.verdict != PlanVerdict::Fits)
             continue;
         if (!plan.chosen || c.step_ms < plan.candidates[*plan.chosen].step_ms)
             plan.chosen = i;
@@ -175,8 +171,7 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
     for (size_t i = 0; i < plan.candidates.size(); ++i) {
         auto& c = plan.candidates[i];
         if (plan.chosen && i == *plan.chosen) {
-            if (c.verdict != PlanVerdict::Control)
-                c.verdict = PlanVerdict::Chosen;
+            c.verdict = PlanVerdict::Chosen;
             c.reason = "the cheapest predicted step that fits (" + pct(c.delta_pct) + " against [])";
             continue;
         }
@@ -204,7 +199,7 @@ nlohmann::json planToJson(const Plan& p)
     nlohmann::json cands = nlohmann::json::array();
     for (const auto& c : p.candidates) {
         nlohmann::json j = { { "choice", c.label }, { "verdict", planVerdictName(c.verdict) },
-            { "reason", c.reason }, { "on_front", c.on_front } };
+            { "control", c.control }, { "reason", c.reason }, { "on_front", c.on_front } };
         if (c.verdict == PlanVerdict::Invalid) {
             j["rule"] = c.rule;
         } else {

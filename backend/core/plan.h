@@ -25,14 +25,15 @@ enum class PlanVerdict {
     Fits, // fits, predicted slower than the chosen one
     OverTarget, // some rank's estimated peak is over the target
     Invalid, // a rule error
-    Control, // the [] control itself (over the target or not, the baseline of every delta)
 };
-const char* planVerdictName(PlanVerdict v); // chosen | fits | over-target | invalid | control
+const char* planVerdictName(PlanVerdict v); // chosen | fits | over-target | invalid
 
 struct PlanCandidate {
     RecomputeChoice choice;
     std::string label; // choiceSpelling
     PlanVerdict verdict = PlanVerdict::Fits;
+    bool control
+        = false; // the [] choice: the baseline of every delta, judged against the target as any other
     std::string rule; // Invalid: the first error's rule id
     std::string rule_message;
     int64_t peak_bytes = 0; // hottest rank

@@ -556,6 +556,73 @@ std::string fmt(double v, int prec = 1)
     return s.str();
 }
 
+// The optimizer step of one rank, pass by pass over the parameters it updates (P, its shard), each pass
+// at the elementwise rate: what Megatron's train_step and its mixed-precision optimizer run between two
+// backward passes (megatron/training/training.py train_step, megatron/core/optimizer/optimizer.py step).
+// The gradient norm and clipping are counted at Megatron's default clip_grad 1.0 with a norm above it
+// (every logged step of this project's real runs; below it the scale pass is skipped).
+std::vector<TimeTerm> optimizerStep(const Recipe& r, const RankEstimate& re, const CalibrationRates& c)
+{
+    const PhaseEstimate* opt = re.phase("optimizer");
+    const PhaseEstimate* fwd = re.phase("forward");
+    const double P = re.optimizer_params;
+    if (!opt || !fwd || P <= 0)
+        return {};
+    const bool torch_adam = r.adam_implementation == "torch";
+    const bool aware = r.use_distributed_optimizer && r.use_precision_aware_optimizer;
+    // The gradient the step reads: fp32 main gradients (made from a 16-bit buffer by
+    // _copy_model_grads_to_main_grads, counted in the memory estimate's optimizer phase), or the 16-bit
+    // buffer itself under the precision-aware optimizer.
+    const double grad = aware ? 2 : 4;
+    const double state = double(opt->category("main_parameters") + opt->category("optimizer_states"));
+    const double param_bytes = r.bf16 || r.fp16 ? 2 : 4;
+    struct Pass {
+        const char* name;
+        double bytes;
+        double kernels;
+        std::string source;
+    };
+    std::vector<Pass> passes;
+    passes.push_back({ "zero the gradient buffer", double(fwd->category("gradients")), 1,
+        "the DDP buffer written once at the step's start (zero_grad_buffer, training.py train_step)" });
+    passes.push_back({ "gradient norm", P * grad, torch_adam ? 2.0 : 1.0,
+        "every gradient of the shard read once (clip_grads.py get_grad_norm_fp32)" });
+    passes.push_back({ "gradient clipping", (torch_adam ? 4 : 2) * P * grad, torch_adam ? 2.0 : 1.0,
+        torch_adam
+            ? "src * scale then a copy back, 4 passes (megatron/core/utils.py local_multi_tensor_scale, "
+              "Megatron's fallback without Transformer Engine and Apex)"
+            : "one scaling pass in place, read and write (clip_grads.py clip_grad_by_total_norm_fp32)" });
+    if (torch_adam)
+        // torch/optim/adam.py _multi_tensor_adam, decoupled weight decay, op by op over fp32 tensors of P:
+        // decay (2 passes), exp_avg mul and add (2 + 3), exp_avg_sq mul and addcmul (2 + 4), sqrt, div and
+        // add of the denominator (2 + 2 + 2), addcdiv into the parameter (4): 23.
+        passes.push_back({ "AdamW (torch multi-tensor)", 23 * P * 4, 9,
+            "23 fp32 passes of the shard: torch.optim.AdamW foreach=True op by op (torch/optim/adam.py "
+            "_multi_tensor_adam), Megatron's fallback (megatron/core/optimizer/__init__.py)" });
+    else
+        passes.push_back({ "AdamW (fused)", 2 * state + P * grad + (aware ? P * param_bytes : 0), 2,
+            "main parameters and moments read and written once, the gradient read (Transformer Engine's or "
+            "Apex's FusedAdam)" });
+    if (opt->category("main_parameters") > 0 && !aware)
+        passes.push_back({ "main to model parameters", P * (4 + param_bytes), 1,
+            "fp32 read, 16-bit written (optimizer.py _copy_main_params_to_model_params)" });
+    std::vector<TimeTerm> out;
+    for (const Pass& pass : passes) {
+        TimeTerm t;
+        t.phase = "optimizer";
+        t.name = pass.name;
+        t.bytes = pass.bytes;
+        t.kernels = pass.kernels;
+        const double device_ms = pass.bytes / (c.elementwise_gbps * 1e6);
+        const double host_ms = pass.kernels * c.kernel_launch_us / 1000;
+        t.ms = std::max(device_ms, host_ms);
+        t.host_bound_ms = host_ms > device_ms ? t.ms : 0;
+        t.source = pass.source + "; at the elementwise rate";
+        out.push_back(std::move(t));
+    }
+    return out;
+}
+
 } // namespace
 
 StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, const MemoryEstimate* memory)
@@ -670,24 +737,10 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
                 rt.replay_ms += t.ms;
             rt.terms.push_back(std::move(t));
         }
-        // The optimizer step reads and writes the rank's main parameters and moments, reads its gradients
-        // and writes its parameters: the bytes of the estimate's persistent state.
-        const PhaseEstimate* opt = re.phase("optimizer");
-        double opt_bytes = 0;
-        if (opt)
-            opt_bytes = 2.0 * double(opt->category("main_parameters") + opt->category("optimizer_states"))
-                + double(opt->category("gradients") + opt->category("parameters"));
-        TimeTerm ot;
-        ot.phase = "optimizer";
-        ot.name = "optimizer step";
-        ot.bytes = opt_bytes;
-        ot.kernels = 20;
-        ot.ms = std::max(opt_bytes / (c.elementwise_gbps * 1e6), ot.kernels * c.kernel_launch_us / 1000);
-        ot.source
-            = "2 x (main parameters + Adam moments) + gradients + parameters of the rank's shard (the memory "
-              "estimate's optimizer phase) at the elementwise rate";
-        rt.optimizer_ms = ot.ms;
-        rt.terms.push_back(ot);
+        for (TimeTerm& t : optimizerStep(r, re, c)) {
+            rt.optimizer_ms += t.ms;
+            rt.terms.push_back(std::move(t));
+        }
         slowest_mb = std::max(slowest_mb, rt.compute_ms / m);
         e.ranks.push_back(std::move(rt));
     }

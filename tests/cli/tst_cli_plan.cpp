@@ -67,6 +67,8 @@ void TestCliPlan::jsonShape()
     const auto cands = j.value("candidates"_L1).toArray();
     QVERIFY(cands.size() > 50); // 63 label sets and 54 full choices at Moonlight's 27 layers
     QCOMPARE(cands[0].toObject().value("choice"_L1).toString(), u"[]"_s);
+    QVERIFY(cands[0].toObject().value("control"_L1).toBool());
+    QVERIFY(!cands[1].toObject().value("control"_L1).toBool());
     double chosenMs = 0;
     for (const auto& c : cands)
         if (c.toObject().value("choice"_L1).toString() == chosen)
@@ -75,8 +77,7 @@ void TestCliPlan::jsonShape()
     for (const auto& v : cands) {
         const auto c = v.toObject();
         const QString verdict = c.value("verdict"_L1).toString();
-        QVERIFY2(QStringList({ u"chosen"_s, u"fits"_s, u"over-target"_s, u"invalid"_s, u"control"_s })
-                     .contains(verdict),
+        QVERIFY2(QStringList({ u"chosen"_s, u"fits"_s, u"over-target"_s, u"invalid"_s }).contains(verdict),
             qPrintable(verdict));
         if (verdict == u"fits"_s) {
             QVERIFY(c.value("step_ms"_L1).toDouble() >= chosenMs);

@@ -5,6 +5,8 @@
 // the table lacks, naming its Hugging Face model; Bridge's own function raising); the job is the one
 // Bridge's setup() would run (the world size's DP, the mixed-precision preset, the precision-aware
 // optimizer's dtypes, the overrides on top); an unknown name gets the nearest names.
+#include <algorithm>
+
 #include <QtTest>
 
 #include "core/advisor.h"
@@ -25,6 +27,8 @@ private Q_SLOTS:
     void everyTextRecipeEstimatesOrSaysWhyNot();
     void moonlightIsTheGuidesJob();
     void nemotron3NanoIsTheGuidesJob();
+    void hfConfigShapes_data();
+    void hfConfigShapes();
     void nemotron3NanoTable_data();
     void nemotron3NanoTable();
     void nemotron3NanoFreedAmounts();
@@ -96,12 +100,12 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
     QVERIFY2(failures.isEmpty(), qPrintable(failures.mid(0, 10).join(u'\n')));
     QVERIFY(text >= 580); // Bridge 067f987d's text-LLM recipe functions
     // At 067f987d (resources/bridge/hf-configs.json's architecture_not_modelled): DeepSeek-V4 Flash and Pro
-    // (14, one of which stops on a V4 value), Gemma 4 E4B (1), Step-3.5-Flash (1). GLM-5.1 and 5.2 (12, DSA)
-    // estimate since DSA's cuDNN path is modelled.
-    QCOMPARE(notModelled, 16);
-    // K-EXAONE 236B and 2.0 750B (6), Nemotron 3 Ultra (5), MiniMax-M3 (2), Qwen3.5 9B and 35B-A3B (2): no
-    // config.json values were found for them (hf-configs.json says where they were looked for).
-    QCOMPARE(noValues, 15);
+    // (14, one of which stops on a V4 value), Nemotron 3 Ultra (5, latent MoE), Gemma 4 E4B (1),
+    // Step-3.5-Flash (1). GLM-5.1 and 5.2 (12, DSA) estimate since DSA's cuDNN path is modelled.
+    QCOMPARE(notModelled, 21);
+    // K-EXAONE 2.0 750B (3): no config.json values were found for it (hf-configs.json says where they were
+    // looked for).
+    QCOMPARE(noValues, 3);
     QCOMPARE(bridgeRaised, 1); // qwen3_next_80b_a3b_peft_1gpu_h100_bf16_config: Bridge's NotImplementedError
     QCOMPARE(estimated + bareGpt + notModelled + noValues + bridgeRaised, text);
 }
@@ -204,6 +208,91 @@ void TestBridgeRecipes::nemotron3NanoIsTheGuidesJob()
     const double moments = double(fwd.category("optimizer_states")) / 1e9;
     QVERIFY2(std::abs(persistent - 47.2) < 0.1, qPrintable(QString::number(persistent)));
     QVERIFY2(std::abs(persistent - moments - 31.4) < 0.1, qPrintable(QString::number(persistent - moments)));
+}
+
+// The recipes whose architecture comes from a Hugging Face config recorded in
+// resources/bridge/hf-configs.json from transcriptions of it: the job's resolved shape is the config's, key
+// by key (the entry's sources say where each value was read): layers, hidden, dense FFN, heads, query groups,
+// kv_channels, vocabulary, routed experts, their width, the shared experts' width, top-k, and which layers
+// are MoE, GatedDeltaNet or attention.
+void TestBridgeRecipes::hfConfigShapes_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QList<int>>("dense"); // layers, hidden, ffn_hidden_size (0: unset), heads, groups, kv
+    QTest::addColumn<int>("vocab");
+    QTest::addColumn<QList<int>>("moe"); // experts, moe_ffn, shared, top-k (all 0 for a dense model)
+    QTest::addColumn<QList<int>>("kinds"); // MoE layers, GatedDeltaNet layers, attention layers
+    // Qwen/Qwen3.5-9B-Base text_config: 32 layers of 4096, FFN 12288, 16 heads, 4 KV heads of 256, vocab
+    // 248320; full attention every 4th layer (full_attention_interval 4): 24 GatedDeltaNet, 8 attention.
+    QTest::newRow("Qwen3.5 9B") << u"qwen35_text_9b_pretrain_8gpu_gb200_bf16_config"_s
+                                << QList<int> { 32, 4096, 12288, 16, 4, 256 } << 248320
+                                << QList<int> { 0, 0, 0, 0 } << QList<int> { 0, 24, 8 };
+    // Qwen/Qwen3.5-35B-A3B-Base text_config: 40 layers of 2048, 16 / 2 heads of 256, 256 experts of 512, a
+    // 512-wide shared expert, top-8, every layer MoE; 30 GatedDeltaNet, 10 attention.
+    QTest::newRow("Qwen3.5 35B-A3B") << u"qwen35_text_35b_a3b_pretrain_8gpu_gb200_bf16_config"_s
+                                     << QList<int> { 40, 2048, 0, 16, 2, 256 } << 248320
+                                     << QList<int> { 256, 512, 512, 8 } << QList<int> { 40, 30, 10 };
+    // MiniMaxAI/MiniMax-M3 text_config: 60 layers of 6144, dense_intermediate_size 12288 for the 3 leading
+    // dense layers (moe_layer_freq), 64 / 4 heads of 128, 128 experts of 3072 (intermediate_size), one shared
+    // expert of 3072, top-4. The SFT recipe's vocabulary is the config's 200064; the pretraining recipe sets
+    // a NullTokenizer of DEFAULT_NULL_TOKENIZER_VOCAB_SIZE (32000) and setup() takes that one.
+    QTest::newRow("MiniMax-M3 pretrain")
+        << u"minimax_m3_pretrain_256gpu_h100_bf16_config"_s << QList<int> { 60, 6144, 12288, 64, 4, 128 }
+        << 32000 << QList<int> { 128, 3072, 3072, 4 } << QList<int> { 57, 0, 60 };
+    QTest::newRow("MiniMax-M3 SFT") << u"minimax_m3_sft_128gpu_h100_bf16_config"_s
+                                    << QList<int> { 60, 6144, 12288, 64, 4, 128 } << 200064
+                                    << QList<int> { 128, 3072, 3072, 4 } << QList<int> { 57, 0, 60 };
+    // LGAI-EXAONE/K-EXAONE-236B-A23B: 48 layers of 6144, layer 0 dense (18432), 64 / 8 heads of 128, vocab
+    // 153600, 128 experts of 2048, num_shared_experts 1 x 2048, top-8.
+    for (const char* name : { "exaone_moe_236b_a23b_pretrain_64gpu_h100_bf16_config",
+             "exaone_moe_236b_a23b_sft_64gpu_h100_bf16_config",
+             "exaone_moe_236b_a23b_peft_16gpu_h100_bf16_config" })
+        QTest::newRow(name) << QString::fromUtf8(name) << QList<int> { 48, 6144, 18432, 64, 8, 128 } << 153600
+                            << QList<int> { 128, 2048, 2048, 8 } << QList<int> { 47, 0, 48 };
+}
+
+void TestBridgeRecipes::hfConfigShapes()
+{
+    QFETCH(QString, name);
+    QFETCH(QList<int>, dense);
+    QFETCH(int, vocab);
+    QFETCH(QList<int>, moe);
+    QFETCH(QList<int>, kinds);
+    const BridgeRecipeEntry* e = findBridgeRecipe(name.toStdString());
+    QVERIFY(e);
+    QVERIFY(!e->hf_model.empty() && !e->hf_confirmed); // assembled from transcriptions: the job says so
+    const BridgeJob job = bridgeJob(name.toStdString());
+    const Validation v = validate(job.recipe, InputFormat::BridgeOverrides);
+    QVERIFY(!v.hasErrors());
+    const Recipe& r = v.resolved;
+    const ModelShape s = modelShape(r);
+    QCOMPARE(r.num_layers, dense[0]);
+    QCOMPARE(s.hidden, dense[1]);
+    QCOMPARE(r.ffn_hidden_size.value_or(0), dense[2]);
+    QCOMPARE(s.heads, dense[3]);
+    QCOMPARE(s.query_groups, dense[4]);
+    QCOMPARE(s.kv_channels, dense[5]);
+    QCOMPARE(r.vocab_size, vocab);
+    QCOMPARE(s.experts, moe[0]);
+    if (moe[0] > 0) {
+        QCOMPARE(s.moe_ffn, moe[1]);
+        QCOMPARE(s.shared_ffn, moe[2]);
+        QCOMPARE(r.moe_router_topk, moe[3]);
+    }
+    int moeLayers = 0, gdn = 0, attention = 0;
+    for (const LayerKind& k : layerKinds(r)) {
+        moeLayers += k.ffn == LayerFfn::Moe;
+        gdn += k.mixer == LayerMixer::GatedDeltaNet;
+        attention += k.mixer == LayerMixer::Attention;
+    }
+    QCOMPARE(moeLayers, kinds[0]);
+    QCOMPARE(gdn, kinds[1]);
+    QCOMPARE(attention, kinds[2]);
+    QVERIFY(estimateMemory(r).peak_bytes > 0);
+    QVERIFY(std::any_of(job.notes.begin(), job.notes.end(), [e](const std::string& n) {
+        return n.find("Hugging Face config of " + e->hf_model) != std::string::npos
+            && n.find("transcriptions") != std::string::npos;
+    }));
 }
 
 // The guide's table, row by row: the published rank-0 peak (GB) and the iteration it was read after, and
@@ -456,9 +545,11 @@ void TestBridgeRecipes::refusals_data()
         "per-layer embeddings (PLE)");
     refused("Step-3.5-Flash: per-layer head counts", "step35_196b_a11b_pretrain_512gpu_h100_bf16_config",
         "Bridge's Step35DecoderLayer");
+    refused("Nemotron 3 Ultra: latent MoE", "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config",
+        "latent MoE (moe_latent_size 2048");
     // Layers the estimate has, but no recorded config values to size them: the model is named.
-    refused("Nemotron 3 Ultra: no config values", "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config",
-        "nvidia/NVIDIA-Nemotron-3-Ultra-550B-A55B-BF16, whose values are not in");
+    refused("K-EXAONE 2.0: no config values", "exaone_moe_2_0_750b_a37_pretrain_512gpu_h100_bf16_config",
+        "LGAI-EXAONE/K-EXAONE-2.0-750B-A37B, whose values are not in");
     refused("Bridge raises", "qwen3_next_80b_a3b_peft_1gpu_h100_bf16_config",
         "PEFT is not currently supported for Qwen3-Next");
 }

@@ -312,7 +312,7 @@ QVector<std::optional<PlanMeasurement>> measurePlan(const Plan& plan, const QStr
                 (passed(*r) ? of[i].passing : of[i].failing).push_back(r);
     // The [] candidate (the plan's first) measured: the reference of every measured Δ.
     std::vector<double> controlSamples;
-    const bool controlFirst = n > 0 && plan.candidates.front().verdict == PlanVerdict::Control;
+    const bool controlFirst = n > 0 && plan.candidates.front().control;
     if (controlFirst)
         controlSamples = samplesOf(of[0].passing);
     for (size_t i = 0; i < n; ++i) {
@@ -363,7 +363,7 @@ PlanOverlay planOverlay(const Plan& plan, const Recipe& resolved, InputFormat fo
         p.deltaPct = c.delta_pct;
         p.peakGb = double(c.peak_bytes) / kBytesPerGb;
         p.hottestStage = c.hottest_stage;
-        p.isControl = c.verdict == PlanVerdict::Control;
+        p.isControl = c.control;
         p.chosen = plan.chosen && *plan.chosen == i;
         p.reason = QString::fromStdString(c.reason);
         out.front << p;

@@ -220,7 +220,7 @@ QVariant PlanModel::data(const QModelIndex& index, int role) const
                           .arg(QString::asprintf("%+.2f %%", c.delta_pct),
                               QString::asprintf("%+.2f %%", *m->deltaPct),
                               QString::asprintf("%+.2f", *m->missPts));
-            else if (c.verdict == PlanVerdict::Control)
+            else if (c.control)
                 tip += QLatin1Char(' ') + tr("The [] control: every measured Δ is against it.");
             else if (m->stepMs)
                 tip += QLatin1Char(' ') + tr("No Δ: the [] of this recipe is not measured.");
