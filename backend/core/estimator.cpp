@@ -1115,9 +1115,11 @@ double chunkRows(double rows, double bytes_per_row, double max_bytes, double ali
 // the rank: T query rows (s / CP x b, gathered from SP), keys S = s x CP (allgather CP gathers them:
 // dsa.py:1835), np heads per TP rank padded to FlashMLA's npad, K = top-k. Integer widths of the cuDNN and
 // FlashMLA outputs that Megatron does not fix (the top-k indices, the kernels' gradients) are taken as
-// Megatron converts them (int32: .int(), dsa_cudnn_kernels.py:1302-1304) or as the input's dtype; the
-// kernels' own workspaces are not Megatron's tensors and are left out (as cuBLAS's are), except the top-k
-// wrapper's scratch, which Megatron itself budgets (dsa_cudnn_kernels.py:132-134).
+// Megatron converts them (int32: .int(), dsa_cudnn_kernels.py:1294, :1304, :1044) or as the input's dtype;
+// the kernels' own workspaces are not Megatron's tensors and are left out (as cuBLAS's are), except the top-k
+// wrapper's scratch, which Megatron itself budgets (dsa_cudnn_kernels.py:132-134). Taken as the GLM-5.x
+// recipes have them: qk_layernorm on (the q / kv norms are modules; not a recipe field), 16-bit linear inputs
+// (fp8's quantized copies in the DSA layer are not counted).
 void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
 {
     m.replay_forward_moment = true;
@@ -1132,7 +1134,7 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     const bool loss = indexer && x.dsa_loss; // the indexer's KL loss, in a forward with grad (dsa.py:1892)
 
     // input_layernorm is a module (the DSA spec does not fuse it: experimental_attention_variant_module_specs
-    // .py:142): the layer input, the statistics, its output. The output (hidden_states) feeds both down
+    // .py:143): the layer input, the statistics, its output. The output (hidden_states) feeds both down
     // projections (absorbed_mla.py:461, :482), the core_attn checkpoint as x (:737), and without Q
     // compression the q projection inside the up-projection region (:473, :544).
     add(m, Tsp * h * d, kOutside, bit(kNorm1), bit(kNorm1));
@@ -1140,9 +1142,10 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     const uint32_t up_of_hidden = x.ql > 0 ? 0 : bit(kMlaUp);
     add(m, Tsp * h * d, kNorm1, out | idx_saver | up_of_hidden, bit(kCoreAttn) | up_of_hidden, true);
     if (x.ql > 0) {
-        // q_layernorm is not fused into linear_q_up_proj (the indexer needs the normalised q: specs
-        // :123-127): it keeps q_compressed and its statistics; its output is linear_q_up_proj's input (:540),
-        // the indexer's qr and an input of both checkpoints.
+        // q_layernorm is not fused into linear_q_up_proj (the indexer needs the normalised q:
+        // experimental_attention_variant_module_specs.py:123-126): it keeps q_compressed and its statistics;
+        // its output is linear_q_up_proj's input (absorbed_mla.py:540), the indexer's qr and an input of both
+        // checkpoints.
         add(m, Tsp * x.ql * d, kOutside, out);
         add(m, 2 * Tsp * 4, kOutside, out);
         add(m, Tsp * x.ql * d, kOutside, bit(kMlaUp) | idx_saver, bit(kMlaUp) | bit(kCoreAttn));
@@ -1158,7 +1161,7 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     // qkv_up_proj_and_rope_apply (the mla_up_proj region, :665): q = linear_q_up_proj's output, which the
     // absorption einsum keeps through its q_no_pe view (:624); its outputs: the absorbed query [T, np, kw]
     // (:652) and the latent key [T, 1, kw] (:654), which the fused function keeps as q_flat / kv_flat
-    // (dsa_cudnn_kernels.py:1981-1982; the key gathered over CP instead where CP > 1).
+    // (dsa_cudnn_kernels.py:1972-1973; the key gathered over CP instead where CP > 1).
     add(m, T * np * (x.dn + dr) * d, kMlaUp, bit(kMlaUp));
     add(m, T * np * kw * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
     add(m, T * kw * d, kMlaUp, x.cp > 1 ? 0 : bit(kCoreAttn), bit(kCoreAttn), true);
@@ -1188,8 +1191,8 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     // weights alive (their BSHD copies where b > 1: :1307), then the largest of three moments.
     const double bshd = b > 1 ? idx_out : 0;
     const double Kpad = std::ceil(K / 512) * 512; // FlashMLA's top-k alignment on SM90 (:340-345, :889-892)
-    const double flash_out = T * npad * kvl * d + 2 * T * npad * 4 // out, max_logits, lse (:905-913)
-        + (npad != np ? T * npad * kw * d : 0) + (Kpad != K ? T * Kpad * 4 : 0); // padded q, top-k (:894-902)
+    const double flash_out = T * npad * kvl * d + 2 * T * npad * 4 // out, max_logits, lse (:909-917)
+        + (npad != np ? T * npad * kw * d : 0) + (Kpad != K ? T * Kpad * 4 : 0); // padded q, top-k (:889-902)
     // (1) Scoring and top-k (_indexer_topk_from_score_chunks, :567): fp32 score chunks of at most 1 GiB,
     // rows aligned to 512 (:503); one chunk over all rows without CP goes to cuDNN's indexer_forward_wrapper,
     // else each chunk is built head by head (:513-564: the chunk, one head's bmm product, the key in fp32,
@@ -1213,7 +1216,7 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     // (3) The sparse indexer loss and its gradients (_compute_sparse_indexer_loss_and_grads, :1757), with
     // FlashMLA's out and lse and the clamped indices (:1992) already made: the indexer's q and weights padded
     // to 64 heads for the backward kernel (:1470-1480), the top-k sized log-probabilities, probabilities,
-    // target and its masks and clamps (:1800-1843, fp32 / int32 / bool), the backward wrapper's gradients at
+    // target and its masks and clamps (:1797-1843, fp32 / int32 / bool), the backward wrapper's gradients at
     // the padded head count and their unpadded copies (:1844-1855).
     double p3 = 0;
     if (loss) {
@@ -1246,7 +1249,7 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
 
     // What the fused functions keep for backward (dsa_cudnn_kernels.py:2264, :2468, :2547): the int32
     // indices for the backward (:1992), FlashMLA's out at its padded heads (the latent-to-value einsum keeps
-    // a view of it: :301-303) and lse; with the loss the indexer's precomputed gradients (:1860-1862).
+    // a view of it: :301-303) and lse; with the loss the indexer's precomputed gradients (:1859-1861).
     add(m, T * K * 4, kCoreAttn, bit(kCoreAttn));
     add(m, T * npad * kvl * d, kCoreAttn, bit(kCoreAttn));
     add(m, T * npad * 4, kCoreAttn, bit(kCoreAttn));
@@ -1261,7 +1264,7 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     // for its non-empty rows (all of them under a causal mask) copies of q, out, dO, lse and the indices
     // with a dummy row (:2069-2074) and their row-selected copies (:2077-2087), the kernel's dq and dkv, and
     // the zeroed query gradient they are copied into (:2091-2092); padded heads add one padded copy each
-    // (:2027-2043). Beside them the residual gradients and the core output's gradient.
+    // (:2026-2041). Beside them the residual gradients and the core output's gradient.
     const double row = npad * (kw + 2 * kvl) * d + npad * 4 + K * 4;
     const double sparse_bwd = T * np * kvl * d + (npad != np ? T * row : 0) + 2 * T * row + T * npad * kw * d
         + b * S * kw * d + T * np * kw * d;
