@@ -37,6 +37,12 @@ enum class Layout { Megatron, Worker };
 const char* layoutName(Layout l); // "megatron", "worker"
 std::optional<Layout> layoutFromName(const std::string& name);
 
+// DeepSeek sparse attention (a GPT model with experimental_attention_variant dsa): "" where the Megatron
+// layout models the path Megatron takes for this recipe (the cuDNN / FlashMLA kernels with the sparse
+// indexer loss or none), else why it does not (the PyTorch reference path, TileLang, the dense loss, shapes
+// FlashMLA declines); "" for a model without DSA. The estimate refuses with this sentence; RS38 says it.
+std::string dsaPathNotModelled(const Recipe& r);
+
 // One term of an estimate: its category, bytes, where the figure comes from and what it assumes.
 struct MemoryTerm {
     std::string category; // parameters | main_parameters | gradients | optimizer_states | activations |

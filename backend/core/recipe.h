@@ -86,6 +86,19 @@ struct Recipe {
     int qk_pos_emb_head_dim = 64;
     int v_head_dim = 128;
     std::optional<std::string> experimental_attention_variant; // gdn, gdn2, gated_delta_net, dsa ...
+    // DeepSeek sparse attention (experimental_attention_variant dsa: every layer a DSAttention on absorbed
+    // MLA; TransformerConfig's dsa_* fields and defaults, transformer_config.py). The indexer's heads, head
+    // dim and top-k have no default (None: Megatron cannot build the indexer); a layer computes its own top-k
+    // every dsa_indexer_topk_freq layers from dsa_indexer_skip_topk_offset (dsa.py is_dsa_skip_topk_layer)
+    // and the others reuse it; the indexer's KL loss trains it where dsa_indexer_loss_coeff > 0.
+    std::optional<int> dsa_indexer_n_heads;
+    std::optional<int> dsa_indexer_head_dim;
+    std::optional<int> dsa_indexer_topk;
+    int dsa_indexer_topk_freq = 1;
+    int dsa_indexer_skip_topk_offset = 0;
+    std::optional<double> dsa_indexer_loss_coeff;
+    bool dsa_indexer_use_sparse_loss = false;
+    std::string dsa_kernel_backend = "none"; // none | tilelang | cudnn
 
     // --- GatedDeltaNet layers (TransformerConfig's linear_* fields): in a GPT model where
     // experimental_attention_variant is a GatedDeltaNet one and linear_attention_freq picks the layers, in a

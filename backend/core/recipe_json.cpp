@@ -161,6 +161,7 @@ const std::vector<std::string> kFp8 = { "e4m3", "hybrid" };
 const std::vector<std::string> kFp8Recipe = { "delayed", "tensorwise", "blockwise", "mxfp8", "custom" };
 const std::vector<std::string> kFrontEnd = { "json", "bridge_overrides", "megatron_flags" };
 const std::vector<std::string> kDispatcher = { "allgather", "alltoall", "flex" };
+const std::vector<std::string> kDsaKernelBackend = { "none", "tilelang", "cudnn" };
 // Megatron-LM's --position-embedding-type and --moe-router-load-balancing-type choices (main).
 const std::vector<std::string> kPositionEmbedding
     = { "learned_absolute", "rope", "yarn", "mrope", "relative", "none" };
@@ -218,6 +219,14 @@ const std::vector<FieldDef>& fieldDefs()
         { "qk_pos_emb_head_dim", &Recipe::qk_pos_emb_head_dim },
         { "v_head_dim", &Recipe::v_head_dim },
         { "experimental_attention_variant", &Recipe::experimental_attention_variant },
+        { "dsa_indexer_n_heads", &Recipe::dsa_indexer_n_heads },
+        { "dsa_indexer_head_dim", &Recipe::dsa_indexer_head_dim },
+        { "dsa_indexer_topk", &Recipe::dsa_indexer_topk },
+        { "dsa_indexer_topk_freq", &Recipe::dsa_indexer_topk_freq },
+        { "dsa_indexer_skip_topk_offset", &Recipe::dsa_indexer_skip_topk_offset },
+        { "dsa_indexer_loss_coeff", &Recipe::dsa_indexer_loss_coeff },
+        { "dsa_indexer_use_sparse_loss", &Recipe::dsa_indexer_use_sparse_loss },
+        { "dsa_kernel_backend", &Recipe::dsa_kernel_backend },
         { "linear_attention_freq", &Recipe::linear_attention_freq, true },
         { "linear_conv_kernel_dim", &Recipe::linear_conv_kernel_dim },
         { "linear_key_head_dim", &Recipe::linear_key_head_dim },
@@ -593,6 +602,8 @@ const std::vector<std::string>* allowedValues(const std::string& key)
         return &kFp8Recipe;
     if (key == "moe_token_dispatcher_type")
         return &kDispatcher;
+    if (key == "dsa_kernel_backend")
+        return &kDsaKernelBackend;
     if (key == "profile")
         return &kProfiles;
     if (key == "front_end")

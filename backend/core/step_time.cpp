@@ -69,6 +69,8 @@ struct Dims {
     bool attn_dropout = false;
     bool unfused_measured = false; // the record times the unfused chain itself (calibration.h)
     bool dropout_measured = false;
+    // DSA (model_shape.h): the indexer's heads and head dim, the keys a query keeps, the keys a rank scores.
+    double ih = 0, idim = 0, K = 0, S = 0;
 };
 
 Dims dimsOf(const Recipe& r, const CalibrationRates& c)
@@ -130,6 +132,10 @@ Dims dimsOf(const Recipe& r, const CalibrationRates& c)
     d.gHv = double(m.gdn_value_heads);
     d.gDk = double(m.gdn_key_dim);
     d.gDv = double(m.gdn_value_dim);
+    d.ih = double(m.dsa_index_heads);
+    d.idim = double(m.dsa_index_head_dim);
+    d.S = d.s * d.cp;
+    d.K = std::min(double(m.dsa_topk), d.S);
     return d;
 }
 
@@ -237,6 +243,59 @@ std::vector<RegionWork> attentionRegions(const Dims& d)
     return out;
 }
 
+// A DSA layer (estimator.cpp megatronDsa; absorbed_mla.py, dsa.py, dsa_cudnn_kernels.py at bridge-pin): MLA's
+// down projections and norms, the up-projection that absorbs the key's up-projection into the query (no kv up
+// GEMM), then DSAttention: the indexer's projections and its scores over every earlier key (a computing
+// layer), FlashMLA's sparse attention over the top-k latent keys, the sparse indexer loss's score
+// recompute, and the latent-to-value einsum. The indexer's scores and the sparse kernels at the fused
+// attention rate (the record has no DSA rate).
+std::vector<RegionWork> dsaRegions(const Dims& d, bool indexer)
+{
+    const double kw = d.kvl + d.dr, qw = d.ql > 0 ? d.ql : d.h;
+    RegionWork proj { "attention_projections", {}, 0,
+        "absorbed MLA: linear_q_down_proj T x h x q_lora_rank, linear_kv_down_proj T x h x (kv_lora_rank + "
+        "rope dim), their norms, linear_proj T x heads/TP x v_head_dim x h (absorbed_mla.py)" };
+    if (d.ql > 0)
+        proj.ops.push_back(gemm(d.T, d.ql, d.h));
+    proj.ops.push_back(gemm(d.T, kw, d.h));
+    proj.ops.push_back(elementwise(2 * d.T * (d.ql + d.kvl) * d.act, 2));
+    proj.ops.push_back(gemm(d.T, d.h, d.np * d.dv));
+    RegionWork up { "mla_up_proj", {}, d.T * (d.np + 1) * kw * d.act,
+        "linear_q_up_proj T x q_lora_rank x heads/TP x (qk + rope dims), the key's up-projection absorbed "
+        "into "
+        "the query per head (T x qk dim x kv_lora_rank), RoPE and the concatenated query and key "
+        "(absorbed_mla.py qkv_up_proj_and_rope_apply)" };
+    up.ops.push_back(gemm(d.T, d.np * (d.dn + d.dr), qw));
+    Op absorb = gemm(d.T, d.kvl, d.dn);
+    absorb.flops *= d.np;
+    up.ops.push_back(absorb);
+    up.ops.push_back(elementwise(2 * d.T * d.np * (d.dn + d.dr + kw) * d.act, 6));
+    RegionWork core { "core_attn", {}, 0,
+        "DSAttention on the cuDNN / FlashMLA kernels: the indexer's projections and the causal half of its "
+        "T x keys x indexer heads x head dim scores (a computing layer), FlashMLA over T x heads/TP x top-k "
+        "latent keys (qk: kv_lora_rank + rope, v: kv_lora_rank), the sparse loss's score recompute, the "
+        "latent-to-value einsum (dsa.py, dsa_cudnn_kernels.py), at the fused attention rate" };
+    if (indexer) {
+        core.ops.push_back(gemm(d.T, d.ih * d.idim, qw));
+        core.ops.push_back(gemm(d.T, d.idim + d.ih, d.h));
+        Op scores;
+        scores.rate = Rate::Attention;
+        scores.flops = 0.5 * 2 * d.T * d.S * d.ih * d.idim;
+        scores.kernels = d.ih + 2; // head by head where chunked, then the top-k
+        core.ops.push_back(scores);
+        core.ops.push_back(elementwise(d.T * d.S * 4 * 2, 2)); // the fp32 scores written and scanned
+    }
+    Op sparse;
+    sparse.rate = Rate::Attention;
+    sparse.flops = 2 * d.T * d.np * d.K * (kw + d.kvl) + (indexer ? 2 * d.T * d.np * d.K * kw : 0);
+    sparse.kernels = indexer ? 3 : 1;
+    core.ops.push_back(sparse);
+    Op value = gemm(d.T, d.dv, d.kvl);
+    value.flops *= d.np;
+    core.ops.push_back(value);
+    return { proj, up, core };
+}
+
 RegionWork denseMlp(const char* name, const Dims& d, double ffn, double rows)
 {
     const double g = d.gated ? 2 : 1;
@@ -336,6 +395,11 @@ std::vector<RegionWork> layerRegions(const Recipe& r, const Dims& d, const Layer
         for (auto& w : gdnRegions(d))
             out.push_back(std::move(w));
         out.push_back(residual(d));
+    } else if (isDsaMixer(kind.mixer)) {
+        out.push_back(norm("input_layernorm", d));
+        for (auto& w : dsaRegions(d, kind.mixer == LayerMixer::Dsa))
+            out.push_back(std::move(w));
+        out.push_back(residual(d));
     }
     if (kind.ffn != LayerFfn::None) {
         out.push_back(norm("pre_mlp_layernorm", d));
@@ -373,8 +437,7 @@ Replay selectiveReplay(const Recipe& r, const LayerKind& kind)
             continue; // runs inside its parent's replay, which replays it anyway
         for (std::string_view region : row->replays) {
             if (region == "input_layernorm"
-                && (kind.mixer != LayerMixer::Attention
-                    || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, false)))
+                && (!isAttentionMixer(kind.mixer) || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, false)))
                 continue;
             if (region == "pre_mlp_layernorm"
                 && (kind.ffn == LayerFfn::None || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, true)))
