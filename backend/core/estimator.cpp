@@ -1198,16 +1198,19 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     // else each chunk is built head by head (:513-564: the chunk, one head's bmm product, the key in fp32,
     // the query slice in fp32); then the top-k wrapper on sub-chunks whose scratch Megatron budgets at two
     // int32 a key, 2 GiB at most (:463-500); the selected indices (int32) and, for the loss, scores (fp32).
-    double p1 = 0;
-    if (indexer) {
+    // `scored`: the loss's fp32 scores beside the int32 indices (4 more bytes a selected key).
+    const auto scoring = [&](bool scored) {
+        if (!indexer)
+            return 0.0;
         const double rows = chunkRows(s, b * S * 4, 1073741824.0, 512);
         const double chunk = b * rows * S * 4;
         const bool single = x.cp == 1 && rows >= s;
         const double by_head = single ? 0 : chunk + b * id * S * 4 + b * rows * id * 4;
         const double sub = chunkRows(b * rows, S * 8, 2147483648.0, 512);
-        const double topk_call = sub * S * 8 + sub * K * (loss ? 8 : 4);
-        p1 = chunk + std::max(by_head, topk_call) + b * s * K * (loss ? 8 : 4);
-    }
+        const double topk_call = sub * S * 8 + sub * K * (scored ? 8 : 4);
+        return chunk + std::max(by_head, topk_call) + b * s * K * (scored ? 8 : 4);
+    };
+    const double p1 = scoring(loss);
     // (2) FlashMLA's sparse forward (_run_sparse_attention_forward, :1947): the top-k made compact and sorted
     // first (:982-991, :1040: a bool mask, an int64 argsort, gathers), then the prepared int32 indices beside
     // FlashMLA's outputs.
@@ -1231,15 +1234,7 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     // alive are the attention's locals (the norm's output, the compressed query, query, key, the CP-gathered
     // key, up_v), the indexer's outputs and the kernels' moments without the loss's scores.
     {
-        double p1n = 0;
-        if (indexer) {
-            const double rows = chunkRows(s, b * S * 4, 1073741824.0, 512);
-            const double chunk = b * rows * S * 4;
-            const bool single = x.cp == 1 && rows >= s;
-            const double by_head = single ? 0 : chunk + b * id * S * 4 + b * rows * id * 4;
-            const double sub = chunkRows(b * rows, S * 8, 2147483648.0, 512);
-            p1n = chunk + std::max(by_head, sub * S * 8 + sub * K * 4) + b * s * K * 4;
-        }
+        const double p1n = scoring(false);
         const double p2n
             = (indexer ? b * s * K * 4 : 0) + std::max(b * s * K * 18, b * s * K * 4 + flash_out);
         const double locals = Tsp * h * d + (x.ql > 0 ? Tsp * x.ql * d : 0) + T * np * kw * d + T * kw * d

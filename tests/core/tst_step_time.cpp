@@ -77,6 +77,22 @@ std::vector<double> iterationTimes(const QString& path)
     return out;
 }
 
+// Two dense layers of hidden 1024 in bf16 with an fp32 gradient buffer: the optimizer and accumulation terms'
+// small stack.
+Recipe smallBf16Stack(int microBatches)
+{
+    Recipe r;
+    r.num_layers = 2;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 1024;
+    r.micro_batch_size = 1;
+    r.global_batch_size = microBatches;
+    r.bf16 = true;
+    r.grad_reduce_in_fp32 = true;
+    return r;
+}
+
 double stepOf(const Recipe& r, const CalibrationRates& c)
 {
     return estimateStepTime(r, c).step_ms;
@@ -190,15 +206,7 @@ void TestStepTime::optimizerStepPassByPass()
     QFETCH(QString, adam);
     QFETCH(bool, distributed);
     QFETCH(double, bytesPerParameter);
-    Recipe r;
-    r.num_layers = 2;
-    r.hidden_size = 1024;
-    r.num_attention_heads = 8;
-    r.seq_length = 1024;
-    r.micro_batch_size = 1;
-    r.global_batch_size = distributed ? 4 : 1;
-    r.bf16 = true;
-    r.grad_reduce_in_fp32 = true;
+    Recipe r = smallBf16Stack(distributed ? 4 : 1);
     r.adam_implementation = adam.toStdString();
     r.use_distributed_optimizer = distributed;
     if (distributed)
@@ -234,15 +242,7 @@ void TestStepTime::mainGradAccumulation()
 {
     QFETCH(bool, fusion);
     QFETCH(double, bytesPerParameterPerMicroBatch);
-    Recipe r;
-    r.num_layers = 2;
-    r.hidden_size = 1024;
-    r.num_attention_heads = 8;
-    r.seq_length = 1024;
-    r.micro_batch_size = 1;
-    r.global_batch_size = 4; // 4 micro-batches
-    r.bf16 = true;
-    r.grad_reduce_in_fp32 = true;
+    Recipe r = smallBf16Stack(4);
     r.gradient_accumulation_fusion = fusion;
     const Recipe resolved = validate(r, InputFormat::Json).resolved;
     const MemoryEstimate m = estimateMemory(resolved, Layout::Megatron);
