@@ -32,7 +32,7 @@ Recipe hybridRecipe(const QString& kind, bool bf16)
     r.warmup_iters = 1;
     r.train_iters = 2;
     r.ffn_hidden_size = 128;
-    if (kind.startsWith(QLatin1String("mamba-moe"))) {
+    if (kind.startsWith(QLatin1String("mamba-moe")) || kind == QLatin1String("moe")) {
         r.hybrid_layer_pattern = "M*EM-EME";
         r.num_layers = 8;
         r.activation_func = "squared_relu";
@@ -50,17 +50,16 @@ Recipe hybridRecipe(const QString& kind, bool bf16)
         // Nemotron 3 Super / Ultra: the routed experts in a latent space half the hidden width.
         if (kind == QLatin1String("mamba-moe-latent"))
             r.moe_latent_size = 32;
-    } else if (kind == QLatin1String("moe")) {
-        // Where the MoE layers dominate (latentMoeChangesThePeakAsMeasured): attention and MoE layers, eight
-        // SequentialMLP experts of 128, top-4, a shared expert of 64.
-        r.hybrid_layer_pattern = "*E*E";
-        r.num_layers = 4;
-        r.activation_func = "squared_relu";
-        r.num_moe_experts = 8;
-        r.moe_router_topk = 4;
-        r.moe_ffn_hidden_size = 128;
-        r.moe_shared_expert_intermediate_size = 64;
-        r.use_fused_weighted_squared_relu = true;
+        if (kind == QLatin1String("moe")) {
+            // Where the MoE layers dominate (latentMoeChangesThePeakAsMeasured): attention and MoE layers,
+            // eight SequentialMLP experts of 128, top-4.
+            r.hybrid_layer_pattern = "*E*E";
+            r.num_layers = 4;
+            r.num_moe_experts = 8;
+            r.moe_router_topk = 4;
+            r.moe_ffn_hidden_size = 128;
+            r.moe_grouped_gemm = false;
+        }
     } else {
         r.gated_linear_unit = true;
         r.activation_func = "silu";
