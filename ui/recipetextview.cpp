@@ -168,6 +168,7 @@ Recipe RecipeTextView::recipeFrom(const QString& text, Syntax syntax, const Reci
     base.mixed_precision = current.mixed_precision;
     base.check_for_nan_in_loss = current.check_for_nan_in_loss;
     base.te_version = current.te_version;
+    base.gpu_compute_capability = current.gpu_compute_capability;
     base.extra_overrides = current.extra_overrides;
     base.data_parallel_size = current.data_parallel_size;
     if (args.empty() || args.front().rfind("--", 0) == 0)

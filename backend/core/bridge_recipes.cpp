@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/gpus.h"
 #include "core/mixed_precision.h"
 #include "core/overrides.h"
 #include "core/recipe_json.h"
@@ -293,6 +294,11 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
 
     Recipe base = frontEndDefaults(InputFormat::BridgeOverrides, profile);
     base.profile = profile;
+    // The GPU the name states ("..._8gpu_h100_bf16_config") is the job's; a '# studio:' override may say
+    // another.
+    const std::optional<NamedGpu> gpu = gpuNamedIn(e->name);
+    if (gpu)
+        base.gpu_compute_capability = gpu->compute_capability;
     // A table value the override reader cannot take (a type Megatron's annotation does not allow) is left
     // out and said; the user's own overrides are never dropped.
     for (;;) {
@@ -311,6 +317,9 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
     }
     for (const std::string& d : dropped)
         job.notes.push_back("not taken from the recipe: " + d);
+    if (gpu && job.recipe.gpu_compute_capability == gpu->compute_capability)
+        job.notes.push_back("GPU compute capability " + std::to_string(gpu->compute_capability)
+            + " (gpu_compute_capability): the name's " + std::string(gpu->name));
     job.recipe.name = e->name;
 
     // The world: DP follows from it (set_data_parallel_size: world / (TP x PP x CP)).

@@ -53,10 +53,11 @@ struct BridgeJob {
 };
 
 // The job `name` builds with `overrides` on top, launched on `world_size` GPUs (nullopt: the number the
-// name states, else the smallest world the layout needs: TP x PP x CP). Throws RecipeError with field
-// "recipe" for an unknown name (naming the nearest ones), a recipe that is not a text LLM, one whose
-// architecture has a layer kind the estimate does not model (naming it and its class), or one whose
-// architecture the table could not resolve; field "gpus" for a world size the layout does not divide;
+// name states, else the smallest world the layout needs: TP x PP x CP), on the GPU the name states (its
+// gpu_compute_capability, gpus.h; recipe.h's default when the name states none the table knows). Throws
+// RecipeError with field "recipe" for an unknown name (naming the nearest ones), a recipe that is not a text
+// LLM, one whose architecture has a layer kind the estimate does not model (naming it and its class), or one
+// whose architecture the table could not resolve; field "gpus" for a world size the layout does not divide;
 // the overrides' own errors as recipeFromBridgeOverrides throws them.
 BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size = std::nullopt,
     const std::vector<std::string>& overrides = {}, Profile profile = Profile::BridgePin);

@@ -147,9 +147,16 @@ struct LayerModel {
     std::vector<Entry> entries;
     double forward_temp = 0; // transient above the layer's own saved tensors during its forward
     size_t temp_at = SIZE_MAX; // entries created before forward_temp's moment (all: the layer's whole set)
+    // A second forward moment at the layer's end, above all its entries, where forward_temp has an earlier
+    // moment of its own (a DSA layer: its kernels', then the MLP's or MoE's).
+    double end_temp = 0;
     // Full recompute: what the layer holds at its peak when it runs without grad (a checkpointed unit's
     // forward), where it is modelled; else (< 0) forward_temp beside what it would keep up to that moment.
     double nograd_peak = -1;
+    // The replay of a full-recompute unit in backward runs this layer's forward with grad first: where its
+    // forward moment can exceed its backward's (DSA's scoring and top-k scratch at long sequences), the
+    // Megatron layout counts that moment too.
+    bool replay_forward_moment = false;
     // The worker's unfused torch softmax: its backward comes once the layer's tensors after the core
     // attention are gone; the first bwd_at entries alive with bwd_at_temp beside them (SIZE_MAX: no such
     // moment), and bwd_after the backward transient of the layer's later tensors (layerModel).
@@ -250,10 +257,69 @@ struct Shape {
     // delayed scaling, under which linear_proj also keeps its quantized input.
     bool fp8 = false, fp8_delayed = false;
     double qin = 2; // bytes per element of a TE linear's saved input: act, or 1 under fp8
+    // DSA (model_shape.h isDsaModel): the indexer's heads and head dim, the keys each query keeps (at most
+    // the keys there are), the keys a rank attends over (CP gathers the whole sequence: dsa.py allgather),
+    // FlashMLA's padded head count, and which of Megatron's paths the layers take (dsaPathOf).
+    double ih = 0, idim = 0, dsa_k = 0, skv = 0, np_pad = 0;
+    bool dsa_loss = false; // the indexer's KL loss (dsa_indexer_loss_coeff > 0) in the step's forward
+    std::string dsa_path; // "" (not DSA) | "cudnn" | a reason the estimate does not model the path taken
 };
 
 // CPU generator state each checkpoint keeps (the worker's RngState: mt19937 + normal cache).
 constexpr double kWorkerRngState = 5056;
+
+// FlashMLA's sparse prefill takes the local query heads padded to what it supports
+// (dsa_cudnn_kernels.py:348 _flash_mla_head_padding, the Hopper rule, SM90): a multiple of 64, or a
+// divisor of 64 padded to 64; 0 where it supports neither (the fused path declines).
+double flashMlaHeads(double np)
+{
+    const long long n = static_cast<long long>(np);
+    if (n >= 1 && n % 64 == 0)
+        return np;
+    if (n >= 1 && n < 64 && 64 % n == 0)
+        return 64;
+    return 0;
+}
+
+// Which of Megatron's DSA paths the layers take at bridge-pin (dsa.py DSAttention.forward): "cudnn" where
+// the cuDNN / FlashMLA kernels run (dsa_kernels.py:92 use_fused_dsa_kernels; dsa_cudnn_kernels.py:179
+// run_fused_dsa_attention, :2585 run_fused_absorbed_sparse_attention, :1376 run_fused_qk_topk_with_loss),
+// else why the estimate does not model the path Megatron takes.
+std::string dsaPathOf(const Recipe& r, const Shape& x)
+{
+    if (!r.dsa_indexer_n_heads || !r.dsa_indexer_head_dim || !r.dsa_indexer_topk)
+        return "dsa_indexer_n_heads, dsa_indexer_head_dim and dsa_indexer_topk have no default (RS39): "
+               "without them there is no indexer to estimate";
+    if (*r.dsa_indexer_n_heads < 1 || *r.dsa_indexer_head_dim < 1 || *r.dsa_indexer_topk < 1)
+        return "the indexer's sizes must be at least 1 (RS23)";
+    if (r.dsa_kernel_backend == "tilelang")
+        return "dsa_kernel_backend=tilelang: the TileLang kernels' tensors (dsa_tilelang_kernels.py) are "
+               "not modelled; the estimate models the cudnn backend";
+    if (r.dsa_kernel_backend != "cudnn" || x.backend == "unfused")
+        return "the PyTorch reference path of DSA (dsa_kernel_backend=" + r.dsa_kernel_backend
+            + (x.backend == "unfused" ? ", attention_backend unfused" : "")
+            + ": dsa.py _unfused_absorbed_dsa_fn and FusedDSAIndexerLoss, which hold [b, heads, s, s] fp32 "
+              "scores) is not modelled; the estimate models dsa_kernel_backend=cudnn";
+    // dsa_cudnn_kernels.py:151 _supports_flash_mla_value_layout: FlashMLA's value width is 512.
+    if (x.kvl != 512)
+        return "kv_lora_rank=" + std::to_string(static_cast<long long>(x.kvl))
+            + ": FlashMLA takes 512 only (dsa_cudnn_kernels.py:151), so Megatron falls back to the PyTorch "
+              "reference path, which the estimate does not model";
+    if (x.np_pad <= 0)
+        return std::to_string(static_cast<long long>(x.heads / x.tp))
+            + " attention heads per TP rank: FlashMLA pads them to a multiple of 64 or from a divisor of 64 "
+              "only (dsa_cudnn_kernels.py:348), so Megatron falls back to the PyTorch reference path, which "
+              "the estimate does not model";
+    // The dense indexer loss under context parallelism, and under top-k sharing at all, declines to the
+    // reference loss (dsa_cudnn_kernels.py:244; dsa.py:2124 needs the sparse loss for the fused one); with CP
+    // 1 and no sharing the fused dense loss holds the whole [b, s, s] fp32 score matrix, not modelled either.
+    if (x.dsa_loss && !r.dsa_indexer_use_sparse_loss)
+        return "the dense indexer loss (dsa_indexer_use_sparse_loss false with dsa_indexer_loss_coeff > 0: "
+               "the "
+               "whole [b, s, s] score matrix, or the PyTorch reference loss) is not modelled; the estimate "
+               "models the sparse loss or none";
+    return "cudnn";
+}
 
 Shape shapeOf(const Recipe& r, Layout layout)
 {
@@ -352,6 +418,15 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.fp8 = x.te && r.fp8 && !r.fp8->empty();
     x.fp8_delayed = x.fp8 && r.fp8_recipe == "delayed";
     x.qin = x.fp8 ? 1 : x.act;
+    if (isDsaModel(r)) {
+        x.ih = double(m.dsa_index_heads);
+        x.idim = double(m.dsa_index_head_dim);
+        x.skv = x.s * x.cp;
+        x.dsa_k = std::min(double(m.dsa_topk), x.skv);
+        x.np_pad = flashMlaHeads(x.heads / x.tp);
+        x.dsa_loss = r.dsa_indexer_loss_coeff.value_or(0) > 0;
+        x.dsa_path = dsaPathOf(r, x);
+    }
     return x;
 }
 
@@ -400,7 +475,9 @@ ParamCount layerParams(const Shape& x, const LayerKind& kind)
         addNorm(x.h); // input_layernorm (a module, or fused into the first linear)
     if (kind.ffn != LayerFfn::None)
         addNorm(x.h); // pre_mlp_layernorm
-    if (kind.mixer == LayerMixer::Attention) {
+    if (isAttentionMixer(kind.mixer)) {
+        // DSA layers are AbsorbedMLASelfAttention (absorbed_mla.py:232-388): the same projections and norms
+        // as MLA (the DSA rule requires MLA), the kv up-projection's weight read in two halves.
         if (x.mla) {
             const double nh = x.heads;
             if (x.ql > 0) {
@@ -422,6 +499,18 @@ ParamCount layerParams(const Shape& x, const LayerKind& kind)
         }
         if (x.bias)
             p.add(x.h); // linear_proj bias (row-parallel: full width)
+        if (kind.mixer == LayerMixer::Dsa) {
+            // The DSA indexer (dsa.py:1159-1205 DSAIndexer.__init__): linear_wq_b from the compressed query
+            // (the hidden state without Q compression), linear_wk, k_norm (a LayerNorm: weight and bias),
+            // linear_weights_proj; all duplicated on every TP rank (parallel_mode "duplicated"). A layer
+            // that reuses another's top-k builds none (dsa.py:1580-1584).
+            const double qr = x.ql > 0 ? x.ql : x.h;
+            p.addLinear(qr * x.ih * x.idim);
+            p.addLinear(x.h * x.idim);
+            p.add(x.idim);
+            p.add(x.idim);
+            p.addLinear(x.h * x.ih);
+        }
     } else if (kind.mixer == LayerMixer::Mamba) {
         // mamba_mixer.py __init__: in_proj [z x B C dt], the depthwise conv (weight and bias), dt_bias,
         // A_log, D (per head), the gated norm's weight, out_proj; no linear biases (it asserts not bias).
@@ -1039,6 +1128,181 @@ void megatronGdn(LayerModel& m, const Shape& x)
         = std::max(m.backward_temp, 2 * m.residual + 2 * states + T * hv * (2 * x.gDk + 3 * x.gDv) * d);
 }
 
+// Rows of a chunk that fits `max_bytes` at `bytes_per_row`, rounded down to `alignment` where the budget
+// allows (dsa_cudnn_kernels.py:402 _bytes_to_chunk_rows).
+double chunkRows(double rows, double bytes_per_row, double max_bytes, double alignment)
+{
+    double chunk = std::max(1.0, std::floor(max_bytes / std::max(1.0, bytes_per_row)));
+    if (chunk >= alignment)
+        chunk = std::floor(chunk / alignment) * alignment;
+    return std::min(rows, chunk);
+}
+
+// A DSA layer (Megatron Core at bridge-pin 2a75ac12; guide's and main's DSA files are the same, dev's differ)
+// on the cuDNN / FlashMLA path (dsaPathOf): AbsorbedMLASelfAttention (absorbed_mla.py) whose core is
+// DSAttention (dsa.py). `indexer`: the layer computes its own top-k (else it reuses an earlier layer's:
+// dsa_indexer_topk_freq > 1). With sharing a computing layer runs FusedQKTopKWithSparseLossFunc and
+// FusedSparseAttentionFunc instead of FusedIndexerSparseAttnFunc (dsa.py:2037, :2124): the same tensors kept
+// (the first keeps the indexer's gradients, the second the rest), FlashMLA's forward run twice. Tensors of
+// the rank: T query rows (s / CP x b, gathered from SP), keys S = s x CP (allgather CP gathers them:
+// dsa.py:1835), np heads per TP rank padded to FlashMLA's npad, K = top-k. Integer widths of the cuDNN and
+// FlashMLA outputs that Megatron does not fix (the top-k indices, the kernels' gradients) are taken as
+// Megatron converts them (int32: .int(), dsa_cudnn_kernels.py:1294, :1304, :1044) or as the input's dtype;
+// the kernels' own workspaces are not Megatron's tensors and are left out (as cuBLAS's are), except the top-k
+// wrapper's scratch, which Megatron itself budgets (dsa_cudnn_kernels.py:132-134). Taken as the GLM-5.x
+// recipes have them: qk_layernorm on (the q / kv norms are modules; not a recipe field), 16-bit linear inputs
+// (fp8's quantized copies in the DSA layer are not counted).
+void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
+{
+    m.replay_forward_moment = true;
+    const double d = x.act, h = x.h, t = x.tp, T = x.T, Tsp = x.Tsp, b = x.b, s = x.s, S = x.skv;
+    const double np = x.heads / t, npad = x.np_pad, K = x.dsa_k, ih = x.ih, id = x.idim;
+    const double kvl = x.kvl, dr = x.dr, kw = x.kvl + x.dr; // the latent key's width (kv_lora_rank + RoPE)
+    const double qw = x.ql > 0 ? x.ql : h; // the indexer's qr: the compressed query, else the hidden state
+    const uint32_t out = bit(kOutside);
+    // At TP 1 the indexer's linears save the attention's own hidden state and compressed query (dsa.py:1286,
+    // :1296, :1319); under SP they save the gathered copies (:1274-1275) made inside the core.
+    const uint32_t idx_saver = indexer && t == 1 ? bit(kCoreAttn) : 0;
+    const bool loss = indexer && x.dsa_loss; // the indexer's KL loss, in a forward with grad (dsa.py:1892)
+
+    // input_layernorm is a module (the DSA spec does not fuse it: experimental_attention_variant_module_specs
+    // .py:143): the layer input, the statistics, its output. The output (hidden_states) feeds both down
+    // projections (absorbed_mla.py:461, :482), the core_attn checkpoint as x (:737), and without Q
+    // compression the q projection inside the up-projection region (:473, :544).
+    add(m, Tsp * h * d, kOutside, bit(kNorm1), bit(kNorm1));
+    add(m, 2 * Tsp * 4, kNorm1, bit(kNorm1));
+    const uint32_t up_of_hidden = x.ql > 0 ? 0 : bit(kMlaUp);
+    add(m, Tsp * h * d, kNorm1, out | idx_saver | up_of_hidden, bit(kCoreAttn) | up_of_hidden, true);
+    if (x.ql > 0) {
+        // q_layernorm is not fused into linear_q_up_proj (the indexer needs the normalised q:
+        // experimental_attention_variant_module_specs.py:123-126): it keeps q_compressed and its statistics;
+        // its output is linear_q_up_proj's input (absorbed_mla.py:540), the indexer's qr and an input of both
+        // checkpoints.
+        add(m, Tsp * x.ql * d, kOutside, out);
+        add(m, 2 * Tsp * 4, kOutside, out);
+        add(m, Tsp * x.ql * d, kOutside, bit(kMlaUp) | idx_saver, bit(kMlaUp) | bit(kCoreAttn));
+    }
+    // kv_layernorm keeps its input, a view of linear_kv_down_proj's output (:482, :520); its output (gathered
+    // under SP: :524) and k_pos_emb (gathered under SP: :500; at TP 1 a view) enter the up-projection, whose
+    // cat saves neither.
+    add(m, Tsp * kw * d, kOutside, out);
+    add(m, 2 * Tsp * 4, kOutside, out);
+    add(m, T * kvl * d, kOutside, 0, bit(kMlaUp));
+    if (t > 1)
+        add(m, T * dr * d, kOutside, 0, bit(kMlaUp));
+    // qkv_up_proj_and_rope_apply (the mla_up_proj region, :665): q = linear_q_up_proj's output, which the
+    // absorption einsum keeps through its q_no_pe view (:624); its outputs: the absorbed query [T, np, kw]
+    // (:652) and the latent key [T, 1, kw] (:654), which the fused function keeps as q_flat / kv_flat
+    // (dsa_cudnn_kernels.py:1972-1973; the key gathered over CP instead where CP > 1).
+    add(m, T * np * (x.dn + dr) * d, kMlaUp, bit(kMlaUp));
+    add(m, T * np * kw * d, kMlaUp, bit(kCoreAttn), bit(kCoreAttn), true);
+    add(m, T * kw * d, kMlaUp, x.cp > 1 ? 0 : bit(kCoreAttn), bit(kCoreAttn), true);
+    // DSAttention (the core_attn region: _checkpointed_attention_forward, absorbed_mla.py:737).
+    if (x.cp > 1)
+        add(m, b * S * kw * d, kCoreAttn,
+            bit(kCoreAttn)); // the key gathered over CP, reordered (dsa.py:1856)
+    // up_v_weight made contiguous (dsa.py:1665), kept by the latent-to-value einsum
+    // (dsa_cudnn_kernels.py:303, dsa.py:173).
+    add(m, np * x.dv * kvl * d, kCoreAttn, bit(kCoreAttn));
+    const double idx_out = indexer ? T * ih * id * d + b * S * id * d + T * ih * d : 0; // q, k, weights
+    if (indexer) {
+        // DSAIndexer.forward_before_topk under grad (the loss's; dsa.py:1980): linear_wq_b and linear_wk /
+        // linear_weights_proj keep qr and x (gathered under SP), k_norm (a LayerNorm) its input and
+        // statistics; RoPE (rope_utils.py:133-136: multiplies by cos / sin) and the weights' scaling keep
+        // nothing.
+        if (t > 1) {
+            add(m, T * h * d, kCoreAttn, bit(kCoreAttn));
+            add(m, T * qw * d, kCoreAttn, bit(kCoreAttn));
+        }
+        add(m, T * id * d, kCoreAttn, bit(kCoreAttn));
+        add(m, 2 * T * 4, kCoreAttn, bit(kCoreAttn));
+    }
+
+    // The fused function's forward (FusedIndexerSparseAttnFunc, dsa_cudnn_kernels.py:2118; with sharing
+    // FusedQKTopKWithSparseLossFunc :2380 then FusedSparseAttentionFunc :2529): the indexer's q, k and
+    // weights alive (their BSHD copies where b > 1: :1307), then the largest of three moments.
+    const double bshd = b > 1 ? idx_out : 0;
+    const double Kpad = std::ceil(K / 512) * 512; // FlashMLA's top-k alignment on SM90 (:340-345, :889-892)
+    const double flash_out = T * npad * kvl * d + 2 * T * npad * 4 // out, max_logits, lse (:909-917)
+        + (npad != np ? T * npad * kw * d : 0) + (Kpad != K ? T * Kpad * 4 : 0); // padded q, top-k (:889-902)
+    // (1) Scoring and top-k (_indexer_topk_from_score_chunks, :567): fp32 score chunks of at most 1 GiB,
+    // rows aligned to 512 (:503); one chunk over all rows without CP goes to cuDNN's indexer_forward_wrapper,
+    // else each chunk is built head by head (:513-564: the chunk, one head's bmm product, the key in fp32,
+    // the query slice in fp32); then the top-k wrapper on sub-chunks whose scratch Megatron budgets at two
+    // int32 a key, 2 GiB at most (:463-500); the selected indices (int32) and, for the loss, scores (fp32).
+    double p1 = 0;
+    if (indexer) {
+        const double rows = chunkRows(s, b * S * 4, 1073741824.0, 512);
+        const double chunk = b * rows * S * 4;
+        const bool single = x.cp == 1 && rows >= s;
+        const double by_head = single ? 0 : chunk + b * id * S * 4 + b * rows * id * 4;
+        const double sub = chunkRows(b * rows, S * 8, 2147483648.0, 512);
+        const double topk_call = sub * S * 8 + sub * K * (loss ? 8 : 4);
+        p1 = chunk + std::max(by_head, topk_call) + b * s * K * (loss ? 8 : 4);
+    }
+    // (2) FlashMLA's sparse forward (_run_sparse_attention_forward, :1947): the top-k made compact and sorted
+    // first (:982-991, :1040: a bool mask, an int64 argsort, gathers), then the prepared int32 indices beside
+    // FlashMLA's outputs.
+    const double selected = indexer ? b * s * K * (loss ? 8 : 4) : 0;
+    const double p2 = selected + std::max(b * s * K * 18, b * s * K * 4 + flash_out);
+    // (3) The sparse indexer loss and its gradients (_compute_sparse_indexer_loss_and_grads, :1757), with
+    // FlashMLA's out and lse and the clamped indices (:1992) already made: the indexer's q and weights padded
+    // to 64 heads for the backward kernel (:1470-1480), the top-k sized log-probabilities, probabilities,
+    // target and its masks and clamps (:1797-1843, fp32 / int32 / bool), the backward wrapper's gradients at
+    // the padded head count and their unpadded copies (:1844-1855).
+    double p3 = 0;
+    if (loss) {
+        const double ihp = std::max(ih, 64.0);
+        p3 = b * s * K * (8 + 4 + 4) + T * npad * kvl * d + T * npad * 4
+            + (ih < 64 ? T * 64 * (id + 1) * d : 0) + b * s * K * 25 + T * ihp * (id + 1) * d + b * S * id * d
+            + (ih < 64 ? T * ih * (id + 1) * d : 0);
+    }
+    m.temp_at = m.entries.size();
+    m.forward_temp = idx_out + bshd + std::max({ p1, p2, p3 });
+    // A full-recompute unit's first forward runs without grad: no loss (dsa.py:1892-1894), nothing saved;
+    // alive are the attention's locals (the norm's output, the compressed query, query, key, the CP-gathered
+    // key, up_v), the indexer's outputs and the kernels' moments without the loss's scores.
+    {
+        double p1n = 0;
+        if (indexer) {
+            const double rows = chunkRows(s, b * S * 4, 1073741824.0, 512);
+            const double chunk = b * rows * S * 4;
+            const bool single = x.cp == 1 && rows >= s;
+            const double by_head = single ? 0 : chunk + b * id * S * 4 + b * rows * id * 4;
+            const double sub = chunkRows(b * rows, S * 8, 2147483648.0, 512);
+            p1n = chunk + std::max(by_head, sub * S * 8 + sub * K * 4) + b * s * K * 4;
+        }
+        const double p2n
+            = (indexer ? b * s * K * 4 : 0) + std::max(b * s * K * 18, b * s * K * 4 + flash_out);
+        const double locals = Tsp * h * d + (x.ql > 0 ? Tsp * x.ql * d : 0) + T * np * kw * d + T * kw * d
+            + (x.cp > 1 ? b * S * kw * d : 0) + np * x.dv * kvl * d;
+        m.nograd_peak = locals + idx_out + bshd + std::max(p1n, p2n);
+    }
+
+    // What the fused functions keep for backward (dsa_cudnn_kernels.py:2264, :2468, :2547): the int32
+    // indices for the backward (:1992), FlashMLA's out at its padded heads (the latent-to-value einsum keeps
+    // a view of it: :301-303) and lse; with the loss the indexer's precomputed gradients (:1859-1861).
+    add(m, T * K * 4, kCoreAttn, bit(kCoreAttn));
+    add(m, T * npad * kvl * d, kCoreAttn, bit(kCoreAttn));
+    add(m, T * npad * 4, kCoreAttn, bit(kCoreAttn));
+    if (loss)
+        add(m, idx_out, kCoreAttn, bit(kCoreAttn));
+    // The einsum's output made contiguous: the core's output, linear_proj's input (absorbed_mla.py:902).
+    add(m, T * np * x.dv * d, kCoreAttn, out, 0, true);
+    if (x.hidden_dropout > 0)
+        add(m, Tsp * h * 1, kOutside, out);
+
+    // Backward of the sparse attention (_run_sparse_attention_backward, :1996): the output's gradient, and
+    // for its non-empty rows (all of them under a causal mask) copies of q, out, dO, lse and the indices
+    // with a dummy row (:2069-2074) and their row-selected copies (:2077-2087), the kernel's dq and dkv, and
+    // the zeroed query gradient they are copied into (:2091-2092); padded heads add one padded copy each
+    // (:2026-2041). Beside them the residual gradients and the core output's gradient.
+    const double row = npad * (kw + 2 * kvl) * d + npad * 4 + K * 4;
+    const double sparse_bwd = T * np * kvl * d + (npad != np ? T * row : 0) + 2 * T * row + T * npad * kw * d
+        + b * S * kw * d + T * np * kw * d;
+    m.backward_temp = std::max(m.backward_temp, 2 * m.residual + T * np * x.dv * d + sparse_bwd);
+}
+
 LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
 {
     LayerModel m;
@@ -1053,6 +1317,8 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         megatronMamba(m, x);
     else if (kind.mixer == LayerMixer::GatedDeltaNet)
         megatronGdn(m, x);
+    else if (kind.mixer == LayerMixer::Dsa || kind.mixer == LayerMixer::DsaSkipTopk)
+        megatronDsa(m, x, kind.mixer == LayerMixer::Dsa);
     if (kind.mixer == LayerMixer::Attention) {
         // input_layernorm: under the TE spec fused into linear_qkv (TELayerNormColumnParallelLinear keeps the
         // input and the normalised output; Korthikanti: 2sbh/t each with SP); a separate module under the
@@ -1205,8 +1471,13 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
             if (x.gated && !x.fused_act)
                 add(m, T * x.Fs / t * d, kShared, bit(kShared)); // unfused GLU's act(a)
         }
-        m.forward_temp = std::max(m.forward_temp, 2 * R * x.Hr * d);
+        if (isDsaMixer(kind.mixer))
+            m.end_temp = std::max(m.end_temp, 2 * R * x.Hr * d); // after the DSA moment, above all entries
+        else
+            m.forward_temp = std::max(m.forward_temp, 2 * R * x.Hr * d);
     }
+    if (isDsaMixer(kind.mixer)) // without grad the MLP's moment comes with the residual stream alone
+        m.nograd_peak = std::max(m.nograd_peak, 2 * m.residual + m.end_temp);
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * mask_byte, kOutside, out);
     const ParamCount p = layerParams(x, kind);
@@ -1262,7 +1533,7 @@ Active activeOf(const Recipe& r)
 int checkpointCount(const Active& a, const LayerKind& kind, const Shape& x)
 {
     const bool gpt = kind.symbol == 0;
-    const bool attention = kind.mixer == LayerMixer::Attention;
+    const bool attention = isAttentionMixer(kind.mixer);
     int n = 0;
     for (int reg = 1; reg < kRegionCount; ++reg) {
         if (!a.effective(reg))
@@ -1411,6 +1682,23 @@ struct LayerFigures {
     // that arrived and the generator state the replay captures: a full-recompute unit's last layer.
     double replay_fwd = 0;
 };
+
+// Transformer Engine's cuBLAS workspaces (TE 2.17.1,
+// transformer_engine/pytorch/cpp_extensions/gemm.py:34-61): get_cublas_workspace is lru-cached, so what it
+// allocates with torch.empty stays for the whole run and is in torch's allocated counters. Its size,
+// get_cublas_workspace_size_bytes: 32 MiB (NVFP4 GEMMs) + 1 KiB (alignment, scales) from compute
+// capability 9.0 on, else 4 MiB. TE's GEMMs share one; the first grouped GEMM (TEGroupedMLP's GroupedLinear,
+// general_grouped_gemm) adds one per compute stream, nvte_get_num_compute_streams
+// (common/include/transformer_engine/multi_stream.h), a constant 4 in TE 2.17.1's libtransformer_engine.so.
+double teCublasWorkspaceBytes(int compute_capability)
+{
+    return compute_capability >= 90 ? 32.0 * 1024 * 1024 + 1024 : 4.0 * 1024 * 1024;
+}
+const char* teCublasWorkspaceSize(int compute_capability)
+{
+    return compute_capability >= 90 ? "32 MiB + 1 KiB" : "4 MiB";
+}
+constexpr int kTeComputeStreams = 4;
 
 // Megatron's local CUDA graphs (cuda_graph_impl local, cuda_graph_modules empty: the whole layer,
 // transformer_layer.py create_mcore_cudagraph_manager) on a GPT stack of dense layers, the case measured
@@ -1711,12 +1999,47 @@ void StageEstimator::persistentState()
                 "every Transformer Engine linear weight of the stage quantized row-wise and column-wise (the "
                 "transpose Hopper's backward GEMMs read), 1 byte each; made at the step's first micro-batch "
                 "and kept between steps (Megatron passes is_first_microbatch)");
+        // DSA's top-k sharing (dsa_indexer_topk_freq > 1): each computing layer leaves its int32 top-k and
+        // lengths in a holder on the forward's carrier (dsa.py:1593-1625, :2216): the config itself without
+        // an attention mask or packed sequences (Bridge passes none), so one set per computing layer of the
+        // stage lives from its forward to the next.
+        if (isDsaModel(r) && r.dsa_indexer_topk_freq > 1) {
+            double computing = 0;
+            for (int g : st.layers)
+                computing += layers.kind(g).mixer == LayerMixer::Dsa ? 1 : 0;
+            base.add("other", "DSA top-k holder", computing * x.b * x.s * (x.dsa_k + 1) * 4,
+                "megatron/core/transformer/experimental_attention_variant/dsa.py:2214-2218",
+                "the top-k indices and lengths each of the stage's computing layers leaves for the layers "
+                "that reuse them (int32 [b, s, top-k] and [b, s]), replaced by the next forward");
+        }
         const double per_mb_inputs = T * (8 + 8 + 4 + 8) + x.b * x.s * x.s * x.cp;
         base.add("other", "batch: tokens, labels, loss mask, position ids, attention mask", per_mb_inputs,
             "megatron/training/utils.py get_batch_on_this_tp_rank",
             "one micro-batch; the bool [b, 1, s, s] mask of create_attention_mask_in_dataloader "
             "(Megatron-LM's "
             "default); the next micro-batch's prefetch left out");
+        // The TE spec's layers run their GEMMs through Transformer Engine (the output layer is Megatron's own
+        // ColumnParallelLinear: a stage of no layer runs none); MoE layers with moe_grouped_gemm build
+        // TEGroupedMLP (TESpecProvider.grouped_mlp_modules), whose grouped GEMMs take the per-stream ones.
+        if (x.te && !st.layers.empty()) {
+            const bool grouped = x.grouped && std::any_of(st.layers.begin(), st.layers.end(), [&](int g) {
+                return layers.kind(g).ffn == LayerFfn::Moe;
+            });
+            const int count = 1 + (grouped ? kTeComputeStreams : 0);
+            base.add("other", "Transformer Engine cuBLAS workspaces",
+                count * teCublasWorkspaceBytes(r.gpu_compute_capability),
+                "transformer_engine/pytorch/cpp_extensions/gemm.py:34-61 (TE 2.17.1, get_cublas_workspace)",
+                std::to_string(count) + (count == 1 ? " workspace" : " workspaces") + " of "
+                    + teCublasWorkspaceSize(r.gpu_compute_capability)
+                    + (r.gpu_compute_capability >= 90 ? " (compute capability 9.0 and above"
+                                                      : " (compute capability below 9.0")
+                    + ", gpu_compute_capability " + std::to_string(r.gpu_compute_capability)
+                    + "): one for TE's GEMMs"
+                    + (grouped ? " and one for each of TE's " + std::to_string(kTeComputeStreams)
+                                + " compute streams, which the experts' grouped GEMMs take"
+                               : std::string())
+                    + "; allocated at the first GEMM and kept for the run (lru-cached)");
+        }
     }
     if (x.backend == "unfused") {
         const double np = x.heads / t;
@@ -1739,6 +2062,10 @@ void StageEstimator::layerActivations()
         f.bwd_temp = L.backward_temp;
         f.params = L.params;
         f.fwd_point = L.temp_at == SIZE_MAX ? f.retained : L.retainedUpTo(sel, L.temp_at);
+        if (L.end_temp > 0 && f.retained + L.end_temp > f.fwd_point + f.fwd_temp) {
+            f.fwd_point = f.retained;
+            f.fwd_temp = L.end_temp;
+        }
         return f;
     };
     std::vector<LayerFigures> figs(kLayerKindIds);
@@ -1790,6 +2117,10 @@ void StageEstimator::layerActivations()
                         f.retained = ck[u] ? 0 : acts;
                         f.fwd_point = ck[u] || L.temp_at == SIZE_MAX ? f.retained
                                                                      : L.retainedUpTo(Active {}, L.temp_at);
+                        if (!ck[u] && L.end_temp > 0 && acts + L.end_temp > f.fwd_point + f.fwd_temp) {
+                            f.fwd_point = acts;
+                            f.fwd_temp = L.end_temp;
+                        }
                     }
                     if (ck[u]) {
                         const auto& L0 = layerAt(i + first);
@@ -1798,6 +2129,25 @@ void StageEstimator::layerActivations()
                         // The unit's replay: every layer's tensors, rebuilt in its backward.
                         auto& last = lf[i + first + count - 1];
                         last.replay = unit_acts;
+                        if (!worker) {
+                            // The replay's forward runs with grad before its backward: the moment of a layer
+                            // that says it can exceed the backward's (replay_forward_moment), beside what the
+                            // replay has rebuilt so far and the gradient that arrived.
+                            double so_far = 0;
+                            for (int j = 0; j < count; ++j) {
+                                const auto& L = layerAt(i + first + j);
+                                if (L.replay_forward_moment) {
+                                    const double before = L.temp_at == SIZE_MAX
+                                        ? L.retained(Active {}, 0)
+                                        : L.retainedUpTo(Active {}, L.temp_at);
+                                    last.replay_fwd = std::max(
+                                        last.replay_fwd, so_far + before + L.forward_temp + L.residual);
+                                    last.replay_fwd = std::max(last.replay_fwd,
+                                        so_far + L.retained(Active {}, 0) + L.end_temp + L.residual);
+                                }
+                                so_far += L.retained(Active {}, 0);
+                            }
+                        }
                         if (worker) {
                             // The worker's replay (engine/checkpoint.cpp): its forward reaches each layer's
                             // temporary beside what the replay keeps so far, with the gradient that arrived
@@ -2285,6 +2635,8 @@ RankEstimate StageEstimator::optimizerPhases()
             "step); not in torch's allocated counters");
     Builder init = opt; // the moments are created by the first step: the same peak
     rank.optimizer_params = shard_params;
+    rank.parameters = P;
+    rank.parameter_tensors = params.tensors;
 
     rank.phases = { fwd.phase("forward"), bwd.phase("backward"), opt.phase("optimizer"),
         init.phase("optimizer-init") };
@@ -2435,12 +2787,17 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     else if (isHybrid(r) && hybridLayerCount(r) != r.num_layers)
         e.not_estimated = "num_layers=" + std::to_string(r.num_layers) + " is not the "
             + std::to_string(hybridLayerCount(r)) + " layers of hybrid_layer_pattern (M8, B10, RT17)";
-    // DeepSeek sparse attention (DSAttention: the lightning indexer and its top-k selection on MLA) is not
-    // built; counting its layers as plain MLA would understate them without a word (RS38).
-    if (e.not_estimated.empty() && !isHybrid(r) && r.experimental_attention_variant.value_or("") == "dsa")
-        e.not_estimated
-            = "experimental_attention_variant=dsa (DeepSeek sparse attention: the indexer and its "
-              "top-k selection) is not built by the estimate (RS38)";
+    // DeepSeek sparse attention: the Megatron layout models its cuDNN / FlashMLA path (megatronDsa); the
+    // worker builds no DSA layer (engine/model.cpp), and the other paths are said, never counted as MLA.
+    if (e.not_estimated.empty() && isDsaModel(r)) {
+        if (layout == Layout::Worker)
+            e.not_estimated
+                = "experimental_attention_variant=dsa: the worker (recompute-bench) builds no "
+                  "DeepSeek sparse attention layer, so there is no worker layout to estimate; the "
+                  "megatron layout models it";
+        else if (const std::string why = dsaPathNotModelled(r); !why.empty())
+            e.not_estimated = "experimental_attention_variant=dsa: " + why;
+    }
     if (e.not_estimated.empty() && isHybrid(r)) {
         for (const LayerKind& k : layerKinds(r))
             if (k.mixer == LayerMixer::Unmodelled) {
@@ -2523,9 +2880,31 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                                                           : ""),
                   "MoE routing balanced (every rank receives tokens x top-k), dropless unless a capacity "
                   "factor is set",
-                  "left out: CUDA context and cuBLAS/NCCL workspaces (not allocated tensors), allocator "
-                  "fragmentation, "
-                  "communication buffers of overlapped collectives, fp8 scaling state" };
+                  "left out: the CUDA context, torch's own cuBLAS workspaces and NCCL's buffers, allocator "
+                  "fragmentation, communication buffers of overlapped collectives, fp8 scaling state" };
+        if (x.te) {
+            const int cc = r.gpu_compute_capability;
+            e.assumptions.push_back("GPU compute capability " + std::to_string(cc / 10) + "."
+                + std::to_string(cc % 10) + " (gpu_compute_capability " + std::to_string(cc) + "; "
+                + std::to_string(Recipe {}.gpu_compute_capability)
+                + " unless the recipe says otherwise: Hopper, H100 / H200): Transformer Engine's cuBLAS "
+                  "workspaces of "
+                + teCublasWorkspaceSize(cc) + " each");
+        }
+        if (isDsaModel(r)) {
+            std::ostringstream dsa;
+            dsa << "DSA: absorbed MLA with DSAttention on the cuDNN / FlashMLA path as Megatron Core "
+                   "bridge-pin (2a75ac12) has it (guide and main the same; dev's differs), "
+                << static_cast<int64_t>(x.np_pad) << " FlashMLA heads (Hopper's padding), top-k "
+                << static_cast<int64_t>(x.dsa_k) << " of " << static_cast<int64_t>(x.skv) << " keys"
+                << (r.dsa_indexer_topk_freq > 1
+                           ? ", every " + std::to_string(r.dsa_indexer_topk_freq) + "th layer's top-k shared"
+                           : std::string())
+                << (x.dsa_loss ? ", the sparse indexer loss in the forward with grad" : ", no indexer loss")
+                << "; the cuDNN and FlashMLA kernels' own workspaces left out (Megatron's top-k scratch "
+                   "budget counted); sequences unpacked (THD packing not modelled)";
+            e.assumptions.push_back(dsa.str());
+        }
         // CUDA graphs (cuda_graph_impl): what the figures are under each implementation.
         if (localLayerGraphs(r, x))
             e.assumptions.push_back(
@@ -2546,6 +2925,14 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     return e;
 }
 
+std::string dsaPathNotModelled(const Recipe& r)
+{
+    if (!isDsaModel(r))
+        return "";
+    const std::string path = shapeOf(r, Layout::Megatron).dsa_path;
+    return path == "cudnn" ? "" : path;
+}
+
 LayerActivations activationsPerLayer(const Recipe& r, Layout layout)
 {
     const Shape x = shapeOf(r, layout);
@@ -2556,9 +2943,10 @@ LayerActivations activationsPerLayer(const Recipe& r, Layout layout)
         return toBytes(m.retained(sel, static_cast<int>(checkpointCount(sel, k, x) * state)));
     };
     LayerActivations a;
-    a.dense = bytes(LayerKind { LayerMixer::Attention, LayerFfn::Dense, 0 });
+    const LayerMixer attention = isDsaModel(r) ? LayerMixer::Dsa : LayerMixer::Attention;
+    a.dense = bytes(LayerKind { attention, LayerFfn::Dense, 0 });
     if (x.experts > 0)
-        a.moe = bytes(LayerKind { LayerMixer::Attention, LayerFfn::Moe, 0 });
+        a.moe = bytes(LayerKind { attention, LayerFfn::Moe, 0 });
     std::vector<int> seen;
     for (const LayerKind& k : layerKinds(r)) {
         if (std::find(seen.begin(), seen.end(), k.id()) != seen.end())

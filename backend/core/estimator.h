@@ -37,6 +37,12 @@ enum class Layout { Megatron, Worker };
 const char* layoutName(Layout l); // "megatron", "worker"
 std::optional<Layout> layoutFromName(const std::string& name);
 
+// DeepSeek sparse attention (a GPT model with experimental_attention_variant dsa): "" where the Megatron
+// layout models the path Megatron takes for this recipe (the cuDNN / FlashMLA kernels with the sparse
+// indexer loss or none), else why it does not (the PyTorch reference path, TileLang, the dense loss, shapes
+// FlashMLA declines); "" for a model without DSA. The estimate refuses with this sentence; RS38 says it.
+std::string dsaPathNotModelled(const Recipe& r);
+
 // One term of an estimate: its category, bytes, where the figure comes from and what it assumes.
 struct MemoryTerm {
     std::string category; // parameters | main_parameters | gradients | optimizer_states | activations |
@@ -71,6 +77,8 @@ struct RankEstimate {
     // The parameters this rank's optimizer step updates: all of its stage's, or its shard under the
     // distributed optimizer (dense / (DP x CP), experts / expert-DP). The step-time model's optimizer work.
     double optimizer_params = 0;
+    double parameters = 0; // the stage's parameters (every TP rank of it holds this many)
+    double parameter_tensors = 0; // and how many tensors hold them
     // The first iteration's peak: its forward and backward run before the first optimizer step creates
     // Adam's moments, so they hold everything but the optimizer_states; its step is optimizer-init.
     // What Megatron-LM reports "after iteration 1"; peak_bytes is "from iteration 2 on".

@@ -60,6 +60,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--attention-softmax-in-fp32", Arity::Switch, "attention_softmax_in_fp32" },
         { "--apply-query-key-layer-scaling", Arity::Switch, "apply_query_key_layer_scaling" },
         { "--no-masked-softmax-fusion", Arity::Switch, "" },
+        { "--no-gradient-accumulation-fusion", Arity::Switch, "" },
         { "--multi-latent-attention", Arity::Switch, "multi_latent_attention" },
         { "--q-lora-rank", Arity::Value, "q_lora_rank" },
         { "--kv-lora-rank", Arity::Value, "kv_lora_rank" },
@@ -67,6 +68,14 @@ const std::vector<FlagDef>& flagDefs()
         { "--qk-pos-emb-head-dim", Arity::Value, "qk_pos_emb_head_dim" },
         { "--v-head-dim", Arity::Value, "v_head_dim" },
         { "--experimental-attention-variant", Arity::Value, "experimental_attention_variant" },
+        { "--dsa-indexer-n-heads", Arity::Value, "dsa_indexer_n_heads" },
+        { "--dsa-indexer-head-dim", Arity::Value, "dsa_indexer_head_dim" },
+        { "--dsa-indexer-topk", Arity::Value, "dsa_indexer_topk" },
+        { "--dsa-indexer-topk-freq", Arity::Value, "dsa_indexer_topk_freq" },
+        { "--dsa-indexer-skip-topk-offset", Arity::Value, "dsa_indexer_skip_topk_offset" },
+        { "--dsa-indexer-loss-coeff", Arity::Value, "dsa_indexer_loss_coeff" },
+        { "--dsa-indexer-use-sparse-loss", Arity::Switch, "dsa_indexer_use_sparse_loss" },
+        { "--dsa-kernel-backend", Arity::Value, "dsa_kernel_backend" },
         { "--linear-attention-freq", Arity::Value, "" },
         { "--linear-conv-kernel-dim", Arity::Value, "linear_conv_kernel_dim" },
         { "--linear-key-head-dim", Arity::Value, "linear_key_head_dim" },
@@ -495,6 +504,9 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
                 v = "fused";
             setRecipeField(base, "attention_backend", v, where);
             markExplicit(base, "attention_backend");
+        } else if (flag == "--no-gradient-accumulation-fusion") {
+            base.gradient_accumulation_fusion = false; // store_false, dest gradient_accumulation_fusion
+            markExplicit(base, "gradient_accumulation_fusion");
         } else if (flag == "--no-masked-softmax-fusion") {
             base.masked_softmax_fusion = false; // store_false, dest masked_softmax_fusion
             markExplicit(base, "masked_softmax_fusion");
@@ -764,6 +776,11 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
         }
         if (flag == "--no-masked-softmax-fusion") {
             if (!r.masked_softmax_fusion)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--no-gradient-accumulation-fusion") {
+            if (!r.gradient_accumulation_fusion)
                 out.push_back(flag);
             continue;
         }

@@ -33,7 +33,8 @@
 // lacks are not written (--cpu-offloading: Megatron-LM derives it from --cpu-offloading-num-layers), and a
 // value outside the flag's choices at the profile is a RecipeError (--fp4-format nvfp4 where only e2m1
 // is allowed). recipeFromMegatronFlags(recipeToMegatronFlags(r)) == r except for these, which have no flag:
-// - name, profile, memory_target_gb, warmup_iters, te_version (ours); a non-MLA recipe's q_lora_rank=None;
+// - name, profile, memory_target_gb, warmup_iters, te_version, gpu_compute_capability (ours); a non-MLA
+//   recipe's q_lora_rank=None;
 // - mamba_chunk_size (Bridge's field; Megatron-LM's mixer keeps its default 128);
 // - deallocate_pipeline_outputs=false (Megatron-LM always sets it True);
 // - an empty list for a list flag (argparse nargs='+' cannot say []): cuda_graph_modules=[] and

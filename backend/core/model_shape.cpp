@@ -46,6 +46,9 @@ ModelShape modelShape(const Recipe& r)
     m.gdn_v = m.gdn_value_heads * m.gdn_value_dim;
     m.gdn_in_proj = 2 * m.gdn_qk + 2 * m.gdn_v + 2 * m.gdn_value_heads;
     m.gdn_conv_dim = 2 * m.gdn_qk + m.gdn_v;
+    m.dsa_index_heads = r.dsa_indexer_n_heads.value_or(0);
+    m.dsa_index_head_dim = r.dsa_indexer_head_dim.value_or(0);
+    m.dsa_topk = r.dsa_indexer_topk.value_or(0);
     return m;
 }
 
@@ -171,12 +174,41 @@ bool isLinearAttentionLayer(const Recipe& r, int layer)
     return static_cast<size_t>(layer) < f.size() && f[static_cast<size_t>(layer)] != 0;
 }
 
+bool isDsaModel(const Recipe& r)
+{
+    return !isHybrid(r) && r.experimental_attention_variant.value_or("") == "dsa";
+}
+
+// dsa.py is_dsa_skip_topk_layer / source_dsa_compute_layer (1-based layer numbers; the offset is at least
+// 1, so the default 0 starts at layer 1). A frequency below 1 or a negative offset is a ValueError there
+// (transformer_config.py, the DSA rule): every layer then computes its own.
+bool isDsaSkipTopkLayer(const Recipe& r, int layer)
+{
+    const int freq = r.dsa_indexer_topk_freq;
+    if (!isDsaModel(r) || freq <= 1 || r.dsa_indexer_skip_topk_offset < 0 || layer < 0)
+        return false;
+    const long long offset = std::max(r.dsa_indexer_skip_topk_offset, 1);
+    return std::max(0LL, layer + 1 - offset) % freq != 0;
+}
+
+int dsaSourceLayer(const Recipe& r, int layer)
+{
+    if (!isDsaSkipTopkLayer(r, layer))
+        return layer;
+    const long long offset = std::max(r.dsa_indexer_skip_topk_offset, 1);
+    const long long number = layer + 1;
+    return static_cast<int>(number - (number - offset) % r.dsa_indexer_topk_freq) - 1;
+}
+
 LayerKind layerKind(const Recipe& r, int layer)
 {
     if (isHybrid(r))
         return kindOfSymbol(hybridSymbol(r, layer));
     LayerKind k;
-    k.mixer = isLinearAttentionLayer(r, layer) ? LayerMixer::GatedDeltaNet : LayerMixer::Attention;
+    if (isDsaModel(r))
+        k.mixer = isDsaSkipTopkLayer(r, layer) ? LayerMixer::DsaSkipTopk : LayerMixer::Dsa;
+    else
+        k.mixer = isLinearAttentionLayer(r, layer) ? LayerMixer::GatedDeltaNet : LayerMixer::Attention;
     k.ffn = isMoeLayer(r, layer) ? LayerFfn::Moe : LayerFfn::Dense;
     return k;
 }
@@ -213,6 +245,12 @@ std::string layerKindName(const LayerKind& k)
         break;
     case LayerMixer::Unmodelled:
         mixer = std::string("'") + (k.symbol ? k.symbol : '?') + "' (not modelled)";
+        break;
+    case LayerMixer::Dsa:
+        mixer = "DSA attention";
+        break;
+    case LayerMixer::DsaSkipTopk:
+        mixer = "DSA attention (shared top-k)";
         break;
     case LayerMixer::None:
         break;

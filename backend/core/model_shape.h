@@ -53,6 +53,8 @@ struct ModelShape {
     int64_t gdn_qk = 0, gdn_v = 0; // key heads x key dim, value heads x value dim
     int64_t gdn_in_proj = 0; // 2 qk + 2 v + 2 value heads
     int64_t gdn_conv_dim = 0; // 2 qk + v
+    // DSA (dsa.py DSAIndexer): the indexer's heads and head dim, the keys each query keeps (0 where unset).
+    int64_t dsa_index_heads = 0, dsa_index_head_dim = 0, dsa_topk = 0;
 };
 ModelShape modelShape(const Recipe& r);
 
@@ -61,7 +63,11 @@ ModelShape modelShape(const Recipe& r);
 // experimental_attention_variant and linear_attention_freq say) followed by a dense MLP or an MoE; a
 // hybrid stack's layer is one of them alone (hybrid_layer_specs.py: 'M' MambaLayer, '*' a TransformerLayer
 // with self-attention only, 'G' one with GatedDeltaNet only, '-' MLPLayer, 'E' MoETransformerLayer).
-enum class LayerMixer { None, Attention, Mamba, GatedDeltaNet, Unmodelled };
+// A GPT model with experimental_attention_variant dsa has DSA layers (every layer: the layer specs of
+// experimental_attention_variant_module_specs.py): an absorbed-MLA attention whose core is DSAttention
+// (dsa.py), Dsa where the layer computes its own top-k with its indexer, DsaSkipTopk where it reuses an
+// earlier layer's (is_dsa_skip_topk_layer: dsa_indexer_topk_freq > 1), which builds no indexer.
+enum class LayerMixer { None, Attention, Mamba, GatedDeltaNet, Unmodelled, Dsa, DsaSkipTopk };
 enum class LayerFfn { None, Dense, Moe };
 struct LayerKind {
     LayerMixer mixer = LayerMixer::Attention;
@@ -70,7 +76,17 @@ struct LayerKind {
     int id() const { return static_cast<int>(mixer) * 3 + static_cast<int>(ffn); }
     bool operator==(const LayerKind& o) const { return mixer == o.mixer && ffn == o.ffn; }
 };
-inline constexpr int kLayerKindIds = 15;
+inline constexpr int kLayerKindIds = 21;
+inline bool isDsaMixer(LayerMixer m)
+{
+    return m == LayerMixer::Dsa || m == LayerMixer::DsaSkipTopk;
+}
+// A layer whose mixer is self-attention (standard or MLA, or DSA on absorbed MLA): where the attention
+// labels (core_attn, mla_up_proj, the input norm's layernorm) act.
+inline bool isAttentionMixer(LayerMixer m)
+{
+    return m == LayerMixer::Attention || m == LayerMixer::Dsa || m == LayerMixer::DsaSkipTopk;
+}
 
 // Megatron's parse of hybrid_layer_pattern (hybrid_layer_allocation.py parse_hybrid_pattern,
 // select_pipeline_segment): the main pattern, its '|' segments, the MTP pattern and its depth.
@@ -88,6 +104,13 @@ bool isHybrid(const Recipe& r); // hybrid_layer_pattern set
 int hybridLayerCount(const Recipe& r);
 // Is global layer `layer` a GatedDeltaNet layer of a GPT model (linear_attention_freq: 1 = linear)?
 bool isLinearAttentionLayer(const Recipe& r, int layer);
+// A GPT model whose layers are DSA (experimental_attention_variant dsa; a hybrid stack's 'D' is RS38's).
+bool isDsaModel(const Recipe& r);
+// Does global layer `layer` (0-based) reuse an earlier layer's top-k (dsa.py is_dsa_skip_topk_layer on the
+// 1-based layer number, with dsa_indexer_topk_freq and dsa_indexer_skip_topk_offset), and which layer
+// computes the top-k it reuses (source_dsa_compute_layer; the layer itself where it computes one)?
+bool isDsaSkipTopkLayer(const Recipe& r, int layer);
+int dsaSourceLayer(const Recipe& r, int layer);
 LayerKind layerKind(const Recipe& r, int layer);
 // Every layer's kind, in order (num_layers of them; at most kMaxLayers).
 std::vector<LayerKind> layerKinds(const Recipe& r);

@@ -23,9 +23,9 @@ namespace rs {
 namespace {
 
 // Our own settings, which Bridge's ConfigContainer has no place for: written in the '# studio:' comment.
-const std::vector<std::string> kStudioFields
-    = { "name", "profile", "memory_target_gb", "warmup_iters", "te_version", "checkpoint_activations_flag",
-          "recompute_activations", "data_parallel_size", "front_end", "adam_implementation" };
+const std::vector<std::string> kStudioFields = { "name", "profile", "memory_target_gb", "warmup_iters",
+    "te_version", "checkpoint_activations_flag", "recompute_activations", "data_parallel_size", "front_end",
+    "adam_implementation", "gpu_compute_capability" };
 // Fields that are no setting at all (how the recipe was read); never written as overrides.
 const std::vector<std::string> kBookkeeping
     = { "extra_overrides", "extra_flags", "launch_command", "explicit_keys" };

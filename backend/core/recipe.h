@@ -73,6 +73,10 @@ struct Recipe {
     // fusedMaskedSoftmaxApplies in attention_softmax.h says when it runs). TransformerConfig False;
     // Megatron-LM's flags True (--no-masked-softmax-fusion); Bridge's GPTModelProvider True.
     bool masked_softmax_fusion = false;
+    // Each weight's gradient added into its fp32 main_grad inside the wgrad GEMM (Transformer Engine's
+    // fuse_wgrad_accumulation, apex's fused_weight_gradient_mlp_cuda) instead of by DDP's hook after it
+    // (model_parallel_config.py; False there, True in Megatron-LM's flags and Bridge's providers).
+    bool gradient_accumulation_fusion = false;
 
     // --- multi-latent attention (MLATransformerConfig defaults) ---
     bool multi_latent_attention = false;
@@ -82,6 +86,19 @@ struct Recipe {
     int qk_pos_emb_head_dim = 64;
     int v_head_dim = 128;
     std::optional<std::string> experimental_attention_variant; // gdn, gdn2, gated_delta_net, dsa ...
+    // DeepSeek sparse attention (experimental_attention_variant dsa: every layer a DSAttention on absorbed
+    // MLA; TransformerConfig's dsa_* fields and defaults, transformer_config.py). The indexer's heads, head
+    // dim and top-k have no default (None: Megatron cannot build the indexer); a layer computes its own top-k
+    // every dsa_indexer_topk_freq layers from dsa_indexer_skip_topk_offset (dsa.py is_dsa_skip_topk_layer)
+    // and the others reuse it; the indexer's KL loss trains it where dsa_indexer_loss_coeff > 0.
+    std::optional<int> dsa_indexer_n_heads;
+    std::optional<int> dsa_indexer_head_dim;
+    std::optional<int> dsa_indexer_topk;
+    int dsa_indexer_topk_freq = 1;
+    int dsa_indexer_skip_topk_offset = 0;
+    std::optional<double> dsa_indexer_loss_coeff;
+    bool dsa_indexer_use_sparse_loss = false;
+    std::string dsa_kernel_backend = "none"; // none | tilelang | cudnn
 
     // --- GatedDeltaNet layers (TransformerConfig's linear_* fields): in a GPT model where
     // experimental_attention_variant is a GatedDeltaNet one and linear_attention_freq picks the layers, in a
@@ -222,6 +239,11 @@ struct Recipe {
     // --- ours: rules profile and run settings ---
     Profile profile = Profile::BridgePin;
     std::optional<double> memory_target_gb; // per-rank target for the advisor
+    // The GPUs' CUDA compute capability, major x 10 + minor (80 A100, 90 H100 / H200, 100 B200 / GB200): what
+    // the job's software sizes by it (Transformer Engine's cuBLAS workspaces, estimator.cpp). 90 unless said:
+    // Hopper, the GPUs this product's users train on. A Bridge recipe by name takes it from the GPU its name
+    // states (gpus.h).
+    int gpu_compute_capability = 90;
     int warmup_iters = 3;
     int train_iters = 10;
     std::optional<std::string>

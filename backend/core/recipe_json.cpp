@@ -161,6 +161,7 @@ const std::vector<std::string> kFp8 = { "e4m3", "hybrid" };
 const std::vector<std::string> kFp8Recipe = { "delayed", "tensorwise", "blockwise", "mxfp8", "custom" };
 const std::vector<std::string> kFrontEnd = { "json", "bridge_overrides", "megatron_flags" };
 const std::vector<std::string> kDispatcher = { "allgather", "alltoall", "flex" };
+const std::vector<std::string> kDsaKernelBackend = { "none", "tilelang", "cudnn" };
 // Megatron-LM's --position-embedding-type and --moe-router-load-balancing-type choices (main).
 const std::vector<std::string> kPositionEmbedding
     = { "learned_absolute", "rope", "yarn", "mrope", "relative", "none" };
@@ -210,6 +211,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "attention_softmax_in_fp32", &Recipe::attention_softmax_in_fp32 },
         { "apply_query_key_layer_scaling", &Recipe::apply_query_key_layer_scaling },
         { "masked_softmax_fusion", &Recipe::masked_softmax_fusion },
+        { "gradient_accumulation_fusion", &Recipe::gradient_accumulation_fusion },
         { "multi_latent_attention", &Recipe::multi_latent_attention },
         { "q_lora_rank", &Recipe::q_lora_rank },
         { "kv_lora_rank", &Recipe::kv_lora_rank },
@@ -217,6 +219,14 @@ const std::vector<FieldDef>& fieldDefs()
         { "qk_pos_emb_head_dim", &Recipe::qk_pos_emb_head_dim },
         { "v_head_dim", &Recipe::v_head_dim },
         { "experimental_attention_variant", &Recipe::experimental_attention_variant },
+        { "dsa_indexer_n_heads", &Recipe::dsa_indexer_n_heads },
+        { "dsa_indexer_head_dim", &Recipe::dsa_indexer_head_dim },
+        { "dsa_indexer_topk", &Recipe::dsa_indexer_topk },
+        { "dsa_indexer_topk_freq", &Recipe::dsa_indexer_topk_freq },
+        { "dsa_indexer_skip_topk_offset", &Recipe::dsa_indexer_skip_topk_offset },
+        { "dsa_indexer_loss_coeff", &Recipe::dsa_indexer_loss_coeff },
+        { "dsa_indexer_use_sparse_loss", &Recipe::dsa_indexer_use_sparse_loss },
+        { "dsa_kernel_backend", &Recipe::dsa_kernel_backend },
         { "linear_attention_freq", &Recipe::linear_attention_freq, true },
         { "linear_conv_kernel_dim", &Recipe::linear_conv_kernel_dim },
         { "linear_key_head_dim", &Recipe::linear_key_head_dim },
@@ -297,6 +307,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "rerun_state_machine.check_for_nan_in_loss", &Recipe::check_for_nan_in_loss },
         { "profile", &Recipe::profile },
         { "memory_target_gb", &Recipe::memory_target_gb },
+        { "gpu_compute_capability", &Recipe::gpu_compute_capability },
         { "warmup_iters", &Recipe::warmup_iters },
         { "train_iters", &Recipe::train_iters },
         { "checkpoint_activations_flag", &Recipe::checkpoint_activations_flag },
@@ -592,6 +603,8 @@ const std::vector<std::string>* allowedValues(const std::string& key)
         return &kFp8Recipe;
     if (key == "moe_token_dispatcher_type")
         return &kDispatcher;
+    if (key == "dsa_kernel_backend")
+        return &kDsaKernelBackend;
     if (key == "profile")
         return &kProfiles;
     if (key == "front_end")
@@ -861,6 +874,8 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
     case InputFormat::MegatronFlags:
         // --no-masked-softmax-fusion is store_false: Megatron-LM fuses unless told not to.
         r.masked_softmax_fusion = true;
+        // --no-gradient-accumulation-fusion is store_false (arguments.py): fused unless told not to.
+        r.gradient_accumulation_fusion = true;
         // megatron/training/argument_utils.py:305 (d98e8a64), core_transformer_config_from_args: always
         // True, with no flag to say otherwise.
         r.deallocate_pipeline_outputs = true;
@@ -890,6 +905,10 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
         // GPTModelProvider (gpt_provider.py at 0254ddd4): attention_softmax_in_fp32 False, where
         // TransformerConfig says True.
         r.attention_softmax_in_fp32 = false;
+        // GPTModelProvider and the hybrid provider (gpt_provider.py:206, hybrid_provider.py:150 at
+        // 067f987d): fusions.can_enable_gradient_accumulation_fusion(), True where Transformer Engine or
+        // apex's kernel is installed, as on the clusters these recipes name.
+        r.gradient_accumulation_fusion = true;
         break;
     }
     return r;

@@ -22,6 +22,7 @@
 #include <cstdlib>
 #include <optional>
 
+#include "core/estimator.h"
 #include "core/mixed_precision.h"
 #include "core/model_shape.h"
 #include "core/recipe_json.h"
@@ -65,6 +66,63 @@ void cpuOffloadOff(const Ctx&, FixIt& f)
 void epOverlapOff(FixIt& f)
 {
     f.patch["comm_overlap"] = { { "overlap_moe_expert_parallel_comm", false } };
+}
+
+bool dsa(const Ctx& c) // experimental_attention_variant dsa (TransformerConfig's check: any model)
+{
+    return c.r.experimental_attention_variant.value_or("") == "dsa";
+}
+
+// Is a pipeline split other than the even one kept (a layout or first / last stage sizes, which the rules and
+// the estimate do not read)? RT26 checks the even split only.
+bool keptPipelineSplit(const Recipe& r)
+{
+    static const char* const keys[] = { "pipeline_model_parallel_layout",
+        "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage" };
+    for (const std::string& o : r.extra_overrides) {
+        const size_t start = o.find_first_not_of("+~");
+        std::string key = o.substr(start == std::string::npos ? o.size() : start, o.find('=') - start);
+        if (key.rfind("model.", 0) == 0)
+            key = key.substr(6);
+        const size_t eq = o.find('=');
+        const std::string value = eq == std::string::npos ? std::string() : o.substr(eq + 1);
+        for (const char* k : keys)
+            if (key == k && o[0] != '~' && value != "null" && value != "None" && !value.empty())
+                return true;
+    }
+    for (const std::string& w : r.extra_flags)
+        if (w == "--pipeline-model-parallel-layout" || w == "--decoder-first-pipeline-num-layers"
+            || w == "--decoder-last-pipeline-num-layers")
+            return true;
+    return false;
+}
+
+// DSA top-k sharing across pipeline chunks (experimental_attention_variant_module_specs.py
+// _validate_dsa_index_share_pipeline_split, run per chunk when its layer specs are built): the first layer
+// of a chunk of the even split that reuses a top-k its chunk does not compute before it, as 1-based layer
+// numbers {layer, source}.
+std::optional<std::pair<int, int>> dsaShareSplitBreak(const Ctx& c)
+{
+    if (!isDsaModel(c.r) || c.r.dsa_indexer_topk_freq <= 1 || c.r.dsa_indexer_skip_topk_offset < 0
+        || c.r.num_layers < 1 || c.r.num_layers > kMaxLayers || keptPipelineSplit(c.r))
+        return std::nullopt;
+    const ParallelSizes p = parallelSizes(c.r);
+    if (p.pp < 1 || p.vpp < 1 || static_cast<long long>(p.pp) * p.vpp > c.r.num_layers)
+        return std::nullopt;
+    for (int stage = 0; stage < p.pp; ++stage) {
+        const PipelineStage s = pipelineStage(c.r, stage);
+        for (size_t i = 0; i < s.layers.size(); ++i) {
+            if (!isDsaSkipTopkLayer(c.r, s.layers[i]))
+                continue;
+            const int source = dsaSourceLayer(c.r, s.layers[i]);
+            bool earlier = false;
+            for (size_t j = 0; j < i; ++j)
+                earlier = earlier || (s.layers[j] == source && s.chunk[j] == s.chunk[i]);
+            if (!earlier)
+                return std::make_pair(s.layers[i] + 1, source + 1);
+        }
+    }
+    return std::nullopt;
 }
 
 bool anyOf(const Ctx& c, std::initializer_list<const char*> labels)
@@ -459,6 +517,9 @@ constexpr char k_virtual_pipeline_model_parallel_size[] = "virtual_pipeline_mode
 constexpr char k_moe_ffn_hidden_size[] = "moe_ffn_hidden_size";
 constexpr char k_moe_latent_size[] = "moe_latent_size";
 constexpr char k_max_position_embeddings[] = "max_position_embeddings";
+constexpr char k_dsa_indexer_n_heads[] = "dsa_indexer_n_heads";
+constexpr char k_dsa_indexer_head_dim[] = "dsa_indexer_head_dim";
+constexpr char k_dsa_indexer_topk[] = "dsa_indexer_topk";
 
 // hidden_size // num_attention_heads when kv_channels is unset and the division is not exact (RS24, M7).
 bool headsDoNotDivideHidden(const Ctx& c)
@@ -869,6 +930,29 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { const int n = c.r.tensor_model_parallel_size * c.r.context_parallel_size; return gdnVariantOfProfile(c) && n >= 1 && c.r.linear_num_key_heads % n != 0; },
       [](const Ctx& c, Args& a) { a.set("k", std::to_string(c.r.linear_num_key_heads)); a.set("tp", std::to_string(c.r.tensor_model_parallel_size)); a.set("cp", std::to_string(c.r.context_parallel_size)); }, nullptr,
       nullptr, "linear_num_key_heads a multiple of TP x CP", "each TP (and CP) rank holds whole key heads" },
+    { "R43", "*", kAnyFormat, E, "experimental_attention_variant add_bias_linear",
+      "DSA with linear biases",
+      "DSA uses AbsorbedMLASelfAttention, which requires add_bias_linear=False. Disable linear bias for DSA configs.",
+      MC, { { "bridge-pin", "TC:1417-1421" }, { "guide", "TC:1385-1389" }, { "main", "TC:1512-1516" }, { "dev", "TC(dev):1714-1718" } },
+      [](const Ctx& c) { return dsa(c) && c.r.add_bias_linear; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set add_bias_linear=false", "add_bias_linear", false); },
+      "add_bias_linear=false", "" },
+    { "R44", "*", kAnyFormat, E, "experimental_attention_variant dsa_indexer_topk_freq",
+      "DSA top-k frequency below 1",
+      "dsa_indexer_topk_freq must be positive, got {v}.",
+      MC, { { "bridge-pin", "TC:1422-1425" }, { "guide", "TC:1390-1393" }, { "main", "TC:1517-1520" }, { "dev", "TC(dev):1719-1722" } },
+      [](const Ctx& c) { return dsa(c) && c.r.dsa_indexer_topk_freq < 1; },
+      [](const Ctx& c, Args& a) { a.set("v", std::to_string(c.r.dsa_indexer_topk_freq)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set dsa_indexer_topk_freq=1 (every layer computes its top-k)", "dsa_indexer_topk_freq", 1); },
+      "dsa_indexer_topk_freq=1", "" },
+    { "R44", "*", kAnyFormat, E, "experimental_attention_variant dsa_indexer_skip_topk_offset",
+      "DSA top-k sharing offset below 0",
+      "dsa_indexer_skip_topk_offset must be non-negative, got {v}.",
+      MC, { { "bridge-pin", "TC:1426-1430" }, { "guide", "TC:1394-1398" }, { "main", "TC:1521-1525" }, { "dev", "TC(dev):1723-1727" } },
+      [](const Ctx& c) { return dsa(c) && c.r.dsa_indexer_skip_topk_offset < 0; },
+      [](const Ctx& c, Args& a) { a.set("v", std::to_string(c.r.dsa_indexer_skip_topk_offset)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set dsa_indexer_skip_topk_offset=0", "dsa_indexer_skip_topk_offset", 0); },
+      "dsa_indexer_skip_topk_offset=0", "" },
     { "G1", "dev", kAnyFormat, E, "recompute_modules experimental_attention_variant",
       "dev: gdn without experimental_attention_variant='gated_delta_net'",
       "gdn in recompute_modules is only supported with experimental_attention_variant='gated_delta_net'.",
@@ -1547,8 +1631,35 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.fp8() && c.r.fp8_recipe == "delayed" && !c.r.te_version; }, nullptr, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "use current scaling (fp8_recipe=tensorwise)", "fp8_recipe", "tensorwise"); },
       "fp8_recipe=tensorwise, or te_version below 2.17", "measured with TE 2.17.1 (tests/fixtures/logs/megatron-lm-fp8/refused/fp8-dense-delayed-none-unshimmed.log)" },
-
-    { "RT23", "*", kAnyFormat, E, "moe_shared_expert_overlap moe_latent_size",
+    { "RT23", "*", kAnyFormat, E, "experimental_attention_variant multi_latent_attention",
+      "DSA without MLA",
+      "Currently only MLA supports sparse attention.",
+      MC, { { "*", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:101" }, { "guide", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:85" }, { "dev", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:99" } },
+      [](const Ctx& c) { return isDsaModel(c.r) && !c.r.multi_latent_attention; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set multi_latent_attention=true", "multi_latent_attention", true); },
+      "multi_latent_attention=true", "an assertion when the layer specs are built (get_dsa_module_spec_for_backend)" },
+    { "RT24", "*", kAnyFormat, E, "experimental_attention_variant tensor_model_parallel_size sequence_parallel",
+      "DSA (absorbed MLA) under TP without sequence parallelism",
+      "AbsorbedMLA requires sequence_parallel when tensor_model_parallel_size > 1",
+      MC, { { "*", "megatron/core/transformer/experimental_attention_variant/absorbed_mla.py:171-173" } },
+      [](const Ctx& c) { return isDsaModel(c.r) && c.r.tensor_model_parallel_size > 1 && !c.r.sequence_parallel; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set sequence_parallel=true", "sequence_parallel", true); },
+      "sequence_parallel=true", "an assertion when AbsorbedMLASelfAttention is built, the attention every DSA layer has" },
+    { "RT25", "bridge-pin guide main", kAnyFormat, E, "experimental_attention_variant recompute_modules fp8 fp4",
+      "DSA (absorbed MLA) with mla_up_proj recompute under fp8 or fp4",
+      "FP8/FP4 is not supported for AbsorbedMLA",
+      MC, { { "*", "megatron/core/transformer/experimental_attention_variant/absorbed_mla.py:661-663" }, { "main", "megatron/core/transformer/experimental_attention_variant/absorbed_mla.py:671-673" } },
+      [](const Ctx& c) { return isDsaModel(c.r) && c.selective() && c.has("mla_up_proj") && (c.fp8() || c.fp4()); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mla_up_proj" }, "drop 'mla_up_proj'"); },
+      "drop 'mla_up_proj'", "an assertion at the first forward: the up-projection's checkpoint has no quantized path in AbsorbedMLA" },
+    { "RT26", "*", kAnyFormat, E, "experimental_attention_variant dsa_indexer_topk_freq dsa_indexer_skip_topk_offset pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "DSA top-k sharing across pipeline chunks (the even split)",
+      "DSA index-share pipeline split is invalid: local layer {layer} reuses top-k indices from computing layer {source}, but that source layer is not earlier in this pipeline stage. Cross-layer top-k sharing does not cross PP boundaries. Choose a pipeline layout where each stage starts on a computing layer (dsa_indexer_topk_freq={freq}, dsa_indexer_skip_topk_offset={offset}).",
+      MC, { { "*", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:395-430" }, { "guide", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:339-374" }, { "dev", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:418-453" } },
+      [](const Ctx& c) { return dsaShareSplitBreak(c).has_value(); },
+      [](const Ctx& c, Args& a) { const auto b = *dsaShareSplitBreak(c); a.set("layer", std::to_string(b.first)); a.set("source", std::to_string(b.second)); a.set("freq", std::to_string(c.r.dsa_indexer_topk_freq)); a.set("offset", std::to_string(c.r.dsa_indexer_skip_topk_offset)); }, nullptr,
+      nullptr, "", "a RuntimeError when a chunk's layer specs are built; checked on the even split only (a kept pipeline_model_parallel_layout or first / last stage sizes is not read)" },
+    { "RT27", "*", kAnyFormat, E, "moe_shared_expert_overlap moe_latent_size",
       "latent MoE with moe_shared_expert_overlap: the MoE layer raises at its first training forward",
       "Shared expert overlap with MoE latent projections is not supported during training. Disable moe_shared_expert_overlap.",
       MC, { { "bridge-pin", "megatron/core/transformer/moe/moe_layer.py:476-482" }, { "guide", "megatron/core/transformer/moe/moe_layer.py:469-475" }, { "main", "megatron/core/transformer/moe/moe_layer.py:476-482" }, { "dev", "megatron/core/transformer/moe/moe_layer.py:490-496" } },
@@ -1861,6 +1972,24 @@ const std::vector<Row>& ruleRows()
       GD, { { "*", "docs/rules.md#rs23" } },
       optBelow1<&Recipe::max_position_embeddings>, optValueOf<&Recipe::max_position_embeddings>, nullptr, unsetOpt<k_max_position_embeddings>,
       "max_position_embeddings=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", "*", kAnyFormat, E, "dsa_indexer_n_heads",
+      "dsa_indexer_n_heads set below 1",
+      "dsa_indexer_n_heads={v} is out of range: dsa_indexer_n_heads must be at least 1 (or unset).",
+      GD, { { "*", "docs/rules.md#rs23" } },
+      optBelow1<&Recipe::dsa_indexer_n_heads>, optValueOf<&Recipe::dsa_indexer_n_heads>, nullptr, unsetOpt<k_dsa_indexer_n_heads>,
+      "dsa_indexer_n_heads=null", "Megatron checks no lower bound here; a 0 or negative size is no indexer" },
+    { "RS23", "*", kAnyFormat, E, "dsa_indexer_head_dim",
+      "dsa_indexer_head_dim set below 1",
+      "dsa_indexer_head_dim={v} is out of range: dsa_indexer_head_dim must be at least 1 (or unset).",
+      GD, { { "*", "docs/rules.md#rs23" } },
+      optBelow1<&Recipe::dsa_indexer_head_dim>, optValueOf<&Recipe::dsa_indexer_head_dim>, nullptr, unsetOpt<k_dsa_indexer_head_dim>,
+      "dsa_indexer_head_dim=null", "Megatron checks no lower bound here; a 0 or negative size is no indexer" },
+    { "RS23", "*", kAnyFormat, E, "dsa_indexer_topk",
+      "dsa_indexer_topk set below 1",
+      "dsa_indexer_topk={v} is out of range: dsa_indexer_topk must be at least 1 (or unset).",
+      GD, { { "*", "docs/rules.md#rs23" } },
+      optBelow1<&Recipe::dsa_indexer_topk>, optValueOf<&Recipe::dsa_indexer_topk>, nullptr, unsetOpt<k_dsa_indexer_topk>,
+      "dsa_indexer_topk=null", "Megatron checks no lower bound here; a query that keeps no key has no attention" },
     { "RS24", "*", kJson | kBridge, E, "hidden_size num_attention_heads kv_channels",
       "hidden_size not a multiple of num_attention_heads with kv_channels unset",
       "hidden_size={h} is not divisible by num_attention_heads={n} and kv_channels is unset: Megatron Core floors kv_channels to {kv} (hidden_size // num_attention_heads) and Megatron-LM refuses the shape (M7); set kv_channels or make hidden_size a multiple of num_attention_heads.",
@@ -1976,6 +2105,14 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c, Args& a) { a.set("v", nlohmann::json(*c.r.memory_target_gb).dump()); }, nullptr,
       [](const Ctx&, FixIt& f) { set(f, "unset the target", "memory_target_gb", nullptr); },
       "memory_target_gb=null (or the card's GB)", "ours: the advisor compares every rank's peak with it" },
+    { "RS35", "*", kAnyFormat, E, "gpu_compute_capability",
+      "a GPU compute capability that is no CUDA compute capability",
+      "gpu_compute_capability={v} is out of range: the GPUs' CUDA compute capability is major x 10 + minor, from 50 to 199 (80 A100, 90 H100 / H200, 100 B200 / GB200).",
+      GD, { { "*", "docs/rules.md#rs35" } },
+      [](const Ctx& c) { return c.r.gpu_compute_capability < 50 || c.r.gpu_compute_capability > 199; },
+      [](const Ctx& c, Args& a) { a.set("v", std::to_string(c.r.gpu_compute_capability)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "Hopper (H100, H200): 90", "gpu_compute_capability", 90); },
+      "gpu_compute_capability=90 (or the GPUs' own)", "ours: the estimate sizes Transformer Engine's cuBLAS workspaces by it (32 MiB + 1 KiB from 9.0 on, 4 MiB before)" },
     { "RS36", "*", kAnyFormat, E, "num_layers",
       "more layers than any model has",
       "num_layers={n} is out of range: at most 65536 layers (the estimator and the worker hold an entry for each layer; the deepest published models have a few hundred).",
@@ -1990,12 +2127,33 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return !unmodelledSymbols(c).empty() && !badSymbol(c); },
       [](const Ctx& c, Args& a) { a.set("symbols", unmodelledSymbols(c)); }, nullptr,
       nullptr, "", "the estimate refuses such a pattern (not_estimated) rather than count those layers as something else" },
-    { "RS38", "*", kAnyFormat, W, "experimental_attention_variant",
-      "DeepSeek sparse attention, which the estimate does not build",
-      "experimental_attention_variant=dsa: DeepSeek sparse attention (DSAttention's indexer and top-k selection on MLA) is not built by the estimate or the worker, so nothing is estimated for this model.",
+    { "RS38", "*", kAnyFormat, W, "experimental_attention_variant dsa_kernel_backend attention_backend kv_lora_rank dsa_indexer_use_sparse_loss",
+      "DeepSeek sparse attention on a path the estimate does not model",
+      "experimental_attention_variant=dsa: {why}, so nothing is estimated for this model.",
       GD, { { "*", "docs/rules.md#rs38" } },
-      [](const Ctx& c) { return !isHybrid(c.r) && c.r.experimental_attention_variant.value_or("") == "dsa"; }, nullptr, nullptr,
-      nullptr, "", "the estimate refuses such a model (not_estimated) rather than count its layers as plain MLA" },
+      [](const Ctx& c) { return !dsaPathNotModelled(c.r).empty(); },
+      [](const Ctx& c, Args& a) { a.set("why", dsaPathNotModelled(c.r)); }, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "use the cuDNN DSA kernels (dsa_kernel_backend=cudnn)", "dsa_kernel_backend", "cudnn"); },
+      "dsa_kernel_backend=cudnn", "the estimate refuses such a model (not_estimated) rather than count its layers as plain MLA or guess the path's tensors" },
+    { "RS38", "*", kAnyFormat, N, "experimental_attention_variant",
+      "DeepSeek sparse attention, which the worker does not build",
+      "experimental_attention_variant=dsa: the worker (recompute-bench) builds no DeepSeek sparse attention layer, so recompute run and sweep cannot measure this model; the estimate models it (megatron layout), and a real job can be measured with sweep --job.",
+      GD, { { "*", "docs/rules.md#rs38" } },
+      [](const Ctx& c) { return isDsaModel(c.r) && dsaPathNotModelled(c.r).empty(); }, nullptr, nullptr,
+      nullptr, "", "engine/model.cpp builds standard attention, MLA and GatedDeltaNet" },
+    { "RS39", "*", kAnyFormat, E, "experimental_attention_variant dsa_indexer_n_heads dsa_indexer_head_dim dsa_indexer_topk",
+      "DeepSeek sparse attention without the indexer's sizes",
+      "experimental_attention_variant=dsa needs {missing}: Megatron Core has no default for them (None), and DSAIndexer multiplies the heads by the head dim when it is built.",
+      GD, { { "*", "docs/rules.md#rs39" } },
+      [](const Ctx& c) { return isDsaModel(c.r) && (!c.r.dsa_indexer_n_heads || !c.r.dsa_indexer_head_dim || !c.r.dsa_indexer_topk); },
+      [](const Ctx& c, Args& a) {
+          std::string missing;
+          for (const auto& [name, v] : { std::pair { "dsa_indexer_n_heads", c.r.dsa_indexer_n_heads }, { "dsa_indexer_head_dim", c.r.dsa_indexer_head_dim }, { "dsa_indexer_topk", c.r.dsa_indexer_topk } })
+              if (!v)
+                  missing += (missing.empty() ? "" : ", ") + std::string(name);
+          a.set("missing", missing);
+      }, nullptr,
+      nullptr, "dsa_indexer_n_heads=..., dsa_indexer_head_dim=..., dsa_indexer_topk=... (the model's)", "a TypeError in DSAIndexer.__init__ (dsa.py:1159-1166: None * None) or at the first top-k, not a config check" },
     { "RS38", "*", kAnyFormat, W, "hybrid_layer_pattern",
       "MTP layers after '/' in the hybrid pattern",
       "hybrid_layer_pattern has {d} MTP depth(s) of '{mtp}' after '/': the estimate and the worker leave the MTP layers out.",

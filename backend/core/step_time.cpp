@@ -70,6 +70,8 @@ struct Dims {
     bool attn_dropout = false;
     bool unfused_measured = false; // the record times the unfused chain itself (calibration.h)
     bool dropout_measured = false;
+    // DSA (model_shape.h): the indexer's heads and head dim, the keys a query keeps, the keys a rank scores.
+    double ih = 0, idim = 0, K = 0, S = 0;
 };
 
 Dims dimsOf(const Recipe& r, const CalibrationRates& c)
@@ -133,6 +135,10 @@ Dims dimsOf(const Recipe& r, const CalibrationRates& c)
     d.gHv = double(m.gdn_value_heads);
     d.gDk = double(m.gdn_key_dim);
     d.gDv = double(m.gdn_value_dim);
+    d.ih = double(m.dsa_index_heads);
+    d.idim = double(m.dsa_index_head_dim);
+    d.S = d.s * d.cp;
+    d.K = std::min(double(m.dsa_topk), d.S);
     return d;
 }
 
@@ -238,6 +244,59 @@ std::vector<RegionWork> attentionRegions(const Dims& d)
     }
     out.push_back(core);
     return out;
+}
+
+// A DSA layer (estimator.cpp megatronDsa; absorbed_mla.py, dsa.py, dsa_cudnn_kernels.py at bridge-pin): MLA's
+// down projections and norms, the up-projection that absorbs the key's up-projection into the query (no kv up
+// GEMM), then DSAttention: the indexer's projections and its scores over every earlier key (a computing
+// layer), FlashMLA's sparse attention over the top-k latent keys, the sparse indexer loss's score
+// recompute, and the latent-to-value einsum. The indexer's scores and the sparse kernels at the fused
+// attention rate (the record has no DSA rate).
+std::vector<RegionWork> dsaRegions(const Dims& d, bool indexer)
+{
+    const double kw = d.kvl + d.dr, qw = d.ql > 0 ? d.ql : d.h;
+    RegionWork proj { "attention_projections", {}, 0,
+        "absorbed MLA: linear_q_down_proj T x h x q_lora_rank, linear_kv_down_proj T x h x (kv_lora_rank + "
+        "rope dim), their norms, linear_proj T x heads/TP x v_head_dim x h (absorbed_mla.py)" };
+    if (d.ql > 0)
+        proj.ops.push_back(gemm(d.T, d.ql, d.h));
+    proj.ops.push_back(gemm(d.T, kw, d.h));
+    proj.ops.push_back(elementwise(2 * d.T * (d.ql + d.kvl) * d.act, 2));
+    proj.ops.push_back(gemm(d.T, d.h, d.np * d.dv));
+    RegionWork up { "mla_up_proj", {}, d.T * (d.np + 1) * kw * d.act,
+        "linear_q_up_proj T x q_lora_rank x heads/TP x (qk + rope dims), the key's up-projection absorbed "
+        "into "
+        "the query per head (T x qk dim x kv_lora_rank), RoPE and the concatenated query and key "
+        "(absorbed_mla.py qkv_up_proj_and_rope_apply)" };
+    up.ops.push_back(gemm(d.T, d.np * (d.dn + d.dr), qw));
+    Op absorb = gemm(d.T, d.kvl, d.dn);
+    absorb.flops *= d.np;
+    up.ops.push_back(absorb);
+    up.ops.push_back(elementwise(2 * d.T * d.np * (d.dn + d.dr + kw) * d.act, 6));
+    RegionWork core { "core_attn", {}, 0,
+        "DSAttention on the cuDNN / FlashMLA kernels: the indexer's projections and the causal half of its "
+        "T x keys x indexer heads x head dim scores (a computing layer), FlashMLA over T x heads/TP x top-k "
+        "latent keys (qk: kv_lora_rank + rope, v: kv_lora_rank), the sparse loss's score recompute, the "
+        "latent-to-value einsum (dsa.py, dsa_cudnn_kernels.py), at the fused attention rate" };
+    if (indexer) {
+        core.ops.push_back(gemm(d.T, d.ih * d.idim, qw));
+        core.ops.push_back(gemm(d.T, d.idim + d.ih, d.h));
+        Op scores;
+        scores.rate = Rate::Attention;
+        scores.flops = 0.5 * 2 * d.T * d.S * d.ih * d.idim;
+        scores.kernels = d.ih + 2; // head by head where chunked, then the top-k
+        core.ops.push_back(scores);
+        core.ops.push_back(elementwise(d.T * d.S * 4 * 2, 2)); // the fp32 scores written and scanned
+    }
+    Op sparse;
+    sparse.rate = Rate::Attention;
+    sparse.flops = 2 * d.T * d.np * d.K * (kw + d.kvl) + (indexer ? 2 * d.T * d.np * d.K * kw : 0);
+    sparse.kernels = indexer ? 3 : 1;
+    core.ops.push_back(sparse);
+    Op value = gemm(d.T, d.dv, d.kvl);
+    value.flops *= d.np;
+    core.ops.push_back(value);
+    return { proj, up, core };
 }
 
 RegionWork denseMlp(const char* name, const Dims& d, double ffn, double rows)
@@ -348,6 +407,11 @@ std::vector<RegionWork> layerRegions(const Recipe& r, const Dims& d, const Layer
         for (auto& w : gdnRegions(d))
             out.push_back(std::move(w));
         out.push_back(residual(d));
+    } else if (isDsaMixer(kind.mixer)) {
+        out.push_back(norm("input_layernorm", d));
+        for (auto& w : dsaRegions(d, kind.mixer == LayerMixer::Dsa))
+            out.push_back(std::move(w));
+        out.push_back(residual(d));
     }
     if (kind.ffn != LayerFfn::None) {
         out.push_back(norm("pre_mlp_layernorm", d));
@@ -385,8 +449,7 @@ Replay selectiveReplay(const Recipe& r, const LayerKind& kind)
             continue; // runs inside its parent's replay, which replays it anyway
         for (std::string_view region : row->replays) {
             if (region == "input_layernorm"
-                && (kind.mixer != LayerMixer::Attention
-                    || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, false)))
+                && (!isAttentionMixer(kind.mixer) || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, false)))
                 continue;
             if (region == "pre_mlp_layernorm"
                 && (kind.ffn == LayerFfn::None || !layernormIsModule(r, kind.ffn == LayerFfn::Moe, true)))
@@ -503,6 +566,33 @@ std::string fmt(double v, int prec = 1)
     s.precision(prec);
     s << v;
     return s.str();
+}
+
+// Without gradient_accumulation_fusion each weight's gradient is a tensor of its own, which DDP's hook adds
+// into the parameter's main_grad in the buffer's dtype (distributed_data_parallel.py
+// _make_backward_post_hook: main_grad.add_(grad)) at every micro-batch: the buffer read and written, the
+// gradient read. With the fusion the wgrad GEMM accumulates into main_grad itself (its output in the buffer's
+// dtype): not counted.
+TimeTerm mainGradAccumulation(const Recipe& r, const RankEstimate& re, const CalibrationRates& c, double m)
+{
+    TimeTerm t;
+    const PhaseEstimate* fwd = re.phase("forward");
+    if (r.gradient_accumulation_fusion || !fwd || re.parameters <= 0)
+        return t;
+    const double buffer = double(fwd->category("gradients")) / re.parameters; // bytes a parameter
+    const double grad = r.bf16 || r.fp16 ? 2 : 4;
+    t.phase = "backward";
+    t.name = "main_grad accumulation";
+    t.bytes = m * re.parameters * (2 * buffer + grad);
+    t.kernels = m * re.parameter_tensors;
+    const double device_ms = t.bytes / (c.elementwise_gbps * 1e6);
+    const double host_ms = t.kernels * c.kernel_launch_us / 1000;
+    t.ms = std::max(device_ms, host_ms);
+    t.host_bound_ms = host_ms > device_ms ? t.ms : 0;
+    t.source = "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over the stage's "
+               "parameters (the buffer read and written, the gradient read; DDP's backward hook) at the "
+               "elementwise rate";
+    return t;
 }
 
 // The optimizer step of one rank, pass by pass over the parameters it updates (P, its shard), each pass
@@ -684,6 +774,10 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
             rt.compute_ms += t.ms;
             if (t.phase == "replay")
                 rt.replay_ms += t.ms;
+            rt.terms.push_back(std::move(t));
+        }
+        if (TimeTerm t = mainGradAccumulation(r, re, c, m); t.ms > 0) {
+            rt.compute_ms += t.ms;
             rt.terms.push_back(std::move(t));
         }
         for (TimeTerm& t : optimizerStep(r, re, c)) {

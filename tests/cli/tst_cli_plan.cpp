@@ -144,7 +144,7 @@ void TestCliPlan::refusals_data()
                               << u"--rates FILE|NAME is needed"_s;
     QTest::newRow("unknown shipped name") << (kMoonlight + QStringList { u"--rates"_s, u"h300-bf16"_s })
                                           << u"'h300-bf16' is neither a file nor a record shipped with the "
-                                             "program (h100-bf16-PROVISIONAL, h200-bf16)"_s;
+                                             "program (h100-bf16-PROVISIONAL, h100-bf16, h200-bf16)"_s;
     QTest::newRow("no such file") << (kMoonlight + QStringList { u"--rates"_s, u"/nonexistent/rates.json"_s })
                                   << u"--rates: file: cannot read"_s;
     QTest::newRow("not a record") << (kMoonlight

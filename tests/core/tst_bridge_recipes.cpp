@@ -36,7 +36,13 @@ private Q_SLOTS:
     void nemotron3NanoFreedAmounts();
     void llama3_70bFp8Table_data();
     void llama3_70bFp8Table();
+    void glm5RecipesAreTheirConfigs_data();
+    void glm5RecipesAreTheirConfigs();
+    void glm5ParametersAreBridgesCount_data();
+    void glm5ParametersAreBridgesCount();
     void overridesAndWorldSizeApplyOnTop();
+    void gpuOfTheName_data();
+    void gpuOfTheName();
     void refusals_data();
     void refusals();
 };
@@ -98,9 +104,9 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
     QVERIFY2(failures.isEmpty(), qPrintable(failures.mid(0, 10).join(u'\n')));
     QVERIFY(text >= 580); // Bridge 067f987d's text-LLM recipe functions
     // At 067f987d (resources/bridge/hf-configs.json's architecture_not_modelled): DeepSeek-V4 Flash and Pro
-    // (14, one of which stops on a V4 value), GLM-5.1 and 5.2 (12, DSA), Gemma 4 E4B (1), Step-3.5-Flash (1).
-    // (Nemotron 3 Ultra's 5 estimate since latent MoE is modelled: latentMoeSize.)
-    QCOMPARE(notModelled, 28);
+    // (14, one of which stops on a V4 value), Gemma 4 E4B (1), Step-3.5-Flash (1). GLM-5.1 and 5.2 (12, DSA)
+    // estimate since DSA's cuDNN path is modelled, Nemotron 3 Ultra (5) since latent MoE is (latentMoeSize).
+    QCOMPARE(notModelled, 16);
     // K-EXAONE 2.0 750B (3): no config.json values were found for it (hf-configs.json says where they were
     // looked for).
     QCOMPARE(noValues, 3);
@@ -456,6 +462,151 @@ void TestBridgeRecipes::overridesAndWorldSizeApplyOnTop()
     QVERIFY(resolved.fp16 && !resolved.bf16);
 }
 
+// The GPU a recipe's name states is the job's (core/gpus.h, NVIDIA's compute-capability table): its
+// compute capability sizes Transformer Engine's cuBLAS workspaces in the estimate (32 MiB + 1 KiB =
+// 33,555,456 bytes from 9.0 on, 4 MiB = 4,194,304 before: one for a dense TE stack). A name whose GPU the
+// table does not know keeps the default (90); a '# studio:' override says otherwise.
+void TestBridgeRecipes::gpuOfTheName_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QStringList>("overrides");
+    QTest::addColumn<int>("cc");
+    QTest::addColumn<QString>("note"); // "" when the name states no GPU the table knows
+    QTest::addColumn<qint64>("workspace");
+    QTest::newRow("h100") << u"llama3_8b_pretrain_8gpu_h100_bf16_config"_s << QStringList {} << 90
+                          << u"h100"_s << qint64(33555456);
+    QTest::newRow("b200") << u"llama3_8b_pretrain_8gpu_b200_bf16_config"_s << QStringList {} << 100
+                          << u"b200"_s << qint64(33555456);
+    QTest::newRow("gb200") << u"llama3_8b_pretrain_8gpu_gb200_bf16_config"_s << QStringList {} << 100
+                           << u"gb200"_s << qint64(33555456);
+    QTest::newRow("gb300") << u"llama3_8b_pretrain_8gpu_gb300_bf16_config"_s << QStringList {} << 103
+                           << u"gb300"_s << qint64(33555456);
+    QTest::newRow("vr200: not in the table, the default")
+        << u"llama3_8b_pretrain_8gpu_vr200_bf16_config"_s << QStringList {} << 90 << QString()
+        << qint64(33555456);
+    QTest::newRow("h100, the overrides say A100")
+        << u"llama3_8b_pretrain_8gpu_h100_bf16_config"_s
+        << QStringList { u"# studio: gpu_compute_capability=80"_s } << 80 << QString() << qint64(4194304);
+}
+
+void TestBridgeRecipes::gpuOfTheName()
+{
+    QFETCH(QString, name);
+    QFETCH(QStringList, overrides);
+    QFETCH(int, cc);
+    QFETCH(QString, note);
+    QFETCH(qint64, workspace);
+    std::vector<std::string> words;
+    for (const QString& o : overrides)
+        words.push_back(o.toStdString());
+    const BridgeJob job = bridgeJob(name.toStdString(), std::nullopt, words);
+    QCOMPARE(job.recipe.gpu_compute_capability, cc);
+    const std::string said = "GPU compute capability " + std::to_string(cc)
+        + " (gpu_compute_capability): the name's " + note.toStdString();
+    QCOMPARE(std::count(job.notes.begin(), job.notes.end(), said), note.isEmpty() ? 0 : 1);
+    const MemoryEstimate e = estimateMemory(validate(job.recipe, InputFormat::BridgeOverrides).resolved);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    for (const RankEstimate& rank : e.ranks) {
+        const PhaseEstimate& peak = rank.peak();
+        const auto t = std::find_if(peak.terms.begin(), peak.terms.end(),
+            [](const MemoryTerm& m) { return m.name == "Transformer Engine cuBLAS workspaces"; });
+        QVERIFY(t != peak.terms.end());
+        QCOMPARE(t->bytes, workspace);
+    }
+
+// The twelve GLM-5.1 / GLM-5.2 recipes (DSA on absorbed MLA) build the architecture their HF config values
+// give (resources/bridge/hf-configs.json) through Bridge's GLM5Bridge, validate without errors and estimate:
+// 78 layers of hidden 6144, 64 heads, q / kv LoRA 2048 / 512, qk 192 + 64, v 256; 3 dense layers (12288) and
+// 75 MoE layers of 256 experts, top-8, 2048 wide, one shared expert; vocabulary 154880; the indexer's 32
+// heads x 128 and top-2048 with the sparse loss (0.001) on the cuDNN kernels; GLM-5.2 shares each top-k over
+// 4 layers from layer 3 (21 layers compute one), GLM-5.1 computes it in every layer.
+void TestBridgeRecipes::glm5RecipesAreTheirConfigs_data()
+{
+    QTest::addColumn<QString>("name");
+    int n = 0;
+    for (const BridgeRecipeEntry& e : bridgeRecipes())
+        if (e.name.rfind("glm5", 0) == 0) {
+            QTest::newRow((e.name + " (" + e.source + ")").c_str()) << QString::fromStdString(e.name);
+            ++n;
+        }
+    QCOMPARE(n, 12);
+}
+
+void TestBridgeRecipes::glm5RecipesAreTheirConfigs()
+{
+    QFETCH(QString, name);
+    const BridgeJob job = bridgeJob(name.toStdString());
+    const Validation v = validate(job.recipe, InputFormat::BridgeOverrides);
+    QVERIFY2(!v.hasErrors(), qPrintable(QString::fromStdString(v.findings.front().message)));
+    const Recipe& r = v.resolved;
+    const bool glm52 = name.startsWith(u"glm52"_s);
+    QCOMPARE(job.recipe.experimental_attention_variant.value_or(""), std::string("dsa"));
+    QCOMPARE(r.num_layers, 78);
+    QCOMPARE(r.hidden_size, 6144);
+    QCOMPARE(r.num_attention_heads, 64);
+    QVERIFY(r.multi_latent_attention);
+    QCOMPARE(r.q_lora_rank.value_or(0), 2048);
+    QCOMPARE(r.kv_lora_rank, 512);
+    QCOMPARE(r.qk_head_dim, 192);
+    QCOMPARE(r.qk_pos_emb_head_dim, 64);
+    QCOMPARE(r.v_head_dim, 256);
+    QCOMPARE(r.ffn_hidden_size.value_or(0), 12288);
+    QCOMPARE(r.num_moe_experts.value_or(0), 256);
+    QCOMPARE(r.moe_router_topk, 8);
+    QCOMPARE(r.moe_ffn_hidden_size.value_or(0), 2048);
+    QCOMPARE(r.moe_shared_expert_intermediate_size.value_or(0), 2048);
+    QCOMPARE(moeLayerCount(r), 75);
+    QVERIFY(!isMoeLayer(r, 2) && isMoeLayer(r, 3));
+    QCOMPARE(r.vocab_size, 154880);
+    QVERIFY(r.untie_embeddings_and_output_weights);
+    QVERIFY(!r.add_bias_linear);
+    QCOMPARE(r.normalization, std::string("RMSNorm"));
+    QCOMPARE(r.dsa_indexer_n_heads.value_or(0), 32);
+    QCOMPARE(r.dsa_indexer_head_dim.value_or(0), 128);
+    QCOMPARE(r.dsa_indexer_topk.value_or(0), 2048);
+    QCOMPARE(r.dsa_indexer_topk_freq, glm52 ? 4 : 1);
+    QCOMPARE(r.dsa_indexer_skip_topk_offset, glm52 ? 3 : 0);
+    QCOMPARE(r.dsa_indexer_loss_coeff.value_or(0), 0.001);
+    QVERIFY(r.dsa_indexer_use_sparse_loss);
+    QCOMPARE(r.dsa_kernel_backend, std::string("cudnn"));
+    int computing = 0, reusing = 0;
+    for (const LayerKind& k : layerKinds(r)) {
+        computing += k.mixer == LayerMixer::Dsa;
+        reusing += k.mixer == LayerMixer::DsaSkipTopk;
+    }
+    QCOMPARE(computing, glm52 ? 21 : 78);
+    QCOMPARE(reusing, glm52 ? 57 : 0);
+    const MemoryEstimate e = estimateMemory(r);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    QVERIFY(e.peak_bytes > 0);
+}
+
+// The whole model on one rank (TP = PP = EP = CP = 1) holds every parameter once: Bridge's verification cards
+// count 743,911,199,232 parameters for GLM-5 (whose dimensions GLM-5.1 has: examples/models/glm/glm5/
+// README.md) and 743,377,000,704 for GLM-5.2 at the recipes' revision, the MTP layer excluded (the estimate
+// leaves MTP out too), in examples/model_verification_cards/glm5{,-2}/card.yaml at 067f987d. The parameter
+// buffer holds them in bf16.
+void TestBridgeRecipes::glm5ParametersAreBridgesCount_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<qint64>("parameters");
+    QTest::newRow("GLM-5.1") << u"glm51_sft_416gpu_h100_bf16_config"_s << qint64(743911199232);
+    QTest::newRow("GLM-5.2") << u"glm52_pretrain_416gpu_h100_bf16_config"_s << qint64(743377000704);
+}
+
+void TestBridgeRecipes::glm5ParametersAreBridgesCount()
+{
+    QFETCH(QString, name);
+    QFETCH(qint64, parameters);
+    const BridgeJob job = bridgeJob(name.toStdString(), 1,
+        { "model.pipeline_model_parallel_size=1", "model.virtual_pipeline_model_parallel_size=null",
+            "model.expert_model_parallel_size=1", "model.context_parallel_size=1" });
+    const MemoryEstimate e = estimateMemory(validate(job.recipe, InputFormat::BridgeOverrides).resolved);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    QCOMPARE(e.ranks.size(), size_t(1));
+    QCOMPARE(e.ranks[0].phase("optimizer")->category("parameters"), int64_t(2 * parameters));
+}
+
 void TestBridgeRecipes::refusals_data()
 {
     QTest::addColumn<QString>("name");
@@ -477,8 +628,6 @@ void TestBridgeRecipes::refusals_data()
     };
     // Layer kinds the estimate does not build, named with the class that has them (hf-configs.json's
     // architecture_not_modelled, read from Bridge's model bridges and Megatron Core at the commits it cites).
-    refused("GLM-5.2: DSA", "glm52_pretrain_192gpu_gb200_bf16_config", "DeepSeek Sparse Attention (DSA");
-    refused("GLM-5.1: DSAttention", "glm51_sft_416gpu_h100_bf16_config", "Megatron Core's DSAttention");
     refused("DeepSeek-V4-Flash: dsv4_hybrid", "deepseek_v4_flash_pretrain_32gpu_h100_bf16_config",
         "Megatron Core's DSv4HybridSelfAttention");
     refused("DeepSeek-V4-Flash, stopped on a V4 value", "deepseek_v4_flash_no_mtp_sft_32gpu_h100_bf16_config",

@@ -7,6 +7,7 @@
 
 #include "core/bridge_recipes.h"
 #include "core/estimator.h"
+#include "core/model_shape.h"
 #include "core/recipe_json.h"
 #include "core/rules.h"
 
@@ -51,6 +52,41 @@ Recipe moonlight()
     return validate(r).resolved;
 }
 
+// A small DSA model on the cuDNN path (experimental_attention_variant dsa): absorbed MLA with 16 heads
+// (FlashMLA pads them to 64 on Hopper), kv_lora_rank 512 (FlashMLA's value width), an indexer of 8 heads x 64
+// with top-1024 of 4096 keys and the sparse indexer loss; dense GeLU MLP, no dropout, bf16, TE spec.
+Recipe dsaModel()
+{
+    Recipe r;
+    r.num_layers = 4;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 16;
+    r.ffn_hidden_size = 2048;
+    r.seq_length = 4096;
+    r.micro_batch_size = 1;
+    r.vocab_size = 32000;
+    r.bf16 = true;
+    r.add_bias_linear = false;
+    r.attention_dropout = 0;
+    r.hidden_dropout = 0;
+    r.multi_latent_attention = true;
+    r.q_lora_rank = 256;
+    r.kv_lora_rank = 512;
+    r.qk_head_dim = 64;
+    r.qk_pos_emb_head_dim = 64;
+    r.v_head_dim = 64;
+    r.experimental_attention_variant = "dsa";
+    r.dsa_indexer_n_heads = 8;
+    r.dsa_indexer_head_dim = 64;
+    r.dsa_indexer_topk = 1024;
+    r.dsa_indexer_loss_coeff = 0.001;
+    r.dsa_indexer_use_sparse_loss = true;
+    r.dsa_kernel_backend = "cudnn";
+    r.recompute_granularity = "selective";
+    r.recompute_modules = std::vector<std::string> {};
+    return r;
+}
+
 Recipe choose(Recipe r, const std::string& label)
 {
     return candidateRecipe(std::move(r), *readChoiceSpelling(label));
@@ -67,6 +103,12 @@ class TestEstimator : public QObject {
     Q_OBJECT
 
 private Q_SLOTS:
+    void dsaLayerKeeps_data();
+    void dsaLayerKeeps();
+    void dsaIndexerParameters();
+    void dsaTopkHolder();
+    void dsaPathsNotModelled_data();
+    void dsaPathsNotModelled();
     void sizesItDoesNotTakeAreNotEstimated_data();
     void sizesItDoesNotTakeAreNotEstimated();
     void korthikantiPerLayer_data();
@@ -92,6 +134,8 @@ private Q_SLOTS:
     void jsonShape();
     void rankCandidates();
     void everyTermHasSourceAndNote();
+    void teCublasWorkspaces_data();
+    void teCublasWorkspaces();
 };
 
 void TestEstimator::korthikantiPerLayer_data()
@@ -534,6 +578,146 @@ void TestEstimator::everyTermHasSourceAndNote()
     }
 }
 
+// One DSA layer's saved tensors (megatronDsa, Megatron Core bridge-pin's absorbed_mla.py / dsa.py /
+// dsa_cudnn_kernels.py), written out from the shapes: T = 4096 tokens, h = 1024, d = 2 bytes, q_lora ql =
+// 256, kv_lora kvl = 512, RoPE dr = 64 (the latent key kw = 576), nope dn = 64, v dv = 64, np = 16 heads
+// (FlashMLA's npad = 64), indexer ih = 8 heads x id = 64, top-k K = 1024 of S = 4096 keys; the dense GeLU MLP
+// with F = 2048 under the TE spec.
+//   input norm: T h d (input) + 8T (statistics) + T h d (output)
+//   q_compressed and q_layernorm: T ql d + 8T + T ql d;  kv_combined and kv_layernorm: T kw d + 8T
+//   up-projection: q T np (dn + dr) d, query T np kw d, key T kw d
+//   core: up_v np dv kvl d; the indexer's k T id d + 8T; the fused function's int32 indices T K 4, FlashMLA's
+//   out T npad kvl d and lse T npad 4, the indexer's gradients T ih id d + S id d + T ih d; the output
+//   T np dv d
+//   MLP: T h d (input) + 8T + T h d (fc1's input) + 2 T F d
+// core_attn drops the core's own (up_v, the indexer's, the fused function's); mla_up_proj drops q, query and
+// key and keeps the up-projection's kv input T kvl d; a layer that reuses another's top-k (freq 2) has no
+// indexer's k and no gradients.
+void TestEstimator::dsaLayerKeeps_data()
+{
+    QTest::addColumn<QString>("labels");
+    QTest::addColumn<int>("freq");
+    QTest::addColumn<QString>("kind");
+    QTest::newRow("computing layer, []")
+        << QStringLiteral("[]") << 1 << QStringLiteral("DSA attention + MLP");
+    QTest::newRow("computing layer, core_attn")
+        << QStringLiteral("core_attn") << 1 << QStringLiteral("DSA attention + MLP");
+    QTest::newRow("computing layer, mla_up_proj")
+        << QStringLiteral("mla_up_proj") << 1 << QStringLiteral("DSA attention + MLP");
+    QTest::newRow("shared top-k layer, []")
+        << QStringLiteral("[]") << 2 << QStringLiteral("DSA attention (shared top-k) + MLP");
+}
+
+void TestEstimator::dsaLayerKeeps()
+{
+    QFETCH(QString, labels);
+    QFETCH(int, freq);
+    QFETCH(QString, kind);
+    Recipe r = choose(dsaModel(), labels.toStdString());
+    r.dsa_indexer_topk_freq = freq;
+    const double T = 4096, h = 1024, d = 2, ql = 256, kvl = 512, dr = 64, kw = kvl + dr, dn = 64, dv = 64;
+    const double np = 16, npad = 64, ih = 8, id = 64, K = 1024, S = 4096, F = 2048;
+    const bool computing = kind == QLatin1String("DSA attention + MLP");
+    const double norm = 2 * T * h * d + 8 * T;
+    const double down = 2 * T * ql * d + 8 * T + T * kw * d + 8 * T;
+    const double up = T * np * (dn + dr) * d + T * np * kw * d + T * kw * d;
+    const double core = np * dv * kvl * d + (computing ? T * id * d + 8 * T : 0) + T * K * 4
+        + T * npad * kvl * d + T * npad * 4 + (computing ? T * ih * id * d + S * id * d + T * ih * d : 0);
+    const double output = T * np * dv * d;
+    const double mlp = 2 * T * h * d + 8 * T + 2 * T * F * d;
+    double expected = norm + down + up + core + output + mlp;
+    if (labels == QLatin1String("core_attn"))
+        expected -= core;
+    if (labels == QLatin1String("mla_up_proj"))
+        expected += T * kvl * d - up;
+    const Validation v = validate(r);
+    for (const Finding& f : v.findings)
+        QVERIFY2(
+            f.severity != Severity::Error, qPrintable(QString::fromStdString(f.rule_id + ": " + f.message)));
+    const auto got = activationsPerLayer(v.resolved, Layout::Megatron);
+    double bytes = -1;
+    for (const auto& [name, b] : got.by_kind)
+        if (QString::fromStdString(name) == kind)
+            bytes = static_cast<double>(b);
+    QVERIFY2(rel(bytes, expected) < 1e-9,
+        qPrintable(QStringLiteral("%1 vs %2").arg(bytes).arg(expected, 0, 'f', 0)));
+}
+
+// The indexer's parameters (dsa.py DSAIndexer.__init__): linear_wq_b ql x ih id, linear_wk h x id, k_norm's
+// weight and bias 2 id, linear_weights_proj h x ih, duplicated on every TP rank; a layer that reuses
+// another's top-k has none. With dsa_indexer_topk_freq 2 and offset 0 layers 2 and 4 (1-based) reuse: 2
+// indexers fewer, at 2 bytes a parameter (bf16).
+void TestEstimator::dsaIndexerParameters()
+{
+    const double h = 1024, ql = 256, ih = 8, id = 64;
+    const auto params = [](const Recipe& r) {
+        return estimateMemory(validate(r).resolved).ranks[0].phase("optimizer")->category("parameters");
+    };
+    Recipe every = dsaModel();
+    Recipe shared = dsaModel();
+    shared.dsa_indexer_topk_freq = 2;
+    const double expected = 2 * (ql * ih * id + h * id + 2 * id + h * ih) * 2;
+    QCOMPARE(static_cast<double>(params(every) - params(shared)), expected);
+    QVERIFY(isDsaSkipTopkLayer(shared, 1) && isDsaSkipTopkLayer(shared, 3));
+    QVERIFY(!isDsaSkipTopkLayer(shared, 0) && !isDsaSkipTopkLayer(shared, 2));
+    QCOMPARE(dsaSourceLayer(shared, 3), 2);
+}
+
+// With top-k sharing each computing layer of the stage leaves its int32 top-k [b, s, K] and lengths [b, s] in
+// the holder (dsa.py:2214-2218): 2 computing layers x 4096 x (1024 + 1) x 4 bytes.
+void TestEstimator::dsaTopkHolder()
+{
+    Recipe r = dsaModel();
+    r.dsa_indexer_topk_freq = 2;
+    const MemoryEstimate e = estimateMemory(validate(r).resolved);
+    QVERIFY(e.not_estimated.empty());
+    int64_t holder = -1;
+    for (const MemoryTerm& t : e.ranks[0].phase("optimizer")->terms)
+        if (t.name == "DSA top-k holder")
+            holder = t.bytes;
+    QCOMPARE(holder, int64_t(2) * 4096 * (1024 + 1) * 4);
+}
+
+// Megatron's other DSA paths are said, never counted as MLA: the PyTorch reference path (the default
+// backend, or unfused attention), TileLang's kernels, FlashMLA's fallbacks (its value width, its head
+// counts), the dense indexer loss; the worker builds no DSA layer.
+void TestEstimator::dsaPathsNotModelled_data()
+{
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("json"); // the field's value as JSON
+    QTest::addColumn<QString>("layout");
+    QTest::addColumn<QString>("reason");
+    using namespace Qt::StringLiterals;
+    QTest::newRow("backend none") << u"dsa_kernel_backend"_s << u"\"none\""_s << u"megatron"_s
+                                  << u"reference path"_s;
+    QTest::newRow("tilelang") << u"dsa_kernel_backend"_s << u"\"tilelang\""_s << u"megatron"_s
+                              << u"TileLang"_s;
+    QTest::newRow("unfused attention")
+        << u"attention_backend"_s << u"\"unfused\""_s << u"megatron"_s << u"attention_backend unfused"_s;
+    QTest::newRow("kv_lora_rank 256")
+        << u"kv_lora_rank"_s << u"256"_s << u"megatron"_s << u"FlashMLA takes 512"_s;
+    QTest::newRow("96 heads") << u"num_attention_heads"_s << u"96"_s << u"megatron"_s
+                              << u"96 attention heads"_s;
+    QTest::newRow("dense loss") << u"dsa_indexer_use_sparse_loss"_s << u"false"_s << u"megatron"_s
+                                << u"dense indexer loss"_s;
+    QTest::newRow("no indexer sizes") << u"dsa_indexer_topk"_s << u"null"_s << u"megatron"_s << u"RS39"_s;
+    QTest::newRow("worker") << u"dsa_kernel_backend"_s << u"\"cudnn\""_s << u"worker"_s << u"builds no"_s;
+}
+
+void TestEstimator::dsaPathsNotModelled()
+{
+    QFETCH(QString, field);
+    QFETCH(QString, json);
+    QFETCH(QString, layout);
+    QFETCH(QString, reason);
+    QCOMPARE(estimateMemory(dsaModel()).not_estimated, std::string()); // the cuDNN path: estimated
+    Recipe r = dsaModel();
+    setRecipeField(r, field.toStdString(), nlohmann::json::parse(json.toStdString()), "test");
+    const MemoryEstimate e = estimateMemory(r, *layoutFromName(layout.toStdString()));
+    QVERIFY(e.ranks.empty());
+    QVERIFY2(QString::fromStdString(e.not_estimated).contains(reason), e.not_estimated.c_str());
+}
+
 // Issue 30: sizes the arithmetic does not take give no estimate, with the reason, at once (num_layers
 // 2147483647 allocated until the machine's memory was gone; PP 2147483647 likewise).
 void TestEstimator::sizesItDoesNotTakeAreNotEstimated_data()
@@ -546,7 +730,7 @@ void TestEstimator::sizesItDoesNotTakeAreNotEstimated_data()
     QTest::newRow("PP 2^31-1") << u"pipeline_model_parallel_size"_s << 2147483647 << u"RS28"_s;
     QTest::newRow("no layer") << u"num_layers"_s << 0 << u"at least 1"_s;
     QTest::newRow("TP 0") << u"tensor_model_parallel_size"_s << 0 << u"RS23"_s;
-    QTest::newRow("DSA") << u"experimental_attention_variant"_s << 0 << u"dsa"_s;
+    QTest::newRow("DSA without the indexer's sizes") << u"experimental_attention_variant"_s << 0 << u"RS39"_s;
 }
 
 void TestEstimator::sizesItDoesNotTakeAreNotEstimated()
@@ -568,6 +752,120 @@ void TestEstimator::sizesItDoesNotTakeAreNotEstimated()
     QVERIFY(e.ranks.empty());
     QCOMPARE(e.peak_bytes, int64_t(0));
     QVERIFY2(QString::fromStdString(e.not_estimated).contains(reason), e.not_estimated.c_str());
+}
+
+// Transformer Engine's cuBLAS workspaces (TE 2.17.1 transformer_engine/pytorch/cpp_extensions/gemm.py:34-61),
+// written out by hand: 32 MiB + 1 KiB = 33,554,432 + 1,024 = 33,555,456 bytes from compute capability 9.0 on,
+// 4 MiB = 4,194,304 before; one for TE's GEMMs, and 4 more (one per compute stream,
+// nvte_get_num_compute_streams) on a stage whose MoE layers run TE's grouped GEMM. Kept for the whole run:
+// the same bytes in every phase and in the first iteration. None without Transformer Engine (the local spec)
+// and none in the worker's layout (LibTorch, no TE).
+void TestEstimator::teCublasWorkspaces_data()
+{
+    QTest::addColumn<QString>("impl"); // transformer_impl
+    QTest::addColumn<QString>("pattern"); // hybrid_layer_pattern; "" for a GPT model
+    QTest::addColumn<int>("experts"); // 0: dense
+    QTest::addColumn<bool>("grouped"); // moe_grouped_gemm
+    QTest::addColumn<QList<int>>("moeLayers"); // moe_layer_freq as a list; empty: every layer
+    QTest::addColumn<int>("cc"); // gpu_compute_capability
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<bool>("worker");
+    QTest::addColumn<QList<qint64>>("perStage"); // the term's bytes on each stage (0: no term)
+    const QString te = QStringLiteral("transformer_engine"), local = QStringLiteral("local");
+    const qint64 hopper = 33555456, ampere = 4194304;
+    QTest::newRow("TE dense, Hopper (default 90)")
+        << te << QString() << 0 << false << QList<int> {} << 90 << 1 << false << QList<qint64> { hopper };
+    QTest::newRow("TE dense, Blackwell 100")
+        << te << QString() << 0 << false << QList<int> {} << 100 << 1 << false << QList<qint64> { hopper };
+    QTest::newRow("TE dense, Ampere 80")
+        << te << QString() << 0 << false << QList<int> {} << 80 << 1 << false << QList<qint64> { ampere };
+    QTest::newRow("TE grouped-GEMM experts, Hopper")
+        << te << QString() << 8 << true << QList<int> {} << 90 << 1 << false << QList<qint64> { 167777280 };
+    QTest::newRow("TE grouped-GEMM experts, Ampere")
+        << te << QString() << 8 << true << QList<int> {} << 80 << 1 << false << QList<qint64> { 20971520 };
+    QTest::newRow("TE experts without grouped GEMM (SequentialMLP of TE linears)")
+        << te << QString() << 8 << false << QList<int> {} << 90 << 1 << false << QList<qint64> { hopper };
+    QTest::newRow("PP 2, MoE layers on stage 1 only")
+        << te << QString() << 8 << true << QList<int> { 0, 0, 1, 1 } << 90 << 2 << false
+        << QList<qint64> { hopper, 167777280 };
+    QTest::newRow("local spec") << local << QString() << 0 << false << QList<int> {} << 90 << 1 << false
+                                << QList<qint64> { 0 };
+    QTest::newRow("local spec, grouped-GEMM experts")
+        << local << QString() << 8 << true << QList<int> {} << 90 << 1 << false << QList<qint64> { 0 };
+    QTest::newRow("hybrid stack (TE modules whatever transformer_impl says)")
+        << local << QStringLiteral("M*M-") << 0 << false << QList<int> {} << 90 << 1 << false
+        << QList<qint64> { hopper };
+    QTest::newRow("hybrid stack, grouped-GEMM experts")
+        << local << QStringLiteral("M*ME") << 8 << true << QList<int> {} << 90 << 1 << false
+        << QList<qint64> { 167777280 };
+    QTest::newRow("worker layout, TE grouped-GEMM experts")
+        << te << QString() << 8 << true << QList<int> {} << 90 << 1 << true << QList<qint64> { 0 };
+}
+
+void TestEstimator::teCublasWorkspaces()
+{
+    QFETCH(QString, impl);
+    QFETCH(QString, pattern);
+    QFETCH(int, experts);
+    QFETCH(bool, grouped);
+    QFETCH(QList<int>, moeLayers);
+    QFETCH(int, cc);
+    QFETCH(int, pp);
+    QFETCH(bool, worker);
+    QFETCH(QList<qint64>, perStage);
+    Recipe r = gpt();
+    r.transformer_impl = impl.toStdString();
+    r.attention_backend = "fused";
+    if (!pattern.isEmpty())
+        r.hybrid_layer_pattern = pattern.toStdString();
+    if (experts > 0) {
+        r.num_moe_experts = experts;
+        r.moe_router_topk = 2;
+        r.moe_grouped_gemm = grouped;
+        if (!moeLayers.isEmpty())
+            r.moe_layer_freq = std::vector<int>(moeLayers.begin(), moeLayers.end());
+    }
+    r.gpu_compute_capability = cc;
+    r.pipeline_model_parallel_size = pp;
+    const Recipe resolved = validate(r).resolved;
+    const MemoryEstimate e = estimateMemory(resolved, worker ? Layout::Worker : Layout::Megatron);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    QCOMPARE(static_cast<int>(e.ranks.size()), perStage.size());
+    for (size_t p = 0; p < e.ranks.size(); ++p) {
+        const RankEstimate& rank = e.ranks[p];
+        for (const PhaseEstimate& phase : rank.phases) {
+            qint64 bytes = 0;
+            int terms = 0;
+            for (const MemoryTerm& t : phase.terms)
+                if (t.name == "Transformer Engine cuBLAS workspaces") {
+                    QCOMPARE(QString::fromStdString(t.category), QStringLiteral("other"));
+                    QVERIFY(t.source.find("cpp_extensions/gemm.py") != std::string::npos);
+                    bytes += t.bytes;
+                    ++terms;
+                }
+            QVERIFY(terms <= 1);
+            QCOMPARE(bytes, perStage[static_cast<qsizetype>(p)]);
+        }
+    }
+    // Persistent: without the workspaces every phase's peak and the first iteration's are lower by exactly
+    // the term (a recipe with no Transformer Engine GEMM for the same layers: their bytes as 0).
+    if (worker || perStage.front() == 0)
+        return;
+    Recipe other = r;
+    other.gpu_compute_capability = cc >= 90 ? 80 : 90;
+    const MemoryEstimate o = estimateMemory(validate(other).resolved, Layout::Megatron);
+    for (size_t p = 0; p < e.ranks.size(); ++p) {
+        const qint64 count = perStage[static_cast<qsizetype>(p)] / (cc >= 90 ? 33555456 : 4194304);
+        const qint64 delta = count * (cc >= 90 ? 33555456 - 4194304 : 4194304 - 33555456);
+        QCOMPARE(e.ranks[p].first_iteration_peak_bytes - o.ranks[p].first_iteration_peak_bytes, delta);
+        for (size_t ph = 0; ph < e.ranks[p].phases.size(); ++ph)
+            QCOMPARE(e.ranks[p].phases[ph].peak_bytes - o.ranks[p].phases[ph].peak_bytes, delta);
+    }
+    // The estimate says which compute capability it assumed.
+    const auto said = std::find_if(e.assumptions.begin(), e.assumptions.end(), [&](const std::string& a) {
+        return a.find("gpu_compute_capability " + std::to_string(cc)) != std::string::npos;
+    });
+    QVERIFY(said != e.assumptions.end());
 }
 
 QTEST_GUILESS_MAIN(TestEstimator)

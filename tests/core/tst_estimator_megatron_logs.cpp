@@ -13,6 +13,7 @@
 #include <QtTest>
 
 #include "core/estimator.h"
+#include "core/gpus.h"
 #include "core/model_shape.h"
 #include "core/recipe_input.h"
 #include "core/recipe_json.h"
@@ -119,9 +120,22 @@ QString readText(const QString& path)
     return f.open(QIODevice::ReadOnly) ? QString::fromUtf8(f.readAll()) : QString();
 }
 
+// The GPU the log's second line names ("...; GPU: NVIDIA H100 80GB HBM3, 81559 MiB, ..."), an environment
+// fact the command does not carry, as the recipe's gpu_compute_capability; false when it names none gpus.h
+// knows.
+bool applyLogGpu(Recipe& r, const QString& text)
+{
+    static const QRegularExpression gpu(QStringLiteral("GPU: ([^,]+)"));
+    const auto m = gpu.match(text.section(QLatin1Char('\n'), 1, 1));
+    const auto named = m.hasMatch() ? gpuNamedIn(m.captured(1).toStdString()) : std::nullopt;
+    if (named)
+        r.gpu_compute_capability = named->compute_capability;
+    return named.has_value();
+}
+
 // A command log (first line: the whole command) read as the product reads a pasted command, under the profile
-// the log names (main), with the Transformer Engine version its second line records as the recipe's
-// te_version (the environment's fact, which the command does not carry).
+// the log names (main), with the Transformer Engine version and the GPU its second line records as the
+// recipe's te_version and gpu_compute_capability (the environment's facts, which the command does not carry).
 Recipe recipeOfCommandLog(const QString& text)
 {
     std::vector<std::string> in { "--profile", "main", "--mlm-args" };
@@ -134,6 +148,7 @@ Recipe recipeOfCommandLog(const QString& text)
     const auto m = te.match(text.section(QLatin1Char('\n'), 1, 1));
     if (m.hasMatch())
         r.te_version = m.captured(1).toStdString();
+    applyLogGpu(r, text);
     return r;
 }
 
@@ -182,6 +197,7 @@ void TestEstimatorMegatronLogs::withinFivePercent()
     QStringList dropped;
     Recipe r = recipeFromFlags(c.args, &dropped);
     applyMegatronLmDefaults(r, c.args);
+    QVERIFY2(applyLogGpu(r, readText(log)), "the log's second line names no GPU that core/gpus.h knows");
     const Recipe resolved = validate(r, InputFormat::MegatronFlags).resolved;
     const MemoryEstimate e = estimateMemory(resolved, Layout::Megatron);
     // `max allocated` is what the estimate's max_allocated_bytes names (its peak less a local CUDA graph
@@ -238,8 +254,9 @@ void TestEstimatorMegatronLogs::oneRankOfALayoutWithinFivePercent()
     for (auto it = re.globalMatch(text); it.hasNext();)
         measured = std::max(measured, it.next().captured(1).toDouble() * 1024 * 1024);
     QVERIFY2(measured > 0, "no memory line");
-    const Recipe resolved
-        = validate(readRecipeInput(in, nullptr).recipe, InputFormat::MegatronFlags).resolved;
+    Recipe r = readRecipeInput(in, nullptr).recipe;
+    QVERIFY2(applyLogGpu(r, text), "the log's second line names no GPU that core/gpus.h knows");
+    const Recipe resolved = validate(r, InputFormat::MegatronFlags).resolved;
     const MemoryEstimate e = estimateMemory(resolved, Layout::Megatron);
     const int stage = stageOfRank(parallelSizes(resolved), rank);
     const auto at = std::find_if(

@@ -428,6 +428,7 @@ void TestRealRecipes::roundTripThroughEveryFormat()
             flagBase.memory_target_gb = r.memory_target_gb;
             flagBase.warmup_iters = r.warmup_iters;
             flagBase.te_version = r.te_version;
+            flagBase.gpu_compute_capability = r.gpu_compute_capability;
             flagBase.front_end = r.front_end;
             flagBase.data_parallel_size = r.data_parallel_size;
             flagBase.cpu_offloading = r.cpu_offloading;

@@ -82,6 +82,7 @@ Recipe fullRecipe()
     r.attention_softmax_in_fp32 = false;
     r.apply_query_key_layer_scaling = true;
     r.masked_softmax_fusion = true;
+    r.gradient_accumulation_fusion = true;
     r.multi_latent_attention = true;
     r.q_lora_rank = 64;
     r.kv_lora_rank = 32;
@@ -96,6 +97,14 @@ Recipe fullRecipe()
     r.linear_value_head_dim = 96;
     r.linear_num_key_heads = 4;
     r.linear_num_value_heads = 8;
+    r.dsa_indexer_n_heads = 16;
+    r.dsa_indexer_head_dim = 64;
+    r.dsa_indexer_topk = 512;
+    r.dsa_indexer_topk_freq = 2;
+    r.dsa_indexer_skip_topk_offset = 1;
+    r.dsa_indexer_loss_coeff = 0.001;
+    r.dsa_indexer_use_sparse_loss = true;
+    r.dsa_kernel_backend = "cudnn";
     r.hybrid_layer_pattern = "M*M-MEGE";
     r.is_hybrid_model = true;
     r.mamba_num_heads = 16;
@@ -173,6 +182,7 @@ Recipe fullRecipe()
     r.check_for_nan_in_loss = false;
     r.profile = Profile::Dev;
     r.memory_target_gb = 70.5;
+    r.gpu_compute_capability = 100;
     r.warmup_iters = 2;
     r.train_iters = 20;
     r.checkpoint_activations_flag = "--checkpoint-activations";
@@ -193,6 +203,7 @@ Recipe withoutFlaglessFields(Recipe r)
     r.memory_target_gb = defaults.memory_target_gb;
     r.warmup_iters = defaults.warmup_iters;
     r.te_version = defaults.te_version;
+    r.gpu_compute_capability = defaults.gpu_compute_capability;
     r.front_end = defaults.front_end;
     r.extra_overrides = defaults.extra_overrides;
     r.launch_command = defaults.launch_command;
@@ -712,6 +723,9 @@ void TestRecipeIo::overrideForms_data()
     QTest::newRow("memory target") << "# studio: memory_target_gb=70.5"
                                    << "memory_target_gb"
                                    << "70.5";
+    QTest::newRow("GPU compute capability") << "# studio: gpu_compute_capability=100"
+                                            << "gpu_compute_capability"
+                                            << "100";
     QTest::newRow("warmup") << "# studio: warmup_iters=2"
                             << "warmup_iters"
                             << "2";
@@ -1005,12 +1019,13 @@ void TestRecipeIo::overridesWriteOnlyDifferences()
     QCOMPARE(QString::fromStdString(studioCommentLine(r)),
         QStringLiteral("# studio: name='null' profile=bridge-pin"));
     // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024,
-    // its attention_softmax_in_fp32 True, its masked_softmax_fusion and deallocate_pipeline_outputs False
-    // (GPTModelProvider's are False, True and True).
+    // its attention_softmax_in_fp32 True, its masked_softmax_fusion, gradient_accumulation_fusion and
+    // deallocate_pipeline_outputs False (GPTModelProvider's are False, True, True and True).
     const std::vector<std::string> json = recipeToBridgeOverrides(Recipe {});
     QCOMPARE(join(json),
         QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 model.attention_softmax_in_fp32=true "
-                       "model.masked_softmax_fusion=false model.deallocate_pipeline_outputs=false"));
+                       "model.masked_softmax_fusion=false model.gradient_accumulation_fusion=false "
+                       "model.deallocate_pipeline_outputs=false"));
     r.recompute_modules = std::vector<std::string> {};
     r.q_lora_rank = std::nullopt;
     const std::vector<std::string> out = recipeToBridgeOverrides(r);
@@ -1158,6 +1173,14 @@ void TestRecipeIo::flagForms_data()
         "[1,1,1,0,1,1,1,0]");
     row("linear key heads", { "--linear-num-key-heads", "8" }, "linear_num_key_heads", "8");
     row("linear value heads", { "--linear-num-value-heads", "16" }, "linear_num_value_heads", "16");
+    row("DSA indexer heads", { "--dsa-indexer-n-heads", "32" }, "dsa_indexer_n_heads", "32");
+    row("DSA indexer head dim", { "--dsa-indexer-head-dim", "128" }, "dsa_indexer_head_dim", "128");
+    row("DSA top-k", { "--dsa-indexer-topk", "2048" }, "dsa_indexer_topk", "2048");
+    row("DSA top-k frequency", { "--dsa-indexer-topk-freq", "4" }, "dsa_indexer_topk_freq", "4");
+    row("DSA top-k offset", { "--dsa-indexer-skip-topk-offset", "3" }, "dsa_indexer_skip_topk_offset", "3");
+    row("DSA indexer loss", { "--dsa-indexer-loss-coeff", "0.001" }, "dsa_indexer_loss_coeff", "0.001");
+    row("DSA sparse loss", { "--dsa-indexer-use-sparse-loss" }, "dsa_indexer_use_sparse_loss", "true");
+    row("DSA kernels", { "--dsa-kernel-backend", "cudnn" }, "dsa_kernel_backend", R"("cudnn")");
     row("linear key dim", { "--linear-key-head-dim", "64" }, "linear_key_head_dim", "64");
     row("linear value dim", { "--linear-value-head-dim", "96" }, "linear_value_head_dim", "96");
     row("linear conv", { "--linear-conv-kernel-dim", "3" }, "linear_conv_kernel_dim", "3");
@@ -1213,6 +1236,9 @@ void TestRecipeIo::flagForms_data()
     row("softmax fp32", { "--attention-softmax-in-fp32" }, "attention_softmax_in_fp32", "true");
     row("softmax fusion by default", {}, "masked_softmax_fusion", "true");
     row("no softmax fusion", { "--no-masked-softmax-fusion" }, "masked_softmax_fusion", "false");
+    row("gradient accumulation fused by default", {}, "gradient_accumulation_fusion", "true");
+    row("no gradient accumulation fusion", { "--no-gradient-accumulation-fusion" },
+        "gradient_accumulation_fusion", "false");
     row("bias by default", {}, "add_bias_linear", "true");
     row("no bias", { "--disable-bias-linear" }, "add_bias_linear", "false");
     row("qkv bias", { "--add-qkv-bias" }, "add_qkv_bias", "true");

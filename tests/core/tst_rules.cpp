@@ -29,6 +29,10 @@ const char* const kBase = R"({"num_layers": 8, "hidden_size": 1024, "num_attenti
 #define FULL1 R"("recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 1, )"
 #define MOE R"("num_moe_experts": 8, "moe_grouped_gemm": true, )"
 #define NODROP R"("attention_dropout": 0.0, "hidden_dropout": 0.0, )"
+// DeepSeek sparse attention on the cuDNN path the estimate models (8 heads: FlashMLA pads them to 64).
+#define DSA                                                                                                  \
+    R"("multi_latent_attention": true, "experimental_attention_variant": "dsa", "add_bias_linear": false, )" \
+    R"("dsa_indexer_n_heads": 4, "dsa_indexer_head_dim": 32, "dsa_indexer_topk": 64, "dsa_kernel_backend": "cudnn", )"
 
 struct Case {
     const char* profiles; // "*" = every profile, else a comma list of profile names
@@ -154,6 +158,12 @@ const std::vector<Case>& cases()
     { "*", "json", "R42", "must be a multiple of linear_num_key_heads", R"({"linear_num_value_heads": 24})", false },
     { "bridge-pin,guide,main", "json", "R42", "self.context_parallel_size=", R"({"experimental_attention_variant": "gated_delta_net", "tensor_model_parallel_size": 3})", true },
     { "bridge-pin,guide,main", "json", "R42", "self.context_parallel_size=", R"({"experimental_attention_variant": "gated_delta_net", "tensor_model_parallel_size": 2, "sequence_parallel": true})", false },
+    { "*", "json", "R43", "requires add_bias_linear=False", R"({)" DSA R"("add_bias_linear": true})", true },
+    { "*", "json", "R43", "requires add_bias_linear=False", R"({)" DSA R"(})", false },
+    { "*", "json", "R44", "dsa_indexer_topk_freq must be positive", R"({)" DSA R"("dsa_indexer_topk_freq": 0})", true },
+    { "*", "json", "R44", "dsa_indexer_topk_freq must be positive", R"({)" DSA R"("dsa_indexer_topk_freq": 2})", false },
+    { "*", "json", "R44", "dsa_indexer_skip_topk_offset must be non-negative", R"({)" DSA R"("dsa_indexer_skip_topk_offset": -1})", true },
+    { "*", "json", "R44", "dsa_indexer_skip_topk_offset must be non-negative", R"({)" DSA R"("dsa_indexer_skip_topk_offset": 0})", false },
     { "*", "json", "R15", "core_attn recompute is really needed", R"({)" SEL R"(})", true },
     { "*", "json", "R15", "core_attn recompute is really needed", R"({)" SEL R"("recompute_modules": ["mlp"]})", false },
     { "*", "json", "R16", "shared_experts recompute cannot", R"({)" SEL MOE R"("recompute_modules": ["shared_experts"], "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "alltoall"})", true },
@@ -343,11 +353,20 @@ const std::vector<Case>& cases()
     { "main", "json", "RT22", "unexpected keyword argument", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "tensorwise", "te_version": "2.17.1"})", false },
     { "main", "json", "RT22", "set te_version to check", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "delayed"})", true },
     { "main", "json", "RT22", "set te_version to check", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "delayed", "te_version": "2.17.1"})", false },
+    { "*", "json", "RT23", "Currently only MLA supports sparse attention", R"({)" DSA R"("multi_latent_attention": false})", true },
+    { "*", "json", "RT23", "Currently only MLA supports sparse attention", R"({)" DSA R"(})", false },
+    { "*", "json", "RT24", "AbsorbedMLA requires sequence_parallel", R"({)" DSA R"("tensor_model_parallel_size": 2})", true },
+    { "*", "json", "RT24", "AbsorbedMLA requires sequence_parallel", R"({)" DSA R"("tensor_model_parallel_size": 2, "sequence_parallel": true})", false },
+    { "bridge-pin,guide,main", "json", "RT25", "FP8/FP4 is not supported for AbsorbedMLA", R"({)" DSA SEL R"("recompute_modules": ["mla_up_proj"], "fp8": "hybrid", "fp8_recipe": "tensorwise"})", true },
+    { "bridge-pin,guide,main", "json", "RT25", "FP8/FP4 is not supported for AbsorbedMLA", R"({)" DSA SEL R"("recompute_modules": ["mla_up_proj"]})", false },
+    { "*", "json", "RT26", "index-share pipeline split is invalid", R"({)" DSA R"("dsa_indexer_topk_freq": 4, "dsa_indexer_skip_topk_offset": 3, "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "RT26", "index-share pipeline split is invalid", R"({)" DSA R"("dsa_indexer_topk_freq": 4, "dsa_indexer_skip_topk_offset": 3})", false },
+    { "*", "json", "RT26", "index-share pipeline split is invalid", R"({)" DSA R"("dsa_indexer_topk_freq": 4, "dsa_indexer_skip_topk_offset": 0, "pipeline_model_parallel_size": 2})", false },
     { "main", "json", "RT22", "set te_version to check", R"({"bf16": true, "fp8": "hybrid", "fp8_recipe": "tensorwise"})", false },
-    { "*", "json", "RT23", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", true },
-    { "*", "bridge", "RT23", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", true },
-    { "*", "json", "RT23", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall"})", false },
-    { "*", "json", "RT23", "MoE latent projections is not supported", R"({)" MOE R"("moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", false },
+    { "*", "json", "RT27", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", true },
+    { "*", "bridge", "RT27", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", true },
+    { "*", "json", "RT27", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall"})", false },
+    { "*", "json", "RT27", "MoE latent projections is not supported", R"({)" MOE R"("moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", false },
     // --- ours
     { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
     { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },
@@ -422,12 +441,26 @@ const std::vector<Case>& cases()
         { "*", "json", "RS35", "a run has at least 1 step", R"({"train_iters": 20, "warmup_iters": 5})", false },
         { "*", "json", "RS35", "a positive, finite number of GB", R"({"memory_target_gb": -1})", true },
         { "*", "json", "RS35", "a positive, finite number of GB", R"({"memory_target_gb": 80})", false },
+        { "*", "json", "RS35", "the GPUs' CUDA compute capability", R"({"gpu_compute_capability": 9})", true },
+        { "*", "json", "RS35", "the GPUs' CUDA compute capability", R"({"gpu_compute_capability": 900})", true },
+        { "*", "json", "RS35", "the GPUs' CUDA compute capability", R"({"gpu_compute_capability": 80})", false },
+        { "*", "json", "RS35", "the GPUs' CUDA compute capability", R"({"gpu_compute_capability": 103})", false },
         { "*", "json", "RS36", "at most 65536 layers", R"({"num_layers": 2147483647})", true },
         { "*", "json", "RS36", "at most 65536 layers", R"({"num_layers": 65536})", false },
         { "*", "json", "RS38", "(DSA, MLA or DeepSeek-V4 attention)", R"({"hybrid_layer_pattern": "MDMDMDMD"})", true },
         { "*", "json", "RS38", "(DSA, MLA or DeepSeek-V4 attention)", R"({"hybrid_layer_pattern": "M-M-M-M-"})", false },
-        { "*", "json", "RS38", "DeepSeek sparse attention", R"({"multi_latent_attention": true, "experimental_attention_variant": "dsa"})", true },
-        { "*", "json", "RS38", "DeepSeek sparse attention", R"({"multi_latent_attention": true})", false },
+        { "*", "json", "RS38", "so nothing is estimated for this model", R"({)" DSA R"("dsa_kernel_backend": "none"})", true },
+        { "*", "json", "RS38", "so nothing is estimated for this model", R"({)" DSA R"(})", false },
+        { "*", "json", "RS38", "builds no DeepSeek sparse attention layer", R"({)" DSA R"(})", true },
+        { "*", "json", "RS38", "builds no DeepSeek sparse attention layer", R"({)" DSA R"("dsa_kernel_backend": "tilelang"})", false },
+        { "*", "json", "RS39", "Megatron Core has no default for them", R"({"multi_latent_attention": true, "experimental_attention_variant": "dsa", "add_bias_linear": false})", true },
+        { "*", "json", "RS39", "Megatron Core has no default for them", R"({)" DSA R"(})", false },
+        { "*", "json", "RS23", "dsa_indexer_n_heads must be at least 1", R"({)" DSA R"("dsa_indexer_n_heads": 0})", true },
+        { "*", "json", "RS23", "dsa_indexer_n_heads must be at least 1", R"({)" DSA R"(})", false },
+        { "*", "json", "RS23", "dsa_indexer_head_dim must be at least 1", R"({)" DSA R"("dsa_indexer_head_dim": -2})", true },
+        { "*", "json", "RS23", "dsa_indexer_head_dim must be at least 1", R"({)" DSA R"(})", false },
+        { "*", "json", "RS23", "dsa_indexer_topk must be at least 1", R"({)" DSA R"("dsa_indexer_topk": 0})", true },
+        { "*", "json", "RS23", "dsa_indexer_topk must be at least 1", R"({)" DSA R"(})", false },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*/MM/MM"})", true },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
         // Overrides alone: the shape they do not give is unknown (not 0), and said once; given, RS23 judges it.
