@@ -513,6 +513,7 @@ void TestBridgeRecipes::gpuOfTheName()
         QVERIFY(t != peak.terms.end());
         QCOMPARE(t->bytes, workspace);
     }
+}
 
 // The twelve GLM-5.1 / GLM-5.2 recipes (DSA on absorbed MLA) build the architecture their HF config values
 // give (resources/bridge/hf-configs.json) through Bridge's GLM5Bridge, validate without errors and estimate:
