@@ -51,6 +51,10 @@ const std::vector<FieldSpec>& recipeFields()
         { "moe_shared_expert_overlap", "Model", "Mixture of experts", K::Bool, "moe_shared_expert_overlap",
             "Overlap the shared expert with dispatch; shared_experts recompute cannot be used with it (R16).",
             {} },
+        { "moe_latent_size", "Model", "Mixture of experts", K::OptionalInt, "moe_latent_size",
+            "Latent MoE: the routed experts' width (tokens dispatched at it, projected from and back to "
+            "hidden_size). None: off.",
+            {} },
         { "moe_layer_freq", "Model", "Mixture of experts", K::IntList, "moe_layer_freq",
             "1: every layer is MoE; N: every N-th; a list of 0/1 gives it layer by layer, e.g. [0,1,1,...] "
             "for one dense first layer.",

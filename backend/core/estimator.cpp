@@ -228,6 +228,9 @@ struct Shape {
     bool fused_act = false; // bias_activation_fusion: the activation keeps only FC1's output
     double ql = 0, kvl = 0, dn = 0, dr = 0, dv = 0;
     double experts = 0, topk = 0, Fm = 0, Fs = 0, capacity = 0;
+    // Latent MoE (model_shape.h): L the latent width (0 off), Hr the width the routed experts and the
+    // dispatcher work at (L, else h).
+    double L = 0, Hr = 0;
     double act = 2; // activation / parameter bytes
     double grad = 2; // gradient buffer bytes (Megatron) or autograd gradient bytes (worker)
     bool fp32 = false;
@@ -358,6 +361,8 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.topk = r.moe_router_topk;
     x.Fm = double(m.moe_ffn);
     x.Fs = double(m.shared_ffn);
+    x.L = double(m.moe_latent);
+    x.Hr = double(m.routed_width);
     x.capacity = r.moe_expert_capacity_factor.value_or(0);
     x.grouped = r.moe_grouped_gemm;
     x.fp32 = !r.bf16 && !r.fp16;
@@ -536,15 +541,28 @@ ParamCount layerParams(const Shape& x, const LayerKind& kind)
         if (x.bias)
             p.add(x.h);
     } else if (kind.ffn == LayerFfn::Moe) {
-        p.add(x.experts * x.h); // router
+        p.add(x.experts * x.h); // router: [experts, hidden] whatever the latent width (moe/router.py:64-66)
         const double local = x.experts / x.ep; // the rank's local experts (both layouts)
         // The worker keeps one fc1/fc2 per expert; Megatron's grouped GEMM one weight per local expert too.
-        p.expert += local * (glu + 1) * x.Fm * x.h / x.etp;
-        p.linear += local * (glu + 1) * x.Fm * x.h / x.etp;
-        p.largest = std::max(p.largest, glu * x.Fm * x.h / x.etp);
+        // Their input / output width is Hr: moe_latent_size under latent MoE (experts.py:216-220, 238-242
+        // at 2a75ac12; mlp.py:215-243 for SequentialMLP's experts).
+        p.expert += local * (glu + 1) * x.Fm * x.Hr / x.etp;
+        p.linear += local * (glu + 1) * x.Fm * x.Hr / x.etp;
+        p.largest = std::max(p.largest, glu * x.Fm * x.Hr / x.etp);
         p.tensors += 2 * local;
         if (x.bias)
-            p.add(local * (glu * x.Fm / x.etp + x.h), true);
+            p.add(local * (glu * x.Fm / x.etp + x.Hr), true);
+        if (x.L > 0) {
+            // fc1_latent_proj [L, h] and fc2_latent_proj [h, L]: TELinear with parallel_mode "duplicated"
+            // (whole on every TP rank) and is_expert False, so dense parameters in the dense buffer,
+            // sharded over DP by the distributed optimizer (moe_layer.py:264-301 at 2a75ac12).
+            p.addLinear(x.L * x.h);
+            if (x.bias)
+                p.add(x.L);
+            p.addLinear(x.h * x.L);
+            if (x.bias)
+                p.add(x.h);
+        }
         if (x.Fs > 0) {
             p.addLinear(glu * x.Fs * x.h / t);
             p.addLinear(x.Fs * x.h / t);
@@ -803,13 +821,15 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
     } else {
         // The router on the rank's local tokens (Tsp); R routed slots reach the rank's local experts (from
         // every EP rank, uniform routing; gathered over expert-TP under SP), FFN / expert-TP wide.
-        const double R = routedTokens(x), Fm = x.Fm / x.etp;
+        // Latent MoE (engine/model.cpp moeLayer): fc1_latent_proj's output, the tokens the slots index, and
+        // everything routed are Hr = L wide; its input is the norm's output the router keeps already.
+        const double R = routedTokens(x), Fm = x.Fm / x.etp, Hr = x.Hr;
         const double E = x.experts;
         add(m, Tsp * x.topk * 8, kMoe, bit(kMoe)); // top-k indices (TopkBackward)
         add(m, Tsp * x.topk * 4, kMoe, bit(kMoe)); // softmax over the chosen k (fp32)
         add(m, R * 8, kMoe, bit(kMoe)); // sort order (index_select of the probabilities)
         add(m, R * 8, kMoe, bit(kMoe)); // token of each routed slot (index_select, the combine's scatter_add)
-        add(m, R * h * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
+        add(m, R * Hr * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
         add(m, R * glu * Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
         add(m, R * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities
         if (!x.fused_act
@@ -834,18 +854,27 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
         const double gather = x.sp ? x.etp : 1; // as routedTokens
         const double Tg = Tsp * gather;
         double live = 2 * Tsp * h * d + Tsp * E * d + Tsp * x.topk * d + R * 8;
+        if (x.L > 0)
+            live += Tsp * x.L * d; // fc1_latent_proj's output
         if (gather > 1)
-            live += Tg * h * d + R * d + R * 8;
+            live += Tg * Hr * d + R * d + R * 8;
         else if (x.ep > 1)
             live += Tsp * x.topk * 8; // the local expert of each slot (remainder)
-        live += R * h * d + std::max(2 * Tg * h * d, x.grouped ? 0.0 : R * h * d);
+        const double combine = std::max(2 * Tg * Hr * d, x.grouped ? 0.0 : R * Hr * d);
+        live += R * Hr * d + combine;
         temp(live + R * 8);
+        if (x.L > 0) {
+            // fc2_latent_proj keeps the combined [Tsp, L] and writes [Tsp, h] beside it, the combine's zeros
+            // gone.
+            add(m, Tsp * x.L * d, kMoe, bit(kMoe));
+            temp(live - combine + R * 8 + Tsp * h * d);
+        }
         // Without grad (a checkpointed unit's forward) the same moment holds the layer's locals that grad
         // would save: the two norms' outputs, the routing indices, permuted tokens and probabilities, FC1's
         // and the activation's outputs, the grouped fallback's row indices (the unfused activation's
         // intermediates and the fp32 softmax of the chosen k are gone by then).
-        const double moe_locals = 2 * Tsp * h * d + Tsp * x.topk * 8 + 2 * R * 8 + R * h * d
-            + R * glu * Fm * d + R * d + R * Fm * d + (x.grouped ? 2 * R * 8 : 0);
+        const double moe_locals = 2 * Tsp * h * d + Tsp * x.topk * 8 + 2 * R * 8 + R * Hr * d
+            + R * glu * Fm * d + R * d + R * Fm * d + (x.grouped ? 2 * R * 8 : 0) + Tsp * x.L * d;
         m.nograd_peak = std::max(
             live + moe_locals, pre_temp + (pre_at == SIZE_MAX ? 0 : m.retainedUpTo(Active {}, pre_at)));
         if (x.Fs > 0) {
@@ -854,6 +883,9 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
             if (x.gated && !x.fused_act)
                 add(m, T * Fs * d, kShared, bit(kShared));
             add(m, T * Fs * d, kShared, bit(kShared));
+            // Latent MoE: the shared expert's FC2 output and the sum beside fc2_latent_proj's output.
+            if (x.L > 0)
+                temp(live - combine + R * 8 + 3 * Tsp * h * d);
         }
     }
     if (x.hidden_dropout > 0)
@@ -1397,9 +1429,16 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         // Router (moe/router.py): logits, top-k probabilities and the routing map; the aux-loss scores.
         add(m, Tsp * E * d, kMoe, bit(kMoe));
         add(m, Tsp * E * 1 + Tsp * x.topk * 4, kMoe, bit(kMoe));
-        // Dispatch (token_dispatcher.py, alltoall): the permuted tokens after the all-to-all.
-        // (Under fp8 the experts' FC1 keeps its quantized copy instead: grouped_linear.py.)
-        add(m, R * h * x.qin, kMoe, bit(kMoe));
+        // Latent MoE: fc1_latent_proj (hidden -> L) runs after the router, before dispatch
+        // (moe_layer.py:488-490 at 2a75ac12); it saves its input, the norm's output the router keeps
+        // already, or under fp8 a quantized copy of its own (nothing sets save_original_input on it).
+        if (x.L > 0 && x.fp8)
+            add(m, Tsp * h * x.qin, kMoe, bit(kMoe));
+        // Dispatch (token_dispatcher.py, alltoall): the permuted tokens after the all-to-all, Hr wide (the
+        // dispatcher takes the width of what it is given: token_dispatcher.py:640, and the NCCL EP buffers
+        // are sized to moe_latent_size: :1530-1533). (Under fp8 the experts' FC1 keeps its quantized copy
+        // instead: grouped_linear.py.)
+        add(m, R * x.Hr * x.qin, kMoe, bit(kMoe));
         add(m, R * 4, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities (fp32)
         // Experts (experts.py): FC1 output, kept by the (probability-weighted) activation = moe_act's
         // input; the activation's output kept by FC2 = moe_act's output.
@@ -1412,6 +1451,11 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
             add(m, (x.gated ? 2 : 1) * R * x.Fm / x.etp * d, kMoeAct, bit(kMoeAct));
         // Combine: the unpermute keeps its index map (int32 per routed token).
         add(m, Tsp * x.topk * 4 * 2, kMoe, bit(kMoe));
+        // Latent MoE: fc2_latent_proj (L -> hidden) after the combine keeps its input, the combined
+        // [Tsp, L] (moe_layer.py:591-592 at 2a75ac12); its output is added to the shared experts' and
+        // saved by nothing.
+        if (x.L > 0)
+            add(m, Tsp * x.L * x.qin, kMoe, bit(kMoe));
         if (x.Fs > 0) {
             // Under fp8 the shared FC1 quantizes its input, which the router keeps in 16 bits too (not
             // measured: the fp8 fixtures have no shared expert).
@@ -1423,9 +1467,9 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                 add(m, T * x.Fs / t * d, kShared, bit(kShared)); // unfused GLU's act(a)
         }
         if (isDsaMixer(kind.mixer))
-            m.end_temp = std::max(m.end_temp, 2 * R * h * d); // after the DSA moment, above all entries
+            m.end_temp = std::max(m.end_temp, 2 * R * x.Hr * d); // after the DSA moment, above all entries
         else
-            m.forward_temp = std::max(m.forward_temp, 2 * R * h * d);
+            m.forward_temp = std::max(m.forward_temp, 2 * R * x.Hr * d);
     }
     if (isDsaMixer(kind.mixer)) // without grad the MLP's moment comes with the residual stream alone
         m.nograd_peak = std::max(m.nograd_peak, 2 * m.residual + m.end_temp);

@@ -7,9 +7,9 @@ namespace rs {
 
 namespace {
 
-double mlpFlops(const Recipe& r, double tokens, double ffn)
+// FC1 (h -> ffn, doubled when gated) and FC2 (ffn -> h) over `tokens`, `h` the width they read and write.
+double mlpFlops(const Recipe& r, double tokens, double ffn, double h)
 {
-    const double h = r.hidden_size;
     return 2 * tokens * h * ffn * (r.gated_linear_unit ? 2 : 1) + 2 * tokens * ffn * h;
 }
 
@@ -46,6 +46,9 @@ StepFlops modelFlops(const Recipe& r, const std::vector<int>& layers)
     const double tokens = static_cast<double>(r.seq_length) * r.micro_batch_size;
     const double h = r.hidden_size;
     const double ffn = r.ffn_hidden_size.value_or(4 * r.hidden_size);
+    // Latent MoE: the routed experts at the latent width, and the two projections (Megatron's own count,
+    // megatron/training/training.py:438-450 at 2a75ac12).
+    const double latent = double(modelShape(r).moe_latent);
     StepFlops f;
     for (int layer : layers) {
         f.forward += attentionFlops(r, tokens);
@@ -53,11 +56,13 @@ StepFlops modelFlops(const Recipe& r, const std::vector<int>& layers)
             const double experts = *r.num_moe_experts;
             const double moe_ffn = r.moe_ffn_hidden_size.value_or(static_cast<int>(ffn));
             f.forward += 2 * tokens * h * experts; // router
-            f.forward += mlpFlops(r, tokens * r.moe_router_topk, moe_ffn);
+            f.forward += mlpFlops(r, tokens * r.moe_router_topk, moe_ffn, latent > 0 ? latent : h);
+            if (latent > 0)
+                f.forward += 2 * 2 * tokens * h * latent;
             if (r.moe_shared_expert_intermediate_size)
-                f.forward += mlpFlops(r, tokens, *r.moe_shared_expert_intermediate_size);
+                f.forward += mlpFlops(r, tokens, *r.moe_shared_expert_intermediate_size, h);
         } else {
-            f.forward += mlpFlops(r, tokens, ffn);
+            f.forward += mlpFlops(r, tokens, ffn, h);
         }
     }
     f.forward += 2 * tokens * h * r.vocab_size; // output layer

@@ -95,6 +95,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--moe-grouped-gemm", Arity::Switch, "moe_grouped_gemm" },
         { "--moe-shared-expert-intermediate-size", Arity::Value, "moe_shared_expert_intermediate_size" },
         { "--moe-shared-expert-overlap", Arity::Switch, "moe_shared_expert_overlap" },
+        { "--moe-latent-size", Arity::Value, "moe_latent_size" },
         { "--moe-layer-freq", Arity::Value, "" },
         { "--moe-token-dispatcher-type", Arity::Value, "moe_token_dispatcher_type" },
         { "--moe-input-jitter-eps", Arity::Value, "moe_input_jitter_eps" },

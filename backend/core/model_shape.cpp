@@ -26,6 +26,8 @@ ModelShape modelShape(const Recipe& r)
     m.moe_ffn = r.moe_ffn_hidden_size.value_or(m.ffn);
     m.shared_ffn = r.moe_shared_expert_intermediate_size.value_or(0);
     m.experts = r.num_moe_experts.value_or(0);
+    m.moe_latent = std::max(0, r.moe_latent_size.value_or(0));
+    m.routed_width = m.moe_latent > 0 ? m.moe_latent : m.hidden;
     m.vocab = paddedVocabSize(r);
     m.mamba_head_dim = r.mamba_head_dim;
     m.mamba_heads = r.mamba_num_heads ? *r.mamba_num_heads

@@ -37,6 +37,11 @@ struct ModelShape {
     int64_t moe_ffn = 0; // moe_ffn_hidden_size, default ffn
     int64_t shared_ffn = 0; // moe_shared_expert_intermediate_size, 0 without
     int64_t experts = 0;
+    // The width the routed experts and the dispatcher work at: moe_latent_size under latent MoE, else
+    // hidden. Megatron tests moe_latent_size for truth in the layer (moe_layer.py: 0 builds no
+    // projections), so 0 reads as off here; RS23 / M9 refuse it.
+    int64_t moe_latent = 0; // moe_latent_size, 0 without
+    int64_t routed_width = 0; // moe_latent or hidden
     int64_t vocab = 0; // padded: a multiple of make_vocab_size_divisible_by x TP
     // MambaMixer (mamba_mixer.py __init__): nheads x headdim = d_inner; in_proj packs z, x, B, C, dt.
     int64_t mamba_heads = 0, mamba_head_dim = 0, mamba_d_inner = 0, mamba_groups = 0, mamba_state = 0;

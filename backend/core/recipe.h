@@ -136,6 +136,12 @@ struct Recipe {
     bool moe_grouped_gemm = false;
     std::optional<int> moe_shared_expert_intermediate_size;
     bool moe_shared_expert_overlap = false;
+    // Latent MoE (TransformerConfig.moe_latent_size; None: off): the routed experts work in this narrower
+    // width between fc1_latent_proj (hidden -> latent, before dispatch) and fc2_latent_proj (latent ->
+    // hidden, after combine), so tokens are dispatched and experts sized at it; router and shared experts
+    // stay at hidden_size (moe_layer.py, experts.py). Bridge's NemotronHBridge reads the HF key of the same
+    // name (nemotron_h_bridge.py provider_bridge).
+    std::optional<int> moe_latent_size;
     // 1: every layer is MoE; N: every N-th; a pattern list of 0/1 gives it layer by layer
     // (e.g. one dense first layer: [0,1,1,...]).
     std::vector<int> moe_layer_freq = { 1 };

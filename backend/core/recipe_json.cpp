@@ -246,6 +246,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "moe_grouped_gemm", &Recipe::moe_grouped_gemm },
         { "moe_shared_expert_intermediate_size", &Recipe::moe_shared_expert_intermediate_size },
         { "moe_shared_expert_overlap", &Recipe::moe_shared_expert_overlap },
+        { "moe_latent_size", &Recipe::moe_latent_size },
         { "moe_layer_freq", &Recipe::moe_layer_freq, true },
         { "moe_token_dispatcher_type", &Recipe::moe_token_dispatcher_type },
         { "moe_input_jitter_eps", &Recipe::moe_input_jitter_eps },

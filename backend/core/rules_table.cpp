@@ -515,6 +515,7 @@ constexpr char k_kv_channels[] = "kv_channels";
 constexpr char k_global_batch_size[] = "global_batch_size";
 constexpr char k_virtual_pipeline_model_parallel_size[] = "virtual_pipeline_model_parallel_size";
 constexpr char k_moe_ffn_hidden_size[] = "moe_ffn_hidden_size";
+constexpr char k_moe_latent_size[] = "moe_latent_size";
 constexpr char k_max_position_embeddings[] = "max_position_embeddings";
 constexpr char k_dsa_indexer_n_heads[] = "dsa_indexer_n_heads";
 constexpr char k_dsa_indexer_head_dim[] = "dsa_indexer_head_dim";
@@ -641,6 +642,18 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c, Args& a) { a.set("n", c.r.num_layers > 0 ? std::to_string(c.r.num_layers) : "None"); a.set("p", std::to_string(patternLayers(c))); },
       [](Ctx& c) { c.r.num_layers = patternLayers(c); }, nullptr, "",
       "Megatron-LM warns only when --num-layers was given; without it num_layers is set from the pattern silently" },
+    { "M9", "*", kFlags, E, "moe_latent_size",
+      "--moe-latent-size below 1",
+      "MoE latent projection dimension has to be greater than zero.",
+      MC, { { "bridge-pin", "ARGS:1894-1896" }, { "guide", "ARGS:1893-1895" }, { "main", "ARGS:1979-1981" }, { "dev", "ARGS:2176-2180" } },
+      [](const Ctx& c) { return c.r.moe_latent_size && *c.r.moe_latent_size <= 0; }, nullptr, nullptr, unsetOpt<k_moe_latent_size>,
+      "moe_latent_size=null", "" },
+    { "M9", "*", kFlags, E, "moe_latent_size num_moe_experts",
+      "--moe-latent-size without --num-experts",
+      "MoE latent projections are applicable only for MoE models.",
+      MC, { { "bridge-pin", "ARGS:1897" }, { "guide", "ARGS:1896" }, { "main", "ARGS:1982" }, { "dev", "ARGS:2181-2183" } },
+      [](const Ctx& c) { return c.r.moe_latent_size && !c.r.num_moe_experts; }, nullptr, nullptr, unsetOpt<k_moe_latent_size>,
+      "moe_latent_size=null", "" },
     // ===================================== Megatron Bridge, before finalize (overrides only) ==========
     { "B8", "*", kBridge, E, "mixed_precision",
       "mixed_precision names no Bridge recipe",
@@ -1412,13 +1425,17 @@ const std::vector<Row>& ruleRows()
       MC, { { "main", "TL:481-501" } },
       [](const Ctx& c) { return c.selective() && c.has("layernorm") && c.moeLayers() > 0 && c.cg("moe_router") && !c.impl("local") && c.r.moe_shared_expert_intermediate_size && c.r.moe_shared_expert_overlap; }, nullptr, nullptr, nullptr,
       "", "a straddling boundary: the norm is inside the router graph, its hook outside" },
-    { "RT3", "*", kAnyFormat, W, "recompute_modules cuda_graph_modules moe_token_dispatcher_type",
-      "MoE pre_mlp_layernorm recompute with a moe_router graph (not local) without moe_preprocess + alltoall: disabled at build",
+    { "RT3", "*", kAnyFormat, W, "recompute_modules cuda_graph_modules moe_token_dispatcher_type moe_latent_size",
+      "MoE pre_mlp_layernorm recompute with a moe_router graph (not local) without moe_preprocess + (alltoall or latent MoE): disabled at build",
       "pre_mlp_layernorm recompute is only supported with moe router + preprocess cudagraph will alltoall token dispatcher or latent MoE. Disabling pre_mlp_layernorm recompute.",
       MC, { { "main", "TL:502-516" } },
-      [](const Ctx& c) { return c.selective() && c.has("layernorm") && c.moeLayers() > 0 && c.cg("moe_router") && !c.impl("local") && !(c.r.moe_shared_expert_intermediate_size && c.r.moe_shared_expert_overlap) && !(c.cg("moe_preprocess") && c.r.moe_token_dispatcher_type == "alltoall"); }, nullptr, nullptr,
-      [](const Ctx& c, FixIt& f) { set(f, "capture moe_preprocess too, with the alltoall dispatcher", "cuda_graph_modules", cgWith(c, { "moe_preprocess" })); f.patch["moe_token_dispatcher_type"] = "alltoall"; },
-      "add moe_preprocess to cuda_graph_modules and use the alltoall dispatcher", "moe_latent_size is not a recipe field; latent MoE is taken as off" },
+      [](const Ctx& c) { return c.selective() && c.has("layernorm") && c.moeLayers() > 0 && c.cg("moe_router") && !c.impl("local") && !(c.r.moe_shared_expert_intermediate_size && c.r.moe_shared_expert_overlap) && !(c.cg("moe_preprocess") && (c.r.moe_token_dispatcher_type == "alltoall" || c.r.moe_latent_size.value_or(0) != 0)); }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) {
+          set(f, c.r.moe_latent_size.value_or(0) != 0 ? "capture moe_preprocess too" : "capture moe_preprocess too, with the alltoall dispatcher", "cuda_graph_modules", cgWith(c, { "moe_preprocess" }));
+          if (c.r.moe_latent_size.value_or(0) == 0)
+              f.patch["moe_token_dispatcher_type"] = "alltoall";
+      },
+      "add moe_preprocess to cuda_graph_modules, with the alltoall dispatcher unless the MoE is latent (moe_latent_size)", "latent MoE counts as Megatron's truth test reads moe_latent_size (0 or None: off)" },
     { "RT4", "*", kAnyFormat, W, "recompute_modules num_moe_experts moe_layer_freq",
       "mlp on a model whose every layer is MoE: a no-op",
       "'mlp' in recompute_modules has no effect here: every layer's MLP is MoE and recompute_mlp is set only on dense layers.",
@@ -1642,6 +1659,13 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return dsaShareSplitBreak(c).has_value(); },
       [](const Ctx& c, Args& a) { const auto b = *dsaShareSplitBreak(c); a.set("layer", std::to_string(b.first)); a.set("source", std::to_string(b.second)); a.set("freq", std::to_string(c.r.dsa_indexer_topk_freq)); a.set("offset", std::to_string(c.r.dsa_indexer_skip_topk_offset)); }, nullptr,
       nullptr, "", "a RuntimeError when a chunk's layer specs are built; checked on the even split only (a kept pipeline_model_parallel_layout or first / last stage sizes is not read)" },
+    { "RT27", "*", kAnyFormat, E, "moe_shared_expert_overlap moe_latent_size",
+      "latent MoE with moe_shared_expert_overlap: the MoE layer raises at its first training forward",
+      "Shared expert overlap with MoE latent projections is not supported during training. Disable moe_shared_expert_overlap.",
+      MC, { { "bridge-pin", "megatron/core/transformer/moe/moe_layer.py:476-482" }, { "guide", "megatron/core/transformer/moe/moe_layer.py:469-475" }, { "main", "megatron/core/transformer/moe/moe_layer.py:476-482" }, { "dev", "megatron/core/transformer/moe/moe_layer.py:490-496" } },
+      [](const Ctx& c) { return c.moeLayers() > 0 && c.r.moe_latent_size.value_or(0) != 0 && c.r.moe_shared_expert_overlap; }, nullptr, nullptr,
+      [](const Ctx&, FixIt& f) { set(f, "set moe_shared_expert_overlap=false", "moe_shared_expert_overlap", false); },
+      "moe_shared_expert_overlap=false", "not a config check: MoELayer.preprocess raises in training (only the NVLS inference dispatcher overlaps the shared expert of a latent MoE); Bridge's NemotronHBridge turns the overlap on, so a Nemotron 3 recipe that keeps it fails at its first step" },
 
     // ===================================== our own advice, from the guide (RS) ========================
     { "RS01", "*", kAnyFormat, E, "recompute_num_layers recompute_method",
@@ -1936,6 +1960,12 @@ const std::vector<Row>& ruleRows()
       GD, { { "*", "docs/rules.md#rs23" } },
       optBelow1<&Recipe::moe_ffn_hidden_size>, optValueOf<&Recipe::moe_ffn_hidden_size>, nullptr, unsetOpt<k_moe_ffn_hidden_size>,
       "moe_ffn_hidden_size=null", "Megatron checks no lower bound here; the worker would divide by zero or allocate a negative size" },
+    { "RS23", "*", kJson | kBridge, E, "moe_latent_size",
+      "moe_latent_size set below 1",
+      "moe_latent_size={v} is out of range: moe_latent_size must be at least 1 (or unset).",
+      GD, { { "*", "docs/rules.md#rs23" } },
+      optBelow1<&Recipe::moe_latent_size>, optValueOf<&Recipe::moe_latent_size>, nullptr, unsetOpt<k_moe_latent_size>,
+      "moe_latent_size=null", "Megatron Core checks no lower bound (Megatron-LM's flags do: M9); 0 turns the latent projections off (moe_layer.py tests it for truth) while the experts take it as their width (experts.py tests it against None)" },
     { "RS23", "*", kAnyFormat, E, "max_position_embeddings",
       "max_position_embeddings set below 1",
       "max_position_embeddings={v} is out of range: max_position_embeddings must be at least 1 (or unset).",

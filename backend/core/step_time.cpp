@@ -63,6 +63,7 @@ struct Dims {
     bool sp = false, gated = false, mla = false, rope = false, unfused = false, grouped = false;
     double ql = 0, kvl = 0, dn = 0, dr = 0, dv = 0;
     double E = 0, topk = 0, Fm = 0, Fs = 0, R = 0;
+    double L = 0, Hr = 0; // latent MoE: the latent width (0 off) and the routed experts' width (L, else h)
     double mIn = 0, mConv = 0, mDi = 0, mH = 0, mP = 0, mN = 0, mChunk = 128;
     double gIn = 0, gConv = 0, gV = 0, gHv = 0, gDk = 0, gDv = 0;
     double softmax_bytes = 4;
@@ -114,6 +115,8 @@ Dims dimsOf(const Recipe& r, const CalibrationRates& c)
     d.topk = r.moe_router_topk;
     d.Fm = double(m.moe_ffn);
     d.Fs = double(m.shared_ffn);
+    d.L = double(m.moe_latent);
+    d.Hr = double(m.routed_width);
     // Routed tokens per rank of one MoE layer: balanced over the EP ranks, gathered over expert-TP under SP,
     // capped by a capacity factor (the estimator's routedTokens).
     d.R = d.Tsp * d.topk * (d.sp ? d.etp : 1);
@@ -319,15 +322,21 @@ std::vector<RegionWork> moeRegions(const Dims& d)
     router.ops.push_back(gemm(d.Tsp, d.E, d.h));
     router.ops.push_back(elementwise(4 * d.Tsp * d.E * 4, 12));
     out.push_back(router);
-    out.push_back({ "permute", { elementwise(2 * d.R * d.h * d.act + d.R * 8, 10) }, 0,
-        "the routed tokens R = T x top-k (balanced over EP) gathered by expert: R x h read and written, the "
-        "sort of R indices (moe_utils.py permute)" });
+    // Latent MoE: the tokens projected to the latent width before dispatch and back after the combine, on
+    // the rank's local tokens with the whole (duplicated) weights (moe_layer.py:278-301, 488-490, 591-592
+    // at 2a75ac12; Megatron's own count: training.py:446-449, 2 x 2 x tokens x h x latent a forward).
+    if (d.L > 0)
+        out.push_back({ "fc1_latent_proj", { gemm(d.Tsp, d.L, d.h) }, 0,
+            "fc1_latent_proj T x h x moe_latent_size (moe_layer.py)" });
+    out.push_back({ "permute", { elementwise(2 * d.R * d.Hr * d.act + d.R * 8, 10) }, 0,
+        "the routed tokens R = T x top-k (balanced over EP) gathered by expert: R x h (moe_latent_size under "
+        "latent MoE) read and written, the sort of R indices (moe_utils.py permute)" });
     RegionWork experts { "moe_experts", {}, 0,
         std::string(d.grouped ? "one grouped GEMM" : "a product per local expert")
-            + " for linear_fc1 R x h x moe_ffn/ETP (x2 gated) and linear_fc2 R x moe_ffn/ETP x h, at the "
-              "grouped-GEMM rate (experts.py)" };
-    Op fc1 = gemm(d.R, g * d.Fm / d.etp, d.h, Rate::Grouped);
-    Op fc2 = gemm(d.R, d.h, d.Fm / d.etp, Rate::Grouped);
+            + " for linear_fc1 R x h x moe_ffn/ETP (x2 gated) and linear_fc2 R x moe_ffn/ETP x h (h: "
+              "moe_latent_size under latent MoE), at the grouped-GEMM rate (experts.py)" };
+    Op fc1 = gemm(d.R, g * d.Fm / d.etp, d.Hr, Rate::Grouped);
+    Op fc2 = gemm(d.R, d.Hr, d.Fm / d.etp, Rate::Grouped);
     fc1.kernels = fc2.kernels = d.grouped ? 1 : local;
     experts.ops = { fc1, fc2 };
     out.push_back(experts);
@@ -335,9 +344,12 @@ std::vector<RegionWork> moeRegions(const Dims& d)
         { "moe_act", { elementwise(d.R * d.Fm / d.etp * (g + 1) * d.act) }, d.R * d.Fm / d.etp * d.act,
             "the experts' activation over R x moe_ffn/ETP (fused bias-SwiGLU: reads FC1's output, writes "
             "half)" });
-    out.push_back({ "unpermute", { elementwise(3 * d.R * d.h * d.act, 4) }, 0,
-        "the experts' output R x h weighted by the probabilities and scatter-added back to T x h "
-        "(moe_utils.py unpermute)" });
+    out.push_back({ "unpermute", { elementwise(3 * d.R * d.Hr * d.act, 4) }, 0,
+        "the experts' output R x h weighted by the probabilities and scatter-added back to T x h (h: "
+        "moe_latent_size under latent MoE) (moe_utils.py unpermute)" });
+    if (d.L > 0)
+        out.push_back({ "fc2_latent_proj", { gemm(d.Tsp, d.h, d.L) }, 0,
+            "fc2_latent_proj T x moe_latent_size x h (moe_layer.py)" });
     if (d.Fs > 0)
         out.push_back(denseMlp("shared_experts", d, d.Fs, d.T));
     return out;

@@ -284,6 +284,9 @@ struct Model::Layer {
     Tensor q, q_down, q_ln_w, q_ln_b, q_up, kv_down, kv_ln_w, kv_ln_b, kv_up; // MLA
     Tensor fc1, fc1_b, fc2, fc2_b; // dense MLP
     Tensor router, shared_fc1, shared_fc2; // MoE
+    // Latent MoE: fc1_latent_proj [L, h] and fc2_latent_proj [h, L] (biases may be undefined); undefined
+    // without it.
+    Tensor fc1_latent, fc1_latent_b, fc2_latent, fc2_latent_b;
     std::vector<Tensor> expert_fc1, expert_fc1_b, expert_fc2, expert_fc2_b; // SequentialMLP
     Tensor grouped_fc1, grouped_fc2; // GroupedMLP: [local experts, out, in]
 };
@@ -368,6 +371,7 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.topk = r.moe_router_topk;
     c.moe_ffn = static_cast<int>(shape.moe_ffn);
     c.shared_ffn = static_cast<int>(shape.shared_ffn);
+    c.moe_latent = static_cast<int>(shape.moe_latent);
     c.attention_dropout = r.attention_dropout;
     c.hidden_dropout = r.hidden_dropout;
     c.dtype = r.bf16 ? torch::kBFloat16 : (r.fp16 ? torch::kHalf : torch::kFloat32);
@@ -591,14 +595,25 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
             // A hybrid stack's mixer-only layer.
         } else if (L.moe) {
             L.router = param(m + "router.weight", { c.experts, h });
+            // Latent MoE: MoELayer builds fc1_latent_proj (h -> L) and fc2_latent_proj (L -> h) after the
+            // router, before the experts, parallel_mode "duplicated" (whole on every TP rank), with the
+            // linear biases add_bias_linear gives; the experts then read and write L (moe_layer.py:264-301,
+            // experts.py:216-242 at 2a75ac12).
+            const int64_t hr = c.moe_latent > 0 ? c.moe_latent : h;
+            if (c.moe_latent > 0) {
+                L.fc1_latent = param(m + "fc1_latent_proj.weight", { hr, h });
+                L.fc1_latent_b = biasParam(c.bias_linear, m + "fc1_latent_proj.bias", hr);
+                L.fc2_latent = param(m + "fc2_latent_proj.weight", { h, hr });
+                L.fc2_latent_b = biasParam(c.bias_linear, m + "fc2_latent_proj.bias", h);
+            }
             const int64_t fc1_out = glu * moe_ffn_;
             if (c.grouped_gemm) {
                 // GroupedMLP: one weight per FC for the local experts, drawn expert by expert in the
                 // order SequentialMLP draws its own (the same values: tested).
                 L.grouped_fc1
-                    = param(m + "experts.linear_fc1.weight", { local_experts_, fc1_out, h }, false, true);
+                    = param(m + "experts.linear_fc1.weight", { local_experts_, fc1_out, hr }, false, true);
                 L.grouped_fc2
-                    = param(m + "experts.linear_fc2.weight", { local_experts_, h, moe_ffn_ }, false, true);
+                    = param(m + "experts.linear_fc2.weight", { local_experts_, hr, moe_ffn_ }, false, true);
                 torch::NoGradGuard no_grad;
                 for (int64_t e = 0; e < local_experts_; ++e) {
                     L.grouped_fc1[e].normal_(0.0, 0.02);
@@ -607,13 +622,13 @@ Model::Model(ModelConfig config, RecomputePlan plan, const torch::Device& device
             } else {
                 for (int64_t e = 0; e < local_experts_; ++e) {
                     L.expert_fc1.push_back(
-                        param(m + "experts.linear_fc1.weight" + std::to_string(e), { fc1_out, h }));
+                        param(m + "experts.linear_fc1.weight" + std::to_string(e), { fc1_out, hr }));
                     L.expert_fc2.push_back(
-                        param(m + "experts.linear_fc2.weight" + std::to_string(e), { h, moe_ffn_ }));
+                        param(m + "experts.linear_fc2.weight" + std::to_string(e), { hr, moe_ffn_ }));
                     L.expert_fc1_b.push_back(biasParam(
                         c.moe_expert_bias, m + "experts.linear_fc1.bias" + std::to_string(e), fc1_out));
                     L.expert_fc2_b.push_back(
-                        biasParam(c.moe_expert_bias, m + "experts.linear_fc2.bias" + std::to_string(e), h));
+                        biasParam(c.moe_expert_bias, m + "experts.linear_fc2.bias" + std::to_string(e), hr));
                 }
             }
             if (c.shared_ffn > 0) {
@@ -1127,10 +1142,13 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     auto local_expert = local_experts_ == c.experts ? flat_expert : flat_expert.remainder(local_experts_);
     auto flat_probs = probs.reshape({ -1 });
     const int64_t gather = (c.sp && c.etp > 1) ? c.etp : 1;
-    Tensor source = tokens; // the tokens the experts' slots index
+    // Latent MoE: the router has read the hidden-wide tokens; fc1_latent_proj takes them to L before the
+    // dispatch (MoELayer.preprocess), so everything routed is L wide.
+    Tensor source = L.fc1_latent.defined() ? linear(tokens, L.fc1_latent, L.fc1_latent_b)
+                                           : tokens; // the tokens the experts' slots index
     Tensor slot_token = torch::arange(T * c.topk, flat_expert.options()).div(c.topk, "floor");
     if (gather > 1) {
-        source = GatherSeq::apply(tokens, gather);
+        source = GatherSeq::apply(source, gather);
         flat_probs = GatherSeq::apply(flat_probs, gather);
         local_expert = local_expert.repeat({ gather });
         // Copy g of the gathered tokens starts at g x T.
@@ -1172,6 +1190,10 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
         0, token_of.unsqueeze(1).expand({ -1, source.size(1) }), expert_out);
     if (gather > 1)
         out = ScatterSeq::apply(out, gather);
+    // Latent MoE: fc2_latent_proj takes the combined tokens back to h (MoELayer.postprocess), before the
+    // shared experts' output, which was computed on the hidden-wide tokens, is added.
+    if (L.fc2_latent.defined())
+        out = linear(out, L.fc2_latent, L.fc2_latent_b);
     if (c.shared_ffn > 0) {
         MemoryRegion region(MemoryCategory::Activations, layer, "shared_experts");
         if (plan_.has("shared_experts")) {

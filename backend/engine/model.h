@@ -74,6 +74,9 @@ struct ModelConfig {
     int q_lora_rank = 0; // 0: no Q compression
     int kv_lora_rank = 0, qk_head_dim = 0, qk_pos_emb_head_dim = 0, v_head_dim = 0;
     int experts = 0, topk = 0, moe_ffn = 0, shared_ffn = 0;
+    // Latent MoE (moe_latent_size; 0 off): the routed experts and the dispatch at this width, between
+    // fc1_latent_proj and fc2_latent_proj, whole on every TP rank (core/model_shape.h moe_latent).
+    int moe_latent = 0;
     double attention_dropout = 0, hidden_dropout = 0;
     torch::Dtype dtype = torch::kFloat32;
 

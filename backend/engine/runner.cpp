@@ -271,6 +271,7 @@ std::optional<SizeProblem> sizeProblem(
         { "kv_channels", r.kv_channels.value_or(1) },
         { "moe_ffn_hidden_size", r.moe_ffn_hidden_size.value_or(1) },
         { "num_moe_experts", r.num_moe_experts.value_or(1) },
+        { "moe_latent_size", r.moe_latent_size.value_or(1) },
     };
     for (const auto& [field, value] : sizes) {
         if (value < 1)
@@ -313,7 +314,11 @@ std::optional<SizeProblem> sizeProblem(
     const double moeFfn = r.moe_ffn_hidden_size ? static_cast<double>(*r.moe_ffn_hidden_size) : ffn;
     const double mlpMats = r.gated_linear_unit ? 3 : 2;
     const double attention = h * (heads + 2.0 * static_cast<double>(groups)) * kv + heads * kv * h;
-    const double mlp = experts > 0 ? experts * h * moeFfn * mlpMats + h * experts : h * ffn * mlpMats;
+    // Latent MoE: the experts at moe_latent_size, and its two projections.
+    const double routed = r.moe_latent_size ? static_cast<double>(*r.moe_latent_size) : h;
+    const double mlp = experts > 0
+        ? experts * routed * moeFfn * mlpMats + h * experts + (r.moe_latent_size ? 2 * h * routed : 0)
+        : h * ffn * mlpMats;
     const double params = layers * (attention + mlp) + 2.0 * r.vocab_size * h;
     const double elt = (r.bf16 || r.fp16) ? 2 : 4;
     const double tokens = static_cast<double>(r.seq_length) * r.micro_batch_size;

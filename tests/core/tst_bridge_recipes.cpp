@@ -29,6 +29,8 @@ private Q_SLOTS:
     void nemotron3NanoIsTheGuidesJob();
     void hfConfigShapes_data();
     void hfConfigShapes();
+    void latentMoeSize_data();
+    void latentMoeSize();
     void nemotron3NanoTable_data();
     void nemotron3NanoTable();
     void nemotron3NanoFreedAmounts();
@@ -102,9 +104,9 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
     QVERIFY2(failures.isEmpty(), qPrintable(failures.mid(0, 10).join(u'\n')));
     QVERIFY(text >= 580); // Bridge 067f987d's text-LLM recipe functions
     // At 067f987d (resources/bridge/hf-configs.json's architecture_not_modelled): DeepSeek-V4 Flash and Pro
-    // (14, one of which stops on a V4 value), Nemotron 3 Ultra (5, latent MoE), Gemma 4 E4B (1),
-    // Step-3.5-Flash (1). GLM-5.1 and 5.2 (12, DSA) estimate since DSA's cuDNN path is modelled.
-    QCOMPARE(notModelled, 21);
+    // (14, one of which stops on a V4 value), Gemma 4 E4B (1), Step-3.5-Flash (1). GLM-5.1 and 5.2 (12, DSA)
+    // estimate since DSA's cuDNN path is modelled, Nemotron 3 Ultra (5) since latent MoE is (latentMoeSize).
+    QCOMPARE(notModelled, 16);
     // K-EXAONE 2.0 750B (3): no config.json values were found for it (hf-configs.json says where they were
     // looked for).
     QCOMPARE(noValues, 3);
@@ -251,6 +253,43 @@ void TestBridgeRecipes::hfConfigShapes_data()
              "exaone_moe_236b_a23b_peft_16gpu_h100_bf16_config" })
         QTest::newRow(name) << QString::fromUtf8(name) << QList<int> { 48, 6144, 18432, 64, 8, 128 } << 153600
                             << QList<int> { 128, 2048, 2048, 8 } << QList<int> { 47, 0, 48 };
+}
+
+// Latent MoE as Bridge's NemotronHBridge sets it (nemotron_h_bridge.py:320-321 at 067f987d:
+// provider.moe_latent_size = hf_config.moe_latent_size): Nemotron 3 Super's config.json 1024 against hidden
+// 4096, Ultra's 2048 against 8192 (resources/bridge/hf-configs.json, with the files they were read from);
+// Nano has no latent MoE. Every such recipe estimates by name.
+void TestBridgeRecipes::latentMoeSize_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<int>("hidden");
+    QTest::addColumn<int>("latent"); // 0: unset
+    for (const char* n : { "nemotron_3_super_pretrain_64gpu_h100_bf16_config",
+             "nemotron_3_super_pretrain_64gpu_gb200_fp8mx_config",
+             "nemotron_3_super_sft_16gpu_h100_bf16_config", "nemotron_3_super_peft_1gpu_h100_bf16_config" })
+        QTest::newRow(n) << QString::fromLatin1(n) << 4096 << 1024;
+    for (const char* n : { "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config",
+             "nemotron_3_ultra_sft_192gpu_h100_bf16_openmathinstruct2_packed_config",
+             "nemotron_3_ultra_peft_32gpu_h100_bf16_openmathinstruct2_packed_config",
+             "nemotron_3_ultra_pretrain_256gpu_gb200_fp8mx_config",
+             "nemotron_3_ultra_pretrain_256gpu_gb300_fp8mx_config" })
+        QTest::newRow(n) << QString::fromLatin1(n) << 8192 << 2048;
+    QTest::newRow("nemotron_3_nano_pretrain_16gpu_h100_bf16_config")
+        << u"nemotron_3_nano_pretrain_16gpu_h100_bf16_config"_s << 2688 << 0;
+}
+
+void TestBridgeRecipes::latentMoeSize()
+{
+    QFETCH(QString, name);
+    QFETCH(int, hidden);
+    QFETCH(int, latent);
+    const BridgeJob job = bridgeJob(name.toStdString());
+    QCOMPARE(job.recipe.hidden_size, hidden);
+    QCOMPARE(job.recipe.moe_latent_size.value_or(0), latent);
+    const Validation v = validate(job.recipe, InputFormat::BridgeOverrides);
+    QVERIFY2(!v.hasErrors(), v.findings.empty() ? "" : v.findings.front().message.c_str());
+    QCOMPARE(v.resolved.moe_latent_size.value_or(0), latent);
+    QVERIFY(estimateMemory(v.resolved).peak_bytes > 0);
 }
 
 void TestBridgeRecipes::hfConfigShapes()
@@ -600,8 +639,6 @@ void TestBridgeRecipes::refusals_data()
         "per-layer embeddings (PLE)");
     refused("Step-3.5-Flash: per-layer head counts", "step35_196b_a11b_pretrain_512gpu_h100_bf16_config",
         "Bridge's Step35DecoderLayer");
-    refused("Nemotron 3 Ultra: latent MoE", "nemotron_3_ultra_pretrain_24gpu_h100_bf16_config",
-        "latent MoE (moe_latent_size 2048");
     // Layers the estimate has, but no recorded config values to size them: the model is named.
     refused("K-EXAONE 2.0: no config values", "exaone_moe_2_0_750b_a37_pretrain_512gpu_h100_bf16_config",
         "LGAI-EXAONE/K-EXAONE-2.0-750B-A37B, whose values are not in");

@@ -5,6 +5,7 @@
 // previous run of the estimator.
 #include <QtTest>
 
+#include "core/bridge_recipes.h"
 #include "core/estimator.h"
 #include "core/model_shape.h"
 #include "core/recipe_json.h"
@@ -123,6 +124,9 @@ private Q_SLOTS:
     void labelsOnlyLower_data();
     void labelsOnlyLower();
     void mlaUpProjAndMoeActOnMoonlight();
+    void latentMoe_data();
+    void latentMoe();
+    void latentMoeSuperPerRank();
     void fp32SoftmaxKeepsMore();
     void choicesFollowTheRules();
     void parseAndLabelRoundTrip_data();
@@ -340,6 +344,130 @@ void TestEstimator::mlaUpProjAndMoeActOnMoonlight()
     QVERIFY(peak("moe_act") < peak("[]"));
     QVERIFY(peak("core_attn") <= peak("[]"));
     QVERIFY(peak("[]") - peak("core_attn") < (peak("[]") - peak("moe_act")) / 10);
+}
+
+void TestEstimator::latentMoe_data()
+{
+    QTest::addColumn<int>("latent"); // moe_latent_size; 0: unset
+    QTest::addColumn<bool>("fp8");
+    QTest::addColumn<QString>("label");
+    for (const int latent : { 0, 256 })
+        for (const bool fp8 : { false, true })
+            for (const char* label : { "[]", "moe" })
+                QTest::newRow(qPrintable(QStringLiteral("latent %1%2 %3")
+                                             .arg(latent)
+                                             .arg(fp8 ? QStringLiteral(" fp8") : QString())
+                                             .arg(QLatin1String(label))))
+                    << latent << fp8 << QString::fromLatin1(label);
+}
+
+void TestEstimator::latentMoe()
+{
+    // A stack of two MoE-only layers ('EE', Nemotron 3's MoE layers: squared ReLU with the fused weighted
+    // activation, a shared expert, grouped GEMM), one rank, bf16, with and without latent MoE.
+    QFETCH(int, latent);
+    QFETCH(bool, fp8);
+    QFETCH(QString, label);
+    Recipe r;
+    r.hybrid_layer_pattern = "EE";
+    r.num_layers = 2;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 2048;
+    r.micro_batch_size = 2;
+    r.vocab_size = 32000; // a multiple of 128: not padded
+    r.normalization = "RMSNorm";
+    r.add_bias_linear = false;
+    r.position_embedding_type = "none";
+    r.hidden_dropout = 0.0;
+    r.attention_dropout = 0.0;
+    r.bf16 = true;
+    if (fp8)
+        r.fp8 = "e4m3";
+    r.activation_func = "squared_relu";
+    r.use_fused_weighted_squared_relu = true;
+    r.num_moe_experts = 8;
+    r.moe_router_topk = 2;
+    r.moe_ffn_hidden_size = 512;
+    r.moe_shared_expert_intermediate_size = 1024;
+    r.moe_grouped_gemm = true;
+    if (latent > 0)
+        r.moe_latent_size = latent;
+    const Validation v = validate(choose(r, label.toStdString()));
+    QVERIFY2(!v.hasErrors(), v.findings.empty() ? "" : v.findings.front().message.c_str());
+
+    // Megatron's MoELayer with moe_latent_size L (moe_layer.py, experts.py at 2a75ac12): the router and the
+    // shared expert read the hidden-wide norm output; fc1_latent_proj takes it to L before dispatch, the
+    // routed experts read and write L (Hr = L, else h), fc2_latent_proj takes the combined [T, L] back to h.
+    const double h = 1024, E = 8, k = 2, Fm = 512, Fs = 1024, L = latent;
+    const double T = 2048.0 * 2, R = T * k, d = 2, q = fp8 ? 1 : d; // q: what a TE linear saves per element
+    const double Hr = latent > 0 ? L : h;
+    // One layer's saved bytes with no recompute:
+    //   layer input T h d + the norm's fp32 rstd-and-mean slots 2 T 4 + the norm's output T h d
+    //   + router: logits T E d, routing map T E, top-k probabilities T k 4
+    //   + [L, fp8] fc1_latent_proj's own quantized input T h q
+    //   + the dispatched tokens R Hr q (kept by the experts' FC1) + their probabilities R 4
+    //   + FC1's output R Fm d + the weighted activation's output R Fm q (kept by FC2)
+    //   + the combine's index map T k 8
+    //   + [L] fc2_latent_proj's input, the combined tokens T L q
+    //   + shared expert: FC1's output T Fs d, its activation T Fs q, [fp8] its quantized input T h
+    // 'moe' keeps the checkpoint's input only: layer input, statistics, norm output.
+    const double kept_by_moe = T * h * d + 2 * T * 4 + T * h * d;
+    double expected = kept_by_moe;
+    if (label == QLatin1String("[]")) {
+        expected += T * E * d + T * E + T * k * 4;
+        if (latent > 0 && fp8)
+            expected += T * h * q;
+        expected += R * Hr * q + R * 4 + R * Fm * d + R * Fm * q + T * k * 8;
+        if (latent > 0)
+            expected += T * L * q;
+        expected += T * Fs * d + T * Fs * q + (fp8 ? T * h : 0);
+    }
+    const LayerActivations acts = activationsPerLayer(v.resolved, Layout::Megatron);
+    QCOMPARE(int(acts.by_kind.size()), 1);
+    QVERIFY2(std::abs(static_cast<double>(acts.by_kind.front().second) - expected) < 0.5,
+        qPrintable(QStringLiteral("%1 vs %2").arg(acts.by_kind.front().second).arg(expected, 0, 'f', 0)));
+
+    // Parameters (theoretical_memory_usage.py:104-125 at 2a75ac12 counts the same): the tied embedding V h,
+    // the final RMSNorm h, and per layer its pre-MLP RMSNorm h, the router E h (hidden-wide), the experts
+    // E x (FC1 + FC2) Fm Hr (squared ReLU: not gated), [L] fc1_latent_proj and fc2_latent_proj 2 h L, the
+    // shared expert 2 Fs h. 2 bytes each in bf16.
+    if (!fp8) {
+        const double V = 32000;
+        const double per_layer = h + E * h + E * 2 * Fm * Hr + (latent > 0 ? 2 * h * L : 0) + 2 * Fs * h;
+        const double params = V * h + h + 2 * per_layer;
+        const MemoryEstimate e = estimateMemory(v.resolved);
+        QCOMPARE(static_cast<double>(e.ranks[0].phase("forward")->category("parameters")), params * 2);
+    }
+}
+
+// The case: Bridge's nemotron_3_super_pretrain_64gpu_h100_bf16_config on its 64 H100 (TP 1, PP 2,
+// EP 32, DP 32, expert-DP 1), whose experts work at moe_latent_size 1024 against hidden 4096. With the
+// experts sized at the hidden width the estimate was 108.555 GB a rank (commit 6275072; 108.723 GB with TE's
+// cuBLAS workspaces counted); with latent MoE the first stage's parameters are 5.7245 G (20 Mamba, 20 MoE, 4
+// attention layers and the embedding): 11.449 GB in bf16, where hidden-wide experts made 21.683 GB.
+void TestEstimator::latentMoeSuperPerRank()
+{
+    const BridgeJob job = bridgeJob("nemotron_3_super_pretrain_64gpu_h100_bf16_config");
+    QCOMPARE(job.recipe.moe_latent_size.value_or(0), 1024);
+    const Validation v = validate(job.recipe, InputFormat::BridgeOverrides);
+    QVERIFY(!v.hasErrors());
+    const MemoryEstimate e = estimateMemory(v.resolved);
+    QCOMPARE(e.hottest, 0);
+    // Stage 0 (layers 0-43 of the pattern and the embedding), hand-counted: Mamba layer in_proj
+    // h (2 d_inner + 2 G N + H) + conv (d_inner + 2 G N) x 5 + 3 H + d_inner (norm) + out_proj d_inner h +
+    // its norm h; MoE layer h + E h + 16 local experts x 2 x 2688 x 1024 + 2 h 1024 + 2 x 5376 h; attention
+    // layer (32 + 2 x 2) 128 h + 32 x 128 h + h; embedding 131072 h.
+    const double h = 4096, di = 128 * 64, gn = 8 * 128;
+    const double mamba = h * (2 * di + 2 * gn + 128) + (di + 2 * gn) * 5 + 3 * 128 + di + di * h + h;
+    const double moe = h + 512 * h + 16 * 2 * 2688 * 1024.0 + 2 * h * 1024 + 2 * 5376 * h;
+    const double attention = (32 + 4) * 128 * h + 32 * 128 * h + h;
+    const double params = 20 * mamba + 20 * moe + 4 * attention + 131072 * h;
+    QCOMPARE(static_cast<double>(e.ranks[0].phase("forward")->category("parameters")), params * 2);
+    qInfo("nemotron_3_super_pretrain_64gpu_h100_bf16_config: %.3f GB a rank (108.723 GB with hidden-wide "
+          "experts)",
+        static_cast<double>(e.peak_bytes) / 1e9);
+    QVERIFY(e.peak_bytes < int64_t(80e9));
 }
 
 void TestEstimator::fp32SoftmaxKeepsMore()

@@ -121,6 +121,7 @@ Recipe fullRecipe()
     r.moe_grouped_gemm = true;
     r.moe_shared_expert_intermediate_size = 256;
     r.moe_shared_expert_overlap = true;
+    r.moe_latent_size = 32;
     r.moe_layer_freq = { 0, 1, 1, 1, 1, 1, 1, 1 };
     r.moe_token_dispatcher_type = "alltoall";
     r.moe_input_jitter_eps = 0.01;
@@ -743,6 +744,12 @@ void TestRecipeIo::overrideForms_data()
     QTest::newRow("mamba chunk") << "model.mamba_chunk_size=256"
                                  << "mamba_chunk_size"
                                  << "256";
+    QTest::newRow("moe latent size") << "model.moe_latent_size=1024"
+                                     << "moe_latent_size"
+                                     << "1024";
+    QTest::newRow("moe latent size null") << "model.moe_latent_size=null"
+                                          << "moe_latent_size"
+                                          << "null";
     QTest::newRow("squared relu") << "model.activation_func=squared_relu"
                                   << "activation_func"
                                   << R"("squared_relu")";
@@ -1180,6 +1187,8 @@ void TestRecipeIo::flagForms_data()
     row("no linear attention by default", {}, "linear_attention_freq", "null");
     row("topk", { "--moe-router-topk", "6" }, "moe_router_topk", "6");
     row("moe ffn", { "--moe-ffn-hidden-size", "1408" }, "moe_ffn_hidden_size", "1408");
+    row("moe latent", { "--moe-latent-size", "1024" }, "moe_latent_size", "1024");
+    row("no moe latent by default", {}, "moe_latent_size", "null");
     row("grouped gemm", { "--moe-grouped-gemm" }, "moe_grouped_gemm", "true");
     row("shared expert", { "--moe-shared-expert-intermediate-size", "2816" },
         "moe_shared_expert_intermediate_size", "2816");

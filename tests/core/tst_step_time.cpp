@@ -116,6 +116,7 @@ private Q_SLOTS:
     void replayOnlyAddsTime();
     void fasterRatesGiveShorterSteps();
     void everyModelledLabelReplaysARegion();
+    void latentMoeRegions();
     void pipelineBubble();
     void planKeepsWhatFitsAndSaysWhy();
     void guideMoonlightDeltas();
@@ -369,6 +370,34 @@ void TestStepTime::everyModelledLabelReplaysARegion()
     for (const auto& row : recomputeLabels())
         if (estimatorModelsLabel(row.name))
             QVERIFY2(!row.replays.empty(), row.name.data());
+}
+
+// Latent MoE on Bridge's Nemotron 3 Super H100 recipe (TP 1, EP 32, moe_latent_size 1024, hidden 4096, 512
+// experts of 2688, top-22, capacity factor 1.1: dropless here, 40 micro-batches of 4096 tokens): per MoE
+// layer and micro-batch the experts' GEMMs are 2 x 2 x R x moe_ffn x L (FC1, FC2; squared ReLU, not
+// gated) with R = T x top-k, and the two projections 2 x T x h x L each, as Megatron's own count has them
+// (training.py:438-450 at 2a75ac12: 4 T L moe_ffn k + 4 T h L); 'moe' replays them all.
+void TestStepTime::latentMoeRegions()
+{
+    const BridgeJob job = bridgeJob("nemotron_3_super_pretrain_64gpu_h100_bf16_config");
+    const Recipe r = validate(job.recipe, InputFormat::BridgeOverrides).resolved;
+    const StepTimeEstimate e = estimateStepTime(r, h100());
+    QVERIFY(e.not_estimated.empty());
+    const RankStepTime& stage0 = e.ranks.front(); // layers 0-43: 20 of them MoE
+    const double T = 4096, k = 22, Fm = 2688, L = 1024, h = 4096, R = T * k, per = 20 * 40;
+    const auto flopsOf = [&](const char* phase, const char* name) {
+        double f = 0;
+        for (const TimeTerm& t : stage0.terms)
+            if (t.phase == phase && t.name == name)
+                f += t.flops;
+        return f;
+    };
+    QCOMPARE(flopsOf("forward", "moe_experts"), per * 2 * 2 * R * Fm * L);
+    QCOMPARE(flopsOf("forward", "fc1_latent_proj"), per * 2 * T * h * L);
+    QCOMPARE(flopsOf("forward", "fc2_latent_proj"), per * 2 * T * L * h);
+    QCOMPARE(flopsOf("backward", "fc1_latent_proj"), 2 * flopsOf("forward", "fc1_latent_proj"));
+    QCOMPARE(flopsOf("replay", "fc1_latent_proj"), flopsOf("forward", "fc1_latent_proj"));
+    QCOMPARE(flopsOf("replay", "fc2_latent_proj"), flopsOf("forward", "fc2_latent_proj"));
 }
 
 // PP 4 x VPP 2 over 8 micro-batches: the bubble is (4 - 1) / (8 x 2) of the slowest stage's compute.

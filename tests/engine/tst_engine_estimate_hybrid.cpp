@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // The estimator's Worker layout against the worker's CPU allocator peaks for hybrid stacks and GatedDeltaNet
 // layers (issue 27), as tst_engine_estimate does for the presets: a Nemotron-H-like stack (Mamba, attention,
-// MLP and MoE layers with squared ReLU and a shared expert), a hybrid stack with GatedDeltaNet layers and a
-// Qwen3-Next-like GPT model (GatedDeltaNet and attention by linear_attention_freq, MoE MLPs), fp32 and bf16,
-// for [] and every recompute choice each model can take; the overall peak within 5 %.
+// MLP and MoE layers with squared ReLU and a shared expert), the same with latent MoE (Nemotron 3 Super's and
+// Ultra's routed experts), a hybrid stack with GatedDeltaNet layers and a Qwen3-Next-like GPT model
+// (GatedDeltaNet and attention by linear_attention_freq, MoE MLPs), fp32 and bf16, for [] and every recompute
+// choice each model can take; the overall peak within 5 %.
 #include "core/estimator.h"
 #include "core/rules.h"
 #include "estimate_test_util.h"
@@ -31,7 +32,7 @@ Recipe hybridRecipe(const QString& kind, bool bf16)
     r.warmup_iters = 1;
     r.train_iters = 2;
     r.ffn_hidden_size = 128;
-    if (kind == QLatin1String("mamba-moe")) {
+    if (kind.startsWith(QLatin1String("mamba-moe")) || kind == QLatin1String("moe")) {
         r.hybrid_layer_pattern = "M*EM-EME";
         r.num_layers = 8;
         r.activation_func = "squared_relu";
@@ -46,6 +47,19 @@ Recipe hybridRecipe(const QString& kind, bool bf16)
         r.moe_shared_expert_intermediate_size = 64;
         r.moe_grouped_gemm = true;
         r.use_fused_weighted_squared_relu = true;
+        // Nemotron 3 Super / Ultra: the routed experts in a latent space half the hidden width.
+        if (kind == QLatin1String("mamba-moe-latent"))
+            r.moe_latent_size = 32;
+        if (kind == QLatin1String("moe")) {
+            // Where the MoE layers dominate (latentMoeChangesThePeakAsMeasured): attention and MoE layers,
+            // eight SequentialMLP experts of 128, top-4.
+            r.hybrid_layer_pattern = "*E*E";
+            r.num_layers = 4;
+            r.num_moe_experts = 8;
+            r.moe_router_topk = 4;
+            r.moe_ffn_hidden_size = 128;
+            r.moe_grouped_gemm = false;
+        }
     } else {
         r.gated_linear_unit = true;
         r.activation_func = "silu";
@@ -78,6 +92,8 @@ private Q_SLOTS:
     void initTestCase() { torch::set_num_threads(1); }
     void withinFivePercent_data();
     void withinFivePercent();
+    void latentMoeChangesThePeakAsMeasured_data();
+    void latentMoeChangesThePeakAsMeasured();
 };
 
 void TestEngineEstimateHybrid::withinFivePercent_data()
@@ -85,7 +101,7 @@ void TestEngineEstimateHybrid::withinFivePercent_data()
     QTest::addColumn<QString>("kind");
     QTest::addColumn<bool>("bf16");
     QTest::addColumn<QString>("choice");
-    for (const char* kind : { "mamba-moe", "gdn", "gpt-gdn-moe" }) {
+    for (const char* kind : { "mamba-moe", "mamba-moe-latent", "gdn", "gpt-gdn-moe" }) {
         for (const bool bf16 : { false, true }) {
             const Recipe small = validate(hybridRecipe(QLatin1String(kind), bf16)).resolved;
             for (const auto& c : recomputeChoices(small)) {
@@ -119,6 +135,69 @@ void TestEngineEstimateHybrid::withinFivePercent()
     detail += phaseDetails(rank, m);
     qInfo("%s: %s", QTest::currentDataTag(), qPrintable(detail));
     QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
+}
+
+// Where the MoE layers dominate the peak (top-4 of eight 128-wide experts against hidden 64), the Worker
+// layout's backward is 8 to 16 % below the CPU probe with or without latent MoE: the MoE layer's backward
+// holds about 2.5 x [R, moe_ffn] of gradients more than the layer model's generic backward (the same bytes
+// at either width, so not a latent term; the peak can then fall in another phase of the estimate than of
+// the run). What latent MoE changes is checked phase by phase: each phase's peak with moe_latent_size 16
+// against the same model without it, the estimate's difference within 2 % of the measured one. Excepted:
+// the forward where the MoE layer runs without grad ('moe', full recompute), whose moment the Worker layout
+// misses at either width by more than 5 % (fp32 'moe': -12 % wide, -15 % latent, the part that scales
+// with the routed width included; full recompute 3 to 7 % high, as withinFivePercent's rows show).
+void TestEngineEstimateHybrid::latentMoeChangesThePeakAsMeasured_data()
+{
+    QTest::addColumn<bool>("bf16");
+    QTest::addColumn<QString>("choice");
+    for (const bool bf16 : { false, true }) {
+        const Recipe wide = validate(hybridRecipe(QStringLiteral("moe"), bf16)).resolved;
+        for (const auto& c : recomputeChoices(wide)) {
+            const QString label = QString::fromStdString(choiceSpelling(c));
+            QTest::newRow(qPrintable((bf16 ? QStringLiteral("bf16 ") : QStringLiteral("fp32 ")) + label))
+                << bf16 << label;
+        }
+    }
+}
+
+void TestEngineEstimateHybrid::latentMoeChangesThePeakAsMeasured()
+{
+    QFETCH(bool, bf16);
+    QFETCH(QString, choice);
+    std::map<std::string, double> estimated, measured; // phase -> wide less latent
+    for (const int latent : { 0, 16 }) {
+        Recipe r = hybridRecipe(QStringLiteral("moe"), bf16);
+        if (latent > 0)
+            r.moe_latent_size = latent;
+        const Validation v = validate(candidateRecipe(r, *readChoiceSpelling(choice.toStdString())));
+        QVERIFY2(!v.hasErrors(), v.findings.empty() ? "" : v.findings.front().message.c_str());
+        const Measured m = runWorker(v.resolved);
+        QVERIFY2(m.error.empty(), m.error.c_str());
+        const MemoryEstimate e = estimateMemory(v.resolved, Layout::Worker);
+        QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+        qInfo("%s, moe_latent_size %d: %s", QTest::currentDataTag(), latent,
+            qPrintable(phaseDetails(e.ranks.front(), m).mid(2)));
+        const double sign = latent > 0 ? -1 : 1;
+        for (const auto& [phase, bytes] : m.phases) {
+            measured[phase] += sign * static_cast<double>(bytes);
+            estimated[phase] += sign * static_cast<double>(e.ranks.front().phase(phase)->peak_bytes);
+        }
+    }
+    const bool nograd_moe
+        = choice.startsWith(QLatin1String("full")) || choice.split(u',').contains(QStringLiteral("moe"));
+    for (const char* phase : { "forward", "backward", "optimizer" }) {
+        QVERIFY(measured.count(phase));
+        const double est = estimated[phase], got = measured[phase];
+        const QString detail = QStringLiteral("%1: latent MoE frees %2 bytes estimated, %3 measured (%4 %)")
+                                   .arg(QLatin1String(phase))
+                                   .arg(est, 0, 'f', 0)
+                                   .arg(got, 0, 'f', 0)
+                                   .arg(100 * (est - got) / got, 0, 'f', 2);
+        qInfo("%s: %s", QTest::currentDataTag(), qPrintable(detail));
+        QVERIFY2(got > 0, qPrintable(detail));
+        if (!(nograd_moe && std::string(phase) == "forward"))
+            QVERIFY2(std::abs(est - got) <= 0.02 * got, qPrintable(detail));
+    }
 }
 
 QTEST_GUILESS_MAIN(TestEngineEstimateHybrid)

@@ -360,6 +360,8 @@ private slots:
         QTest::addColumn<QJsonObject>("patch");
         QTest::addColumn<QString>("says");
         QTest::newRow("num_query_groups 0") << QJsonObject { { u"num_query_groups"_s, 0 } } << u"RS23"_s;
+        QTest::newRow("moe_latent_size 0") << QJsonObject { { u"num_moe_experts"_s, 4 },
+            { u"moe_latent_size"_s, 0 } } << u"moe_latent_size"_s;
         QTest::newRow("pp x vpp overflow") << QJsonObject { { u"pipeline_model_parallel_size"_s, 65536 },
             { u"virtual_pipeline_model_parallel_size"_s, 65536 } }
                                            << u"RS28"_s;
