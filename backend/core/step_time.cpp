@@ -568,6 +568,23 @@ std::string fmt(double v, int prec = 1)
     return s.str();
 }
 
+// An elementwise pass's term: its bytes at the elementwise rate, or its launches where the host is slower.
+TimeTerm elementwisePass(const char* phase, std::string name, double bytes, double kernels,
+    const CalibrationRates& c, std::string source)
+{
+    TimeTerm t;
+    t.phase = phase;
+    t.name = std::move(name);
+    t.bytes = bytes;
+    t.kernels = kernels;
+    const double device_ms = bytes / (c.elementwise_gbps * 1e6);
+    const double host_ms = kernels * c.kernel_launch_us / 1000;
+    t.ms = std::max(device_ms, host_ms);
+    t.host_bound_ms = host_ms > device_ms ? t.ms : 0;
+    t.source = std::move(source) + "; at the elementwise rate";
+    return t;
+}
+
 // Without gradient_accumulation_fusion each weight's gradient is a tensor of its own, which DDP's hook adds
 // into the parameter's main_grad in the buffer's dtype (distributed_data_parallel.py
 // _make_backward_post_hook: main_grad.add_(grad)) at every micro-batch: the buffer read and written, the
@@ -575,24 +592,16 @@ std::string fmt(double v, int prec = 1)
 // dtype): not counted.
 TimeTerm mainGradAccumulation(const Recipe& r, const RankEstimate& re, const CalibrationRates& c, double m)
 {
-    TimeTerm t;
     const PhaseEstimate* fwd = re.phase("forward");
     if (r.gradient_accumulation_fusion || !fwd || re.parameters <= 0)
-        return t;
+        return {};
     const double buffer = double(fwd->category("gradients")) / re.parameters; // bytes a parameter
     const double grad = r.bf16 || r.fp16 ? 2 : 4;
-    t.phase = "backward";
-    t.name = "main_grad accumulation";
-    t.bytes = m * re.parameters * (2 * buffer + grad);
-    t.kernels = m * re.parameter_tensors;
-    const double device_ms = t.bytes / (c.elementwise_gbps * 1e6);
-    const double host_ms = t.kernels * c.kernel_launch_us / 1000;
-    t.ms = std::max(device_ms, host_ms);
-    t.host_bound_ms = host_ms > device_ms ? t.ms : 0;
-    t.source = "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over the stage's "
-               "parameters (the buffer read and written, the gradient read; DDP's backward hook) at the "
-               "elementwise rate";
-    return t;
+    return elementwisePass("backward", "main_grad accumulation", m * re.parameters * (2 * buffer + grad),
+        m * re.parameter_tensors, c,
+        "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over the stage's "
+        "parameters "
+        "(the buffer read and written, the gradient read; DDP's backward hook)");
 }
 
 // The optimizer step of one rank, pass by pass over the parameters it updates (P, its shard), each pass
@@ -646,19 +655,8 @@ std::vector<TimeTerm> optimizerStep(const Recipe& r, const RankEstimate& re, con
         passes.push_back({ "main to model parameters", P * (4 + param_bytes), 1,
             "fp32 read, 16-bit written (optimizer.py _copy_main_params_to_model_params)" });
     std::vector<TimeTerm> out;
-    for (const Pass& pass : passes) {
-        TimeTerm t;
-        t.phase = "optimizer";
-        t.name = pass.name;
-        t.bytes = pass.bytes;
-        t.kernels = pass.kernels;
-        const double device_ms = pass.bytes / (c.elementwise_gbps * 1e6);
-        const double host_ms = pass.kernels * c.kernel_launch_us / 1000;
-        t.ms = std::max(device_ms, host_ms);
-        t.host_bound_ms = host_ms > device_ms ? t.ms : 0;
-        t.source = pass.source + "; at the elementwise rate";
-        out.push_back(std::move(t));
-    }
+    for (const Pass& pass : passes)
+        out.push_back(elementwisePass("optimizer", pass.name, pass.bytes, pass.kernels, c, pass.source));
     return out;
 }
 
