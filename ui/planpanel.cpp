@@ -384,13 +384,19 @@ void PlanPanel::showStatus()
     } else {
         text = tr("No target: every valid choice ranked.");
     }
-    int dropped = 0;
-    for (const PlanCandidate& c : p.candidates)
+    int dropped = 0, withinError = 0;
+    for (const PlanCandidate& c : p.candidates) {
         dropped += c.verdict == PlanVerdict::Invalid || c.verdict == PlanVerdict::OverTarget;
+        withinError += c.verdict == PlanVerdict::WithinError;
+    }
     text += QLatin1Char(' ')
         + tr("%n choice(s) planned, %1 on the front, %2 dropped.", nullptr, int(p.candidates.size()))
               .arg(p.front.size())
               .arg(dropped);
+    if (withinError > 0)
+        text += QLatin1Char(' ')
+            + tr("%n within the estimate's error of the target: a run of one says whether it fits.", nullptr,
+                withinError);
     if (m_store) {
         const int measured = m_model->measuredCount();
         text += QLatin1Char(' ')

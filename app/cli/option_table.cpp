@@ -85,9 +85,11 @@ std::vector<OptionSpec> makeOptionTable()
             "the step times are predicted from; or the name of a record shipped with the program (a name it "
             "does not know is answered with the names it has)" },
         { "confirm", "N", Arity::Value, { "plan" }, false, false,
-            "measure the N cheapest choices that fit with the worker (with --job: the user's own training "
-            "command), against the [] control (a stored one measured the same way is reused), and print each "
-            "prediction beside its measurement and the miss in points" },
+            "measure N choices with the worker (with --job: the user's own training command): the chosen "
+            "one, then those within the estimate's error of the target predicted cheaper, then the next that "
+            "fit; against the [] control (a stored one measured the same way is reused); print each "
+            "prediction beside its measurement and the miss in points, and with a target the choice the "
+            "measured peaks and steps make" },
 
         // The store and what is read from it.
         { "db", "PATH", Arity::Value, kStoreVerbs, false, true,
@@ -249,7 +251,10 @@ std::vector<VerbSpec> makeVerbTable()
             "modelled), keeps those whose every rank fits --target-gb less the estimate's 5 % error, and "
             "prints the cheapest, the Pareto front of memory against time and why every other choice was "
             "dropped (over the target: on which stage and by how much; invalid: the rule; dominated: by "
-            "which). Predictions, not measurements: --confirm N measures the N cheapest that fit.\nExit: 0 "
+            "which). A choice estimated under the target but inside that 5 % is within-error: only a "
+            "measurement can say it fits. Predictions, not measurements: --confirm N measures the chosen "
+            "one, the within-error ones predicted cheaper and the next that fit, and the advisor chooses "
+            "among the measurements.\nExit: 0 "
             "something fits (or no target), 1 nothing fits or the recipe has a rule error, 2 unusable "
             "input." },
         { "estimate", "predict every rank's peak memory per phase, for one or every recompute choice",

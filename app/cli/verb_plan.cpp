@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 // `recompute plan`: every recompute choice Megatron can express at the recipe's profile, estimated on every
-// rank and timed by the step-time model (core/plan.h), before anything runs; with --confirm N the N cheapest
-// that fit are measured by the worker through the sweep's session (the [] control first, the repeats until
-// the interval is narrow) and the prediction is printed beside the measurement.
+// rank and timed by the step-time model (core/plan.h), before anything runs; with --confirm N the chosen
+// choice and those a measurement may yet prefer (rs::confirmationOrder) are measured by the worker through
+// the sweep's session (the [] control first, the repeats until the interval is narrow), the prediction is
+// printed beside the measurement, and the advisor chooses among the measured.
 #include <cstdio>
 #include <iostream>
 
@@ -10,6 +11,7 @@
 
 #include <QFileInfo>
 
+#include "advice_output.h"
 #include "cli_session.h"
 #include "core/advisor.h"
 #include "core/calibration.h"
@@ -129,20 +131,13 @@ int confirmWithJob(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input
     return r.exitCode;
 }
 
-// --confirm N: the N cheapest fitting choices (the chosen one first), each against the [] control.
+// --confirm N: the chosen choice, the within-error ones predicted cheaper and the next that fit
+// (rs::confirmationOrder), at most N, each against the [] control; with a target, the advisor then
+// chooses among the measurements.
 int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const rs::Recipe& base,
     const rs::Plan& plan, int n, std::optional<double> target)
 {
-    std::vector<size_t> top;
-    for (size_t i = 0; i < plan.candidates.size(); ++i) {
-        const auto v = plan.candidates[i].verdict;
-        if (!plan.candidates[i].control && (v == rs::PlanVerdict::Chosen || v == rs::PlanVerdict::Fits))
-            top.push_back(i);
-    }
-    std::stable_sort(top.begin(), top.end(),
-        [&plan](size_t a, size_t b) { return plan.candidates[a].step_ms < plan.candidates[b].step_ms; });
-    if (top.size() > size_t(n))
-        top.resize(size_t(n));
+    const std::vector<size_t> top = rs::confirmationOrder(plan, n);
     if (top.empty()) {
         std::cerr << (plan.chosen && plan.candidates[*plan.chosen].control
                 ? "recompute plan: --confirm: only [] fits (no recompute needed), nothing to compare it "
@@ -187,7 +182,21 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
             measuredRuns.emplace_back(rs::choiceSpelling(rs::recipeChoice(job.recipe)), job.runId);
     }
     printAgainstMeasurement(store, plan, *session.controlRunId, measuredRuns);
-    return 0;
+    if (!target)
+        return 0;
+    // The measured peaks decide what fits: the advisor chooses among the measured choices as a sweep
+    // does (never on a difference inside the noise), so a within-error choice that measures under the
+    // target can be the answer.
+    QVector<qint64> moreControls;
+    for (const auto& job : session.jobs)
+        if (job.isControl && job.runId && job.runId != *session.controlRunId)
+            moreControls << job.runId;
+    const auto rows = store.compare(*session.controlRunId, session.candidateRuns());
+    const rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *target, moreControls);
+    std::cout << "\nmeasured:\n" << rs::cli::adviceText(advice).constData();
+    if (!advice.significanceNote.isEmpty())
+        std::cout << "  note: " << advice.significanceNote.toStdString() << "\n";
+    return advice.advice.chosen ? 0 : 1;
 }
 
 // The names of the records shipped with the program, as an error lists them.
@@ -265,7 +274,7 @@ int planMain(const std::vector<std::string>& argv)
     if (args.has("job") && !confirmN)
         return rs::cli::usageError("plan",
             "--job goes with --confirm N: the plan itself runs nothing; --confirm N --job runs your training "
-            "command for the N cheapest choices that fit and the [] control");
+            "command for the chosen choice, those a measurement may yet prefer and the [] control");
     rs::RecipeInput input;
     if (const auto done = rs::cli::readRunRecipe("plan", args, &input))
         return *done;

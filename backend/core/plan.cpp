@@ -21,6 +21,8 @@ const char* planVerdictName(PlanVerdict v)
         return "chosen";
     case PlanVerdict::Fits:
         return "fits";
+    case PlanVerdict::WithinError:
+        return "within-error";
     case PlanVerdict::OverTarget:
         return "over-target";
     case PlanVerdict::Invalid:
@@ -92,8 +94,9 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
     plan.provisional = rates.provisional;
     plan.rates_source = rates.device + ", " + rates.dtype + (rates.provisional ? ", PROVISIONAL" : "");
     // What a rank may use: the target less the margin (no target: anything).
-    const int64_t limit = target_gb ? int64_t(double(gbToBytes(*target_gb)) * (1.0 - margin))
-                                    : std::numeric_limits<int64_t>::max();
+    const int64_t target = target_gb ? gbToBytes(*target_gb) : std::numeric_limits<int64_t>::max();
+    const int64_t limit
+        = target_gb ? int64_t(double(target) * (1.0 - margin)) : std::numeric_limits<int64_t>::max();
     for (const RecomputeChoice& choice : expressibleChoices(r)) {
         PlanCandidate c;
         c.choice = choice;
@@ -126,12 +129,17 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         const StepTimeEstimate t = estimateStepTime(v.resolved, rates, &m);
         c.step_ms = t.step_ms;
         c.replay_ms = t.replay_ms;
-        if (c.peak_bytes > limit) {
-            const int64_t over = c.peak_bytes - limit;
+        if (c.peak_bytes > target) {
             c.verdict = PlanVerdict::OverTarget;
             c.reason = "does not fit: stage " + std::to_string(c.hottest_stage) + " needs "
-                + formatGb(c.peak_bytes) + " GB, " + formatGb(over) + " GB over the " + formatGb(limit)
-                + " GB it may use";
+                + formatGb(c.peak_bytes) + " GB, " + formatGb(c.peak_bytes - target) + " GB over the "
+                + formatGb(target) + " GB target";
+        } else if (c.peak_bytes > limit) {
+            c.verdict = PlanVerdict::WithinError;
+            c.reason = "within the estimate's error of the target: stage " + std::to_string(c.hottest_stage)
+                + " needs " + formatGb(c.peak_bytes) + " GB of the " + formatGb(target) + " GB target, "
+                + formatGb(c.peak_bytes - limit) + " GB into the " + std::to_string(int(margin * 100 + 0.5))
+                + " % kept free; a measurement says whether it fits";
         }
         plan.candidates.push_back(c);
     }
@@ -175,6 +183,10 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
             c.reason = "the cheapest predicted step that fits (" + pct(c.delta_pct) + " against [])";
             continue;
         }
+        if (c.verdict == PlanVerdict::WithinError && plan.chosen
+            && c.step_ms < plan.candidates[*plan.chosen].step_ms)
+            c.reason += "; predicted " + pct(100.0 * (c.step_ms / plan.candidates[*plan.chosen].step_ms - 1))
+                + " against " + plan.candidates[*plan.chosen].label + ": --confirm measures it";
         if (c.verdict == PlanVerdict::Fits) {
             if (c.dominated_by)
                 c.reason = "dominated by " + plan.candidates[*c.dominated_by].label
@@ -192,6 +204,34 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
     if (!plan.chosen && target_gb)
         plan.notes.push_back("no choice fits the target on every rank");
     return plan;
+}
+
+std::vector<size_t> confirmationOrder(const Plan& p, int n)
+{
+    const double chosen_ms
+        = p.chosen ? p.candidates[*p.chosen].step_ms : std::numeric_limits<double>::infinity();
+    std::vector<size_t> cheaper, fits;
+    for (size_t i = 0; i < p.candidates.size(); ++i) {
+        const PlanCandidate& c = p.candidates[i];
+        if (c.control || (p.chosen && i == *p.chosen))
+            continue;
+        if (c.verdict == PlanVerdict::WithinError && c.step_ms < chosen_ms)
+            cheaper.push_back(i);
+        else if (c.verdict == PlanVerdict::Fits)
+            fits.push_back(i);
+    }
+    const auto byStep
+        = [&p](size_t a, size_t b) { return p.candidates[a].step_ms < p.candidates[b].step_ms; };
+    std::stable_sort(cheaper.begin(), cheaper.end(), byStep);
+    std::stable_sort(fits.begin(), fits.end(), byStep);
+    std::vector<size_t> out;
+    if (p.chosen && !p.candidates[*p.chosen].control)
+        out.push_back(*p.chosen);
+    out.insert(out.end(), cheaper.begin(), cheaper.end());
+    out.insert(out.end(), fits.begin(), fits.end());
+    if (out.size() > size_t(std::max(n, 0)))
+        out.resize(size_t(std::max(n, 0)));
+    return out;
 }
 
 nlohmann::json planToJson(const Plan& p)

@@ -23,10 +23,13 @@ namespace rs {
 enum class PlanVerdict {
     Chosen, // the cheapest predicted step that fits
     Fits, // fits, predicted slower than the chosen one
+    // Some rank's estimate is under the target but inside the margin kept for the estimate's error: whether
+    // it fits is for a measurement to say (--confirm measures those predicted cheaper than the chosen one).
+    WithinError,
     OverTarget, // some rank's estimated peak is over the target
     Invalid, // a rule error
 };
-const char* planVerdictName(PlanVerdict v); // chosen | fits | over-target | invalid
+const char* planVerdictName(PlanVerdict v); // chosen | fits | within-error | over-target | invalid
 
 struct PlanCandidate {
     RecomputeChoice choice;
@@ -67,6 +70,12 @@ std::vector<RecomputeChoice> expressibleChoices(const Recipe& resolved);
 // target_gb: none ranks every valid choice. margin: as rankCandidatesByEstimate's.
 Plan planRecompute(const Recipe& resolved, InputFormat format, const CalibrationRates& rates,
     std::optional<double> target_gb, double margin);
+
+// What a confirmation measures, at most n, never the control: the chosen choice first, then the
+// within-error ones predicted cheaper than it (the estimate cannot say they do not fit, so a measurement
+// may find a cheaper choice that does), cheapest first, then the other fitting ones by predicted step.
+// With nothing chosen, the within-error ones by predicted step.
+std::vector<size_t> confirmationOrder(const Plan& p, int n);
 
 nlohmann::json planToJson(const Plan& p);
 

@@ -50,9 +50,15 @@ void TestCliPlan::moonlightByName()
     QVERIFY(run.out.contains(u"PROVISIONAL"_s));
     QVERIFY(run.out.contains(u"cheapest that fits: "_s));
     QVERIFY(run.out.contains(u"Pareto front"_s));
-    QVERIFY(run.out.contains(u"does not fit: stage 0 needs"_s));
+    // 30.36-30.86 GB estimates sit inside the 5 % kept free under 32 GB: a measurement decides them.
+    QVERIFY(run.out.contains(u"within-error"_s));
+    QVERIFY(run.out.contains(u"a measurement says whether it fits"_s));
     QVERIFY(run.out.contains(u"dominated by "_s));
     QVERIFY(run.out.contains(u"communication is not modelled"_s));
+    const auto tight = plan(kMoonlight + QStringList { u"--target-gb"_s, u"26"_s, u"--rates"_s, kRates });
+    QVERIFY2(tight.code == 0, qPrintable(tight.out + tight.err));
+    QVERIFY(tight.out.contains(u"does not fit: stage 0 needs"_s));
+    QVERIFY(tight.out.contains(u"GB over the 26.000 GB target"_s));
 }
 
 void TestCliPlan::jsonShape()
@@ -77,14 +83,18 @@ void TestCliPlan::jsonShape()
     for (const auto& v : cands) {
         const auto c = v.toObject();
         const QString verdict = c.value("verdict"_L1).toString();
-        QVERIFY2(QStringList({ u"chosen"_s, u"fits"_s, u"over-target"_s, u"invalid"_s }).contains(verdict),
+        QVERIFY2(QStringList({ u"chosen"_s, u"fits"_s, u"within-error"_s, u"over-target"_s, u"invalid"_s })
+                     .contains(verdict),
             qPrintable(verdict));
+        const double peak = c.value("peak_allocated_bytes"_L1).toDouble();
         if (verdict == u"fits"_s) {
             QVERIFY(c.value("step_ms"_L1).toDouble() >= chosenMs);
-            QVERIFY(c.value("peak_allocated_bytes"_L1).toDouble() <= 32e9 * 0.95);
+            QVERIFY(peak <= 32e9 * 0.95);
         }
+        if (verdict == u"within-error"_s)
+            QVERIFY(peak > 32e9 * 0.95 && peak <= 32e9);
         if (verdict == u"over-target"_s)
-            QVERIFY(c.value("peak_allocated_bytes"_L1).toDouble() > 32e9 * 0.95);
+            QVERIFY(peak > 32e9);
     }
     QVERIFY(j.value("front"_L1).toArray().size() >= 2);
 }

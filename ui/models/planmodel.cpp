@@ -197,6 +197,8 @@ QVariant PlanModel::data(const QModelIndex& index, int role) const
     case Qt::ForegroundRole:
         if (c.verdict == PlanVerdict::Invalid || c.verdict == PlanVerdict::OverTarget)
             return QBrush(QColor(0x75, 0x75, 0x75));
+        if (c.verdict == PlanVerdict::WithinError)
+            return QBrush(QColor(0x8d, 0x5b, 0x00)); // amber: a measurement decides
         return {};
     case Qt::ToolTipRole: {
         QString tip = QString::fromStdString(c.reason);

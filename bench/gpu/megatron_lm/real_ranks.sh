@@ -15,7 +15,8 @@
 #    at a time, alone on the GPU) and NO_WORKER=1: a Llama-like stack, the MoE stack, and Moonlight's layer
 #    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers; time-big-*: the Llama-like
 #    layer at its full width (hidden 4096, FFN 14336), 4 layers, where the GPU's work and not the host sets the
-#    step; time-dlocal-*: the H200 job sweep's dense local-spec job.
+#    step (time-big8k-*: at seq 8192); time-dlocal-*: the H200 job sweep's dense local-spec job, every
+#    choice the plan weighs at a 12-17 GB target (issue 31: the plan's choice against a measured sweep's).
 # Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
 # JOBS at a time (memory is per process: the allocator's own counters); the worker's runs one at a time
 # beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
@@ -91,6 +92,9 @@ dlocal="--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --seq-length 
   --no-bias-dropout-fusion --no-rope-fusion"
 big4="${dense8/--hidden-size 2048 --num-attention-heads 16/--hidden-size 4096 --num-attention-heads 32}"
 big4="${big4/--num-query-groups 4 --ffn-hidden-size 7168/--num-query-groups 8 --ffn-hidden-size 14336}"
+# The same at seq 8192 with two micro-batches a step: attention's share of the step doubles.
+big8k="${big4/--seq-length 4096 --max-position-embeddings 4096/--seq-length 8192 --max-position-embeddings 8192}"
+big8k="${big8k/--global-batch-size 4/--global-batch-size 2}"
 # Moonlight's layer kinds (Bridge's MoonlightModelProvider, as bridge_rank.sh) at 4 layers on one GPU.
 moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-attention-heads 16
   --multi-latent-attention --kv-lora-rank 512 --qk-head-dim 128 --qk-pos-emb-head-dim 64 --v-head-dim 128
@@ -103,7 +107,7 @@ moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-at
   --hidden-dropout 0 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
 # One line each (a run is one line of RUNS).
 # shellcheck disable=SC2086,SC2116
-for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 dlocal moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 big8k dlocal moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
 mlp="--recompute-granularity selective --recompute-modules mlp"
 full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
 delayed="--fp8-format hybrid --fp8-recipe delayed"
@@ -150,10 +154,21 @@ time-llama-core_attn 1 0 $llama8 $t16 $sel core_attn
 time-llama-mlp 1 0 $llama8 $t16 $mlp
 time-llama-full 1 0 $llama8 $t16 $full
 time-dlocal-none 1 0 $dlocal $t16
+time-dlocal-core_attn 1 0 $dlocal $t16 $sel core_attn
+time-dlocal-full 1 0 $dlocal $t16 $full
+time-dlocal-full-block-4 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 4
+time-dlocal-core_attn-mlp 1 0 $dlocal $t16 $sel core_attn mlp
+time-dlocal-core_attn-layernorm 1 0 $dlocal $t16 $sel core_attn layernorm
+time-dlocal-full-block-6 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 6
+time-dlocal-full-block-7 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 7
 time-big-none 1 0 $big4 $t16
 time-big-core_attn 1 0 $big4 $t16 $sel core_attn
 time-big-mlp 1 0 $big4 $t16 $mlp
 time-big-full 1 0 $big4 $t16 $full
+time-big8k-none 1 0 $big8k $t16
+time-big8k-core_attn 1 0 $big8k $t16 $sel core_attn
+time-big8k-mlp 1 0 $big8k $t16 $mlp
+time-big8k-full 1 0 $big8k $t16 $full
 time-moe-none 1 0 $moe8 $t16
 time-moe-moe_act 1 0 $moe8 $t16 $sel moe_act
 time-moe-layernorm-moe_act 1 0 $moe8 $t16 $sel layernorm moe_act
@@ -186,6 +201,8 @@ real_one() { # NAME WORLD RANK FLAGS...
   [ -n "${SNAPSHOT:-}" ] && snap=(--train-iters 3 --record-memory-history --memory-snapshot-path "/tmp/snap-$name.pickle")
   [ -n "${PROFILE:-}" ] && snap+=(--profile --use-pytorch-profiler --profile-step-start "$PROFILE"
     --profile-step-end $((PROFILE + 2)) --tensorboard-dir "/tmp/tb-$name/tb")
+  # PROFILE_STACK=1: Python stacks in the trace, for the idle gaps by place (trace_busy.py --gaps)
+  [ -n "${PROFILE:-}" ] && [ -n "${PROFILE_STACK:-}" ] && snap+=(--pytorch-profiler-collect-callstack)
   # shellcheck disable=SC2086 # flag lines split on whitespace, as a shell line does
   (cd "$mdir" && env "${env_[@]}" timeout 420 python3 pretrain_gpt.py $common "$@" "${snap[@]}") >>"$log" 2>&1
   echo "# exit: $?" >>"$log"
@@ -196,6 +213,7 @@ real_one() { # NAME WORLD RANK FLAGS...
   fi
   if [ -n "${PROFILE:-}" ]; then
     python3 "$root/bench/gpu/megatron_lm/trace_busy.py" /tmp/tb-"$name"/torch_profile/rank-*.json.gz --top 25 \
+      ${PROFILE_STACK:+--gaps} \
       >"$logs/$name.busy.txt" 2>&1
     rm -rf /tmp/tb-"$name"
   fi

@@ -7,8 +7,13 @@
 # synchronisations (cudaStreamSynchronize, cudaDeviceSynchronize, device-to-host copies and the waits
 # inside them), and the GPU time by kernel name family. A step whose GPU is busy for a fraction of its wall
 # time is bound by the host (Python, launches, synchronisations), not by the GPU's work.
-# Usage: trace_busy.py TRACE.json[.gz] [--top N]
+# With --gaps (a trace taken with Python stacks: --pytorch-profiler-collect-callstack), the GPU's idle time
+# inside the steps is split by where the host was when it launched the work that ended each idle gap (the
+# innermost Megatron frame), and by whether a host wait on the device ended inside the gap: that is what
+# a step-time model must add for the host, by place.
+# Usage: trace_busy.py TRACE.json[.gz] [--top N] [--gaps]
 import argparse
+import bisect
 import collections
 import gzip
 import json
@@ -16,6 +21,7 @@ import json
 ap = argparse.ArgumentParser()
 ap.add_argument("trace")
 ap.add_argument("--top", type=int, default=12)
+ap.add_argument("--gaps", action="store_true")
 a = ap.parse_args()
 opener = gzip.open if a.trace.endswith(".gz") else open
 with opener(a.trace, "rt") as f:
@@ -59,3 +65,54 @@ total = sum(by.values())
 print(f"GPU time by kernel (all profiled steps, {total / 1e3:.1f} ms):")
 for k, v in by.most_common(a.top):
     print(f"  {v / 1e3:8.1f} ms  {100 * v / total:4.1f} %  {k}")
+
+if not a.gaps:
+    raise SystemExit(0)
+# The launch (cuda_runtime) of every kernel, by correlation id; the Python frames by thread, for lookup by time.
+launch = {e["args"]["correlation"]: e for e in events if e.get("ph") == "X" and e.get("cat") == "cuda_runtime"
+          and "correlation" in e.get("args", {})}
+frames = collections.defaultdict(list)
+for e in events:
+    if e.get("ph") == "X" and e.get("cat") == "python_function" and "megatron/" in e["name"]:
+        frames[e["tid"]].append(e)
+starts = {}
+for tid, fs in frames.items():
+    fs.sort(key=lambda f: f["ts"])
+    starts[tid] = [f["ts"] for f in fs]
+
+
+def place(ts, tid):
+    """The innermost megatron/ frame (file:line function) open on thread tid at time ts: frames nest, so
+    it is the latest-starting one that is still open."""
+    fs = frames.get(tid, [])
+    for i in range(bisect.bisect_right(starts.get(tid, []), ts) - 1, max(-1, bisect.bisect_right(starts.get(tid, []), ts) - 50000), -1):
+        if ts < fs[i]["ts"] + fs[i]["dur"]:
+            return fs[i]["name"].split("megatron/", 1)[1][:90]
+    return "(no Megatron frame: the autograd thread, or C++)"
+
+
+by_place, by_kind = collections.Counter(), collections.Counter()
+count = collections.Counter()
+for st in steps:
+    t0, t1 = st["ts"], st["ts"] + st["dur"]
+    ks = sorted((e for e in gpu if t0 <= e["ts"] < t1), key=lambda e: e["ts"])
+    end = t0
+    for k in ks:
+        gap = k["ts"] - end
+        if gap > 5:  # µs: below this a gap is the launch queue's own spacing
+            l = launch.get(k.get("args", {}).get("correlation"))
+            where = place(l["ts"], l["tid"]) if l else "(no launch record)"
+            waited = any(end <= s_["ts"] + s_["dur"] <= k["ts"] for s_ in syncs)
+            by_place[where] += gap
+            count[where] += 1
+            by_kind["after a host wait" if waited else "host behind, no wait"] += gap
+        end = max(end, k["ts"] + k["dur"])
+    if t1 > end:
+        by_kind["after the step's last kernel"] += t1 - end
+n = max(len(steps), 1)
+print(f"GPU idle inside the steps, a step on average ({n} steps):")
+for k, v in by_kind.most_common():
+    print(f"  {v / 1e3 / n:8.2f} ms  {k}")
+print("by where the host launched the work that ended the gap (innermost Megatron frame):")
+for k, v in by_place.most_common(a.top):
+    print(f"  {v / 1e3 / n:8.2f} ms  {count[k] / n:6.1f} gaps  {k}")
