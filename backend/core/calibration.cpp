@@ -93,6 +93,8 @@ nlohmann::json calibrationToJson(const CalibrationRates& c)
     if (c.score_dropout_fwd_gscores > 0)
         j["score_dropout"] = { { "fwd_gscores", c.score_dropout_fwd_gscores },
             { "bwd_gscores", c.score_dropout_bwd_gscores } };
+    if (c.accumulate_gbps > 0)
+        j["accumulate_gbps"] = c.accumulate_gbps;
     return j;
 }
 
@@ -139,6 +141,8 @@ CalibrationRates calibrationFromJson(const nlohmann::json& j)
         c.score_dropout_fwd_gscores = positive(u, "fwd_gscores", "score_dropout.");
         c.score_dropout_bwd_gscores = positive(u, "bwd_gscores", "score_dropout.");
     }
+    if (j.contains("accumulate_gbps"))
+        c.accumulate_gbps = positive(j, "accumulate_gbps");
     return c;
 }
 

@@ -49,6 +49,10 @@ struct CalibrationRates {
     // Dropout over the scores (attention_dropout > 0 on that path), the same units; 0: not in the record.
     double score_dropout_fwd_gscores = 0;
     double score_dropout_bwd_gscores = 0;
+    // The main_grad accumulation's own op: an fp32 buffer added to in place from a 16-bit gradient
+    // (main_grad.add_(grad)), bytes read and written over time. Mixed dtypes take PyTorch's slower
+    // non-vectorised kernel, well below the out-of-place add. 0: not in the record (the add's rate is used).
+    double accumulate_gbps = 0;
     double kernel_launch_us = 0; // host time per small kernel, queued back to back (the framework's cost)
     double checkpoint_us = 0; // host time a checkpoint adds around its region, forward and replay
     // One device-to-host read of a small tensor after an idle queue. Recorded, not yet a term of the model:

@@ -597,11 +597,21 @@ TimeTerm mainGradAccumulation(const Recipe& r, const RankEstimate& re, const Cal
         return {};
     const double buffer = double(fwd->category("gradients")) / re.parameters; // bytes a parameter
     const double grad = r.bf16 || r.fp16 ? 2 : 4;
-    return elementwisePass("backward", "main_grad accumulation", m * re.parameters * (2 * buffer + grad),
-        m * re.parameter_tensors, c,
-        "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over the stage's "
-        "parameters "
-        "(the buffer read and written, the gradient read; DDP's backward hook)");
+    const std::string source
+        = "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over "
+          "the stage's parameters (the buffer read and written, the gradient read; DDP's "
+          "backward hook)";
+    const double bytes = m * re.parameters * (2 * buffer + grad);
+    if (c.accumulate_gbps <= 0 || buffer == grad)
+        return elementwisePass(
+            "backward", "main_grad accumulation", bytes, m * re.parameter_tensors, c, source);
+    // Mixed dtypes: at the measured rate of that very op.
+    CalibrationRates accumulate = c;
+    accumulate.elementwise_gbps = c.accumulate_gbps;
+    TimeTerm t = elementwisePass(
+        "backward", "main_grad accumulation", bytes, m * re.parameter_tensors, accumulate, source);
+    t.source = source + "; at the measured rate of an fp32 buffer added to from a 16-bit tensor";
+    return t;
 }
 
 // The optimizer step of one rank, pass by pass over the parameters it updates (P, its shard), each pass

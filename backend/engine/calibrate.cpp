@@ -244,6 +244,17 @@ CalibrationRates calibrate(const CalibrateOptions& o)
         c.elementwise_gbps = bytes / (b.ms([&] { (void)torch::add(x, y); }) * 1e6);
     }
 
+    // The main_grad accumulation: an fp32 buffer added to in place from a tensor of the run's dtype (DDP's
+    // hook, main_grad.add_(grad)); 4 + 2 bytes read and 4 written an element in bf16. Only where the dtypes
+    // differ: an fp32 run's is the add above.
+    if (b.opts().dtype() != torch::kFloat32) {
+        const int64_t n = quick ? (1 << 20) : (int64_t(1) << 28);
+        const Tensor buffer = torch::zeros({ n }, b.opts().dtype(torch::kFloat32));
+        const Tensor grad = torch::randn({ n }, b.opts());
+        const double bytes = double(n) * (2.0 * 4 + double(grad.element_size()));
+        c.accumulate_gbps = bytes / (b.ms([&] { buffer.add_(grad); }) * 1e6);
+    }
+
     // The host's cost of a small kernel: a thousand one-element adds queued, then waited for.
     {
         const Tensor t = torch::ones({ 1 }, b.opts());

@@ -146,6 +146,8 @@ void TestStepTime::recordReadsAndRefuses_data()
         << u"/unfused_attention={\"fwd_gscores\": 150}"_s << u"unfused_attention.bwd_gscores"_s;
     QTest::newRow("negative dropout rate")
         << u"/score_dropout={\"fwd_gscores\": -1, \"bwd_gscores\": 60}"_s << u"score_dropout.fwd_gscores"_s;
+    QTest::newRow("accumulate rate given") << u"/accumulate_gbps=2100"_s << u""_s;
+    QTest::newRow("zero accumulate rate") << u"/accumulate_gbps=0"_s << u"accumulate_gbps"_s;
 }
 
 // A record that times the unfused attention chain (calibration.h) times the local spec's core attention by
@@ -258,6 +260,27 @@ void TestStepTime::mainGradAccumulation()
             bytes += t.bytes;
         }
     QCOMPARE(qRound64(bytes), qRound64(4 * parameters * bytesPerParameterPerMicroBatch));
+    // A record that measured the mixed-dtype accumulation times the term at that rate, the rest unchanged.
+    // (Launches made free in both: the provisional record's 43 us a kernel would set this small stack.)
+    CalibrationRates base = h100();
+    base.kernel_launch_us = 1e-6;
+    CalibrationRates measured = base;
+    measured.accumulate_gbps = measured.elementwise_gbps / 2;
+    const StepTimeEstimate slow = estimateStepTime(resolved, measured, &m);
+    const StepTimeEstimate atAddRate = estimateStepTime(resolved, base, &m);
+    const auto termMs = [](const StepTimeEstimate& x, const std::string& name) {
+        double ms = 0;
+        for (const TimeTerm& t : x.ranks.at(0).terms)
+            ms += t.name == name ? t.ms : 0;
+        return ms;
+    };
+    if (fusion) {
+        QCOMPARE(slow.step_ms, atAddRate.step_ms);
+    } else {
+        QCOMPARE(termMs(slow, "main_grad accumulation"), 2 * termMs(atAddRate, "main_grad accumulation"));
+        QCOMPARE(termMs(slow, "mlp"), termMs(atAddRate, "mlp"));
+        QVERIFY(slow.step_ms > atAddRate.step_ms);
+    }
 }
 
 void TestStepTime::recordReadsAndRefuses()

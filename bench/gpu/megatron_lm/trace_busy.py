@@ -110,6 +110,22 @@ for st in steps:
     if t1 > end:
         by_kind["after the step's last kernel"] += t1 - end
 n = max(len(steps), 1)
+# The GPU's work by where it was launched: kernel families by innermost Megatron frame (the forward's and
+# the optimizer's frames; the backward runs on autograd's thread, without Python frames, under one name).
+by_site, site_count = collections.Counter(), collections.Counter()
+for st in steps:
+    t0, t1 = st["ts"], st["ts"] + st["dur"]
+    for k in gpu:
+        if not t0 <= k["ts"] < t1:
+            continue
+        l = launch.get(k.get("args", {}).get("correlation"))
+        where = place(l["ts"], l["tid"]) if l else "(no launch record)"
+        key = (where, k["name"].split("<")[0].split("(")[0][:40])
+        by_site[key] += k["dur"]
+        site_count[key] += 1
+print(f"GPU time by launch site and kernel family, a step on average ({n} steps):")
+for (where, fam), v in by_site.most_common(3 * a.top):
+    print(f"  {v / 1e3 / n:8.2f} ms  {site_count[(where, fam)] / n:6.0f} x  {fam:40}  {where}")
 print(f"GPU idle inside the steps, a step on average ({n} steps):")
 for k, v in by_kind.most_common():
     print(f"  {v / 1e3 / n:8.2f} ms  {k}")
