@@ -12,6 +12,7 @@
 #include <cstdlib>
 
 #include "core/megatron_arg_table.h"
+#include "core/pipeline_layout.h"
 #include "core/recipe_json.h"
 
 namespace rs {
@@ -111,6 +112,12 @@ const std::vector<FlagDef>& flagDefs()
         { "--num-virtual-stages-per-pipeline-rank", Arity::Value, "virtual_pipeline_model_parallel_size" },
         { "--virtual-pipeline-model-parallel-size", Arity::Value, "virtual_pipeline_model_parallel_size" },
         { "--num-layers-per-virtual-pipeline-stage", Arity::Value, "" },
+        { "--pipeline-model-parallel-layout", Arity::Value, "pipeline_model_parallel_layout" },
+        { "--decoder-first-pipeline-num-layers", Arity::Value, "num_layers_in_first_pipeline_stage" },
+        { "--decoder-last-pipeline-num-layers", Arity::Value, "num_layers_in_last_pipeline_stage" },
+        { "--account-for-embedding-in-pipeline-split", Arity::Switch,
+            "account_for_embedding_in_pipeline_split" },
+        { "--account-for-loss-in-pipeline-split", Arity::Switch, "account_for_loss_in_pipeline_split" },
         { "--context-parallel-size", Arity::Value, "context_parallel_size" },
         { "--expert-model-parallel-size", Arity::Value, "expert_model_parallel_size" },
         { "--sequence-parallel", Arity::Switch, "sequence_parallel" },
@@ -482,6 +489,8 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
                     "--hybrid-override-pattern is deprecated; use --hybrid-layer-pattern instead.");
             setRecipeField(base, "hybrid_layer_pattern", stripQuotes(values[0]), where);
             markExplicit(base, "hybrid_layer_pattern");
+        } else if (flag == "--pipeline-model-parallel-layout") {
+            setRecipeField(base, "pipeline_model_parallel_layout", stripQuotes(values[0]), where);
         } else if (flag == "--num-layers-per-virtual-pipeline-stage") {
             layersPerVirtualStage
                 = parseInt(values[0], "virtual_pipeline_model_parallel_size", where).get<int>();
@@ -568,6 +577,28 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
             "Megatron-LM ignores --num-query-groups without --group-query-attention (the model would be "
             "multi-head attention); add --group-query-attention or drop --num-query-groups");
     }
+    // validate_args: at most one of the three ways to give virtual stages (arguments.py:893-905 at 2a75ac12;
+    // the flag reader takes --num-virtual-stages-per-pipeline-rank and its older spelling as one field).
+    // A hybrid stack refuses a layout before that (M12), and takes its virtual stages from its pattern.
+    const bool gptLayout = base.pipeline_model_parallel_layout && !base.hybrid_layer_pattern;
+    if (gptLayout && (vppGiven || layersPerVirtualStage))
+        throw RecipeError("pipeline_model_parallel_layout", "flag --pipeline-model-parallel-layout",
+            "No more than one of the following arguments can be set at the same time: "
+            "--num-layers-per-virtual-pipeline-stage, --num-virtual-stages-per-pipeline-rank,"
+            "--pipeline-model-parallel-layout (Megatron-LM's assertion, "
+            "megatron/training/arguments.py:894-905 "
+            "at 2a75ac12): the layout gives the virtual stages");
+    if (gptLayout) {
+        // validate_args takes the virtual stages from the layout: its stages / PP, None for one
+        // (arguments.py:907-918 at 2a75ac12); M10 says when PP does not divide them.
+        const std::size_t stages = parsePipelineLayout(*base.pipeline_model_parallel_layout).stages.size();
+        const int pp = base.pipeline_model_parallel_size;
+        if (pp >= 1 && stages % static_cast<std::size_t>(pp) == 0) {
+            const std::size_t vpp = stages / static_cast<std::size_t>(pp);
+            base.virtual_pipeline_model_parallel_size
+                = vpp == 1 ? std::nullopt : std::optional<int>(static_cast<int>(vpp));
+        }
+    }
     if (layersPerVirtualStage) {
         const std::string where = "flag --num-layers-per-virtual-pipeline-stage";
         if (vppGiven) {
@@ -575,19 +606,31 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
                 "give either --num-layers-per-virtual-pipeline-stage or the number of virtual stages, not "
                 "both");
         }
+        if (base.num_layers_in_first_pipeline_stage || base.num_layers_in_last_pipeline_stage)
+            throw RecipeError("virtual_pipeline_model_parallel_size", where,
+                "please use --num-virtual-stages-per-pipeline-rank to specify virtual pipeline parallel "
+                "degree "
+                "when enable uneven pipeline parallelism (Megatron-LM's assertion with "
+                "--decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers, "
+                "megatron/training/arguments.py:921-922 at 2a75ac12)");
         const int pp = base.pipeline_model_parallel_size;
         if (base.num_layers <= 0 || pp <= 0 || *layersPerVirtualStage <= 0)
             throw RecipeError("virtual_pipeline_model_parallel_size", where,
                 "needs --num-layers, --pipeline-model-parallel-size and a positive number of layers per "
                 "stage");
-        const int perRank = base.num_layers / pp;
-        if (base.num_layers % pp != 0 || perRank % *layersPerVirtualStage != 0) {
+        // The embedding and the loss count as layers where the split accounts for them
+        // (arguments.py:928-932).
+        const long long layers = static_cast<long long>(base.num_layers)
+            + (base.account_for_embedding_in_pipeline_split ? 1 : 0)
+            + (base.account_for_loss_in_pipeline_split ? 1 : 0);
+        const long long perRank = layers / pp;
+        if (layers % pp != 0 || perRank % *layersPerVirtualStage != 0) {
             throw RecipeError("virtual_pipeline_model_parallel_size", where,
-                std::to_string(base.num_layers) + " layers over " + std::to_string(pp)
+                std::to_string(layers) + " layers over " + std::to_string(pp)
                     + " pipeline ranks do not split into virtual stages of "
                     + std::to_string(*layersPerVirtualStage) + " layers");
         }
-        base.virtual_pipeline_model_parallel_size = perRank / *layersPerVirtualStage;
+        base.virtual_pipeline_model_parallel_size = static_cast<int>(perRank / *layersPerVirtualStage);
     }
     // core_transformer_config_from_args (argument_utils.py:320-322 at d98e8a64): --squared-relu asserts
     // not --swiglu and sets activation_func to megatron.core.activations.squared_relu.
@@ -711,6 +754,10 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
             || flag == "--num-layers-per-virtual-pipeline-stage")
             continue; // written with --num-query-groups; one spelling of the virtual stages is enough
         if (flag == "--num-virtual-stages-per-pipeline-rank" && !table.find(flag))
+            continue;
+        // With a layout validate_args takes the virtual stages from it and refuses a second spelling of them.
+        if (flag == "--num-virtual-stages-per-pipeline-rank" && r.pipeline_model_parallel_layout
+            && !r.hybrid_layer_pattern)
             continue;
         if (flag == "--num-query-groups") {
             if (r.num_query_groups)

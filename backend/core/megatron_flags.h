@@ -16,7 +16,11 @@
 // - --num-query-groups counts only with --group-query-attention (alone, that means 1 group); without it
 //   Megatron-LM ignores the groups, which is a RecipeError here rather than a silent MHA model;
 // - --num-layers-per-virtual-pipeline-stage N becomes virtual_pipeline_model_parallel_size =
-//   num_layers / pipeline_model_parallel_size / N;
+//   num_layers (+1 for each of --account-for-embedding/loss-in-pipeline-split) / pipeline_model_parallel_size
+//   / N; with --decoder-first/last-pipeline-num-layers it is a RecipeError (validate_args asserts);
+// - --pipeline-model-parallel-layout gives virtual_pipeline_model_parallel_size = its stages / PP (None for
+//   one; left unset where PP does not divide them: M10), and with another spelling of the virtual stages it
+//   is a RecipeError (validate_args asserts);
 // - with --multi-latent-attention, an absent --q-lora-rank is None and an absent --kv-lora-rank is 32;
 // - --attention-backend takes Megatron's enum: local and unfused -> unfused, auto -> fused;
 // - grad_reduce_in_fp32 as validate_args sets it: bf16 with --main-grads-dtype fp32 turns it on unless
@@ -38,7 +42,9 @@
 // - mamba_chunk_size (Bridge's field; Megatron-LM's mixer keeps its default 128);
 // - deallocate_pipeline_outputs=false (Megatron-LM always sets it True);
 // - an empty list for a list flag (argparse nargs='+' cannot say []): cuda_graph_modules=[] and
-//   cuda_graph_scope=[] come back unset, and recompute_modules=[] without selective granularity too.
+//   cuda_graph_scope=[] come back unset, and recompute_modules=[] without selective granularity too;
+// - virtual_pipeline_model_parallel_size beside a pipeline_model_parallel_layout: Megatron-LM takes it from
+//   the layout, so it is not written and comes back as the layout's stages / PP.
 // And these throw RecipeError instead of writing something that trains differently:
 // - recompute_granularity=selective with recompute_modules=[] (Megatron-LM cannot say it: docs/rules.md,
 //   "Seen running Megatron Core main");

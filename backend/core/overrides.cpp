@@ -241,6 +241,58 @@ std::pair<HydraValue, std::vector<HydraValue>> parseValue(
     return { { array, s }, items };
 }
 
+// A list whose elements are lists, as Hydra reads [[a,b],[c]] (pipeline_model_parallel_layout's list form):
+// each element a flat list as parseValue reads it; an element that is no list is kept as a scalar (the
+// field's reader says what it wanted).
+nlohmann::json parseListOfLists(const std::string& raw, const std::string& where)
+{
+    const std::string s = trim(raw);
+    if (s.size() < 2 || s.front() != '[' || s.back() != ']')
+        throw RecipeError("", where, "a list must end with ']': " + s);
+    nlohmann::json out = nlohmann::json::array();
+    const std::string inner = trim(s.substr(1, s.size() - 2));
+    if (inner.empty())
+        return out;
+    std::string current;
+    char quote = 0;
+    int depth = 0;
+    const auto element = [&]() {
+        if (trim(current).empty())
+            throw RecipeError("", where, "empty list element in " + s);
+        bool isList = false;
+        const auto parsed = parseValue(current, where, &isList);
+        out.push_back(parsed.first.value);
+        current.clear();
+    };
+    for (std::size_t i = 0; i < inner.size(); ++i) {
+        const char c = inner[i];
+        if (quote) {
+            current.push_back(c);
+            if (c == '\\' && i + 1 < inner.size())
+                current.push_back(inner[++i]);
+            else if (c == quote)
+                quote = 0;
+            continue;
+        }
+        if (c == '\'' || c == '"')
+            quote = c;
+        else if (c == '[' && ++depth > 1)
+            throw RecipeError("", where, "lists nested more than two deep are not supported: " + s);
+        else if (c == ']' && --depth < 0)
+            throw RecipeError("", where, "unbalanced ']' in " + s);
+        if (c == ',' && depth == 0)
+            element();
+        else
+            current.push_back(c);
+    }
+    if (quote)
+        throw RecipeError("", where, "unterminated quote in " + s);
+    if (depth != 0)
+        throw RecipeError("", where, "unbalanced '[' in " + s);
+    element();
+    return out;
+}
+
 // A value as Hydra reads it back to the same JSON value.
 std::string scalarText(const nlohmann::json& v)
 {
@@ -327,6 +379,18 @@ Override splitOverride(const std::string& raw, const std::string& where)
 // Sets a recipe field from an override's value text, with Hydra's meanings.
 void setFromHydra(Recipe& r, const std::string& field, const std::string& text, const std::string& where)
 {
+    const RecipeFieldType type = *recipeFieldType(field);
+    if (type == RecipeFieldType::PipelineLayout && !trim(text).empty() && trim(text).front() == '[') {
+        // The list form, one list of layer names per stage: Hydra's nested list.
+        nlohmann::json stages;
+        try {
+            stages = parseListOfLists(text, where);
+        } catch (const RecipeError& e) {
+            throw RecipeError(field, where, e.message);
+        }
+        setRecipeField(r, field, stages, where);
+        return;
+    }
     bool isList = false;
     std::pair<HydraValue, std::vector<HydraValue>> parsed;
     try {
@@ -335,12 +399,11 @@ void setFromHydra(Recipe& r, const std::string& field, const std::string& text, 
         throw RecipeError(field, where, e.message);
     }
     nlohmann::json value = parsed.first.value;
-    const RecipeFieldType type = *recipeFieldType(field);
     const bool quoted = isQuoted(trim(text));
     if (!quoted && !isList && value == "None"
-        && (type == RecipeFieldType::OptionalString || type == RecipeFieldType::OptionalInt
-            || type == RecipeFieldType::OptionalDouble || type == RecipeFieldType::OptionalStringList
-            || type == RecipeFieldType::StringList)) {
+        && (type == RecipeFieldType::OptionalString || type == RecipeFieldType::PipelineLayout
+            || type == RecipeFieldType::OptionalInt || type == RecipeFieldType::OptionalDouble
+            || type == RecipeFieldType::OptionalStringList || type == RecipeFieldType::StringList)) {
         std::string why = "Hydra reads None as the string 'None', not as null";
         if (field == "recompute_granularity")
             why += ", and Megatron rejects recompute_granularity='None' (TransformerConfig allows 'full', "
@@ -349,7 +412,8 @@ void setFromHydra(Recipe& r, const std::string& field, const std::string& text, 
     }
     // Hydra reads model.name=123 as an int and [1,2] as ints: a string field keeps the text.
     if ((type == RecipeFieldType::String || type == RecipeFieldType::OptionalString
-            || type == RecipeFieldType::Profile || type == RecipeFieldType::FrontEnd)
+            || type == RecipeFieldType::PipelineLayout || type == RecipeFieldType::Profile
+            || type == RecipeFieldType::FrontEnd)
         && !isList && !value.is_null() && !value.is_string())
         value = parsed.first.text;
     if (type == RecipeFieldType::StringList || type == RecipeFieldType::OptionalStringList) {

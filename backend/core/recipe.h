@@ -165,6 +165,19 @@ struct Recipe {
     int expert_model_parallel_size = 1;
     bool sequence_parallel = false;
     int data_parallel_size = 1; // world size / (TP x PP x CP): shards the distributed optimizer
+    // The pipeline split where it is not the even one (TransformerConfig's fields; model_shape.h
+    // pipelineStage reads them as Megatron does, in this order of precedence). Megatron Core's layout, in its
+    // string form ("Et|(tt|)*30mL": pipeline_layout.h); a list-form layout is read into it. Its stages are PP
+    // x VPP chunks, so it gives VPP where that is unset.
+    std::optional<std::string> pipeline_model_parallel_layout;
+    // The decoder layers of the first / the last pipeline stage, the rest split evenly over the others
+    // (Megatron-LM: --decoder-first-pipeline-num-layers / --decoder-last-pipeline-num-layers).
+    std::optional<int> num_layers_in_first_pipeline_stage;
+    std::optional<int> num_layers_in_last_pipeline_stage;
+    // The even split counts the embedding / the loss as one layer each (the first / the last stage builds one
+    // decoder layer fewer).
+    bool account_for_embedding_in_pipeline_split = false;
+    bool account_for_loss_in_pipeline_split = false;
     // A pipeline stage frees a chunk's output once sent, keeping only its autograd node
     // (schedules.py deallocate_output_tensor). ModelParallelConfig False; Megatron-LM sets True
     // (core_transformer_config_from_args, no flag); Bridge's GPTModelProvider True.

@@ -11,6 +11,8 @@
 #include <set>
 #include <variant>
 
+#include "core/pipeline_layout.h"
+
 namespace rs {
 
 namespace {
@@ -141,6 +143,8 @@ using Member = std::variant<int Recipe::*, std::optional<int> Recipe::*, double 
     std::optional<std::vector<std::string>> Recipe::*, std::vector<int> Recipe::*, Profile Recipe::*,
     InputFormat Recipe::*>;
 
+const char* const kPipelineLayoutKey = "pipeline_model_parallel_layout";
+
 struct FieldDef {
     const char* key;
     Member member;
@@ -264,6 +268,11 @@ const std::vector<FieldDef>& fieldDefs()
         { "expert_model_parallel_size", &Recipe::expert_model_parallel_size },
         { "sequence_parallel", &Recipe::sequence_parallel },
         { "data_parallel_size", &Recipe::data_parallel_size },
+        { "pipeline_model_parallel_layout", &Recipe::pipeline_model_parallel_layout },
+        { "num_layers_in_first_pipeline_stage", &Recipe::num_layers_in_first_pipeline_stage },
+        { "num_layers_in_last_pipeline_stage", &Recipe::num_layers_in_last_pipeline_stage },
+        { "account_for_embedding_in_pipeline_split", &Recipe::account_for_embedding_in_pipeline_split },
+        { "account_for_loss_in_pipeline_split", &Recipe::account_for_loss_in_pipeline_split },
         { "deallocate_pipeline_outputs", &Recipe::deallocate_pipeline_outputs },
         { "use_distributed_optimizer", &Recipe::use_distributed_optimizer },
         { "grad_reduce_in_fp32", &Recipe::grad_reduce_in_fp32 },
@@ -424,6 +433,38 @@ std::vector<int> readLayerFreq(const std::string& key, const std::string& where,
     return pattern;
 }
 
+// pipeline_model_parallel_layout: Megatron's string form, checked by its parser and kept as written, or its
+// list form (one list of LayerType names per stage), kept as the string form (TransformerConfig takes
+// either).
+std::optional<std::string> readPipelineLayout(
+    const std::string& key, const std::string& where, const nlohmann::json& v)
+{
+    static const char* const expected
+        = "a layout string such as \"Et|(tt|)*30mL\", a list of per-stage lists of layer names such as "
+          "[[\"embedding\", \"decoder\"], [\"decoder\", \"loss\"]], or null";
+    if (v.is_null())
+        return std::nullopt;
+    try {
+        if (v.is_string()) {
+            const std::string text = readString(key, where, v, expected);
+            parsePipelineLayout(text);
+            return text;
+        }
+        if (!v.is_array())
+            wrongType(key, where, expected, v);
+        std::vector<std::vector<std::string>> stages;
+        for (const nlohmann::json& stage : v) {
+            if (!stage.is_array())
+                throw RecipeError(key, where,
+                    std::string("expected ") + expected + ", got the stage " + boundedDump(stage));
+            stages.push_back(readStringList(key, where, stage, "a list of layer names"));
+        }
+        return pipelineLayoutText(pipelineLayoutFromNames(stages));
+    } catch (const PipelineLayoutError& e) {
+        throw RecipeError(key, where, e.what());
+    }
+}
+
 template <class... F> struct Overloaded : F... {
     using F::operator()...;
 };
@@ -449,6 +490,8 @@ std::optional<RecipeFieldType> recipeFieldType(const std::string& key)
     const FieldDef* f = findField(key);
     if (!f)
         return std::nullopt;
+    if (key == kPipelineLayoutKey)
+        return RecipeFieldType::PipelineLayout;
     return std::visit(
         Overloaded {
             [](int Recipe::*) { return RecipeFieldType::Int; },
@@ -514,6 +557,10 @@ void setRecipeField(Recipe& r, const std::string& key, const nlohmann::json& v, 
     if (!f) {
         throw RecipeError(
             key, where, "unknown field; did you mean '" + nearestName(key, recipeFieldKeys()) + "'?");
+    }
+    if (key == kPipelineLayoutKey) {
+        r.pipeline_model_parallel_layout = readPipelineLayout(key, where, v);
+        return;
     }
     std::visit(Overloaded {
                    [&](int Recipe::*m) { r.*m = readInt(key, where, v, "an integer"); },

@@ -62,6 +62,9 @@ enum class RecipeFieldType {
     LayerFreq, // moe_layer_freq: an int or a list of 0/1
     Profile,
     FrontEnd, // front_end: json | bridge_overrides | megatron_flags
+    // pipeline_model_parallel_layout: a layout string, or a list of per-stage lists of layer names (kept as
+    // the string form; pipeline_layout.h), or null
+    PipelineLayout,
 };
 // Every key, in the order recipe.h declares the fields.
 const std::vector<std::string>& recipeFieldKeys();

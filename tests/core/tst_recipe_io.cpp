@@ -139,6 +139,13 @@ Recipe fullRecipe()
     r.expert_model_parallel_size = 4;
     r.sequence_parallel = true;
     r.data_parallel_size = 4;
+    // Four stages: with PP 2 the layout's VPP is the recipe's (the flag reader derives it, the writer does
+    // not write it beside a layout of a GPT model; this hybrid recipe keeps it).
+    r.pipeline_model_parallel_layout = "Et|(tt|)*2,tL";
+    r.num_layers_in_first_pipeline_stage = 3;
+    r.num_layers_in_last_pipeline_stage = 5;
+    r.account_for_embedding_in_pipeline_split = true;
+    r.account_for_loss_in_pipeline_split = true;
     r.deallocate_pipeline_outputs = true;
     r.use_distributed_optimizer = true;
     r.grad_reduce_in_fp32 = true;
@@ -472,6 +479,26 @@ void TestRecipeIo::jsonErrors_data()
     QTest::newRow("nested not an object") << R"({"comm_overlap": true})"
                                           << "comm_overlap"
                                           << "expected an object, got true";
+    QTest::newRow("layout character") << R"({"pipeline_model_parallel_layout": "Et|tx|L"})"
+                                      << "pipeline_model_parallel_layout"
+                                      << "'x' is not a layer of a pipeline layout (stage 1 of 'Et|tx|L' once "
+                                         "unrolled: 'tx...'); allowed: E";
+    QTest::newRow("layout without layers") << R"({"pipeline_model_parallel_layout": "|(|)*3"})"
+                                           << "pipeline_model_parallel_layout"
+                                           << "holds no layer";
+    QTest::newRow("layout encoder") << R"({"pipeline_model_parallel_layout": [["embedding", "encoder"]]})"
+                                    << "pipeline_model_parallel_layout"
+                                    << "'encoder' layers are not supported";
+    QTest::newRow("layout stage not a list")
+        << R"({"pipeline_model_parallel_layout": [["embedding", "decoder"], "loss"]})"
+        << "pipeline_model_parallel_layout"
+        << "got the stage \"loss\"";
+    QTest::newRow("layout type") << R"({"pipeline_model_parallel_layout": 42})"
+                                 << "pipeline_model_parallel_layout"
+                                 << "expected a layout string";
+    QTest::newRow("first stage size type") << R"({"num_layers_in_first_pipeline_stage": "4"})"
+                                           << "num_layers_in_first_pipeline_stage"
+                                           << "expected an integer or null";
     QTest::newRow("int as string") << R"({"num_layers": "32"})"
                                    << "num_layers"
                                    << "expected an integer, got \"32\"";
@@ -613,7 +640,8 @@ void TestRecipeIo::canonicalTextAndHash()
     const Recipe r = fullRecipe();
     const std::string text = recipeCanonicalText(r);
     // Compact with sorted keys: the first key is the alphabetically first field, and no indentation.
-    QVERIFY(QString::fromStdString(text).startsWith(QStringLiteral("{\"activation_func\":\"silu\",")));
+    QVERIFY(QString::fromStdString(text).startsWith(
+        QStringLiteral("{\"account_for_embedding_in_pipeline_split\":true,")));
     QVERIFY(text.find('\n') == std::string::npos);
     QVERIFY(text.find("\": ") == std::string::npos);
     // The same recipe read from differently formatted text hashes the same; any field change does not.
@@ -750,6 +778,37 @@ void TestRecipeIo::overrideForms_data()
     QTest::newRow("moe latent size null") << "model.moe_latent_size=null"
                                           << "moe_latent_size"
                                           << "null";
+    // Megatron Core's pipeline layout: its string form (quoted, as Hydra needs for '(' ')'), or its list form
+    // (Hydra's nested list, or Python's repr of one), kept as the string form.
+    QTest::newRow("layout quoted") << "model.pipeline_model_parallel_layout='Et|(tt|)*30mL'"
+                                   << "pipeline_model_parallel_layout"
+                                   << R"("Et|(tt|)*30mL")";
+    QTest::newRow("layout bare") << "model.pipeline_model_parallel_layout=Et*4|(t*4|)*14tmL"
+                                 << "pipeline_model_parallel_layout"
+                                 << R"("Et*4|(t*4|)*14tmL")";
+    QTest::newRow("layout list")
+        << "model.pipeline_model_parallel_layout=[[embedding,decoder],[decoder,loss]]"
+        << "pipeline_model_parallel_layout"
+        << R"("Et|tL")";
+    QTest::newRow("layout list repr")
+        << "model.pipeline_model_parallel_layout=[['embedding', 'decoder'], [], ['decoder', 'mtp', 'loss']]"
+        << "pipeline_model_parallel_layout"
+        << R"("Et||tmL")";
+    QTest::newRow("layout null") << "model.pipeline_model_parallel_layout=null"
+                                 << "pipeline_model_parallel_layout"
+                                 << "null";
+    QTest::newRow("first stage size") << "model.num_layers_in_first_pipeline_stage=10"
+                                      << "num_layers_in_first_pipeline_stage"
+                                      << "10";
+    QTest::newRow("last stage size") << "model.num_layers_in_last_pipeline_stage=4"
+                                     << "num_layers_in_last_pipeline_stage"
+                                     << "4";
+    QTest::newRow("embedding in the split") << "model.account_for_embedding_in_pipeline_split=True"
+                                            << "account_for_embedding_in_pipeline_split"
+                                            << "true";
+    QTest::newRow("loss in the split") << "model.account_for_loss_in_pipeline_split=true"
+                                       << "account_for_loss_in_pipeline_split"
+                                       << "true";
     QTest::newRow("squared relu") << "model.activation_func=squared_relu"
                                   << "activation_func"
                                   << R"("squared_relu")";
@@ -881,6 +940,21 @@ void TestRecipeIo::overrideErrors_data()
         << L({ "model.hybrid_layer_pattern=M*", "model.hybrid_override_pattern=MM" }) << "override 2"
         << "model.hybrid_override_pattern"
         << "cannot both be specified";
+    QTest::newRow("layout character")
+        << L({ "model.pipeline_model_parallel_layout=Et|(tt|)*3tX" }) << "override 1"
+        << "pipeline_model_parallel_layout"
+        << "'X' is not a layer of a pipeline layout";
+    QTest::newRow("layout None") << L({ "model.pipeline_model_parallel_layout=None" }) << "override 1"
+                                 << "pipeline_model_parallel_layout"
+                                 << "Hydra reads None as the string 'None'";
+    QTest::newRow("layout three deep")
+        << L({ "model.pipeline_model_parallel_layout=[[[embedding]]]" }) << "override 1"
+        << "pipeline_model_parallel_layout"
+        << "nested more than two deep";
+    QTest::newRow("layout flat list")
+        << L({ "model.pipeline_model_parallel_layout=[embedding,loss]" }) << "override 1"
+        << "pipeline_model_parallel_layout"
+        << "got the stage \"embedding\"";
     QTest::newRow("activation not built") << L({ "model.activation_func=relu" }) << "override 1"
                                           << "activation_func"
                                           << "allowed: gelu, silu, squared_relu";
@@ -1188,6 +1262,36 @@ void TestRecipeIo::flagForms_data()
     row("topk", { "--moe-router-topk", "6" }, "moe_router_topk", "6");
     row("moe ffn", { "--moe-ffn-hidden-size", "1408" }, "moe_ffn_hidden_size", "1408");
     row("moe latent", { "--moe-latent-size", "1024" }, "moe_latent_size", "1024");
+    row("layout", { "--pipeline-model-parallel-layout", "Et|(tt|)*30mL" }, "pipeline_model_parallel_layout",
+        R"("Et|(tt|)*30mL")");
+    row("layout quoted", { "--pipeline-model-parallel-layout", "'Et|(tt|)*30mL'" },
+        "pipeline_model_parallel_layout", R"("Et|(tt|)*30mL")");
+    // validate_args: the layout's stages / PP are the virtual stages (None for one).
+    row("layout gives vpp",
+        { "--pipeline-model-parallel-size", "8", "--pipeline-model-parallel-layout", "Et|(tt|)*30mL" },
+        "virtual_pipeline_model_parallel_size", "4");
+    row("layout of one stage a rank",
+        { "--pipeline-model-parallel-layout", "Et|(tt|)*30mL", "--pipeline-model-parallel-size", "32" },
+        "virtual_pipeline_model_parallel_size", "null");
+    row("layout PP does not divide",
+        { "--pipeline-model-parallel-layout", "Et|(tt|)*30mL", "--pipeline-model-parallel-size", "5" },
+        "virtual_pipeline_model_parallel_size", "null"); // M10 says why
+    row("first stage", { "--decoder-first-pipeline-num-layers", "10" }, "num_layers_in_first_pipeline_stage",
+        "10");
+    row("last stage", { "--decoder-last-pipeline-num-layers", "4" }, "num_layers_in_last_pipeline_stage",
+        "4");
+    row("no first stage by default", {}, "num_layers_in_first_pipeline_stage", "null");
+    row("embedding in the split", { "--account-for-embedding-in-pipeline-split" },
+        "account_for_embedding_in_pipeline_split", "true");
+    row("loss in the split", { "--account-for-loss-in-pipeline-split" }, "account_for_loss_in_pipeline_split",
+        "true");
+    // arguments.py:928-940: the embedding and the loss count in the layers per virtual stage (Llama 3.1
+    // 405B).
+    row("layers per virtual stage with the embedding and loss",
+        { "--num-layers", "126", "--pipeline-model-parallel-size", "16",
+            "--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split",
+            "--num-layers-per-virtual-pipeline-stage", "1" },
+        "virtual_pipeline_model_parallel_size", "8");
     row("no moe latent by default", {}, "moe_latent_size", "null");
     row("grouped gemm", { "--moe-grouped-gemm" }, "moe_grouped_gemm", "true");
     row("shared expert", { "--moe-shared-expert-intermediate-size", "2816" },
@@ -1340,6 +1444,19 @@ void TestRecipeIo::flagErrors_data()
         { "--num-layers", "8", "--num-layers-per-virtual-pipeline-stage", "2",
             "--num-virtual-stages-per-pipeline-rank", "4" },
         "flag --num-layers-per-virtual-pipeline-stage", "not both");
+    row("layout with virtual stages",
+        { "--pipeline-model-parallel-layout", "Et|tL", "--num-virtual-stages-per-pipeline-rank", "2" },
+        "flag --pipeline-model-parallel-layout", "No more than one of the following arguments");
+    row("layout with layers per virtual stage",
+        { "--num-layers", "2", "--num-layers-per-virtual-pipeline-stage", "1",
+            "--pipeline-model-parallel-layout", "Et|tL" },
+        "flag --pipeline-model-parallel-layout", "No more than one of the following arguments");
+    row("layers per virtual stage with uneven stages",
+        { "--num-layers", "8", "--pipeline-model-parallel-size", "2", "--decoder-first-pipeline-num-layers",
+            "2", "--num-layers-per-virtual-pipeline-stage", "1" },
+        "flag --num-layers-per-virtual-pipeline-stage", "please use --num-virtual-stages-per-pipeline-rank");
+    row("layout character", { "--pipeline-model-parallel-layout", "Et|t*L" },
+        "flag --pipeline-model-parallel-layout", "'*' is not a layer of a pipeline layout");
     row("layer freq expression", { "--moe-layer-freq", "[0,1" }, "flag --moe-layer-freq",
         "expects an integer or a list expression");
     row("layer freq pattern", { "--moe-layer-freq", "[0]+[2]" }, "flag --moe-layer-freq", "list of 0/1");
