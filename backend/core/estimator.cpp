@@ -1609,21 +1609,26 @@ struct StageLayout {
 std::vector<StageLayout> stagesOf(const Recipe& r)
 {
     std::vector<StageLayout> stages;
-    const int pp = parallelSizes(r).pp;
-    for (int p = 0; p < pp; ++p) {
-        const PipelineStage ps = pipelineStage(r, p);
+    const int chunks = parallelSizes(r).vpp;
+    for (const PipelineStage& ps : pipelineStages(r)) {
         StageLayout s;
-        s.chunks = parallelSizes(r).vpp;
+        s.chunks = chunks;
         s.first = ps.first;
         s.last = ps.last;
         s.layers = ps.layers;
         s.chunk = ps.chunk;
-        s.scope
-            = "stage " + std::to_string(p) + ": layers " + ps.ranges + " of " + std::to_string(r.num_layers);
+        s.scope = "stage " + std::to_string(ps.stage) + ": "
+            + (ps.ranges.empty() ? std::string("no decoder layer") : "layers " + ps.ranges) + " of "
+            + std::to_string(r.num_layers);
         if (s.first)
             s.scope += ", embedding";
         if (s.last)
             s.scope += ", output layer and loss";
+        // Megatron builds them here (with an embedding of their own where the stage has none); the estimate
+        // does not model them (model_shape.h PipelineStage).
+        if (ps.mtp_layers > 0)
+            s.scope += ", " + std::to_string(ps.mtp_layers) + " MTP layer" + (ps.mtp_layers == 1 ? "" : "s")
+                + " (not estimated)";
         stages.push_back(s);
     }
     return stages;
@@ -2737,11 +2742,7 @@ std::vector<RecomputeChoice> recomputeChoices(const Recipe& r)
     uniform.method = "uniform";
     uniform.num_layers = 1;
     out.push_back(uniform);
-    const int chunk_layers = std::max(1,
-        r.num_layers
-            / std::max(1,
-                std::max(1, r.pipeline_model_parallel_size)
-                    * std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1))));
+    const int chunk_layers = std::max(1, largestChunkLayers(r));
     RecomputeChoice block = uniform;
     block.method = "block";
     block.num_layers = chunk_layers;
@@ -2776,12 +2777,14 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
         || r.context_parallel_size < 1 || r.expert_model_parallel_size < 1 || r.data_parallel_size < 1
         || r.virtual_pipeline_model_parallel_size.value_or(1) < 1)
         e.not_estimated = "every parallel size must be at least 1 (RS23)";
-    else if (chunks > pipelineSplitLayers(r))
+    else if (isEvenPipelineSplit(r) && chunks > pipelineSplitLayers(r))
         e.not_estimated = std::to_string(chunks) + " pipeline chunks for "
             + std::to_string(pipelineSplitLayers(r)) + " layers in the split (RS28)";
     else if (isHybrid(r) && hybridLayerCount(r) != r.num_layers)
         e.not_estimated = "num_layers=" + std::to_string(r.num_layers) + " is not the "
             + std::to_string(hybridLayerCount(r)) + " layers of hybrid_layer_pattern (M8, B10, RT17)";
+    else if (const std::string why = pipelineSplitProblem(r); !why.empty())
+        e.not_estimated = "Megatron builds no model with this pipeline split: " + why;
     // DeepSeek sparse attention: the Megatron layout models its cuDNN / FlashMLA path (megatronDsa); the
     // worker builds no DSA layer (engine/model.cpp), and the other paths are said, never counted as MLA.
     if (e.not_estimated.empty() && isDsaModel(r)) {

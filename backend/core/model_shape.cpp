@@ -306,6 +306,11 @@ ParallelSizes parallelSizes(const Recipe& r)
         const size_t segments = parseHybridPattern(*r.hybrid_layer_pattern).segments.size();
         if (segments > 1 && segments % static_cast<size_t>(p.pp) == 0)
             p.vpp = static_cast<int>(segments / static_cast<size_t>(p.pp));
+    } else if (const std::optional<PipelineLayout> layout = pipelineLayoutOf(r)) {
+        // A GPT model's layout gives the virtual stages: its stages / PP (transformer_config.py:2034-2046 at
+        // 2a75ac12, and Megatron-LM's validate_args); a VPP that says otherwise is R48's error.
+        if (layout->stages.size() % static_cast<size_t>(p.pp) == 0)
+            p.vpp = static_cast<int>(layout->stages.size() / static_cast<size_t>(p.pp));
     }
     p.dp = std::max(1, r.data_parallel_size);
     p.sp = r.sequence_parallel && p.tp > 1;
@@ -327,87 +332,309 @@ int firstRankOfStage(const ParallelSizes& p, int stage)
     return stage * p.tp * p.cp * p.dp;
 }
 
-namespace {
-// Is the kept field `name` set on: "model.NAME=true" (any case, or 1) among the overrides, as Hydra reads
-// them in order (the last one wins; "~model.NAME" takes it back to its default, off), or its store_true
-// flag among the Megatron-LM words?
-bool keptSwitchOn(const Recipe& r, const std::string& name)
-{
-    std::optional<bool> overridden;
-    for (const std::string& o : r.extra_overrides) {
-        const size_t start = o.find_first_not_of("+~");
-        const size_t eq = o.find('=');
-        std::string key = o.substr(start == std::string::npos ? o.size() : start,
-            eq == std::string::npos ? std::string::npos : eq - start);
-        if (key.rfind("model.", 0) == 0)
-            key = key.substr(6);
-        if (key != name)
-            continue;
-        std::string value = eq == std::string::npos ? std::string() : o.substr(eq + 1);
-        for (char& ch : value)
-            ch = char(std::tolower(static_cast<unsigned char>(ch)));
-        overridden = o[0] != '~' && (value == "true" || value == "1");
-    }
-    if (overridden)
-        return *overridden;
-    std::string flag = "--" + name;
-    for (char& ch : flag)
-        ch = ch == '_' ? '-' : ch;
-    for (const std::string& w : r.extra_flags)
-        if (w == flag)
-            return true;
-    return false;
-}
-} // namespace
-
 long long pipelineSplitLayers(const Recipe& r)
 {
-    return static_cast<long long>(r.num_layers)
-        + (keptSwitchOn(r, "account_for_embedding_in_pipeline_split") ? 1 : 0)
-        + (keptSwitchOn(r, "account_for_loss_in_pipeline_split") ? 1 : 0);
+    return static_cast<long long>(r.num_layers) + (r.account_for_embedding_in_pipeline_split ? 1 : 0)
+        + (r.account_for_loss_in_pipeline_split ? 1 : 0);
 }
 
-PipelineStage pipelineStage(const Recipe& r, int stage)
+bool isEvenPipelineSplit(const Recipe& r)
+{
+    return (isHybrid(r) || !r.pipeline_model_parallel_layout) && !r.num_layers_in_first_pipeline_stage
+        && !r.num_layers_in_last_pipeline_stage;
+}
+
+std::optional<PipelineLayout> pipelineLayoutOf(const Recipe& r)
+{
+    if (!r.pipeline_model_parallel_layout)
+        return std::nullopt;
+    try {
+        return parsePipelineLayout(*r.pipeline_model_parallel_layout);
+    } catch (const PipelineLayoutError&) {
+        return std::nullopt;
+    }
+}
+
+namespace {
+
+// One stage being filled: its chunks' layers in order, and their ranges.
+struct StageFill {
+    PipelineStage s;
+    void add(long long first, long long n, int chunk)
+    {
+        for (long long i = 0; i < n; ++i) {
+            s.layers.push_back(static_cast<int>(first + i));
+            s.chunk.push_back(chunk);
+        }
+        if (n > 0)
+            s.ranges += (s.ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
+                + std::to_string(first + n - 1);
+    }
+};
+
+// Without a layout Megatron builds every MTP layer on the last stage (multi_token_prediction.py
+// mtp_on_this_rank); a hybrid stack has one per MTP part of its pattern, else mtp_num_layers.
+std::vector<PipelineStage> withMtp(const Recipe& r, std::vector<PipelineStage> stages)
+{
+    const int depths = isHybrid(r) ? parseHybridPattern(*r.hybrid_layer_pattern).mtp_depths : 0;
+    const int mtp = depths > 0 ? depths : std::max(0, r.mtp_num_layers.value_or(0));
+    for (PipelineStage& s : stages)
+        if (s.last)
+            s.mtp_layers = mtp;
+    return stages;
+}
+
+// The stages `from` to `to` - 1 of the split (pipelineStage's comment in model_shape.h says which split).
+std::vector<PipelineStage> stagesOfSplit(const Recipe& r, int from, int to)
 {
     const ParallelSizes p = parallelSizes(r);
-    PipelineStage s;
-    s.stage = stage;
-    s.first = stage == 0;
-    s.last = stage == p.pp - 1;
-    if (isHybrid(r)) {
+    std::vector<PipelineStage> out;
+    const auto fresh = [&](int stage) {
+        StageFill f;
+        f.s.stage = stage;
+        f.s.first = stage == 0;
+        f.s.last = stage == p.pp - 1;
+        return f;
+    };
+    const long long L = r.num_layers;
+    const bool hybrid = isHybrid(r);
+    const std::optional<PipelineLayout> layout = hybrid ? std::nullopt : pipelineLayoutOf(r);
+    const bool firstGiven = r.num_layers_in_first_pipeline_stage.has_value();
+    const bool lastGiven = r.num_layers_in_last_pipeline_stage.has_value();
+
+    if (hybrid) {
         const HybridPattern h = parseHybridPattern(*r.hybrid_layer_pattern);
         if (h.segments.size() > 1 && h.segments.size() == static_cast<size_t>(p.pp) * p.vpp) {
             // select_pipeline_segment: chunk v of stage p is segment v x PP + p, at the sum of the earlier
             // segments' lengths.
-            for (int v = 0; v < p.vpp; ++v) {
-                const size_t index = static_cast<size_t>(v) * p.pp + static_cast<size_t>(stage);
-                int first = 0;
-                for (size_t i = 0; i < index; ++i)
-                    first += static_cast<int>(h.segments[i].size());
-                const int n = static_cast<int>(h.segments[index].size());
-                for (int i = 0; i < n; ++i) {
-                    s.layers.push_back(first + i);
-                    s.chunk.push_back(v);
+            std::vector<long long> start(h.segments.size() + 1, 0);
+            for (size_t i = 0; i < h.segments.size(); ++i)
+                start[i + 1] = start[i] + static_cast<long long>(h.segments[i].size());
+            for (int stage = from; stage < to; ++stage) {
+                StageFill f = fresh(stage);
+                for (int v = 0; v < p.vpp; ++v) {
+                    const size_t index = static_cast<size_t>(v) * p.pp + static_cast<size_t>(stage);
+                    f.add(start[index], static_cast<long long>(h.segments[index].size()), v);
                 }
-                if (n > 0)
-                    s.ranges += (s.ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
-                        + std::to_string(first + n - 1);
+                out.push_back(f.s);
             }
-            return s;
+            return withMtp(r, std::move(out));
+        }
+        if (h.segments.size() == 1 && p.pp > 1 && p.vpp == 1 && (firstGiven || lastGiven)) {
+            // select_pipeline_segment without '|' (hybrid_layer_allocation.py:405-434 at 2a75ac12): the first
+            // / last stage takes its given layers, the middle stages the rest evenly.
+            const long long first = r.num_layers_in_first_pipeline_stage.value_or(0);
+            const long long last = r.num_layers_in_last_pipeline_stage.value_or(0);
+            const long long middleStages = p.pp - (firstGiven ? 1 : 0) - (lastGiven ? 1 : 0);
+            const long long perMiddle = middleStages > 0 ? (L - first - last) / middleStages : 0;
+            for (int stage = from; stage < to; ++stage) {
+                StageFill f = fresh(stage);
+                if (firstGiven && stage == 0)
+                    f.add(0, first, 0);
+                else if (lastGiven && stage == p.pp - 1)
+                    f.add(L - last, last, 0);
+                else
+                    f.add((firstGiven ? stage - 1 : stage) * perMiddle + first, perMiddle, 0);
+                out.push_back(f.s);
+            }
+            return withMtp(r, std::move(out));
         }
     }
-    const int per_chunk = (p.pp == 1 && p.vpp == 1) ? r.num_layers : r.num_layers / (p.pp * p.vpp);
-    for (int v = 0; v < p.vpp; ++v) {
-        const int first = v * (r.num_layers / p.vpp) + stage * per_chunk;
-        for (int i = 0; i < per_chunk; ++i) {
-            s.layers.push_back(first + i);
-            s.chunk.push_back(v);
+
+    if (layout) {
+        // get_layer_offset / get_num_layers_to_build: the decoder layers of the stages before, in the flat
+        // order (vpp chunk-major), then this stage's.
+        const size_t stages = layout->stages.size();
+        const int chunks = stages % static_cast<size_t>(p.pp) == 0 ? static_cast<int>(stages / p.pp) : 1;
+        std::vector<long long> start(stages + 1, 0);
+        for (size_t i = 0; i < stages; ++i)
+            start[i + 1] = start[i] + static_cast<long long>(layout->count(kLayoutDecoder, i));
+        for (int stage = from; stage < to; ++stage) {
+            StageFill f = fresh(stage);
+            f.s.first = f.s.last = false;
+            for (int v = 0; v < chunks; ++v) {
+                const size_t index = static_cast<size_t>(v) * p.pp + static_cast<size_t>(stage);
+                if (index >= stages)
+                    break;
+                f.add(start[index], start[index + 1] - start[index], v);
+                f.s.first = f.s.first || layout->count(kLayoutEmbedding, index) > 0;
+                f.s.last = f.s.last || layout->count(kLayoutLoss, index) > 0;
+                f.s.mtp_layers += static_cast<int>(layout->count(kLayoutMtp, index));
+            }
+            out.push_back(f.s);
         }
-        if (per_chunk > 0)
-            s.ranges += (s.ranges.empty() ? "" : ", ") + std::to_string(first) + "-"
-                + std::to_string(first + per_chunk - 1);
+        return out;
     }
-    return s;
+
+    // Interleaving only with pipelining (transformer_block.py: vp_size is used where PP > 1); a single stage
+    // with virtual stages keeps them as chunks of its layers, as the even split always has here.
+    const long long vpp = p.vpp;
+    if (firstGiven || lastGiven) {
+        // Uneven first / last stage: get_num_layers_to_build (transformer_block.py:97-140 at 2a75ac12) and
+        // get_transformer_layer_offset (transformer_layer.py:72-170): each chunk of the first stage holds
+        // first / VPP layers, of the last last / VPP, of a middle stage (the rest / middle stages) / VPP; the
+        // chunks of one virtual stage v follow each other, starting at v x (the layers of one virtual stage).
+        const long long first = r.num_layers_in_first_pipeline_stage.value_or(0);
+        const long long last = r.num_layers_in_last_pipeline_stage.value_or(0);
+        const long long middleStages = p.pp - (firstGiven ? 1 : 0) - (lastGiven ? 1 : 0);
+        const long long middle = L - first - last;
+        const long long perMiddleRank = middleStages > 0 ? middle / middleStages : 0;
+        for (int stage = from; stage < to; ++stage) {
+            StageFill f = fresh(stage);
+            long long perRank = perMiddleRank;
+            if (firstGiven && stage == 0)
+                perRank = first;
+            if (lastGiven && stage == p.pp - 1)
+                perRank = last;
+            const long long middleRank = firstGiven ? stage - 1 : stage;
+            if (p.pp > 1 && vpp > 1) {
+                const long long firstChunk = first / vpp, lastChunk = last / vpp, middleChunk = middle / vpp;
+                const long long virtualStage = firstChunk + middleChunk + lastChunk;
+                // (middle / VPP) // middle stages: Python divides by zero with no middle stage (RT29).
+                const long long perMiddleChunk = middleStages > 0 ? middleChunk / middleStages : 0;
+                for (int v = 0; v < p.vpp; ++v) {
+                    const long long offset
+                        = v * virtualStage + (stage == 0 ? 0 : firstChunk + middleRank * perMiddleChunk);
+                    f.add(offset, perRank / vpp, v);
+                }
+            } else {
+                f.add(stage == 0 ? 0 : middleRank * perMiddleRank + first, perRank, 0);
+            }
+            out.push_back(f.s);
+        }
+    } else {
+        // The even split, the embedding and the loss counted where the split accounts for them
+        // (transformer_block.py:141-195, transformer_layer.py:171-208 at 2a75ac12).
+        const long long N = pipelineSplitLayers(r);
+        const bool embedding = r.account_for_embedding_in_pipeline_split;
+        const bool loss = r.account_for_loss_in_pipeline_split;
+        const long long perChunk = p.pp == 1 && vpp == 1 ? N : N / (p.pp * vpp);
+        for (int stage = from; stage < to; ++stage) {
+            StageFill f = fresh(stage);
+            for (int v = 0; v < p.vpp; ++v) {
+                const bool holdsEmbedding = embedding && v == 0 && stage == 0;
+                const bool holdsLoss = loss && v == p.vpp - 1 && stage == p.pp - 1;
+                const long long offset
+                    = v * (N / vpp) + stage * perChunk - (embedding && !holdsEmbedding ? 1 : 0);
+                f.add(offset, perChunk - (holdsEmbedding ? 1 : 0) - (holdsLoss ? 1 : 0), v);
+            }
+            out.push_back(f.s);
+        }
+    }
+    return withMtp(r, std::move(out));
+}
+
+// The rules that give Megatron's message for a split that leaves a layer out.
+std::string splitRuleHint(const Recipe& r)
+{
+    if (isHybrid(r))
+        return "the hybrid pattern's layers do not split over the pipeline stages (RT19)";
+    if (r.num_layers_in_first_pipeline_stage || r.num_layers_in_last_pipeline_stage)
+        return "the first / last stage sizes leave layers the other stages do not split evenly (R50)";
+    if (r.account_for_embedding_in_pipeline_split || r.account_for_loss_in_pipeline_split)
+        return "num_layers with the embedding and the loss does not split evenly over the pipeline chunks "
+               "(R51)";
+    return "num_layers does not split evenly over pipeline_model_parallel_size x "
+           "virtual_pipeline_model_parallel_size (RT28)";
+}
+
+} // namespace
+
+PipelineStage pipelineStage(const Recipe& r, int stage)
+{
+    std::vector<PipelineStage> one = stagesOfSplit(r, stage, stage + 1);
+    return one.empty() ? PipelineStage {} : one.front();
+}
+
+std::vector<PipelineStage> pipelineStages(const Recipe& r)
+{
+    return stagesOfSplit(r, 0, parallelSizes(r).pp);
+}
+
+std::string pipelineSplitProblem(const Recipe& r)
+{
+    const ParallelSizes p = parallelSizes(r);
+    if (r.num_layers < 1 || r.num_layers > kMaxLayers)
+        return "num_layers=" + std::to_string(r.num_layers) + " is outside 1 to "
+            + std::to_string(kMaxLayers);
+    const bool hybrid = isHybrid(r);
+    // More chunks than layers leaves chunks empty under the even split (RS28); the bound also keeps the
+    // stage-by-stage pass below to sizes that have layers to hold.
+    if (static_cast<long long>(p.pp) * p.vpp > 2 * static_cast<long long>(kMaxLayoutLayers))
+        return std::to_string(static_cast<long long>(p.pp) * p.vpp) + " pipeline chunks for "
+            + std::to_string(r.num_layers) + " layers (RS28)";
+    if (!hybrid && r.pipeline_model_parallel_layout) {
+        try {
+            parsePipelineLayout(*r.pipeline_model_parallel_layout);
+        } catch (const PipelineLayoutError& e) {
+            return std::string("pipeline_model_parallel_layout: ") + e.what();
+        }
+    }
+    const std::optional<PipelineLayout> layout = hybrid ? std::nullopt : pipelineLayoutOf(r);
+    if (layout) {
+        const size_t stages = layout->stages.size();
+        if (stages % static_cast<size_t>(p.pp) != 0)
+            return "the layout's " + std::to_string(stages)
+                + " stages are no multiple of pipeline_model_parallel_size=" + std::to_string(p.pp)
+                + " (R47, M10)";
+        const size_t chunks = stages / static_cast<size_t>(p.pp);
+        if (r.virtual_pipeline_model_parallel_size
+            && static_cast<size_t>(*r.virtual_pipeline_model_parallel_size) != chunks)
+            return "virtual_pipeline_model_parallel_size="
+                + std::to_string(*r.virtual_pipeline_model_parallel_size) + " is not the layout's "
+                + std::to_string(chunks) + " stages per pipeline rank (R48)";
+        const std::string flat = layout->flat();
+        if (flat.front() != kLayoutEmbedding || flat.back() != kLayoutLoss
+            || layout->count(kLayoutEmbedding) != 1 || layout->count(kLayoutLoss) != 1)
+            return "the layout must hold the embedding once, first, and the loss once, last (R49)";
+        if (layout->count(kLayoutDecoder) != static_cast<size_t>(r.num_layers))
+            return "the layout holds " + std::to_string(layout->count(kLayoutDecoder))
+                + " decoder layers, num_layers=" + std::to_string(r.num_layers) + " (R49)";
+    }
+    if (!layout && p.pp > 1 && p.vpp > 1
+        && (r.num_layers_in_first_pipeline_stage || r.num_layers_in_last_pipeline_stage) && !hybrid) {
+        const long long middleStages = p.pp - (r.num_layers_in_first_pipeline_stage ? 1 : 0)
+            - (r.num_layers_in_last_pipeline_stage ? 1 : 0);
+        if (middleStages == 0)
+            return "no middle pipeline stage with virtual stages: Megatron divides by zero (RT29)";
+    }
+    // Every decoder layer on exactly one chunk, no chunk with a negative count.
+    std::vector<int> seen(static_cast<size_t>(r.num_layers), 0);
+    for (const PipelineStage& s : pipelineStages(r)) {
+        for (size_t i = 0; i < s.layers.size(); ++i) {
+            const int layer = s.layers[i];
+            if (layer < 0 || layer >= r.num_layers || ++seen[static_cast<size_t>(layer)] > 1)
+                return "the split puts layer " + std::to_string(layer) + " on more than one chunk"
+                    + " or outside the model's " + std::to_string(r.num_layers) + " layers (R50, R51, RT28)";
+            if (s.chunk[i] < 0 || s.chunk[i] >= p.vpp)
+                return "the split has a chunk outside PP x VPP (R48)";
+        }
+    }
+    for (size_t layer = 0; layer < seen.size(); ++layer)
+        if (seen[layer] == 0)
+            return "layer " + std::to_string(layer) + " of " + std::to_string(r.num_layers)
+                + " is on no pipeline chunk: " + splitRuleHint(r);
+    return "";
+}
+
+int largestChunkLayers(const Recipe& r)
+{
+    if (!pipelineSplitProblem(r).empty()) {
+        const ParallelSizes p = parallelSizes(r);
+        return std::max(0, r.num_layers / p.pp / p.vpp);
+    }
+    int most = 0;
+    for (const PipelineStage& s : pipelineStages(r)) {
+        std::vector<int> perChunk;
+        for (int c : s.chunk) {
+            if (c >= static_cast<int>(perChunk.size()))
+                perChunk.resize(static_cast<size_t>(c) + 1, 0);
+            ++perChunk[static_cast<size_t>(c)];
+        }
+        for (int n : perChunk)
+            most = std::max(most, n);
+    }
+    return most;
 }
 
 } // namespace rs

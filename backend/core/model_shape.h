@@ -6,9 +6,11 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/pipeline_layout.h"
 #include "core/recipe.h"
 
 namespace rs {
@@ -142,22 +144,58 @@ ParallelSizes parallelSizes(const Recipe& r);
 int stageOfRank(const ParallelSizes& p, int rank);
 int firstRankOfStage(const ParallelSizes& p, int stage);
 
-// The layers Megatron divides among pipeline chunks: num_layers, plus one for the embedding and one for the
-// loss where the recipe counts them in the split (account_for_embedding_in_pipeline_split,
-// account_for_loss_in_pipeline_split: fields kept as given, read from the Bridge override or the
-// Megatron-LM flag; transformer_block.py get_num_layers_to_build). In 64 bits.
+// The layers Megatron's even split divides among pipeline chunks: num_layers, plus one for the embedding and
+// one for the loss where the recipe counts them (account_for_embedding_in_pipeline_split,
+// account_for_loss_in_pipeline_split; transformer_block.py get_num_layers_to_build). In 64 bits.
 long long pipelineSplitLayers(const Recipe& r);
 
-// The layers of one pipeline stage, chunk by chunk (Megatron's offset: chunk v of stage p starts at
-// v x (L / vpp) + p x (L / (pp x vpp))). A hybrid pattern with '|' gives the chunks itself: segment
-// v x pp + p is chunk v of stage p (select_pipeline_segment).
+// Is the split Megatron's even one: no first / last stage sizes, and no layout on a GPT model (a hybrid stack
+// takes its layers from its pattern, whatever the layout says)?
+bool isEvenPipelineSplit(const Recipe& r);
+
+// The recipe's pipeline_model_parallel_layout, parsed (pipeline_layout.h); nullopt without one (or with text
+// that does not parse, which the readers refuse: pipelineSplitProblem says so).
+std::optional<PipelineLayout> pipelineLayoutOf(const Recipe& r);
+
+// The layers of one pipeline stage (pipeline rank), chunk by chunk, as Megatron builds them, in its order of
+// precedence:
+// - a hybrid stack: HybridModel's select_pipeline_segment (hybrid_layer_allocation.py): '|' segments
+//   (segment v x PP + p is chunk v of stage p), else num_layers_in_first / last_pipeline_stage, else the even
+//   split; a layout is validated by TransformerConfig but not used for the layers;
+// - pipeline_model_parallel_layout: stage v x PP + p of the layout is chunk v of stage p, and its decoder
+//   layers are the next ones in the flat order (pipeline_parallel_layer_layout.py get_layer_offset,
+//   get_num_layers_to_build); the stage that holds its 'E' builds the embedding, the one with 'L' the
+//   output layer and loss, and its 'm' are the MTP layers;
+// - num_layers_in_first / last_pipeline_stage: the first / last stage that many, the others the rest evenly,
+//   each stage's layers split evenly over its chunks (transformer_block.py get_num_layers_to_build,
+//   transformer_layer.py get_transformer_layer_offset);
+// - else the even split: num_layers (+1 for the embedding, +1 for the loss where the split accounts for
+//   them) / PP per stage, / VPP per chunk, chunk v of stage p starting at v x (L / vpp) + p x (L / (pp x
+//   vpp)) (one fewer where the embedding counts), the first chunk of the first stage one layer fewer for the
+//   embedding and the last chunk of the last stage one fewer for the loss where they count.
+// Where Megatron refuses the split, this is what its arithmetic would give (a layer may be missing or twice):
+// pipelineSplitProblem says so, and the rules give Megatron's message.
 struct PipelineStage {
     int stage = 0;
-    std::vector<int> layers; // global layer index of each of the stage's layers
+    std::vector<int> layers; // global layer index of each of the stage's decoder layers
     std::vector<int> chunk; // the virtual-pipeline chunk of each
-    bool first = true, last = true;
-    std::string ranges; // "0-1, 8-9"
+    bool first = true; // builds the embedding (the layout's 'E'; else stage 0)
+    bool last = true; // builds the output layer and the loss (the layout's 'L'; else the last stage)
+    // Multi-token-prediction layers this stage builds (the layout's 'm', else mtp_num_layers on the last
+    // stage). The estimate, the step time and the worker do not model MTP layers: it is said, not counted.
+    int mtp_layers = 0;
+    std::string ranges; // "0-1, 8-9"; "" for a stage without decoder layers
 };
 PipelineStage pipelineStage(const Recipe& r, int stage);
+// Every stage, 0 to PP - 1 (one pass over a layout, not one per stage).
+std::vector<PipelineStage> pipelineStages(const Recipe& r);
+// Why the split is not one Megatron builds with every decoder layer on exactly one chunk of PP x VPP, the
+// embedding on the first chunk of stage 0 and the loss on the last chunk of the last stage (with the rule
+// that gives Megatron's own message); "" when it is. The estimate refuses a split with a problem instead of
+// estimating stages with layers missing.
+std::string pipelineSplitProblem(const Recipe& r);
+// The most decoder layers any one model chunk holds: what recompute_num_layers is counted against (it
+// applies per chunk, transformer_block.py); num_layers / PP / VPP under the even split.
+int largestChunkLayers(const Recipe& r);
 
 } // namespace rs

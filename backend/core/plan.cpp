@@ -52,10 +52,8 @@ std::vector<RecomputeChoice> expressibleChoices(const Recipe& r)
                 c.modules.push_back(labels[i]);
         out.push_back(c);
     }
-    // Full recompute: recompute_num_layers from 1 to a chunk's layers (R-rules refuse more).
-    const int chunks = std::max(1, r.pipeline_model_parallel_size)
-        * std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
-    const int chunk_layers = std::max(1, hybridLayerCount(r) / chunks);
+    // Full recompute: recompute_num_layers from 1 to the largest chunk's layers (RS03: more changes nothing).
+    const int chunk_layers = std::max(1, largestChunkLayers(r));
     for (const char* method : { "uniform", "block" })
         for (int k = 1; k <= chunk_layers; ++k) {
             RecomputeChoice c;

@@ -70,9 +70,7 @@ int Ctx::denseLayers() const
 
 int Ctx::chunkLayers() const
 {
-    const int pp = std::max(1, r.pipeline_model_parallel_size);
-    const int vpp = std::max(1, r.virtual_pipeline_model_parallel_size.value_or(1));
-    return r.num_layers / pp / vpp;
+    return largestChunkLayers(r);
 }
 
 const char* pyBool(bool b)

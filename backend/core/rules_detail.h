@@ -69,7 +69,9 @@ struct Ctx {
     int moeLayers() const; // layers whose MLP is MoE (moe_layer_freq)
     int denseLayers() const; // layers with a dense MLP (a hybrid stack's '-' layers)
     bool sharedExperts() const { return isMoE() && r.moe_shared_expert_intermediate_size.has_value(); }
-    int chunkLayers() const; // num_layers / pp / vpp: the layers of one model chunk (TransformerBlock)
+    // The layers of the largest model chunk (TransformerBlock) of the recipe's split: num_layers / pp / vpp
+    // under the even split (model_shape.h largestChunkLayers).
+    int chunkLayers() const;
 };
 
 // Placeholder values of one message: {name} -> Python-rendered value.

@@ -73,44 +73,17 @@ bool dsa(const Ctx& c) // experimental_attention_variant dsa (TransformerConfig'
     return c.r.experimental_attention_variant.value_or("") == "dsa";
 }
 
-// Is a pipeline split other than the even one kept (a layout or first / last stage sizes, which the rules and
-// the estimate do not read)? RT26 checks the even split only.
-bool keptPipelineSplit(const Recipe& r)
-{
-    static const char* const keys[] = { "pipeline_model_parallel_layout",
-        "num_layers_in_first_pipeline_stage", "num_layers_in_last_pipeline_stage" };
-    for (const std::string& o : r.extra_overrides) {
-        const size_t start = o.find_first_not_of("+~");
-        std::string key = o.substr(start == std::string::npos ? o.size() : start, o.find('=') - start);
-        if (key.rfind("model.", 0) == 0)
-            key = key.substr(6);
-        const size_t eq = o.find('=');
-        const std::string value = eq == std::string::npos ? std::string() : o.substr(eq + 1);
-        for (const char* k : keys)
-            if (key == k && o[0] != '~' && value != "null" && value != "None" && !value.empty())
-                return true;
-    }
-    for (const std::string& w : r.extra_flags)
-        if (w == "--pipeline-model-parallel-layout" || w == "--decoder-first-pipeline-num-layers"
-            || w == "--decoder-last-pipeline-num-layers")
-            return true;
-    return false;
-}
-
 // DSA top-k sharing across pipeline chunks (experimental_attention_variant_module_specs.py
 // _validate_dsa_index_share_pipeline_split, run per chunk when its layer specs are built): the first layer
-// of a chunk of the even split that reuses a top-k its chunk does not compute before it, as 1-based layer
-// numbers {layer, source}.
+// of a chunk of the split (a layout's, the first / last stage sizes', or the even one) that reuses a top-k
+// its chunk does not compute before it, as 1-based layer numbers {layer, source}. A split Megatron refuses
+// before it builds a layer is the other rules'.
 std::optional<std::pair<int, int>> dsaShareSplitBreak(const Ctx& c)
 {
     if (!isDsaModel(c.r) || c.r.dsa_indexer_topk_freq <= 1 || c.r.dsa_indexer_skip_topk_offset < 0
-        || c.r.num_layers < 1 || c.r.num_layers > kMaxLayers || keptPipelineSplit(c.r))
+        || c.r.num_layers < 1 || c.r.num_layers > kMaxLayers || !pipelineSplitProblem(c.r).empty())
         return std::nullopt;
-    const ParallelSizes p = parallelSizes(c.r);
-    if (p.pp < 1 || p.vpp < 1 || static_cast<long long>(p.pp) * p.vpp > c.r.num_layers)
-        return std::nullopt;
-    for (int stage = 0; stage < p.pp; ++stage) {
-        const PipelineStage s = pipelineStage(c.r, stage);
+    for (const PipelineStage& s : pipelineStages(c.r)) {
         for (size_t i = 0; i < s.layers.size(); ++i) {
             if (!isDsaSkipTopkLayer(c.r, s.layers[i]))
                 continue;
@@ -310,6 +283,135 @@ bool hasLayer(const Ctx& c, char symbol)
     return isHybrid(c.r)
         && parseHybridPattern(*c.r.hybrid_layer_pattern).main.find(symbol) != std::string::npos;
 }
+// ---- the pipeline split (model_shape.h pipelineStage; pipeline_layout.h parses the layout) ----
+// TransformerConfig.__post_init__ checks the split in one if / elif chain (TC:1988-2174 at 2a75ac12): a
+// layout, else first / last stage sizes, else the embedding / loss counted in the split.
+std::optional<PipelineLayout> layoutOf(const Ctx& c)
+{
+    return pipelineLayoutOf(c.r); // a hybrid stack's layout too: TransformerConfig validates it all the same
+}
+int ppSize(const Ctx& c)
+{
+    return c.r.pipeline_model_parallel_size;
+}
+// The layout's stages per pipeline rank, where PP divides them (PipelineParallelLayerLayout.__init__); 0
+// else.
+size_t layoutChunks(const Ctx& c)
+{
+    const auto l = layoutOf(c);
+    if (!l || ppSize(c) < 1 || l->stages.size() % static_cast<size_t>(ppSize(c)) != 0)
+        return 0;
+    return l->stages.size() / static_cast<size_t>(ppSize(c));
+}
+bool firstOrLast(const Ctx& c)
+{
+    return c.r.num_layers_in_first_pipeline_stage.has_value()
+        || c.r.num_layers_in_last_pipeline_stage.has_value();
+}
+bool accountFor(const Ctx& c)
+{
+    return c.r.account_for_embedding_in_pipeline_split || c.r.account_for_loss_in_pipeline_split;
+}
+bool vppSet(const Ctx& c)
+{
+    return c.r.virtual_pipeline_model_parallel_size.has_value();
+}
+int vppOf(const Ctx& c)
+{
+    return c.r.virtual_pipeline_model_parallel_size.value_or(1);
+}
+// Python's % and // (the result takes the divisor's sign); b != 0.
+long long pyMod(long long a, long long b)
+{
+    const long long m = a % b;
+    return m != 0 && ((m < 0) != (b < 0)) ? m + b : m;
+}
+long long pyFloorDiv(long long a, long long b)
+{
+    return (a - pyMod(a, b)) / b;
+}
+// str(LayerType.x) as Python prints it in an f-string.
+std::string layerTypeName(char kind)
+{
+    switch (kind) {
+    case kLayoutEmbedding:
+        return "LayerType.embedding";
+    case kLayoutLoss:
+        return "LayerType.loss";
+    case kLayoutMtp:
+        return "LayerType.mtp";
+    default:
+        return "LayerType.decoder";
+    }
+}
+// validate_layer_layout's MTP checks: does the layout's flat order hold a decoder layer after its first MTP
+// layer; is an MTP layer on a rank's virtual stage other than its last; does a rank's last virtual stage hold
+// MTP layers other than mtp_num_layers of them?
+bool decoderAfterMtp(const PipelineLayout& l)
+{
+    const std::string flat = l.flat();
+    const size_t m = flat.find(kLayoutMtp);
+    return m != std::string::npos && flat.find(kLayoutDecoder, m) != std::string::npos;
+}
+bool mtpBeforeLastChunk(const Ctx& c)
+{
+    const auto l = layoutOf(c);
+    const size_t chunks = layoutChunks(c);
+    if (!l || chunks == 0)
+        return false;
+    for (size_t i = 0; i < (chunks - 1) * static_cast<size_t>(ppSize(c)); ++i)
+        if (l->count(kLayoutMtp, i) > 0)
+            return true;
+    return false;
+}
+bool mtpSplitInLastChunk(const Ctx& c)
+{
+    const auto l = layoutOf(c);
+    const size_t chunks = layoutChunks(c);
+    if (!l || chunks == 0)
+        return false;
+    for (size_t i = (chunks - 1) * static_cast<size_t>(ppSize(c)); i < l->stages.size(); ++i) {
+        const size_t n = l->count(kLayoutMtp, i);
+        if (n > 0 && (!c.r.mtp_num_layers || static_cast<long long>(n) != *c.r.mtp_num_layers))
+            return true;
+    }
+    return false;
+}
+// The middle stages of an uneven split and their layers (TC:2053-2127): PP and num_layers less the first /
+// last stage where each is given.
+long long middleStages(const Ctx& c)
+{
+    return static_cast<long long>(ppSize(c)) - (c.r.num_layers_in_first_pipeline_stage ? 1 : 0)
+        - (c.r.num_layers_in_last_pipeline_stage ? 1 : 0);
+}
+long long middleLayers(const Ctx& c)
+{
+    return static_cast<long long>(c.r.num_layers) - c.r.num_layers_in_first_pipeline_stage.value_or(0)
+        - c.r.num_layers_in_last_pipeline_stage.value_or(0);
+}
+// The first / last / middle-stage checks of TC's uneven branch (no layout before them in the chain).
+bool unevenSplit(const Ctx& c)
+{
+    return !c.r.pipeline_model_parallel_layout && firstOrLast(c);
+}
+// The embedding / loss branch of the chain: no layout, no first / last sizes, one of the two counted.
+bool accountedSplit(const Ctx& c)
+{
+    return !c.r.pipeline_model_parallel_layout && !firstOrLast(c) && accountFor(c);
+}
+void pipelineSizesOff(const Ctx&, FixIt& f)
+{
+    set(f, "unset num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage",
+        "num_layers_in_first_pipeline_stage", nullptr);
+    f.patch["num_layers_in_last_pipeline_stage"] = nullptr;
+}
+void accountForOff(const Ctx&, FixIt& f)
+{
+    set(f, "set account_for_embedding_in_pipeline_split=false and account_for_loss_in_pipeline_split=false",
+        "account_for_embedding_in_pipeline_split", false);
+    f.patch["account_for_loss_in_pipeline_split"] = false;
+}
+
 // MambaMixer.__init__'s shape (mamba_mixer.py:238-274 at d98e8a64).
 bool mambaLayers(const Ctx& c)
 {
@@ -505,6 +607,10 @@ constexpr char k_micro_batch_size[] = "micro_batch_size";
 constexpr char k_vocab_size[] = "vocab_size";
 constexpr char k_make_vocab_size_divisible_by[] = "make_vocab_size_divisible_by";
 constexpr char k_tensor_model_parallel_size[] = "tensor_model_parallel_size";
+constexpr char k_virtual_pipeline_model_parallel_size[] = "virtual_pipeline_model_parallel_size";
+constexpr char k_pipeline_model_parallel_layout[] = "pipeline_model_parallel_layout";
+constexpr char k_num_layers_in_first_pipeline_stage[] = "num_layers_in_first_pipeline_stage";
+constexpr char k_num_layers_in_last_pipeline_stage[] = "num_layers_in_last_pipeline_stage";
 constexpr char k_pipeline_model_parallel_size[] = "pipeline_model_parallel_size";
 constexpr char k_context_parallel_size[] = "context_parallel_size";
 constexpr char k_expert_model_parallel_size[] = "expert_model_parallel_size";
@@ -513,13 +619,30 @@ constexpr char k_ffn_hidden_size[] = "ffn_hidden_size";
 constexpr char k_num_query_groups[] = "num_query_groups";
 constexpr char k_kv_channels[] = "kv_channels";
 constexpr char k_global_batch_size[] = "global_batch_size";
-constexpr char k_virtual_pipeline_model_parallel_size[] = "virtual_pipeline_model_parallel_size";
 constexpr char k_moe_ffn_hidden_size[] = "moe_ffn_hidden_size";
 constexpr char k_moe_latent_size[] = "moe_latent_size";
 constexpr char k_max_position_embeddings[] = "max_position_embeddings";
 constexpr char k_dsa_indexer_n_heads[] = "dsa_indexer_n_heads";
 constexpr char k_dsa_indexer_head_dim[] = "dsa_indexer_head_dim";
 constexpr char k_dsa_indexer_topk[] = "dsa_indexer_topk";
+// R46: the layout alone places the layers.
+void otherSplitOff(const Ctx&, FixIt& f)
+{
+    set(f,
+        "keep the layout alone: unset the first / last stage sizes, count neither the embedding nor the loss",
+        "num_layers_in_first_pipeline_stage", nullptr);
+    f.patch["num_layers_in_last_pipeline_stage"] = nullptr;
+    f.patch["account_for_embedding_in_pipeline_split"] = false;
+    f.patch["account_for_loss_in_pipeline_split"] = false;
+}
+// R48: the virtual stages the layout has (None for one, as TransformerConfig leaves it).
+void layoutVpp(const Ctx& c, FixIt& f)
+{
+    const size_t chunks = layoutChunks(c);
+    set(f, "set virtual_pipeline_model_parallel_size to the layout's stages per pipeline rank",
+        "virtual_pipeline_model_parallel_size",
+        chunks > 1 ? nlohmann::json(chunks) : nlohmann::json(nullptr));
+}
 
 // hidden_size // num_attention_heads when kv_channels is unset and the division is not exact (RS24, M7).
 bool headsDoNotDivideHidden(const Ctx& c)
@@ -642,6 +765,48 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c, Args& a) { a.set("n", c.r.num_layers > 0 ? std::to_string(c.r.num_layers) : "None"); a.set("p", std::to_string(patternLayers(c))); },
       [](Ctx& c) { c.r.num_layers = patternLayers(c); }, nullptr, "",
       "Megatron-LM warns only when --num-layers was given; without it num_layers is set from the pattern silently" },
+    { "M12", "*", kFlags, E, "hybrid_layer_pattern num_layers_in_first_pipeline_stage",
+      "--decoder-first-pipeline-num-layers with a hybrid pattern that has '|' segments",
+      "If --hybrid-layer-pattern contains pipe separators, --decoder-first-pipeline-num-layers should not be specified as the pipeline layout is explicitly defined.",
+      MC, { { "bridge-pin", "ARGS:776-782" }, { "guide", "ARGS:776-782" }, { "main", "ARGS:802-808" }, { "dev", "ARGS:838-844" } },
+      [](const Ctx& c) { return patternSegments(c) > 1 && c.r.num_layers_in_first_pipeline_stage.has_value(); }, nullptr, nullptr,
+      pipelineSizesOff, "num_layers_in_first_pipeline_stage=null, num_layers_in_last_pipeline_stage=null", "the '|' segments are the pipeline split" },
+    { "M12", "*", kFlags, E, "hybrid_layer_pattern num_layers_in_last_pipeline_stage",
+      "--decoder-last-pipeline-num-layers with a hybrid pattern that has '|' segments",
+      "If --hybrid-layer-pattern contains pipe separators, --decoder-last-pipeline-num-layers should not be specified as the pipeline layout is explicitly defined.",
+      MC, { { "bridge-pin", "ARGS:776-787" }, { "guide", "ARGS:776-787" }, { "main", "ARGS:802-813" }, { "dev", "ARGS:838-849" } },
+      [](const Ctx& c) { return patternSegments(c) > 1 && c.r.num_layers_in_last_pipeline_stage.has_value(); }, nullptr, nullptr,
+      pipelineSizesOff, "num_layers_in_first_pipeline_stage=null, num_layers_in_last_pipeline_stage=null", "" },
+    { "M12", "*", kFlags, E, "hybrid_layer_pattern pipeline_model_parallel_layout",
+      "--pipeline-model-parallel-layout with --hybrid-layer-pattern",
+      "--pipeline-model-parallel-layout should not be used with --hybrid-layer-pattern. Pipeline stage layout is defined by | separators in the pattern.",
+      MC, { { "bridge-pin", "ARGS:799-802" }, { "guide", "ARGS:799-802" }, { "main", "ARGS:825-828" }, { "dev", "ARGS:861-864" } },
+      [](const Ctx& c) { return isHybrid(c.r) && c.r.pipeline_model_parallel_layout.has_value(); }, nullptr, nullptr,
+      unsetOpt<k_pipeline_model_parallel_layout>, "pipeline_model_parallel_layout=null", "" },
+    { "M12", "*", kFlags, E, "hybrid_layer_pattern account_for_embedding_in_pipeline_split",
+      "--account-for-embedding-in-pipeline-split with --hybrid-layer-pattern",
+      "--account-for-embedding-in-pipeline-split should not be used with --hybrid-layer-pattern. Pipeline stage layout is defined by | separators in the pattern.",
+      MC, { { "bridge-pin", "ARGS:803-807" }, { "guide", "ARGS:803-807" }, { "main", "ARGS:829-833" }, { "dev", "ARGS:865-869" } },
+      [](const Ctx& c) { return isHybrid(c.r) && c.r.account_for_embedding_in_pipeline_split; }, nullptr, nullptr,
+      accountForOff, "account_for_embedding_in_pipeline_split=false", "" },
+    { "M12", "*", kFlags, E, "hybrid_layer_pattern account_for_loss_in_pipeline_split",
+      "--account-for-loss-in-pipeline-split with --hybrid-layer-pattern",
+      "--account-for-loss-in-pipeline-split should not be used with --hybrid-layer-pattern. Pipeline stage layout is defined by | separators in the pattern.",
+      MC, { { "bridge-pin", "ARGS:808-812" }, { "guide", "ARGS:808-812" }, { "main", "ARGS:834-838" }, { "dev", "ARGS:870-874" } },
+      [](const Ctx& c) { return isHybrid(c.r) && c.r.account_for_loss_in_pipeline_split; }, nullptr, nullptr,
+      accountForOff, "account_for_loss_in_pipeline_split=false", "" },
+    { "M10", "*", kFlags, E, "pipeline_model_parallel_layout pipeline_model_parallel_size",
+      "--pipeline-model-parallel-layout whose stages pipeline_model_parallel_size does not divide",
+      "The length of pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size (num_stages={n}, args.pipeline_model_parallel_size={pp})",
+      MC, { { "bridge-pin", "ARGS:907-915" }, { "guide", "ARGS:907-915" }, { "main", "ARGS:941-949" }, { "dev", "ARGS:968-978" } },
+      [](const Ctx& c) { const auto l = layoutOf(c); return !isHybrid(c.r) && l && ppSize(c) >= 1 && l->stages.size() % static_cast<size_t>(ppSize(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(layoutOf(c)->stages.size())); a.set("pp", std::to_string(ppSize(c))); }, nullptr,
+      nullptr, "stages a multiple of pipeline_model_parallel_size", "validate_args takes the virtual stages from the layout (the flag reader does the same); Megatron Core's own check of the stages is R47" },
+    { "M11", "*", kFlags, E, "num_layers pipeline_model_parallel_size account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split",
+      "the even split without virtual stages: num_layers (+1 for each of the embedding and the loss counted) not a multiple of PP",
+      "Number of layers should be divisible by the pipeline-model-parallel size",
+      MC, { { "bridge-pin", "ARGS:951-964" }, { "guide", "ARGS:951-964" }, { "main", "ARGS:985-998" }, { "dev", "ARGS:1024-1041" } },
+      [](const Ctx& c) { return !isHybrid(c.r) && !c.r.pipeline_model_parallel_layout && !vppSet(c) && !firstOrLast(c) && c.r.num_layers >= 1 && ppSize(c) >= 1 && pipelineSplitLayers(c.r) % ppSize(c) != 0; }, nullptr, nullptr,
+      nullptr, "num_layers a multiple of pipeline_model_parallel_size, or a layout / first and last stage sizes", "without --num-layers-per-virtual-pipeline-stage or --num-virtual-stages-per-pipeline-rank; with them the flag reader and RT28 check it" },
     { "M9", "*", kFlags, E, "moe_latent_size",
       "--moe-latent-size below 1",
       "MoE latent projection dimension has to be greater than zero.",
@@ -1102,6 +1267,150 @@ const std::vector<Row>& ruleRows()
       }, nullptr,
       [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "moe" }, "drop 'moe' from recompute_modules (or stop offloading inside the MoE)"); },
       "drop 'moe', or the MoE-internal offload modules", "the set prints in the order moe_act, expert_fc1, fused_group_mlp" },
+    { "R45", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split",
+      "first / last stage sizes with the embedding or the loss counted in the split",
+      "num_layers_in_first_pipeline_stage and num_layers_in_last_pipeline_stage cannot beset at the same time with account_for_embedding_in_pipeline_splitand account_for_loss_in_pipeline_split",
+      MC, { { "bridge-pin", "TC:1988-1998" }, { "guide", "TC:1949-1959" }, { "main", "TC:2229-2239" }, { "dev", "TC:2478-2488" } },
+      [](const Ctx& c) { return firstOrLast(c) && accountFor(c); }, nullptr, nullptr,
+      accountForOff, "account_for_embedding_in_pipeline_split=false, account_for_loss_in_pipeline_split=false", "Megatron's message, its missing spaces kept" },
+    { "R46", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split",
+      "a layout with first / last stage sizes or the embedding / loss counted in the split",
+      "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments. self.num_layers_in_first_pipeline_stage={f}, self.num_layers_in_last_pipeline_stage={l}, self.account_for_embedding_in_pipeline_split={e}, self.account_for_loss_in_pipeline_split={s}.",
+      MC, { { "bridge-pin", "TC:2001-2018" }, { "guide", "TC:1962-1979" }, { "main", "TC:2242-2259" }, { "dev", "TC:2491-2508" } },
+      [](const Ctx& c) { return c.r.pipeline_model_parallel_layout && (firstOrLast(c) || accountFor(c)); }, [](const Ctx& c, Args& a) { a.set("f", pyInt(c.r.num_layers_in_first_pipeline_stage)); a.set("l", pyInt(c.r.num_layers_in_last_pipeline_stage)); a.set("e", pyBool(c.r.account_for_embedding_in_pipeline_split)); a.set("s", pyBool(c.r.account_for_loss_in_pipeline_split)); }, nullptr,
+      otherSplitOff, "num_layers_in_first/last_pipeline_stage=null, account_for_*=false (the layout places every layer)", "" },
+    { "R47", "*", kJson | kBridge, E, "pipeline_model_parallel_layout pipeline_model_parallel_size",
+      "a layout whose stages pipeline_model_parallel_size does not divide",
+      "pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size (len(layout)={n}, pipeline_model_parallel_size={pp})",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:41-45; TC:2020-2032" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:40-44; TC:1981-1993" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:41-45; TC:2261-2273" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:40-44; TC:2510-2522" } },
+      [](const Ctx& c) { const auto l = layoutOf(c); return l && ppSize(c) >= 1 && l->stages.size() % static_cast<size_t>(ppSize(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(layoutOf(c)->stages.size())); a.set("pp", std::to_string(ppSize(c))); }, nullptr,
+      nullptr, "stages a multiple of pipeline_model_parallel_size", "PipelineParallelLayerLayout.__init__, from TransformerConfig.__post_init__; stage i is virtual stage i / PP of pipeline rank i % PP. Megatron-LM's flags meet M10 first" },
+    { "R48", "*", kAnyFormat, E, "virtual_pipeline_model_parallel_size pipeline_model_parallel_layout pipeline_model_parallel_size",
+      "virtual_pipeline_model_parallel_size other than the layout's stages / PP",
+      "virtual_pipeline_model_parallel_size conflicts with pipeline_model_parallel_layout, (self.virtual_pipeline_model_parallel_size={v},  detected_vpp_size={d})",
+      MC, { { "bridge-pin", "TC:2034-2044" }, { "guide", "TC:1995-2005" }, { "main", "TC:2275-2285" }, { "dev", "TC:2524-2534" } },
+      [](const Ctx& c) { return layoutChunks(c) > 0 && vppSet(c) && static_cast<size_t>(vppOf(c)) != layoutChunks(c); }, [](const Ctx& c, Args& a) { a.set("v", std::to_string(vppOf(c))); a.set("d", std::to_string(layoutChunks(c))); }, nullptr,
+      layoutVpp, "virtual_pipeline_model_parallel_size = the layout's stages / PP (null for 1)", "Megatron's message, its double space kept" },
+    { "R48", "*", kAnyFormat, A, "virtual_pipeline_model_parallel_size pipeline_model_parallel_layout",
+      "virtual_pipeline_model_parallel_size unset: TransformerConfig takes it from the layout (its stages / PP, where more than 1)",
+      "virtual_pipeline_model_parallel_size: None -> {d} (the stages of pipeline_model_parallel_layout per pipeline rank)",
+      MC, { { "bridge-pin", "TC:2045-2046" }, { "guide", "TC:2006-2007" }, { "main", "TC:2286-2287" }, { "dev", "TC:2535-2536" } },
+      [](const Ctx& c) { return layoutChunks(c) > 1 && !vppSet(c); }, [](const Ctx& c, Args& a) { a.set("d", std::to_string(layoutChunks(c))); }, [](Ctx& c) { c.r.virtual_pipeline_model_parallel_size = static_cast<int>(layoutChunks(c)); },
+      nullptr, "", "silent; Megatron-LM's validate_args sets it the same way (the flag reader does)" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a layout whose first layer is not the embedding",
+      "The first layer must be embedding, but got {x}",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:95-97; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:94-96; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:95-97; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:94-96; TC:2538-2541" } },
+      [](const Ctx& c) { return layoutChunks(c) > 0 && layoutOf(c)->flat().front() != kLayoutEmbedding; }, [](const Ctx& c, Args& a) { a.set("x", layerTypeName(layoutOf(c)->flat().front())); }, nullptr,
+      nullptr, "", "validate_layer_layout, from TransformerConfig.__post_init__: the stage that runs first (virtual stage 0 of pipeline rank 0) builds the embedding" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a layout whose last layer is not the loss",
+      "The last layer must be loss, but got {x}",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:98-100; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:97-99; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:98-100; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:97-99; TC:2538-2541" } },
+      [](const Ctx& c) { return layoutChunks(c) > 0 && layoutOf(c)->flat().back() != kLayoutLoss; }, [](const Ctx& c, Args& a) { a.set("x", layerTypeName(layoutOf(c)->flat().back())); }, nullptr,
+      nullptr, "", "" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a layout with the embedding more than once",
+      "Embedding must be specified exactly once",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:103-105; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:102-104; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:103-105; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:102-104; TC:2538-2541" } },
+      [](const Ctx& c) { return layoutChunks(c) > 0 && layoutOf(c)->count(kLayoutEmbedding) != 1; }, nullptr, nullptr,
+      nullptr, "", "" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a layout with the loss more than once",
+      "Loss must be specified exactly once",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:106; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:105; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:106; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:105; TC:2538-2541" } },
+      [](const Ctx& c) { return layoutChunks(c) > 0 && layoutOf(c)->count(kLayoutLoss) != 1; }, nullptr, nullptr,
+      nullptr, "", "" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a layout whose decoder layers are not num_layers",
+      "Number of decoder layers {n}must match num_layers {L}",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:107-110; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:106-109; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:107-110; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:106-109; TC:2538-2541" } },
+      [](const Ctx& c) { return layoutChunks(c) > 0 && layoutOf(c)->count(kLayoutDecoder) != static_cast<size_t>(std::max(0, c.r.num_layers)); }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(layoutOf(c)->count(kLayoutDecoder))); a.set("L", std::to_string(c.r.num_layers)); }, nullptr,
+      nullptr, "", "Megatron's message, its missing space kept" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a layout whose MTP layers are not mtp_num_layers",
+      "Number of mtp layers in layout must match mtp_num_layers",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:112-114; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:111-113; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:112-114; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:111-113; TC:2538-2541" } },
+      [](const Ctx& c) { const auto l = layoutOf(c); return layoutChunks(c) > 0 && (c.r.mtp_num_layers ? static_cast<long long>(l->count(kLayoutMtp)) != *c.r.mtp_num_layers : l->count(kLayoutMtp) != 0); }, nullptr, nullptr,
+      nullptr, "", "" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a decoder layer after an MTP layer in the layout",
+      "decoder layers must be placed before MTP layers",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:115-120; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:114-119; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:115-120; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:114-119; TC:2538-2541" } },
+      [](const Ctx& c) { return layoutChunks(c) > 0 && decoderAfterMtp(*layoutOf(c)); }, nullptr, nullptr,
+      nullptr, "", "" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "an MTP layer on a virtual stage other than its rank's last",
+      "Currently we restrict that the MTP should be always in the last ",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:121-126; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:120-125; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:121-126; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:120-125; TC:2538-2541" } },
+      mtpBeforeLastChunk, nullptr, nullptr,
+      nullptr, "", "Megatron's message ends there, trailing space included: the f-string that would go on is a statement of its own" },
+    { "R49", "*", kAnyFormat, E, "pipeline_model_parallel_layout num_layers mtp_num_layers",
+      "a rank's last virtual stage with some of the MTP layers",
+      "All of the MTP layers must be in the same one virtual pipeline stage",
+      MC, { { "bridge-pin", "megatron/core/transformer/pipeline_parallel_layer_layout.py:127-131; TC:2048-2051" }, { "guide", "megatron/core/transformer/pipeline_parallel_layer_layout.py:126-130; TC:2009-2012" }, { "main", "megatron/core/transformer/pipeline_parallel_layer_layout.py:127-131; TC:2289-2292" }, { "dev", "megatron/core/transformer/pipeline_parallel_layer_layout.py:126-130; TC:2538-2541" } },
+      mtpSplitInLastChunk, nullptr, nullptr,
+      nullptr, "", "" },
+    { "R50", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "num_layers_in_first_pipeline_stage below 1",
+      "num_layers_in_first_pipeline_stage must be larger than 0",
+      MC, { { "bridge-pin", "TC:2061-2063" }, { "guide", "TC:2022-2024" }, { "main", "TC:2302-2304" }, { "dev", "TC:2551-2553" } },
+      [](const Ctx& c) { return unevenSplit(c) && c.r.num_layers_in_first_pipeline_stage && *c.r.num_layers_in_first_pipeline_stage <= 0; }, nullptr, nullptr,
+      unsetOpt<k_num_layers_in_first_pipeline_stage>, "num_layers_in_first_pipeline_stage=null", "" },
+    { "R50", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "first stage size not a multiple of the virtual stages",
+      "number of layers at first stage: {f}must be divisible by virtual pipelineparallel degree {v}",
+      MC, { { "bridge-pin", "TC:2065-2076" }, { "guide", "TC:2026-2037" }, { "main", "TC:2306-2317" }, { "dev", "TC:2555-2566" } },
+      [](const Ctx& c) { return unevenSplit(c) && c.r.num_layers_in_first_pipeline_stage.value_or(0) > 0 && vppSet(c) && vppOf(c) >= 1 && *c.r.num_layers_in_first_pipeline_stage % vppOf(c) != 0; }, [](const Ctx& c, Args& a) { a.set("f", std::to_string(*c.r.num_layers_in_first_pipeline_stage)); a.set("v", std::to_string(vppOf(c))); }, nullptr,
+      nullptr, "", "Megatron's message, its missing spaces kept" },
+    { "R50", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "num_layers_in_last_pipeline_stage below 1",
+      "num_layers_in_last_pipeline_stage must be larger than 0",
+      MC, { { "bridge-pin", "TC:2080-2082" }, { "guide", "TC:2041-2043" }, { "main", "TC:2321-2323" }, { "dev", "TC:2570-2572" } },
+      [](const Ctx& c) { return unevenSplit(c) && c.r.num_layers_in_last_pipeline_stage && *c.r.num_layers_in_last_pipeline_stage <= 0; }, nullptr, nullptr,
+      unsetOpt<k_num_layers_in_last_pipeline_stage>, "num_layers_in_last_pipeline_stage=null", "" },
+    { "R50", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "last stage size not a multiple of the virtual stages",
+      "number of layers at last stage: {l}must be divisible by virtual pipelineparallel degree {v}",
+      MC, { { "bridge-pin", "TC:2084-2095" }, { "guide", "TC:2045-2056" }, { "main", "TC:2325-2336" }, { "dev", "TC:2574-2585" } },
+      [](const Ctx& c) { return unevenSplit(c) && c.r.num_layers_in_last_pipeline_stage.value_or(0) > 0 && vppSet(c) && vppOf(c) >= 1 && *c.r.num_layers_in_last_pipeline_stage % vppOf(c) != 0; }, [](const Ctx& c, Args& a) { a.set("l", std::to_string(*c.r.num_layers_in_last_pipeline_stage)); a.set("v", std::to_string(vppOf(c))); }, nullptr,
+      nullptr, "", "" },
+    { "R50", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "middle layers without middle stages, or middle stages without layers",
+      "Mismatch: {n} middle layers remaining but {s} middle PP stages available.",
+      MC, { { "bridge-pin", "TC:2099-2104" }, { "guide", "TC:2060-2065" }, { "main", "TC:2340-2345" }, { "dev", "TC:2589-2594" } },
+      [](const Ctx& c) { return unevenSplit(c) && (middleLayers(c) != 0) != (middleStages(c) != 0); }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(middleLayers(c))); a.set("s", std::to_string(middleStages(c))); }, nullptr,
+      nullptr, "", "" },
+    { "R50", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "middle layers the middle stages do not split evenly",
+      "number of layers at middle stage: {n} must be divisible bythe middle pipeline model parallel size {s}",
+      MC, { { "bridge-pin", "TC:2106-2112" }, { "guide", "TC:2067-2073" }, { "main", "TC:2347-2353" }, { "dev", "TC:2596-2602" } },
+      [](const Ctx& c) { return unevenSplit(c) && middleStages(c) != 0 && pyMod(middleLayers(c), middleStages(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(middleLayers(c))); a.set("s", std::to_string(middleStages(c))); }, nullptr,
+      nullptr, "", "" },
+    { "R50", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "a middle stage's layers not a multiple of the virtual stages",
+      "number of layers on each middle pipeline rank:{n} must be divisible by virtualpipeline parallel degree {v}",
+      MC, { { "bridge-pin", "TC:2114-2127" }, { "guide", "TC:2075-2088" }, { "main", "TC:2355-2368" }, { "dev", "TC:2604-2617" } },
+      [](const Ctx& c) { return unevenSplit(c) && middleStages(c) != 0 && vppSet(c) && vppOf(c) >= 1 && pyMod(pyFloorDiv(middleLayers(c), middleStages(c)), vppOf(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(pyFloorDiv(middleLayers(c), middleStages(c)))); a.set("v", std::to_string(vppOf(c))); }, nullptr,
+      nullptr, "", "" },
+    { "R51", "*", kAnyFormat, E, "num_layers account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "num_layers with the embedding / loss counted not a multiple of PP (no virtual stages)",
+      "number of middle layers: {n} must be divisible by middle pipeline_model_parallel_size {pp}",
+      MC, { { "bridge-pin", "TC:2132-2145" }, { "guide", "TC:2093-2106" }, { "main", "TC:2373-2386" }, { "dev", "TC:2622-2635" } },
+      [](const Ctx& c) { return accountedSplit(c) && !vppSet(c) && ppSize(c) >= 1 && pyMod(pipelineSplitLayers(c.r), ppSize(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(pipelineSplitLayers(c.r))); a.set("pp", std::to_string(ppSize(c))); }, nullptr,
+      nullptr, "", "Megatron's message, its missing spaces kept" },
+    { "R51", "*", kAnyFormat, E, "num_layers account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "num_layers with the embedding / loss counted not a multiple of PP (virtual stages)",
+      "num_layers: {n} after enableaccount_for_embedding_in_pipeline_split or account_for_loss_in_pipeline_split must be divisibleby pipeline_model_parallel_size {pp}",
+      MC, { { "bridge-pin", "TC:2146-2161" }, { "guide", "TC:2107-2122" }, { "main", "TC:2387-2402" }, { "dev", "TC:2636-2651" } },
+      [](const Ctx& c) { return accountedSplit(c) && vppSet(c) && ppSize(c) >= 1 && pyMod(pipelineSplitLayers(c.r), ppSize(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(pipelineSplitLayers(c.r))); a.set("pp", std::to_string(ppSize(c))); }, nullptr,
+      nullptr, "", "Megatron's message, its missing spaces kept" },
+    { "R51", "*", kAnyFormat, E, "num_layers account_for_embedding_in_pipeline_split account_for_loss_in_pipeline_split pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "a stage's layers, the embedding / loss counted, not a multiple of the virtual stages",
+      "number of layers on each pipeline rank: {n}(after enable account_for_embedding_in_pipeline_split or account_for_loss_in_pipeline_split) must be divisible byvirtual_pipeline_model_parallel_size{v}",
+      MC, { { "bridge-pin", "TC:2163-2174" }, { "guide", "TC:2124-2135" }, { "main", "TC:2404-2415" }, { "dev", "TC:2653-2664" } },
+      [](const Ctx& c) { return accountedSplit(c) && vppSet(c) && vppOf(c) >= 1 && ppSize(c) >= 1 && pyMod(pipelineSplitLayers(c.r), ppSize(c)) == 0 && pyMod(pipelineSplitLayers(c.r) / ppSize(c), vppOf(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(pipelineSplitLayers(c.r) / ppSize(c))); a.set("v", std::to_string(vppOf(c))); }, nullptr,
+      nullptr, "", "Megatron's message, its missing spaces kept" },
     { "R41", "*", kAnyFormat, E, "bias_activation_fusion gated_linear_unit activation_func add_bias_linear",
       "the fused bias-GeLU without linear biases (plain GeLU MLP)",
       "When bias_activation_fusion is True, gated_linear_unit is False and activation function is gelu, add_bias_linear must also be True.",
@@ -1573,7 +1882,7 @@ const std::vector<Row>& ruleRows()
       "a hybrid pattern without '|' whose layers the pipeline stages do not divide",
       "Number of layers ({n}) must be evenly divisible by pipeline-model-parallel-size ({pp}) when no pipe separators are specified in the pattern.",
       MC, { { "*", "megatron/core/models/hybrid/hybrid_layer_allocation.py:436-441" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:445-450" } },
-      [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) == 1 && c.r.pipeline_model_parallel_size > 1 && patternLayers(c) % c.r.pipeline_model_parallel_size != 0; },
+      [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) == 1 && c.r.pipeline_model_parallel_size > 1 && !firstOrLast(c) && patternLayers(c) % c.r.pipeline_model_parallel_size != 0; },
       [](const Ctx& c, Args& a) { a.set("n", std::to_string(patternLayers(c))); a.set("pp", std::to_string(c.r.pipeline_model_parallel_size)); }, nullptr,
       nullptr, "'|' at the stage boundaries, or a PP size that divides the layers", "" },
     { "RT19", "*", kAnyFormat, E, "hybrid_layer_pattern pipeline_model_parallel_size",
@@ -1583,6 +1892,18 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) > 1 && c.r.pipeline_model_parallel_size >= 1 && patternSegments(c) % static_cast<size_t>(c.r.pipeline_model_parallel_size) != 0; },
       [](const Ctx& c, Args& a) { a.set("s", std::to_string(patternSegments(c))); a.set("pp", std::to_string(c.r.pipeline_model_parallel_size)); }, nullptr,
       nullptr, "PP x virtual stages segments", "" },
+    { "RT19", "*", kAnyFormat, E, "hybrid_layer_pattern num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage",
+      "first / last stage sizes with a hybrid pattern that has '|' segments",
+      "Cannot specify num_layers_in_first_pipeline_stage or num_layers_in_last_pipeline_stage when hybrid_layer_pattern contains pipe ('|') separators. The pipeline layout is already explicitly defined by the pipe separators.",
+      MC, { { "bridge-pin", "megatron/core/models/hybrid/hybrid_layer_allocation.py:377-383" }, { "guide", "megatron/core/models/hybrid/hybrid_layer_allocation.py:377-383" }, { "main", "megatron/core/models/hybrid/hybrid_layer_allocation.py:377-383" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:386-392" } },
+      [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) > 1 && firstOrLast(c); }, nullptr, nullptr,
+      pipelineSizesOff, "num_layers_in_first_pipeline_stage=null, num_layers_in_last_pipeline_stage=null", "" },
+    { "RT19", "*", kAnyFormat, E, "hybrid_layer_pattern num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage pipeline_model_parallel_size",
+      "a hybrid pattern without '|' whose middle layers the middle stages do not split evenly",
+      "Middle layers ({n}) must be evenly divisible by middle pipeline stages ({s}).",
+      MC, { { "bridge-pin", "megatron/core/models/hybrid/hybrid_layer_allocation.py:412-417" }, { "guide", "megatron/core/models/hybrid/hybrid_layer_allocation.py:412-417" }, { "main", "megatron/core/models/hybrid/hybrid_layer_allocation.py:412-417" }, { "dev", "megatron/core/models/hybrid/hybrid_layer_allocation.py:421-426" } },
+      [](const Ctx& c) { return isHybrid(c.r) && patternSegments(c) == 1 && ppSize(c) > 1 && firstOrLast(c) && middleStages(c) > 0 && pyMod(patternLayers(c) - c.r.num_layers_in_first_pipeline_stage.value_or(0) - c.r.num_layers_in_last_pipeline_stage.value_or(0), middleStages(c)) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(patternLayers(c) - c.r.num_layers_in_first_pipeline_stage.value_or(0) - c.r.num_layers_in_last_pipeline_stage.value_or(0))); a.set("s", std::to_string(middleStages(c))); }, nullptr,
+      nullptr, "first / last stage sizes that leave the middle stages equal shares", "" },
     { "RT20", "*", kAnyFormat, E, "hidden_size mamba_head_dim mamba_num_heads hybrid_layer_pattern",
       "Mamba's d_inner (2 x hidden_size) not a multiple of mamba_head_dim, mamba_num_heads unset",
       "d_inner must be evenly divisible by headdim",
@@ -1652,13 +1973,13 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return isDsaModel(c.r) && c.selective() && c.has("mla_up_proj") && (c.fp8() || c.fp4()); }, nullptr, nullptr,
       [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mla_up_proj" }, "drop 'mla_up_proj'"); },
       "drop 'mla_up_proj'", "an assertion at the first forward: the up-projection's checkpoint has no quantized path in AbsorbedMLA" },
-    { "RT26", "*", kAnyFormat, E, "experimental_attention_variant dsa_indexer_topk_freq dsa_indexer_skip_topk_offset pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
-      "DSA top-k sharing across pipeline chunks (the even split)",
+    { "RT26", "*", kAnyFormat, E, "experimental_attention_variant dsa_indexer_topk_freq dsa_indexer_skip_topk_offset pipeline_model_parallel_size virtual_pipeline_model_parallel_size pipeline_model_parallel_layout num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage",
+      "DSA top-k sharing across pipeline chunks (the recipe's split: its layout, first / last stage sizes, or the even one)",
       "DSA index-share pipeline split is invalid: local layer {layer} reuses top-k indices from computing layer {source}, but that source layer is not earlier in this pipeline stage. Cross-layer top-k sharing does not cross PP boundaries. Choose a pipeline layout where each stage starts on a computing layer (dsa_indexer_topk_freq={freq}, dsa_indexer_skip_topk_offset={offset}).",
       MC, { { "*", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:395-430" }, { "guide", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:339-374" }, { "dev", "megatron/core/models/gpt/experimental_attention_variant_module_specs.py:418-453" } },
       [](const Ctx& c) { return dsaShareSplitBreak(c).has_value(); },
       [](const Ctx& c, Args& a) { const auto b = *dsaShareSplitBreak(c); a.set("layer", std::to_string(b.first)); a.set("source", std::to_string(b.second)); a.set("freq", std::to_string(c.r.dsa_indexer_topk_freq)); a.set("offset", std::to_string(c.r.dsa_indexer_skip_topk_offset)); }, nullptr,
-      nullptr, "", "a RuntimeError when a chunk's layer specs are built; checked on the even split only (a kept pipeline_model_parallel_layout or first / last stage sizes is not read)" },
+      nullptr, "", "a RuntimeError when a chunk's layer specs are built, on the chunks model_shape.h pipelineStage gives (a split Megatron refuses earlier is the other rules')" },
     { "RT27", "*", kAnyFormat, E, "moe_shared_expert_overlap moe_latent_size",
       "latent MoE with moe_shared_expert_overlap: the MoE layer raises at its first training forward",
       "Shared expert overlap with MoE latent projections is not supported during training. Disable moe_shared_expert_overlap.",
@@ -1667,6 +1988,24 @@ const std::vector<Row>& ruleRows()
       [](const Ctx&, FixIt& f) { set(f, "set moe_shared_expert_overlap=false", "moe_shared_expert_overlap", false); },
       "moe_shared_expert_overlap=false", "not a config check: MoELayer.preprocess raises in training (only the NVLS inference dispatcher overlaps the shared expert of a latent MoE); Bridge's NemotronHBridge turns the overlap on, so a Nemotron 3 recipe that keeps it fails at its first step" },
 
+    { "RT28", "*", kAnyFormat, E, "num_layers pipeline_model_parallel_size",
+      "the even split: num_layers not a multiple of PP (a layer would be on no stage)",
+      "num_layers={L} should be divisible by config.pipeline_model_parallel_size={pp}",
+      MC, { { "bridge-pin", "TB:150-152" }, { "guide", "TB:150-152" }, { "main", "TB:156-158" }, { "dev", "TB:168-170" } },
+      [](const Ctx& c) { return !isHybrid(c.r) && isEvenPipelineSplit(c.r) && !accountFor(c) && !(c.format == InputFormat::MegatronFlags && !vppSet(c)) && c.r.num_layers >= 1 && ppSize(c) >= 1 && c.r.num_layers % ppSize(c) != 0; }, [](const Ctx& c, Args& a) { a.set("L", std::to_string(c.r.num_layers)); a.set("pp", std::to_string(ppSize(c))); }, nullptr,
+      nullptr, "num_layers a multiple of pipeline_model_parallel_size, or a pipeline_model_parallel_layout that places every layer", "an assertion when the decoder's layers are built (get_num_layers_to_build); TransformerConfig does not check the even split (R51 does where the embedding or the loss is counted, M11 for Megatron-LM's flags)" },
+    { "RT28", "*", kAnyFormat, E, "num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "the even split: a stage's layers not a multiple of the virtual stages",
+      "num_layers_per_pipeline_rank {n}             should be divisible by vp_size {v}",
+      MC, { { "bridge-pin", "TB:169-172" }, { "guide", "TB:169-172" }, { "main", "TB:175-178" }, { "dev", "TB:187-190" } },
+      [](const Ctx& c) { return !isHybrid(c.r) && isEvenPipelineSplit(c.r) && !accountFor(c) && vppSet(c) && vppOf(c) >= 1 && ppSize(c) > 1 && c.r.num_layers >= 1 && c.r.num_layers % ppSize(c) == 0 && (c.r.num_layers / ppSize(c)) % vppOf(c) != 0; }, [](const Ctx& c, Args& a) { a.set("n", std::to_string(c.r.num_layers / ppSize(c))); a.set("v", std::to_string(vppOf(c))); }, nullptr,
+      nullptr, "num_layers / PP a multiple of virtual_pipeline_model_parallel_size", "Megatron's message: a backslash continues the f-string, and the next line's indentation is in it" },
+    { "RT29", "*", kAnyFormat, E, "num_layers_in_first_pipeline_stage num_layers_in_last_pipeline_stage pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
+      "first and last stage sizes on two pipeline stages with virtual stages: no middle stage to divide by",
+      "integer division or modulo by zero",
+      MC, { { "bridge-pin", "TL:150-158" }, { "guide", "TL:150-158" }, { "main", "TL:158-166" }, { "dev", "TL:159-167" } },
+      [](const Ctx& c) { return !isHybrid(c.r) && unevenSplit(c) && ppSize(c) > 1 && middleStages(c) == 0 && vppSet(c); }, nullptr, nullptr,
+      unsetOpt<k_virtual_pipeline_model_parallel_size>, "virtual_pipeline_model_parallel_size=null, or a middle stage", "a ZeroDivisionError when the second stage's layers are built: get_transformer_layer_offset divides the middle layers per virtual stage by the middle stages, 0 here" },
     // ===================================== our own advice, from the guide (RS) ========================
     { "RS01", "*", kAnyFormat, E, "recompute_num_layers recompute_method",
       "full uniform recompute with recompute_num_layers <= 0 (no Megatron check: R07b)",
@@ -1685,13 +2024,13 @@ const std::vector<Row>& ruleRows()
       [](const Ctx&, FixIt& f) { set(f, "set recompute_num_layers=1", "recompute_num_layers", 1); },
       "recompute_num_layers=1", "block checkpoints layers skip <= idx < k + skip: none when k <= 0" },
     { "RS03", "*", kAnyFormat, W, "recompute_num_layers num_layers pipeline_model_parallel_size virtual_pipeline_model_parallel_size",
-      "full recompute with recompute_num_layers above the layers of one model chunk (num_layers / pp / vpp)",
-      "recompute_num_layers={k} exceeds the {chunk} layers of a model chunk (num_layers / pipeline_model_parallel_size / virtual_pipeline_model_parallel_size): uniform makes one checkpoint of the whole chunk and block checkpoints every layer, so a larger value changes nothing.",
+      "full recompute with recompute_num_layers above the layers of the largest model chunk (num_layers / pp / vpp under the even split)",
+      "recompute_num_layers={k} exceeds the {chunk} layers of the largest model chunk (num_layers / pipeline_model_parallel_size / virtual_pipeline_model_parallel_size under the even split): uniform makes one checkpoint of the whole chunk and block checkpoints every layer, so a larger value changes nothing.",
       GD, { { "*", "docs/rules.md#rs03; TB:334" } },
       [](const Ctx& c) { return c.full() && c.r.recompute_num_layers && c.chunkLayers() > 0 && *c.r.recompute_num_layers > c.chunkLayers(); },
       [](const Ctx& c, Args& a) { a.set("k", pyInt(c.r.recompute_num_layers)); a.set("chunk", std::to_string(c.chunkLayers())); }, nullptr,
       [](const Ctx& c, FixIt& f) { set(f, "set recompute_num_layers to the layers of a model chunk", "recompute_num_layers", c.chunkLayers()); },
-      "recompute_num_layers = num_layers / pp / vpp", "recompute_num_layers applies per model chunk (TransformerBlock), not per rank nor globally; R07's message still prints num_layers // pp" },
+      "recompute_num_layers = the largest chunk's layers", "recompute_num_layers applies per model chunk (TransformerBlock), not per rank nor globally; R07's message still prints num_layers // pp" },
     { "RS04", "*", kAnyFormat, N, "recompute_num_layers recompute_method virtual_pipeline_model_parallel_size",
       "full block recompute with virtual pipeline: the count applies per model chunk",
       "recompute_method='block' applies per model chunk: with virtual_pipeline_model_parallel_size={vpp} each pipeline rank recomputes {per_rank} layers ({per_chunk} in each of its {vpp} chunks), not {k}.",
@@ -2029,10 +2368,10 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c, FixIt& f) { set(f, "route each token to between 1 and num_moe_experts experts", "moe_router_topk", std::max(1, std::min(c.r.moe_router_topk, *c.r.num_moe_experts))); },
       "1 <= moe_router_topk <= num_moe_experts", "" },
     { "RS28", "*", kAnyFormat, E, "pipeline_model_parallel_size virtual_pipeline_model_parallel_size num_layers",
-      "more pipeline chunks (pp x vpp) than layers",
+      "more pipeline chunks (pp x vpp) than layers in the even split (a layout may leave a stage empty)",
       "pipeline_model_parallel_size x virtual_pipeline_model_parallel_size = {p} model chunks for {n} layers in the split: a chunk would hold no layer (at most num_layers chunks, one more for each of account_for_embedding_in_pipeline_split and account_for_loss_in_pipeline_split).",
       GD, { { "*", "docs/rules.md#rs28; TB:150-180" } },
-      [](const Ctx& c) { return c.r.num_layers >= 1 && c.r.pipeline_model_parallel_size >= 1 && c.r.virtual_pipeline_model_parallel_size.value_or(1) >= 1 && pipelineChunks(c) > pipelineSplitLayers(c.r); },
+      [](const Ctx& c) { return isEvenPipelineSplit(c.r) && c.r.num_layers >= 1 && c.r.pipeline_model_parallel_size >= 1 && c.r.virtual_pipeline_model_parallel_size.value_or(1) >= 1 && pipelineChunks(c) > pipelineSplitLayers(c.r); },
       [](const Ctx& c, Args& a) { a.set("p", std::to_string(pipelineChunks(c))); a.set("n", pipelineSplitLayers(c.r) == c.r.num_layers ? "num_layers=" + std::to_string(c.r.num_layers) : std::to_string(pipelineSplitLayers(c.r)) + " (num_layers=" + std::to_string(c.r.num_layers) + " with the embedding or loss)"); }, nullptr,
       nullptr, "", "the product is taken in 64 bits: 65536 x 65536 overflows a 32-bit int to 0" },
     { "RS29", "*", kAnyFormat, E, "seq_length micro_batch_size hidden_size",

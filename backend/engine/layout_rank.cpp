@@ -69,9 +69,12 @@ LayoutRank layoutRank(const Recipe& r, std::optional<int> requested)
     } else if (L.ep > 1) {
         throw EngineError("expert_model_parallel_size", "expert parallelism needs num_moe_experts");
     }
-    if (L.pp * L.vpp > 1)
-        mustDivide("num_layers", r.num_layers, static_cast<long long>(L.pp) * L.vpp,
-            "pipeline_model_parallel_size x virtual_pipeline_model_parallel_size");
+    // The split Megatron builds (the layout, first / last stage sizes or the even one: core/model_shape.h),
+    // every layer on one chunk; the worker runs the chosen stage's chunks as they fall.
+    if (L.pp * L.vpp > 1) {
+        if (const std::string why = pipelineSplitProblem(r); !why.empty())
+            throw EngineError("pipeline_model_parallel_size", why);
+    }
 
     L.micro_batches = p.micro_batches;
 
@@ -95,6 +98,14 @@ LayoutRank layoutRank(const Recipe& r, std::optional<int> requested)
     L.last_stage = L.stage == L.pp - 1;
 
     const PipelineStage stage = pipelineStage(r, L.stage);
+    // A chunk without a decoder layer (a layout's stage of the embedding or the loss alone) has no module of
+    // the worker's to run: its model chunks are counted from the layers' chunks.
+    for (int v = 0; v < L.vpp; ++v)
+        if (std::find(stage.chunk.begin(), stage.chunk.end(), v) == stage.chunk.end())
+            throw EngineError("pipeline_model_parallel_layout",
+                "stage " + std::to_string(L.stage) + "'s chunk " + std::to_string(v)
+                    + " holds no decoder layer: the worker runs chunks of one layer or more (choose another "
+                      "rank with --rank-of-layout)");
     L.layers = stage.layers;
     L.chunk = stage.chunk;
     const std::string& ranges = stage.ranges;

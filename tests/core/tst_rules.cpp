@@ -72,6 +72,22 @@ const std::vector<Case>& cases()
     { "*", "flags", "M9", "has to be greater than zero", R"({)" MOE R"("moe_latent_size": 256})", false },
     { "*", "flags", "M9", "applicable only for MoE models", R"({"moe_latent_size": 256})", true },
     { "*", "flags", "M9", "applicable only for MoE models", R"({)" MOE R"("moe_latent_size": 256})", false },
+    // the pipeline split under Megatron-LM's validate_args
+    { "*", "flags", "M12", "--decoder-first-pipeline-num-layers should not", R"({"hybrid_layer_pattern": "M*M*|M*M*", "pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4})", true },
+    { "*", "flags", "M12", "--decoder-first-pipeline-num-layers should not", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4})", false },
+    { "*", "flags", "M12", "--decoder-last-pipeline-num-layers should not", R"({"hybrid_layer_pattern": "M*M*|M*M*", "pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": 4})", true },
+    { "*", "flags", "M12", "--decoder-last-pipeline-num-layers should not", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": 4})", false },
+    { "*", "flags", "M12", "--pipeline-model-parallel-layout should not", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2, "pipeline_model_parallel_layout": "Etttt|ttttL"})", true },
+    { "*", "flags", "M12", "--pipeline-model-parallel-layout should not", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2})", false },
+    { "*", "flags", "M12", "--account-for-embedding-in-pipeline-split should", R"({"hybrid_layer_pattern": "M*M*M*M*", "account_for_embedding_in_pipeline_split": true})", true },
+    { "*", "flags", "M12", "--account-for-embedding-in-pipeline-split should", R"({"hybrid_layer_pattern": "M*M*M*M*", "account_for_loss_in_pipeline_split": true})", false },
+    { "*", "flags", "M12", "--account-for-loss-in-pipeline-split should", R"({"hybrid_layer_pattern": "M*M*M*M*", "account_for_loss_in_pipeline_split": true})", true },
+    { "*", "flags", "M12", "--account-for-loss-in-pipeline-split should", R"({"account_for_loss_in_pipeline_split": true, "pipeline_model_parallel_size": 3})", false },
+    { "*", "flags", "M10", "The length of pipeline_model_parallel_layout", R"({"pipeline_model_parallel_layout": "Etttt|ttt|tL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "flags", "M10", "The length of pipeline_model_parallel_layout", R"({"pipeline_model_parallel_layout": "Etttt|ttt|tL", "pipeline_model_parallel_size": 3})", false },
+    { "*", "flags", "M11", "Number of layers should be divisible", R"({"pipeline_model_parallel_size": 3})", true },
+    { "*", "flags", "M11", "Number of layers should be divisible", R"({"pipeline_model_parallel_size": 3, "account_for_embedding_in_pipeline_split": true})", false },
+    { "*", "flags", "M11", "Number of layers should be divisible", R"({"pipeline_model_parallel_size": 3, "virtual_pipeline_model_parallel_size": 2})", false },
     // --- Megatron Bridge
     { "*", "bridge", "B8", "is not a Megatron Bridge", R"({"mixed_precision": "bf16_fp9_mixed"})", true },
     { "*", "bridge", "B8", "is not a Megatron Bridge", R"({"mixed_precision": "bf16_mixed"})", false },
@@ -282,6 +298,57 @@ const std::vector<Case>& cases()
     { "*", "json", "R37", "must be enabled when enabling delay_wgrad", R"({"delay_wgrad_compute": true})", true },
     { "*", "json", "R37", "must be enabled when enabling delay_wgrad", R"({)" EPO R"("recompute_modules": [], "delay_wgrad_compute": true})", false },
     // --- build/run time
+    // --- the pipeline split (TransformerConfig.__post_init__, PipelineParallelLayerLayout)
+    { "*", "json", "R45", "cannot beset at the same time", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 3, "account_for_loss_in_pipeline_split": true})", true },
+    { "*", "json", "R45", "cannot beset at the same time", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 3})", false },
+    { "*", "json", "R46", "cannot be set with other pipeline layout arguments", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2, "account_for_embedding_in_pipeline_split": true})", true },
+    { "*", "bridge", "R46", "cannot be set with other pipeline layout arguments", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": 4})", true },
+    { "*", "json", "R46", "cannot be set with other pipeline layout arguments", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R47", "(len(layout)=", R"({"pipeline_model_parallel_layout": "Etttt|ttt|tL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R47", "(len(layout)=", R"({"pipeline_model_parallel_layout": "Etttt|ttt|tL", "pipeline_model_parallel_size": 3})", false },
+    { "*", "flags", "R47", "(len(layout)=", R"({"pipeline_model_parallel_layout": "Etttt|ttt|tL", "pipeline_model_parallel_size": 2})", false }, // M10 first
+    { "*", "json", "R48", "conflicts with pipeline_model_parallel_layout", R"({"pipeline_model_parallel_layout": "Ett|tt|tt|ttL", "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 3})", true },
+    { "*", "json", "R48", "conflicts with pipeline_model_parallel_layout", R"({"pipeline_model_parallel_layout": "Ett|tt|tt|ttL", "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R48", "None -> ", R"({"pipeline_model_parallel_layout": "Ett|tt|tt|ttL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R48", "None -> ", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R49", "The first layer must be embedding", R"({"pipeline_model_parallel_layout": "tEttt|ttttL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R49", "The first layer must be embedding", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R49", "The last layer must be loss", R"({"pipeline_model_parallel_layout": "Etttt|tttLt", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R49", "The last layer must be loss", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R49", "Embedding must be specified exactly once", R"({"pipeline_model_parallel_layout": "EEtttt|ttttL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R49", "Embedding must be specified exactly once", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R49", "Loss must be specified exactly once", R"({"pipeline_model_parallel_layout": "Etttt|ttLttL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R49", "Loss must be specified exactly once", R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R49", "must match num_layers", R"({"pipeline_model_parallel_layout": "Ettt|ttttL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R49", "must match num_layers", R"({"pipeline_model_parallel_layout": "Et*4|(t)*4,L", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "R49", "Number of mtp layers in layout", R"({"pipeline_model_parallel_layout": "Etttt|ttttmL", "pipeline_model_parallel_size": 2})", true },
+    { "*", "json", "R49", "Number of mtp layers in layout", R"({"pipeline_model_parallel_layout": "Etttt|ttttmL", "pipeline_model_parallel_size": 2, "mtp_num_layers": 1})", false },
+    { "*", "json", "R49", "decoder layers must be placed before MTP", R"({"pipeline_model_parallel_layout": "Etttt|tttmtL", "pipeline_model_parallel_size": 2, "mtp_num_layers": 1})", true },
+    { "*", "json", "R49", "decoder layers must be placed before MTP", R"({"pipeline_model_parallel_layout": "Etttt|ttttmL", "pipeline_model_parallel_size": 2, "mtp_num_layers": 1})", false },
+    { "*", "json", "R49", "MTP should be always in the last", R"({"pipeline_model_parallel_layout": "Ettt|tmt|tt|tL", "pipeline_model_parallel_size": 2, "mtp_num_layers": 1})", true },
+    { "*", "json", "R49", "MTP should be always in the last", R"({"pipeline_model_parallel_layout": "Ettt|ttt|tt|mL", "pipeline_model_parallel_size": 2, "mtp_num_layers": 1})", false },
+    { "*", "json", "R49", "must be in the same one virtual pipeline stage", R"({"pipeline_model_parallel_layout": "Ettt|ttt|tm|tmL", "pipeline_model_parallel_size": 2, "mtp_num_layers": 2})", true },
+    { "*", "json", "R49", "must be in the same one virtual pipeline stage", R"({"pipeline_model_parallel_layout": "Ettt|ttt|tt|mmL", "pipeline_model_parallel_size": 2, "mtp_num_layers": 2})", false },
+    { "*", "json", "R50", "num_layers_in_first_pipeline_stage must be larger", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 0})", true },
+    { "*", "json", "R50", "num_layers_in_first_pipeline_stage must be larger", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4})", false },
+    { "*", "json", "R50", "at first stage", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 3})", true },
+    { "*", "json", "R50", "at first stage", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 2})", false },
+    { "*", "json", "R50", "num_layers_in_last_pipeline_stage must be larger", R"({"pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": -1})", true },
+    { "*", "json", "R50", "num_layers_in_last_pipeline_stage must be larger", R"({"pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": 4})", false },
+    { "*", "json", "R50", "at last stage", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": 3})", true },
+    { "*", "json", "R50", "at last stage", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": 2})", false },
+    { "*", "json", "R50", "Mismatch:", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 3, "num_layers_in_last_pipeline_stage": 3})", true },
+    { "*", "json", "R50", "Mismatch:", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4, "num_layers_in_last_pipeline_stage": 4})", false },
+    { "*", "json", "R50", "at middle stage", R"({"pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 3})", true },
+    { "*", "json", "R50", "at middle stage", R"({"pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 2})", false },
+    { "*", "json", "R50", "on each middle pipeline rank", R"({"pipeline_model_parallel_size": 4, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4, "num_layers_in_last_pipeline_stage": 2})", true },
+    { "*", "json", "R50", "on each middle pipeline rank", R"({"pipeline_model_parallel_size": 4, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 2, "num_layers_in_last_pipeline_stage": 2})", false },
+    { "*", "json", "R51", "number of middle layers", R"({"pipeline_model_parallel_size": 4, "account_for_embedding_in_pipeline_split": true})", true },
+    { "*", "json", "R51", "number of middle layers", R"({"pipeline_model_parallel_size": 3, "account_for_embedding_in_pipeline_split": true})", false },
+    { "*", "json", "R51", "must be divisibleby pipeline_model_parallel_size", R"({"pipeline_model_parallel_size": 4, "virtual_pipeline_model_parallel_size": 2, "account_for_embedding_in_pipeline_split": true})", true },
+    { "*", "json", "R51", "must be divisibleby pipeline_model_parallel_size", R"({"pipeline_model_parallel_size": 3, "virtual_pipeline_model_parallel_size": 3, "account_for_embedding_in_pipeline_split": true})", false },
+    { "*", "json", "R51", "on each pipeline rank", R"({"pipeline_model_parallel_size": 3, "virtual_pipeline_model_parallel_size": 2, "account_for_embedding_in_pipeline_split": true})", true },
+    { "*", "json", "R51", "on each pipeline rank", R"({"pipeline_model_parallel_size": 3, "virtual_pipeline_model_parallel_size": 3, "account_for_embedding_in_pipeline_split": true})", false },
     { "*", "json", "RT1", "'layernorm' in recompute_modules has no effect", R"({)" SEL R"("recompute_modules": ["layernorm"]})", true },
     { "*", "json", "RT1", "'layernorm' in recompute_modules has no effect", R"({)" SEL R"("recompute_modules": ["layernorm"], "multi_latent_attention": true})", false },
     { "*", "json", "RT2", "shared expert overlap", R"({)" SEL MOE R"("recompute_modules": ["layernorm"], "moe_shared_expert_intermediate_size": 512, "moe_shared_expert_overlap": true, "moe_token_dispatcher_type": "alltoall", "cuda_graph_impl": "transformer_engine", "cuda_graph_modules": ["moe_router"]})", true },
@@ -335,6 +402,11 @@ const std::vector<Case>& cases()
     { "*", "json", "RT19", "must be evenly divisible by pipeline-model-parallel-size", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2})", false },
     { "*", "json", "RT19", "pipe-delimited segments", R"({"hybrid_layer_pattern": "M*|M*|M*M*", "pipeline_model_parallel_size": 2})", true },
     { "*", "json", "RT19", "pipe-delimited segments", R"({"hybrid_layer_pattern": "M*M*|M*M*", "pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RT19", "must be evenly divisible by pipeline-model-parallel-size", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 3, "num_layers_in_first_pipeline_stage": 2})", false },
+    { "*", "json", "RT19", "Cannot specify num_layers_in_first_pipeline_stage", R"({"hybrid_layer_pattern": "M*M*|M*M*", "pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4})", true },
+    { "*", "json", "RT19", "Cannot specify num_layers_in_first_pipeline_stage", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4})", false },
+    { "*", "json", "RT19", "Middle layers (", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 3})", true },
+    { "*", "json", "RT19", "Middle layers (", R"({"hybrid_layer_pattern": "M*M*M*M*", "pipeline_model_parallel_size": 4, "num_layers_in_first_pipeline_stage": 2})", false },
     { "*", "json", "RT20", "d_inner must be evenly divisible", R"({"hybrid_layer_pattern": "M*M*M*M*", "mamba_head_dim": 48})", true },
     { "*", "json", "RT20", "d_inner must be evenly divisible", R"({"hybrid_layer_pattern": "M*M*M*M*", "mamba_head_dim": 48, "mamba_num_heads": 32})", false },
     { "*", "json", "RT20", "d_inner must be evenly divisible", R"({"hybrid_layer_pattern": "-*-*-*-*", "mamba_head_dim": 48})", false },
@@ -367,6 +439,18 @@ const std::vector<Case>& cases()
     { "*", "bridge", "RT27", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", true },
     { "*", "json", "RT27", "MoE latent projections is not supported", R"({)" MOE R"("moe_latent_size": 256, "moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall"})", false },
     { "*", "json", "RT27", "MoE latent projections is not supported", R"({)" MOE R"("moe_shared_expert_intermediate_size": 1024, "moe_token_dispatcher_type": "alltoall", "moe_shared_expert_overlap": true})", false },
+    // RT26 on a layout's chunks: stage 1 starting on layer 4 (which reuses layer 3's top-k) fails, on layer 7 (which
+    // computes its own) it does not.
+    { "*", "json", "RT26", "index-share pipeline split is invalid", R"({)" DSA R"("dsa_indexer_topk_freq": 4, "dsa_indexer_skip_topk_offset": 3, "pipeline_model_parallel_size": 2, "pipeline_model_parallel_layout": "Ettt|tttttL"})", true },
+    { "*", "json", "RT26", "index-share pipeline split is invalid", R"({)" DSA R"("dsa_indexer_topk_freq": 4, "dsa_indexer_skip_topk_offset": 3, "pipeline_model_parallel_size": 2, "pipeline_model_parallel_layout": "Etttttt|ttL"})", false },
+    { "*", "json", "RT28", "should be divisible by config.pipeline_model_parallel_size", R"({"pipeline_model_parallel_size": 3})", true },
+    { "*", "json", "RT28", "should be divisible by config.pipeline_model_parallel_size", R"({"pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RT28", "should be divisible by config.pipeline_model_parallel_size", R"({"pipeline_model_parallel_size": 3, "pipeline_model_parallel_layout": "Ettt|ttt|ttL"})", false },
+    { "*", "flags", "RT28", "should be divisible by config.pipeline_model_parallel_size", R"({"pipeline_model_parallel_size": 3})", false }, // M11 first
+    { "*", "json", "RT28", "should be divisible by vp_size", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 3})", true },
+    { "*", "json", "RT28", "should be divisible by vp_size", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", false },
+    { "*", "json", "RT29", "integer division or modulo by zero", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4, "num_layers_in_last_pipeline_stage": 4})", true },
+    { "*", "json", "RT29", "integer division or modulo by zero", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4, "num_layers_in_last_pipeline_stage": 4})", false },
     // --- ours
     { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
     { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },
@@ -374,6 +458,9 @@ const std::vector<Case>& cases()
     { "*", "json", "RS02", "checkpoints no layer", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1})", false },
     { "*", "json", "RS03", "exceeds the", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 3, "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", true },
     { "*", "json", "RS03", "exceeds the", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 2, "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", false },
+    // With a layout the largest chunk counts: "Ettt|tL" has a chunk of 3 layers.
+    { "*", "json", "RS03", "exceeds the", R"({"num_layers": 4, "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 3, "pipeline_model_parallel_size": 2, "pipeline_model_parallel_layout": "Ettt|tL"})", false },
+    { "*", "json", "RS03", "exceeds the", R"({"num_layers": 4, "recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 4, "pipeline_model_parallel_size": 2, "pipeline_model_parallel_layout": "Ettt|tL"})", true },
     { "*", "json", "RS04", "applies per model chunk", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1, "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", true },
     { "*", "json", "RS04", "applies per model chunk", R"({"recompute_granularity": "full", "recompute_method": "block", "recompute_num_layers": 1, "pipeline_model_parallel_size": 2})", false },
     { "*", "json", "RS05", "has no MoE layers", R"({)" SEL R"("recompute_modules": ["moe"]})", true },
@@ -526,11 +613,10 @@ const std::vector<Case>& cases()
         { "*", "json", "RS28", "model chunks for ", R"({"pipeline_model_parallel_size": 65536, "virtual_pipeline_model_parallel_size": 65536})", true },
         { "*", "json", "RS28", "model chunks for ", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 4})", false },
         // Bridge's Llama 3.1 405B recipes: 126 layers, PP 8 x VP 16, the embedding and the loss in the split.
-        { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_overrides": ["model.account_for_embedding_in_pipeline_split=true"]})", true },
-        { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_overrides": ["model.account_for_embedding_in_pipeline_split=True", "model.account_for_loss_in_pipeline_split=true"]})", false },
-        { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_flags": ["--account-for-embedding-in-pipeline-split", "--account-for-loss-in-pipeline-split"]})", false },
-        // Hydra reads overrides in order: a later =false takes the recipe's =true back.
-        { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "extra_overrides": ["model.account_for_embedding_in_pipeline_split=true", "model.account_for_loss_in_pipeline_split=true", "model.account_for_loss_in_pipeline_split=false"]})", true },
+        { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "account_for_embedding_in_pipeline_split": true})", true },
+        { "*", "json", "RS28", "model chunks for ", R"({"num_layers": 126, "pipeline_model_parallel_size": 8, "virtual_pipeline_model_parallel_size": 16, "account_for_embedding_in_pipeline_split": true, "account_for_loss_in_pipeline_split": true})", false },
+        // A layout may leave stages without a decoder layer (GLM-5.2's recipes do): RS28 is the even split's.
+        { "*", "json", "RS28", "model chunks for ", R"({"pipeline_model_parallel_size": 4, "virtual_pipeline_model_parallel_size": 4, "pipeline_model_parallel_layout": "E|t|t|t|t|t|t|t|t|||||||L"})", false },
         { "*", "json", "RS29", "elements in one activation", R"({"seq_length": 2147483647, "micro_batch_size": 2147483647, "hidden_size": 2147483647, "num_attention_heads": 1})", true },
         { "*", "json", "RS29", "elements in one activation", R"({"seq_length": 131072, "micro_batch_size": 64})", false },
         { "*", "json", "R40", "must be non-negative", R"({"num_moe_experts": 0})", true },
@@ -783,6 +869,50 @@ void TestRules::exactMessages_data()
                                     << QByteArray(
                                            R"({"cpu_offloading": true, "cpu_offloading_num_layers": -1})")
                                     << QByteArray("CPU offloading can be done only for layers less than 8");
+    // The pipeline split's messages as Python renders them (checked against the f-strings at 2a75ac12).
+    QTest::newRow("R46 self= rendering")
+        << pin << QByteArray("R46")
+        << QByteArray(
+               R"({"pipeline_model_parallel_layout": "Etttt|ttttL", "pipeline_model_parallel_size": 2, "num_layers_in_last_pipeline_stage": 4})")
+        << QByteArray(
+               "pipeline_model_parallel_layout cannot be set with other pipeline layout arguments. "
+               "self.num_layers_in_first_pipeline_stage=None, self.num_layers_in_last_pipeline_stage=4, "
+               "self.account_for_embedding_in_pipeline_split=False, "
+               "self.account_for_loss_in_pipeline_split=False.");
+    QTest::newRow("R47 len(layout)=")
+        << pin << QByteArray("R47")
+        << QByteArray(
+               R"({"pipeline_model_parallel_layout": "Etttt|ttt|tL", "pipeline_model_parallel_size": 2})")
+        << QByteArray("pipeline_model_parallel_layout must be divisible by pipeline_model_parallel_size "
+                      "(len(layout)=3, pipeline_model_parallel_size=2)");
+    QTest::newRow("R48 double space")
+        << pin << QByteArray("R48")
+        << QByteArray(
+               R"({"pipeline_model_parallel_layout": "Ett|tt|tt|ttL", "pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 3})")
+        << QByteArray("virtual_pipeline_model_parallel_size conflicts with pipeline_model_parallel_layout, "
+                      "(self.virtual_pipeline_model_parallel_size=3,  detected_vpp_size=2)");
+    QTest::newRow("R49 LayerType")
+        << pin << QByteArray("R49")
+        << QByteArray(
+               R"({"pipeline_model_parallel_layout": "tEttt|ttttL", "pipeline_model_parallel_size": 2})")
+        << QByteArray("The first layer must be embedding, but got LayerType.decoder");
+    QTest::newRow("R49 missing space")
+        << pin << QByteArray("R49")
+        << QByteArray(
+               R"({"pipeline_model_parallel_layout": "Ettt|ttttL", "pipeline_model_parallel_size": 2})")
+        << QByteArray("Number of decoder layers 7must match num_layers 8");
+    QTest::newRow("R51 missing spaces")
+        << pin << QByteArray("R51")
+        << QByteArray(
+               R"({"pipeline_model_parallel_size": 3, "virtual_pipeline_model_parallel_size": 2, "account_for_embedding_in_pipeline_split": true})")
+        << QByteArray("number of layers on each pipeline rank: 3(after enable "
+                      "account_for_embedding_in_pipeline_split "
+                      "or account_for_loss_in_pipeline_split) must be divisible "
+                      "byvirtual_pipeline_model_parallel_size2");
+    QTest::newRow("RT28 backslash continuation")
+        << pin << QByteArray("RT28")
+        << QByteArray(R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 3})")
+        << QByteArray("num_layers_per_pipeline_rank 4             should be divisible by vp_size 3");
     QTest::newRow("RT3 will")
         << main << QByteArray("RT3")
         << QByteArray(
