@@ -357,13 +357,16 @@ std::optional<PipelineLayout> pipelineLayoutOf(const Recipe& r)
 
 namespace {
 
-// One stage being filled: its chunks' layers in order, and their ranges.
+// One stage being filled: its chunks' layers in order, and their ranges. A split that would place more than a
+// model's layers in one chunk, or layers outside every model, is one Megatron refuses: enough of it is kept
+// for pipelineSplitProblem to see that (a layer index past kMaxLayers), never the sizes a recipe's typo asks.
 struct StageFill {
     PipelineStage s;
     void add(long long first, long long n, int chunk)
     {
+        n = std::min<long long>(n, kMaxLayers + 1LL);
         for (long long i = 0; i < n; ++i) {
-            s.layers.push_back(static_cast<int>(first + i));
+            s.layers.push_back(static_cast<int>(std::clamp<long long>(first + i, -1, kMaxLayers + 1LL)));
             s.chunk.push_back(chunk);
         }
         if (n > 0)
@@ -591,6 +594,13 @@ std::string pipelineSplitProblem(const Recipe& r)
             return "the layout holds " + std::to_string(layout->count(kLayoutDecoder))
                 + " decoder layers, num_layers=" + std::to_string(r.num_layers) + " (R49)";
     }
+    // Stage sizes outside the model (R50 says below 1; Megatron checks no upper bound and would place layers
+    // twice) are refused before any stage is filled from them.
+    for (const std::optional<int>& size :
+        { r.num_layers_in_first_pipeline_stage, r.num_layers_in_last_pipeline_stage })
+        if (!layout && size && (*size < 1 || *size > r.num_layers))
+            return "a first / last stage size of " + std::to_string(*size) + " for "
+                + std::to_string(r.num_layers) + " layers (R50)";
     if (!layout && p.pp > 1 && p.vpp > 1
         && (r.num_layers_in_first_pipeline_stage || r.num_layers_in_last_pipeline_stage) && !hybrid) {
         const long long middleStages = p.pp - (r.num_layers_in_first_pipeline_stage ? 1 : 0)

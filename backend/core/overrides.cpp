@@ -192,64 +192,13 @@ HydraValue parseScalar(const std::string& raw, const std::string& where)
     return { nlohmann::json(s), s };
 }
 
-// A value: a scalar, or one flat list in Hydra's form [a,b] or Python's repr form ['a', 'b'].
-std::pair<HydraValue, std::vector<HydraValue>> parseValue(
-    const std::string& raw, const std::string& where, bool* isList)
+// The elements of a bracketed list "[a, 'b', c]" as written (trimmed of nothing), split at the commas outside
+// quotes and, where lists inside it are allowed (nested 1), outside those.
+std::vector<std::string> listElements(const std::string& s, const std::string& where, int nested)
 {
-    const std::string s = trim(raw);
-    *isList = !s.empty() && s.front() == '[';
-    if (!*isList)
-        return { parseScalar(s, where), {} };
-    if (s.back() != ']')
-        throw RecipeError("", where, "a list must end with ']': " + s);
-    std::vector<HydraValue> items;
-    const std::string inner = trim(s.substr(1, s.size() - 2));
-    if (inner.empty())
-        return { { nlohmann::json::array(), s }, items };
-    std::string current;
-    char quote = 0;
-    for (std::size_t i = 0; i < inner.size(); ++i) {
-        const char c = inner[i];
-        if (quote) {
-            current.push_back(c);
-            if (c == '\\' && i + 1 < inner.size())
-                current.push_back(inner[++i]);
-            else if (c == quote)
-                quote = 0;
-        } else if (c == '\'' || c == '"') {
-            quote = c;
-            current.push_back(c);
-        } else if (c == '[' || c == ']') {
-            throw RecipeError("", where, "nested lists are not supported: " + s);
-        } else if (c == ',') {
-            if (trim(current).empty())
-                throw RecipeError("", where, "empty list element in " + s);
-            items.push_back(parseScalar(current, where));
-            current.clear();
-        } else {
-            current.push_back(c);
-        }
-    }
-    if (quote)
-        throw RecipeError("", where, "unterminated quote in " + s);
-    if (trim(current).empty())
-        throw RecipeError("", where, "empty list element in " + s);
-    items.push_back(parseScalar(current, where));
-    nlohmann::json array = nlohmann::json::array();
-    for (const HydraValue& item : items)
-        array.push_back(item.value);
-    return { { array, s }, items };
-}
-
-// A list whose elements are lists, as Hydra reads [[a,b],[c]] (pipeline_model_parallel_layout's list form):
-// each element a flat list as parseValue reads it; an element that is no list is kept as a scalar (the
-// field's reader says what it wanted).
-nlohmann::json parseListOfLists(const std::string& raw, const std::string& where)
-{
-    const std::string s = trim(raw);
     if (s.size() < 2 || s.front() != '[' || s.back() != ']')
         throw RecipeError("", where, "a list must end with ']': " + s);
-    nlohmann::json out = nlohmann::json::array();
+    std::vector<std::string> out;
     const std::string inner = trim(s.substr(1, s.size() - 2));
     if (inner.empty())
         return out;
@@ -259,9 +208,7 @@ nlohmann::json parseListOfLists(const std::string& raw, const std::string& where
     const auto element = [&]() {
         if (trim(current).empty())
             throw RecipeError("", where, "empty list element in " + s);
-        bool isList = false;
-        const auto parsed = parseValue(current, where, &isList);
-        out.push_back(parsed.first.value);
+        out.push_back(current);
         current.clear();
     };
     for (std::size_t i = 0; i < inner.size(); ++i) {
@@ -274,12 +221,15 @@ nlohmann::json parseListOfLists(const std::string& raw, const std::string& where
                 quote = 0;
             continue;
         }
-        if (c == '\'' || c == '"')
+        if (c == '\'' || c == '"') {
             quote = c;
-        else if (c == '[' && ++depth > 1)
-            throw RecipeError("", where, "lists nested more than two deep are not supported: " + s);
-        else if (c == ']' && --depth < 0)
+        } else if (c == '[' && ++depth > nested) {
+            throw RecipeError("", where,
+                nested == 0 ? "nested lists are not supported: " + s
+                            : "lists nested more than two deep are not supported: " + s);
+        } else if (c == ']' && --depth < 0) {
             throw RecipeError("", where, "unbalanced ']' in " + s);
+        }
         if (c == ',' && depth == 0)
             element();
         else
@@ -290,6 +240,36 @@ nlohmann::json parseListOfLists(const std::string& raw, const std::string& where
     if (depth != 0)
         throw RecipeError("", where, "unbalanced '[' in " + s);
     element();
+    return out;
+}
+
+// A value: a scalar, or one flat list in Hydra's form [a,b] or Python's repr form ['a', 'b'].
+std::pair<HydraValue, std::vector<HydraValue>> parseValue(
+    const std::string& raw, const std::string& where, bool* isList)
+{
+    const std::string s = trim(raw);
+    *isList = !s.empty() && s.front() == '[';
+    if (!*isList)
+        return { parseScalar(s, where), {} };
+    std::vector<HydraValue> items;
+    for (const std::string& element : listElements(s, where, 0))
+        items.push_back(parseScalar(element, where));
+    nlohmann::json array = nlohmann::json::array();
+    for (const HydraValue& item : items)
+        array.push_back(item.value);
+    return { { array, s }, items };
+}
+
+// A list whose elements are lists, as Hydra reads [[a,b],[c]] (pipeline_model_parallel_layout's list form):
+// each element a flat list as parseValue reads it; an element that is no list is kept as a scalar (the
+// field's reader says what it wanted).
+nlohmann::json parseListOfLists(const std::string& raw, const std::string& where)
+{
+    nlohmann::json out = nlohmann::json::array();
+    for (const std::string& element : listElements(trim(raw), where, 1)) {
+        bool isList = false;
+        out.push_back(parseValue(element, where, &isList).first.value);
+    }
     return out;
 }
 

@@ -356,6 +356,11 @@ void TestPipelineLayout::splitProblems_data()
     QTest::newRow("first and last overlap") << QByteArray(
         R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 6, "num_layers_in_last_pipeline_stage": 6})")
                                             << "on more than one chunk";
+    // A size no model of that many layers has is refused before a stage is filled from it (not 2e9 layers).
+    QTest::newRow("first stage larger than the model") << QByteArray(
+        R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 1000, "num_layers_in_first_pipeline_stage": 2000000000})")
+                                                       << "a first / last stage size of 2000000000 for 8 "
+                                                          "layers (R50)";
     QTest::newRow("no middle stage, interleaved") << QByteArray(
         R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4, "num_layers_in_last_pipeline_stage": 4})")
                                                   << "(RT29)";
