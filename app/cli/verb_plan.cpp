@@ -67,8 +67,8 @@ void printPlan(const rs::Plan& p)
         std::cout << "note: " << n << "\n";
 }
 
-// Each measured choice beside its prediction: the steady step (median of the stored run) and its change
-// against the measured [] control, as the plan predicted them.
+// Each measured choice beside its prediction: the peak (estimated, measured) and the steady step (median of
+// the stored run) with its change against the measured [] control, as the plan predicted them.
 void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& plan, qint64 controlId,
     const std::vector<std::pair<std::string, qint64>>& measuredRuns)
 {
@@ -76,13 +76,21 @@ void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& pl
         const auto run = store.run(id);
         return run ? run->steadyStepMs : std::nullopt;
     };
-    const double control_pred = plan.candidates.front().step_ms;
+    const auto peakGb = [&store](qint64 id) -> std::string {
+        const auto run = store.run(id);
+        return run && run->peakAllocated ? rs::formatGb(*run->peakAllocated) : std::string("-");
+    };
+    const auto text = [](std::optional<double> v, const char* format) {
+        return v ? QString::asprintf(format, *v).toStdString() : std::string("-");
+    };
+    const rs::PlanCandidate& control = plan.candidates.front();
     const std::optional<double> c0 = measured(controlId);
-    std::cout << "\nprediction against measurement (steady step, median of the stored run):\n";
-    std::printf("  %-32s %12s %12s %12s %12s %12s\n", "choice", "predicted ms", "measured ms", "pred. vs []",
-        "meas. vs []", "miss (pts)");
-    std::printf(
-        "  %-32s %12.1f %12s\n", "[]", control_pred, c0 ? QString::number(*c0, 'f', 1).toUtf8().data() : "-");
+    std::cout
+        << "\nprediction against measurement (peak allocated; steady step, median of the stored run):\n";
+    std::printf("  %-32s %10s %10s %12s %12s %12s %12s %10s\n", "choice", "est. GB", "meas. GB",
+        "predicted ms", "measured ms", "pred. vs []", "meas. vs []", "miss (pts)");
+    std::printf("  %-32s %10s %10s %12.1f %12s\n", "[]", rs::formatGb(control.peak_bytes).c_str(),
+        peakGb(controlId).c_str(), control.step_ms, text(c0, "%.1f").c_str());
     for (const auto& [label, runId] : measuredRuns) {
         const rs::PlanCandidate* pc = nullptr;
         for (const auto& c : plan.candidates)
@@ -90,10 +98,10 @@ void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& pl
                 pc = &c;
         const auto m = measured(runId);
         const std::optional<double> dm = m && c0 ? std::optional<double>(100 * (*m / *c0 - 1)) : std::nullopt;
-        std::printf("  %-32s %12.1f %12s %+11.2f%% %12s %12s\n", label.c_str(), pc ? pc->step_ms : 0.0,
-            m ? QString::number(*m, 'f', 1).toUtf8().data() : "-", pc ? pc->delta_pct : 0.0,
-            dm ? QString::asprintf("%+.2f%%", *dm).toUtf8().data() : "-",
-            dm && pc ? QString::asprintf("%+.2f", pc->delta_pct - *dm).toUtf8().data() : "-");
+        std::printf("  %-32s %10s %10s %12.1f %12s %+11.2f%% %12s %10s\n", label.c_str(),
+            pc ? rs::formatGb(pc->peak_bytes).c_str() : "-", peakGb(runId).c_str(), pc ? pc->step_ms : 0.0,
+            text(m, "%.1f").c_str(), pc ? pc->delta_pct : 0.0, text(dm, "%+.2f%%").c_str(),
+            dm && pc ? QString::asprintf("%+.2f", pc->delta_pct - *dm).toStdString().c_str() : "-");
     }
 }
 
