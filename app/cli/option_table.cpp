@@ -84,6 +84,10 @@ std::vector<OptionSpec> makeOptionTable()
             "the device's calibration record (recompute-bench --calibrate --out FILE writes one): the rates "
             "the step times are predicted from; or the name of a record shipped with the program (a name it "
             "does not know is answered with the names it has)" },
+        { "control-ms", "MS", Arity::Value, { "plan" }, false, false,
+            "the measured steady step of this job's [] control in ms (a run of it: recompute report, or the "
+            "real job's log): every choice's step becomes it plus the predicted difference from the model's "
+            "own [], so each Δ is the predicted replay over the measured step" },
         { "confirm", "N", Arity::Value, { "plan" }, false, false,
             "measure N choices with the worker (with --job: the user's own training command): the chosen "
             "one, then those within the estimate's error of the target predicted cheaper, then the next that "
@@ -708,6 +712,20 @@ std::optional<double> targetGbOption(const ParsedArgs& args, std::string* error)
         return std::nullopt;
     }
     return gb;
+}
+
+std::optional<double> controlMsOption(const ParsedArgs& args, std::string* error)
+{
+    if (!args.has("control-ms"))
+        return std::nullopt;
+    const std::string v = args.value("control-ms");
+    bool ok = false;
+    const double ms = QString::fromStdString(v).toDouble(&ok);
+    if (!ok || !std::isfinite(ms) || ms <= 0) {
+        *error = "--control-ms: '" + v + "' is not a step time (a positive number of milliseconds)";
+        return std::nullopt;
+    }
+    return ms;
 }
 
 CommandLine parseCommandLine(const std::vector<std::string>& argv)

@@ -92,6 +92,8 @@ std::optional<int> intOption(
     const ParsedArgs& args, const std::string& option, int minimum, std::string* error);
 // --target-gb: a positive number of GB; *error when it is not.
 std::optional<double> targetGbOption(const ParsedArgs& args, std::string* error);
+// --control-ms: a positive number of milliseconds; *error when it is not.
+std::optional<double> controlMsOption(const ParsedArgs& args, std::string* error);
 
 // What stands before the verb: global options, the verb, and its arguments (the global options the verb
 // takes are put before them; one it does not take, --db before `validate`, is accepted and unused).

@@ -67,8 +67,11 @@ void printPlan(const rs::Plan& p)
         std::cout << "note: " << n << "\n";
 }
 
-// Each measured choice beside its prediction: the steady step (median of the stored run) and its change
-// against the measured [] control, as the plan predicted them.
+// Each measured choice beside its prediction: the peak (estimated, measured), the model's step and the
+// measured one (median of the stored run), and the change against [] both ways. Once the [] control is
+// measured, the predicted change is the choice's predicted difference from the model's own [] over the
+// measured [] step (Plan::measured_control_ms): the model predicts what a choice replays, not the host time
+// and small kernels of the whole step.
 void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& plan, qint64 controlId,
     const std::vector<std::pair<std::string, qint64>>& measuredRuns)
 {
@@ -76,13 +79,22 @@ void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& pl
         const auto run = store.run(id);
         return run ? run->steadyStepMs : std::nullopt;
     };
-    const double control_pred = plan.candidates.front().step_ms;
+    const auto peakGb = [&store](qint64 id) -> std::string {
+        const auto run = store.run(id);
+        return run && run->peakAllocated ? rs::formatGb(*run->peakAllocated) : std::string("-");
+    };
+    const auto text = [](std::optional<double> v, const char* format) {
+        return v ? QString::asprintf(format, *v).toStdString() : std::string("-");
+    };
+    const rs::PlanCandidate& control = plan.candidates.front();
     const std::optional<double> c0 = measured(controlId);
-    std::cout << "\nprediction against measurement (steady step, median of the stored run):\n";
-    std::printf("  %-32s %12s %12s %12s %12s %12s\n", "choice", "predicted ms", "measured ms", "pred. vs []",
-        "meas. vs []", "miss (pts)");
-    std::printf(
-        "  %-32s %12.1f %12s\n", "[]", control_pred, c0 ? QString::number(*c0, 'f', 1).toUtf8().data() : "-");
+    const double base = c0 && *c0 > 0 ? *c0 : control.model_step_ms;
+    std::cout << "\nprediction against measurement (peak allocated; steady step, median of the stored run"
+              << (c0 ? "; predicted change: the model's difference over the measured [] step" : "") << "):\n";
+    std::printf("  %-32s %10s %10s %12s %12s %12s %12s %10s\n", "choice", "est. GB", "meas. GB", "model ms",
+        "measured ms", "pred. vs []", "meas. vs []", "miss (pts)");
+    std::printf("  %-32s %10s %10s %12.1f %12s\n", "[]", rs::formatGb(control.peak_bytes).c_str(),
+        peakGb(controlId).c_str(), control.model_step_ms, text(c0, "%.1f").c_str());
     for (const auto& [label, runId] : measuredRuns) {
         const rs::PlanCandidate* pc = nullptr;
         for (const auto& c : plan.candidates)
@@ -90,10 +102,14 @@ void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& pl
                 pc = &c;
         const auto m = measured(runId);
         const std::optional<double> dm = m && c0 ? std::optional<double>(100 * (*m / *c0 - 1)) : std::nullopt;
-        std::printf("  %-32s %12.1f %12s %+11.2f%% %12s %12s\n", label.c_str(), pc ? pc->step_ms : 0.0,
-            m ? QString::number(*m, 'f', 1).toUtf8().data() : "-", pc ? pc->delta_pct : 0.0,
-            dm ? QString::asprintf("%+.2f%%", *dm).toUtf8().data() : "-",
-            dm && pc ? QString::asprintf("%+.2f", pc->delta_pct - *dm).toUtf8().data() : "-");
+        const std::optional<double> dp = pc && base > 0
+            ? std::optional<double>(100 * (pc->model_step_ms - control.model_step_ms) / base)
+            : std::nullopt;
+        std::printf("  %-32s %10s %10s %12.1f %12s %12s %12s %10s\n", label.c_str(),
+            pc ? rs::formatGb(pc->peak_bytes).c_str() : "-", peakGb(runId).c_str(),
+            pc ? pc->model_step_ms : 0.0, text(m, "%.1f").c_str(), text(dp, "%+.2f%%").c_str(),
+            text(dm, "%+.2f%%").c_str(),
+            dm && dp ? QString::asprintf("%+.2f", *dp - *dm).toStdString().c_str() : "-");
     }
 }
 
@@ -289,8 +305,11 @@ int planMain(const std::vector<std::string>& argv)
         target = t;
     if (!problem.empty())
         return rs::cli::usageError("plan", problem);
+    const std::optional<double> controlMs = rs::cli::controlMsOption(args, &problem);
+    if (!problem.empty())
+        return rs::cli::usageError("plan", problem);
     const rs::Plan plan = rs::planRecompute(
-        v.resolved, input.format, rates, target, target ? rs::kEstimateErrorFraction : 0.0);
+        v.resolved, input.format, rates, target, target ? rs::kEstimateErrorFraction : 0.0, controlMs);
     if (plan.candidates.empty())
         return rs::cli::inputError("plan", input.origin + ": no recompute choice could be planned");
     if (plan.candidates.front().verdict == rs::PlanVerdict::Invalid)

@@ -39,6 +39,27 @@ double attentionFlops(const Recipe& r, double tokens)
     return f;
 }
 
+// A Mamba layer: in_proj, the scan, out_proj, as Megatron-LM counts it (megatron/training/training.py
+// mamba_layer_flops at d98e8a64: 2 T h (2 d_inner + 2 groups state + heads), 7 T d_inner state,
+// 2 T d_inner h; its d_inner is 2h, the mixer's default expand).
+double mambaFlops(const ModelShape& m, double tokens)
+{
+    return 2 * tokens * double(m.hidden) * double(m.mamba_in_proj)
+        + 7 * tokens * double(m.mamba_d_inner) * double(m.mamba_state)
+        + 2 * tokens * double(m.mamba_d_inner) * double(m.hidden);
+}
+
+// A GatedDeltaNet layer (training.py gdn_layer_flops at d98e8a64): in_proj, the causal convolution, the
+// delta rule's four products per value head, out_proj.
+double gatedDeltaNetFlops(const Recipe& r, const ModelShape& m, double tokens)
+{
+    const double conv = r.linear_conv_kernel_dim;
+    return 2 * tokens
+        * (double(m.hidden) * double(m.gdn_in_proj) + conv * double(m.gdn_conv_dim)
+            + double(m.gdn_value_heads) * double(m.gdn_value_dim) * double(m.gdn_value_dim) * 4
+            + double(m.hidden) * double(m.gdn_v));
+}
+
 } // namespace
 
 StepFlops modelFlops(const Recipe& r, const std::vector<int>& layers)
@@ -50,9 +71,19 @@ StepFlops modelFlops(const Recipe& r, const std::vector<int>& layers)
     // megatron/training/training.py:438-450 at 2a75ac12).
     const double latent = double(modelShape(r).moe_latent);
     StepFlops f;
+    const ModelShape shape = modelShape(r);
     for (int layer : layers) {
-        f.forward += attentionFlops(r, tokens);
-        if (isMoeLayer(r, layer)) {
+        // A hybrid stack's layer is its mixer or its feed-forward part alone (layerKind).
+        const LayerKind kind = layerKind(r, layer);
+        if (isAttentionMixer(kind.mixer))
+            f.forward += attentionFlops(r, tokens);
+        else if (kind.mixer == LayerMixer::Mamba)
+            f.forward += mambaFlops(shape, tokens);
+        else if (kind.mixer == LayerMixer::GatedDeltaNet)
+            f.forward += gatedDeltaNetFlops(r, shape, tokens);
+        if (kind.ffn == LayerFfn::None)
+            continue;
+        if (kind.ffn == LayerFfn::Moe) {
             const double experts = *r.num_moe_experts;
             const double moe_ffn = r.moe_ffn_hidden_size.value_or(static_cast<int>(ffn));
             f.forward += 2 * tokens * h * experts; // router

@@ -84,11 +84,13 @@ std::string pct(double v)
 } // namespace
 
 Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& rates,
-    std::optional<double> target_gb, double margin)
+    std::optional<double> target_gb, double margin, std::optional<double> measured_control_ms)
 {
     Plan plan;
     plan.target_gb = target_gb;
     plan.margin = margin;
+    if (measured_control_ms && *measured_control_ms > 0)
+        plan.measured_control_ms = measured_control_ms;
     plan.provisional = rates.provisional;
     plan.rates_source = rates.device + ", " + rates.dtype + (rates.provisional ? ", PROVISIONAL" : "");
     // What a rank may use: the target less the margin (no target: anything).
@@ -125,7 +127,7 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         for (const auto& rk : m.ranks)
             c.rank_peaks.push_back(rk.peak_bytes);
         const StepTimeEstimate t = estimateStepTime(v.resolved, rates, &m);
-        c.step_ms = t.step_ms;
+        c.step_ms = c.model_step_ms = t.step_ms;
         c.replay_ms = t.replay_ms;
         if (c.peak_bytes > target) {
             c.verdict = PlanVerdict::OverTarget;
@@ -141,6 +143,12 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         }
         plan.candidates.push_back(c);
     }
+    // Anchored: the measured [] step plus each choice's predicted difference from the model's own [].
+    const double model_control_ms = plan.candidates.front().model_step_ms;
+    if (plan.measured_control_ms && plan.candidates.front().verdict != PlanVerdict::Invalid)
+        for (auto& c : plan.candidates)
+            if (c.verdict != PlanVerdict::Invalid)
+                c.step_ms = *plan.measured_control_ms + (c.model_step_ms - model_control_ms);
     const double control_ms = plan.candidates.front().step_ms;
     for (auto& c : plan.candidates)
         if (c.verdict != PlanVerdict::Invalid && control_ms > 0)
@@ -199,6 +207,16 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
     plan.notes.push_back("predicted, not measured: step times from the rates of " + rates.device + " ("
         + rates.dtype + (rates.provisional ? ", a PROVISIONAL record, not a measurement" : "")
         + "); communication is not modelled");
+    if (plan.measured_control_ms && model_control_ms > 0) {
+        char buf[240];
+        std::snprintf(buf, sizeof buf,
+            "anchored at the measured [] step, %.1f ms: each choice's step is it plus the predicted "
+            "difference "
+            "from the model's own [] (%.1f ms, %+.1f %% against the measurement)",
+            *plan.measured_control_ms, model_control_ms,
+            100.0 * (model_control_ms / *plan.measured_control_ms - 1));
+        plan.notes.push_back(buf);
+    }
     if (!plan.chosen && target_gb)
         plan.notes.push_back("no choice fits the target on every rank");
     return plan;
@@ -245,6 +263,7 @@ nlohmann::json planToJson(const Plan& p)
             j["hottest_stage"] = c.hottest_stage;
             j["rank_peaks"] = c.rank_peaks;
             j["step_ms"] = c.step_ms;
+            j["model_step_ms"] = c.model_step_ms;
             j["replay_ms"] = c.replay_ms;
             j["delta_pct"] = c.delta_pct;
             if (c.dominated_by)
@@ -258,6 +277,8 @@ nlohmann::json planToJson(const Plan& p)
     nlohmann::json out = { { "rates", p.rates_source }, { "provisional", p.provisional },
         { "margin", p.margin }, { "candidates", cands }, { "front", front }, { "notes", p.notes } };
     out["target_gb"] = p.target_gb ? nlohmann::json(*p.target_gb) : nlohmann::json();
+    out["measured_control_ms"]
+        = p.measured_control_ms ? nlohmann::json(*p.measured_control_ms) : nlohmann::json();
     out["chosen"] = p.chosen ? nlohmann::json(p.candidates[*p.chosen].label) : nlohmann::json();
     return out;
 }

@@ -42,9 +42,10 @@ struct PlanCandidate {
     int64_t peak_bytes = 0; // hottest rank
     int hottest_stage = 0;
     std::vector<int64_t> rank_peaks; // per pipeline stage
-    double step_ms = 0; // predicted
+    double step_ms = 0; // predicted; anchored at the measured [] step where the plan has one
+    double model_step_ms = 0; // the model's own prediction, device work and host terms
     double replay_ms = 0;
-    double delta_pct = 0; // against the control's predicted step
+    double delta_pct = 0; // against the control's step (the measured one where anchored)
     bool on_front = false; // not dominated in (peak, step) among the valid choices
     std::optional<size_t> dominated_by; // a valid choice with no more memory and no more time
     std::string reason; // in words: why it was dropped, or why it is chosen
@@ -58,6 +59,10 @@ struct Plan {
     std::vector<size_t> front; // by peak, increasing
     std::string rates_source;
     bool provisional = false;
+    // The [] control's measured steady step of this job, when given: every step time is it plus the choice's
+    // predicted difference from the model's own [] (the model predicts what a choice replays better than
+    // the whole step, whose host time and small kernels it does not have: docs/benchmarks.md).
+    std::optional<double> measured_control_ms;
     std::vector<std::string> notes;
 };
 
@@ -67,9 +72,10 @@ struct Plan {
 std::vector<RecomputeChoice> expressibleChoices(const Recipe& resolved);
 
 // `resolved`: validate(...).resolved; `format` is the recipe's input format (its front-end rules apply).
-// target_gb: none ranks every valid choice. margin: as rankCandidatesByEstimate's.
+// target_gb: none ranks every valid choice. margin: as rankCandidatesByEstimate's. measured_control_ms: the
+// job's measured [] step, to anchor the step times at (Plan::measured_control_ms).
 Plan planRecompute(const Recipe& resolved, InputFormat format, const CalibrationRates& rates,
-    std::optional<double> target_gb, double margin);
+    std::optional<double> target_gb, double margin, std::optional<double> measured_control_ms = std::nullopt);
 
 // What a confirmation measures, at most n, never the control: the chosen choice first, then the
 // within-error ones predicted cheaper than it (the estimate cannot say they do not fit, so a measurement

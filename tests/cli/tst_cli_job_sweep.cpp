@@ -12,6 +12,7 @@
 #include "../cli_process.h"
 #include "../small_disk.h"
 #include "core/step_stats.h"
+#include "core/units.h"
 #include "storage/store.h"
 
 using namespace Qt::StringLiterals;
@@ -396,15 +397,20 @@ private slots:
             [](const QString& l) { return l.trimmed().startsWith(u"full:block:4 "_s); });
         QVERIFY2(row != lines.end(), qPrintable(c.out));
         const QStringList cols = row->simplified().split(u' ');
-        // choice, predicted ms, measured ms, pred. vs [], meas. vs [], miss
-        QCOMPARE(cols.size(), 6);
-        QCOMPARE(cols[2], QString::number(*runs[1].steadyStepMs, 'f', 1));
-        QCOMPARE(cols[4], QString::asprintf("%+.2f%%", measuredPct));
+        // choice, est. GB, meas. GB, predicted ms, measured ms, pred. vs [], meas. vs [], miss
+        QCOMPARE(cols.size(), 8);
+        QCOMPARE(cols[1], u"16.862"_s); // the estimate the plan chose by
+        QVERIFY(runs[1].peakAllocated);
+        QCOMPARE(cols[2], QString::fromStdString(rs::formatGb(*runs[1].peakAllocated)));
+        QCOMPARE(cols[4], QString::number(*runs[1].steadyStepMs, 'f', 1));
+        QCOMPARE(cols[6], QString::asprintf("%+.2f%%", measuredPct));
         // The miss is the predicted change less the measured one; the printed prediction is rounded to
         // 0.005 points and so is the printed miss.
-        const double predictedPct = cols[3].chopped(1).toDouble();
-        QVERIFY2(qAbs(cols[5].toDouble() - (predictedPct - measuredPct)) <= 0.01, qPrintable(*row));
-        QVERIFY(qAbs(cols[5].toDouble()) > 0.5); // the provisional H100 rates do not predict the H200 log
+        const double predictedPct = cols[5].chopped(1).toDouble();
+        QVERIFY2(qAbs(cols[7].toDouble() - (predictedPct - measuredPct)) <= 0.01, qPrintable(*row));
+        QVERIFY(qAbs(cols[7].toDouble()) > 0.5); // the provisional H100 rates do not predict the H200 log
+        // With the target, the advisor chooses among the measurements: block 4 measured 16.610 GB, under 18.
+        QVERIFY2(c.out.contains(u"use full block 4: 16.6"_s), qPrintable(c.out));
 
         // The plan runs nothing without --confirm.
         const auto refused = rs::test::runToEnd(QStringLiteral(RS_RECOMPUTE_EXE),

@@ -97,6 +97,27 @@ void TestCliPlan::jsonShape()
             QVERIFY(peak > 32e9);
     }
     QVERIFY(j.value("front"_L1).toArray().size() >= 2);
+    QVERIFY(j.value("measured_control_ms"_L1).isNull());
+    // --control-ms anchors every step at the measured [] step: [] is it, the others it plus their difference.
+    const auto anchored = plan(kMoonlight
+        + QStringList {
+            u"--target-gb"_s, u"32"_s, u"--rates"_s, kRates, u"--json"_s, u"--control-ms"_s, u"457"_s });
+    QVERIFY2(anchored.code == 0, qPrintable(anchored.err));
+    const auto a = QJsonDocument::fromJson(anchored.out.toUtf8()).object();
+    QCOMPARE(a.value("measured_control_ms"_L1).toDouble(), 457.0);
+    const auto ac = a.value("candidates"_L1).toArray();
+    QCOMPARE(ac.size(), cands.size());
+    QCOMPARE(ac[0].toObject().value("step_ms"_L1).toDouble(), 457.0);
+    const double model0 = cands[0].toObject().value("step_ms"_L1).toDouble();
+    for (qsizetype i = 0; i < ac.size(); ++i) {
+        const auto x = ac[i].toObject(), y = cands[i].toObject();
+        if (y.value("verdict"_L1).toString() == u"invalid"_s)
+            continue;
+        QCOMPARE(x.value("model_step_ms"_L1).toDouble(), y.value("step_ms"_L1).toDouble());
+        QVERIFY(qAbs(x.value("step_ms"_L1).toDouble() - (457.0 + y.value("step_ms"_L1).toDouble() - model0))
+            < 1e-6);
+    }
+    QCOMPARE(a.value("chosen"_L1).toString(), chosen);
 }
 
 // --rates NAME reads the record compiled in from resources/calibration: the same plan as its file gives.
@@ -167,6 +188,9 @@ void TestCliPlan::refusals_data()
     QTest::newRow("bad confirm") << (kMoonlight
         + QStringList { u"--rates"_s, kRates, u"--confirm"_s, u"none"_s })
                                  << u"--confirm"_s;
+    QTest::newRow("bad control step")
+        << (kMoonlight + QStringList { u"--rates"_s, kRates, u"--control-ms"_s, u"0"_s })
+        << u"--control-ms: '0' is not a step time (a positive number of milliseconds)"_s;
 }
 
 void TestCliPlan::refusals()
@@ -212,11 +236,13 @@ void TestCliPlan::confirmWithTheRealWorker()
     const qsizetype at = lines.indexOf(QRegularExpression(u"^prediction against measurement.*"_s));
     QVERIFY(at >= 0);
     QVERIFY(lines.size() > at + 3);
+    // choice, est. GB, meas. GB, predicted ms, measured ms, ...
     for (int i = 2; i <= 3; ++i) {
         const QStringList cols = lines[at + i].simplified().split(u' ');
-        QVERIFY2(cols.size() >= 3, qPrintable(lines[at + i]));
-        bool ok = false;
-        QVERIFY2(cols[2].toDouble(&ok) > 0 && ok, qPrintable(lines[at + i]));
+        QVERIFY2(cols.size() >= 5, qPrintable(lines[at + i]));
+        bool ok = false, okPeak = false;
+        QVERIFY2(cols[4].toDouble(&ok) > 0 && ok, qPrintable(lines[at + i]));
+        QVERIFY2(cols[2].toDouble(&okPeak) > 0 && okPeak, qPrintable(lines[at + i]));
     }
 #endif
 }

@@ -315,6 +315,9 @@ QVector<std::optional<PlanMeasurement>> measurePlan(const Plan& plan, const QStr
     const bool controlFirst = n > 0 && plan.candidates.front().control;
     if (controlFirst)
         controlSamples = samplesOf(of[0].passing);
+    // The predicted Δ a measurement is held to: the choice's predicted difference from the model's own []
+    // over the measured [] step (core/plan.h measured_control_ms: the model's [] lacks the host's time).
+    const std::optional<StepStats> control = stepStats(controlSamples);
     for (size_t i = 0; i < n; ++i) {
         const bool failed = of[i].passing.isEmpty();
         const auto& use = failed ? of[i].failing : of[i].passing;
@@ -335,9 +338,11 @@ QVector<std::optional<PlanMeasurement>> measurePlan(const Plan& plan, const QStr
         if (m.stepMs && !controlSamples.empty() && c.verdict != PlanVerdict::Invalid) {
             // The [] itself is the reference: no Δ of its own to miss.
             if (!(controlFirst && i == 0))
-                if (const auto d = timeDelta(samplesOf(use), controlSamples)) {
+                if (const auto d = timeDelta(samplesOf(use), controlSamples); d && control) {
                     m.deltaPct = d->pct;
-                    m.missPts = c.delta_pct - d->pct;
+                    m.missPts = 100.0 * (c.model_step_ms - plan.candidates.front().model_step_ms)
+                            / control->median_ms
+                        - d->pct;
                 }
         }
         out[qsizetype(i)] = m;

@@ -127,8 +127,9 @@ struct PlanMeasurement {
     std::optional<double> peakGb; // mean peak allocated of those runs
     std::optional<double> stepMs; // mean steady step time of the passing runs
     // Δ step time against the measured [] of the same recipe (core's timeDelta, kStepDeltaName), and the
-    // prediction's miss: predicted Δ less measured Δ, in percentage points. nullopt: no measured [] (or no
-    // step time on either side).
+    // prediction's miss: predicted Δ (the predicted difference from the model's [] over the measured []'s
+    // median step, as core/plan.h anchors it) less measured Δ, in percentage points. nullopt: no measured []
+    // (or no step time on either side).
     std::optional<double> deltaPct;
     std::optional<double> missPts;
 };

@@ -277,11 +277,13 @@ QVariant PlanModel::headerData(int section, Qt::Orientation orientation, int rol
             return tr(
                 "A stored run of the same recipe and choice: its peak, its steady step and its Δ against "
                 "the stored [] of the recipe, with the predicted Δ's miss in percentage points (predicted "
-                "less measured). Empty: not measured.");
+                "less measured; the predicted Δ is the choice's predicted difference over the measured [] "
+                "step). Empty: not measured.");
         case VerdictColumn:
             return tr(
-                "chosen: the cheapest predicted step that fits; over-target: some rank's peak is over the "
-                "target less the estimate's error; invalid: a rule error.");
+                "chosen: the cheapest predicted step that fits; within-error: the estimated peak is under "
+                "the target but inside the estimate's error, a run says whether it fits; over-target: some "
+                "rank's peak is over the target; invalid: a rule error.");
         }
     }
     return {};
