@@ -699,33 +699,35 @@ std::optional<int> intOption(
     return n;
 }
 
-std::optional<double> targetGbOption(const ParsedArgs& args, std::string* error)
+namespace {
+
+// --NAME X: a positive finite number; *error says what X was not ("--NAME: 'X' is not WHAT").
+std::optional<double> positiveOption(
+    const ParsedArgs& args, const std::string& name, const char* what, std::string* error)
 {
-    if (!args.has("target-gb"))
+    if (!args.has(name))
         return std::nullopt;
-    const std::string v = args.value("target-gb");
+    const std::string v = args.value(name);
     bool ok = false;
-    const double gb = QString::fromStdString(v).toDouble(&ok);
-    if (!ok || !std::isfinite(gb) || gb <= 0) {
-        *error = "--target-gb: '" + v
-            + "' is not a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)";
+    const double x = QString::fromStdString(v).toDouble(&ok);
+    if (!ok || !std::isfinite(x) || x <= 0) {
+        *error = "--" + name + ": '" + v + "' is not " + what;
         return std::nullopt;
     }
-    return gb;
+    return x;
+}
+
+} // namespace
+
+std::optional<double> targetGbOption(const ParsedArgs& args, std::string* error)
+{
+    return positiveOption(
+        args, "target-gb", "a per-rank memory target (a positive number of GB, 1 GB = 1e9 bytes)", error);
 }
 
 std::optional<double> controlMsOption(const ParsedArgs& args, std::string* error)
 {
-    if (!args.has("control-ms"))
-        return std::nullopt;
-    const std::string v = args.value("control-ms");
-    bool ok = false;
-    const double ms = QString::fromStdString(v).toDouble(&ok);
-    if (!ok || !std::isfinite(ms) || ms <= 0) {
-        *error = "--control-ms: '" + v + "' is not a step time (a positive number of milliseconds)";
-        return std::nullopt;
-    }
-    return ms;
+    return positiveOption(args, "control-ms", "a step time (a positive number of milliseconds)", error);
 }
 
 CommandLine parseCommandLine(const std::vector<std::string>& argv)
