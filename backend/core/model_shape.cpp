@@ -566,14 +566,14 @@ std::string pipelineSplitProblem(const Recipe& r)
     if (static_cast<long long>(p.pp) * p.vpp > 2 * static_cast<long long>(kMaxLayoutLayers))
         return std::to_string(static_cast<long long>(p.pp) * p.vpp) + " pipeline chunks for "
             + std::to_string(r.num_layers) + " layers (RS28)";
+    std::optional<PipelineLayout> layout; // a hybrid stack's pattern splits it; a layout is not read
     if (!hybrid && r.pipeline_model_parallel_layout) {
         try {
-            parsePipelineLayout(*r.pipeline_model_parallel_layout);
+            layout = parsePipelineLayout(*r.pipeline_model_parallel_layout);
         } catch (const PipelineLayoutError& e) {
             return std::string("pipeline_model_parallel_layout: ") + e.what();
         }
     }
-    const std::optional<PipelineLayout> layout = hybrid ? std::nullopt : pipelineLayoutOf(r);
     if (layout) {
         const size_t stages = layout->stages.size();
         if (stages % static_cast<size_t>(p.pp) != 0)
