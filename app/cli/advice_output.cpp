@@ -98,6 +98,14 @@ QByteArray adviceText(const StoredAdvice& a)
     return s.toUtf8();
 }
 
+QByteArray adviceWithSignificanceText(const StoredAdvice& a)
+{
+    QByteArray out = adviceText(a);
+    if (!a.significanceNote.isEmpty())
+        out += "  note: " + a.significanceNote.toUtf8() + "\n";
+    return out;
+}
+
 QJsonObject adviceJson(const StoredAdvice& a)
 {
     const Advice& adv = a.advice;

@@ -28,6 +28,9 @@ using storage::steadyIterationTimes;
 using storage::StoredAdvice;
 
 QByteArray adviceText(const StoredAdvice& a);
+// adviceText, then the significance note where there is one ("  note: ..."): what a sweep or a plan's
+// confirmation prints after its measurements.
+QByteArray adviceWithSignificanceText(const StoredAdvice& a);
 QJsonObject adviceJson(const StoredAdvice& a);
 
 // The sweep's sound comparison (issue 15): the comparison's runs grouped by recompute choice (repeats

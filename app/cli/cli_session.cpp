@@ -79,6 +79,15 @@ QVector<qint64> RunSessionResult::candidateRuns() const
     return out;
 }
 
+QVector<qint64> RunSessionResult::moreControlRuns() const
+{
+    QVector<qint64> out;
+    for (const auto& j : jobs)
+        if (j.isControl && j.runId && j.runId != controlRunId)
+            out << j.runId;
+    return out;
+}
+
 bool refuseRuleErrors(const QString& verb, const QVector<Recipe>& recipes, InputFormat format)
 {
     const QStringList errors = session::RunSession::ruleErrors(recipes, format);

@@ -60,6 +60,8 @@ struct RunSessionResult {
     bool controlReused = false;
     QVector<session::SessionJob> jobs; // in order: the control (when it ran), then the candidates
     QVector<qint64> candidateRuns() const;
+    // Repeats of the [] control other than controlRunId (they pool with it in a comparison).
+    QVector<qint64> moreControlRuns() const;
     QString spoolPath; // the store could not take a run: its whole stream is in this file (import it)
 };
 

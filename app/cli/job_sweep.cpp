@@ -236,9 +236,7 @@ JobSweepResult runJobSweep(const char* verb, const rs::Recipe& base, rs::InputFo
     if (set.target) {
         const rs::cli::StoredAdvice advice
             = rs::cli::adviseOnComparison(store, rows, *set.target, moreControls);
-        std::cout << "\n" << rs::cli::adviceText(advice).constData();
-        if (!advice.significanceNote.isEmpty())
-            std::cout << "  note: " << advice.significanceNote.toStdString() << "\n";
+        std::cout << "\n" << rs::cli::adviceWithSignificanceText(advice).constData();
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << *controlId << ")\n";

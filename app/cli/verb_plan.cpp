@@ -102,9 +102,8 @@ void printAgainstMeasurement(const rs::storage::Store& store, const rs::Plan& pl
                 pc = &c;
         const auto m = measured(runId);
         const std::optional<double> dm = m && c0 ? std::optional<double>(100 * (*m / *c0 - 1)) : std::nullopt;
-        const std::optional<double> dp = pc && base > 0
-            ? std::optional<double>(100 * (pc->model_step_ms - control.model_step_ms) / base)
-            : std::nullopt;
+        const std::optional<double> dp
+            = pc && base > 0 ? std::optional<double>(rs::anchoredDeltaPct(plan, *pc, base)) : std::nullopt;
         std::printf("  %-32s %10s %10s %12.1f %12s %12s %12s %10s\n", label.c_str(),
             pc ? rs::formatGb(pc->peak_bytes).c_str() : "-", peakGb(runId).c_str(),
             pc ? pc->model_step_ms : 0.0, text(m, "%.1f").c_str(), text(dp, "%+.2f%%").c_str(),
@@ -203,15 +202,10 @@ int confirm(const rs::cli::ParsedArgs& args, const rs::RecipeInput& input, const
     // The measured peaks decide what fits: the advisor chooses among the measured choices as a sweep
     // does (never on a difference inside the noise), so a within-error choice that measures under the
     // target can be the answer.
-    QVector<qint64> moreControls;
-    for (const auto& job : session.jobs)
-        if (job.isControl && job.runId && job.runId != *session.controlRunId)
-            moreControls << job.runId;
     const auto rows = store.compare(*session.controlRunId, session.candidateRuns());
-    const rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *target, moreControls);
-    std::cout << "\nmeasured:\n" << rs::cli::adviceText(advice).constData();
-    if (!advice.significanceNote.isEmpty())
-        std::cout << "  note: " << advice.significanceNote.toStdString() << "\n";
+    const rs::cli::StoredAdvice advice
+        = rs::cli::adviseOnComparison(store, rows, *target, session.moreControlRuns());
+    std::cout << "\nmeasured:\n" << rs::cli::adviceWithSignificanceText(advice).constData();
     return advice.advice.chosen ? 0 : 1;
 }
 

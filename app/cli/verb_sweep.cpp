@@ -250,11 +250,7 @@ int sweepMain(const std::vector<std::string>& argv)
     const qint64 controlId = *session.controlRunId;
     const QVector<qint64> ids = session.candidateRuns();
     // Repeats of the [] control (a session that repeats until the interval is narrow) pool with it.
-    QVector<qint64> moreControls;
-    for (const rs::session::SessionJob& j : session.jobs) {
-        if (j.isControl && j.runId && j.runId != controlId)
-            moreControls << j.runId;
-    }
+    const QVector<qint64> moreControls = session.moreControlRuns();
     const bool interrupted = session.interrupted;
 
     std::cout << "\n"
@@ -269,9 +265,7 @@ int sweepMain(const std::vector<std::string>& argv)
     if (target) {
         // Never chosen on a difference inside the noise: ties go to the narrower boundary.
         const rs::cli::StoredAdvice advice = rs::cli::adviseOnComparison(store, rows, *target, moreControls);
-        std::cout << "\n" << rs::cli::adviceText(advice).constData();
-        if (!advice.significanceNote.isEmpty())
-            std::cout << "  note: " << advice.significanceNote.toStdString() << "\n";
+        std::cout << "\n" << rs::cli::adviceWithSignificanceText(advice).constData();
         fits = advice.advice.chosen.has_value();
     }
     std::cout << "stored in " << store.path().toStdString() << " (control run " << controlId << ")\n";

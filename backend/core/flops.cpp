@@ -69,9 +69,9 @@ StepFlops modelFlops(const Recipe& r, const std::vector<int>& layers)
     const double ffn = r.ffn_hidden_size.value_or(4 * r.hidden_size);
     // Latent MoE: the routed experts at the latent width, and the two projections (Megatron's own count,
     // megatron/training/training.py:438-450 at 2a75ac12).
-    const double latent = double(modelShape(r).moe_latent);
-    StepFlops f;
     const ModelShape shape = modelShape(r);
+    const double latent = double(shape.moe_latent);
+    StepFlops f;
     for (int layer : layers) {
         // A hybrid stack's layer is its mixer or its feed-forward part alone (layerKind).
         const LayerKind kind = layerKind(r, layer);

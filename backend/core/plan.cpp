@@ -222,6 +222,11 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
     return plan;
 }
 
+double anchoredDeltaPct(const Plan& p, const PlanCandidate& c, double control_ms)
+{
+    return 100.0 * (c.model_step_ms - p.candidates.front().model_step_ms) / control_ms;
+}
+
 std::vector<size_t> confirmationOrder(const Plan& p, int n)
 {
     const double chosen_ms

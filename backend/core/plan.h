@@ -77,6 +77,11 @@ std::vector<RecomputeChoice> expressibleChoices(const Recipe& resolved);
 Plan planRecompute(const Recipe& resolved, InputFormat format, const CalibrationRates& rates,
     std::optional<double> target_gb, double margin, std::optional<double> measured_control_ms = std::nullopt);
 
+// A choice's predicted change against [] over a measured [] step of `control_ms`: its predicted difference
+// from the model's own [] (the plan's first candidate), in %. What a plan anchored at that step gives as
+// delta_pct, and what a measurement's Δ is held to.
+double anchoredDeltaPct(const Plan& p, const PlanCandidate& c, double control_ms);
+
 // What a confirmation measures, at most n, never the control: the chosen choice first, then the
 // within-error ones predicted cheaper than it (the estimate cannot say they do not fit, so a measurement
 // may find a cheaper choice that does), cheapest first, then the other fitting ones by predicted step.

@@ -568,20 +568,21 @@ std::string fmt(double v, int prec = 1)
     return s.str();
 }
 
-// An elementwise pass's term: its bytes at the elementwise rate, or its launches where the host is slower.
-TimeTerm elementwisePass(const char* phase, std::string name, double bytes, double kernels,
-    const CalibrationRates& c, std::string source)
+// An elementwise pass's term: its bytes at `gbps` (`rate`: the rate's name in the source), or its launches
+// where the host is slower.
+TimeTerm elementwisePass(const char* phase, std::string name, double bytes, double kernels, double gbps,
+    const char* rate, const CalibrationRates& c, std::string source)
 {
     TimeTerm t;
     t.phase = phase;
     t.name = std::move(name);
     t.bytes = bytes;
     t.kernels = kernels;
-    const double device_ms = bytes / (c.elementwise_gbps * 1e6);
+    const double device_ms = bytes / (gbps * 1e6);
     const double host_ms = kernels * c.kernel_launch_us / 1000;
     t.ms = std::max(device_ms, host_ms);
     t.host_bound_ms = host_ms > device_ms ? t.ms : 0;
-    t.source = std::move(source) + "; at the elementwise rate";
+    t.source = std::move(source) + "; at " + rate;
     return t;
 }
 
@@ -597,21 +598,17 @@ TimeTerm mainGradAccumulation(const Recipe& r, const RankEstimate& re, const Cal
         return {};
     const double buffer = double(fwd->category("gradients")) / re.parameters; // bytes a parameter
     const double grad = r.bf16 || r.fp16 ? 2 : 4;
-    const std::string source
-        = "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over "
-          "the stage's parameters (the buffer read and written, the gradient read; DDP's "
-          "backward hook)";
     const double bytes = m * re.parameters * (2 * buffer + grad);
-    if (c.accumulate_gbps <= 0 || buffer == grad)
-        return elementwisePass(
-            "backward", "main_grad accumulation", bytes, m * re.parameter_tensors, c, source);
-    // Mixed dtypes: at the measured rate of that very op.
-    CalibrationRates accumulate = c;
-    accumulate.elementwise_gbps = c.accumulate_gbps;
-    TimeTerm t = elementwisePass(
-        "backward", "main_grad accumulation", bytes, m * re.parameter_tensors, accumulate, source);
-    t.source = source + "; at the measured rate of an fp32 buffer added to from a 16-bit tensor";
-    return t;
+    // Mixed dtypes (an fp32 buffer, a 16-bit gradient) at the measured rate of that very op, where the
+    // record has it.
+    const bool mixed = c.accumulate_gbps > 0 && buffer != grad;
+    return elementwisePass("backward", "main_grad accumulation", bytes, m * re.parameter_tensors,
+        mixed ? c.accumulate_gbps : c.elementwise_gbps,
+        mixed ? "the measured rate of an fp32 buffer added to from a 16-bit tensor" : "the elementwise rate",
+        c,
+        "gradient_accumulation_fusion off: every micro-batch, main_grad.add_(grad) over the stage's "
+        "parameters "
+        "(the buffer read and written, the gradient read; DDP's backward hook)");
 }
 
 // The optimizer step of one rank, pass by pass over the parameters it updates (P, its shard), each pass
@@ -666,7 +663,8 @@ std::vector<TimeTerm> optimizerStep(const Recipe& r, const RankEstimate& re, con
             "fp32 read, 16-bit written (optimizer.py _copy_main_params_to_model_params)" });
     std::vector<TimeTerm> out;
     for (const Pass& pass : passes)
-        out.push_back(elementwisePass("optimizer", pass.name, pass.bytes, pass.kernels, c, pass.source));
+        out.push_back(elementwisePass("optimizer", pass.name, pass.bytes, pass.kernels, c.elementwise_gbps,
+            "the elementwise rate", c, pass.source));
     return out;
 }
 

@@ -340,9 +340,7 @@ QVector<std::optional<PlanMeasurement>> measurePlan(const Plan& plan, const QStr
             if (!(controlFirst && i == 0))
                 if (const auto d = timeDelta(samplesOf(use), controlSamples); d && control) {
                     m.deltaPct = d->pct;
-                    m.missPts = 100.0 * (c.model_step_ms - plan.candidates.front().model_step_ms)
-                            / control->median_ms
-                        - d->pct;
+                    m.missPts = anchoredDeltaPct(plan, c, control->median_ms) - d->pct;
                 }
         }
         out[qsizetype(i)] = m;
