@@ -64,12 +64,20 @@ const std::vector<FieldSpec>& recipeFields()
         { "moe_input_jitter_eps", "Model", "Mixture of experts", K::OptionalDouble, "moe_input_jitter_eps",
             "Router input jitter. Not supported with graphed moe recompute (R34).", {} },
         { "mtp_num_layers", "Model", "Mixture of experts", K::OptionalInt, "mtp_num_layers",
-            "Multi-token-prediction layers.", {} },
+            "Multi-token-prediction depths after the decoder, each a layer of the last decoder layer's kind.",
+            {} },
+        { "mtp_use_repeated_layer", "Model", "Mixture of experts", K::Bool, "mtp_use_repeated_layer",
+            "One MTP layer, run at every depth: one layer's parameters.", {} },
         // Hybrid stacks (Megatron Core's HybridModel; Bridge's HybridModelProvider / MambaModelProvider).
         { "hybrid_layer_pattern", "Model", "Hybrid (Mamba, GatedDeltaNet)", K::OptionalText,
             "hybrid_layer_pattern",
             "One symbol a layer: M Mamba, G GatedDeltaNet, * attention, - MLP, E MoE; '|' between pipeline "
             "segments. None: a GPT model. num_layers follows it.",
+            {} },
+        { "mtp_hybrid_override_pattern", "Model", "Hybrid (Mamba, GatedDeltaNet)", K::OptionalText,
+            "mtp_hybrid_override_pattern",
+            "One MTP depth's layers: the deprecated spelling of the pattern after '/', joined to a pattern "
+            "without one.",
             {} },
         { "mamba_num_heads", "Model", "Hybrid (Mamba, GatedDeltaNet)", K::OptionalInt, "mamba_num_heads",
             "Mamba heads. None: 2 × hidden_size / mamba_head_dim.", {} },

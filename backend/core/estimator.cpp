@@ -1482,9 +1482,9 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
     return m;
 }
 
-LayerModel layerModel(const Shape& x, const LayerKind& kind)
+// A layer's (or an MTP depth's own part's) backward moment, from the tensors it keeps.
+LayerModel withBackward(const Shape& x, LayerModel m)
 {
-    LayerModel m = x.layout == Layout::Worker ? workerLayer(x, kind) : megatronLayer(x, kind);
     // Backward of one layer: the residual gradient in and out, and the gradient of the largest tensor it
     // keeps alongside that tensor's producer's gradient.
     double largest = 0;
@@ -1506,6 +1506,90 @@ LayerModel layerModel(const Shape& x, const LayerKind& kind)
             later = std::max(later, m.entries[i].bytes);
         m.bwd_after = 2 * m.residual + later;
     }
+    return m;
+}
+
+LayerModel layerModel(const Shape& x, const LayerKind& kind)
+{
+    return withBackward(x, x.layout == Layout::Worker ? workerLayer(x, kind) : megatronLayer(x, kind));
+}
+
+// An MTP depth's own parameters: enorm and hnorm (a weight each, and a bias under LayerNorm), eh_proj
+// (column-parallel 2h -> h, no bias); final_layernorm.
+ParamCount mtpInputParams(const Shape& x)
+{
+    ParamCount p;
+    for (int norm = 0; norm < 2; ++norm) {
+        p.add(x.h);
+        if (!x.rms)
+            p.add(x.h);
+    }
+    p.addLinear(2 * x.h * x.h / x.tp);
+    return p;
+}
+
+ParamCount mtpOutputParams(const Shape& x)
+{
+    ParamCount p;
+    p.add(x.h);
+    if (!x.rms)
+        p.add(x.h);
+    return p;
+}
+
+// One multi-token-prediction depth's own modules around its layers (multi_token_prediction.py
+// MultiTokenPredictionLayer at d98e8a64, the TE spec: TENorm for enorm, hnorm and final_layernorm,
+// TEColumnParallelLinear for eh_proj), the Megatron layout's only (the worker builds no MTP). Its layers are
+// the decoder's (layerModel of their kind), between these two. The input part (_get_embeddings,
+// _concat_embeddings): the rolled tokens re-embedded [s/CP (/TP under SP), b, h], kept by enorm (TE's norm
+// keeps its input and its statistics; the embedding's dropout keeps its mask); hnorm's input (the decoder's
+// or the previous depth's output, which nothing else keeps: the loss reads the block's concatenation of the
+// outputs) and statistics; the concatenation [.., 2h], kept by eh_proj (its quantized copy under fp8:
+// _concat_embeddings runs in the fp8 context). eh_proj's [T, h/TP] output is gathered over TP and scattered
+// again under SP: the layer's input. Under full recompute the depth is one checkpoint whose new input is the
+// re-embedded tokens
+// (_checkpointed_forward).
+LayerModel megatronMtpInput(const Shape& x)
+{
+    LayerModel m;
+    const double d = x.act, h = x.h, T = x.T, Tsp = x.Tsp, t = x.tp;
+    const uint32_t out = bit(kOutside);
+    const double stats = (x.rms ? 1 : 2) * Tsp * 4;
+    m.residual = Tsp * h * d;
+    add(m, Tsp * h * d, kOutside, out); // decoder_input: the embedding of the rolled tokens, enorm's input
+    if (x.hidden_dropout > 0)
+        add(m, Tsp * h * 1, kOutside, out); // the embedding's dropout mask
+    add(m, stats, kOutside, out); // enorm
+    add(m, Tsp * h * d, kOutside, out); // hnorm's input
+    add(m, stats, kOutside, out); // hnorm
+    add(m, Tsp * 2 * h * x.qin, kOutside, out); // cat(enorm, hnorm), eh_proj's saved input
+    m.forward_temp = (t > 1 ? T * h / t * d : 0) + (x.sp ? T * h * d : 0); // eh_proj's output, gathered
+    m.temp_at = m.entries.size();
+    const ParamCount p = mtpInputParams(x);
+    m.params = p.total();
+    m.largest_param = p.largest;
+    m.param_tensors = p.tensors;
+    return m;
+}
+
+// The output part (_postprocess): final_layernorm keeps its input (the layers' output) and statistics; its
+// output is the next depth's hnorm input (counted there) and is copied into the block's output, the
+// concatenation of the decoder's and every depth's outputs [(1 + D) s, b, h]
+// (MultiTokenPredictionBlock.forward), whose slices the loss's output layer keeps (process_mtp_loss; the
+// decoder's slice is the main loss's input, which the head counts).
+LayerModel megatronMtpOutput(const Shape& x)
+{
+    LayerModel m;
+    const double d = x.act, h = x.h, Tsp = x.Tsp;
+    const uint32_t out = bit(kOutside);
+    m.residual = Tsp * h * d;
+    add(m, Tsp * h * d, kOutside, out); // the layers' output
+    add(m, (x.rms ? 1 : 2) * Tsp * 4, kOutside, out);
+    add(m, Tsp * h * d, kOutside, out); // its slice of the concatenation
+    const ParamCount p = mtpOutputParams(x);
+    m.params = p.total();
+    m.largest_param = p.largest;
+    m.param_tensors = p.tensors;
     return m;
 }
 
@@ -1570,43 +1654,106 @@ int checkpointCount(const Active& a, const LayerKind& kind, const Shape& x)
 }
 
 // Every layer's kind and one model per kind that occurs (model_shape.h layerKinds: the hybrid pattern, or
-// attention / GatedDeltaNet with a dense or MoE MLP).
+// attention / GatedDeltaNet with a dense or MoE MLP). In the Megatron layout the MTP depths (mtpShape) follow
+// the decoder layers in a stage's layer list, at indices num_layers + depth x pieces + piece: a depth's
+// pieces are its input part (megatronMtpInput), its layers (the decoder's models of their kind) and its
+// output part. The worker builds no MTP layer (engine/model.cpp refuses them), so its layout has none.
 struct LayerModels {
     std::vector<LayerKind> kinds; // per global layer
     std::vector<LayerModel> models; // by LayerKind::id()
     std::vector<ParamCount> params; // by LayerKind::id()
     std::vector<bool> built;
+    std::vector<LayerKind> kind_of_id; // by LayerKind::id()
+    MtpShape mtp; // none in the worker layout
+    std::vector<LayerKind> mtp_pieces; // one depth's: input part, its layers, output part
+    LayerModel mtp_input, mtp_output;
+    ParamCount mtp_input_params, mtp_output_params;
+    ParamCount none; // a later depth's under mtp_use_repeated_layer: the first depth's layer runs it
     LayerModels(const Recipe& r, const Shape& x)
         : kinds(layerKinds(r))
         , models(kLayerKindIds)
         , params(kLayerKindIds)
         , built(kLayerKindIds, false)
+        , kind_of_id(kLayerKindIds)
     {
-        for (const LayerKind& k : kinds) {
+        const auto build = [&](const LayerKind& k) {
             if (built[static_cast<size_t>(k.id())])
-                continue;
+                return;
             built[static_cast<size_t>(k.id())] = true;
+            kind_of_id[static_cast<size_t>(k.id())] = k;
             models[static_cast<size_t>(k.id())] = layerModel(x, k);
             params[static_cast<size_t>(k.id())] = layerParams(x, k);
+        };
+        for (const LayerKind& k : kinds)
+            build(k);
+        if (x.layout != Layout::Megatron)
+            return;
+        mtp = mtpShape(r);
+        if (mtp.depths <= 0)
+            return;
+        const LayerKind own { LayerMixer::None, LayerFfn::None, 'm' }; // checkpointCount: no region
+        mtp_pieces.push_back(own);
+        for (const LayerKind& k : mtp.layers) {
+            build(k);
+            mtp_pieces.push_back(k);
         }
+        mtp_pieces.push_back(own);
+        mtp_input = withBackward(x, megatronMtpInput(x));
+        mtp_output = withBackward(x, megatronMtpOutput(x));
+        mtp_input_params = mtpInputParams(x);
+        mtp_output_params = mtpOutputParams(x);
     }
-    const LayerKind& kind(int layer) const { return kinds[static_cast<size_t>(layer)]; }
-    const LayerModel& of(int layer) const { return models[static_cast<size_t>(kind(layer).id())]; }
-    const ParamCount& paramsOf(int layer) const { return params[static_cast<size_t>(kind(layer).id())]; }
+    bool isMtp(int g) const { return g >= static_cast<int>(kinds.size()); }
+    size_t piece(int g) const
+    {
+        return static_cast<size_t>(g - static_cast<int>(kinds.size())) % mtp_pieces.size();
+    }
+    int depth(int g) const
+    {
+        return static_cast<int>(static_cast<size_t>(g - static_cast<int>(kinds.size())) / mtp_pieces.size());
+    }
+    // The stage list's index of MTP depth `d`'s piece `p`.
+    int mtpIndex(int d, size_t p) const
+    {
+        return static_cast<int>(kinds.size() + static_cast<size_t>(d) * mtp_pieces.size() + p);
+    }
+    const LayerKind& kind(int g) const
+    {
+        return isMtp(g) ? mtp_pieces[piece(g)] : kinds[static_cast<size_t>(g)];
+    }
+    const LayerModel& of(int g) const
+    {
+        if (isMtp(g) && piece(g) == 0)
+            return mtp_input;
+        if (isMtp(g) && piece(g) + 1 == mtp_pieces.size())
+            return mtp_output;
+        return models[static_cast<size_t>(kind(g).id())];
+    }
+    const ParamCount& paramsOf(int g) const
+    {
+        if (isMtp(g) && depth(g) >= mtp.built)
+            return none;
+        if (isMtp(g) && piece(g) == 0)
+            return mtp_input_params;
+        if (isMtp(g) && piece(g) + 1 == mtp_pieces.size())
+            return mtp_output_params;
+        return params[static_cast<size_t>(kind(g).id())];
+    }
 };
 
 // ---------------------------------------------------------------------------------------------------------
 struct StageLayout {
-    std::vector<int> layers;
+    std::vector<int> layers; // the decoder layers, then the MTP depths' pieces (LayerModels)
     std::vector<int> chunk;
     int chunks = 1;
     bool first = true, last = true;
+    int mtp_depths = 0; // the MTP depths this stage runs (the Megatron layout's)
     std::string scope;
 };
 
 // Every pipeline stage, for both layouts: the worker runs any one of them (engine/layout_rank.cpp, the same
 // layer offsets).
-std::vector<StageLayout> stagesOf(const Recipe& r)
+std::vector<StageLayout> stagesOf(const Recipe& r, const LayerModels& models, Layout layout)
 {
     std::vector<StageLayout> stages;
     const int chunks = parallelSizes(r).vpp;
@@ -1624,11 +1771,21 @@ std::vector<StageLayout> stagesOf(const Recipe& r)
             s.scope += ", embedding";
         if (s.last)
             s.scope += ", output layer and loss";
-        // Megatron builds them here (with an embedding of their own where the stage has none); the estimate
-        // does not model them (model_shape.h PipelineStage).
-        if (ps.mtp_layers > 0)
-            s.scope += ", " + std::to_string(ps.mtp_layers) + " MTP layer" + (ps.mtp_layers == 1 ? "" : "s")
-                + " (not estimated)";
+        if (ps.mtp_layers > 0) {
+            s.scope += ", " + std::to_string(ps.mtp_layers) + " MTP layer" + (ps.mtp_layers == 1 ? "" : "s");
+            // Megatron runs them after the decoder layers on one chunk (model_shape.h PipelineStage), with an
+            // embedding of their own where the stage has none; the worker builds none.
+            if (models.mtp.depths > 0) {
+                s.mtp_depths = ps.mtp_layers;
+                for (int d = 0; d < ps.mtp_layers; ++d)
+                    for (size_t p = 0; p < models.mtp_pieces.size(); ++p) {
+                        s.layers.push_back(models.mtpIndex(d, p));
+                        s.chunk.push_back(ps.mtp_chunk);
+                    }
+            } else if (layout == Layout::Worker) {
+                s.scope += " (not built by the worker)";
+            }
+        }
         stages.push_back(s);
     }
     return stages;
@@ -1861,7 +2018,11 @@ void StageEstimator::stageParameters()
         params.tensors += p.tensors;
         params.linear += p.linear;
     }
-    if (holds_embedding) {
+    // A stage with MTP depths and no embedding builds one of its own to re-embed the rolled tokens
+    // (gpt_model.py: pre_process or mtp_process; language_module.py setup_embeddings_and_output_layer keeps
+    // it in step with the first stage's); a tied output layer there still has its own weight beside it
+    // (skip_weight_param_allocation only with pre_process).
+    if (holds_embedding || st.mtp_depths > 0) {
         params.add(V * h / t);
         if (x.pos_table > 0)
             params.add(x.pos_table * h);
@@ -2070,34 +2231,47 @@ void StageEstimator::layerActivations()
     };
     std::vector<LayerFigures> figs(kLayerKindIds);
     for (size_t id = 0; id < figs.size(); ++id)
-        if (layers.built[id]) {
-            const LayerKind* kind = nullptr;
-            for (const LayerKind& k : layers.kinds)
-                if (static_cast<size_t>(k.id()) == id) {
-                    kind = &k;
-                    break;
-                }
-            figs[id] = selective(layers.models[id], *kind);
-        }
+        if (layers.built[id])
+            figs[id] = selective(layers.models[id], layers.kind_of_id[id]);
+    LayerFigures mtp_input, mtp_output; // an MTP depth's own parts: no recompute label reaches them
+    if (st.mtp_depths > 0) {
+        mtp_input = selective(layers.mtp_input, layers.mtp_pieces.front());
+        mtp_output = selective(layers.mtp_output, layers.mtp_pieces.back());
+    }
+    const auto figsOf = [&](int g) -> const LayerFigures& {
+        if (layers.isMtp(g) && layers.piece(g) == 0)
+            return mtp_input;
+        if (layers.isMtp(g) && layers.piece(g) + 1 == layers.mtp_pieces.size())
+            return mtp_output;
+        return figs[static_cast<size_t>(layers.kind(g).id())];
+    };
+    const auto depthAt
+        = [&](size_t j) { return layers.isMtp(st.layers[j]) ? layers.depth(st.layers[j]) : -1; };
     {
         // Full recompute units per chunk (docs/rules.md "Full recompute"): uniform groups of k layers, block
-        // the first k layers of each chunk one by one.
+        // the first k layers of each chunk one by one. An MTP depth is a run of its own
+        // (MultiTokenPredictionLayer._checkpointed_forward): uniform checkpoints it whole, its input part to
+        // its final layernorm, whatever k (Megatron asserts k == 1, RT8); block leaves it as it is (RT9).
         size_t i = 0;
         while (i < st.layers.size()) {
             size_t end = i;
-            while (end < st.layers.size() && st.chunk[end] == st.chunk[i])
+            while (end < st.layers.size() && st.chunk[end] == st.chunk[i] && depthAt(end) == depthAt(i))
                 ++end;
             const int n = static_cast<int>(end - i);
+            const bool mtp_depth = depthAt(i) >= 0;
             auto layerAt = [&](size_t j) -> const LayerModel& { return layers.of(st.layers[j]); };
             if (full && (method == "uniform" || method == "block") && k > 0) {
                 std::vector<std::pair<int, int>> units; // first, count (checkpointed)
                 std::vector<bool> ck;
-                if (method == "uniform") {
+                if (method == "uniform" && mtp_depth) {
+                    units.push_back({ 0, n });
+                    ck.push_back(true);
+                } else if (method == "uniform") {
                     for (int u = 0; u < n; u += k)
                         units.push_back({ u, std::min(k, n - u) }), ck.push_back(true);
                 } else {
                     for (int u = 0; u < n; ++u)
-                        units.push_back({ u, 1 }), ck.push_back(u < k);
+                        units.push_back({ u, 1 }), ck.push_back(!mtp_depth && u < k);
                 }
                 for (size_t u = 0; u < units.size(); ++u) {
                     const auto [first, count] = units[u];
@@ -2173,9 +2347,16 @@ void StageEstimator::layerActivations()
                         }
                     }
                 }
+                if (mtp_depth && method == "uniform") {
+                    // Besides the re-embedded tokens the depth's checkpoint keeps its other input, the
+                    // previous output; outside it the embedding's dropout mask, and after it the depth's
+                    // slice of the concatenation the loss reads.
+                    lf[i].retained += Tsp * h * d + (x.hidden_dropout > 0 ? Tsp * h : 0);
+                    lf[end - 1].retained += Tsp * h * d;
+                }
             } else {
                 for (size_t j = i; j < end; ++j)
-                    lf[j] = figs[static_cast<size_t>(layers.kind(st.layers[j]).id())];
+                    lf[j] = figsOf(st.layers[j]);
             }
             i = end;
         }
@@ -2199,11 +2380,12 @@ void StageEstimator::embeddingAndHead()
         head
             += x.rms ? (worker ? Tsp * (4 + h * (d == 4 ? 4 : 4 + d)) : Tsp * 4) : 2 * Tsp * (worker ? d : 4);
         head += Tsp * h * d; // final norm output
+        double loss_kept = 0; // what one loss keeps for its backward
         if (worker) {
             // backend/engine/cross_entropy.cpp, Megatron's way: the fp32 copy of the logits becomes the
             // softmax in place and is kept (fp32 logits are their own copy); backward writes the gradient
             // into it, cast to the logits' dtype, beside the output layer's input gradient.
-            head += T * V / t * 4; // the rank's vocabulary shard, as Megatron's vocab-parallel loss
+            loss_kept = T * V / t * 4; // the rank's vocabulary shard, as Megatron's vocab-parallel loss
             head_fwd = d == 4 ? 0 : T * V / t * d;
             head_bwd = (d == 4 ? 0 : T * V / t * d) + T * h * d;
             head_source = "backend/engine/cross_entropy.cpp";
@@ -2215,7 +2397,7 @@ void StageEstimator::embeddingAndHead()
             // cross_entropy_fusion_impl te; language_module.py compute_language_model_loss): the Triton
             // kernels keep the 16-bit logits and three fp32 statistics per row (max, sum, the target's
             // logit), and write the gradient into the logits in place in backward; no fp32 copy.
-            head += T * V / t * d + T * 3 * 4;
+            loss_kept = T * V / t * d + T * 3 * 4;
             head_fwd = 0;
             head_bwd = T * h * d;
             head_source = "transformer_engine/pytorch/triton/cross_entropy.py (te_parallel_cross_entropy)";
@@ -2224,13 +2406,24 @@ void StageEstimator::embeddingAndHead()
         } else {
             // tensor_parallel/cross_entropy.py: the fp32 copy of the logits is turned into the softmax in
             // place and kept; the 16-bit logits live through the loss.
-            head += T * V / t * 4;
+            loss_kept = T * V / t * 4;
             head_fwd = T * V / t * d;
             head_bwd = T * V / t * d + T * h * d;
             head_source = "megatron/core/tensor_parallel/cross_entropy.py";
             head_note
                 = "vocab-parallel cross-entropy: fp32 softmax [s*b, V/TP] kept; the 16-bit logits and, in "
                   "backward, their 16-bit gradient and the gathered output-layer input in flight";
+        }
+        head += loss_kept;
+        // Each MTP depth's loss (process_mtp_loss, before the main loss: one at a time, its logits alive as
+        // the main loss's are at their moment): the same output layer and cross-entropy on the depth's
+        // output, which keeps what one loss keeps. With the MTP depths on another stage (a layout's 'm'
+        // before the 'L' stage) their outputs come with the decoder's, kept by the output layer here.
+        const double mtp_losses = layers.mtp.depths;
+        if (mtp_losses > 0) {
+            head += mtp_losses * loss_kept + (st.mtp_depths == 0 ? mtp_losses * Tsp * h * d : 0);
+            head_note += "; " + std::to_string(layers.mtp.depths) + " MTP loss"
+                + (layers.mtp.depths == 1 ? "" : "es") + " kept the same way (process_mtp_loss)";
         }
     }
 }
@@ -2797,7 +2990,11 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
             e.not_estimated = "experimental_attention_variant=dsa: " + why;
     }
     if (e.not_estimated.empty() && isHybrid(r)) {
-        for (const LayerKind& k : layerKinds(r))
+        std::vector<LayerKind> kinds = layerKinds(r);
+        if (layout == Layout::Megatron)
+            for (const LayerKind& k : mtpShape(r).layers)
+                kinds.push_back(k);
+        for (const LayerKind& k : kinds)
             if (k.mixer == LayerMixer::Unmodelled) {
                 e.not_estimated = "hybrid_layer_pattern has " + layerKindName(k)
                     + " layers, which the estimate does not build (RS38, RT18)";
@@ -2809,7 +3006,7 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
     const Shape x = shapeOf(r, layout);
     const Active sel = activeOf(r);
     const LayerModels layers(r, x);
-    const auto stages = stagesOf(r);
+    const auto stages = stagesOf(r, layers, layout);
     for (size_t p = 0; p < stages.size(); ++p)
         e.ranks.push_back(estimateStage(r, x, stages[p], static_cast<int>(p), sel, layers));
     for (const RankEstimate& rank : e.ranks) {
@@ -2888,6 +3085,19 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                 + " unless the recipe says otherwise: Hopper, H100 / H200): Transformer Engine's cuBLAS "
                   "workspaces of "
                 + teCublasWorkspaceSize(cc) + " each");
+        }
+        if (layers.mtp.depths > 0) {
+            std::string kinds;
+            for (const LayerKind& k : layers.mtp.layers)
+                kinds += (kinds.empty() ? "" : ", ") + layerKindName(k);
+            e.assumptions.push_back("multi-token prediction: " + std::to_string(layers.mtp.depths) + " depth"
+                + (layers.mtp.depths == 1 ? "" : "s") + " of " + kinds
+                + " with enorm, hnorm, eh_proj and a final layernorm, "
+                + (layers.mtp.built < layers.mtp.depths ? "one layer's parameters (mtp_use_repeated_layer)"
+                                                        : "each with its own parameters")
+                + ", an embedding of their own on a stage without the first one, and one more loss a depth "
+                  "(multi_token_prediction.py); under full recompute a depth is one checkpoint (uniform) or "
+                  "none (block)");
         }
         if (isDsaModel(r)) {
             std::ostringstream dsa;

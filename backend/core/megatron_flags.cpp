@@ -101,6 +101,8 @@ const std::vector<FlagDef>& flagDefs()
         { "--moe-token-dispatcher-type", Arity::Value, "moe_token_dispatcher_type" },
         { "--moe-input-jitter-eps", Arity::Value, "moe_input_jitter_eps" },
         { "--mtp-num-layers", Arity::Value, "mtp_num_layers" },
+        { "--mtp-use-repeated-layer", Arity::Switch, "mtp_use_repeated_layer" },
+        { "--mtp-hybrid-override-pattern", Arity::Value, "mtp_hybrid_override_pattern" },
         { "--moe-aux-loss-coeff", Arity::Value, "moe_aux_loss_coeff" },
         { "--moe-router-load-balancing-type", Arity::Value, "moe_router_load_balancing_type" },
         { "--moe-expert-capacity-factor", Arity::Value, "moe_expert_capacity_factor" },

@@ -261,6 +261,43 @@ std::string layerKindName(const LayerKind& k)
     return ffn.empty() ? mixer : mixer + " + " + ffn;
 }
 
+MtpShape mtpShape(const Recipe& r)
+{
+    MtpShape m;
+    const int given = std::max(0, r.mtp_num_layers.value_or(0));
+    if (isHybrid(r)) {
+        const HybridPattern h = parseHybridPattern(*r.hybrid_layer_pattern);
+        int copies = h.mtp_depths;
+        m.pattern = h.mtp;
+        // Bridge joins max(1, mtp_num_layers) copies under mtp_use_repeated_layer (the shared layer always
+        // exists), else mtp_num_layers; Megatron-LM joins mtp_num_layers > 0 of them.
+        const bool bridgeRepeated = r.front_end == InputFormat::BridgeOverrides && r.mtp_use_repeated_layer;
+        const int joined = bridgeRepeated ? std::max(1, given) : given;
+        if (copies == 0 && r.mtp_hybrid_override_pattern && !r.mtp_hybrid_override_pattern->empty()
+            && joined > 0) {
+            m.pattern = *r.mtp_hybrid_override_pattern;
+            copies = joined;
+        }
+        if (copies == 0 || m.pattern.empty())
+            return MtpShape {};
+        // Both infer mtp_num_layers from the pattern; Bridge keeps a given one under mtp_use_repeated_layer.
+        m.depths = bridgeRepeated && r.mtp_num_layers.has_value() ? given : copies;
+        m.built = r.mtp_use_repeated_layer ? std::min(1, m.depths) : copies;
+        for (char c : m.pattern)
+            m.layers.push_back(kindOfSymbol(c));
+        return m;
+    }
+    if (given == 0 || r.num_layers < 1)
+        return m;
+    m.depths = given;
+    m.built = r.mtp_use_repeated_layer ? 1 : given;
+    LayerKind k = layerKind(r, std::min(r.num_layers, kMaxLayers) - 1);
+    if (k.mixer == LayerMixer::DsaSkipTopk)
+        k.mixer = LayerMixer::Dsa;
+    m.layers.push_back(k);
+    return m;
+}
+
 bool isMoeLayer(const Recipe& r, int layer)
 {
     if (isHybrid(r))
@@ -375,15 +412,17 @@ struct StageFill {
     }
 };
 
-// Without a layout Megatron builds every MTP layer on the last stage (multi_token_prediction.py
-// mtp_on_this_rank); a hybrid stack has one per MTP part of its pattern, else mtp_num_layers.
+// Without a layout Megatron builds every MTP depth on the last stage's last chunk (multi_token_prediction.py
+// mtp_on_this_rank, get_mtp_num_layers_to_build).
 std::vector<PipelineStage> withMtp(const Recipe& r, std::vector<PipelineStage> stages)
 {
-    const int depths = isHybrid(r) ? parseHybridPattern(*r.hybrid_layer_pattern).mtp_depths : 0;
-    const int mtp = depths > 0 ? depths : std::max(0, r.mtp_num_layers.value_or(0));
+    const int depths = mtpShape(r).depths;
+    const int chunks = parallelSizes(r).vpp;
     for (PipelineStage& s : stages)
-        if (s.last)
-            s.mtp_layers = mtp;
+        if (s.last) {
+            s.mtp_layers = depths;
+            s.mtp_chunk = chunks - 1;
+        }
     return stages;
 }
 
@@ -462,7 +501,10 @@ std::vector<PipelineStage> stagesOfSplit(const Recipe& r, int from, int to)
                 f.add(start[index], start[index + 1] - start[index], v);
                 f.s.first = f.s.first || layout->count(kLayoutEmbedding, index) > 0;
                 f.s.last = f.s.last || layout->count(kLayoutLoss, index) > 0;
-                f.s.mtp_layers += static_cast<int>(layout->count(kLayoutMtp, index));
+                if (const size_t m = layout->count(kLayoutMtp, index); m > 0) {
+                    f.s.mtp_layers += static_cast<int>(m);
+                    f.s.mtp_chunk = v;
+                }
             }
             out.push_back(f.s);
         }

@@ -119,6 +119,32 @@ std::vector<LayerKind> layerKinds(const Recipe& r);
 // A layer kind in words: "Mamba", "attention + MoE", "MoE".
 std::string layerKindName(const LayerKind& k);
 
+// Multi-token prediction (Megatron Core's MultiTokenPredictionBlock, multi_token_prediction.py at d98e8a64):
+// each depth re-embeds the tokens rolled by one, normalises them (enorm) and the previous depth's output
+// (hnorm), projects their concatenation [s, b, 2h] to h (eh_proj, column-parallel), runs its layers and a
+// final layernorm; the stage with the loss computes the depth's logits and cross-entropy with the shared
+// output layer (gpt_model.py _postprocess, process_mtp_loss).
+struct MtpShape {
+    // The depths the forward runs: config.mtp_num_layers once the front end has read the pattern
+    // (Megatron-LM's validate_args and Bridge's HybridModelProvider.finalize take a hybrid stack's from its
+    // '/' parts, except Bridge's with mtp_use_repeated_layer, which keeps mtp_num_layers).
+    int depths = 0;
+    // The MTP layers with parameters of their own: one under mtp_use_repeated_layer (one layer run at every
+    // depth: MultiTokenPredictionBlock._build_layers), else one per depth.
+    int built = 0;
+    // One depth's layers: a GPT model's is the last decoder layer's kind (gpt_layer_specs.py
+    // get_gpt_mtp_block_spec takes the block spec's last layer; Bridge's mtp_block_spec re-derives it on a
+    // stage without decoder layers), a DSA one computing its own top-k (the layer is number 1 of its depth:
+    // transformer_layer.py:357, dsa.py is_dsa_skip_topk_layer); a hybrid stack's the MTP pattern's symbols.
+    std::vector<LayerKind> layers;
+    std::string pattern; // a hybrid stack's MTP pattern; "" in a GPT model
+};
+// A hybrid stack's MTP pattern is the part after '/' of hybrid_layer_pattern, else
+// mtp_hybrid_override_pattern joined to it as the front ends join it: mtp_num_layers copies when it is above
+// 0 (arguments.py:774-784 at d98e8a64; hybrid_provider.py:198-211 at Bridge 067f987d, which joins at least
+// one under mtp_use_repeated_layer); without a pattern HybridModel builds no MTP (hybrid_model.py:220-230).
+MtpShape mtpShape(const Recipe& r);
+
 // Megatron-LM pads the vocabulary to a multiple of make_vocab_size_divisible_by x TP
 // (megatron/training/tokenizer/tokenizer.py _vocab_size_with_padding).
 int64_t paddedVocabSize(const Recipe& r);
@@ -181,9 +207,12 @@ struct PipelineStage {
     std::vector<int> chunk; // the virtual-pipeline chunk of each
     bool first = true; // builds the embedding (the layout's 'E'; else stage 0)
     bool last = true; // builds the output layer and the loss (the layout's 'L'; else the last stage)
-    // Multi-token-prediction layers this stage builds (the layout's 'm', else mtp_num_layers on the last
-    // stage). The estimate, the step time and the worker do not model MTP layers: it is said, not counted.
+    // The multi-token-prediction depths this stage runs (mtpShape: the layout's 'm', else every depth on the
+    // last stage, multi_token_prediction.py mtp_on_this_rank), all on one chunk: the stage's last (Megatron
+    // asserts it, MultiTokenPredictionBlock.__init__), or the layout's. The estimate and the step time count
+    // them; the worker builds none and refuses such a recipe.
     int mtp_layers = 0;
+    int mtp_chunk = 0;
     std::string ranges; // "0-1, 8-9"; "" for a stage without decoder layers
 };
 PipelineStage pipelineStage(const Recipe& r, int stage);

@@ -286,6 +286,7 @@ std::string scalarText(const nlohmann::json& v)
     const bool plain = !s.empty() && s.find_first_of("[]{}()'\",=:\\ \t") == std::string::npos
         && lower != "null" && lower != "none" && lower != "true" && lower != "false" && s != "~"
         && s.front() != '+' && s.front() != '#' && s.find('$') == std::string::npos
+        && std::string("*&!%@`|>?").find(s.front()) == std::string::npos // YAML: '*E' an alias
         && (s.size() > 400 || !std::regex_match(s, kNumber)); // regex recursion: see parseScalar
     if (plain)
         return s;

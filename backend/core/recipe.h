@@ -147,7 +147,14 @@ struct Recipe {
     std::vector<int> moe_layer_freq = { 1 };
     std::string moe_token_dispatcher_type = "allgather"; // allgather | alltoall | flex
     std::optional<double> moe_input_jitter_eps;
+    // Multi-token prediction (multi_token_prediction.py): mtp_num_layers depths after the decoder, each a
+    // layer of the last decoder layer's kind (a hybrid stack: the pattern after '/'). mtp_use_repeated_layer
+    // builds one such layer and runs it every depth; mtp_hybrid_override_pattern is the MTP pattern's
+    // deprecated spelling, which Megatron-LM's validate_args and Bridge's HybridModelProvider.finalize join
+    // to a pattern without '/' (model_shape.h mtpShape).
     std::optional<int> mtp_num_layers;
+    bool mtp_use_repeated_layer = false;
+    std::optional<std::string> mtp_hybrid_override_pattern;
     double moe_aux_loss_coeff = 0.0;
     std::string moe_router_load_balancing_type = "aux_loss"; // aux_loss | seq_aux_loss | sinkhorn | none
     std::optional<double> moe_expert_capacity_factor; // None: dropless

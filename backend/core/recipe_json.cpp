@@ -255,6 +255,8 @@ const std::vector<FieldDef>& fieldDefs()
         { "moe_token_dispatcher_type", &Recipe::moe_token_dispatcher_type },
         { "moe_input_jitter_eps", &Recipe::moe_input_jitter_eps },
         { "mtp_num_layers", &Recipe::mtp_num_layers },
+        { "mtp_use_repeated_layer", &Recipe::mtp_use_repeated_layer },
+        { "mtp_hybrid_override_pattern", &Recipe::mtp_hybrid_override_pattern },
         { "moe_aux_loss_coeff", &Recipe::moe_aux_loss_coeff },
         { "moe_router_load_balancing_type", &Recipe::moe_router_load_balancing_type },
         { "moe_expert_capacity_factor", &Recipe::moe_expert_capacity_factor },

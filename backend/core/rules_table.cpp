@@ -2493,13 +2493,13 @@ const std::vector<Row>& ruleRows()
           a.set("missing", missing);
       }, nullptr,
       nullptr, "dsa_indexer_n_heads=..., dsa_indexer_head_dim=..., dsa_indexer_topk=... (the model's)", "a TypeError in DSAIndexer.__init__ (dsa.py:1159-1166: None * None) or at the first top-k, not a config check" },
-    { "RS38", "*", kAnyFormat, W, "hybrid_layer_pattern",
-      "MTP layers after '/' in the hybrid pattern",
-      "hybrid_layer_pattern has {d} MTP depth(s) of '{mtp}' after '/': the estimate and the worker leave the MTP layers out.",
+    { "RS38", "*", kAnyFormat, N, "hybrid_layer_pattern mtp_hybrid_override_pattern mtp_num_layers",
+      "MTP layers of a hybrid pattern, which the worker does not build",
+      "the hybrid stack runs {d} MTP depth(s) of '{mtp}': the estimate counts them (megatron layout); the worker (recompute-bench) builds no MTP layer, so recompute run and sweep cannot measure this model, and a real job can be measured with sweep --job.",
       GD, { { "*", "docs/rules.md#rs38" } },
-      [](const Ctx& c) { return isHybrid(c.r) && parseHybridPattern(*c.r.hybrid_layer_pattern).mtp_depths > 0 && !c.r.hybrid_layer_pattern->empty() && !badSymbol(c) && mtpMismatch(c) == 0; },
-      [](const Ctx& c, Args& a) { const HybridPattern h = parseHybridPattern(*c.r.hybrid_layer_pattern); a.set("d", std::to_string(h.mtp_depths)); a.set("mtp", h.mtp); }, nullptr,
-      nullptr, "", "the MTP block's layers and its extra loss head add memory the estimate does not count" },
+      [](const Ctx& c) { return isHybrid(c.r) && mtpShape(c.r).depths > 0 && !c.r.hybrid_layer_pattern->empty() && !badSymbol(c) && mtpMismatch(c) == 0; },
+      [](const Ctx& c, Args& a) { const MtpShape m = mtpShape(c.r); a.set("d", std::to_string(m.depths)); a.set("mtp", m.pattern); }, nullptr,
+      nullptr, "", "engine/model.cpp builds no multi-token-prediction layer" },
     };
     // clang-format on
     return rows;

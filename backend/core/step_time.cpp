@@ -699,7 +699,11 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
     const bool selective = r.recompute_granularity.value_or("") == "selective";
     const int full_n = std::max(1, r.recompute_num_layers.value_or(1));
     const bool block = r.recompute_method.value_or("uniform") == "block";
-    for (const LayerKind& k : kinds) {
+    // The MTP depths' layers (model_shape.h mtpShape), of the decoder's kinds.
+    const MtpShape mtp = mtpShape(r);
+    std::vector<LayerKind> all_kinds = kinds;
+    all_kinds.insert(all_kinds.end(), mtp.layers.begin(), mtp.layers.end());
+    for (const LayerKind& k : all_kinds) {
         if (built[size_t(k.id())])
             continue;
         built[size_t(k.id())] = true;
@@ -717,6 +721,20 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
     head.ops.push_back(elementwise(2 * d.Tsp * d.h * d.act));
     head.ops.push_back(gemm(d.T, d.V / d.tp, d.h));
     head.ops.push_back(elementwise(d.T * d.V / d.tp * (d.act + 3 * 4), 6));
+    // An MTP depth's own work around its layers (multi_token_prediction.py _get_embeddings,
+    // _concat_embeddings, _postprocess): the rolled tokens' embedding, enorm and hnorm, the concatenation,
+    // eh_proj T x 2h x h/TP and its gather; the final layernorm. Its loss is the head's again.
+    RegionWork mtp_input { "mtp_input", {}, 0,
+        "MTP: the embedding of the rolled tokens, enorm and hnorm over T x h, the concatenation T x 2h, "
+        "eh_proj T x 2h x h/TP (multi_token_prediction.py _concat_embeddings)" };
+    mtp_input.ops.push_back(elementwise(2 * d.Tsp * d.h * d.act, 2));
+    mtp_input.ops.push_back(elementwise(2 * 2 * d.Tsp * d.h * d.act, 2));
+    mtp_input.ops.push_back(elementwise(2 * 2 * d.Tsp * d.h * d.act));
+    mtp_input.ops.push_back(gemm(d.T, d.h / d.tp, 2 * d.h));
+    const RegionWork mtp_output = norm("mtp_final_layernorm", d);
+    RegionWork mtp_head { "mtp_loss_head", { head.ops.begin() + 1, head.ops.end() }, 0,
+        "MTP: the head's output layer and cross-entropy on each depth's output (process_mtp_loss; its "
+        "norm is the depth's final layernorm)" };
 
     const double m = p.micro_batches;
     const double v = std::max(1, p.vpp);
@@ -731,16 +749,40 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
             runStretch({ { &embedding, "forward", false } }, rates, m, terms);
             runStretch({ { &embedding, "backward", true } }, rates, m, terms);
         }
+        // One layer's (or one MTP depth's) forward and backward stretches: its regions' forward, their replay
+        // (the whole layer's under full recompute, with the checkpoints it takes; the selective labels'),
+        // their backward.
+        const auto runLayer = [&](const std::vector<const RegionWork*>& regs, const Replay* rep,
+                                  bool replay_layer, double layer_checkpoints) {
+            std::vector<Piece> fwd, bwd;
+            for (const RegionWork* w : regs)
+                fwd.push_back({ w, "forward", false });
+            for (const RegionWork* w : regs) {
+                if (replay_layer) {
+                    bwd.push_back({ w, "replay", false, 0, layer_checkpoints });
+                    layer_checkpoints = 0; // counted once per layer
+                    continue;
+                }
+                if (!rep)
+                    continue;
+                for (size_t j = 0; j < rep->regions.size(); ++j)
+                    if (rep->regions[j] == w->name)
+                        bwd.push_back({ w, "replay", false, rep->discard[j] ? w->out_bytes : 0, 1 });
+            }
+            for (const RegionWork* w : regs)
+                bwd.push_back({ w, "backward", true });
+            runStretch(fwd, rates, m, terms);
+            runStretch(bwd, rates, m, terms);
+        };
         // Full recompute: which of the stage's layers replay (every one under uniform; the first
         // recompute_num_layers of each chunk under block), one checkpoint per group of N (uniform) or per
         // layer (block) (transformer_block.py _checkpointed_forward).
         std::map<int, int> seen_in_chunk;
         for (size_t i = 0; i < st.layers.size(); ++i) {
             const LayerKind& k = kinds[size_t(st.layers[i])];
-            const auto& regs = regions[size_t(k.id())];
-            std::vector<Piece> fwd, bwd;
-            for (const RegionWork& w : regs)
-                fwd.push_back({ &w, "forward", false });
+            std::vector<const RegionWork*> regs;
+            for (const RegionWork& w : regions[size_t(k.id())])
+                regs.push_back(&w);
             bool replay_layer = false;
             double layer_checkpoints = 0;
             if (full) {
@@ -748,27 +790,32 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
                 replay_layer = !block || pos < full_n;
                 layer_checkpoints = block ? 1 : 1.0 / full_n;
             }
-            for (const RegionWork& w : regs) {
-                if (replay_layer) {
-                    bwd.push_back({ &w, "replay", false, 0, layer_checkpoints });
-                    layer_checkpoints = 0; // counted once per layer
-                    continue;
-                }
-                if (!selective)
-                    continue;
-                const Replay& rep = replays[size_t(k.id())];
-                for (size_t j = 0; j < rep.regions.size(); ++j)
-                    if (rep.regions[j] == w.name)
-                        bwd.push_back({ &w, "replay", false, rep.discard[j] ? w.out_bytes : 0, 1 });
+            runLayer(regs, selective ? &replays[size_t(k.id())] : nullptr, replay_layer, layer_checkpoints);
+        }
+        // The stage's MTP depths, after its decoder layers: full uniform recompute checkpoints a depth whole
+        // (one checkpoint, MultiTokenPredictionLayer._checkpointed_forward), block leaves it (RT9); the
+        // selective labels act in its layers as in the decoder's.
+        for (int depth = 0; depth < st.mtp_layers && !mtp.layers.empty(); ++depth) {
+            bool first = true;
+            for (const LayerKind& k : mtp.layers) {
+                std::vector<const RegionWork*> regs;
+                if (first)
+                    regs.push_back(&mtp_input);
+                for (const RegionWork& w : regions[size_t(k.id())])
+                    regs.push_back(&w);
+                if (&k == &mtp.layers.back())
+                    regs.push_back(&mtp_output);
+                runLayer(regs, selective ? &replays[size_t(k.id())] : nullptr, full && !block, first ? 1 : 0);
+                first = false;
             }
-            for (const RegionWork& w : regs)
-                bwd.push_back({ &w, "backward", true });
-            runStretch(fwd, rates, m, terms);
-            runStretch(bwd, rates, m, terms);
         }
         if (st.last) {
             runStretch({ { &head, "forward", false } }, rates, m, terms);
             runStretch({ { &head, "backward", true } }, rates, m, terms);
+            if (mtp.depths > 0) {
+                runStretch({ { &mtp_head, "forward", false } }, rates, m * mtp.depths, terms);
+                runStretch({ { &mtp_head, "backward", true } }, rates, m * mtp.depths, terms);
+            }
         }
         for (const auto& key : terms.order) {
             TimeTerm t = terms.by.at(key);

@@ -39,6 +39,8 @@ private Q_SLOTS:
     void llama3_70bFp8Table();
     void glm5RecipesAreTheirConfigs_data();
     void glm5RecipesAreTheirConfigs();
+    void mtpRecipesCountTheirLayers_data();
+    void mtpRecipesCountTheirLayers();
     void glm5ParametersAreBridgesCount_data();
     void glm5ParametersAreBridgesCount();
     void splitRecipesFollowTheirSplit_data();
@@ -582,10 +584,13 @@ void TestBridgeRecipes::splitRecipesFollowTheirSplit()
     const Recipe single = validate(one.recipe, InputFormat::BridgeOverrides).resolved;
     const MemoryEstimate whole = estimateMemory(single);
     QVERIFY2(whole.not_estimated.empty(), whole.not_estimated.c_str());
-    const double tiedCopy = r.untie_embeddings_and_output_weights
-        ? 0.0
-        : double(paddedVocabSize(r)) / r.tensor_model_parallel_size * r.hidden_size;
-    QCOMPARE(parameters, whole.ranks[0].parameters + tiedCopy);
+    const double tableCopy = double(paddedVocabSize(r)) / r.tensor_model_parallel_size * r.hidden_size;
+    const double tiedCopy = r.untie_embeddings_and_output_weights ? 0.0 : tableCopy;
+    // A stage with the MTP layers and not the embedding builds an embedding of its own (gpt_model.py:
+    // pre_process or mtp_process); these recipes have no learned position table.
+    const double mtpCopy = mtpStage > 0 ? tableCopy : 0.0;
+    QCOMPARE(r.position_embedding_type == "learned_absolute", false);
+    QCOMPARE(parameters, whole.ranks[0].parameters + tiedCopy + mtpCopy);
 }
 
 // Two ways of saying one split give one estimate: a layout and the first / last stage sizes that place the
@@ -791,11 +796,82 @@ void TestBridgeRecipes::glm5RecipesAreTheirConfigs()
     QVERIFY(e.peak_bytes > 0);
 }
 
+// Bridge recipes by name with multi-token prediction (issue 26: their MTP layers were named and left out).
+// The stage that runs the depths holds, beyond the same job without them, an MTP layer's parameters for each
+// layer built and, not being the first stage, an embedding of its own (gpt_model.py: pre_process or
+// mtp_process), each written here from the model's shape; and more activations (each depth's tensors and its
+// loss's).
+//  - DeepSeek-V3 on 1024 H100 (TP 2 with SP, EP 64, expert-TP 2, the layout's 'm' on stage 7): one MLA + MoE
+//    layer, the last decoder layer's kind: input norm h, q down h x 1536 and its norm, q up 1536 x 128 heads
+//    x (128 + 64) / TP, kv down h x (512 + 64) and its norm, kv up 512 x 128 x (128 + 128) / TP, proj 128 x
+//    128 x h / TP, pre-MLP norm h, router 256 h, 4 local experts x 3 x 2048 x h / expert-TP, the shared
+//    expert 3 x 2048 x h / TP; enorm, hnorm, final_layernorm h each, eh_proj 2h x h / TP; the embedding
+//    129280 x h / TP. Without MTP: its layout without 'm'.
+//  - Nemotron 3 Super on 64 H100 (TP 1, PP 2, EP 32): Bridge joins mtp_hybrid_override_pattern '*E' twice
+//    (hybrid_provider.py:198-211) and mtp_use_repeated_layer builds one such layer for both depths: attention
+//    (32 + 2 x 2) x 128 x h + 32 x 128 x h and its norm h, the latent MoE layer h + 512 h + 16 local experts
+//    x 2 x 2688 x 1024 + 2 x 1024 h + the shared expert 2 x 5376 h (as latentMoeSuperPerRank counts them);
+//    enorm, hnorm, final_layernorm h, eh_proj 2h^2; the embedding 131072 x h.
+void TestBridgeRecipes::mtpRecipesCountTheirLayers_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<QStringList>("without"); // the overrides that take the MTP layers away
+    QTest::addColumn<int>("stage");
+    QTest::addColumn<int>("depths");
+    QTest::addColumn<double>("parameters"); // the stage's parameters beyond the job's without MTP
+    const double dh = 7168, t = 2;
+    const double mla = dh + dh * 1536 + 1536 + 1536 * 128 * (128 + 64) / t + dh * (512 + 64) + 512
+        + 512 * 128 * (128 + 128) / t + 128 * 128 * dh / t;
+    const double moe = dh + 256 * dh + 4 * 3 * 2048 * dh / 2 + 3 * 2048 * dh / t;
+    QTest::newRow("DeepSeek-V3, 1024 H100")
+        << u"deepseek_v3_pretrain_1024gpu_h100_bf16_config"_s
+        << QStringList { u"model.mtp_num_layers=null"_s,
+               u"model.pipeline_model_parallel_layout='Et|(tt|)*30L'"_s }
+        << 7 << 1 << mla + moe + 3 * dh + 2 * dh * dh / t + 129280 * dh / t;
+    const double nh = 4096;
+    const double attention = (32 + 4) * 128 * nh + 32 * 128 * nh + nh;
+    const double latent = nh + 512 * nh + 16 * 2 * 2688 * 1024.0 + 2 * nh * 1024 + 2 * 5376 * nh;
+    QTest::newRow("Nemotron 3 Super, 64 H100")
+        << u"nemotron_3_super_pretrain_64gpu_h100_bf16_config"_s
+        << QStringList { u"model.mtp_num_layers=null"_s, u"model.mtp_hybrid_override_pattern=null"_s } << 1
+        << 2 << attention + latent + 3 * nh + 2 * nh * nh + 131072 * nh;
+}
+
+void TestBridgeRecipes::mtpRecipesCountTheirLayers()
+{
+    QFETCH(QString, name);
+    QFETCH(QStringList, without);
+    QFETCH(int, stage);
+    QFETCH(int, depths);
+    QFETCH(double, parameters);
+    std::vector<std::string> overrides;
+    for (const QString& o : without)
+        overrides.push_back(o.toStdString());
+    const Recipe r = validate(bridgeJob(name.toStdString()).recipe, InputFormat::BridgeOverrides).resolved;
+    const Recipe none = validate(
+        bridgeJob(name.toStdString(), std::nullopt, overrides).recipe, InputFormat::BridgeOverrides)
+                            .resolved;
+    QCOMPARE(mtpShape(r).depths, depths);
+    QCOMPARE(mtpShape(none).depths, 0);
+    QCOMPARE(pipelineStage(r, stage).mtp_layers, depths);
+    const MemoryEstimate e = estimateMemory(r), e0 = estimateMemory(none);
+    QVERIFY2(e.not_estimated.empty() && e0.not_estimated.empty(), e.not_estimated.c_str());
+    QCOMPARE(e.ranks.size(), e0.ranks.size());
+    for (size_t s = 0; s < e.ranks.size(); ++s) {
+        const RankEstimate &with = e.ranks[s], &without0 = e0.ranks[s];
+        QCOMPARE(with.scope.find("MTP layer") != std::string::npos, int(s) == stage);
+        QCOMPARE(with.parameters - without0.parameters, int(s) == stage ? parameters : 0.0);
+        const int64_t more = with.phase("forward")->category("activations")
+            - without0.phase("forward")->category("activations");
+        QVERIFY2(int(s) == stage ? more > 0 : more == 0, qPrintable(QString::number(more)));
+    }
+}
+
 // The whole model on one rank (TP = PP = EP = CP = 1) holds every parameter once: Bridge's verification cards
 // count 743,911,199,232 parameters for GLM-5 (whose dimensions GLM-5.1 has: examples/models/glm/glm5/
-// README.md) and 743,377,000,704 for GLM-5.2 at the recipes' revision, the MTP layer excluded (the estimate
-// leaves MTP out too), in examples/model_verification_cards/glm5{,-2}/card.yaml at 067f987d. The parameter
-// buffer holds them in bf16.
+// README.md) and 743,377,000,704 for GLM-5.2 at the recipes' revision, the MTP layer excluded, in
+// examples/model_verification_cards/glm5{,-2}/card.yaml at 067f987d; so the job is taken without its MTP
+// layer (mtp_num_layers=null) here. The parameter buffer holds them in bf16.
 void TestBridgeRecipes::glm5ParametersAreBridgesCount_data()
 {
     QTest::addColumn<QString>("name");
@@ -810,7 +886,8 @@ void TestBridgeRecipes::glm5ParametersAreBridgesCount()
     QFETCH(qint64, parameters);
     const BridgeJob job = bridgeJob(name.toStdString(), 1,
         { "model.pipeline_model_parallel_size=1", "model.virtual_pipeline_model_parallel_size=null",
-            "model.expert_model_parallel_size=1", "model.context_parallel_size=1" });
+            "model.expert_model_parallel_size=1", "model.context_parallel_size=1",
+            "model.mtp_num_layers=null" });
     const MemoryEstimate e = estimateMemory(validate(job.recipe, InputFormat::BridgeOverrides).resolved);
     QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
     QCOMPARE(e.ranks.size(), size_t(1));

@@ -12,6 +12,7 @@
 #include "core/rules.h"
 
 using namespace rs;
+using namespace Qt::StringLiterals;
 
 namespace {
 
@@ -136,6 +137,10 @@ private Q_SLOTS:
     void everyTermHasSourceAndNote();
     void teCublasWorkspaces_data();
     void teCublasWorkspaces();
+    void mtpAddsItsDepths_data();
+    void mtpAddsItsDepths();
+    void mtpHybridPatternSpellings_data();
+    void mtpHybridPatternSpellings();
 };
 
 void TestEstimator::korthikantiPerLayer_data()
@@ -866,6 +871,190 @@ void TestEstimator::teCublasWorkspaces()
         return a.find("gpu_compute_capability " + std::to_string(cc)) != std::string::npos;
     });
     QVERIFY(said != e.assumptions.end());
+}
+
+// Multi-token prediction (multi_token_prediction.py MultiTokenPredictionLayer at d98e8a64) on Korthikanti's
+// layer (gpt(): the local spec, LayerNorm, unfused attention with dropout, GeLU with ffn = 4h, biases; TP 1,
+// s = 2048, b = 2, h = 1024, a = 16 heads, V = 50304): the job with D depths against the same job without, on
+// the stage that runs them (the last), at the forward's worst moment (the loss, both with and without).
+// One depth keeps, written from the modules it runs:
+//   its layer: Korthikanti's 34 sbh + 5 a s^2 b (core_attn drops the latter), the norms' statistics 16 sb;
+//   the input part: the rolled tokens' embedding 2 sbh (enorm's input) and its dropout mask sbh, hnorm's
+//     input 2 sbh (the previous output: the loss reads the block's concatenated copy of it), enorm's and
+//     hnorm's statistics 2 x 8 sb, the concatenation [s, b, 2h] eh_proj keeps 4 sbh;
+//   the output part: final_layernorm's input 2 sbh, its statistics 8 sb, the depth's slice of the block's
+//     output [(1 + D) s, b, h] 2 sbh (the output layer's input in the depth's loss);
+//   the depth's loss: the fp32 softmax 4 sb V.
+// Full uniform recompute checkpoints a depth whole: its inputs, the embedding 2 sbh and the previous output
+// 2 sbh, the embedding's mask sbh before it, the depth's slice of the output 2 sbh after it; block leaves it
+// as it is (RT9). Parameters per MTP layer: its layer's 12 h^2 + 13 h (LayerNorm weight and bias twice, qkv
+// 3h^2 + 3h, proj h^2 + h, fc1 4h^2 + 4h, fc2 4h^2 + h), enorm, hnorm and final_layernorm 2h each, eh_proj
+// 2h^2; mtp_use_repeated_layer builds one for every depth. A last stage that is not the first builds an
+// embedding of its own: V h and the position table s h. The worker builds no MTP layer: its layout is the
+// job without.
+void TestEstimator::mtpAddsItsDepths_data()
+{
+    QTest::addColumn<int>("depths");
+    QTest::addColumn<bool>("repeated");
+    QTest::addColumn<QString>("choice");
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<int>("layout");
+    const int megatron = static_cast<int>(Layout::Megatron);
+    QTest::newRow("quiet: mtp_num_layers 0") << 0 << false << u"[]"_s << 1 << megatron;
+    QTest::newRow("quiet: the worker builds none") << 1 << false << u"[]"_s << 1 << int(Layout::Worker);
+    QTest::newRow("one depth") << 1 << false << u"[]"_s << 1 << megatron;
+    QTest::newRow("two depths") << 2 << false << u"[]"_s << 1 << megatron;
+    QTest::newRow("two depths of one repeated layer") << 2 << true << u"[]"_s << 1 << megatron;
+    QTest::newRow("core_attn acts in the MTP layer") << 1 << false << u"core_attn"_s << 1 << megatron;
+    QTest::newRow("full uniform: one checkpoint") << 2 << false << u"full:uniform:1"_s << 1 << megatron;
+    QTest::newRow("full block: not recomputed") << 1 << false << u"full:block:4"_s << 1 << megatron;
+    QTest::newRow("PP 2: the last stage's own embedding") << 1 << false << u"[]"_s << 2 << megatron;
+}
+
+void TestEstimator::mtpAddsItsDepths()
+{
+    QFETCH(int, depths);
+    QFETCH(bool, repeated);
+    QFETCH(QString, choice);
+    QFETCH(int, pp);
+    QFETCH(int, layout);
+    Recipe base = gpt();
+    base.num_layers = 4 * pp;
+    base.pipeline_model_parallel_size = pp;
+    base = choose(base, choice.toStdString());
+    Recipe with = base;
+    with.mtp_num_layers = depths;
+    with.mtp_use_repeated_layer = repeated;
+    const Layout l = static_cast<Layout>(layout);
+    const MemoryEstimate e0 = estimateMemory(validate(base).resolved, l);
+    const MemoryEstimate e1 = estimateMemory(validate(with).resolved, l);
+    QVERIFY2(e0.not_estimated.empty() && e1.not_estimated.empty(), e1.not_estimated.c_str());
+    const RankEstimate& r0 = e0.ranks.back();
+    const RankEstimate& r1 = e1.ranks.back();
+    const bool counted = depths > 0 && l == Layout::Megatron;
+    QCOMPARE(r1.scope.find("MTP layer") != std::string::npos, depths > 0);
+
+    const double s = 2048, b = 2, h = 1024, a = 16, V = 50304, sbh = s * b * h, sb = s * b;
+    double perDepth = 0;
+    if (choice == u"full:uniform:1"_s)
+        perDepth = 7 * sbh;
+    else
+        perDepth = 34 * sbh + (choice == u"core_attn"_s ? 0 : 5 * a * s * s * b) + 16 * sb + 9 * sbh + 16 * sb
+            + 4 * sbh + 8 * sb;
+    const double built = repeated ? 1 : depths;
+    const double params = (12 * h * h + 13 * h) + 6 * h + 2 * h * h;
+    const double expectedActs = counted ? depths * (perDepth + 4 * sb * V) : 0;
+    const double expectedParams = counted ? built * params + (pp > 1 ? V * h + s * h : 0) : 0;
+
+    // The same moment with and without: the loss.
+    QCOMPARE(r1.phase("forward")->terms.back().name, r0.phase("forward")->terms.back().name);
+    QCOMPARE(r1.phase("forward")->terms.back().name, std::string("logits during the loss"));
+    const double acts = static_cast<double>(
+        r1.phase("forward")->category("activations") - r0.phase("forward")->category("activations"));
+    QVERIFY2(std::abs(acts - expectedActs) <= 1,
+        qPrintable(u"activations %1 vs %2"_s.arg(acts, 0, 'f', 0).arg(expectedActs, 0, 'f', 0)));
+    QCOMPARE(r1.parameters - r0.parameters, expectedParams);
+    // The optimizer step holds 20 bytes a parameter here: bf16 parameters and gradient buffer (2 + 2), fp32
+    // main parameters and moments (4 + 8, no distributed optimizer) and the step's fp32 main gradients (4).
+    const double state
+        = static_cast<double>(r1.phase("optimizer")->peak_bytes - r0.phase("optimizer")->peak_bytes);
+    QVERIFY2(std::abs(state - 20 * expectedParams) <= 4, qPrintable(QString::number(state)));
+}
+
+// A hybrid stack's MTP layers are its pattern's after '/' (hybrid_model.py); mtp_hybrid_override_pattern, the
+// deprecated spelling, is joined to a pattern without '/' as Megatron-LM's validate_args joins it
+// (mtp_num_layers copies, when above 0) and Bridge's HybridModelProvider.finalize (at least one under
+// mtp_use_repeated_layer); without a pattern HybridModel builds none, whatever mtp_num_layers says. Both take
+// the depths from the pattern, except Bridge under mtp_use_repeated_layer with mtp_num_layers given; that
+// builds one layer for every depth. Each spelling gives the estimate of the unified pattern of as many depths
+// ("*E*E/*E/*E": an attention layer and an MoE layer a depth), less the repeated layer's parameters, or the
+// one without MTP ("*E*E").
+void TestEstimator::mtpHybridPatternSpellings_data()
+{
+    QTest::addColumn<QString>("pattern");
+    QTest::addColumn<QString>("legacy"); // mtp_hybrid_override_pattern, "" unset
+    QTest::addColumn<int>("mtpNumLayers"); // -1 unset
+    QTest::addColumn<bool>("repeated");
+    QTest::addColumn<bool>("bridge"); // the front end: Bridge overrides, else Megatron-LM flags
+    QTest::addColumn<int>("depths");
+    QTest::addColumn<int>("built");
+    const auto row = [](const char* tag, const char* pattern, const char* legacy, int n, bool repeated,
+                         bool bridge, int depths, int built) {
+        QTest::newRow(tag) << QString::fromLatin1(pattern) << QString::fromLatin1(legacy) << n << repeated
+                           << bridge << depths << built;
+    };
+    row("unified", "*E*E/*E/*E", "", -1, false, true, 2, 2);
+    row("legacy, joined", "*E*E", "*E", 2, false, true, 2, 2);
+    row("legacy, joined by Megatron-LM", "*E*E", "*E", 2, false, false, 2, 2);
+    row("legacy without mtp_num_layers: none", "*E*E", "*E", -1, false, true, 0, 0);
+    row("mtp_num_layers without a pattern: none", "*E*E", "", 2, false, true, 0, 0);
+    row("Bridge, repeated: one layer, two depths", "*E*E/*E/*E", "", 2, true, true, 2, 1);
+    row("Bridge, repeated legacy: at least one copy", "*E*E", "*E", -1, true, true, 1, 1);
+    row("Megatron-LM, repeated legacy: none without mtp_num_layers", "*E*E", "*E", -1, true, false, 0, 0);
+    row("Megatron-LM, repeated: the pattern's depths", "*E*E/*E/*E", "", 1, true, false, 2, 1);
+}
+
+void TestEstimator::mtpHybridPatternSpellings()
+{
+    QFETCH(QString, pattern);
+    QFETCH(QString, legacy);
+    QFETCH(int, mtpNumLayers);
+    QFETCH(bool, repeated);
+    QFETCH(bool, bridge);
+    QFETCH(int, depths);
+    QFETCH(int, built);
+    Recipe r;
+    r.num_layers = 4;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 2048;
+    r.micro_batch_size = 1;
+    r.vocab_size = 32000;
+    r.normalization = "RMSNorm";
+    r.add_bias_linear = false;
+    r.position_embedding_type = "none";
+    r.hidden_dropout = 0.0;
+    r.attention_dropout = 0.0;
+    r.bf16 = true;
+    r.num_moe_experts = 8;
+    r.moe_router_topk = 2;
+    r.moe_ffn_hidden_size = 512;
+    r.moe_grouped_gemm = true;
+    r.front_end = bridge ? InputFormat::BridgeOverrides : InputFormat::MegatronFlags;
+    Recipe none = r;
+    none.hybrid_layer_pattern = "*E*E";
+    r.hybrid_layer_pattern = pattern.toStdString();
+    if (!legacy.isEmpty())
+        r.mtp_hybrid_override_pattern = legacy.toStdString();
+    if (mtpNumLayers >= 0)
+        r.mtp_num_layers = mtpNumLayers;
+    r.mtp_use_repeated_layer = repeated;
+    Recipe unified = none; // the unified pattern of as many depths, each layer its own
+    unified.hybrid_layer_pattern = "*E*E";
+    for (int d = 0; d < depths; ++d)
+        *unified.hybrid_layer_pattern += "/*E";
+
+    const MtpShape m = mtpShape(r);
+    QCOMPARE(m.depths, depths);
+    QCOMPARE(m.built, built);
+    QCOMPARE(pipelineStage(r, 0).mtp_layers, depths);
+    if (depths > 0) {
+        QCOMPARE(m.pattern, std::string("*E"));
+        QCOMPARE(int(m.layers.size()), 2);
+    }
+    const auto estimate = [](const Recipe& x) {
+        const MemoryEstimate e = estimateMemory(validate(x).resolved);
+        return std::make_pair(e.ranks[0].parameters, e.ranks[0].phase("forward")->category("activations"));
+    };
+    const auto got = estimate(r);
+    const auto want = estimate(depths > 0 ? unified : none);
+    QCOMPARE(got.second, want.second);
+    // One MTP layer of a repeated pair has no parameters of its own: the attention layer (RMSNorm h, qkv
+    // (8 + 2 x 8) 128 h, proj h^2), the MoE layer (RMSNorm h, router 8 h, 8 experts of 2 x 512 h), enorm,
+    // hnorm, final_layernorm h each and eh_proj 2 h^2.
+    const double h = 1024;
+    const double layer = (h + 24 * 128 * h + h * h) + (h + 8 * h + 8 * 2 * 512 * h) + 3 * h + 2 * h * h;
+    QCOMPARE(got.first, want.first - (depths - built) * layer);
 }
 
 QTEST_GUILESS_MAIN(TestEstimator)

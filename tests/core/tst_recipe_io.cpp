@@ -126,6 +126,8 @@ Recipe fullRecipe()
     r.moe_token_dispatcher_type = "alltoall";
     r.moe_input_jitter_eps = 0.01;
     r.mtp_num_layers = 1;
+    r.mtp_use_repeated_layer = true;
+    r.mtp_hybrid_override_pattern = "*E";
     r.moe_aux_loss_coeff = 0.01;
     r.moe_router_load_balancing_type = "seq_aux_loss";
     r.moe_expert_capacity_factor = 1.25;
@@ -1334,6 +1336,9 @@ void TestRecipeIo::flagForms_data()
     row("transformer impl", { "--transformer-impl", "local" }, "transformer_impl", R"("local")");
     row("train iters", { "--train-iters", "100" }, "train_iters", "100");
     row("mtp", { "--mtp-num-layers", "1" }, "mtp_num_layers", "1");
+    row("mtp repeated layer", { "--mtp-use-repeated-layer" }, "mtp_use_repeated_layer", "true");
+    row("mtp hybrid pattern", { "--mtp-hybrid-override-pattern", "*E" }, "mtp_hybrid_override_pattern",
+        R"("*E")");
     row("vocab", { "--vocab-size", "128256" }, "vocab_size", "128256");
     row("fp8 recipe custom", { "--fp8-recipe", "custom" }, "fp8_recipe", R"("custom")");
     row("softmax fp16 by default", {}, "attention_softmax_in_fp32", "false");

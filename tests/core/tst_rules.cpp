@@ -550,6 +550,8 @@ const std::vector<Case>& cases()
         { "*", "json", "RS23", "dsa_indexer_topk must be at least 1", R"({)" DSA R"(})", false },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*/MM/MM"})", true },
         { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
+        { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*", "mtp_hybrid_override_pattern": "MM", "mtp_num_layers": 2})", true },
+        { "*", "json", "RS38", "MTP depth(s)", R"({"hybrid_layer_pattern": "M*M*", "mtp_hybrid_override_pattern": "MM"})", false },
         // Overrides alone: the shape they do not give is unknown (not 0), and said once; given, RS23 judges it.
         { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["recompute_granularity"]})", true },
         { "*", "bridge", "RS30", "the overrides give no", R"({"num_layers": 0, "hidden_size": 0, "num_attention_heads": 0, "explicit_keys": ["hidden_size", "num_attention_heads", "num_layers", "recompute_granularity"]})", false },

@@ -117,6 +117,8 @@ private Q_SLOTS:
     void fasterRatesGiveShorterSteps();
     void everyModelledLabelReplaysARegion();
     void latentMoeRegions();
+    void mtpDepthsTimed_data();
+    void mtpDepthsTimed();
     void pipelineBubble();
     void planKeepsWhatFitsAndSaysWhy();
     void confirmationTakesWithinErrorCheaperOnes();
@@ -423,6 +425,45 @@ void TestStepTime::latentMoeRegions()
     QCOMPARE(flopsOf("backward", "fc1_latent_proj"), 2 * flopsOf("forward", "fc1_latent_proj"));
     QCOMPARE(flopsOf("replay", "fc1_latent_proj"), flopsOf("forward", "fc1_latent_proj"));
     QCOMPARE(flopsOf("replay", "fc2_latent_proj"), flopsOf("forward", "fc2_latent_proj"));
+}
+
+void TestStepTime::mtpDepthsTimed_data()
+{
+    QTest::addColumn<QString>("choice");
+    QTest::addColumn<bool>("replayed"); // the MTP depth's own work replays
+    QTest::newRow("[]") << u"[]"_s << false;
+    QTest::newRow("full uniform: the depth is one checkpoint") << u"full:uniform:1"_s << true;
+    QTest::newRow("full block: not recomputed (RT9)") << u"full:block:2"_s << false;
+}
+
+// Two MTP depths on smallBf16Stack (2 dense layers of h = 1024, T = 1024 tokens, 4 micro-batches): each
+// depth's eh_proj is 2 x T x 2h x h FLOPs a micro-batch (multi_token_prediction.py _concat_embeddings), its
+// layer the decoder layer's work again (the dense MLP's FLOPs go from 2 layers' to 4 layers'), and its loss
+// the head's work again (process_mtp_loss: the shared output layer and the cross-entropy).
+void TestStepTime::mtpDepthsTimed()
+{
+    QFETCH(QString, choice);
+    QFETCH(bool, replayed);
+    const Recipe none = withChoice(smallBf16Stack(4), choice.toStdString(), InputFormat::Json);
+    Recipe with = none;
+    with.mtp_num_layers = 2;
+    const StepTimeEstimate e0 = estimateStepTime(validate(none).resolved, h100());
+    const StepTimeEstimate e1 = estimateStepTime(validate(with).resolved, h100());
+    QVERIFY(e0.not_estimated.empty() && e1.not_estimated.empty());
+    const auto flopsOf = [](const StepTimeEstimate& e, const char* phase, const char* name) {
+        double f = 0;
+        for (const TimeTerm& t : e.ranks.front().terms)
+            if (t.phase == phase && t.name == name)
+                f += t.flops;
+        return f;
+    };
+    const double T = 1024, h = 1024, m = 4;
+    QCOMPARE(flopsOf(e1, "forward", "mtp_input"), 2 * m * 2 * T * 2 * h * h);
+    QCOMPARE(flopsOf(e1, "replay", "mtp_input"), replayed ? flopsOf(e1, "forward", "mtp_input") : 0.0);
+    QCOMPARE(flopsOf(e1, "forward", "mlp"), 2 * flopsOf(e0, "forward", "mlp"));
+    QCOMPARE(flopsOf(e1, "forward", "mtp_loss_head"), 2 * flopsOf(e0, "forward", "loss_head"));
+    QCOMPARE(flopsOf(e1, "backward", "mtp_loss_head"), 2 * flopsOf(e0, "backward", "loss_head"));
+    QVERIFY(e1.step_ms > e0.step_ms);
 }
 
 // PP 4 x VPP 2 over 8 micro-batches: the bubble is (4 - 1) / (8 x 2) of the slowest stage's compute.
