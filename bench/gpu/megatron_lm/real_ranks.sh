@@ -11,6 +11,10 @@
 #  - fp8-*: FP8 with TE (issue 28): a dense and an MoE stack, bf16 beside, --fp8-format hybrid with delayed
 #    and tensorwise (current) scaling, with and without recompute, and --fp8-param-gather;
 #  - cg-*: TE's and Megatron's own CUDA graphs (--cuda-graph-impl transformer_engine / local) on bf16;
+#  - mtp-*: multi-token prediction (issue 26): the bf16 dense8 stack under TE with one MTP depth
+#    (--mtp-num-layers 1), with and without core_attn, beside the same lines without it (mtp-off-*;
+#    mtp-off-dense-none is fp8-dense-bf16-none's line again), so that `NO_WORKER=1 real_ranks.sh '^mtp-'`
+#    measures what MTP adds in one call (the worker builds no MTP layer and refuses the mtp-dense-* lines);
 #  - time-*: step time per recompute choice (issue 31), 16 iterations each (TIME_ITERS): run them with JOBS=0 (one real run
 #    at a time, alone on the GPU) and NO_WORKER=1: a Llama-like stack, the MoE stack, and Moonlight's layer
 #    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers; time-big-*: the Llama-like
@@ -149,6 +153,10 @@ fp8-moe-tensorwise-layernorm-moe_act 1 0 $moe8 $current --recompute-granularity 
 cg-dense-te-none 1 0 $dense8 --cuda-graph-impl transformer_engine --te-rng-tracker
 cg-dense-local-none 1 0 $dense8 --cuda-graph-impl local --te-rng-tracker
 cg-moe-te-attn 1 0 $moe8 --cuda-graph-impl transformer_engine --cuda-graph-modules attn --te-rng-tracker
+mtp-off-dense-none 1 0 $dense8
+mtp-off-dense-core_attn 1 0 $dense8 $sel core_attn
+mtp-dense-none 1 0 $dense8 --mtp-num-layers 1
+mtp-dense-core_attn 1 0 $dense8 --mtp-num-layers 1 $sel core_attn
 time-llama-none 1 0 $llama8 $t16
 time-llama-core_attn 1 0 $llama8 $t16 $sel core_attn
 time-llama-mlp 1 0 $llama8 $t16 $mlp
