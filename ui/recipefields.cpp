@@ -264,6 +264,21 @@ const std::vector<FieldSpec>& recipeFields()
         { "enable_cuda_graph", "CUDA graphs", "", K::Bool, "enable_cuda_graph", "Deprecated (R25).", {} },
         { "external_cuda_graph", "CUDA graphs", "", K::Bool, "external_cuda_graph", "Deprecated (R25).", {} },
 
+        // --- Fine-tuning (Bridge's peft section) ---
+        { "peft.scheme", "Fine-tuning", "", K::OptionalChoice, "peft",
+            "Bridge: peft. lora freezes the model and trains LoRA adapters on the target modules "
+            "(peft/lora.py); None trains every parameter. Megatron-LM has no LoRA.",
+            {} },
+        { "peft.dim", "Fine-tuning", "", K::Int, "peft.dim", "The adapters' rank (RS41).", {} },
+        { "peft.alpha", "Fine-tuning", "", K::Int, "peft.alpha", "The adapters' output scale is alpha / dim.",
+            {} },
+        { "peft.dropout", "Fine-tuning", "", K::Double, "peft.dropout",
+            "Dropout on each adapter's input: it keeps the dropped copy and its mask.", {} },
+        { "peft.target_modules", "Fine-tuning", "", K::TextList, "peft.target_modules",
+            "Linear modules by name (linear_qkv, linear_proj, linear_fc1, linear_fc2, MLA's and Mamba's "
+            "projections); empty: every linear module (B11, RS40).",
+            {} },
+
         // --- Overlap ---
         { "comm_overlap.overlap_moe_expert_parallel_comm", "Overlap", "", K::Bool,
             "overlap_moe_expert_parallel_comm",

@@ -255,6 +255,30 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
         && r["comm_overlap"].contains("overlap_moe_expert_parallel_comm"))
         words.push_back("comm_overlap.overlap_moe_expert_parallel_comm="
             + hydra(r["comm_overlap"]["overlap_moe_expert_parallel_comm"]));
+    // PEFT (ConfigContainer.peft): LoRA with its rank, scale, dropout and targets; the rest of the section
+    // at a value other than LoRA's default is said, not modelled.
+    if (r.contains("peft") && r["peft"].is_object()) {
+        const json& peft = r["peft"];
+        const std::string cls = peft.value("class", std::string());
+        if (cls != "LoRA")
+            throw RecipeError("recipe", "--recipe",
+                e->name + ": its PEFT is Bridge's " + cls
+                    + "; Recompute Studio models LoRA (peft/lora.py), and nothing is estimated for this "
+                      "recipe");
+        words.push_back("peft=lora");
+        for (const char* k : { "dim", "alpha", "dropout", "target_modules" })
+            if (peft.contains(k) && !peft[k].is_null())
+                words.push_back(std::string("peft.") + k + "=" + hydra(peft[k]));
+        const json loraDefaults
+            = { { "exclude_modules", json::array() }, { "canonical_mapping", json::object() },
+                  { "dropout_position", "pre" }, { "sequence_parallel_input_regather", false },
+                  { "a2a_experimental", false }, { "lora_dtype", nullptr }, { "normalize_moe_lora", false },
+                  { "share_expert_adapters", true }, { "experts_shared_outer_loras", false } };
+        for (const auto& [k, v] : loraDefaults.items())
+            if (peft.contains(k) && peft[k] != v)
+                job.notes.push_back("peft." + k + "=" + peft[k].dump()
+                    + " is kept, not modelled: the estimate builds LoRA's default (" + v.dump() + ")");
+    }
     // The vocabulary (setup.py _validate_and_set_vocab_size): the tokenizer's, padded, when the model sets
     // none or the tokenizer says so; else the model's as it is.
     const json modelVocab = model.value("vocab_size", json());

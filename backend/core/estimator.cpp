@@ -109,6 +109,15 @@ struct Entry {
     uint32_t savers = 0; // regions of the consumers that save it for backward (bit(kOutside): outside any)
     uint32_t input_of = 0; // checkpoint regions that take it as an input
     bool output = false; // an output of `created` (freed when `created` is an active output-discard region)
+    // Under PEFT (Megatron layout): the linear modules (LoraLinear bits) that save this tensor for their
+    // weight gradient alone, and which of `savers` they are. A frozen linear saves no input (TE's
+    // linear.py / layernorm_linear.py / grouped_linear.py keep it only when weight.requires_grad; Megatron's
+    // LinearWithFrozenWeight neither); a LoRA adapter on it keeps its input for linear_in's gradient:
+    // this tensor (adapter_bytes < 0), or where it is the base's quantized copy the 16-bit original
+    // (adapter_bytes > 0, or 0: the adapter keeps one that is counted already).
+    uint32_t wgrad_of = 0;
+    uint32_t wgrad_savers = 0;
+    double adapter_bytes = -1;
 };
 
 struct Active {
@@ -263,6 +272,11 @@ struct Shape {
     double ih = 0, idim = 0, dsa_k = 0, skv = 0, np_pad = 0;
     bool dsa_loss = false; // the indexer's KL loss (dsa_indexer_loss_coeff > 0) in the step's forward
     std::string dsa_path; // "" (not DSA) | "cudnn" | a reason the estimate does not model the path taken
+    // PEFT (Megatron layout; the worker trains every parameter): the base frozen, LoRA adapters of rank
+    // lora_dim on the `lora` linears (LoraLinear bits), their input dropped out at lora_dropout.
+    bool peft = false;
+    uint32_t lora = 0;
+    double lora_dim = 0, lora_dropout = 0;
 };
 
 // CPU generator state each checkpoint keeps (the worker's RngState: mt19937 + normal cache).
@@ -418,6 +432,12 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.fp8 = x.te && r.fp8 && !r.fp8->empty();
     x.fp8_delayed = x.fp8 && r.fp8_recipe == "delayed";
     x.qin = x.fp8 ? 1 : x.act;
+    if (!worker && isPeft(r)) {
+        x.peft = true;
+        x.lora = loraTargets(r);
+        x.lora_dim = r.peft_dim;
+        x.lora_dropout = r.peft_dropout;
+    }
     if (isDsaModel(r)) {
         x.ih = double(m.dsa_index_heads);
         x.idim = double(m.dsa_index_head_dim);
@@ -572,15 +592,137 @@ ParamCount layerParams(const Shape& x, const LayerKind& kind)
 }
 
 // ---------------------------------------------------------------------------------------------------------
+// LoRA adapters (Megatron layout, PEFT). Bridge wraps each targeted linear in a LoRALinear whose adapter is
+// a ParallelLinearAdapter (peft/lora.py, peft/utils.py at 067f987d): linear_in a ColumnParallelLinear [dim
+// split over TP, its output gathered] on the base's input, or for a row-parallel base a RowParallelLinear
+// on the base's TP-split input (its output all-reduced); linear_out a ColumnParallelLinear [out split over
+// TP]. So every adapter holds dim x (in + out) / TP elements (expert-TP for the experts), in the model's
+// dtype (ParallelLinearAdapter casts under bf16 / fp16), expert adapters in the expert buffer
+// (is_expert). Grouped experts share one adapter per linear on the rank (share_expert_adapters, the
+// default); SequentialMLP's experts each have their own linear_fc1 / linear_fc2, so one adapter each.
+struct LoraSite {
+    LoraLinear linear;
+    double in = 0, out = 0; // the base's whole (unsplit) features, as the adapter is built with them
+    double tokens = 0; // rows of the base's input
+    int region = kOutside; // the recompute region the base runs in
+    bool expert = false;
+    double count = 1; // adapters of this site on the rank
+    bool row = false; // a row-parallel base: the adapter's input is split over TP as the base's is
+    // The base's input is normalised inside a TE LayerNormColumnParallelLinear (return_layernorm_output:
+    // TE keeps its own ln_out, the adapter the one returned) or reaches a column-parallel base split over
+    // the sequence: under SP the adapter keeps a gathered 16-bit copy of its own.
+    bool own_copy_under_sp = false;
+    bool ln_fused = false;
+};
+
+std::vector<LoraSite> loraSites(const Shape& x, const LayerKind& kind)
+{
+    std::vector<LoraSite> sites;
+    if (!x.peft)
+        return sites;
+    const double T = x.T, Tsp = x.Tsp, h = x.h, glu = x.gated ? 2 : 1;
+    const auto site = [&](LoraLinear l, double in, double out, double tokens, int region) -> LoraSite& {
+        LoraSite s;
+        s.linear = l;
+        s.in = in;
+        s.out = out;
+        s.tokens = tokens;
+        s.region = region;
+        sites.push_back(s);
+        return sites.back();
+    };
+    if (isAttentionMixer(kind.mixer)) {
+        const double nh = x.heads;
+        if (!x.mla) {
+            LoraSite& q = site(kLoraQkv, h, (x.heads + 2 * x.groups) * x.kv, T, kOutside);
+            q.own_copy_under_sp = true;
+            q.ln_fused = x.te;
+        } else {
+            // The down projections run on the rank's own tokens, whole on every TP rank (parallel_mode
+            // "duplicated": the adapter skips SP's gather); the up projections after the gather.
+            if (x.ql > 0) {
+                site(kLoraQDown, h, x.ql, Tsp, kOutside);
+                site(kLoraQUp, x.ql, nh * (x.dn + x.dr), T, kMlaUp);
+            } else {
+                site(kLoraQProj, h, nh * (x.dn + x.dr), T, kMlaUp).own_copy_under_sp = true;
+            }
+            site(kLoraKvDown, h, x.kvl + x.dr, Tsp, kOutside);
+            site(kLoraKvUp, x.kvl, nh * (x.dn + x.dv), T, kMlaUp);
+        }
+        site(kLoraProj, nh * (x.mla ? x.dv : x.kv), h, T, kOutside).row = true;
+    } else if (kind.mixer == LayerMixer::Mamba || kind.mixer == LayerMixer::GatedDeltaNet) {
+        const bool mamba = kind.mixer == LayerMixer::Mamba;
+        const int region = mamba ? kOutside : kGdn;
+        LoraSite& in = site(kLoraInProj, h, mamba ? x.mIn : x.gIn, T, region);
+        in.own_copy_under_sp = true;
+        in.ln_fused = true;
+        site(kLoraOutProj, mamba ? x.mDi : x.gV, h, T, region).row = true;
+    }
+    if (kind.ffn == LayerFfn::Dense) {
+        LoraSite& fc1 = site(kLoraFc1, h, glu * x.F, T, kMlp);
+        fc1.own_copy_under_sp = true;
+        fc1.ln_fused = x.te;
+        site(kLoraFc2, x.F, h, T, kMlp).row = true;
+    } else if (kind.ffn == LayerFfn::Moe) {
+        const double R = routedTokens(x), local = x.grouped ? 1 : x.experts / x.ep;
+        LoraSite& fc1 = site(kLoraFc1, x.Hr, glu * x.Fm, R, kMoe);
+        fc1.expert = true;
+        fc1.count = local;
+        LoraSite& fc2 = site(kLoraFc2, x.Fm, x.Hr, R, kMoe);
+        fc2.expert = true;
+        fc2.count = local;
+        fc2.row = true;
+        if (x.Fs > 0) {
+            site(kLoraFc1, h, glu * x.Fs, T, kShared).own_copy_under_sp = true;
+            site(kLoraFc2, x.Fs, h, T, kShared).row = true;
+        }
+    }
+    sites.erase(std::remove_if(
+                    sites.begin(), sites.end(), [&](const LoraSite& s) { return (s.linear & x.lora) == 0; }),
+        sites.end());
+    return sites;
+}
+
+ParamCount loraParams(const Shape& x, const LayerKind& kind)
+{
+    ParamCount p;
+    for (const LoraSite& s : loraSites(x, kind)) {
+        const double tp = s.expert ? x.etp : x.tp;
+        for (const double n : { x.lora_dim * s.in / tp, s.out / tp * x.lora_dim }) {
+            if (s.expert)
+                p.expert += s.count * n;
+            else
+                p.dense += s.count * n;
+            p.largest = std::max(p.largest, n);
+            p.tensors += s.count;
+        }
+    }
+    return p;
+}
+
+// ---------------------------------------------------------------------------------------------------------
 // Per-layer tensors. Both builders list the tensors a layer keeps for backward with no recompute, each
 // tagged with the region that creates it and the consumers that save it; the regions' checkpoints then
 // decide what stays (retainedBytes).
 
-void add(
+Entry* add(
     LayerModel& m, double bytes, int created, uint32_t savers, uint32_t input_of = 0, bool output = false)
 {
-    if (bytes > 0)
-        m.entries.push_back({ bytes, created, savers, input_of, output });
+    if (bytes <= 0)
+        return nullptr;
+    m.entries.push_back({ bytes, created, savers, input_of, output });
+    return &m.entries.back();
+}
+
+// Marks what `e` is kept for: the weight gradient of `linears` (LoraLinear bits), through `savers`; the
+// adapter on one of them keeps `adapter_bytes` of it instead (< 0: the tensor itself). Only PEFT reads it.
+void wgrad(Entry* e, uint32_t linears, uint32_t savers, double adapter_bytes = -1)
+{
+    if (!e)
+        return;
+    e->wgrad_of = linears;
+    e->wgrad_savers = savers;
+    e->adapter_bytes = adapter_bytes;
 }
 
 // The worker (backend/engine/model.cpp) on LibTorch 1.13's CPU autograd: what each op saves.
@@ -1051,7 +1193,8 @@ void megatronFusedNorm(LayerModel& m, const Shape& x, uint32_t out_savers, uint3
     const double d = x.act, h = x.h, Tsp = x.Tsp;
     add(m, Tsp * h * d, kOutside, bit(kOutside) | out_savers, input_of); // the layer input [Korthikanti]
     add(m, 2 * Tsp * 4, kOutside, bit(kOutside) | out_savers);
-    add(m, Tsp * h * d, kOutside, bit(kOutside) | out_savers); // the normalised output, kept for wgrad
+    // the normalised output, kept for in_proj's weight gradient
+    wgrad(add(m, Tsp * h * d, kOutside, bit(kOutside) | out_savers), kLoraInProj, bit(kOutside) | out_savers);
 }
 
 // A Mamba layer (ssm/mamba_layer.py, mamba_mixer.py _ssm_training with use_mamba_mem_eff_path, Megatron's
@@ -1068,7 +1211,7 @@ void megatronMamba(LayerModel& m, const Shape& x)
     add(m, T * x.mDi / t * d, kOutside, out); // out_x: the scan's output before the gate
     add(m, T * x.mDi / t * d, kOutside, out); // y = out_x * silu(z): the norm's input
     add(m, T * x.mG / t * 4, kOutside, out); // the norm's rstd, fp32 per group
-    add(m, T * x.mDi / t * d, kOutside, out); // the norm's output, out_proj's input
+    wgrad(add(m, T * x.mDi / t * d, kOutside, out), kLoraOutProj, out); // the norm's output, out_proj's input
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * 1, kOutside, out); // mamba_bda's dropout mask
     // Inside the fused scan (forward): the activated conv output x B C, the chunk states (fp32, one
@@ -1100,7 +1243,7 @@ void megatronGdn(LayerModel& m, const Shape& x)
     // The module's input is the layer input (in_proj fuses the input norm): the gdn checkpoint keeps it.
     add(m, Tsp * h * d, kOutside, bit(kGdn), bit(kGdn));
     add(m, 2 * Tsp * 4, kGdn, bit(kGdn));
-    add(m, Tsp * h * d, kGdn, bit(kGdn)); // the normalised input, kept for wgrad
+    wgrad(add(m, Tsp * h * d, kGdn, bit(kGdn)), kLoraInProj, bit(kGdn)); // the normalised input, for wgrad
     add(m, T * x.gConv / t * d, kGdn, bit(kGdn)); // the conv's input q k v (a contiguous copy)
     add(m, T * 2 * x.gQk / t * d, kGdn, bit(kGdn)); // l2norm's output
     add(m, T * 2 * hk * 4, kGdn, bit(kGdn)); // l2norm's rstd (fp32)
@@ -1115,7 +1258,8 @@ void megatronGdn(LayerModel& m, const Shape& x)
     add(m, T * x.gV / t * d, kGdn, bit(kGdnNorm), bit(kGdnNorm)); // the gate z (contiguous)
     add(m, T * hv * 4, kGdnNorm, bit(kGdnNorm)); // out_norm's rstd per value head
     add(m, T * x.gV / t * d, kGdnNorm, bit(kGdnNorm)); // out_norm's output, kept by the gate multiply
-    add(m, T * x.gV / t * d, kGdnNorm, bit(kGdn), 0, true); // the gated output, out_proj's input
+    wgrad(add(m, T * x.gV / t * d, kGdnNorm, bit(kGdn), 0, true), kLoraOutProj,
+        bit(kGdn)); // the gated output, out_proj's input
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * 1, kOutside, out);
     // Inside the kernel: w and u ([T, Hv, K] and [T, Hv, V]), the chunk states h (one [Hv, K, V] per
@@ -1330,7 +1474,12 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         // QKV input [Korthikanti 2sbh/t]; TE's fused norm saves its output quantized under fp8
         // (layernorm_linear.py), a separate norm module's output stays 16-bit (MLA's down projections save
         // their original input: multi_latent_attention.py set_save_original_input).
-        add(m, Tsp * h * (norm1_module ? d : x.qin), n1, ln1_savers, ln1_input_of, norm1_module);
+        // Under MLA the down projections (and linear_q_proj without Q compression) save it, else linear_qkv.
+        const uint32_t ln1_linears = !x.mla ? kLoraQkv
+            : x.ql > 0                      ? kLoraQDown | kLoraKvDown
+                                            : kLoraQProj | kLoraKvDown;
+        wgrad(add(m, Tsp * h * (norm1_module ? d : x.qin), n1, ln1_savers, ln1_input_of, norm1_module),
+            ln1_linears, ln1_savers);
 
         double q_w = 0, k_w = 0, v_w = 0; // per-token widths of q, k, v on this rank
         if (!x.mla) {
@@ -1350,11 +1499,13 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
             if (x.ql > 0) {
                 // linear_q_down_proj on the local tokens, then q_layernorm (kept: its input and output)
                 add(m, Tsp * x.ql * d, kOutside, out);
-                add(m, T * x.ql * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // gathered, normalised q
+                wgrad(add(m, T * x.ql * d, kOutside, bit(kMlaUp), bit(kMlaUp)), kLoraQUp,
+                    bit(kMlaUp)); // gathered, normalised q
             }
             add(m, T * (x.kvl + x.dr) * d, kOutside, out,
                 bit(kMlaUp)); // kv compressed (gathered) + k_pos_emb
-            add(m, T * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)); // kv_layernorm output
+            wgrad(add(m, T * x.kvl * d, kOutside, bit(kMlaUp), bit(kMlaUp)), kLoraKvUp,
+                bit(kMlaUp)); // kv_layernorm output
             q_w = np * dq;
             k_w = np * dq;
             v_w = np * x.dv;
@@ -1379,17 +1530,19 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                 add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // probabilities cast back for P x V
             }
             m.forward_temp = std::max(m.forward_temp, scores * (softmax_bytes + d));
-            add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true); // context -> linear_proj
+            wgrad(add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true), kLoraProj,
+                out); // context -> linear_proj
         } else {
             // Flash / cuDNN fused attention keeps q, k, v, its output and the fp32 softmax statistics.
             add(m, b * np * s * 4, kCoreAttn, bit(kCoreAttn));
-            add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out | bit(kCoreAttn), 0, true);
+            wgrad(add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out | bit(kCoreAttn), 0, true),
+                kLoraProj, out);
         }
         // Under fp8 with delayed scaling linear_proj also keeps its own quantized copy of the context; other
         // recipes make it save the original, which core attention keeps anyway (attention.py,
         // set_save_original_input for fp8_recipe != delayed, TE >= 2.6).
         if (x.fp8_delayed)
-            add(m, T * np * (x.mla ? x.dv : x.kv), kOutside, out);
+            wgrad(add(m, T * np * (x.mla ? x.dv : x.kv), kOutside, out), kLoraProj, out, 0);
         if (x.hidden_dropout > 0)
             add(m, Tsp * h * mask_byte, kOutside, out); // bias-dropout-add mask [Korthikanti sbh/t]
     } // the attention
@@ -1412,18 +1565,21 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
         // FC1 input (TE's fused norm: its output, quantized under fp8)
-        add(m, Tsp * h * (norm2_module ? d : x.qin), n2, bit(kMlp), norm2_module ? bit(kMlp) : 0,
-            norm2_module);
+        wgrad(add(m, Tsp * h * (norm2_module ? d : x.qin), n2, bit(kMlp), norm2_module ? bit(kMlp) : 0,
+                  norm2_module),
+            kLoraFc1, bit(kMlp));
         // FC1 output kept by the activation, the activation kept by FC2 [Korthikanti 8sbh/t each for 4h];
         // under fp8 FC2 keeps its quantized input and the 16-bit activation is freed (linear.py).
         add(m, T * glu * x.F / t * d, kMlp, bit(kMlp));
-        add(m, T * x.F / t * x.qin, kMlp, bit(kMlp));
+        wgrad(add(m, T * x.F / t * x.qin, kMlp, bit(kMlp)), kLoraFc2, bit(kMlp), T * x.F / t * d);
         // Unfused GLU (bias_activation_fusion off, mlp.py glu()): act(a) * b also keeps act(a).
         if (x.gated && !x.fused_act)
             add(m, T * x.F / t * d, kMlp, bit(kMlp));
     } else {
         const uint32_t users = bit(kMoe) | (x.Fs > 0 ? bit(kShared) : 0);
-        add(m, Tsp * h * d, n2, users, users, norm2_module);
+        // The router keeps it (RouterGatingLinearFunction saves its input whatever requires grad); the
+        // shared experts' FC1 for its weight gradient.
+        wgrad(add(m, Tsp * h * d, n2, users, users, norm2_module), kLoraFc1, x.Fs > 0 ? bit(kShared) : 0);
         const double R = routedTokens(x);
         const double E = x.experts;
         // Router (moe/router.py): logits, top-k probabilities and the routing map; the aux-loss scores.
@@ -1433,17 +1589,18 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         // (moe_layer.py:488-490 at 2a75ac12); it saves its input, the norm's output the router keeps
         // already, or under fp8 a quantized copy of its own (nothing sets save_original_input on it).
         if (x.L > 0 && x.fp8)
-            add(m, Tsp * h * x.qin, kMoe, bit(kMoe));
+            wgrad(add(m, Tsp * h * x.qin, kMoe, bit(kMoe)), kLoraUnnamed, bit(kMoe));
         // Dispatch (token_dispatcher.py, alltoall): the permuted tokens after the all-to-all, Hr wide (the
         // dispatcher takes the width of what it is given: token_dispatcher.py:640, and the NCCL EP buffers
         // are sized to moe_latent_size: :1530-1533). (Under fp8 the experts' FC1 keeps its quantized copy
         // instead: grouped_linear.py.)
-        add(m, R * x.Hr * x.qin, kMoe, bit(kMoe));
+        wgrad(add(m, R * x.Hr * x.qin, kMoe, bit(kMoe)), kLoraFc1, bit(kMoe), R * x.Hr * d);
         add(m, R * 4, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities (fp32)
         // Experts (experts.py): FC1 output, kept by the (probability-weighted) activation = moe_act's
         // input; the activation's output kept by FC2 = moe_act's output.
         add(m, R * glu * x.Fm / x.etp * d, kMoe, bit(kMoeAct), bit(kMoeAct));
-        add(m, R * x.Fm / x.etp * x.qin, kMoeAct, bit(kMoe), 0, true);
+        wgrad(add(m, R * x.Fm / x.etp * x.qin, kMoeAct, bit(kMoe), 0, true), kLoraFc2, bit(kMoe),
+            R * x.Fm / x.etp * d);
         // Unfused (bias_activation_fusion off, experts.py bias_act_func): act(a) [* b] kept by the multiply
         // by the probabilities, and act(a) by act(a) * b under GLU; the fused function (and the fused
         // weighted squared ReLU, weighted_squared_relu_impl) keeps neither.
@@ -1455,14 +1612,15 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         // [Tsp, L] (moe_layer.py:591-592 at 2a75ac12); its output is added to the shared experts' and
         // saved by nothing.
         if (x.L > 0)
-            add(m, Tsp * x.L * x.qin, kMoe, bit(kMoe));
+            wgrad(add(m, Tsp * x.L * x.qin, kMoe, bit(kMoe)), kLoraUnnamed, bit(kMoe));
         if (x.Fs > 0) {
             // Under fp8 the shared FC1 quantizes its input, which the router keeps in 16 bits too (not
             // measured: the fp8 fixtures have no shared expert).
             if (x.fp8)
-                add(m, Tsp * h, kShared, bit(kShared));
+                wgrad(add(m, Tsp * h, kShared, bit(kShared)), kLoraFc1, bit(kShared), 0);
             add(m, T * glu * x.Fs / t * d, kShared, bit(kShared));
-            add(m, T * x.Fs / t * x.qin, kShared, bit(kShared));
+            wgrad(add(m, T * x.Fs / t * x.qin, kShared, bit(kShared)), kLoraFc2, bit(kShared),
+                T * x.Fs / t * d);
             if (x.gated && !x.fused_act)
                 add(m, T * x.Fs / t * d, kShared, bit(kShared)); // unfused GLU's act(a)
         }
@@ -1482,9 +1640,44 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
     return m;
 }
 
-// A layer's (or an MTP depth's own part's) backward moment, from the tensors it keeps.
-LayerModel withBackward(const Shape& x, LayerModel m)
+// PEFT on a Megatron layer: the frozen linears keep no input for a weight gradient; each adapter keeps its
+// linear_in's input (the base's where it is the same tensor; a gathered or 16-bit copy of its own where SP
+// or TE's fused norm under fp8 gives it another; the dropped-out copy and its mask under peft.dropout) and
+// linear_out's input, the gathered [tokens, dim]. The adapter's output is a transient beside the base's at
+// the sum.
+void applyPeft(LayerModel& m, const Shape& x, const LayerKind& kind)
 {
+    const bool dropout = x.lora_dropout > 0;
+    for (Entry& e : m.entries) {
+        if (e.wgrad_of == 0)
+            continue;
+        if ((e.wgrad_of & x.lora) != 0 && !dropout) {
+            if (e.adapter_bytes >= 0)
+                e.bytes = e.adapter_bytes;
+        } else {
+            e.savers &= ~e.wgrad_savers;
+        }
+    }
+    const double d = x.act;
+    for (const LoraSite& s : loraSites(x, kind)) {
+        const double tp = s.expert ? x.etp : x.tp;
+        const double in_rank = s.row ? s.in / tp : s.in;
+        const uint32_t saver = bit(s.region);
+        if (dropout)
+            add(m, s.tokens * in_rank * (d + 1), s.region, saver); // the dropped copy and its bool mask
+        else if ((s.own_copy_under_sp && x.sp) || (s.ln_fused && x.fp8))
+            add(m, x.T * s.in * d, s.region, saver);
+        add(m, s.tokens * x.lora_dim * d, s.region, saver);
+        m.forward_temp = std::max(m.forward_temp, s.tokens * s.out / (s.row ? 1 : tp) * d);
+    }
+}
+
+// A layer's (or an MTP depth's own part's) model finished: PEFT applied, and its backward moment from the
+// tensors it keeps.
+LayerModel finishLayer(const Shape& x, LayerModel m, const LayerKind& kind)
+{
+    if (x.peft)
+        applyPeft(m, x, kind);
     // Backward of one layer: the residual gradient in and out, and the gradient of the largest tensor it
     // keeps alongside that tensor's producer's gradient.
     double largest = 0;
@@ -1498,8 +1691,9 @@ LayerModel withBackward(const Shape& x, LayerModel m)
     // Megatron's linear backward (gradient_accumulation_fusion off, as without TE or apex) returns each
     // weight's gradient as a new tensor that lives until DDP's hook adds it into main_grad: the largest one
     // is in flight beside the activation gradients.
+    // Under PEFT only the adapters' weights get gradients.
     if (x.layout == Layout::Megatron)
-        m.backward_temp += m.largest_param * x.act;
+        m.backward_temp += (x.peft ? loraParams(x, kind).largest : m.largest_param) * x.act;
     if (m.bwd_at != SIZE_MAX) {
         double later = 0;
         for (size_t i = m.bwd_at; i < m.entries.size(); ++i)
@@ -1511,7 +1705,7 @@ LayerModel withBackward(const Shape& x, LayerModel m)
 
 LayerModel layerModel(const Shape& x, const LayerKind& kind)
 {
-    return withBackward(x, x.layout == Layout::Worker ? workerLayer(x, kind) : megatronLayer(x, kind));
+    return finishLayer(x, x.layout == Layout::Worker ? workerLayer(x, kind) : megatronLayer(x, kind), kind);
 }
 
 // An MTP depth's own parameters: enorm and hnorm (a weight each, and a bias under LayerNorm), eh_proj
@@ -1562,7 +1756,8 @@ LayerModel megatronMtpInput(const Shape& x)
     add(m, stats, kOutside, out); // enorm
     add(m, Tsp * h * d, kOutside, out); // hnorm's input
     add(m, stats, kOutside, out); // hnorm
-    add(m, Tsp * 2 * h * x.qin, kOutside, out); // cat(enorm, hnorm), eh_proj's saved input
+    // cat(enorm, hnorm), eh_proj's saved input (for its weight gradient: none under PEFT)
+    wgrad(add(m, Tsp * 2 * h * x.qin, kOutside, out), kLoraUnnamed, out);
     m.forward_temp = (t > 1 ? T * h / t * d : 0) + (x.sp ? T * h * d : 0); // eh_proj's output, gathered
     m.temp_at = m.entries.size();
     const ParamCount p = mtpInputParams(x);
@@ -1585,7 +1780,8 @@ LayerModel megatronMtpOutput(const Shape& x)
     m.residual = Tsp * h * d;
     add(m, Tsp * h * d, kOutside, out); // the layers' output
     add(m, (x.rms ? 1 : 2) * Tsp * 4, kOutside, out);
-    add(m, Tsp * h * d, kOutside, out); // its slice of the concatenation
+    // its slice of the concatenation (the frozen output layer keeps none under PEFT)
+    wgrad(add(m, Tsp * h * d, kOutside, out), kLoraUnnamed, out);
     const ParamCount p = mtpOutputParams(x);
     m.params = p.total();
     m.largest_param = p.largest;
@@ -1662,6 +1858,7 @@ struct LayerModels {
     std::vector<LayerKind> kinds; // per global layer
     std::vector<LayerModel> models; // by LayerKind::id()
     std::vector<ParamCount> params; // by LayerKind::id()
+    std::vector<ParamCount> adapters; // by LayerKind::id(): its LoRA adapters under PEFT
     std::vector<bool> built;
     std::vector<LayerKind> kind_of_id; // by LayerKind::id()
     MtpShape mtp; // none in the worker layout
@@ -1673,6 +1870,7 @@ struct LayerModels {
         : kinds(layerKinds(r))
         , models(kLayerKindIds)
         , params(kLayerKindIds)
+        , adapters(kLayerKindIds)
         , built(kLayerKindIds, false)
         , kind_of_id(kLayerKindIds)
     {
@@ -1683,6 +1881,7 @@ struct LayerModels {
             kind_of_id[static_cast<size_t>(k.id())] = k;
             models[static_cast<size_t>(k.id())] = layerModel(x, k);
             params[static_cast<size_t>(k.id())] = layerParams(x, k);
+            adapters[static_cast<size_t>(k.id())] = loraParams(x, k);
         };
         for (const LayerKind& k : kinds)
             build(k);
@@ -1698,8 +1897,9 @@ struct LayerModels {
             mtp_pieces.push_back(k);
         }
         mtp_pieces.push_back(own);
-        mtp_input = withBackward(x, megatronMtpInput(x));
-        mtp_output = withBackward(x, megatronMtpOutput(x));
+        // No LoRA target in these parts (Bridge's target_modules name the layers' linears)
+        mtp_input = finishLayer(x, megatronMtpInput(x), own);
+        mtp_output = finishLayer(x, megatronMtpOutput(x), own);
         mtp_input_params = mtpInputParams(x);
         mtp_output_params = mtpOutputParams(x);
     }
@@ -1738,6 +1938,12 @@ struct LayerModels {
         if (isMtp(g) && piece(g) + 1 == mtp_pieces.size())
             return mtp_output_params;
         return params[static_cast<size_t>(kind(g).id())];
+    }
+    const ParamCount& adaptersOf(int g) const
+    {
+        if (isMtp(g) && (depth(g) >= mtp.built || piece(g) == 0 || piece(g) + 1 == mtp_pieces.size()))
+            return none;
+        return adapters[static_cast<size_t>(kind(g).id())];
     }
 };
 
@@ -1957,6 +2163,10 @@ private:
     // stageParameters
     ParamCount params;
     double P = 0;
+    // Under PEFT the stage's LoRA adapters, the only parameters with gradients and optimizer state; else
+    // the stage's parameters.
+    ParamCount adapters;
+    ParamCount trained;
     // persistentState
     Builder base;
     double main_bytes = 0, state_bytes = 0, grad_bytes = 0;
@@ -2010,13 +2220,16 @@ void StageEstimator::actTerms(Builder& bld, double current) const
 void StageEstimator::stageParameters()
 {
     // ---- parameters of the stage ----
+    const auto sum = [](ParamCount& into, const ParamCount& p) {
+        into.dense += p.dense;
+        into.expert += p.expert;
+        into.largest = std::max(into.largest, p.largest);
+        into.tensors += p.tensors;
+        into.linear += p.linear;
+    };
     for (int g : st.layers) {
-        const ParamCount& p = layers.paramsOf(g);
-        params.dense += p.dense;
-        params.expert += p.expert;
-        params.largest = std::max(params.largest, p.largest);
-        params.tensors += p.tensors;
-        params.linear += p.linear;
+        sum(params, layers.paramsOf(g));
+        sum(adapters, layers.adaptersOf(g));
     }
     // A stage with MTP depths and no embedding builds one of its own to re-embed the rolled tokens
     // (gpt_model.py: pre_process or mtp_process; language_module.py setup_embeddings_and_output_layer keeps
@@ -2037,18 +2250,31 @@ void StageEstimator::stageParameters()
             params.add(V * h / t);
     }
     P = params.total();
+    trained = x.peft ? adapters : params;
 }
 
 void StageEstimator::persistentState()
 {
     // ---- the persistent state ----
-    base.add("parameters", "model parameters", P * pd,
-        worker ? kWorkerModel : "megatron/core/distributed/param_and_grad_buffer.py",
-        worker ? "one tensor per parameter in the recipe's dtype: biases, position table and output layer "
-                 "as the recipe has them (tied: the embedding serves both; a last stage keeps its copy)"
-               : "the DDP parameter buffer in the training dtype; bucket padding (to multiples of the DP "
-                 "size x 128 "
-                 "elements) left out");
+    if (x.peft) {
+        // Bridge freezes the model before DDP wraps it (setup.py _create_peft_pre_wrap_hook, peft/base.py
+        // freeze_model): the frozen parameters stay the modules' own tensors, outside DDP's buffers.
+        base.add("parameters", "model parameters (frozen)", P * pd, "megatron/bridge/peft/base.py",
+            "every parameter of the model in the training dtype, requires_grad False: no gradient, no main "
+            "copy, no optimizer state");
+        base.add("parameters", "LoRA adapters", adapters.total() * pd,
+            "megatron/core/distributed/param_and_grad_buffer.py",
+            "peft.dim x (in + out) / TP per adapted linear (peft/utils.py ParallelLinearAdapter): the DDP "
+            "parameter buffer, the only parameters that train");
+    } else {
+        base.add("parameters", "model parameters", P * pd,
+            worker ? kWorkerModel : "megatron/core/distributed/param_and_grad_buffer.py",
+            worker ? "one tensor per parameter in the recipe's dtype: biases, position table and output "
+                     "layer as the recipe has them (tied: the embedding serves both; a last stage keeps its "
+                     "copy)"
+                   : "the DDP parameter buffer in the training dtype; bucket padding (to multiples of the DP "
+                     "size x 128 elements) left out");
+    }
     shard_params = P;
     if (worker) {
         // The distributed optimizer's shard of the rank (MainParamAdamW over the buffer's first slice):
@@ -2093,11 +2319,11 @@ void StageEstimator::persistentState()
         const bool dist = r.use_distributed_optimizer;
         // Dense parameters shard over DP x CP (Megatron's intra_dp_cp group: distributed_data_parallel.py,
         // optimizer/__init__.py), experts over expert-DP (which spans CP too).
-        const double dense_share = dist ? params.dense / (x.dp * x.cp) : params.dense;
-        const double expert_share = dist ? params.expert / x.edp : params.expert;
+        const double dense_share = dist ? trained.dense / (x.dp * x.cp) : trained.dense;
+        const double expert_share = dist ? trained.expert / x.edp : trained.expert;
         const double sharded = dense_share + expert_share;
         shard_params = sharded;
-        grad_bytes = P * x.grad;
+        grad_bytes = trained.total() * x.grad;
         base.add("gradients", "DDP gradient buffer", grad_bytes,
             "megatron/core/distributed/param_and_grad_buffer.py",
             std::string("persistent and contiguous, ")
@@ -2379,7 +2605,8 @@ void StageEstimator::embeddingAndHead()
         head += Tsp * h * d; // last layer's output
         head
             += x.rms ? (worker ? Tsp * (4 + h * (d == 4 ? 4 : 4 + d)) : Tsp * 4) : 2 * Tsp * (worker ? d : 4);
-        head += Tsp * h * d; // final norm output
+        if (!x.peft)
+            head += Tsp * h * d; // final norm output, kept by the output layer (frozen under PEFT: none)
         double loss_kept = 0; // what one loss keeps for its backward
         if (worker) {
             // backend/engine/cross_entropy.cpp, Megatron's way: the fp32 copy of the logits becomes the
@@ -2828,8 +3055,8 @@ RankEstimate StageEstimator::optimizerPhases()
             "step); not in torch's allocated counters");
     Builder init = opt; // the moments are created by the first step: the same peak
     rank.optimizer_params = shard_params;
-    rank.parameters = P;
-    rank.parameter_tensors = params.tensors;
+    rank.parameters = P + (x.peft ? adapters.total() : 0);
+    rank.parameter_tensors = params.tensors + (x.peft ? adapters.tensors : 0);
 
     rank.phases = { fwd.phase("forward"), bwd.phase("backward"), opt.phase("optimizer"),
         init.phase("optimizer-init") };
@@ -3056,6 +3283,10 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                            "routing balanced (every rank receives tokens x top-k)";
                       return o.str();
                   }() };
+        if (isPeft(r))
+            e.assumptions.push_back("peft=" + *r.peft
+                + ": the worker freezes nothing and builds no adapter, so this layout is the job trained in "
+                  "full; the Megatron layout models the LoRA job");
     } else {
         std::ostringstream o;
         o << "parallel: TP " << x.tp << (x.sp ? " (sequence parallel)" : "") << ", PP " << x.pp;
@@ -3077,6 +3308,19 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                   "factor is set",
                   "left out: the CUDA context, torch's own cuBLAS workspaces and NCCL's buffers, allocator "
                   "fragmentation, communication buffers of overlapped collectives, fp8 scaling state" };
+        if (x.peft) {
+            std::string targets;
+            for (const LoraModuleName& n : loraModuleNames())
+                if (x.lora & n.bit)
+                    targets += (targets.empty() ? "" : ", ") + std::string(n.name);
+            e.assumptions.push_back("PEFT: LoRA of rank " + std::to_string(r.peft_dim) + " on "
+                + (targets.empty() ? std::string("no module of this model") : targets)
+                + "; every other parameter frozen (no gradient, main copy or optimizer state), and a frozen "
+                  "linear keeps no input for a weight gradient"
+                + (isDsaModel(r) ? std::string("; DSA layers' frozen projections are counted as trained "
+                                               "(their saved inputs kept: the estimate is high there)")
+                                 : std::string()));
+        }
         if (x.te) {
             const int cc = r.gpu_compute_capability;
             e.assumptions.push_back("GPU compute capability " + std::to_string(cc / 10) + "."

@@ -726,6 +726,12 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
                 + "' is a Megatron Bridge mixed-precision recipe with no Megatron-LM flag; set bf16/fp16/fp8/"
                   "fp8_recipe/fp4 instead (the rules engine's B8 adjustment does it)");
     }
+    if (r.peft) {
+        throw RecipeError("peft.scheme", where,
+            "Megatron-LM has no LoRA: peft='" + *r.peft
+                + "' is Megatron Bridge's (ConfigContainer.peft), and pretrain_gpt.py would train every "
+                  "parameter; run the job as a Bridge recipe, or write peft=null for full training");
+    }
     if (!r.store_param_remainders) {
         throw RecipeError("store_param_remainders", where,
             "Megatron-LM has no flag for store_param_remainders: its OptimizerConfig keeps the default True "

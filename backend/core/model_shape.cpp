@@ -689,4 +689,93 @@ int largestChunkLayers(const Recipe& r)
     return most;
 }
 
+const std::vector<LoraModuleName>& loraModuleNames()
+{
+    static const std::vector<LoraModuleName> names = {
+        { "linear_qkv", kLoraQkv },
+        { "linear_proj", kLoraProj },
+        { "linear_fc1", kLoraFc1 },
+        { "linear_fc2", kLoraFc2 },
+        { "linear_q_proj", kLoraQProj },
+        { "linear_q_down_proj", kLoraQDown },
+        { "linear_q_up_proj", kLoraQUp },
+        { "linear_kv_down_proj", kLoraKvDown },
+        { "linear_kv_up_proj", kLoraKvUp },
+        { "in_proj", kLoraInProj },
+        { "out_proj", kLoraOutProj },
+    };
+    return names;
+}
+
+bool isPeft(const Recipe& r)
+{
+    return r.peft.has_value();
+}
+
+uint32_t loraTargets(const Recipe& r)
+{
+    if (!isPeft(r))
+        return 0;
+    uint32_t bits = 0;
+    // No targets: Bridge's matcher takes every linear module (module_matcher.py match, its last branch).
+    if (r.peft_target_modules.empty())
+        for (const LoraModuleName& n : loraModuleNames())
+            bits |= n.bit;
+    for (const std::string& target : r.peft_target_modules)
+        for (const LoraModuleName& n : loraModuleNames())
+            if (target == n.name)
+                bits |= n.bit;
+    return bits;
+}
+
+uint32_t loraLinearsOfModel(const Recipe& r)
+{
+    uint32_t bits = 0;
+    for (const LayerKind& k : layerKinds(r)) {
+        if (isAttentionMixer(k.mixer)) {
+            bits |= kLoraProj;
+            if (!r.multi_latent_attention)
+                bits |= kLoraQkv;
+            else if (r.q_lora_rank)
+                bits |= kLoraQDown | kLoraQUp | kLoraKvDown | kLoraKvUp;
+            else
+                bits |= kLoraQProj | kLoraKvDown | kLoraKvUp;
+        } else if (k.mixer == LayerMixer::Mamba || k.mixer == LayerMixer::GatedDeltaNet) {
+            bits |= kLoraInProj | kLoraOutProj;
+        }
+        if (k.ffn != LayerFfn::None)
+            bits |= kLoraFc1 | kLoraFc2;
+    }
+    return bits;
+}
+
+std::string loraTargetsNotInModel(const Recipe& r)
+{
+    std::string out;
+    if (!isPeft(r))
+        return out;
+    const uint32_t has = loraLinearsOfModel(r);
+    for (const std::string& target : r.peft_target_modules)
+        for (const LoraModuleName& n : loraModuleNames())
+            if (target == n.name && (has & n.bit) == 0)
+                out += (out.empty() ? "" : ", ") + target;
+    return out;
+}
+
+std::string loraTargetsNotModelled(const Recipe& r)
+{
+    std::string out;
+    if (!isPeft(r))
+        return out;
+    if (r.peft_target_modules.empty())
+        return "[] (every linear module, the output layer's too)";
+    for (const std::string& target : r.peft_target_modules) {
+        const bool known = std::any_of(loraModuleNames().begin(), loraModuleNames().end(),
+            [&](const LoraModuleName& n) { return target == n.name; });
+        if (!known)
+            out += (out.empty() ? "" : ", ") + target;
+    }
+    return out;
+}
+
 } // namespace rs

@@ -227,4 +227,41 @@ std::string pipelineSplitProblem(const Recipe& r);
 // applies per chunk, transformer_block.py); num_layers / PP / VPP under the even split.
 int largestChunkLayers(const Recipe& r);
 
+// --- parameter-efficient fine-tuning ---
+// The linear modules of the layers the estimate builds, by the attribute name Megatron Core's layer specs
+// give them, which is what Bridge's ModuleMatcher compares peft.target_modules with (peft/module_matcher.py
+// at 067f987d: a module matches when its name equals a target; the name is the same in attention, the MLP,
+// the routed and shared experts, the Mamba and GatedDeltaNet mixers). One bit each.
+enum LoraLinear : uint32_t {
+    kLoraQkv = 1u << 0, // linear_qkv (attention, fused with the input norm under TE)
+    kLoraProj = 1u << 1, // linear_proj (attention's output, MLA's too)
+    kLoraFc1 = 1u << 2, // linear_fc1 (dense MLP, routed experts, shared experts)
+    kLoraFc2 = 1u << 3, // linear_fc2
+    kLoraQProj = 1u << 4, // MLA without Q compression
+    kLoraQDown = 1u << 5, // MLA's linear_q_down_proj, linear_q_up_proj, linear_kv_down_proj,
+    kLoraQUp = 1u << 6, //   linear_kv_up_proj
+    kLoraKvDown = 1u << 7,
+    kLoraKvUp = 1u << 8,
+    kLoraInProj = 1u << 9, // in_proj (Mamba, GatedDeltaNet)
+    kLoraOutProj = 1u << 10, // out_proj (Mamba, GatedDeltaNet)
+    // A frozen linear no target name reaches here (latent MoE's fc1_latent_proj / fc2_latent_proj, MTP's
+    // eh_proj and the output layer in its loss).
+    kLoraUnnamed = 1u << 31,
+};
+struct LoraModuleName {
+    const char* name;
+    LoraLinear bit;
+};
+const std::vector<LoraModuleName>& loraModuleNames();
+// peft is set (Bridge freezes the model and trains adapters only).
+bool isPeft(const Recipe& r);
+// The bits of peft.target_modules that name a module of the table; 0 without PEFT.
+uint32_t loraTargets(const Recipe& r);
+// The bits of the linear modules this model's layers have (what a target can match).
+uint32_t loraLinearsOfModel(const Recipe& r);
+// peft.target_modules entries of the table that no layer of this model has (comma-separated; "" none).
+std::string loraTargetsNotInModel(const Recipe& r);
+// peft.target_modules entries outside the table: other modules (the router, the output layer), wildcards.
+std::string loraTargetsNotModelled(const Recipe& r);
+
 } // namespace rs

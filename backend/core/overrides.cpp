@@ -45,6 +45,8 @@ std::vector<std::string> bridgeKeys(const std::string& field)
 {
     if (isStudioField(field) || contains(kBookkeeping, field))
         return {};
+    if (field == "peft.scheme")
+        return { "peft" }; // peft=null: no adapters; peft=lora: Bridge's default LoRA (peft_scheme="lora")
     if (field.find('.') != std::string::npos || field == "mixed_precision")
         return { field }; // comm_overlap.*, rerun_state_machine.*, and the top-level mixed_precision
     if (field == "train_iters" || field == "global_batch_size" || field == "micro_batch_size")

@@ -251,6 +251,17 @@ struct Recipe {
     bool distribute_saved_activations = false;
     bool moe_layer_recompute = false; // deprecated flag (R19)
 
+    // --- parameter-efficient fine-tuning (Bridge's ConfigContainer.peft: peft/lora.py at 067f987d) ---
+    // "lora": Bridge freezes every parameter of the model (PEFT.freeze_model) and wraps each linear module
+    // whose name is in peft.target_modules with a LoRA adapter (linear_in [dim x in], linear_out [out x
+    // dim], output scaled by alpha / dim), the only parameters that train. None: the whole model trains.
+    std::optional<std::string> peft; // None | lora (Bridge: peft; its recipe functions' peft_scheme)
+    int peft_dim = 32; // peft.dim: the adapters' rank
+    int peft_alpha = 32; // peft.alpha
+    double peft_dropout = 0.0; // peft.dropout: on the adapter's input ("pre", Bridge's default)
+    std::vector<std::string> peft_target_modules
+        = { "linear_qkv", "linear_proj", "linear_fc1", "linear_fc2" }; // peft.target_modules
+
     // --- overlap ---
     bool delay_wgrad_compute = false;
     bool overlap_moe_expert_parallel_comm = false; // Bridge: comm_overlap.overlap_moe_expert_parallel_comm

@@ -161,6 +161,8 @@ const std::vector<std::string> kAdamImplementation = { "fused", "torch" };
 const std::vector<std::string> kTransformerImpl = { "transformer_engine", "local" };
 const std::vector<std::string> kCudaGraphImpl = { "none", "local", "transformer_engine", "full_iteration" };
 const std::vector<std::string> kFp8 = { "e4m3", "hybrid" };
+// Bridge's PEFT schemes the estimate models (peft/lora.py); DoRA and canonical LoRA are not.
+const std::vector<std::string> kPeft = { "lora" };
 // Megatron-LM's --fp8-recipe choices (custom: a user-supplied quantization factory).
 const std::vector<std::string> kFp8Recipe = { "delayed", "tensorwise", "blockwise", "mxfp8", "custom" };
 const std::vector<std::string> kFrontEnd = { "json", "bridge_overrides", "megatron_flags" };
@@ -313,6 +315,11 @@ const std::vector<FieldDef>& fieldDefs()
         { "recompute_num_layers", &Recipe::recompute_num_layers },
         { "distribute_saved_activations", &Recipe::distribute_saved_activations },
         { "moe_layer_recompute", &Recipe::moe_layer_recompute },
+        { "peft.scheme", &Recipe::peft },
+        { "peft.dim", &Recipe::peft_dim },
+        { "peft.alpha", &Recipe::peft_alpha },
+        { "peft.dropout", &Recipe::peft_dropout },
+        { "peft.target_modules", &Recipe::peft_target_modules },
         { "delay_wgrad_compute", &Recipe::delay_wgrad_compute },
         { "comm_overlap.overlap_moe_expert_parallel_comm", &Recipe::overlap_moe_expert_parallel_comm },
         { "rerun_state_machine.check_for_nan_in_loss", &Recipe::check_for_nan_in_loss },
@@ -648,6 +655,8 @@ const std::vector<std::string>* allowedValues(const std::string& key)
         return &kCudaGraphImpl;
     if (key == "fp8")
         return &kFp8;
+    if (key == "peft.scheme")
+        return &kPeft;
     if (key == "fp8_recipe")
         return &kFp8Recipe;
     if (key == "moe_token_dispatcher_type")
@@ -753,7 +762,7 @@ Recipe recipeFromJson(const nlohmann::json& j, const std::string& where)
         const std::string& key = it.key();
         if (key == "schema_version")
             continue;
-        if (key == "comm_overlap" || key == "rerun_state_machine") {
+        if (key == "comm_overlap" || key == "rerun_state_machine" || key == "peft") {
             if (!it->is_object())
                 wrongType(key, where, "an object", *it);
             for (auto inner = it->begin(); inner != it->end(); ++inner) {
@@ -784,7 +793,8 @@ Recipe recipeFromJsonText(const std::string& text, const std::string& where)
     // The recipe field being read: the top-level key, dotted with the inner key for the two nested objects.
     std::string topKey, innerKey;
     const auto dottedLast = [&]() {
-        if ((topKey == "comm_overlap" || topKey == "rerun_state_machine") && !innerKey.empty())
+        if ((topKey == "comm_overlap" || topKey == "rerun_state_machine" || topKey == "peft")
+            && !innerKey.empty())
             return topKey + "." + innerKey;
         return topKey;
     };

@@ -923,6 +923,14 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c, Args& a) { a.set("p", std::to_string(patternLayers(c))); },
       [](Ctx& c) { c.r.num_layers = patternLayers(c); }, nullptr, "", "" },
 
+    { "B11", "*", kAnyFormat, W, "peft.scheme peft.target_modules",
+      "a LoRA target that names no linear module of this model (Bridge warns and adapts nothing there)",
+      "No modules matched the requested target_modules entries: {names}",
+      BR, { { "*", "peft/module_matcher.py:195-209" } },
+      [](const Ctx& c) { return !loraTargetsNotInModel(c.r).empty(); },
+      [](const Ctx& c, Args& a) { a.set("names", loraTargetsNotInModel(c.r)); }, nullptr,
+      nullptr, "", "" },
+
     // ===================================== ModelParallelConfig.__post_init__ ==========================
     { "MP1", "*", kAnyFormat, E, "sequence_parallel tensor_model_parallel_size",
       "sequence_parallel with tensor_model_parallel_size <= 1",
@@ -2381,6 +2389,30 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.r.seq_length >= 1 && c.r.micro_batch_size >= 1 && c.r.hidden_size >= 1 && activationElements(c) > kTwoTo62; },
       [](const Ctx& c, Args& a) { a.set("p", nlohmann::json(activationElements(c)).dump()); }, nullptr,
       nullptr, "", "" },
+    { "RS40", "*", kAnyFormat, W, "peft.scheme peft.target_modules",
+      "a LoRA target the estimate builds no adapter for",
+      "peft.target_modules {names}: the estimate builds no adapter there (it adapts {known}), so it counts "
+      "neither the adapter nor the input it keeps",
+      GD, { { "*", "docs/rules.md#rs40" } },
+      [](const Ctx& c) { return !loraTargetsNotModelled(c.r).empty(); },
+      [](const Ctx& c, Args& a) {
+          a.set("names", loraTargetsNotModelled(c.r));
+          std::string known;
+          for (const LoraModuleName& n : loraModuleNames())
+              known += (known.empty() ? "" : ", ") + std::string(n.name);
+          a.set("known", known);
+      }, nullptr, nullptr, "", "" },
+    { "RS41", "*", kAnyFormat, E, "peft.scheme peft.dim peft.dropout",
+      "a LoRA rank below 1 or a dropout outside [0, 1)",
+      "peft.dim={dim} and peft.dropout={p}: the rank must be at least 1 and the dropout in [0, 1)",
+      GD, { { "*", "docs/rules.md#rs41" } },
+      [](const Ctx& c) { return isPeft(c.r) && (c.r.peft_dim < 1 || !(c.r.peft_dropout >= 0 && c.r.peft_dropout < 1)); },
+      [](const Ctx& c, Args& a) { a.set("dim", std::to_string(c.r.peft_dim)); a.set("p", nlohmann::json(c.r.peft_dropout).dump()); }, nullptr,
+      [](const Ctx&, FixIt& f) {
+          f.description = "Bridge's LoRA defaults: rank 32, no dropout";
+          f.patch["peft"] = { { "dim", 32 }, { "dropout", 0.0 } };
+      },
+      "peft.dim >= 1, 0 <= peft.dropout < 1", "" },
     { "RS37", "*", kAnyFormat, E, "num_attention_heads tensor_model_parallel_size",
       "attention heads that tensor parallelism does not split evenly (TransformerConfig)",
       "num_attention_heads ({h}) must be a multiple of tensor_model_parallel_size ({tp}).",

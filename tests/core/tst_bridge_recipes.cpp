@@ -27,6 +27,8 @@ class TestBridgeRecipes : public QObject {
 private Q_SLOTS:
     void everyTextRecipeEstimatesOrSaysWhyNot();
     void moonlightIsTheGuidesJob();
+    void loraRecipesTrainTheAdaptersOnly_data();
+    void loraRecipesTrainTheAdaptersOnly();
     void nemotron3NanoIsTheGuidesJob();
     void hfConfigShapes_data();
     void hfConfigShapes();
@@ -61,7 +63,9 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
     QCOMPARE(bridgeRecipeCommit(), std::string("067f987df03b8355b03192d88d70f1709fedf51a"));
     int text = 0, estimated = 0, bareGpt = 0, notModelled = 0, noValues = 0, bridgeRaised = 0,
         splitRefused = 0;
-    int byLayout = 0, byStageSizes = 0, byCountedEmbeddingOrLoss = 0; // estimated with a split not the even one
+    int byLayout = 0, byStageSizes = 0,
+        byCountedEmbeddingOrLoss = 0; // estimated with a split not the even one
+    int lora = 0; // estimated as Bridge's LoRA: the model frozen, adapters trained
     QStringList failures;
     for (const BridgeRecipeEntry& e : bridgeRecipes()) {
         if (e.kind != "text") {
@@ -84,14 +88,14 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
             if (m.peak_bytes > 0) {
                 ++estimated;
                 const Recipe& r = v.resolved;
+                lora += r.peft == "lora" ? 1 : 0;
                 if (r.pipeline_model_parallel_layout && !r.hybrid_layer_pattern)
                     ++byLayout;
                 else if (r.num_layers_in_first_pipeline_stage || r.num_layers_in_last_pipeline_stage)
                     ++byStageSizes;
                 else if (r.account_for_embedding_in_pipeline_split || r.account_for_loss_in_pipeline_split)
                     ++byCountedEmbeddingOrLoss;
-            }
-            else if (job.recipe.num_layers < 1 && !m.not_estimated.empty())
+            } else if (job.recipe.num_layers < 1 && !m.not_estimated.empty())
                 ++bareGpt; // vanilla GPT: a bare GPTModelProvider, the architecture left to the overrides
             else if (m.not_estimated.find("pipeline split") != std::string::npos
                 && std::any_of(v.findings.begin(), v.findings.end(), [&m](const Finding& f) {
@@ -127,8 +131,9 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
         "config "
         "values not recorded, %d raised by Bridge itself",
         text, estimated, bareGpt, splitRefused, notModelled, noValues, bridgeRaised);
-    qInfo("estimated with their own pipeline split: %d by a pipeline_model_parallel_layout, %d by first / last "
-          "stage sizes, %d with the embedding or the loss counted in the split",
+    qInfo(
+        "estimated with their own pipeline split: %d by a pipeline_model_parallel_layout, %d by first / last "
+        "stage sizes, %d with the embedding or the loss counted in the split",
         byLayout, byStageSizes, byCountedEmbeddingOrLoss);
     QVERIFY2(failures.isEmpty(), qPrintable(failures.mid(0, 10).join(u'\n')));
     QVERIFY(text >= 580); // Bridge 067f987d's text-LLM recipe functions
@@ -143,14 +148,17 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
     // deepseek_v3_pretrain_256gpu_gb{2,3}00_fp8mx_partial_cg_dev_config: PP 4 and VPP 2 with a layout of 16
     // stages ("Et*4|(tttt|)*14tmL", 4 a rank): TransformerConfig's assertion (R48).
     QCOMPARE(splitRefused, 2);
-    // The recipes (by entry: a name two modules define counts twice) that the even split estimated wrongly, or
-    // with layers left out: DeepSeek-V3 / V4, Kimi-K2, GLM-5.2, Llama 3 70B, Qwen3-Next, Moonlight SFT with a
-    // layout; GLM-4.5 / 4.5-Air / 5.1 / 5.2 and Nemotron 3 Super with first / last stage sizes; the Llama 3.1
-    // 405B and Qwen3 235B ones with the embedding and the loss counted.
+    // The recipes (by entry: a name two modules define counts twice) that the even split estimated wrongly,
+    // or with layers left out: DeepSeek-V3 / V4, Kimi-K2, GLM-5.2, Llama 3 70B, Qwen3-Next, Moonlight SFT
+    // with a layout; GLM-4.5 / 4.5-Air / 5.1 / 5.2 and Nemotron 3 Super with first / last stage sizes; the
+    // Llama 3.1 405B and Qwen3 235B ones with the embedding and the loss counted.
     QCOMPARE(byLayout, 67);
     QCOMPARE(byStageSizes, 10);
     QCOMPARE(byCountedEmbeddingOrLoss, 88);
     QCOMPARE(estimated, 557);
+    // Bridge 067f987d's text recipes with a peft section (all LoRA): 69; K-EXAONE 2.0's has no config values
+    // (noValues). qwen3_next_80b_a3b_peft raises before it builds one (bridgeRaised).
+    QCOMPARE(lora, 68);
     QCOMPARE(estimated + bareGpt + splitRefused + notModelled + noValues + bridgeRaised, text);
 }
 
@@ -949,3 +957,63 @@ void TestBridgeRecipes::refusals()
 
 QTEST_GUILESS_MAIN(TestBridgeRecipes)
 #include "tst_bridge_recipes.moc"
+
+// A PEFT recipe by name is Bridge's LoRA job: its section taken (rank, targets), the model frozen, and the
+// optimizer's state that of the adapters alone: dim x (in + out) per adapted linear, written here from each
+// model's published shape (Llama 3 8B: hidden 4096, 32 heads, 8 groups of 128, ffn 14336; Qwen3 8B: hidden
+// 4096, 32 heads, 8 groups of 128; Qwen3 30B-A3B: hidden 2048, 32 heads of 128, 4 groups, at TP 4).
+void TestBridgeRecipes::loraRecipesTrainTheAdaptersOnly_data()
+{
+    QTest::addColumn<QString>("name");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<QStringList>("targets");
+    QTest::addColumn<double>("adapters"); // elements on the rank
+    QTest::addColumn<double>("stateBytes"); // per adapter element: Adam's moments (fp32 or the recipe's)
+    const double llamaLayer = (4096 + 6144) + (4096 + 4096) + (4096 + 2 * 14336) + (14336 + 4096);
+    QTest::newRow("llama3_8b, rank 8 on all four")
+        << u"llama3_8b_peft_1gpu_h100_bf16_config"_s << 8
+        << QStringList { u"linear_qkv"_s, u"linear_proj"_s, u"linear_fc1"_s, u"linear_fc2"_s }
+        << 32 * 8 * llamaLayer << 8.0;
+    QTest::newRow("qwen3_8b, rank 8 on attention")
+        << u"qwen3_8b_peft_1gpu_h100_bf16_config"_s << 8 << QStringList { u"linear_qkv"_s, u"linear_proj"_s }
+        << 36 * 8 * ((4096.0 + 6144) + (4096 + 4096)) << -1.0;
+    QTest::newRow("qwen3_30b_a3b, rank 8 on attention, TP 4")
+        << u"qwen3_30b_a3b_peft_4gpu_h100_bf16_config"_s << 8
+        << QStringList { u"linear_qkv"_s, u"linear_proj"_s }
+        << 48 * 8 * ((2048 + (32 + 8) * 128) + (32 * 128 + 2048)) / 4.0 << -1.0;
+}
+
+void TestBridgeRecipes::loraRecipesTrainTheAdaptersOnly()
+{
+    QFETCH(QString, name);
+    QFETCH(int, dim);
+    QFETCH(QStringList, targets);
+    QFETCH(double, adapters);
+    QFETCH(double, stateBytes);
+    const BridgeJob job = bridgeJob(name.toStdString());
+    QCOMPARE(job.recipe.peft, std::optional<std::string>("lora"));
+    QCOMPARE(job.recipe.peft_dim, dim);
+    QStringList got;
+    for (const std::string& t : job.recipe.peft_target_modules)
+        got << QString::fromStdString(t);
+    QCOMPARE(got, targets);
+    const Recipe r = validate(job.recipe, InputFormat::BridgeOverrides).resolved;
+    const MemoryEstimate lora = estimateMemory(r);
+    const PhaseEstimate& opt = *lora.ranks[0].phase("optimizer");
+    // The distributed optimizer (where the recipe has it) shards the adapters' state over DP; these run at
+    // DP 1, so the whole of it is on the rank.
+    QCOMPARE(parallelSizes(r).dp, 1);
+    const double moments = stateBytes > 0 ? stateBytes
+        : r.use_precision_aware_optimizer
+        ? (r.exp_avg_dtype == "fp32" ? 4 : 2) + (r.exp_avg_sq_dtype == "fp32" ? 4 : 2)
+        : 8;
+    QCOMPARE(static_cast<double>(opt.category("optimizer_states")), adapters * moments);
+    // peft=null on top: the full job again, every parameter trained.
+    const BridgeJob full = bridgeJob(name.toStdString(), std::nullopt, { "peft=null" });
+    QVERIFY(!full.recipe.peft);
+    const MemoryEstimate whole = estimateMemory(validate(full.recipe, InputFormat::BridgeOverrides).resolved);
+    QCOMPARE(static_cast<double>(
+                 opt.category("parameters") - whole.ranks[0].phase("optimizer")->category("parameters")),
+        adapters * 2);
+    QVERIFY(whole.peak_bytes > 3 * lora.peak_bytes);
+}

@@ -137,10 +137,14 @@ private Q_SLOTS:
     void everyTermHasSourceAndNote();
     void teCublasWorkspaces_data();
     void teCublasWorkspaces();
+    void peftFreezesTheBase_data();
+    void peftFreezesTheBase();
+    void peftTrainsTheAdaptersOnly();
     void mtpAddsItsDepths_data();
     void mtpAddsItsDepths();
     void mtpHybridPatternSpellings_data();
     void mtpHybridPatternSpellings();
+    void mtpUnderPeft();
 };
 
 void TestEstimator::korthikantiPerLayer_data()
@@ -1057,5 +1061,125 @@ void TestEstimator::mtpHybridPatternSpellings()
     QCOMPARE(got.first, want.first - (depths - built) * layer);
 }
 
+// Under PEFT (Bridge's LoRA) an MTP depth's layer is adapted as the decoder's are (its linears carry the
+// target names), the rest of the depth frozen. On gpt() with LoRA of rank 8 on linear_qkv and linear_fc2, one
+// depth against none: the frozen parameters grow by the MTP layer's 14 h^2 + 19 h (mtpAddsItsDepths), the
+// adapters by the layer's 8 (h + 3h) + 8 (4h + h), and the gradient buffer, main parameters and moments by
+// the adapters' alone. The frozen eh_proj and output layer keep no input, so the depth's own parts keep 6 sbh
+// less than without PEFT (the concatenation, 4 sbh, and the output's slice, 2 sbh): 5 sbh + 16 sb before its
+// layer, 2 sbh + 8 sb after it; its layer keeps what a decoder layer keeps under PEFT (peftFreezesTheBase
+// holds that to its closed form); its loss the 4 sbV softmax.
+void TestEstimator::mtpUnderPeft()
+{
+    Recipe base = gpt();
+    base.peft = "lora";
+    base.peft_dim = 8;
+    base.peft_target_modules = { "linear_qkv", "linear_fc2" };
+    Recipe with = base;
+    with.mtp_num_layers = 1;
+    const Recipe r0 = validate(base).resolved, r1 = validate(with).resolved;
+    const RankEstimate e0 = estimateMemory(r0).ranks[0], e1 = estimateMemory(r1).ranks[0];
+    const double s = 2048, b = 2, h = 1024, V = 50304, sbh = s * b * h, sb = s * b;
+    const double params = 14 * h * h + 19 * h, adapters = 8 * (h + 3 * h) + 8 * (4 * h + h);
+    const PhaseEstimate &o0 = *e0.phase("optimizer"), &o1 = *e1.phase("optimizer");
+    const auto more = [&](const char* category) {
+        return static_cast<double>(o1.category(category) - o0.category(category));
+    };
+    QCOMPARE(more("parameters"), (params + adapters) * 2);
+    QCOMPARE(more("gradients"), adapters * (2 + 4));
+    QCOMPARE(more("main_parameters"), adapters * 4);
+    QCOMPARE(more("optimizer_states"), adapters * 8);
+    QCOMPARE(e1.phase("forward")->terms.back().name, std::string("logits during the loss"));
+    const double layer = static_cast<double>(activationsPerLayer(r0, Layout::Megatron).dense);
+    const double expected = layer + 5 * sbh + 16 * sb + 2 * sbh + 8 * sb + 4 * sb * V;
+    const double acts = static_cast<double>(
+        e1.phase("forward")->category("activations") - e0.phase("forward")->category("activations"));
+    QVERIFY2(std::abs(acts - expected) <= 1,
+        qPrintable(u"activations %1 vs %2"_s.arg(acts, 0, 'f', 0).arg(expected, 0, 'f', 0)));
+}
+
 QTEST_GUILESS_MAIN(TestEstimator)
 #include "tst_estimator.moc"
+
+// PEFT (Bridge's LoRA) on Korthikanti's layer: the frozen linears keep no input for a weight gradient (QKV's
+// input 2sbh, the context 2sbh, FC1's input 2sbh, FC2's input 8sbh, all / t under SP); an adapted one keeps
+// it (its adapter's linear_in does), plus linear_out's input [s b, dim] whole, and under SP a gathered copy
+// of a column-parallel base's input (2sbh).
+void TestEstimator::peftFreezesTheBase_data()
+{
+    using namespace Qt::StringLiterals;
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<QStringList>("targets");
+    QTest::addColumn<int>("dim");
+    QTest::addColumn<QString>("labels");
+    QTest::addColumn<double>("sbh"); // per-layer multiple of sbh / t, the rest's
+    QTest::addColumn<double>("gathered"); // multiple of sbh (not split): SP's copies
+    QTest::addColumn<int>("adapters"); // adapted linears: 2 s b dim bytes each
+    QTest::newRow("frozen, nothing adapted")
+        << 1 << QStringList { u"in_proj"_s } << 8 << u"[]"_s << 20.0 << 0.0 << 0;
+    QTest::newRow("linear_qkv and linear_fc2, rank 8")
+        << 1 << QStringList { u"linear_qkv"_s, u"linear_fc2"_s } << 8 << u"[]"_s << 30.0 << 0.0 << 2;
+    QTest::newRow("all four, rank 16, TP 4 + SP")
+        << 4 << QStringList { u"linear_qkv"_s, u"linear_proj"_s, u"linear_fc1"_s, u"linear_fc2"_s } << 16
+        << u"[]"_s << 34.0 << 4.0 << 4;
+    QTest::newRow("frozen, core_attn")
+        << 1 << QStringList { u"in_proj"_s } << 8 << u"core_attn"_s << 20.0 << 0.0 << 0;
+    QTest::newRow("linear_proj, core_attn, TP 4 + SP")
+        << 4 << QStringList { u"linear_proj"_s } << 32 << u"core_attn"_s << 22.0 << 0.0 << 1;
+}
+
+void TestEstimator::peftFreezesTheBase()
+{
+    QFETCH(int, tp);
+    QFETCH(QStringList, targets);
+    QFETCH(int, dim);
+    QFETCH(QString, labels);
+    QFETCH(double, sbh);
+    QFETCH(double, gathered);
+    QFETCH(int, adapters);
+    Recipe r = choose(gpt(), labels.toStdString());
+    r.tensor_model_parallel_size = tp;
+    r.sequence_parallel = tp > 1;
+    r.peft = "lora";
+    r.peft_dim = dim;
+    r.peft_target_modules.clear();
+    for (const QString& t : targets)
+        r.peft_target_modules.push_back(t.toStdString());
+    const double s = r.seq_length, b = r.micro_batch_size, h = r.hidden_size, a = r.num_attention_heads;
+    const double t = tp;
+    double expected
+        = s * b * h * sbh / t + s * b * h * gathered + 16 * s * b / t + adapters * 2 * s * b * dim;
+    if (labels == QLatin1String("[]"))
+        expected += 5 * a * s * s * b / t;
+    const auto got = activationsPerLayer(validate(r).resolved, Layout::Megatron);
+    QVERIFY2(rel(static_cast<double>(got.dense), expected) < 1e-9,
+        qPrintable(QStringLiteral("%1 vs %2").arg(got.dense).arg(expected, 0, 'f', 0)));
+    // The worker trains every parameter: its layout is the full job's.
+    Recipe full = r;
+    full.peft.reset();
+    QCOMPARE(activationsPerLayer(validate(r).resolved, Layout::Worker).dense,
+        activationsPerLayer(validate(full).resolved, Layout::Worker).dense);
+}
+
+// The optimizer's side: every parameter of the model stays in the training dtype, frozen; the adapters
+// (dim x (in + out) per adapted linear) alone have a gradient, a main copy and Adam's moments.
+void TestEstimator::peftTrainsTheAdaptersOnly()
+{
+    Recipe full = gpt();
+    Recipe peft = full;
+    peft.peft = "lora";
+    peft.peft_dim = 8;
+    peft.peft_target_modules = { "linear_qkv", "linear_fc2" };
+    const double h = full.hidden_size, F = 4 * h;
+    const double adapters = full.num_layers * (8 * (h + 3 * h) + 8 * (F + h)); // QKV: h -> 3h (MHA)
+    const auto opt
+        = [](const Recipe& r) { return *estimateMemory(validate(r).resolved).ranks[0].phase("optimizer"); };
+    const PhaseEstimate f = opt(full), p = opt(peft);
+    const double P = static_cast<double>(f.category("parameters")) / 2; // bf16
+    QCOMPARE(static_cast<double>(p.category("parameters")), (P + adapters) * 2);
+    // The bf16 gradient buffer, and in the step its fp32 copies (_copy_model_grads_to_main_grads).
+    QCOMPARE(static_cast<double>(p.category("gradients")), adapters * (2 + 4));
+    QCOMPARE(static_cast<double>(p.category("main_parameters")), adapters * 4);
+    QCOMPARE(static_cast<double>(p.category("optimizer_states")), adapters * 8);
+    QCOMPARE(static_cast<double>(f.category("optimizer_states")), P * 8); // the full job's, for contrast
+}

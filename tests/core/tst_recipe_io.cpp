@@ -189,6 +189,11 @@ Recipe fullRecipe()
     r.delay_wgrad_compute = true;
     r.overlap_moe_expert_parallel_comm = true;
     r.check_for_nan_in_loss = false;
+    r.peft = "lora";
+    r.peft_dim = 8;
+    r.peft_alpha = 16;
+    r.peft_dropout = 0.05;
+    r.peft_target_modules = { "linear_qkv", "linear_proj" };
     r.profile = Profile::Dev;
     r.memory_target_gb = 70.5;
     r.gpu_compute_capability = 100;
@@ -221,6 +226,11 @@ Recipe withoutFlaglessFields(Recipe r)
     // none at this one.
     r.cpu_offloading = defaults.cpu_offloading;
     r.deallocate_pipeline_outputs = defaults.deallocate_pipeline_outputs; // always True, no flag
+    // Bridge's PEFT section: no flag (a recipe with peft set is refused as flags).
+    r.peft_dim = defaults.peft_dim;
+    r.peft_alpha = defaults.peft_alpha;
+    r.peft_dropout = defaults.peft_dropout;
+    r.peft_target_modules = defaults.peft_target_modules;
     r.mamba_chunk_size = defaults.mamba_chunk_size; // Bridge's field; Megatron-LM's mixer keeps 128
     const MegatronArgTable table = megatronArgTable(r.profile);
     if (!table.find("--enable-hyper-connections"))
@@ -418,11 +428,13 @@ void TestRecipeIo::jsonWritesEveryFieldWithSchemaVersion()
     QVERIFY(j.at("ffn_hidden_size").is_null());
     QCOMPARE(j.at("q_lora_rank"), nlohmann::json(512));
     QCOMPARE(j.at("moe_layer_freq"), nlohmann::json(1));
-    // schema_version, the two nested objects, and every flat key.
+    QVERIFY(j.at("peft").at("scheme").is_null());
+    QCOMPARE(j.at("peft").at("dim"), nlohmann::json(32));
+    // schema_version, the three nested objects, and every flat key.
     std::size_t flat = 0;
     for (const std::string& key : recipeFieldKeys())
         flat += key.find('.') == std::string::npos ? 1 : 0;
-    QCOMPARE(j.size(), flat + 3);
+    QCOMPARE(j.size(), flat + 4);
 }
 
 void TestRecipeIo::jsonUnsetKeysTakeDefaults()
@@ -1526,6 +1538,15 @@ void TestRecipeIo::flagsWriteExactly()
     Recipe fp4 = frontEndDefaults(InputFormat::MegatronFlags);
     fp4.fp4 = "nvfp4";
     QVERIFY_THROWS_EXCEPTION(RecipeError, recipeToMegatronFlags(fp4));
+    Recipe lora;
+    lora.peft = "lora";
+    try {
+        recipeToMegatronFlags(lora);
+        QFAIL("a LoRA job written as Megatron-LM flags");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.field), QStringLiteral("peft.scheme"));
+        QVERIFY(QString::fromUtf8(e.what()).contains(QStringLiteral("Megatron-LM has no LoRA")));
+    }
     fp4.fp4 = "e2m1";
     fp4.fp8_recipe = "custom";
     QVERIFY(
@@ -1543,6 +1564,7 @@ void TestRecipeIo::flagsRoundTrip()
     Recipe full = fullRecipe();
     full.mixed_precision = std::nullopt; // a Bridge recipe name has no flag (flagsLossyCases)
     full.store_param_remainders = true; // no flag either: Megatron-LM always keeps the remainders
+    full.peft.reset(); // Megatron-LM has no LoRA (flagsLossyCases)
     std::vector<Recipe> recipes = { Recipe {}, full };
     Recipe dense;
     dense.num_layers = 12;

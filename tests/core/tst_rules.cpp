@@ -504,6 +504,15 @@ const std::vector<Case>& cases()
         { "bridge-pin,guide,main", "json", "RS22", "dev branch's spelling", R"({"enable_mhc_connections": true})", false },
         { "dev", "json", "RS22", "main's spelling", R"({"enable_mhc_connections": true})", true },
         { "dev", "json", "RS22", "main's spelling", R"({"enable_hyper_connections": true})", false },
+        // --- PEFT (issue 26): LoRA's targets and sizes
+        { "*", "json", "B11", "No modules matched the requested target_modules entries", R"({"peft": {"scheme": "lora", "target_modules": ["linear_qkv", "in_proj"]}})", true },
+        { "*", "json", "B11", "No modules matched", R"({"peft": {"scheme": "lora", "target_modules": ["linear_qkv", "linear_fc2"]}})", false },
+        { "*", "json", "B11", "No modules matched", R"({"peft": {"scheme": null, "target_modules": ["in_proj"]}})", false },
+        { "*", "json", "RS40", "the estimate builds no adapter", R"({"peft": {"scheme": "lora", "target_modules": ["router", "*.layers.0.*.linear_qkv"]}})", true },
+        { "*", "json", "RS40", "the estimate builds no adapter", R"({"peft": {"scheme": "lora"}})", false },
+        { "*", "json", "RS41", "the rank must be at least 1", R"({"peft": {"scheme": "lora", "dim": 0}})", true },
+        { "*", "json", "RS41", "the rank must be at least 1", R"({"peft": {"scheme": "lora", "dim": 8, "dropout": 1.0}})", true },
+        { "*", "json", "RS41", "the rank must be at least 1", R"({"peft": {"scheme": "lora", "dim": 8, "dropout": 0.1}})", false },
         // --- impossible sizes and shapes (RS23-RS29, R40, M7)
         // Issue 30: what Megatron refuses when it builds the model, refused before it (RS31, RS32, RS37), and
         // values our worker would run with no meaning (RS33-RS36).
@@ -821,6 +830,25 @@ void TestRules::exactMessages_data()
         << QByteArray(
                "self.linear_num_key_heads=6 must be a multiple of (self.tensor_model_parallel_size=4 * "
                "self.context_parallel_size=1).");
+    QTest::newRow("B11 Bridge's warning, the unmatched targets named")
+        << pin << QByteArray("B11")
+        << QByteArray(
+               R"({"peft": {"scheme": "lora", "target_modules": ["in_proj", "linear_qkv", "out_proj"]}})")
+        << QByteArray("No modules matched the requested target_modules entries: in_proj, out_proj");
+    QTest::newRow("RS40 the targets outside the table named")
+        << pin << QByteArray("RS40")
+        << QByteArray(
+               R"({"peft": {"scheme": "lora", "target_modules": ["router", "*.layers.0.*.linear_qkv"]}})")
+        << QByteArray(
+               "peft.target_modules router, *.layers.0.*.linear_qkv: the estimate builds no adapter there "
+               "(it adapts linear_qkv, linear_proj, linear_fc1, linear_fc2, linear_q_proj, "
+               "linear_q_down_proj, linear_q_up_proj, linear_kv_down_proj, linear_kv_up_proj, in_proj, "
+               "out_proj), so it counts neither the adapter nor the input it keeps");
+    QTest::newRow("RS41 rank and dropout")
+        << pin << QByteArray("RS41")
+        << QByteArray(R"({"peft": {"scheme": "lora", "dim": 8, "dropout": 1.0}})")
+        << QByteArray(
+               "peft.dim=8 and peft.dropout=1.0: the rank must be at least 1 and the dropout in [0, 1)");
     QTest::newRow("R04 typo and missing space")
         << main << QByteArray("R04") << QByteArray(R"({"recompute_granularity": "partial"})")
         << QByteArray(R"(When using recompute_granuarlity: partial must be "full"or "selective".)");

@@ -20,7 +20,10 @@
 #    kinds (MLA + 64 experts, top-6, shared expert, first layer dense) at 4 layers; time-big-*: the Llama-like
 #    layer at its full width (hidden 4096, FFN 14336), 4 layers, where the GPU's work and not the host sets the
 #    step (time-big8k-*: at seq 8192); time-dlocal-*: the H200 job sweep's dense local-spec job, every
-#    choice the plan weighs at a 12-17 GB target (issue 31: the plan's choice against a measured sweep's).
+#    choice the plan weighs at a 12-17 GB target (issue 31: the plan's choice against a measured sweep's);
+#  - lora-*: Megatron Bridge's LoRA (issue 26) on the dense and MoE stacks, through pretrain_gpt_lora.py
+#    (Bridge's peft/ at 067f987d laid out by scripts/fetch_bridge_peft.sh): a first flag LORA=TARGETS:DIM
+#    (TARGETS comma-separated) selects it; the worker has no PEFT and skips these rows.
 # Every run is one line of RUNS below: NAME WORLD RANK FLAGS... (FLAGS after pretrain_gpt.py). Real runs go
 # JOBS at a time (memory is per process: the allocator's own counters); the worker's runs one at a time
 # beside them. Logs: $OUT/real-ranks/NAME.log (first line: the command) and NAME.jsonl (the worker's stream).
@@ -186,6 +189,16 @@ time-moon-mla_up_proj 1 0 $moon4 $t16 $sel mla_up_proj
 time-moon-mla_up_proj-mlp 1 0 $moon4 $t16 $sel mla_up_proj mlp
 time-moon-moe_act 1 0 $moon4 $t16 $sel moe_act
 time-moon-layernorm-moe_act 1 0 $moon4 $t16 $sel layernorm moe_act
+lora-dense-base 1 0 $dense8
+lora-dense-all-r32 1 0 LORA=linear_qkv,linear_proj,linear_fc1,linear_fc2:32 $dense8
+lora-dense-qkv-r16 1 0 LORA=linear_qkv:16 $dense8
+lora-dense-all-r32-core_attn 1 0 LORA=linear_qkv,linear_proj,linear_fc1,linear_fc2:32 $dense8 $sel core_attn
+lora-dense-all-r32-mlp 1 0 LORA=linear_qkv,linear_proj,linear_fc1,linear_fc2:32 $dense8 $mlp
+lora-dense-all-r32-distopt 1 0 LORA=linear_qkv,linear_proj,linear_fc1,linear_fc2:32 $dense8 --use-distributed-optimizer
+lora-moe-base 1 0 $moe8
+lora-moe-attn-r8 1 0 LORA=linear_qkv,linear_proj:8 $moe8
+lora-moe-all-r8 1 0 LORA=linear_qkv,linear_proj,linear_fc1,linear_fc2:8 $moe8
+lora-moe-all-r8-moe_act 1 0 LORA=linear_qkv,linear_proj,linear_fc1,linear_fc2:8 $moe8 $sel moe_act
 EOF
 )
 RUNS=$(printf '%s\n' "$RUNS" | awk -v re="$only" '$1 ~ re')
@@ -195,8 +208,15 @@ real_one() { # NAME WORLD RANK FLAGS...
   shift 3
   local log="$logs/$name.log"
   local -a env_=(RANK=$rank LOCAL_RANK=0 WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000)))
+  local script=pretrain_gpt.py
+  if [[ $1 == LORA=* ]]; then # Bridge's LoRA on the job (pretrain_gpt_lora.py)
+    local spec=${1#LORA=}
+    env_+=(LORA_TARGETS=${spec%%:*} LORA_DIM=${spec##*:})
+    script=$root/bench/gpu/megatron_lm/pretrain_gpt_lora.py
+    shift
+  fi
   {
-    echo "# command: ${env_[*]} python3 pretrain_gpt.py $common $*"
+    echo "# command: ${env_[*]} python3 $(basename "$script") $common $*"
     echo "# megatron-lm: d98e8a64 (profile main); TE 2.17.1; GPU: $(head -1 "$logs/gpu.txt")"
   } >"$log"
   # Megatron-LM d98e8a64 + TE 2.17.1 cannot build a delayed-scaling recipe (shim-te-compat/sitecustomize.py)
@@ -212,7 +232,7 @@ real_one() { # NAME WORLD RANK FLAGS...
   # PROFILE_STACK=1: Python stacks in the trace, for the idle gaps by place (trace_busy.py --gaps)
   [ -n "${PROFILE:-}" ] && [ -n "${PROFILE_STACK:-}" ] && snap+=(--pytorch-profiler-collect-callstack)
   # shellcheck disable=SC2086 # flag lines split on whitespace, as a shell line does
-  (cd "$mdir" && env "${env_[@]}" timeout 420 python3 pretrain_gpt.py $common "$@" "${snap[@]}") >>"$log" 2>&1
+  (cd "$mdir" && env "${env_[@]}" timeout 420 python3 "$script" $common "$@" "${snap[@]}") >>"$log" 2>&1
   echo "# exit: $?" >>"$log"
   if [ -n "${SNAPSHOT:-}" ]; then
     python3 "$root/bench/gpu/megatron_lm/snapshot_peak.py" /tmp/snap-"$name"*_"$rank".pickle --top 40 \
@@ -229,6 +249,7 @@ real_one() { # NAME WORLD RANK FLAGS...
 worker_one() { # NAME WORLD RANK FLAGS...
   local name=$1 world=$2 rank=$3
   shift 3
+  [[ $1 == LORA=* ]] && return 0 # the worker trains every parameter: no PEFT
   # shellcheck disable=SC2086
   timeout 200 "$BIN" --profile main --device cuda --warmup 3 --iters 5 --rank-of-layout "$rank" \
     --mlm-args torchrun --nproc-per-node "$world" pretrain_gpt.py $common "$@" </dev/null \
