@@ -3057,6 +3057,8 @@ RankEstimate StageEstimator::optimizerPhases()
     rank.optimizer_params = shard_params;
     rank.parameters = P + (x.peft ? adapters.total() : 0);
     rank.parameter_tensors = params.tensors + (x.peft ? adapters.tensors : 0);
+    rank.trained_parameters = trained.total();
+    rank.trained_parameter_tensors = trained.tensors;
 
     rank.phases = { fwd.phase("forward"), bwd.phase("backward"), opt.phase("optimizer"),
         init.phase("optimizer-init") };

@@ -79,6 +79,9 @@ struct RankEstimate {
     double optimizer_params = 0;
     double parameters = 0; // the stage's parameters (every TP rank of it holds this many)
     double parameter_tensors = 0; // and how many tensors hold them
+    // Those with a gradient: all of them, or under PEFT the adapters alone (the rest frozen).
+    double trained_parameters = 0;
+    double trained_parameter_tensors = 0;
     // The first iteration's peak: its forward and backward run before the first optimizer step creates
     // Adam's moments, so they hold everything but the optimizer_states; its step is optimizer-init.
     // What Megatron-LM reports "after iteration 1"; peak_bytes is "from iteration 2 on".

@@ -28,6 +28,10 @@ struct Op {
     double kernels = 1; // kernels it launches
     double lookup_flops = 0; // the size a product's rate is looked up at (one GEMM's FLOPs)
     double scores = 0; // UnfusedAttention, ScoreDropout: score elements b x heads x sq x sk
+    double m = 0, n = 0, k = 0; // a product's sizes [m, k] x [k, n]
+    // A product with a linear module's weight (model_shape.h LoraLinear, kLoraUnnamed for one no LoRA target
+    // names): under PEFT its weight is frozen and its backward computes the input's gradient alone.
+    uint32_t linear = 0;
 };
 
 struct RegionWork {
@@ -44,6 +48,16 @@ Op gemm(double m, double n, double k, Rate rate = Rate::Matmul)
     o.rate = rate;
     o.flops = 2 * m * n * k;
     o.lookup_flops = o.flops;
+    o.m = m;
+    o.n = n;
+    o.k = k;
+    return o;
+}
+
+// A product with the weight of `linear`.
+Op weight(Op o, uint32_t linear)
+{
+    o.linear = linear;
     return o;
 }
 
@@ -72,6 +86,10 @@ struct Dims {
     bool dropout_measured = false;
     // DSA (model_shape.h): the indexer's heads and head dim, the keys a query keeps, the keys a rank scores.
     double ih = 0, idim = 0, K = 0, S = 0;
+    // PEFT (Bridge's LoRA): the adapted linears (LoraLinear bits) and the adapters' rank; peft off: none.
+    bool peft = false;
+    uint32_t lora = 0;
+    double lora_dim = 0;
 };
 
 Dims dimsOf(const Recipe& r, const CalibrationRates& c)
@@ -106,6 +124,9 @@ Dims dimsOf(const Recipe& r, const CalibrationRates& c)
     d.unfused_measured = c.unfused_attention_fwd_gscores > 0 && c.unfused_attention_bwd_gscores > 0;
     d.dropout_measured = c.score_dropout_fwd_gscores > 0 && c.score_dropout_bwd_gscores > 0;
     d.grouped = r.moe_grouped_gemm;
+    d.peft = isPeft(r);
+    d.lora = loraTargets(r);
+    d.lora_dim = r.peft_dim;
     d.ql = r.q_lora_rank.value_or(0);
     d.kvl = r.kv_lora_rank;
     d.dn = r.qk_head_dim;
@@ -163,17 +184,18 @@ std::vector<RegionWork> attentionRegions(const Dims& d)
             "MLA: linear_q_down_proj T x h x q_lora_rank, linear_kv_down_proj T x h x (kv_lora_rank + rope "
             "dim), their norms, linear_proj T x heads/TP x v_head_dim x h (multi_latent_attention.py)" };
         if (d.ql > 0)
-            proj.ops.push_back(gemm(d.T, d.ql, d.h));
-        proj.ops.push_back(gemm(d.T, d.kvl + d.dr, d.h));
+            proj.ops.push_back(weight(gemm(d.T, d.ql, d.h), kLoraQDown));
+        proj.ops.push_back(weight(gemm(d.T, d.kvl + d.dr, d.h), kLoraKvDown));
         proj.ops.push_back(elementwise(2 * d.T * (d.ql + d.kvl) * d.act, 2));
-        proj.ops.push_back(gemm(d.T, d.h, d.np * d.dv));
+        proj.ops.push_back(weight(gemm(d.T, d.h, d.np * d.dv), kLoraProj));
         out.push_back(proj);
         RegionWork up { "mla_up_proj", {}, d.T * d.np * (2 * (d.dn + d.dr) + d.dv) * d.act,
             "linear_q_up_proj T x q_lora_rank x heads/TP x (qk + rope dims), linear_kv_up_proj T x "
             "kv_lora_rank x heads/TP x (qk + v dims), RoPE and the q / k / v copies "
             "(qkv_up_proj_and_rope_apply)" };
-        up.ops.push_back(gemm(d.T, d.np * (d.dn + d.dr), d.ql > 0 ? d.ql : d.h));
-        up.ops.push_back(gemm(d.T, d.np * (d.dn + d.dv), d.kvl));
+        up.ops.push_back(
+            weight(gemm(d.T, d.np * (d.dn + d.dr), d.ql > 0 ? d.ql : d.h), d.ql > 0 ? kLoraQUp : kLoraQProj));
+        up.ops.push_back(weight(gemm(d.T, d.np * (d.dn + d.dv), d.kvl), kLoraKvUp));
         up.ops.push_back(elementwise(2 * d.T * d.np * (2 * (d.dn + d.dr) + d.dv) * d.act, 8));
         out.push_back(up);
         RegionWork core { "core_attn", {}, 0,
@@ -191,10 +213,10 @@ std::vector<RegionWork> attentionRegions(const Dims& d)
     RegionWork proj { "attention_projections", {}, 0,
         "linear_qkv T x h x (heads + 2 groups)/TP x kv_channels, RoPE on q and k, linear_proj T x heads/TP x "
         "kv_channels x h (attention.py)" };
-    proj.ops.push_back(gemm(d.T, (d.np + 2 * d.ng) * d.kv, d.h));
+    proj.ops.push_back(weight(gemm(d.T, (d.np + 2 * d.ng) * d.kv, d.h), kLoraQkv));
     if (d.rope)
         proj.ops.push_back(elementwise(2 * d.T * (d.np + d.ng) * d.kv * d.act, 2));
-    proj.ops.push_back(gemm(d.T, d.h, d.np * d.kv));
+    proj.ops.push_back(weight(gemm(d.T, d.h, d.np * d.kv), kLoraProj));
     out.push_back(proj);
     RegionWork core { "core_attn", {}, 0, "" };
     if (d.unfused && d.unfused_measured) {
@@ -305,9 +327,9 @@ RegionWork denseMlp(const char* name, const Dims& d, double ffn, double rows)
     RegionWork w { name, {}, 0,
         "linear_fc1 T x h x ffn/TP (x2 gated), the activation over T x ffn/TP, linear_fc2 T x ffn/TP x h "
         "(mlp.py)" };
-    w.ops.push_back(gemm(rows, g * ffn / d.tp, d.h));
+    w.ops.push_back(weight(gemm(rows, g * ffn / d.tp, d.h), kLoraFc1));
     w.ops.push_back(elementwise(rows * ffn / d.tp * (g + 1) * d.act));
-    w.ops.push_back(gemm(rows, d.h, ffn / d.tp));
+    w.ops.push_back(weight(gemm(rows, d.h, ffn / d.tp), kLoraFc2));
     return w;
 }
 
@@ -326,7 +348,7 @@ std::vector<RegionWork> moeRegions(const Dims& d)
     // the rank's local tokens with the whole (duplicated) weights (moe_layer.py:278-301, 488-490, 591-592
     // at 2a75ac12; Megatron's own count: training.py:446-449, 2 x 2 x tokens x h x latent a forward).
     if (d.L > 0)
-        out.push_back({ "fc1_latent_proj", { gemm(d.Tsp, d.L, d.h) }, 0,
+        out.push_back({ "fc1_latent_proj", { weight(gemm(d.Tsp, d.L, d.h), kLoraUnnamed) }, 0,
             "fc1_latent_proj T x h x moe_latent_size (moe_layer.py)" });
     out.push_back({ "permute", { elementwise(2 * d.R * d.Hr * d.act + d.R * 8, 10) }, 0,
         "the routed tokens R = T x top-k (balanced over EP) gathered by expert: R x h (moe_latent_size under "
@@ -335,8 +357,8 @@ std::vector<RegionWork> moeRegions(const Dims& d)
         std::string(d.grouped ? "one grouped GEMM" : "a product per local expert")
             + " for linear_fc1 R x h x moe_ffn/ETP (x2 gated) and linear_fc2 R x moe_ffn/ETP x h (h: "
               "moe_latent_size under latent MoE), at the grouped-GEMM rate (experts.py)" };
-    Op fc1 = gemm(d.R, g * d.Fm / d.etp, d.Hr, Rate::Grouped);
-    Op fc2 = gemm(d.R, d.Hr, d.Fm / d.etp, Rate::Grouped);
+    Op fc1 = weight(gemm(d.R, g * d.Fm / d.etp, d.Hr, Rate::Grouped), kLoraFc1);
+    Op fc2 = weight(gemm(d.R, d.Hr, d.Fm / d.etp, Rate::Grouped), kLoraFc2);
     fc1.kernels = fc2.kernels = d.grouped ? 1 : local;
     experts.ops = { fc1, fc2 };
     out.push_back(experts);
@@ -348,7 +370,7 @@ std::vector<RegionWork> moeRegions(const Dims& d)
         "the experts' output R x h weighted by the probabilities and scatter-added back to T x h (h: "
         "moe_latent_size under latent MoE) (moe_utils.py unpermute)" });
     if (d.L > 0)
-        out.push_back({ "fc2_latent_proj", { gemm(d.Tsp, d.h, d.L) }, 0,
+        out.push_back({ "fc2_latent_proj", { weight(gemm(d.Tsp, d.h, d.L), kLoraUnnamed) }, 0,
             "fc2_latent_proj T x moe_latent_size x h (moe_layer.py)" });
     if (d.Fs > 0)
         out.push_back(denseMlp("shared_experts", d, d.Fs, d.T));
@@ -362,14 +384,14 @@ RegionWork mambaRegion(const Dims& d)
     RegionWork w { "mamba", {}, 0,
         "in_proj T x h x in_proj/TP, conv over T x conv channels/TP, SSD T x heads/TP x (2 chunk (state + "
         "head dim) + 4 state x head dim), gated norm, out_proj T x d_inner/TP x h (mamba_mixer.py)" };
-    w.ops.push_back(gemm(d.T, d.mIn / d.tp, d.h));
+    w.ops.push_back(weight(gemm(d.T, d.mIn / d.tp, d.h), kLoraInProj));
     w.ops.push_back(elementwise(3 * d.T * d.mConv / d.tp * d.act, 3));
     Op ssd = gemm(d.T, d.mH / d.tp, d.mChunk * (d.mN + d.mP) + 2 * d.mN * d.mP);
     ssd.kernels = 6;
     ssd.lookup_flops = 2 * d.mChunk * d.mChunk * std::max(1.0, d.mP); // one chunk's product: small
     w.ops.push_back(ssd);
     w.ops.push_back(elementwise(4 * d.T * d.mDi / d.tp * d.act, 4));
-    w.ops.push_back(gemm(d.T, d.h, d.mDi / d.tp));
+    w.ops.push_back(weight(gemm(d.T, d.h, d.mDi / d.tp), kLoraOutProj));
     return w;
 }
 
@@ -378,7 +400,7 @@ std::vector<RegionWork> gdnRegions(const Dims& d)
     RegionWork w { "gdn", {}, 0,
         "in_proj T x h x in_proj/TP, conv over T x conv channels/TP, the chunked gated delta rule T x value "
         "heads/TP x (2 x 64 x (key + value dim) + 4 key x value dim) (gated_delta_net)" };
-    w.ops.push_back(gemm(d.T, d.gIn / d.tp, d.h));
+    w.ops.push_back(weight(gemm(d.T, d.gIn / d.tp, d.h), kLoraInProj));
     w.ops.push_back(elementwise(3 * d.T * d.gConv / d.tp * d.act, 3));
     Op rule = gemm(d.T, d.gHv / d.tp, kGdnChunk * (d.gDk + d.gDv) + 2 * d.gDk * d.gDv);
     rule.kernels = 8;
@@ -386,7 +408,8 @@ std::vector<RegionWork> gdnRegions(const Dims& d)
     w.ops.push_back(rule);
     RegionWork n { "gdn_norm_out", { elementwise(3 * d.T * d.gV / d.tp * d.act, 2) },
         d.T * d.gV / d.tp * d.act, "the gated RMSNorm over T x value width/TP" };
-    RegionWork o { "gdn_out_proj", { gemm(d.T, d.h, d.gV / d.tp) }, 0, "out_proj T x value width/TP x h" };
+    RegionWork o { "gdn_out_proj", { weight(gemm(d.T, d.h, d.gV / d.tp), kLoraOutProj) }, 0,
+        "out_proj T x value width/TP x h" };
     return { w, n, o };
 }
 
@@ -423,6 +446,18 @@ std::vector<RegionWork> layerRegions(const Recipe& r, const Dims& d, const Layer
         out.push_back(residual(d));
     }
     (void)r;
+    // Bridge's LoRA adds two small products beside each adapted linear's, in its region: linear_in [m, k] x
+    // [k, dim] and linear_out [m, dim] x [dim, n] (peft/utils.py ParallelLinearAdapter), trained.
+    if (d.peft && d.lora_dim > 0)
+        for (RegionWork& w : out) {
+            std::vector<Op> adapters;
+            for (const Op& o : w.ops)
+                if (o.linear & d.lora & ~uint32_t(kLoraUnnamed)) {
+                    adapters.push_back(gemm(o.m, d.lora_dim, o.k));
+                    adapters.push_back(gemm(o.m, o.n, d.lora_dim));
+                }
+            w.ops.insert(w.ops.end(), adapters.begin(), adapters.end());
+        }
     return out;
 }
 
@@ -463,15 +498,24 @@ Replay selectiveReplay(const Recipe& r, const LayerKind& kind)
     return rep;
 }
 
+// Backward products per forward product: the input's gradient and the weight's, or under PEFT the input's
+// alone for a frozen weight (TE and Megatron skip the wgrad GEMM when the weight requires no gradient).
+double backwardProducts(const Op& o, bool peft)
+{
+    return peft && o.linear != 0 ? 1 : 2;
+}
+
 struct Rates {
     const CalibrationRates& c;
+    bool peft = false;
     double gpuMs(const Op& o, bool backward) const
     {
+        const double products = backward ? backwardProducts(o, peft) : 1;
         switch (o.rate) {
         case Rate::Matmul:
-            return o.flops * (backward ? 2 : 1) / (gemmRateAt(c.matmul, o.lookup_flops) * 1e9);
+            return o.flops * products / (gemmRateAt(c.matmul, o.lookup_flops) * 1e9);
         case Rate::Grouped:
-            return o.flops * (backward ? 2 : 1) / (gemmRateAt(c.grouped_gemm, o.lookup_flops) * 1e9);
+            return o.flops * products / (gemmRateAt(c.grouped_gemm, o.lookup_flops) * 1e9);
         case Rate::Attention:
             return backward ? o.flops * 2.5 / (c.attention_bwd_tflops * 1e9)
                             : o.flops / (c.attention_fwd_tflops * 1e9);
@@ -485,7 +529,11 @@ struct Rates {
         }
         return 0;
     }
-    double kernels(const Op& o, bool backward) const { return o.kernels * (backward ? 2 : 1); }
+    double kernels(const Op& o, bool backward) const
+    {
+        const bool product = o.rate == Rate::Matmul || o.rate == Rate::Grouped;
+        return o.kernels * (backward ? (product ? backwardProducts(o, peft) : 2) : 1);
+    }
 };
 
 const char* kBackwardRule
@@ -551,7 +599,9 @@ void runStretch(const std::vector<Piece>& pieces, const Rates& rates, double tim
         if (host_bound)
             t.host_bound_ms += ms;
         for (const Op& o : p.w->ops) {
-            t.flops += o.flops * (p.backward ? (o.rate == Rate::Attention ? 2.5 : 2) : 1) * times;
+            t.flops += o.flops
+                * (p.backward ? (o.rate == Rate::Attention ? 2.5 : backwardProducts(o, rates.peft)) : 1)
+                * times;
             t.bytes += o.bytes * (p.backward ? 1.5 : 1) * times;
             t.kernels += rates.kernels(o, p.backward) * times;
         }
@@ -596,13 +646,17 @@ TimeTerm mainGradAccumulation(const Recipe& r, const RankEstimate& re, const Cal
     const PhaseEstimate* fwd = re.phase("forward");
     if (r.gradient_accumulation_fusion || !fwd || re.parameters <= 0)
         return {};
-    const double buffer = double(fwd->category("gradients")) / re.parameters; // bytes a parameter
+    // Under PEFT only the adapters have a gradient to accumulate.
+    const double trained = re.trained_parameters;
+    if (trained <= 0)
+        return {};
+    const double buffer = double(fwd->category("gradients")) / trained; // bytes a parameter
     const double grad = r.bf16 || r.fp16 ? 2 : 4;
-    const double bytes = m * re.parameters * (2 * buffer + grad);
+    const double bytes = m * trained * (2 * buffer + grad);
     // Mixed dtypes (an fp32 buffer, a 16-bit gradient) at the measured rate of that very op, where the
     // record has it.
     const bool mixed = c.accumulate_gbps > 0 && buffer != grad;
-    return elementwisePass("backward", "main_grad accumulation", bytes, m * re.parameter_tensors,
+    return elementwisePass("backward", "main_grad accumulation", bytes, m * re.trained_parameter_tensors,
         mixed ? c.accumulate_gbps : c.elementwise_gbps,
         mixed ? "the measured rate of an fp32 buffer added to from a 16-bit tensor" : "the elementwise rate",
         c,
@@ -688,7 +742,7 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
     }
     const Dims d = dimsOf(r, c);
     const ParallelSizes p = parallelSizes(r);
-    const Rates rates { c };
+    const Rates rates { c, d.peft };
     const std::vector<LayerKind> kinds = layerKinds(r);
 
     // The regions of each layer kind and what the choice replays there, built once per kind.
@@ -719,7 +773,7 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
         "fp32 "
         "(read the logits, write the softmax and its gradient)" };
     head.ops.push_back(elementwise(2 * d.Tsp * d.h * d.act));
-    head.ops.push_back(gemm(d.T, d.V / d.tp, d.h));
+    head.ops.push_back(weight(gemm(d.T, d.V / d.tp, d.h), kLoraUnnamed));
     head.ops.push_back(elementwise(d.T * d.V / d.tp * (d.act + 3 * 4), 6));
     // An MTP depth's own work around its layers (multi_token_prediction.py _get_embeddings,
     // _concat_embeddings, _postprocess): the rolled tokens' embedding, enorm and hnorm, the concatenation,

@@ -108,6 +108,7 @@ private Q_SLOTS:
     void recordReadsAndRefuses();
     void everyTermHasASourceAndTheyAdd();
     void unfusedChainAtItsMeasuredRate();
+    void loraSkipsFrozenWeightGradients();
     void optimizerStepPassByPass_data();
     void optimizerStepPassByPass();
     void mainGradAccumulation_data();
@@ -820,3 +821,46 @@ void TestStepTime::planAnchoredAtMeasuredControl()
 
 QTEST_APPLESS_MAIN(TestStepTime)
 #include "tst_step_time.moc"
+
+// Bridge's LoRA: a frozen linear's backward is its input's gradient alone (one product, not two), and each
+// adapted linear adds linear_in [T, h] x [h, dim] and linear_out [T, dim] x [dim, out], trained (their
+// backward two products each). Only the adapters' gradients are accumulated.
+void TestStepTime::loraSkipsFrozenWeightGradients()
+{
+    Recipe r;
+    r.num_layers = 2;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.ffn_hidden_size = 4096;
+    r.seq_length = 2048;
+    r.micro_batch_size = 1;
+    r.global_batch_size = 1;
+    r.bf16 = true;
+    const auto terms = [](const Recipe& job) {
+        std::map<std::string, TimeTerm> by;
+        const StepTimeEstimate e = estimateStepTime(validate(job, InputFormat::Json).resolved, h100());
+        for (const TimeTerm& t : e.ranks.at(0).terms)
+            by[t.phase + "/" + t.name] = t;
+        return by;
+    };
+    Recipe lora = r;
+    lora.peft = "lora";
+    lora.peft_dim = 16;
+    lora.peft_target_modules = { "linear_qkv" };
+    const auto full = terms(r), peft = terms(lora);
+    const double T = 2048, h = 1024, F = 4096, layers = 2;
+    // The MLP's two products (no elementwise flops): 2 x backward in the full job, 1 x frozen.
+    const double mlp = layers * (2 * T * F * h + 2 * T * h * F);
+    QCOMPARE(full.at("forward/mlp").flops, mlp);
+    QCOMPARE(full.at("backward/mlp").flops, 2 * mlp);
+    QCOMPARE(peft.at("backward/mlp").flops, mlp);
+    // Attention's projections: QKV (h -> 3h) and proj (h -> h) frozen; QKV's adapter h -> 16 -> 3h trained.
+    const double proj = layers * (2 * T * 3 * h * h + 2 * T * h * h);
+    const double adapter = layers * (2 * T * 16 * h + 2 * T * 3 * h * 16);
+    QCOMPARE(peft.at("forward/attention_projections").flops, proj + adapter);
+    QCOMPARE(peft.at("backward/attention_projections").flops, proj + 2 * adapter);
+    // main_grad accumulation (gradient_accumulation_fusion off) over the adapters alone, one micro-batch: the
+    // bf16 buffer read and written and the bf16 gradient read, 6 bytes an adapter element.
+    QVERIFY(!r.gradient_accumulation_fusion);
+    QCOMPARE(peft.at("backward/main_grad accumulation").bytes, layers * 16 * (h + 3 * h) * 6);
+}
