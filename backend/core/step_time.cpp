@@ -784,7 +784,7 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
     mtp_input.ops.push_back(elementwise(2 * d.Tsp * d.h * d.act, 2));
     mtp_input.ops.push_back(elementwise(2 * 2 * d.Tsp * d.h * d.act, 2));
     mtp_input.ops.push_back(elementwise(2 * 2 * d.Tsp * d.h * d.act));
-    mtp_input.ops.push_back(gemm(d.T, d.h / d.tp, 2 * d.h));
+    mtp_input.ops.push_back(weight(gemm(d.T, d.h / d.tp, 2 * d.h), kLoraUnnamed));
     const RegionWork mtp_output = norm("mtp_final_layernorm", d);
     RegionWork mtp_head { "mtp_loss_head", { head.ops.begin() + 1, head.ops.end() }, 0,
         "MTP: the head's output layer and cross-entropy on each depth's output (process_mtp_loss; its "
