@@ -725,6 +725,14 @@ void wgrad(Entry* e, uint32_t linears, uint32_t savers, double adapter_bytes = -
     e->adapter_bytes = adapter_bytes;
 }
 
+// A layer model's parameters: their count, its largest tensor's, how many tensors.
+void setParams(LayerModel& m, const ParamCount& p)
+{
+    m.params = p.total();
+    m.largest_param = p.largest;
+    m.param_tensors = p.tensors;
+}
+
 // The worker (backend/engine/model.cpp) on LibTorch 1.13's CPU autograd: what each op saves.
 //  - native_layer_norm saves its input, mean and rstd; the worker's RMSNorm (x.float(), pow, mean, rsqrt,
 //    mul, cast, mul by the weight) saves the fp32 input, rstd, the normalised fp32 (or 16-bit) product;
@@ -933,10 +941,7 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
     } // the attention
     if (kind.ffn == LayerFfn::None) {
         mixerBackward();
-        const ParamCount p = layerParams(x, kind);
-        m.params = p.total();
-        m.largest_param = p.largest;
-        m.param_tensors = p.tensors;
+        setParams(m, layerParams(x, kind));
         return m;
     }
     // pre_mlp_layernorm: its input is the residual after attention.
@@ -1033,10 +1038,7 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * d, kOutside, out); // dropout mask after the MLP
     mixerBackward();
-    const ParamCount p = layerParams(x, kind);
-    m.params = p.total();
-    m.largest_param = p.largest;
-    m.param_tensors = p.tensors;
+    setParams(m, layerParams(x, kind));
     return m;
 }
 
@@ -1547,10 +1549,7 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
             add(m, Tsp * h * mask_byte, kOutside, out); // bias-dropout-add mask [Korthikanti sbh/t]
     } // the attention
     if (kind.ffn == LayerFfn::None) {
-        const ParamCount p = layerParams(x, kind);
-        m.params = p.total();
-        m.largest_param = p.largest;
-        m.param_tensors = p.tensors;
+        setParams(m, layerParams(x, kind));
         return m;
     }
 
@@ -1633,10 +1632,7 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         m.nograd_peak = std::max(m.nograd_peak, 2 * m.residual + m.end_temp);
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * mask_byte, kOutside, out);
-    const ParamCount p = layerParams(x, kind);
-    m.params = p.total();
-    m.largest_param = p.largest;
-    m.param_tensors = p.tensors;
+    setParams(m, layerParams(x, kind));
     return m;
 }
 
@@ -1741,8 +1737,7 @@ ParamCount mtpOutputParams(const Shape& x)
 // outputs) and statistics; the concatenation [.., 2h], kept by eh_proj (its quantized copy under fp8:
 // _concat_embeddings runs in the fp8 context). eh_proj's [T, h/TP] output is gathered over TP and scattered
 // again under SP: the layer's input. Under full recompute the depth is one checkpoint whose new input is the
-// re-embedded tokens
-// (_checkpointed_forward).
+// re-embedded tokens (_checkpointed_forward).
 LayerModel megatronMtpInput(const Shape& x)
 {
     LayerModel m;
@@ -1760,10 +1755,7 @@ LayerModel megatronMtpInput(const Shape& x)
     wgrad(add(m, Tsp * 2 * h * x.qin, kOutside, out), kLoraUnnamed, out);
     m.forward_temp = (t > 1 ? T * h / t * d : 0) + (x.sp ? T * h * d : 0); // eh_proj's output, gathered
     m.temp_at = m.entries.size();
-    const ParamCount p = mtpInputParams(x);
-    m.params = p.total();
-    m.largest_param = p.largest;
-    m.param_tensors = p.tensors;
+    setParams(m, mtpInputParams(x));
     return m;
 }
 
@@ -1782,10 +1774,7 @@ LayerModel megatronMtpOutput(const Shape& x)
     add(m, (x.rms ? 1 : 2) * Tsp * 4, kOutside, out);
     // its slice of the concatenation (the frozen output layer keeps none under PEFT)
     wgrad(add(m, Tsp * h * d, kOutside, out), kLoraUnnamed, out);
-    const ParamCount p = mtpOutputParams(x);
-    m.params = p.total();
-    m.largest_param = p.largest;
-    m.param_tensors = p.tensors;
+    setParams(m, mtpOutputParams(x));
     return m;
 }
 

@@ -88,6 +88,31 @@ Recipe dsaModel()
     return r;
 }
 
+// A small hybrid stack of `pattern` in bf16, its num_layers the pattern's: hidden 1024, 8 heads, seq 2048,
+// the vocabulary 32000 (a multiple of 128: not padded), RMSNorm, no biases, no position table, no dropout;
+// MoE layers of 8 grouped experts of 512, top-2.
+Recipe smallHybrid(const std::string& pattern)
+{
+    Recipe r;
+    r.hybrid_layer_pattern = pattern;
+    r.num_layers = hybridLayerCount(r);
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 2048;
+    r.vocab_size = 32000;
+    r.normalization = "RMSNorm";
+    r.add_bias_linear = false;
+    r.position_embedding_type = "none";
+    r.hidden_dropout = 0.0;
+    r.attention_dropout = 0.0;
+    r.bf16 = true;
+    r.num_moe_experts = 8;
+    r.moe_router_topk = 2;
+    r.moe_ffn_hidden_size = 512;
+    r.moe_grouped_gemm = true;
+    return r;
+}
+
 Recipe choose(Recipe r, const std::string& label)
 {
     return candidateRecipe(std::move(r), *readChoiceSpelling(label));
@@ -377,29 +402,13 @@ void TestEstimator::latentMoe()
     QFETCH(int, latent);
     QFETCH(bool, fp8);
     QFETCH(QString, label);
-    Recipe r;
-    r.hybrid_layer_pattern = "EE";
-    r.num_layers = 2;
-    r.hidden_size = 1024;
-    r.num_attention_heads = 8;
-    r.seq_length = 2048;
+    Recipe r = smallHybrid("EE");
     r.micro_batch_size = 2;
-    r.vocab_size = 32000; // a multiple of 128: not padded
-    r.normalization = "RMSNorm";
-    r.add_bias_linear = false;
-    r.position_embedding_type = "none";
-    r.hidden_dropout = 0.0;
-    r.attention_dropout = 0.0;
-    r.bf16 = true;
     if (fp8)
         r.fp8 = "e4m3";
     r.activation_func = "squared_relu";
     r.use_fused_weighted_squared_relu = true;
-    r.num_moe_experts = 8;
-    r.moe_router_topk = 2;
-    r.moe_ffn_hidden_size = 512;
     r.moe_shared_expert_intermediate_size = 1024;
-    r.moe_grouped_gemm = true;
     if (latent > 0)
         r.moe_latent_size = latent;
     const Validation v = validate(choose(r, label.toStdString()));
@@ -1007,26 +1016,9 @@ void TestEstimator::mtpHybridPatternSpellings()
     QFETCH(bool, bridge);
     QFETCH(int, depths);
     QFETCH(int, built);
-    Recipe r;
-    r.num_layers = 4;
-    r.hidden_size = 1024;
-    r.num_attention_heads = 8;
-    r.seq_length = 2048;
-    r.micro_batch_size = 1;
-    r.vocab_size = 32000;
-    r.normalization = "RMSNorm";
-    r.add_bias_linear = false;
-    r.position_embedding_type = "none";
-    r.hidden_dropout = 0.0;
-    r.attention_dropout = 0.0;
-    r.bf16 = true;
-    r.num_moe_experts = 8;
-    r.moe_router_topk = 2;
-    r.moe_ffn_hidden_size = 512;
-    r.moe_grouped_gemm = true;
+    Recipe r = smallHybrid("*E*E");
     r.front_end = bridge ? InputFormat::BridgeOverrides : InputFormat::MegatronFlags;
-    Recipe none = r;
-    none.hybrid_layer_pattern = "*E*E";
+    const Recipe none = r;
     r.hybrid_layer_pattern = pattern.toStdString();
     if (!legacy.isEmpty())
         r.mtp_hybrid_override_pattern = legacy.toStdString();
@@ -1034,7 +1026,6 @@ void TestEstimator::mtpHybridPatternSpellings()
         r.mtp_num_layers = mtpNumLayers;
     r.mtp_use_repeated_layer = repeated;
     Recipe unified = none; // the unified pattern of as many depths, each layer its own
-    unified.hybrid_layer_pattern = "*E*E";
     for (int d = 0; d < depths; ++d)
         *unified.hybrid_layer_pattern += "/*E";
 
