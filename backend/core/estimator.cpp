@@ -1910,27 +1910,26 @@ struct LayerModels {
     {
         return isMtp(g) ? mtp_pieces[piece(g)] : kinds[static_cast<size_t>(g)];
     }
+    // An MTP depth's own input and output parts (its other pieces are its layers).
+    bool isMtpInput(int g) const { return isMtp(g) && piece(g) == 0; }
+    bool isMtpOutput(int g) const { return isMtp(g) && piece(g) + 1 == mtp_pieces.size(); }
     const LayerModel& of(int g) const
     {
-        if (isMtp(g) && piece(g) == 0)
-            return mtp_input;
-        if (isMtp(g) && piece(g) + 1 == mtp_pieces.size())
-            return mtp_output;
-        return models[static_cast<size_t>(kind(g).id())];
+        return isMtpInput(g) ? mtp_input
+            : isMtpOutput(g) ? mtp_output
+                             : models[static_cast<size_t>(kind(g).id())];
     }
     const ParamCount& paramsOf(int g) const
     {
         if (isMtp(g) && depth(g) >= mtp.built)
             return none;
-        if (isMtp(g) && piece(g) == 0)
-            return mtp_input_params;
-        if (isMtp(g) && piece(g) + 1 == mtp_pieces.size())
-            return mtp_output_params;
-        return params[static_cast<size_t>(kind(g).id())];
+        return isMtpInput(g) ? mtp_input_params
+            : isMtpOutput(g) ? mtp_output_params
+                             : params[static_cast<size_t>(kind(g).id())];
     }
     const ParamCount& adaptersOf(int g) const
     {
-        if (isMtp(g) && (depth(g) >= mtp.built || piece(g) == 0 || piece(g) + 1 == mtp_pieces.size()))
+        if (isMtp(g) && (depth(g) >= mtp.built || isMtpInput(g) || isMtpOutput(g)))
             return none;
         return adapters[static_cast<size_t>(kind(g).id())];
     }
@@ -2454,11 +2453,9 @@ void StageEstimator::layerActivations()
         mtp_output = selective(layers.mtp_output, layers.mtp_pieces.back());
     }
     const auto figsOf = [&](int g) -> const LayerFigures& {
-        if (layers.isMtp(g) && layers.piece(g) == 0)
-            return mtp_input;
-        if (layers.isMtp(g) && layers.piece(g) + 1 == layers.mtp_pieces.size())
-            return mtp_output;
-        return figs[static_cast<size_t>(layers.kind(g).id())];
+        return layers.isMtpInput(g) ? mtp_input
+            : layers.isMtpOutput(g) ? mtp_output
+                                    : figs[static_cast<size_t>(layers.kind(g).id())];
     };
     const auto depthAt
         = [&](size_t j) { return layers.isMtp(st.layers[j]) ? layers.depth(st.layers[j]) : -1; };
