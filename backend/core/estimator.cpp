@@ -3081,8 +3081,8 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                   }() };
         if (isPeft(r))
             e.assumptions.push_back("peft=" + *r.peft
-                + ": the worker freezes nothing and builds no adapter, so this layout is the job trained in "
-                  "full; the Megatron layout models the LoRA job");
+                + ": the worker refuses it (it freezes nothing and builds no adapter), and this layout is the "
+                  "job trained in full (peft=null); the Megatron layout models the LoRA job");
     } else {
         std::ostringstream o;
         o << "parallel: TP " << x.tp << (x.sp ? " (sequence parallel)" : "") << ", PP " << x.pp;
