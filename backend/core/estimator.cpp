@@ -3084,7 +3084,8 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                   }() };
         if (isPeft(r))
             e.assumptions.push_back("peft=" + *r.peft
-                + ": the worker refuses it (it freezes nothing and builds no adapter), and this layout is the "
+                + ": the worker refuses it (it freezes nothing and builds no adapter), and this layout is "
+                  "the "
                   "job trained in full (peft=null); the Megatron layout models the LoRA job");
     } else {
         std::ostringstream o;
