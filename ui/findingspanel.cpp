@@ -27,8 +27,12 @@ FindingsPanel::FindingsPanel(RecipeDocument* document, QWidget* parent)
     top->addWidget(new QLabel(tr("Rules for:")));
     m_format = new QComboBox;
     m_format->addItem(tr("JSON recipe (MCore rules)"), int(InputFormat::Json));
-    m_format->addItem(tr("Bridge overrides (+ B1-B9)"), int(InputFormat::BridgeOverrides));
-    m_format->addItem(tr("Megatron-LM flags (+ M1-M6)"), int(InputFormat::MegatronFlags));
+    m_format->addItem(tr("Bridge overrides (+ %1)")
+                          .arg(QString::fromStdString(frontEndRuleRange(InputFormat::BridgeOverrides))),
+        int(InputFormat::BridgeOverrides));
+    m_format->addItem(tr("Megatron-LM flags (+ %1)")
+                          .arg(QString::fromStdString(frontEndRuleRange(InputFormat::MegatronFlags))),
+        int(InputFormat::MegatronFlags));
     m_format->setToolTip(tr("The front-end rules depend on how the recipe reaches Megatron: Bridge's "
                             "overrides or Megatron-LM's argument parser."));
     top->addWidget(m_format);

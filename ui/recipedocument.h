@@ -23,7 +23,7 @@ public:
 
     const Recipe& recipe() const { return m_recipe; }
     const Validation& validation() const { return m_validation; }
-    // Which front-end rules apply (M1-M6 for flags, B1-B9 for overrides, MCore only for JSON).
+    // Which front-end rules apply (M for flags, B for overrides: frontEndRuleRange; MCore only for JSON).
     InputFormat inputFormat() const { return m_format; }
     void setInputFormat(InputFormat format);
 

@@ -11,6 +11,7 @@
 #include <QStringList>
 
 #include "core/recipe_json.h"
+#include "core/rules.h"
 
 namespace rs::cli {
 
@@ -343,11 +344,15 @@ std::vector<VerbSpec> makeVerbTable()
             "input or the worker did not start, 130 interrupted." },
         { "validate", "check a recipe against Megatron's rules for a profile", { kRecipeForm },
             "Checks a recipe against the Megatron Core rules of the profile's revision, in Megatron's "
-            "evaluation order. Bridge overrides also get the Megatron Bridge rules (B1-B9), Megatron-LM "
-            "flags the Megatron-LM argument rules (M1-M6). Each finding shows its severity, rule id, fields, "
-            "message, fix-it and source (file:line at the profile's commit); `recompute explain RULE_ID` "
-            "tells more about a rule.\nExit: 0 no error finding, 1 an error finding, 2 the input is "
-            "unusable." },
+            "evaluation order. Bridge overrides also get the Megatron Bridge rules ("
+                + frontEndRuleRange(InputFormat::BridgeOverrides)
+                + "), Megatron-LM flags the Megatron-LM argument rules ("
+                + frontEndRuleRange(InputFormat::MegatronFlags)
+                + "). Each finding shows its severity, rule id, fields, "
+                  "message, fix-it and source (file:line at the profile's commit); `recompute explain "
+                  "RULE_ID` "
+                  "tells more about a rule.\nExit: 0 no error finding, 1 an error finding, 2 the input is "
+                  "unusable." },
     };
 }
 

@@ -1318,7 +1318,9 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     add(m, Tsp * h * d, kOutside, bit(kNorm1), bit(kNorm1));
     add(m, 2 * Tsp * 4, kNorm1, bit(kNorm1));
     const uint32_t up_of_hidden = x.ql > 0 ? 0 : bit(kMlaUp);
-    add(m, Tsp * h * d, kNorm1, out | idx_saver | up_of_hidden, bit(kCoreAttn) | up_of_hidden, true);
+    // Under PEFT: the down projections', linear_q_proj's and the indexer's linears' (frozen, unnamed) input.
+    wgrad(add(m, Tsp * h * d, kNorm1, out | idx_saver | up_of_hidden, bit(kCoreAttn) | up_of_hidden, true),
+        (x.ql > 0 ? kLoraQDown : kLoraQProj) | kLoraKvDown | kLoraUnnamed, out | idx_saver | up_of_hidden);
     if (x.ql > 0) {
         // q_layernorm is not fused into linear_q_up_proj (the indexer needs the normalised q:
         // experimental_attention_variant_module_specs.py:123-126): it keeps q_compressed and its statistics;
@@ -1326,7 +1328,8 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
         // checkpoints.
         add(m, Tsp * x.ql * d, kOutside, out);
         add(m, 2 * Tsp * 4, kOutside, out);
-        add(m, Tsp * x.ql * d, kOutside, bit(kMlaUp) | idx_saver, bit(kMlaUp) | bit(kCoreAttn));
+        wgrad(add(m, Tsp * x.ql * d, kOutside, bit(kMlaUp) | idx_saver, bit(kMlaUp) | bit(kCoreAttn)),
+            kLoraQUp | kLoraUnnamed, bit(kMlaUp) | idx_saver);
     }
     // kv_layernorm keeps its input, a view of linear_kv_down_proj's output (:482, :520); its output (gathered
     // under SP: :524) and k_pos_emb (gathered under SP: :500; at TP 1 a view) enter the up-projection, whose
@@ -1357,8 +1360,8 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
         // statistics; RoPE (rope_utils.py:133-136: multiplies by cos / sin) and the weights' scaling keep
         // nothing.
         if (t > 1) {
-            add(m, T * h * d, kCoreAttn, bit(kCoreAttn));
-            add(m, T * qw * d, kCoreAttn, bit(kCoreAttn));
+            wgrad(add(m, T * h * d, kCoreAttn, bit(kCoreAttn)), kLoraUnnamed, bit(kCoreAttn));
+            wgrad(add(m, T * qw * d, kCoreAttn, bit(kCoreAttn)), kLoraUnnamed, bit(kCoreAttn));
         }
         add(m, T * id * d, kCoreAttn, bit(kCoreAttn));
         add(m, 2 * T * 4, kCoreAttn, bit(kCoreAttn));
@@ -1429,7 +1432,7 @@ void megatronDsa(LayerModel& m, const Shape& x, bool indexer)
     if (loss)
         add(m, idx_out, kCoreAttn, bit(kCoreAttn));
     // The einsum's output made contiguous: the core's output, linear_proj's input (absorbed_mla.py:902).
-    add(m, T * np * x.dv * d, kCoreAttn, out, 0, true);
+    wgrad(add(m, T * np * x.dv * d, kCoreAttn, out, 0, true), kLoraProj, out);
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * 1, kOutside, out);
 
@@ -3273,8 +3276,9 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                   }() };
         if (isPeft(r))
             e.assumptions.push_back("peft=" + *r.peft
-                + ": the worker freezes nothing and builds no adapter, so this layout is the job trained in "
-                  "full; the Megatron layout models the LoRA job");
+                + ": the worker refuses it (it freezes nothing and builds no adapter), and this layout is "
+                  "the "
+                  "job trained in full (peft=null); the Megatron layout models the LoRA job");
     } else {
         std::ostringstream o;
         o << "parallel: TP " << x.tp << (x.sp ? " (sequence parallel)" : "") << ", PP " << x.pp;
@@ -3305,8 +3309,8 @@ MemoryEstimate estimateMemory(const Recipe& r, Layout layout)
                 + (targets.empty() ? std::string("no module of this model") : targets)
                 + "; every other parameter frozen (no gradient, main copy or optimizer state), and a frozen "
                   "linear keeps no input for a weight gradient"
-                + (isDsaModel(r) ? std::string("; DSA layers' frozen projections are counted as trained "
-                                               "(their saved inputs kept: the estimate is high there)")
+                + (isDsaModel(r) ? std::string("; in DSA layers the absorbed up-projection's products keep "
+                                               "their inputs as in training (high there)")
                                  : std::string()));
         }
         if (x.te) {

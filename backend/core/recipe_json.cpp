@@ -11,6 +11,7 @@
 #include <set>
 #include <variant>
 
+#include "core/overrides.h"
 #include "core/pipeline_layout.h"
 
 namespace rs {
@@ -776,6 +777,23 @@ Recipe recipeFromJson(const nlohmann::json& j, const std::string& where)
         if (key.find('.') != std::string::npos || !findField(key))
             unknown(key);
         setRecipeField(r, key, it.value(), where);
+    }
+    // Overrides an earlier version kept verbatim (no field modelled them then: a pipeline layout, a peft
+    // section) that name a field now: read into it, as Bridge applies them on top of the rest, so a recipe
+    // stored before the field came estimates with it.
+    std::vector<std::string> now_fields, still_kept;
+    for (const std::string& o : r.extra_overrides) {
+        const std::string key = o.substr(0, o.find('='));
+        const bool plain = !key.empty() && key.find_first_of("+~") != 0 && o.find('=') != std::string::npos;
+        (plain && !bridgeOverrideField(key).empty() ? now_fields : still_kept).push_back(o);
+    }
+    if (!now_fields.empty()) {
+        r.extra_overrides = still_kept;
+        try {
+            r = recipeFromBridgeOverrides(now_fields, r);
+        } catch (const RecipeError& e) {
+            throw RecipeError(e.field, where, "extra_overrides: " + e.message);
+        }
     }
     return r;
 }

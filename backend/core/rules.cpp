@@ -522,6 +522,26 @@ Validation validate(const Recipe& recipe, InputFormat format)
     return v;
 }
 
+std::string frontEndRuleRange(InputFormat format)
+{
+    const unsigned bit = formatBit(format);
+    std::string prefix;
+    int lo = 0, hi = 0;
+    for (const Row& row : ruleRows()) {
+        if (row.formats != bit)
+            continue;
+        const std::string id = row.id;
+        const size_t digits = id.find_first_of("0123456789");
+        if (digits != 1)
+            continue; // B / M: Bridge's and Megatron-LM's own; RS rules are ours, whatever the front end
+        prefix = id.substr(0, digits);
+        const int n = std::stoi(id.substr(digits));
+        lo = lo == 0 ? n : std::min(lo, n);
+        hi = std::max(hi, n);
+    }
+    return prefix.empty() ? std::string() : prefix + std::to_string(lo) + "-" + prefix + std::to_string(hi);
+}
+
 const std::vector<RuleInfo>& ruleCatalogue()
 {
     static const std::vector<RuleInfo> catalogue = [] {

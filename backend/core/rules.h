@@ -77,6 +77,9 @@ struct RuleInfo {
 
 const std::vector<RuleInfo>& ruleCatalogue();
 const RuleInfo* findRule(const std::string& id);
+// The rules only one front end gets, as a range of their ids ("B1-B10" for Bridge overrides, "M1-M12" for
+// Megatron-LM flags; "" for JSON, which gets none of its own): what the interfaces name beside a front end.
+std::string frontEndRuleRange(InputFormat format);
 
 // The recompute labels: which exist on a profile, and whether one has any effect on this architecture.
 // Their facts are the label table's (recompute_labels.h).

@@ -389,6 +389,13 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
                   "For this recipe's memory and time on one GPU run the real job as one rank of its layout "
                   "(recompute sweep --job ... --one-rank), or read the estimate (recompute estimate), which "
                   "models FP8");
+    // Bridge's LoRA freezes the model and trains adapters; the worker builds neither.
+    if (r.peft)
+        throw EngineError("peft.scheme",
+            "the worker trains every parameter and builds no LoRA adapter (allowed: peft unset). For this "
+            "LoRA job's memory on one GPU run the real job as one rank of its layout (recompute sweep --job "
+            "... --one-rank), or read the estimate (recompute estimate), which models Bridge's LoRA; "
+            "peft=null measures the job trained in full");
     // GatedDeltaNet layers come from linear_attention_freq (a GPT model) or 'G' (a hybrid stack); the
     // variant names them. gdn2's gates and kernel differ (gated_delta_net/gdn2.py): not built.
     const std::string variant = r.experimental_attention_variant.value_or("");

@@ -165,6 +165,7 @@ private Q_SLOTS:
     void peftFreezesTheBase_data();
     void peftFreezesTheBase();
     void peftTrainsTheAdaptersOnly();
+    void peftOnDsaLayers();
     void mtpAddsItsDepths_data();
     void mtpAddsItsDepths();
     void mtpHybridPatternSpellings_data();
@@ -1173,4 +1174,22 @@ void TestEstimator::peftTrainsTheAdaptersOnly()
     QCOMPARE(static_cast<double>(p.category("main_parameters")), adapters * 4);
     QCOMPARE(static_cast<double>(p.category("optimizer_states")), adapters * 8);
     QCOMPARE(static_cast<double>(f.category("optimizer_states")), P * 8); // the full job's, for contrast
+}
+
+// PEFT on a DSA layer (the small DSA model, TP 1, no recompute), nothing adapted: the frozen down projections
+// and the indexer's linears keep no hidden state (Tsp x h), linear_q_up_proj no normalised compressed query
+// (Tsp x q_lora_rank), linear_proj no context (T x heads x v_head_dim), the MLP's FC1 no normalised input
+// (T x h) and FC2 no activation (T x ffn): all 16-bit.
+void TestEstimator::peftOnDsaLayers()
+{
+    Recipe full = dsaModel();
+    Recipe frozen = full;
+    frozen.peft = "lora";
+    frozen.peft_target_modules = { "in_proj" };
+    const double T = full.seq_length, h = full.hidden_size, ql = *full.q_lora_rank, F = *full.ffn_hidden_size;
+    const double heads_dv = full.num_attention_heads * full.v_head_dim;
+    const auto perLayer = [](const Recipe& r) {
+        return static_cast<double>(activationsPerLayer(validate(r).resolved, Layout::Megatron).dense);
+    };
+    QCOMPARE(perLayer(full) - perLayer(frozen), 2 * (T * h + T * ql + T * heads_dv + T * h + T * F));
 }

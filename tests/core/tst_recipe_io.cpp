@@ -300,6 +300,7 @@ private slots:
     void jsonRoundTrip();
     void jsonWritesEveryFieldWithSchemaVersion();
     void jsonUnsetKeysTakeDefaults();
+    void jsonReadsKeptOverridesThatAreFieldsNow();
     void jsonKeepsValuesTheRulesEngineJudges();
     void jsonMoeLayerFreqIntOrList();
     void jsonErrors_data();
@@ -446,6 +447,30 @@ void TestRecipeIo::jsonUnsetKeysTakeDefaults()
     expected.num_layers = 4;
     expected.overlap_moe_expert_parallel_comm = true;
     QCOMPARE(r, expected);
+}
+
+// A recipe stored by an earlier version kept the overrides no field modelled then (a Bridge recipe's
+// pipeline layout, its peft section) verbatim in extra_overrides: read now, those that name a field are read
+// into it, the others stay kept; a value the field refuses names extra_overrides.
+void TestRecipeIo::jsonReadsKeptOverridesThatAreFieldsNow()
+{
+    const Recipe r = recipeFromJsonText(R"({"num_layers": 8, "front_end": "bridge_overrides",
+        "extra_overrides": ["peft=lora", "peft.dim=8", "model.pipeline_model_parallel_layout=Ett|ttL",
+                            "model.apply_rope_fusion=true", "++model.new_thing=1", "~model.other"]})");
+    QCOMPARE(r.peft, std::optional<std::string>("lora"));
+    QCOMPARE(r.peft_dim, 8);
+    QVERIFY(r.pipeline_model_parallel_layout.has_value());
+    QCOMPARE(r.extra_overrides,
+        (std::vector<std::string> { "model.apply_rope_fusion=true", "++model.new_thing=1", "~model.other" }));
+    // Written and read again, the same recipe.
+    QCOMPARE(recipeFromJson(recipeToJson(r)), r);
+    try {
+        recipeFromJsonText(R"({"extra_overrides": ["peft.dim=eight"]})");
+        QFAIL("a kept override that its field refuses was taken");
+    } catch (const RecipeError& e) {
+        QCOMPARE(QString::fromStdString(e.field), QStringLiteral("peft.dim"));
+        QVERIFY2(QString::fromStdString(e.message).startsWith(QStringLiteral("extra_overrides: ")), e.what());
+    }
 }
 
 void TestRecipeIo::jsonKeepsValuesTheRulesEngineJudges()

@@ -723,6 +723,7 @@ private slots:
     void fires_data();
     void fires();
     void everyRuleHasBothCases();
+    void frontEndRuleRanges();
     void exactMessages_data();
     void exactMessages();
     void adjustmentsResolved_data();
@@ -810,6 +811,14 @@ void TestRules::everyRuleHasBothCases()
                     + (fires ? QStringLiteral(" (no quiet case)") : QStringLiteral(" (no firing case)"));
     }
     QVERIFY2(missing.isEmpty(), qPrintable(missing.join(QLatin1Char('\n'))));
+}
+
+// What the interfaces name beside each front end, from the table: Bridge's own rules and Megatron-LM's.
+void TestRules::frontEndRuleRanges()
+{
+    QCOMPARE(frontEndRuleRange(InputFormat::BridgeOverrides), std::string("B1-B10"));
+    QCOMPARE(frontEndRuleRange(InputFormat::MegatronFlags), std::string("M1-M12"));
+    QCOMPARE(frontEndRuleRange(InputFormat::Json), std::string());
 }
 
 void TestRules::exactMessages_data()

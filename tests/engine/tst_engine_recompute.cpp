@@ -271,12 +271,14 @@ void TestEngineRecompute::refusesLabelsItCannotModel()
     }
 }
 
-// FP8 / FP4 are Transformer Engine's: the worker refuses them by field and names what measures them instead.
+// FP8 / FP4 are Transformer Engine's, LoRA Bridge's: the worker refuses them by field and names what measures
+// them instead.
 void TestEngineRecompute::refusesFp8AndFp4_data()
 {
     QTest::addColumn<QString>("field");
     QTest::newRow("fp8") << QStringLiteral("fp8");
     QTest::newRow("fp4") << QStringLiteral("fp4");
+    QTest::newRow("peft (Bridge's LoRA)") << QStringLiteral("peft.scheme");
 }
 
 void TestEngineRecompute::refusesFp8AndFp4()
@@ -285,8 +287,10 @@ void TestEngineRecompute::refusesFp8AndFp4()
     Recipe r = tinyRecipe(Arch::DenseUnfused);
     if (field == QStringLiteral("fp8"))
         r.fp8 = "hybrid";
-    else
+    else if (field == QStringLiteral("fp4"))
         r.fp4 = "e2m1";
+    else
+        r.peft = "lora";
     try {
         engine::recomputePlan(r, engine::modelConfig(r));
         QFAIL("the recipe was accepted");

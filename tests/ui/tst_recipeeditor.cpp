@@ -450,7 +450,7 @@ private slots:
     }
 
     // Issue 29 item 7: a whole Megatron-LM line pasted into the flags view is another job: it takes its own
-    // name (never the recipe open before) and the Megatron-LM rules (M1-M6).
+    // name (never the recipe open before) and the Megatron-LM rules (M1-M12).
     void aWholeLinePastedIntoTheFlagsIsANewJob()
     {
         m_document->setRecipe(presetRecipe(QStringLiteral("moonlight-mla-moe")));
