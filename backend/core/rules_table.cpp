@@ -1786,7 +1786,7 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return c.selective() && c.has("mla_up_proj") && c.r.multi_latent_attention && c.r.experimental_attention_variant.value_or("") == "dsa" && (c.fp8() || c.fp4()); }, nullptr, nullptr,
       [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mla_up_proj" }, "drop 'mla_up_proj'"); },
       "drop 'mla_up_proj'", "the guide: 'Absorbed MLA paths have additional FP8/FP4 restrictions'" },
-    { "RT8", "*", kAnyFormat, W, "recompute_num_layers mtp_num_layers",
+    { "RT8", "*", kAnyFormat, E, "recompute_num_layers mtp_num_layers",
       "full uniform recompute with MTP needs recompute_num_layers == 1 (assert at the first forward)",
       "recompute_num_layers must be 1 for MTP recompute",
       MC, { { "main", "megatron/core/transformer/multi_token_prediction.py:1621-1627,1705" } },
