@@ -2390,12 +2390,32 @@ void StageEstimator::persistentState()
                 "the top-k indices and lengths each of the stage's computing layers leaves for the layers "
                 "that reuse them (int32 [b, s, top-k] and [b, s]), replaced by the next forward");
         }
-        const double per_mb_inputs = T * (8 + 8 + 4 + 8) + x.b * x.s * x.s * x.cp;
-        base.add("other", "batch: tokens, labels, loss mask, position ids, attention mask", per_mb_inputs,
-            "megatron/training/utils.py get_batch_on_this_tp_rank",
-            "one micro-batch; the bool [b, 1, s, s] mask of create_attention_mask_in_dataloader "
-            "(Megatron-LM's "
-            "default); the next micro-batch's prefetch left out");
+        // The micro-batch on the GPU: only a stage that runs the embedding, the loss or an MTP depth takes
+        // one; a middle stage's get_batch returns before the data iterator (pretrain_gpt.py get_batch,
+        // Bridge's gpt_step.py get_batch). Megatron-LM moves every key of the batch to the GPU on TP rank 0;
+        // Bridge moves what the stage reads (tokens and positions at the embedding or MTP, labels and the
+        // loss mask at the loss) and the [b, 1, s, s] mask only when the dataset is asked for it.
+        if (st.first || st.last || st.mtp_depths > 0) {
+            const bool bridge = r.front_end == InputFormat::BridgeOverrides;
+            const bool in = st.first || st.mtp_depths > 0;
+            const double ids = bridge ? (in ? 16 : 0) + (st.last ? 12 : 0) : 8 + 8 + 4 + 8;
+            const double mask = r.create_attention_mask_in_dataloader ? x.b * x.s * x.s * x.cp : 0;
+            base.add("other",
+                std::string(bridge ? "batch: " : "batch: tokens, labels, loss mask, position ids")
+                    + (bridge ? std::string(in ? "tokens, position ids" : "")
+                            + (in && st.last ? ", " : "") + (st.last ? "labels, loss mask" : "")
+                              : std::string())
+                    + (mask > 0 ? ", attention mask" : ""),
+                T * ids + mask,
+                bridge ? "megatron/bridge/training/gpt_step.py get_batch_from_iterator (Bridge 067f987d)"
+                       : "pretrain_gpt.py get_batch, megatron/training/utils.py get_batch_on_this_tp_rank",
+                std::string("one micro-batch; ")
+                    + (mask > 0 ? "the bool [b, 1, s, s] mask of create_attention_mask_in_dataloader"
+                                : "no attention mask (create_attention_mask_in_dataloader false"
+                                  + std::string(bridge ? ": Bridge's skip_getting_attention_mask_from_dataset" : "")
+                                  + ")")
+                    + "; the next micro-batch's prefetch left out");
+        }
         // The TE spec's layers run their GEMMs through Transformer Engine (the output layer is Megatron's own
         // ColumnParallelLinear: a stage of no layer runs none); MoE layers with moe_grouped_gemm build
         // TEGroupedMLP (TESpecProvider.grouped_mlp_modules), whose grouped GEMMs take the per-stream ones.

@@ -62,6 +62,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--apply-query-key-layer-scaling", Arity::Switch, "apply_query_key_layer_scaling" },
         { "--no-masked-softmax-fusion", Arity::Switch, "" },
         { "--no-gradient-accumulation-fusion", Arity::Switch, "" },
+        { "--no-create-attention-mask-in-dataloader", Arity::Switch, "" },
         { "--multi-latent-attention", Arity::Switch, "multi_latent_attention" },
         { "--q-lora-rank", Arity::Value, "q_lora_rank" },
         { "--kv-lora-rank", Arity::Value, "kv_lora_rank" },
@@ -521,6 +522,9 @@ Recipe recipeFromMegatronFlags(const std::vector<std::string>& args, Recipe base
         } else if (flag == "--no-masked-softmax-fusion") {
             base.masked_softmax_fusion = false; // store_false, dest masked_softmax_fusion
             markExplicit(base, "masked_softmax_fusion");
+        } else if (flag == "--no-create-attention-mask-in-dataloader") {
+            base.create_attention_mask_in_dataloader = false; // store_false, same dest
+            markExplicit(base, "create_attention_mask_in_dataloader");
         } else if (flag == "--checkpoint-activations") {
             base.checkpoint_activations_flag = flag; // the rules engine raises M1 for it
         } else if (flag == "--no-check-for-nan-in-loss-and-grad") {
@@ -836,6 +840,11 @@ std::vector<std::string> recipeToMegatronFlags(const Recipe& r)
         }
         if (flag == "--no-gradient-accumulation-fusion") {
             if (!r.gradient_accumulation_fusion)
+                out.push_back(flag);
+            continue;
+        }
+        if (flag == "--no-create-attention-mask-in-dataloader") {
+            if (!r.create_attention_mask_in_dataloader)
                 out.push_back(flag);
             continue;
         }

@@ -40,6 +40,13 @@ bool isStudioField(const std::string& key)
     return contains(kStudioFields, key);
 }
 
+// Fields whose Bridge key says the opposite (share_embeddings_and_output_weights,
+// skip_getting_attention_mask_from_dataset).
+bool isNegatedInBridge(const std::string& field)
+{
+    return field == "untie_embeddings_and_output_weights" || field == "create_attention_mask_in_dataloader";
+}
+
 // The Bridge keys a field is written under (ConfigContainer section.field); empty for ours.
 std::vector<std::string> bridgeKeys(const std::string& field)
 {
@@ -61,6 +68,8 @@ std::vector<std::string> bridgeKeys(const std::string& field)
         return { "optimizer." + field }; // OptimizerConfig's
     if (field == "untie_embeddings_and_output_weights")
         return { "model.share_embeddings_and_output_weights" };
+    if (field == "create_attention_mask_in_dataloader")
+        return { "dataset.skip_getting_attention_mask_from_dataset" };
     return { "model." + field };
 }
 
@@ -515,7 +524,7 @@ std::vector<std::string> recipeToBridgeOverrides(const Recipe& r)
         nlohmann::json value = recipeFieldValue(r, field);
         if (value == recipeFieldValue(defaults, field) && !isExplicit(r, field))
             continue;
-        if (field == "untie_embeddings_and_output_weights")
+        if (isNegatedInBridge(field))
             value = !value.get<bool>();
         for (const std::string& key : keys)
             out.push_back(key + "=" + valueText(value));
@@ -656,10 +665,10 @@ Recipe recipeFromBridgeOverrides(const std::vector<std::string>& args, Recipe ba
             }
         }
         if (!field.empty()) {
-            if (field == "untie_embeddings_and_output_weights") {
+            if (isNegatedInBridge(field)) {
                 Recipe probe;
                 setFromHydra(probe, "sequence_parallel", *o.value, where); // a bool, Hydra's way
-                base.untie_embeddings_and_output_weights = !probe.sequence_parallel;
+                setRecipeField(base, field, !probe.sequence_parallel, where);
             } else {
                 setFromHydra(base, field, *o.value, where);
             }

@@ -38,6 +38,11 @@ struct Recipe {
     int seq_length = 4096;
     int micro_batch_size = 1;
     std::optional<int> global_batch_size;
+    // Megatron-LM's create_attention_mask_in_dataloader (--no-create-attention-mask-in-dataloader; default
+    // True): the dataset builds the bool [b, 1, s, s] mask and get_batch moves it to the GPU. Bridge's
+    // dataset.skip_getting_attention_mask_from_dataset is its negation, True by default (its
+    // GPTDatasetConfig; training/config.py:251 at 067f987d), so a Bridge job moves no mask.
+    bool create_attention_mask_in_dataloader = true;
     std::string normalization = "LayerNorm"; // LayerNorm | RMSNorm
     bool gated_linear_unit = false; // true + activation_func silu = SwiGLU
     std::string activation_func = "gelu"; // gelu | silu | squared_relu (relu(x)^2: Nemotron-H)

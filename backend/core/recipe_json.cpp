@@ -199,6 +199,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "seq_length", &Recipe::seq_length },
         { "micro_batch_size", &Recipe::micro_batch_size },
         { "global_batch_size", &Recipe::global_batch_size },
+        { "create_attention_mask_in_dataloader", &Recipe::create_attention_mask_in_dataloader },
         { "normalization", &Recipe::normalization },
         { "gated_linear_unit", &Recipe::gated_linear_unit },
         { "activation_func", &Recipe::activation_func },
@@ -986,6 +987,10 @@ Recipe frontEndDefaults(InputFormat frontEnd, Profile profile)
         // 067f987d): fusions.can_enable_gradient_accumulation_fusion(), True where Transformer Engine or
         // apex's kernel is installed, as on the clusters these recipes name.
         r.gradient_accumulation_fusion = true;
+        // Bridge's GPTDatasetConfig: skip_getting_attention_mask_from_dataset True (training/config.py:251
+        // at 067f987d; recipes/common.py:102 says it again); its SFT configs have no such field and
+        // gpt_step.py reads it with getattr(..., True).
+        r.create_attention_mask_in_dataloader = false;
         break;
     }
     return r;

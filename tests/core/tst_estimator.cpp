@@ -162,6 +162,8 @@ private Q_SLOTS:
     void everyTermHasSourceAndNote();
     void teCublasWorkspaces_data();
     void teCublasWorkspaces();
+    void batchOnTheStagesThatReadIt_data();
+    void batchOnTheStagesThatReadIt();
     void peftFreezesTheBase_data();
     void peftFreezesTheBase();
     void peftTrainsTheAdaptersOnly();
@@ -779,6 +781,55 @@ void TestEstimator::sizesItDoesNotTakeAreNotEstimated()
 // nvte_get_num_compute_streams) on a stage whose MoE layers run TE's grouped GEMM. Kept for the whole run:
 // the same bytes in every phase and in the first iteration. None without Transformer Engine (the local spec)
 // and none in the worker's layout (LibTorch, no TE).
+// The micro-batch on the GPU (pretrain_gpt.py get_batch at Megatron-LM d98e8a64; Bridge's gpt_step.py
+// get_batch_from_iterator at 067f987d): a middle pipeline stage reads none; Megatron-LM moves every key
+// (int64 tokens, labels, positions, fp32 loss mask: 28 bytes a token) and the bool [b, 1, s, s] mask;
+// Bridge moves tokens and positions where the embedding is (16 bytes), labels and the loss mask where the
+// loss is (12 bytes), and no mask (skip_getting_attention_mask_from_dataset True).
+void TestEstimator::batchOnTheStagesThatReadIt_data()
+{
+    QTest::addColumn<int>("frontEnd"); // InputFormat
+    QTest::addColumn<int>("pp");
+    QTest::addColumn<bool>("mask"); // create_attention_mask_in_dataloader
+    QTest::addColumn<QList<qint64>>("perStage"); // the term's bytes on each stage
+    const qint64 T = 2 * 2048, mask = 2LL * 2048 * 2048; // gpt(): micro-batch 2, seq 2048
+    const int lm = static_cast<int>(InputFormat::MegatronFlags), br = static_cast<int>(InputFormat::BridgeOverrides);
+    QTest::newRow("Megatron-LM, PP 1") << lm << 1 << true << QList<qint64> { 28 * T + mask };
+    QTest::newRow("Megatron-LM, PP 4: first and last only")
+        << lm << 4 << true << QList<qint64> { 28 * T + mask, 0, 0, 28 * T + mask };
+    QTest::newRow("Megatron-LM, --no-create-attention-mask-in-dataloader")
+        << lm << 2 << false << QList<qint64> { 28 * T, 28 * T };
+    QTest::newRow("Bridge, PP 1") << br << 1 << false << QList<qint64> { 28 * T };
+    QTest::newRow("Bridge, PP 4") << br << 4 << false << QList<qint64> { 16 * T, 0, 0, 12 * T };
+    QTest::newRow("Bridge, mask asked for") << br << 2 << true << QList<qint64> { 16 * T + mask, 12 * T + mask };
+}
+
+void TestEstimator::batchOnTheStagesThatReadIt()
+{
+    QFETCH(int, frontEnd);
+    QFETCH(int, pp);
+    QFETCH(bool, mask);
+    QFETCH(QList<qint64>, perStage);
+    Recipe r = gpt();
+    r.front_end = static_cast<InputFormat>(frontEnd);
+    r.pipeline_model_parallel_size = pp;
+    r.create_attention_mask_in_dataloader = mask;
+    const MemoryEstimate e = estimateMemory(validate(r).resolved, Layout::Megatron);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    QCOMPARE(static_cast<qsizetype>(e.ranks.size()), perStage.size());
+    for (size_t p = 0; p < e.ranks.size(); ++p) {
+        for (const PhaseEstimate& phase : e.ranks[p].phases) {
+            qint64 bytes = 0;
+            for (const MemoryTerm& t : phase.terms)
+                if (t.name.rfind("batch:", 0) == 0) {
+                    QCOMPARE(t.name.find("attention mask") != std::string::npos, mask);
+                    bytes += t.bytes;
+                }
+            QCOMPARE(bytes, perStage[static_cast<qsizetype>(p)]);
+        }
+    }
+}
+
 void TestEstimator::teCublasWorkspaces_data()
 {
     QTest::addColumn<QString>("impl"); // transformer_impl

@@ -66,6 +66,7 @@ Recipe fullRecipe()
     r.seq_length = 1024;
     r.micro_batch_size = 2;
     r.global_batch_size = 16;
+    r.create_attention_mask_in_dataloader = false;
     r.normalization = "RMSNorm";
     r.gated_linear_unit = true;
     r.activation_func = "silu";
@@ -1132,11 +1133,12 @@ void TestRecipeIo::overridesWriteOnlyDifferences()
     QCOMPARE(QString::fromStdString(studioCommentLine(r)),
         QStringLiteral("# studio: name='null' profile=bridge-pin"));
     // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024,
-    // its attention_softmax_in_fp32 True, its masked_softmax_fusion, gradient_accumulation_fusion and
+    // its attention mask (Bridge skips it), its attention_softmax_in_fp32 True, its masked_softmax_fusion, gradient_accumulation_fusion and
     // deallocate_pipeline_outputs False (GPTModelProvider's are False, True, True and True).
     const std::vector<std::string> json = recipeToBridgeOverrides(Recipe {});
     QCOMPARE(join(json),
-        QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 model.attention_softmax_in_fp32=true "
+        QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 "
+                       "dataset.skip_getting_attention_mask_from_dataset=false model.attention_softmax_in_fp32=true "
                        "model.masked_softmax_fusion=false model.gradient_accumulation_fusion=false "
                        "model.deallocate_pipeline_outputs=false"));
     r.recompute_modules = std::vector<std::string> {};
@@ -1385,6 +1387,9 @@ void TestRecipeIo::flagForms_data()
     row("gradient accumulation fused by default", {}, "gradient_accumulation_fusion", "true");
     row("no gradient accumulation fusion", { "--no-gradient-accumulation-fusion" },
         "gradient_accumulation_fusion", "false");
+    row("attention mask by default", {}, "create_attention_mask_in_dataloader", "true");
+    row("no attention mask", { "--no-create-attention-mask-in-dataloader" },
+        "create_attention_mask_in_dataloader", "false");
     row("bias by default", {}, "add_bias_linear", "true");
     row("no bias", { "--disable-bias-linear" }, "add_bias_linear", "false");
     row("qkv bias", { "--add-qkv-bias" }, "add_qkv_bias", "true");
