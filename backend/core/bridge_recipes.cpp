@@ -6,6 +6,7 @@
 #include "core/bridge_recipes.h"
 
 #include <algorithm>
+#include <cmath>
 #include <map>
 #include <mutex>
 
@@ -229,6 +230,13 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
             continue;
         if (v.is_object() || (v.is_string() && v.get<std::string>().rfind("<", 0) == 0))
             continue; // a nested object or a callable: nothing an override can say
+        // The HF-derived providers pass rope_theta as a float (500000.0) where TransformerConfig annotates
+        // rotary_base int; RoPE only divides by it (rotary_pos_embedding.py), so a whole float is that int.
+        if (k == "rotary_base" && v.is_number_float() && std::isfinite(v.get<double>())
+            && v.get<double>() == std::floor(v.get<double>()) && std::abs(v.get<double>()) < 1e15) {
+            words.push_back(key + "=" + std::to_string(static_cast<long long>(v.get<double>())));
+            continue;
+        }
         words.push_back(key + "=" + hydra(v));
     }
     const auto section
@@ -251,8 +259,11 @@ BridgeJob bridgeJob(std::string_view name, std::optional<int> world_size,
     for (const char* k : { "use_distributed_optimizer", "grad_reduce_in_fp32", "fp8_param_gather" })
         if (ddp.contains(k) && !ddp[k].is_null())
             words.push_back(std::string("ddp.") + k + "=" + hydra(ddp[k]));
+    // CommOverlapConfig's None is "not asked for": only True turns the overlap on (comm_overlap.py:397,478
+    // at 067f987d), so a null is left to the field's default, off.
     if (r.contains("comm_overlap") && r["comm_overlap"].is_object()
-        && r["comm_overlap"].contains("overlap_moe_expert_parallel_comm"))
+        && r["comm_overlap"].contains("overlap_moe_expert_parallel_comm")
+        && !r["comm_overlap"]["overlap_moe_expert_parallel_comm"].is_null())
         words.push_back("comm_overlap.overlap_moe_expert_parallel_comm="
             + hydra(r["comm_overlap"]["overlap_moe_expert_parallel_comm"]));
     // PEFT (ConfigContainer.peft): LoRA with its rank, scale, dropout and targets; the rest of the section

@@ -27,6 +27,7 @@ class TestBridgeRecipes : public QObject {
 private Q_SLOTS:
     void everyTextRecipeEstimatesOrSaysWhyNot();
     void moonlightIsTheGuidesJob();
+    void tableValuesAreTaken();
     void loraRecipesTrainTheAdaptersOnly_data();
     void loraRecipesTrainTheAdaptersOnly();
     void nemotron3NanoIsTheGuidesJob();
@@ -160,6 +161,37 @@ void TestBridgeRecipes::everyTextRecipeEstimatesOrSaysWhyNot()
     // (noValues). qwen3_next_80b_a3b_peft raises before it builds one (bridgeRaised).
     QCOMPARE(lora, 68);
     QCOMPARE(estimated + bareGpt + splitRefused + notModelled + noValues + bridgeRaised, text);
+}
+
+// Every value the table holds is taken, or said with the reason the reader refused it. Bridge's own Python
+// values that are no error in Bridge must be taken: the HF-derived providers' rotary_base as a whole float
+// (500000.0 for Llama 3.1, annotated int), CommOverlapConfig's None for overlap_moe_expert_parallel_comm
+// ("not asked for", off). What stays refused is a value no field holds (quick_gelu, a pair of RoPE bases).
+void TestBridgeRecipes::tableValuesAreTaken()
+{
+    QMap<QString, int> refusedKeys;
+    for (const BridgeRecipeEntry& e : bridgeRecipes()) {
+        if (e.kind != "text")
+            continue;
+        BridgeJob job;
+        try {
+            job = bridgeJob(e.name);
+        } catch (const RecipeError&) {
+            continue; // refused whole: everyTextRecipeEstimatesOrSaysWhyNot says why
+        }
+        for (const std::string& n : job.notes) {
+            const std::string lead = "not taken from the recipe: ";
+            if (n.rfind(lead, 0) == 0)
+                refusedKeys[QString::fromStdString(n.substr(lead.size(), n.find('=') - lead.size()))] += 1;
+        }
+    }
+    // gpt-oss's quick_gelu (54 entries); Gemma 3's pair of RoPE bases, local and global (3), where the field
+    // holds one: neither changes a byte of the estimate, both are said.
+    QCOMPARE(refusedKeys.keys(), (QStringList { u"model.activation_func"_s, u"model.rotary_base"_s }));
+    QCOMPARE(refusedKeys.value(u"model.rotary_base"_s), 3);
+    const BridgeJob llama = bridgeJob("llama31_70b_pretrain_32gpu_h100_bf16_config");
+    QCOMPARE(llama.recipe.rotary_base, 500000);
+    QVERIFY(!llama.recipe.overlap_moe_expert_parallel_comm);
 }
 
 // The guide's Moonlight study ran moonlight_16b_pretrain_8gpu_h100_bf16_config on 8 H100 with TP 2, EP 8:
