@@ -234,6 +234,7 @@ struct Shape {
     double tp = 1, cp = 1, ep = 1, etp = 1, pp = 1, dp = 1, edp = 1;
     int vpp = 1;
     bool sp = false, gated = false, rms = false, mla = false, bias = false, qkv_bias = false;
+    bool qk_norm = false; // q_layernorm / k_layernorm on the heads (qk_layernorm, attention other than MLA)
     bool fused_act = false; // bias_activation_fusion: the activation keeps only FC1's output
     double ql = 0, kvl = 0, dn = 0, dr = 0, dv = 0;
     double experts = 0, topk = 0, Fm = 0, Fs = 0, capacity = 0;
@@ -394,6 +395,7 @@ Shape shapeOf(const Recipe& r, Layout layout)
     // (engine/model.cpp: the worker's stack follows Megatron's).
     x.bias = r.add_bias_linear;
     x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
+    x.qk_norm = r.qk_layernorm && !r.multi_latent_attention;
     x.untied = r.untie_embeddings_and_output_weights;
     if (r.position_embedding_type == "learned_absolute")
         x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
@@ -516,6 +518,10 @@ ParamCount layerParams(const Shape& x, const LayerKind& kind)
             if (x.qkv_bias)
                 p.add((x.heads + 2 * x.groups) * x.kv / t);
             p.addLinear(x.heads * x.kv * x.h / t);
+            if (x.qk_norm) { // q_layernorm and k_layernorm: one head wide each, shared by the heads
+                addNorm(x.kv);
+                addNorm(x.kv);
+            }
         }
         if (x.bias)
             p.add(x.h); // linear_proj bias (row-parallel: full width)
@@ -1498,6 +1504,15 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                     add(m, 2 * T * np * x.kv * d, kCoreAttn, bit(kCoreAttn));
             } else {
                 add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+            }
+            // qk_layernorm (attention.py get_query_key_value_tensors: q_layernorm after the query's reshape,
+            // a copy, k_layernorm on the key, a view; TE's RMSNorm / LayerNorm op saves its input, contiguous,
+            // and the fp32 rstd (and mean) per head row). Their outputs go on to RoPE and core attention, as
+            // q and k did without them.
+            if (x.qk_norm) {
+                const double stats = x.rms ? 4 : 8;
+                add(m, T * np * (x.kv * d + stats), kOutside, out);
+                add(m, T * ng * (x.kv * d + stats), kOutside, out);
             }
         } else {
             const double dq = x.dn + x.dr;

@@ -53,6 +53,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--no-bias-swiglu-fusion", Arity::Switch, "" },
         { "--no-bias-gelu-fusion", Arity::Switch, "" },
         { "--add-qkv-bias", Arity::Switch, "add_qkv_bias" },
+        { "--qk-layernorm", Arity::Switch, "qk_layernorm" },
         { "--position-embedding-type", Arity::Value, "position_embedding_type" },
         { "--max-position-embeddings", Arity::Value, "max_position_embeddings" },
         { "--rotary-percent", Arity::Value, "rotary_percent" },

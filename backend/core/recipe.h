@@ -67,6 +67,9 @@ struct Recipe {
     // read from Megatron-LM flags or Bridge overrides starts from that front end's own defaults) ---
     bool add_bias_linear = true;
     bool add_qkv_bias = false;
+    // TransformerConfig.qk_layernorm: a norm over each query and key head (Qwen3, GLM-4.5, OLMoE). Under MLA
+    // the latent norms are taken as on whatever it says (every Bridge MLA recipe sets it).
+    bool qk_layernorm = false;
     std::string position_embedding_type = "learned_absolute"; // learned_absolute | rope | mrope | none
     std::optional<int> max_position_embeddings; // None: seq_length (learned absolute needs a table)
     double rotary_percent = 1.0;

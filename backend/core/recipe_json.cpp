@@ -211,6 +211,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "make_vocab_size_divisible_by", &Recipe::make_vocab_size_divisible_by },
         { "add_bias_linear", &Recipe::add_bias_linear },
         { "add_qkv_bias", &Recipe::add_qkv_bias },
+        { "qk_layernorm", &Recipe::qk_layernorm },
         { "position_embedding_type", &Recipe::position_embedding_type },
         { "max_position_embeddings", &Recipe::max_position_embeddings },
         { "rotary_percent", &Recipe::rotary_percent },

@@ -396,6 +396,13 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
             "LoRA job's memory on one GPU run the real job as one rank of its layout (recompute sweep --job "
             "... --one-rank), or read the estimate (recompute estimate), which models Bridge's LoRA; "
             "peft=null measures the job trained in full");
+    // qk_layernorm's norms on the query and key heads: the worker's attention has none.
+    if (r.qk_layernorm && !r.multi_latent_attention)
+        throw EngineError("qk_layernorm",
+            "the worker builds no norm on the query and key heads (allowed: qk_layernorm false). For this "
+            "job's memory on one GPU run the real job as one rank of its layout (recompute sweep --job ... "
+            "--one-rank), or read the estimate (recompute estimate), which counts the norms; "
+            "qk_layernorm=false measures the same job without them");
     // GatedDeltaNet layers come from linear_attention_freq (a GPT model) or 'G' (a hybrid stack); the
     // variant names them. gdn2's gates and kernel differ (gated_delta_net/gdn2.py): not built.
     const std::string variant = r.experimental_attention_variant.value_or("");

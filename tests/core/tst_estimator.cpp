@@ -163,6 +163,8 @@ private Q_SLOTS:
     void teCublasWorkspaces_data();
     void teCublasWorkspaces();
     void batchOnTheStagesThatReadIt_data();
+    void qkLayernormKeepsItsInputs_data();
+    void qkLayernormKeepsItsInputs();
     void batchOnTheStagesThatReadIt();
     void peftFreezesTheBase_data();
     void peftFreezesTheBase();
@@ -828,6 +830,55 @@ void TestEstimator::batchOnTheStagesThatReadIt()
             QCOMPARE(bytes, perStage[static_cast<qsizetype>(p)]);
         }
     }
+}
+
+// qk_layernorm (attention.py get_query_key_value_tensors at d98e8a64): q_layernorm and k_layernorm each keep
+// their input, contiguous (the query's reshape copy, the key's view made contiguous), and their fp32 rstd per
+// head row, outside core attention: T (np + ng) (kv d + 4) / TP bytes a layer more, whatever selective
+// recompute says, nothing under full recompute; one head-wide weight each. Under MLA the latent norms are
+// taken as on whatever the field says (every MLA recipe sets it).
+void TestEstimator::qkLayernormKeepsItsInputs_data()
+{
+    QTest::addColumn<int>("tp");
+    QTest::addColumn<QString>("labels");
+    QTest::addColumn<bool>("kept");
+    QTest::newRow("no recompute") << 1 << u"[]"_s << true;
+    QTest::newRow("core_attn") << 1 << u"core_attn"_s << true;
+    QTest::newRow("TP 2 + SP, core_attn,mlp") << 2 << u"core_attn,mlp"_s << true;
+    QTest::newRow("full uniform 1") << 1 << u"full:uniform:1"_s << false;
+}
+
+void TestEstimator::qkLayernormKeepsItsInputs()
+{
+    QFETCH(int, tp);
+    QFETCH(QString, labels);
+    QFETCH(bool, kept);
+    Recipe r = choose(gpt(), labels.toStdString());
+    r.transformer_impl = "transformer_engine";
+    r.attention_backend = "fused";
+    r.normalization = "RMSNorm";
+    r.num_query_groups = 4;
+    r.tensor_model_parallel_size = tp;
+    r.sequence_parallel = tp > 1;
+    Recipe qk = r;
+    qk.qk_layernorm = true;
+    const Recipe off = validate(r).resolved, on = validate(qk).resolved;
+    const double T = r.seq_length * r.micro_batch_size, kv = r.hidden_size / r.num_attention_heads;
+    const double np = r.num_attention_heads / tp, ng = 4.0 / tp;
+    const double perLayer = kept ? T * (np + ng) * (kv * 2 + 4) : 0;
+    const auto acts = [](const Recipe& x) {
+        return static_cast<double>(estimateMemory(x).ranks[0].phase("forward")->category("activations"));
+    };
+    QCOMPARE(acts(on) - acts(off), r.num_layers * perLayer);
+    QCOMPARE(estimateMemory(on).ranks[0].parameters - estimateMemory(off).ranks[0].parameters,
+        r.num_layers * 2 * kv);
+    // MLA: unchanged by the field.
+    Recipe mla = moonlight();
+    Recipe mlaOff = mla;
+    mla.qk_layernorm = true;
+    mlaOff.qk_layernorm = false;
+    QCOMPARE(estimateMemory(validate(mla).resolved).ranks[0].peak_bytes,
+        estimateMemory(validate(mlaOff).resolved).ranks[0].peak_bytes);
 }
 
 void TestEstimator::teCublasWorkspaces_data()

@@ -75,6 +75,7 @@ Recipe fullRecipe()
     r.make_vocab_size_divisible_by = 64;
     r.add_bias_linear = false;
     r.add_qkv_bias = true;
+    r.qk_layernorm = true;
     r.position_embedding_type = "rope";
     r.max_position_embeddings = 8192;
     r.rotary_percent = 0.5;
@@ -1393,6 +1394,7 @@ void TestRecipeIo::flagForms_data()
     row("bias by default", {}, "add_bias_linear", "true");
     row("no bias", { "--disable-bias-linear" }, "add_bias_linear", "false");
     row("qkv bias", { "--add-qkv-bias" }, "add_qkv_bias", "true");
+    row("qk layernorm", { "--qk-layernorm" }, "qk_layernorm", "true");
     row("rope", { "--position-embedding-type", "rope" }, "position_embedding_type", R"("rope")");
     row("rotary base", { "--rotary-base", "500000" }, "rotary_base", "500000");
     row("rotary percent", { "--rotary-percent", "0.5" }, "rotary_percent", "0.5");

@@ -279,6 +279,7 @@ void TestEngineRecompute::refusesFp8AndFp4_data()
     QTest::newRow("fp8") << QStringLiteral("fp8");
     QTest::newRow("fp4") << QStringLiteral("fp4");
     QTest::newRow("peft (Bridge's LoRA)") << QStringLiteral("peft.scheme");
+    QTest::newRow("qk_layernorm (norms on the heads)") << QStringLiteral("qk_layernorm");
 }
 
 void TestEngineRecompute::refusesFp8AndFp4()
@@ -289,6 +290,8 @@ void TestEngineRecompute::refusesFp8AndFp4()
         r.fp8 = "hybrid";
     else if (field == QStringLiteral("fp4"))
         r.fp4 = "e2m1";
+    else if (field == QStringLiteral("qk_layernorm"))
+        r.qk_layernorm = true;
     else
         r.peft = "lora";
     try {

@@ -21,6 +21,8 @@
 #    layer at its full width (hidden 4096, FFN 14336), 4 layers, where the GPU's work and not the host sets the
 #    step (time-big8k-*: at seq 8192); time-dlocal-*: the H200 job sweep's dense local-spec job, every
 #    choice the plan weighs at a 12-17 GB target (issue 31: the plan's choice against a measured sweep's);
+#  - qkln-*: qk_layernorm (issue 26: Qwen3, GLM-4.5): the dense8 and moe8 stacks with --qk-layernorm, beside
+#    mtp-off-* and fp8-*-bf16-* (the same lines without it); the worker has no norms on the heads and refuses them;
 #  - lora-*: Megatron Bridge's LoRA (issue 26) on the dense and MoE stacks, through pretrain_gpt_lora.py
 #    (Bridge's peft/ at 067f987d laid out by scripts/fetch_bridge_peft.sh): a first flag LORA=TARGETS:DIM
 #    (TARGETS comma-separated) selects it; the worker has no PEFT and skips these rows.
@@ -160,6 +162,9 @@ mtp-off-dense-none 1 0 $dense8
 mtp-off-dense-core_attn 1 0 $dense8 $sel core_attn
 mtp-dense-none 1 0 $dense8 --mtp-num-layers 1
 mtp-dense-core_attn 1 0 $dense8 --mtp-num-layers 1 $sel core_attn
+qkln-dense-none 1 0 $dense8 --qk-layernorm
+qkln-dense-core_attn 1 0 $dense8 --qk-layernorm $sel core_attn
+qkln-moe-moe_act 1 0 $moe8 --qk-layernorm $sel moe_act
 time-llama-none 1 0 $llama8 $t16
 time-llama-core_attn 1 0 $llama8 $t16 $sel core_attn
 time-llama-mlp 1 0 $llama8 $t16 $mlp
