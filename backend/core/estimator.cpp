@@ -2415,13 +2415,19 @@ void StageEstimator::persistentState()
             const bool in = st.first || st.mtp_depths > 0;
             const double ids = bridge ? (in ? 16 : 0) + (st.last ? 12 : 0) : 8 + 8 + 4 + 8;
             const double mask = r.create_attention_mask_in_dataloader ? x.b * x.s * x.s * x.cp : 0;
-            base.add("other",
-                std::string(bridge ? "batch: " : "batch: tokens, labels, loss mask, position ids")
-                    + (bridge ? std::string(in ? "tokens, position ids" : "")
-                            + (in && st.last ? ", " : "") + (st.last ? "labels, loss mask" : "")
-                              : std::string())
-                    + (mask > 0 ? ", attention mask" : ""),
-                T * ids + mask,
+            std::vector<std::string> keys;
+            if (!bridge || in)
+                keys.push_back("tokens");
+            if (!bridge || st.last)
+                keys.insert(keys.end(), { "labels", "loss mask" });
+            if (!bridge || in)
+                keys.push_back("position ids");
+            if (mask > 0)
+                keys.push_back("attention mask");
+            std::string name = "batch: ";
+            for (size_t k = 0; k < keys.size(); ++k)
+                name += (k ? ", " : "") + keys[k];
+            base.add("other", name, T * ids + mask,
                 bridge ? "megatron/bridge/training/gpt_step.py get_batch_from_iterator (Bridge 067f987d)"
                        : "pretrain_gpt.py get_batch, megatron/training/utils.py get_batch_on_this_tp_rank",
                 std::string("one micro-batch; ")
