@@ -1506,9 +1506,9 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                 add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
             }
             // qk_layernorm (attention.py get_query_key_value_tensors: q_layernorm after the query's reshape,
-            // a copy, k_layernorm on the key, a view; TE's RMSNorm / LayerNorm op saves its input, contiguous,
-            // and the fp32 rstd (and mean) per head row). Their outputs go on to RoPE and core attention, as
-            // q and k did without them.
+            // a copy, k_layernorm on the key, a view; TE's RMSNorm / LayerNorm op saves its input,
+            // contiguous, and the fp32 rstd (and mean) per head row). Their outputs go on to RoPE and core
+            // attention, as q and k did without them.
             if (x.qk_norm) {
                 const double stats = x.rms ? 4 : 8;
                 add(m, T * np * (x.kv * d + stats), kOutside, out);
@@ -2433,8 +2433,9 @@ void StageEstimator::persistentState()
                 std::string("one micro-batch; ")
                     + (mask > 0 ? "the bool [b, 1, s, s] mask of create_attention_mask_in_dataloader"
                                 : "no attention mask (create_attention_mask_in_dataloader false"
-                                  + std::string(bridge ? ": Bridge's skip_getting_attention_mask_from_dataset" : "")
-                                  + ")")
+                                + std::string(
+                                    bridge ? ": Bridge's skip_getting_attention_mask_from_dataset" : "")
+                                + ")")
                     + "; the next micro-batch's prefetch left out");
         }
         // The TE spec's layers run their GEMMs through Transformer Engine (the output layer is Megatron's own

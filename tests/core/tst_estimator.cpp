@@ -795,7 +795,8 @@ void TestEstimator::batchOnTheStagesThatReadIt_data()
     QTest::addColumn<bool>("mask"); // create_attention_mask_in_dataloader
     QTest::addColumn<QList<qint64>>("perStage"); // the term's bytes on each stage
     const qint64 T = 2 * 2048, mask = 2LL * 2048 * 2048; // gpt(): micro-batch 2, seq 2048
-    const int lm = static_cast<int>(InputFormat::MegatronFlags), br = static_cast<int>(InputFormat::BridgeOverrides);
+    const int lm = static_cast<int>(InputFormat::MegatronFlags),
+              br = static_cast<int>(InputFormat::BridgeOverrides);
     QTest::newRow("Megatron-LM, PP 1") << lm << 1 << true << QList<qint64> { 28 * T + mask };
     QTest::newRow("Megatron-LM, PP 4: first and last only")
         << lm << 4 << true << QList<qint64> { 28 * T + mask, 0, 0, 28 * T + mask };
@@ -803,7 +804,8 @@ void TestEstimator::batchOnTheStagesThatReadIt_data()
         << lm << 2 << false << QList<qint64> { 28 * T, 28 * T };
     QTest::newRow("Bridge, PP 1") << br << 1 << false << QList<qint64> { 28 * T };
     QTest::newRow("Bridge, PP 4") << br << 4 << false << QList<qint64> { 16 * T, 0, 0, 12 * T };
-    QTest::newRow("Bridge, mask asked for") << br << 2 << true << QList<qint64> { 16 * T + mask, 12 * T + mask };
+    QTest::newRow("Bridge, mask asked for")
+        << br << 2 << true << QList<qint64> { 16 * T + mask, 12 * T + mask };
 }
 
 void TestEstimator::batchOnTheStagesThatReadIt()

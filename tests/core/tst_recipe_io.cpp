@@ -1134,14 +1134,16 @@ void TestRecipeIo::overridesWriteOnlyDifferences()
     QCOMPARE(QString::fromStdString(studioCommentLine(r)),
         QStringLiteral("# studio: name='null' profile=bridge-pin"));
     // A JSON recipe (TransformerConfig's defaults) carries its seq_length to Bridge, whose default is 1024,
-    // its attention mask (Bridge skips it), its attention_softmax_in_fp32 True, its masked_softmax_fusion, gradient_accumulation_fusion and
-    // deallocate_pipeline_outputs False (GPTModelProvider's are False, True, True and True).
+    // its attention mask (Bridge skips it), its attention_softmax_in_fp32 True, its masked_softmax_fusion,
+    // gradient_accumulation_fusion and deallocate_pipeline_outputs False (GPTModelProvider's are False, True,
+    // True and True).
     const std::vector<std::string> json = recipeToBridgeOverrides(Recipe {});
     QCOMPARE(join(json),
-        QStringLiteral("model.seq_length=4096 dataset.seq_length=4096 "
-                       "dataset.skip_getting_attention_mask_from_dataset=false model.attention_softmax_in_fp32=true "
-                       "model.masked_softmax_fusion=false model.gradient_accumulation_fusion=false "
-                       "model.deallocate_pipeline_outputs=false"));
+        QStringLiteral(
+            "model.seq_length=4096 dataset.seq_length=4096 "
+            "dataset.skip_getting_attention_mask_from_dataset=false model.attention_softmax_in_fp32=true "
+            "model.masked_softmax_fusion=false model.gradient_accumulation_fusion=false "
+            "model.deallocate_pipeline_outputs=false"));
     r.recompute_modules = std::vector<std::string> {};
     r.q_lora_rank = std::nullopt;
     const std::vector<std::string> out = recipeToBridgeOverrides(r);
