@@ -30,7 +30,7 @@ const QStringList kCommandLogs = { QStringLiteral(RS_SOURCE_DIR "/tests/fixtures
     QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-hybrid"),
     QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-fp8"),
     QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-fp8/cuda-graphs"),
-    QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-peft-mtp") };
+    QStringLiteral(RS_SOURCE_DIR "/tests/fixtures/logs/megatron-lm-peft-mtp/h100") };
 
 bool has(const std::vector<std::string>& args, const char* flag)
 {
