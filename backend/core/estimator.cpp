@@ -235,6 +235,7 @@ struct Shape {
     int vpp = 1;
     bool sp = false, gated = false, rms = false, mla = false, bias = false, qkv_bias = false;
     bool qk_norm = false; // q_layernorm / k_layernorm on the heads (qk_layernorm, attention other than MLA)
+    bool rope = false; // rotary position embedding on q and k (rope, yarn)
     bool fused_act = false; // bias_activation_fusion: the activation keeps only FC1's output
     double ql = 0, kvl = 0, dn = 0, dr = 0, dv = 0;
     double experts = 0, topk = 0, Fm = 0, Fs = 0, capacity = 0;
@@ -396,6 +397,7 @@ Shape shapeOf(const Recipe& r, Layout layout)
     x.bias = r.add_bias_linear;
     x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
     x.qk_norm = r.qk_layernorm && !r.multi_latent_attention;
+    x.rope = r.position_embedding_type == "rope" || r.position_embedding_type == "yarn";
     x.untied = r.untie_embeddings_and_output_weights;
     if (r.position_embedding_type == "learned_absolute")
         x.pos_table = r.max_position_embeddings.value_or(r.seq_length);
@@ -1504,6 +1506,13 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                     add(m, 2 * T * np * x.kv * d, kCoreAttn, bit(kCoreAttn));
             } else {
                 add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
+                // RoPE makes q and k anew. Without recompute TE's attention keeps those and a contiguous v
+                // while the projection's output dies: the size of the entry above. The core_attn checkpoint
+                // keeps its inputs as passed, v a view that pins the projection's whole output, so q and k
+                // once more (real Megatron-LM + TE: +79 MiB for core_attn on 4 layers of 20 MiB,
+                // tests/fixtures/logs/megatron-lm-peft-mtp/h100 mtp-off-dense-core_attn against -none).
+                if (x.rope && x.te)
+                    add(m, T * (np + ng) * x.kv * d, kOutside, 0, bit(kCoreAttn));
             }
             // qk_layernorm (attention.py get_query_key_value_tensors: q_layernorm after the query's reshape,
             // a copy, k_layernorm on the key, a view; TE's RMSNorm / LayerNorm op saves its input,
