@@ -32,9 +32,8 @@ const std::vector<FieldSpec>& recipeFields()
             "Sequences per optimizer step over all data-parallel ranks.", {} },
         { "create_attention_mask_in_dataloader", "Model", "Shape", K::Bool,
             "create_attention_mask_in_dataloader",
-            "The dataloader's bool [b, 1, s, s] mask on the GPU: Megatron-LM's default; a Bridge job skips "
-            "it "
-            "(dataset.skip_getting_attention_mask_from_dataset).",
+            "The dataloader's bool [b, 1, s, s] mask on the GPU: Megatron-LM's default; a Bridge job "
+            "skips it (dataset.skip_getting_attention_mask_from_dataset).",
             {} },
         { "normalization", "Model", "Shape", K::Choice, "normalization", "LayerNorm or RMSNorm.",
             { "LayerNorm", "RMSNorm" } },

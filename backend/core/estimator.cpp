@@ -2421,22 +2421,22 @@ void StageEstimator::persistentState()
         // loss mask at the loss) and the [b, 1, s, s] mask only when the dataset is asked for it.
         if (st.first || st.last || st.mtp_depths > 0) {
             const bool bridge = r.front_end == InputFormat::BridgeOverrides;
-            const bool in = st.first || st.mtp_depths > 0;
-            const double ids = bridge ? (in ? 16 : 0) + (st.last ? 12 : 0) : 8 + 8 + 4 + 8;
+            const bool in = !bridge || st.first || st.mtp_depths > 0, loss = !bridge || st.last;
+            // Each key the stage moves with its bytes a token (int64 ids, the fp32 loss mask).
+            const std::pair<const char*, double> keys[]
+                = { { in ? "tokens" : nullptr, 8 }, { loss ? "labels" : nullptr, 8 },
+                      { loss ? "loss mask" : nullptr, 4 }, { in ? "position ids" : nullptr, 8 } };
             const double mask = r.create_attention_mask_in_dataloader ? x.b * x.s * x.s * x.cp : 0;
-            std::vector<std::string> keys;
-            if (!bridge || in)
-                keys.push_back("tokens");
-            if (!bridge || st.last)
-                keys.insert(keys.end(), { "labels", "loss mask" });
-            if (!bridge || in)
-                keys.push_back("position ids");
+            double bytes = mask;
+            std::string name = "batch:";
+            for (const auto& [key, per_token] : keys)
+                if (key) {
+                    name += std::string(name.back() == ':' ? " " : ", ") + key;
+                    bytes += T * per_token;
+                }
             if (mask > 0)
-                keys.push_back("attention mask");
-            std::string name = "batch: ";
-            for (size_t k = 0; k < keys.size(); ++k)
-                name += (k ? ", " : "") + keys[k];
-            base.add("other", name, T * ids + mask,
+                name += ", attention mask";
+            base.add("other", name, bytes,
                 bridge ? "megatron/bridge/training/gpt_step.py get_batch_from_iterator (Bridge 067f987d)"
                        : "pretrain_gpt.py get_batch, megatron/training/utils.py get_batch_on_this_tp_rank",
                 std::string("one micro-batch; ")
