@@ -2014,6 +2014,16 @@ const std::vector<Row>& ruleRows()
       MC, { { "bridge-pin", "TL:150-158" }, { "guide", "TL:150-158" }, { "main", "TL:158-166" }, { "dev", "TL:159-167" } },
       [](const Ctx& c) { return !isHybrid(c.r) && unevenSplit(c) && ppSize(c) > 1 && middleStages(c) == 0 && vppSet(c); }, nullptr, nullptr,
       unsetOpt<k_virtual_pipeline_model_parallel_size>, "virtual_pipeline_model_parallel_size=null, or a middle stage", "a ZeroDivisionError when the second stage's layers are built: get_transformer_layer_offset divides the middle layers per virtual stage by the middle stages, 0 here" },
+    // Measured at d98e8a64 (docs/rules.md#rt30): the dense MLP's linear_fc2 returns its bias parameter
+    // (skip_bias_add) as the checkpoint's second output, so each replay's backward reaches another
+    // checkpoint's backward through it. The fp8/fp4 path (te_checkpoint) was not run: it does not fire there.
+    { "RT30", "*", kAnyFormat, E, "recompute_modules add_bias_linear",
+      "mlp recompute of dense MLPs with linear biases: the first backward re-enters the checkpoint until out of memory",
+      "torch.OutOfMemoryError: CUDA out of memory (after CheckpointFunction.backward re-enters itself through the linear_fc2 bias that the mlp checkpoint returns)",
+      MC, { { "bridge-pin", "TL:514,868-886; RND:660; megatron/core/transformer/mlp.py:249" }, { "guide", "TL:514,868-886; RND:660; megatron/core/transformer/mlp.py:249" }, { "main", "TL:539,992-1010; RND:668; megatron/core/transformer/mlp.py:249" }, { "dev", "TL:538,979-998; RND:711; megatron/core/transformer/mlp.py:245" } },
+      [](const Ctx& c) { return c.selective() && c.has("mlp") && c.r.add_bias_linear && c.denseLayers() > 0 && !c.r.fp8 && !c.r.fp4; }, nullptr, nullptr,
+      [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mlp" }, "drop 'mlp' from recompute_modules (or set add_bias_linear=false: --disable-bias-linear)"); },
+      "drop 'mlp' from recompute_modules, or add_bias_linear=false", "measured on the local and the TE spec, with and without core_attn: the run never finishes its first step (bench/gpu/results/h100-2026-12-07-dlocal)" },
     // ===================================== our own advice, from the guide (RS) ========================
     { "RS01", "*", kAnyFormat, E, "recompute_num_layers recompute_method",
       "full uniform recompute with recompute_num_layers <= 0 (no Megatron check: R07b)",

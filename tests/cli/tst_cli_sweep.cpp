@@ -31,6 +31,7 @@ QString writeRecipe(const QTemporaryDir& dir)
     const QJsonObject recipe { { u"name"_s, u"sweep-tiny"_s }, { u"num_layers"_s, 2 },
         { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 32 },
         { u"micro_batch_size"_s, 1 }, { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
+        { u"add_bias_linear"_s, false }, // mlp is swept: with biases Megatron cannot run it (RT30)
         { u"memory_target_gb"_s, 100.0 }, { u"recompute_granularity"_s, u"full"_s },
         { u"recompute_method"_s, u"uniform"_s }, { u"recompute_num_layers"_s, 1 } };
     const QString path = dir.filePath(u"tiny.json"_s);
@@ -212,6 +213,7 @@ private slots:
         const QJsonObject recipe { { u"name"_s, u"sweep-acts"_s }, { u"num_layers"_s, 2 },
             { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 4096 },
             { u"micro_batch_size"_s, 4 }, { u"global_batch_size"_s, 4 }, { u"vocab_size"_s, 256 },
+            { u"add_bias_linear"_s, false }, // mlp is swept: with biases Megatron cannot run it (RT30)
             { u"attention_backend"_s,
                 u"unfused"_s } };
         QFile f(dir.filePath(u"acts.json"_s));

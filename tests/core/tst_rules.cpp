@@ -451,6 +451,12 @@ const std::vector<Case>& cases()
     { "*", "json", "RT28", "should be divisible by vp_size", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2})", false },
     { "*", "json", "RT29", "integer division or modulo by zero", R"({"pipeline_model_parallel_size": 2, "virtual_pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4, "num_layers_in_last_pipeline_stage": 4})", true },
     { "*", "json", "RT29", "integer division or modulo by zero", R"({"pipeline_model_parallel_size": 2, "num_layers_in_first_pipeline_stage": 4, "num_layers_in_last_pipeline_stage": 4})", false },
+    { "*", "json", "RT30", "re-enters itself through the linear_fc2 bias", R"({"recompute_granularity": "selective", "recompute_modules": ["core_attn", "mlp"], "add_bias_linear": true})", true },
+    { "*", "flags", "RT30", "re-enters itself through the linear_fc2 bias", R"({"recompute_granularity": "selective", "recompute_modules": ["mlp"], "add_bias_linear": true})", true },
+    { "*", "json", "RT30", "re-enters itself through the linear_fc2 bias", R"({"recompute_granularity": "selective", "recompute_modules": ["core_attn", "mlp"], "add_bias_linear": false})", false },
+    { "*", "json", "RT30", "re-enters itself through the linear_fc2 bias", R"({"recompute_granularity": "selective", "recompute_modules": ["core_attn"], "add_bias_linear": true})", false },
+    { "*", "json", "RT30", "re-enters itself through the linear_fc2 bias", R"({"recompute_granularity": "selective", "recompute_modules": ["mlp"], "add_bias_linear": true, "num_moe_experts": 8, "moe_router_topk": 2, "moe_grouped_gemm": true})", false }, // MoE layers take no mlp
+    { "*", "json", "RT30", "re-enters itself through the linear_fc2 bias", R"({"recompute_granularity": "selective", "recompute_modules": ["mlp"], "add_bias_linear": true, "fp8": "hybrid"})", false }, // te_checkpoint: not run
     // --- ours
     { "*", "json", "RS01", "loops forever", R"({"recompute_granularity": "full", "recompute_method": "uniform", "recompute_num_layers": 0})", true },
     { "*", "json", "RS01", "loops forever", R"({)" FULL1 R"(})", false },

@@ -98,6 +98,78 @@ double stepOf(const Recipe& r, const CalibrationRates& c)
     return estimateStepTime(r, c).step_ms;
 }
 
+// A Megatron-LM log's peak: the largest "max allocated" of its memory lines (MB there are MiB), in bytes.
+int64_t maxAllocatedBytes(const QString& path)
+{
+    std::ifstream in(path.toStdString());
+    double mib = 0;
+    const std::string key = "max allocated: ";
+    for (std::string line; std::getline(in, line);)
+        if (const auto at = line.find(key); at != std::string::npos)
+            mib = std::max(mib, std::stod(line.substr(at + key.size())));
+    return static_cast<int64_t>(mib * 1024 * 1024);
+}
+
+// One run of a measured sweep: its choice, its peak, and its steady step against the [] of its own device
+// call (the sweep took two calls; a fresh machine's [] differs by 0.6 %).
+struct SweepRun {
+    std::string choice;
+    int64_t peak_bytes = 0;
+    double delta_pct = 0;
+};
+
+// bench/gpu/results/h100-2026-12-07-dlocal: real Megatron-LM d98e8a64 alone on one H100, the H200 job
+// sweep's dense local-spec job, 16 iterations, the first 4 left out (the 5th on is flat within 1 %).
+const char* kDlocal = RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/";
+constexpr int kDlocalWarmup = 4;
+
+double steadyMedian(const QString& log)
+{
+    std::vector<double> t = iterationTimes(log);
+    t.erase(t.begin(), t.begin() + std::min<ptrdiff_t>(kDlocalWarmup, ptrdiff_t(t.size())));
+    const auto s = stepStats(t);
+    return s ? s->median_ms : 0;
+}
+
+std::vector<SweepRun> dlocalSweep()
+{
+    std::vector<SweepRun> out;
+    for (const char* call : { "a", "b" }) {
+        const QString dir = QString::fromLatin1(kDlocal) + QLatin1StringView(call) + u'/';
+        const double control = steadyMedian(dir + u"time-dlocal-none.log"_s);
+        for (const QString& f : QDir(dir).entryList({ u"time-dlocal-*.log"_s }, QDir::Files, QDir::Name)) {
+            // Another model: the TE spec, or no linear biases (RT30's fix-it, measured beside the sweep).
+            if (f.contains(u"-te."_s) || f.contains(u"nobias"_s))
+                continue;
+            if (QLatin1StringView(call) == "b"_L1 && f == u"time-dlocal-none.log"_s)
+                continue; // the second call's control: the first call's stands for []
+            const double ms = steadyMedian(dir + f);
+            if (ms <= 0)
+                continue; // never finished a step (RT30's runs)
+            const Recipe r = validate(recipeOfLog(dir + f), InputFormat::MegatronFlags).resolved;
+            out.push_back(
+                { choiceSpelling(recipeChoice(r)), maxAllocatedBytes(dir + f), 100 * (ms / control - 1) });
+        }
+    }
+    return out;
+}
+
+// The cheapest measured run whose peak is under the target, among `allowed` (every run when empty).
+const SweepRun* cheapestThatFits(
+    const std::vector<SweepRun>& runs, double target_gb, const std::vector<std::string>& allowed = {})
+{
+    const SweepRun* best = nullptr;
+    for (const SweepRun& r : runs) {
+        if (!allowed.empty() && std::find(allowed.begin(), allowed.end(), r.choice) == allowed.end())
+            continue;
+        if (static_cast<double>(r.peak_bytes) > target_gb * 1e9)
+            continue;
+        if (!best || r.delta_pct < best->delta_pct)
+            best = &r;
+    }
+    return best;
+}
+
 } // namespace
 
 class TestStepTime : public QObject {
@@ -124,6 +196,9 @@ private Q_SLOTS:
     void planKeepsWhatFitsAndSaysWhy();
     void confirmationTakesWithinErrorCheaperOnes();
     void planAnchoredAtMeasuredControl();
+    void runsThatNeverFinishedAStepAreRefused();
+    void planAgainstAMeasuredSweep_data();
+    void planAgainstAMeasuredSweep();
     void guideMoonlightDeltas();
     void guideNemotronDelta();
     void realMegatronDeltas_data();
@@ -718,19 +793,40 @@ void TestStepTime::measuredRatesAgainstRealMegatron_data()
     QTest::addColumn<int>("warmup");
     QTest::addColumn<int>("steadyIterations");
     QTest::addColumn<bool>("gpuBound"); // the profile shows the GPU busy most of the step
+    // Why the anchored Δ of a GPU-bound row misses, where the runs themselves say so (empty: it must hold).
+    QTest::addColumn<QString>("anchoredMiss");
     // H200, TE Llama-like 8 x hidden 2048: host-bound (the steps spread by 20 % within a run).
     const QString d = QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h200-2026-12-06-time/");
     for (const char* c : { "core_attn", "mlp", "full" })
         QTest::newRow(qPrintable(u"H200 llama %1"_s.arg(QLatin1StringView(c))))
             << QString::fromLatin1(kH200) << d + u"time-llama-none.log"_s
-            << d + u"time-llama-%1.log"_s.arg(QLatin1StringView(c)) << 6 << 24 << false;
+            << d + u"time-llama-%1.log"_s.arg(QLatin1StringView(c)) << 6 << 24 << false << QString();
     // H100, TE 4 x hidden 4096 (Llama-8B-like layers): GPU-bound (busy 84-94 % of the step, the profiler's
     // traces beside the logs). Iterations 7-8 hold the profiler and its flush: the steady ones are 9-14.
     const QString big = QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-time/");
     for (const char* c : { "core_attn", "mlp", "full" })
         QTest::newRow(qPrintable(u"H100 big %1"_s.arg(QLatin1StringView(c))))
             << QString::fromLatin1(kH100) << big + u"time-big-none.log"_s
-            << big + u"time-big-%1.log"_s.arg(QLatin1StringView(c)) << 8 << 6 << true;
+            << big + u"time-big-%1.log"_s.arg(QLatin1StringView(c)) << 8 << 6 << true << QString();
+    // H100, the dense local-spec job of the measured sweep (planAgainstAMeasuredSweep): GPU-bound (busy
+    // 91-94 %), steady from the 5th of 16 iterations; each run against the [] of its own device call.
+    const QString dl = QString::fromLatin1(kDlocal);
+    for (const char* c : { "a/core_attn", "a/core_attn-layernorm", "a/full", "a/full-block-4",
+             "a/full-block-6", "a/full-block-7", "b/full-block-3", "b/full-block-5", "b/full-block-8",
+             "b/full-uniform-2", "b/full-uniform-4" }) {
+        const QString name = QLatin1StringView(c);
+        QTest::newRow(qPrintable(u"H100 dense local %1"_s.arg(name)))
+            << QString::fromLatin1(kH100) << dl + name.left(2) + u"time-dlocal-none.log"_s
+            << dl + name.left(2) + u"time-dlocal-"_s + name.mid(2) + u".log"_s << kDlocalWarmup << 12
+            << true
+            // Full uniform 1, 2, 4 and block 8 replay the same work, every layer once (the model gives them
+            // one step); the second call measured them at +30.0 % (uniform 4), +31.5 % (uniform 2) and
+            // +31.8 % (block 8), the first at +30.4 % (uniform 1): a spread of 1.7 points between runs of
+            // one work, which the two rows furthest out carry past 2.
+            << (name == u"b/full-block-8"_s || name == u"b/full-uniform-2"_s
+                       ? u"runs of the same replay spread by 1.7 points (b/full-uniform-4 +30.0 %)"_s
+                       : QString());
+    }
 }
 
 void TestStepTime::measuredRatesAgainstRealMegatron()
@@ -741,6 +837,7 @@ void TestStepTime::measuredRatesAgainstRealMegatron()
     QFETCH(int, warmup);
     QFETCH(int, steadyIterations);
     QFETCH(bool, gpuBound);
+    QFETCH(QString, anchoredMiss);
     const CalibrationRates c = readCalibrationFile(rates.toStdString());
     QVERIFY(!c.provisional);
     // The record was measured on the GPU model the logs ran on (their second line names it).
@@ -778,6 +875,8 @@ void TestStepTime::measuredRatesAgainstRealMegatron()
     if (!gpuBound && std::abs(anchored - real->pct) > 2)
         QEXPECT_FAIL("", "host-bound: see docs/benchmarks.md 'Predicted step time against real Megatron-LM'",
             Continue);
+    if (!anchoredMiss.isEmpty())
+        QEXPECT_FAIL("", qPrintable(anchoredMiss), Continue);
     QVERIFY2(
         std::abs(anchored - real->pct) <= 2, qPrintable(u"anchored: %1 points"_s.arg(anchored - real->pct)));
     if (std::abs(predicted - real->pct) > 2)
@@ -817,6 +916,88 @@ void TestStepTime::planAnchoredAtMeasuredControl()
     }));
     QCOMPARE(planToJson(a)["measured_control_ms"].get<double>(), measured);
     QVERIFY(planToJson(p)["measured_control_ms"].is_null());
+}
+
+// The sweep's runs that never finished a step are refused by RT30, and the same mlp without linear biases,
+// which ran, is not.
+void TestStepTime::runsThatNeverFinishedAStepAreRefused()
+{
+    const QString dl = QString::fromLatin1(kDlocal);
+    for (const char* f : { "a/time-dlocal-mlp.log", "a/time-dlocal-core_attn-mlp.log",
+             "a/time-dlocal-core_attn-mlp-te.log", "b/time-dlocal-nobias-mlp.log" }) {
+        const QString log = dl + QLatin1StringView(f);
+        const bool ran = !iterationTimes(log).empty();
+        const Validation v = validate(recipeOfLog(log), InputFormat::MegatronFlags);
+        const bool refused = std::any_of(v.findings.begin(), v.findings.end(),
+            [](const Finding& x) { return x.rule_id == "RT30" && x.severity == Severity::Error; });
+        QVERIFY2(refused == !ran, f);
+    }
+}
+
+// The plan against a measured sweep of one job (issue 31): every choice the plan could pick at targets of
+// 12-18 GB run by real Megatron-LM alone on one H100. The plan, anchored at the measured [] step, picks by
+// its estimates and predicted steps; --confirm measures its first three (confirmationOrder) and the advisor
+// keeps the cheapest measured one that fits. That must be the sweep's own choice. The choices the sweep did
+// not run are full uniform 3 and 5-8 (their replay is every layer's, measured at +30-32 % for 1, 2 and 4:
+// never the cheapest) and those estimated over 20 GB; the runs of `mlp` never finished a step (RT30), and
+// the plan must drop them as invalid.
+void TestStepTime::planAgainstAMeasuredSweep_data()
+{
+    QTest::addColumn<double>("target_gb");
+    QTest::addColumn<QString>("sweeps"); // the measured sweep's choice, written down from the logs
+    for (const auto& [gb, choice] : std::initializer_list<std::pair<double, const char*>> {
+             { 12.0, "full:block:7" }, { 13.0, "full:block:7" }, { 13.5, "full:block:6" },
+             { 14.0, "full:block:6" }, { 15.5, "full:block:5" }, { 17.0, "full:block:4" },
+             { 18.0, "full:block:4" }, { 18.5, "full:block:3" } })
+        QTest::newRow(qPrintable(u"%1 GB"_s.arg(gb))) << gb << QString::fromLatin1(choice);
+}
+
+void TestStepTime::planAgainstAMeasuredSweep()
+{
+    QFETCH(double, target_gb);
+    QFETCH(QString, sweeps);
+    const std::vector<SweepRun> runs = dlocalSweep();
+    QCOMPARE(int(runs.size()), 12);
+    const SweepRun* measured = cheapestThatFits(runs, target_gb);
+    QVERIFY(measured);
+    QCOMPARE(QString::fromStdString(measured->choice), sweeps);
+
+    const QString dir = QString::fromLatin1(kDlocal) + u"a/"_s;
+    const CalibrationRates c = readCalibrationFile(kH100);
+    QVERIFY(!c.provisional);
+    const Recipe r0
+        = validate(recipeOfLog(dir + u"time-dlocal-none.log"_s), InputFormat::MegatronFlags).resolved;
+    const double control = steadyMedian(dir + u"time-dlocal-none.log"_s);
+    const Plan p
+        = planRecompute(r0, InputFormat::MegatronFlags, c, target_gb, kEstimateErrorFraction, control);
+    for (const PlanCandidate& x : p.candidates)
+        if (x.choice.granularity == "selective"
+            && std::find(x.choice.modules.begin(), x.choice.modules.end(), "mlp") != x.choice.modules.end()) {
+            QCOMPARE(x.verdict, PlanVerdict::Invalid);
+            QCOMPARE(QString::fromStdString(x.rule), u"RT30"_s);
+        }
+    std::vector<std::string> confirmed;
+    for (const size_t i : confirmationOrder(p, 3)) {
+        const std::string& label = p.candidates[i].label;
+        QVERIFY2(std::any_of(runs.begin(), runs.end(), [&](const SweepRun& x) { return x.choice == label; }),
+            qPrintable(u"--confirm would measure %1, which the sweep did not run"_s.arg(
+                QString::fromStdString(label))));
+        confirmed.push_back(label);
+    }
+    const SweepRun* advised = confirmed.empty() ? nullptr : cheapestThatFits(runs, target_gb, confirmed);
+    const std::string chosen = p.chosen ? p.candidates[*p.chosen].label : std::string("nothing");
+    qInfo("%s: the sweep %s (%+.2f %%, %.3f GB); the plan %s, --confirm measures %zu, keeps %s",
+        QTest::currentDataTag(), measured->choice.c_str(), measured->delta_pct, measured->peak_bytes / 1e9,
+        chosen.c_str(), confirmed.size(), advised ? advised->choice.c_str() : "nothing");
+    // Where the sweep's choice is within 0.25 GB of the target the plan cannot see it fits: every choice's
+    // estimate is 0.24-0.29 GB over real Megatron on this job (+1.1 to +2.4 %, the activations and the
+    // backward's temporaries; the persistent state is within 0.05 GB), so full:block:7 (11.78 GB real) is
+    // estimated at 12.03 and full:block:6 (13.39) at 13.64, over the target, and --confirm does not measure
+    // them (docs/benchmarks.md "The plan against a measured sweep").
+    const bool overEstimated = target_gb == 12.0 || target_gb == 13.5;
+    if (overEstimated)
+        QEXPECT_FAIL("", "the estimate is 0.25 GB over on this job: see the comment", Continue);
+    QVERIFY(advised && advised->choice == measured->choice);
 }
 
 QTEST_APPLESS_MAIN(TestStepTime)

@@ -17,6 +17,7 @@
 
 #include "core/estimator.h"
 #include "core/recipe_json.h"
+#include "core/rules.h"
 #include "engine/runner.h"
 
 namespace rs::estimatetest {
@@ -118,6 +119,17 @@ inline Measured runWorker(const Recipe& r)
     if (code != 0 && m.error.empty())
         m.error = "exit " + std::to_string(code);
     return m;
+}
+
+// The first rule error of a candidate (its id), empty when it validates: a choice real Megatron cannot
+// run (RT30: mlp recompute with linear biases) is one the worker must refuse, naming the rule, rather than
+// measure.
+inline std::string firstRuleError(const Recipe& candidate)
+{
+    for (const auto& f : validate(candidate).findings)
+        if (f.severity == Severity::Error)
+            return f.rule_id;
+    return {};
 }
 
 inline double err(int64_t estimate, int64_t measured)

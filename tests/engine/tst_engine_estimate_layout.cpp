@@ -169,8 +169,13 @@ void TestEngineEstimateLayout::check()
     QFETCH(QString, layout);
     const ParsedLayout parsed = applyLayout(layoutShape(preset), layout);
     QVERIFY2(parsed.error.empty(), parsed.error.c_str());
-    const Recipe r
-        = validate(candidateRecipe(parsed.recipe, *readChoiceSpelling(choice.toStdString()))).resolved;
+    const Recipe candidate = candidateRecipe(parsed.recipe, *readChoiceSpelling(choice.toStdString()));
+    if (const std::string rule = firstRuleError(candidate); !rule.empty()) {
+        const Measured refused = runWorker(candidate);
+        QVERIFY2(refused.error.find(rule) != std::string::npos, refused.error.c_str());
+        return;
+    }
+    const Recipe r = validate(candidate).resolved;
     const Measured m = runWorker(r);
     QVERIFY2(m.error.empty(), m.error.c_str());
     const MemoryEstimate e = estimateMemory(r, Layout::Worker);

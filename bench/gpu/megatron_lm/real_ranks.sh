@@ -177,6 +177,15 @@ time-dlocal-core_attn-mlp 1 0 $dlocal $t16 $sel core_attn mlp
 time-dlocal-core_attn-layernorm 1 0 $dlocal $t16 $sel core_attn layernorm
 time-dlocal-full-block-6 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 6
 time-dlocal-full-block-7 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 7
+time-dlocal-mlp 1 0 $dlocal $t16 $sel mlp
+time-dlocal-core_attn-mlp-te 1 0 ${dlocal/--attention-backend unfused --transformer-impl local/} $t16 $sel core_attn mlp
+time-dlocal-full-block-3 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 3
+time-dlocal-full-block-5 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 5
+time-dlocal-full-block-8 1 0 $dlocal $t16 --recompute-granularity full --recompute-method block --recompute-num-layers 8
+time-dlocal-full-uniform-2 1 0 $dlocal $t16 --recompute-granularity full --recompute-method uniform --recompute-num-layers 2
+time-dlocal-full-uniform-4 1 0 $dlocal $t16 --recompute-granularity full --recompute-method uniform --recompute-num-layers 4
+time-dlocal-nobias-none 1 0 $dlocal $t16 --disable-bias-linear
+time-dlocal-nobias-mlp 1 0 $dlocal $t16 --disable-bias-linear $sel mlp
 time-big-none 1 0 $big4 $t16
 time-big-core_attn 1 0 $big4 $t16 $sel core_attn
 time-big-mlp 1 0 $big4 $t16 $mlp
