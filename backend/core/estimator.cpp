@@ -172,6 +172,10 @@ struct LayerModel {
     size_t bwd_at = SIZE_MAX;
     double bwd_at_temp = 0, bwd_after = 0;
     double backward_temp = 0; // transient of its backward beyond the replay (gradients in flight)
+    // The Megatron layout: gradients of the largest saved tensor's size in flight at once in the backward,
+    // and bytes in flight beside them (finishLayer).
+    double largest_in_flight = 2;
+    double in_flight_extra = 0;
     double params = 0; // elements
     double largest_param = 0; // elements of its largest parameter tensor
     double param_tensors = 0;
@@ -1463,6 +1467,8 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
     const double np = x.heads / t, ng = std::max(1.0, x.groups / t);
     const uint32_t out = bit(kOutside);
     const double mask_byte = 1; // torch's native_dropout keeps a bool mask
+    size_t softmax_at = SIZE_MAX; // the unfused 16-bit softmax's moment: the entries made before it
+    double softmax_temp = 0;
     m.residual = Tsp * h * d;
     const bool moe = kind.ffn == LayerFfn::Moe;
     if (kind.mixer == LayerMixer::Mamba)
@@ -1552,13 +1558,30 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
             const double scores = b * np * s * s;
             const double softmax_bytes = (x.fused_softmax || !x.softmax_fp32) ? d : 4;
             add(m, scores * softmax_bytes, kCoreAttn, bit(kCoreAttn));
+            if (softmax_bytes == d) {
+                // The 16-bit softmax: its moment is baddbmm's scores beside its output, the layer's later
+                // tensors not made yet (the allocator's history of time-dlocal-none, bench/gpu/results/
+                // h100-2026-12-07-dlocal: the forward's largest moment is the loss's, not the last layer's).
+                softmax_at = m.entries.size();
+                softmax_temp = scores * d;
+            } else {
+                m.forward_temp = std::max(m.forward_temp, scores * (softmax_bytes + d));
+            }
             if (x.attn_dropout > 0) {
                 add(m, scores * mask_byte, kCoreAttn, bit(kCoreAttn));
                 add(m, scores * d, kCoreAttn, bit(kCoreAttn));
+                // P x V keeps the dropped copy and frees it in its backward, before dropout's and the
+                // softmax's backward make their scores-sized gradients: one beyond what is saved at a time,
+                // and a mask's bytes more (measured, not traced: the dense local job's core_attn and full
+                // uniform 1 replays on the H200 and the H100, fixture logs, within 0.2 %; its [] runs peak at
+                // the loss, above this moment, as the allocator's history of time-dlocal-none shows).
+                if (softmax_bytes == d) {
+                    m.largest_in_flight = 1;
+                    m.in_flight_extra = scores * mask_byte;
+                }
             } else if (softmax_bytes != d) {
                 add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // probabilities cast back for P x V
             }
-            m.forward_temp = std::max(m.forward_temp, scores * (softmax_bytes + d));
             wgrad(add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true), kLoraProj,
                 out); // context -> linear_proj
         } else {
@@ -1659,6 +1682,14 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         m.nograd_peak = std::max(m.nograd_peak, 2 * m.residual + m.end_temp);
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * mask_byte, kOutside, out);
+    if (softmax_at != SIZE_MAX && m.temp_at == SIZE_MAX) {
+        // Two moments: the softmax's, and the linears' outputs with the layer's tensors kept (its end).
+        m.end_temp = std::max(m.end_temp, m.forward_temp);
+        m.forward_temp = softmax_temp;
+        m.temp_at = softmax_at;
+    } else {
+        m.forward_temp = std::max(m.forward_temp, 2 * softmax_temp);
+    }
     setParams(m, layerParams(x, kind));
     return m;
 }
@@ -1707,10 +1738,12 @@ LayerModel finishLayer(const Shape& x, LayerModel m, const LayerKind& kind)
     for (const auto& e : m.entries)
         largest = std::max(largest, e.bytes);
     // Megatron's unfused softmax backward holds the probabilities' gradient and the scores' gradient
-    // beside the saved probabilities (fixture logs, llama-full-uniform-1: two of the largest in flight);
-    // the worker's LibTorch CPU backward frees one before the next (tst_engine_estimate).
-    m.backward_temp
-        = std::max(m.backward_temp, 2 * m.residual + (x.layout == Layout::Megatron ? 2 : 1) * largest);
+    // beside the saved probabilities (fixture logs, llama-full-uniform-1: two of the largest in flight;
+    // one with attention dropout, whose dropped copy is gone by then: largest_in_flight); the worker's
+    // LibTorch CPU backward frees one before the next (tst_engine_estimate).
+    m.backward_temp = std::max(m.backward_temp,
+        2 * m.residual
+            + (x.layout == Layout::Megatron ? m.largest_in_flight * largest + m.in_flight_extra : largest));
     // Megatron's linear backward (gradient_accumulation_fusion off, as without TE or apex) returns each
     // weight's gradient as a new tensor that lives until DDP's hook adds it into main_grad: the largest one
     // is in flight beside the activation gradients.
