@@ -176,6 +176,11 @@ struct LayerModel {
     // and bytes in flight beside them (finishLayer).
     double largest_in_flight = 2;
     double in_flight_extra = 0;
+    // The Megatron layout's unfused core attention without dropout, at its backward: the layer's tensors
+    // after it (the projection's and the MLP's) gone with their backward, the first core_bwd_at entries
+    // alive with core_bwd_temp beside them (SIZE_MAX: no such moment).
+    size_t core_bwd_at = SIZE_MAX;
+    double core_bwd_temp = 0;
     double params = 0; // elements
     double largest_param = 0; // elements of its largest parameter tensor
     double param_tensors = 0;
@@ -226,6 +231,19 @@ struct LayerModel {
             worst = std::max(worst, sum);
         }
         return worst;
+    }
+    // What region r saves when its checkpoint replays it (0 where it does not checkpoint itself).
+    double replayOf(const Active& a, int r) const
+    {
+        if (!a.effective(r))
+            return 0;
+        Active without = a;
+        without.mask &= ~bit(r);
+        double sum = 0;
+        for (const auto& e : entries)
+            if (inside(e.created, r) && !(e.output && !isDiscard(e.created)))
+                sum += retainedBytes(e, without);
+        return sum;
     }
 };
 
@@ -1510,6 +1528,11 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                 add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
                 if (ng < np) // repeat_interleave of key and value (dot_product_attention.py, GQA)
                     add(m, 2 * T * np * x.kv * d, kCoreAttn, bit(kCoreAttn));
+                // As on the TE path below: the core_attn checkpoint keeps RoPE's new q and k, and v pins the
+                // projection's output (the allocator's history of llocal-core_attn: rope_utils.py's q and k
+                // and linear_qkv's output of every layer live at its peak).
+                if (x.rope)
+                    add(m, T * (np + ng) * x.kv * d, kOutside, 0, bit(kCoreAttn));
             } else {
                 add(m, qkv, kOutside, bit(kCoreAttn), bit(kCoreAttn));
                 // RoPE makes q and k anew. Without recompute TE's attention keeps those and a contiguous v
@@ -1581,6 +1604,17 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                 }
             } else if (softmax_bytes != d) {
                 add(m, scores * d, kCoreAttn, bit(kCoreAttn)); // probabilities cast back for P x V
+            } else {
+                // Without dropout P x V reads the softmax's output: at the softmax's backward the autograd
+                // engine holds three scores-sized gradients beside it (the probabilities', the scores', and
+                // the masked fill's), the layer's later tensors freed (the allocator's history of the
+                // Llama-like local job, bench/gpu/results/h100-2026-12-07-dlocal/llocal: 1.63-1.64 GB in
+                // flight at both its [] and core_attn peaks).
+                m.core_bwd_at = m.entries.size();
+                m.core_bwd_temp = 3 * scores * d;
+                // The same moment in a full-recompute unit's replay (replayBackward).
+                m.bwd_at = m.core_bwd_at;
+                m.bwd_at_temp = 2 * m.residual + m.core_bwd_temp;
             }
             wgrad(add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true), kLoraProj,
                 out); // context -> linear_proj
@@ -2092,6 +2126,9 @@ struct LayerFigures {
     // The largest moment of the replay's forward (with grad, before its backward), with the gradient
     // that arrived and the generator state the replay captures: a full-recompute unit's last layer.
     double replay_fwd = 0;
+    // The core attention's backward moment (LayerModel::core_bwd_at): what the layer keeps then, the core's
+    // replay where it is checkpointed, and the gradients in flight (core_point < 0: no such moment).
+    double core_point = -1, core_replay = 0, core_temp = 0;
 };
 
 // Transformer Engine's cuBLAS workspaces (TE 2.17.1,
@@ -2523,6 +2560,11 @@ void StageEstimator::layerActivations()
         f.fwd_temp = L.forward_temp;
         f.bwd_temp = L.backward_temp;
         f.params = L.params;
+        if (L.core_bwd_at != SIZE_MAX) {
+            f.core_point = L.retainedUpTo(sel, L.core_bwd_at);
+            f.core_replay = L.replayOf(sel, kCoreAttn);
+            f.core_temp = 2 * L.residual + L.core_bwd_temp;
+        }
         f.fwd_point = L.temp_at == SIZE_MAX ? f.retained : L.retainedUpTo(sel, L.temp_at);
         if (L.end_temp > 0 && f.retained + L.end_temp > f.fwd_point + f.fwd_temp) {
             f.fwd_point = f.retained;
@@ -2904,6 +2946,8 @@ void StageEstimator::backwardPhase()
                 below -= f.retained;
                 consider(
                     below + f.retained, std::max(f.replay + f.bwd_temp, f.replay_fwd), grads_so_far, "layer");
+                if (f.core_point >= 0)
+                    consider(below + f.core_point, f.core_replay + f.core_temp, grads_so_far, "layer");
             }
         }
         if (worker && holds_embedding) {

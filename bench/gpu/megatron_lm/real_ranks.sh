@@ -21,6 +21,8 @@
 #    layer at its full width (hidden 4096, FFN 14336), 4 layers, where the GPU's work and not the host sets the
 #    step (time-big8k-*: at seq 8192); time-dlocal-*: the H200 job sweep's dense local-spec job, every
 #    choice the plan weighs at a 12-17 GB target (issue 31: the plan's choice against a measured sweep's);
+#  - llocal-*: the H200 fixtures' Llama-like local-spec job (unfused attention and RoPE, no dropout), for
+#    SNAPSHOT=1 (issue 28: its core_attn estimate reads -4.3 %);
 #  - qkln-*: qk_layernorm (issue 26: Qwen3, GLM-4.5): the dense8 and moe8 stacks with --qk-layernorm, beside
 #    mtp-off-* and fp8-*-bf16-* (the same lines without it); the worker has no norms on the heads and refuses them;
 #  - lora-*: Megatron Bridge's LoRA (issue 26) on the dense and MoE stacks, through pretrain_gpt_lora.py
@@ -99,6 +101,12 @@ llama8="${llama8/--ffn-hidden-size 7168/--ffn-hidden-size 5632}"
 dlocal="--num-layers 8 --hidden-size 2048 --num-attention-heads 16 --seq-length 4096 --micro-batch-size 1
   --global-batch-size 4 --max-position-embeddings 4096 --bf16 --attention-backend unfused --transformer-impl local
   --no-bias-dropout-fusion --no-rope-fusion"
+# The H200 fixtures' Llama-like local-spec job (tests/fixtures/logs/megatron-lm-h200/llama-*.log).
+llocal="--transformer-impl local --no-bias-dropout-fusion --no-rope-fusion --bf16 --num-layers 8 --hidden-size 2048
+  --num-attention-heads 16 --group-query-attention --num-query-groups 4 --ffn-hidden-size 5632 --swiglu
+  --normalization RMSNorm --position-embedding-type rope --disable-bias-linear --untie-embeddings-and-output-weights
+  --attention-dropout 0 --hidden-dropout 0 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1
+  --global-batch-size 4"
 big4="${dense8/--hidden-size 2048 --num-attention-heads 16/--hidden-size 4096 --num-attention-heads 32}"
 big4="${big4/--num-query-groups 4 --ffn-hidden-size 7168/--num-query-groups 8 --ffn-hidden-size 14336}"
 # The same at seq 8192 with two micro-batches a step: attention's share of the step doubles.
@@ -116,7 +124,7 @@ moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-at
   --hidden-dropout 0 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
 # One line each (a run is one line of RUNS).
 # shellcheck disable=SC2086,SC2116
-for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 big8k dlocal moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 big8k dlocal llocal moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
 mlp="--recompute-granularity selective --recompute-modules mlp"
 full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
 delayed="--fp8-format hybrid --fp8-recipe delayed"
@@ -186,6 +194,8 @@ time-dlocal-full-uniform-2 1 0 $dlocal $t16 --recompute-granularity full --recom
 time-dlocal-full-uniform-4 1 0 $dlocal $t16 --recompute-granularity full --recompute-method uniform --recompute-num-layers 4
 time-dlocal-nobias-none 1 0 $dlocal $t16 --disable-bias-linear
 time-dlocal-nobias-mlp 1 0 $dlocal $t16 --disable-bias-linear $sel mlp
+llocal-none 1 0 $llocal
+llocal-core_attn 1 0 $llocal $sel core_attn
 time-big-none 1 0 $big4 $t16
 time-big-core_attn 1 0 $big4 $t16 $sel core_attn
 time-big-mlp 1 0 $big4 $t16 $mlp
