@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "estimatepanel.h"
 
+#include <algorithm>
+
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
@@ -183,18 +185,26 @@ void EstimatePanel::refreshChoices()
         = activationPhasesPeak(m_estimate.ranks[static_cast<size_t>(m_estimate.hottest)]);
     const RecomputeChoice own = recipeChoice(r);
     for (const RecomputeChoice& c : recomputeChoices(r)) {
-        const MemoryEstimate e = estimateMemory(validate(candidateRecipe(r, c)).resolved, Layout::Megatron);
+        const Validation v = validate(candidateRecipe(r, c));
+        const MemoryEstimate e = estimateMemory(v.resolved, Layout::Megatron);
         if (e.ranks.empty())
             continue;
+        // A choice the rules refuse (RT30: mlp with linear biases never finishes a step) fits nothing.
+        const auto refusal = std::find_if(v.findings.begin(), v.findings.end(),
+            [](const Finding& f) { return f.severity == Severity::Error; });
         const RankEstimate& hot = e.ranks[static_cast<size_t>(e.hottest)];
         const int64_t act = activationPhasesPeak(hot);
         QList<QStandardItem*> row { text(QString::fromStdString(c.label())), figure(gb(e.peak_bytes)),
             text(QString::fromStdString(hot.peak_phase)), figure(gb(act)),
             figure(QString::fromStdString(
                 (act >= ownActivations ? "+" : "") + formatGb(act - ownActivations, 2))),
-            text(!m_target                              ? QString()
+            text(refusal != v.findings.end()
+                    ? tr("refused (%1)").arg(QString::fromStdString(refusal->rule_id))
+                    : !m_target                         ? QString()
                     : double(e.peak_bytes) <= *m_target ? tr("fits")
                                                         : tr("over")) };
+        if (refusal != v.findings.end())
+            row.back()->setToolTip(QString::fromStdString(refusal->rule_id + ": " + refusal->message));
         if (c.sameAs(own)) {
             for (QStandardItem* item : row) {
                 QFont f = item->font();

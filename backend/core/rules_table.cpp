@@ -2019,7 +2019,7 @@ const std::vector<Row>& ruleRows()
     // checkpoint's backward through it. The fp8/fp4 path (te_checkpoint) was not run: it does not fire there.
     { "RT30", "*", kAnyFormat, E, "recompute_modules add_bias_linear",
       "mlp recompute of dense MLPs with linear biases: the first backward re-enters the checkpoint until out of memory",
-      "torch.OutOfMemoryError: CUDA out of memory (after CheckpointFunction.backward re-enters itself through the linear_fc2 bias that the mlp checkpoint returns)",
+      "mlp recompute with linear biases never finishes its first backward: CheckpointFunction.backward re-enters itself through the linear_fc2 bias that the mlp checkpoint returns, until torch.OutOfMemoryError",
       MC, { { "bridge-pin", "TL:514,868-886; RND:660; megatron/core/transformer/mlp.py:249" }, { "guide", "TL:514,868-886; RND:660; megatron/core/transformer/mlp.py:249" }, { "main", "TL:539,992-1010; RND:668; megatron/core/transformer/mlp.py:249" }, { "dev", "TL:538,979-998; RND:711; megatron/core/transformer/mlp.py:245" } },
       [](const Ctx& c) { return c.selective() && c.has("mlp") && c.r.add_bias_linear && c.denseLayers() > 0 && !c.r.fp8 && !c.r.fp4; }, nullptr, nullptr,
       [](const Ctx& c, FixIt& f) { dropLabels(c, f, { "mlp" }, "drop 'mlp' from recompute_modules (or set add_bias_linear=false: --disable-bias-linear)"); },

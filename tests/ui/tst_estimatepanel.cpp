@@ -73,7 +73,7 @@ void TestEstimatePanel::breakdownAndEveryChoice()
     const std::vector<RecomputeChoice> choices = recomputeChoices(doc.validation().resolved);
     QCOMPARE(panel.choicesModel()->rowCount(), int(choices.size()));
     QSet<QString> peaks, activationPeaks;
-    int own = 0;
+    int own = 0, refused = 0;
     for (int row = 0; row < panel.choicesModel()->rowCount(); ++row) {
         const RecomputeChoice& c = choices[size_t(row)];
         QCOMPARE(panel.choicesModel()->index(row, 0).data().toString(), QString::fromStdString(c.label()));
@@ -81,11 +81,19 @@ void TestEstimatePanel::breakdownAndEveryChoice()
             = estimateMemory(validate(candidateRecipe(doc.validation().resolved, c)).resolved);
         QCOMPARE(panel.choicesModel()->index(row, 1).data().toString(),
             QString::fromStdString(formatGb(ce.peak_bytes, 2)));
+        // A choice the rules refuse says so, naming the rule (gpt-unfused's linear biases: RT30 for mlp).
+        const Validation cv = validate(candidateRecipe(doc.validation().resolved, c));
+        const auto refusal = std::find_if(cv.findings.begin(), cv.findings.end(),
+            [](const Finding& f) { return f.severity == Severity::Error; });
+        QCOMPARE(panel.choicesModel()->index(row, 5).data().toString().startsWith(QLatin1String("refused (")),
+            refusal != cv.findings.end());
+        refused += refusal != cv.findings.end() && refusal->rule_id == "RT30";
         peaks << panel.choicesModel()->index(row, 1).data().toString();
         activationPeaks << panel.choicesModel()->index(row, 3).data().toString();
         own += panel.choicesModel()->index(row, 0).data(Qt::FontRole).value<QFont>().bold();
     }
     QCOMPARE(own, 1);
+    QCOMPARE(refused, preset == QLatin1String("gpt-unfused") ? 1 : 0);
     // What recompute did shows in the forward/backward peak, whatever holds the step's peak.
     QVERIFY(activationPeaks.size() > 1);
     if (optimizerHoldsThePeak)

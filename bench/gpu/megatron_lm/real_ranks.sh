@@ -196,6 +196,7 @@ time-dlocal-nobias-none 1 0 $dlocal $t16 --disable-bias-linear
 time-dlocal-nobias-mlp 1 0 $dlocal $t16 --disable-bias-linear $sel mlp
 llocal-none 1 0 $llocal
 llocal-core_attn 1 0 $llocal $sel core_attn
+llocal-full 1 0 $llocal $full
 time-big-none 1 0 $big4 $t16
 time-big-core_attn 1 0 $big4 $t16 $sel core_attn
 time-big-mlp 1 0 $big4 $t16 $mlp
