@@ -75,7 +75,7 @@ std::vector<OptionSpec> makeOptionTable()
             "recompute-bench allocates today (docs/estimator.md says how they differ)" },
         { "all-choices", "", Arity::Flag, { "estimate" }, false, false,
             "also every recompute choice the model can take ([], each label with an effect, full uniform 1, "
-            "full block over a whole chunk), one line each" },
+            "full block over a whole chunk), one line each; a choice the rules refuse names the rule" },
         { "list", "", Arity::Flag, { "explain" }, false, false, "print every rule id with its summary" },
         { "terms", "", Arity::Flag, { "plan" }, false, false,
             "print the chosen choice's predicted step term by term (the control's where nothing is chosen): "

@@ -105,9 +105,15 @@ int estimateMain(const std::vector<std::string>& argv)
         return 2;
     }
     std::vector<rs::MemoryEstimate> choices;
+    std::vector<std::string> refused_by; // a choice's first rule error: Megatron cannot run it (RT30 ...)
     if (all)
-        for (const auto& c : rs::recomputeChoices(r))
-            choices.push_back(rs::estimateMemory(rs::validate(rs::candidateRecipe(r, c)).resolved, layout));
+        for (const auto& c : rs::recomputeChoices(r)) {
+            const rs::Validation cv = rs::validate(rs::candidateRecipe(r, c));
+            choices.push_back(rs::estimateMemory(cv.resolved, layout));
+            const auto error = std::find_if(cv.findings.begin(), cv.findings.end(),
+                [](const rs::Finding& f) { return f.severity == rs::Severity::Error; });
+            refused_by.push_back(error == cv.findings.end() ? std::string() : error->rule_id);
+        }
     if (json) {
         nlohmann::json out = rs::estimateToJson(own);
         out["input"] = input.origin;
@@ -117,12 +123,15 @@ int estimateMain(const std::vector<std::string>& argv)
             out["memory_target_bytes"] = rs::gbToBytes(*r.memory_target_gb);
         if (all) {
             out["choices"] = nlohmann::json::array();
-            for (const auto& c : choices) {
+            for (size_t i = 0; i < choices.size(); ++i) {
+                const auto& c = choices[i];
                 auto j = rs::estimateToJson(c);
                 out["choices"].push_back({ { "choice", c.choice }, { "peak_allocated_bytes", c.peak_bytes },
                     { "max_allocated_bytes", c.max_allocated_bytes },
                     { "first_iteration_peak_allocated_bytes", c.first_iteration_peak_bytes },
-                    { "hottest_stage", j["hottest_stage"] }, { "ranks", j["ranks"] } });
+                    { "hottest_stage", j["hottest_stage"] }, { "ranks", j["ranks"] },
+                    { "refused_by",
+                        refused_by[i].empty() ? nlohmann::json(nullptr) : nlohmann::json(refused_by[i]) } });
             }
         }
         std::cout << out.dump(2) << "\n";
@@ -133,11 +142,13 @@ int estimateMain(const std::vector<std::string>& argv)
         printTable(own);
         if (all) {
             std::cout << "\nevery recompute choice (hottest stage's peak; the first iteration's):\n";
-            for (const auto& c : choices) {
+            for (size_t i = 0; i < choices.size(); ++i) {
+                const auto& c = choices[i];
                 const auto& hot = c.ranks[static_cast<size_t>(c.hottest)];
-                std::printf("  %-28s %10s GB  stage %d  %-10s  iteration 1: %s GB\n", c.choice.c_str(),
+                std::printf("  %-28s %10s GB  stage %d  %-10s  iteration 1: %s GB%s\n", c.choice.c_str(),
                     gb(c.peak_bytes).c_str(), hot.stage, hot.peak_phase.c_str(),
-                    gb(c.first_iteration_peak_bytes).c_str());
+                    gb(c.first_iteration_peak_bytes).c_str(),
+                    refused_by[i].empty() ? "" : ("  refused: " + refused_by[i]).c_str());
             }
         }
     }

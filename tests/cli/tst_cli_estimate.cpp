@@ -34,6 +34,7 @@ private Q_SLOTS:
     void badArguments();
     void bridgeRecipeByName();
     void localCudaGraphsPool();
+    void refusedChoicesNameTheRule();
 };
 
 void TestCliEstimate::jsonHasPeakRanksAndChoices()
@@ -60,10 +61,37 @@ void TestCliEstimate::jsonHasPeakRanksAndChoices()
         labels << c.toObject().value("choice"_L1).toString();
     for (const auto& l : { u"[]"_s, u"moe_act"_s, u"mla_up_proj"_s, u"full:uniform:1"_s })
         QVERIFY2(labels.contains(l), qPrintable(l));
-    // The recipe's own choice among them, with the same figure.
-    for (const auto& c : choices)
+    // The recipe's own choice among them, with the same figure; none refused (no linear biases).
+    for (const auto& c : choices) {
         if (c.toObject().value("choice"_L1).toString() == "moe_act"_L1)
             QCOMPARE(c.toObject().value("peak_allocated_bytes"_L1).toDouble(), peak);
+        QVERIFY(c.toObject().value("refused_by"_L1).isNull());
+    }
+}
+
+// Megatron-LM's flag defaults keep linear biases: `mlp` recompute never finishes a step there (RT30), and
+// the list of every choice says so beside its estimate, in the table and in JSON.
+void TestCliEstimate::refusedChoicesNameTheRule()
+{
+    const QStringList flags { u"--all-choices"_s, u"--mlm-args"_s, u"--num-layers"_s, u"4"_s,
+        u"--hidden-size"_s, u"1024"_s, u"--num-attention-heads"_s, u"16"_s, u"--seq-length"_s, u"2048"_s,
+        u"--micro-batch-size"_s, u"1"_s, u"--global-batch-size"_s, u"4"_s, u"--bf16"_s,
+        u"--transformer-impl"_s, u"local"_s };
+    const auto table = estimate(flags);
+    QCOMPARE(table.code, 0);
+    const QStringList lines = table.out.split(u'\n');
+    const auto mlp = std::find_if(
+        lines.begin(), lines.end(), [](const QString& l) { return l.trimmed().startsWith(u"mlp "_s); });
+    QVERIFY2(mlp != lines.end(), qPrintable(table.out));
+    QVERIFY2(mlp->endsWith(u"refused: RT30"_s), qPrintable(*mlp));
+    QCOMPARE(table.out.count(u"refused: "_s), 1);
+    const auto run = estimate(QStringList { u"--json"_s } + flags);
+    QCOMPARE(run.code, 0);
+    for (const auto& c : QJsonDocument::fromJson(run.out.toUtf8()).object().value("choices"_L1).toArray()) {
+        const QJsonObject o = c.toObject();
+        QCOMPARE(o.value("refused_by"_L1).toString(),
+            o.value("choice"_L1).toString() == "mlp"_L1 ? u"RT30"_s : QString());
+    }
 }
 
 void TestCliEstimate::tableListsHottestStageFirst()
