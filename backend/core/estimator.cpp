@@ -418,7 +418,7 @@ Shape shapeOf(const Recipe& r, Layout layout)
     // (engine/model.cpp: the worker's stack follows Megatron's).
     x.bias = r.add_bias_linear;
     x.qkv_bias = r.add_bias_linear || r.add_qkv_bias;
-    x.qk_norm = r.qk_layernorm && !r.multi_latent_attention;
+    x.qk_norm = m.qk_head_norms;
     x.rope = r.position_embedding_type == "rope" || r.position_embedding_type == "yarn";
     x.untied = r.untie_embeddings_and_output_weights;
     if (r.position_embedding_type == "learned_absolute")

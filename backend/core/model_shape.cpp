@@ -29,6 +29,7 @@ ModelShape modelShape(const Recipe& r)
     m.moe_latent = std::max(0, r.moe_latent_size.value_or(0));
     m.routed_width = m.moe_latent > 0 ? m.moe_latent : m.hidden;
     m.vocab = paddedVocabSize(r);
+    m.qk_head_norms = r.qk_layernorm && !r.multi_latent_attention;
     m.mamba_head_dim = r.mamba_head_dim;
     m.mamba_heads = r.mamba_num_heads ? *r.mamba_num_heads
         : r.mamba_head_dim > 0        ? int64_t(kMambaExpand) * r.hidden_size / r.mamba_head_dim

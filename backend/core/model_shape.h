@@ -57,6 +57,9 @@ struct ModelShape {
     int64_t gdn_conv_dim = 0; // 2 qk + v
     // DSA (dsa.py DSAIndexer): the indexer's heads and head dim, the keys each query keeps (0 where unset).
     int64_t dsa_index_heads = 0, dsa_index_head_dim = 0, dsa_topk = 0;
+    // q_layernorm / k_layernorm on the query and key heads (qk_layernorm; MLA normalises its latents
+    // instead, multi_latent_attention.py).
+    bool qk_head_norms = false;
 };
 ModelShape modelShape(const Recipe& r);
 

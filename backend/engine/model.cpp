@@ -397,7 +397,7 @@ RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
             "... --one-rank), or read the estimate (recompute estimate), which models Bridge's LoRA; "
             "peft=null measures the job trained in full");
     // qk_layernorm's norms on the query and key heads: the worker's attention has none.
-    if (r.qk_layernorm && !r.multi_latent_attention)
+    if (modelShape(r).qk_head_norms)
         throw EngineError("qk_layernorm",
             "the worker builds no norm on the query and key heads (allowed: qk_layernorm false). For this "
             "job's memory on one GPU run the real job as one rank of its layout (recompute sweep --job ... "
