@@ -260,9 +260,11 @@ real_one() { # NAME WORLD RANK FLAGS...
   (cd "$mdir" && env "${env_[@]}" timeout 420 python3 "$script" $common "$@" "${snap[@]}") >>"$log" 2>&1
   echo "# exit: $?" >>"$log"
   if [ -n "${SNAPSHOT:-}" ]; then
-    python3 "$root/bench/gpu/megatron_lm/snapshot_peak.py" /tmp/snap-"$name"*_"$rank".pickle --top 40 \
+    # The exact name: a prefix glob would also take (and delete) the snapshot of a run whose name extends
+    # this one's (lora-dense-all-r32 and lora-dense-all-r32-core_attn run side by side).
+    python3 "$root/bench/gpu/megatron_lm/snapshot_peak.py" /tmp/snap-"$name"_"$rank".pickle --top 40 \
       >"$logs/$name.peak.txt" 2>&1
-    rm -f /tmp/snap-"$name"*.pickle
+    rm -f /tmp/snap-"$name"_"$rank".pickle
   fi
   if [ -n "${PROFILE:-}" ]; then
     python3 "$root/bench/gpu/megatron_lm/trace_busy.py" /tmp/tb-"$name"/torch_profile/rank-*.json.gz --top 25 \
