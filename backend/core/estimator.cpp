@@ -2126,6 +2126,9 @@ struct LayerFigures {
     // The largest moment of the replay's forward (with grad, before its backward), with the gradient
     // that arrived and the generator state the replay captures: a full-recompute unit's last layer.
     double replay_fwd = 0;
+    // The Megatron layout's full-recompute unit: its replay's worst core-attention backward moment
+    // (LayerModel::core_bwd_at), what the replay has rebuilt then and the gradients in flight.
+    double replay_core = 0;
     // The core attention's backward moment (LayerModel::core_bwd_at): what the layer keeps then, the core's
     // replay where it is checkpointed, and the gradients in flight (core_point < 0: no such moment).
     double core_point = -1, core_replay = 0, core_temp = 0;
@@ -2662,6 +2665,18 @@ void StageEstimator::layerActivations()
                                 }
                                 so_far += L.retained(Active {}, 0);
                             }
+                            // Its backward, layer by layer in reverse: at a layer's core attention the
+                            // earlier layers' rebuilt tensors, its own up to the core, and the gradients in
+                            // flight.
+                            so_far = 0;
+                            for (int j = 0; j < count; ++j) {
+                                const auto& L = layerAt(i + first + j);
+                                if (L.core_bwd_at != SIZE_MAX)
+                                    last.replay_core = std::max(last.replay_core,
+                                        so_far + L.retainedUpTo(Active {}, L.core_bwd_at) + 2 * L.residual
+                                            + L.core_bwd_temp);
+                                so_far += L.retained(Active {}, 0);
+                            }
                         }
                         if (worker) {
                             // The worker's replay (engine/checkpoint.cpp): its forward reaches each layer's
@@ -2835,7 +2850,7 @@ void StageEstimator::graphPool()
             if (st.chunk[j] != c)
                 continue;
             const auto& f = lf[j];
-            pool = std::max(pool, below + std::max(f.replay + f.bwd_temp, f.replay_fwd));
+            pool = std::max(pool, below + std::max({ f.replay + f.bwd_temp, f.replay_fwd, f.replay_core }));
             below -= f.retained;
         }
     }
@@ -2944,8 +2959,8 @@ void StageEstimator::backwardPhase()
                     continue;
                 const auto& f = lf[j];
                 below -= f.retained;
-                consider(
-                    below + f.retained, std::max(f.replay + f.bwd_temp, f.replay_fwd), grads_so_far, "layer");
+                consider(below + f.retained, std::max({ f.replay + f.bwd_temp, f.replay_fwd, f.replay_core }),
+                    grads_so_far, "layer");
                 if (f.core_point >= 0)
                     consider(below + f.core_point, f.core_replay + f.core_temp, grads_so_far, "layer");
             }
@@ -3044,8 +3059,10 @@ void StageEstimator::workerPipelineSchedule()
         }
         for (size_t q = f.i1; q-- > f.i0;) {
             below -= lf[q].retained;
-            consider(
-                below + lf[q].retained, std::max(lf[q].replay + lf[q].bwd_temp + tr_in, lf[q].replay_fwd), 0);
+            consider(below + lf[q].retained,
+                std::max(
+                    { lf[q].replay + lf[q].bwd_temp + tr_in, lf[q].replay_fwd, lf[q].replay_core + tr_in }),
+                0);
         }
         if (f.from_tokens)
             consider(embed, T * h * d * 2, V / t * h * d);
