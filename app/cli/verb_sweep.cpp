@@ -154,15 +154,29 @@ int sweepMain(const std::vector<std::string>& argv)
     const rs::Recipe controlRecipe = rs::controlRecipe(base);
     if (sets.empty()) {
         // The guide: one label at a time, and only labels that act on this architecture.
+        // A label the rules refuse on this model (RT30: mlp with linear biases never finishes a step) is
+        // left out and said, rather than refusing the whole sweep.
+        QStringList refused;
         for (const auto& l : rs::allowedRecomputeModules(base.profile)) {
-            if (rs::recomputeLabelEffect(controlRecipe, l).has_effect)
-                sets.push_back(parseModuleSet(QString::fromStdString(l)));
+            if (!rs::recomputeLabelEffect(controlRecipe, l).has_effect)
+                continue;
+            const rs::RecomputeChoice set = parseModuleSet(QString::fromStdString(l));
+            const rs::Validation v = rs::validate(rs::candidateRecipe(base, set), input.format);
+            const auto error = std::find_if(v.findings.begin(), v.findings.end(),
+                [](const rs::Finding& f) { return f.severity == rs::Severity::Error; });
+            if (error != v.findings.end())
+                refused << QString::fromStdString(l + " (" + error->rule_id + ")");
+            else
+                sets.push_back(set);
         }
         QStringList names;
         for (const auto& s : sets)
             names << label(s);
         std::cerr << "recompute sweep: no --modules given: one run per label with an effect on this model: "
                   << names.join(u" | "_s).toStdString() << "\n";
+        if (!refused.isEmpty())
+            std::cerr << "recompute sweep: left out, refused by the rules on this model: "
+                      << refused.join(u", "_s).toStdString() << " (recompute explain RULE)\n";
     }
     // The same choice twice would be two runs of one thing.
     std::vector<rs::RecomputeChoice> unique;
