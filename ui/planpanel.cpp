@@ -369,6 +369,11 @@ void PlanPanel::showStatus()
         m_status->clear();
         return;
     }
+    int dropped = 0, withinError = 0;
+    for (const PlanCandidate& c : p.candidates) {
+        dropped += c.verdict == PlanVerdict::Invalid || c.verdict == PlanVerdict::OverTarget;
+        withinError += c.verdict == PlanVerdict::WithinError;
+    }
     QString text;
     if (p.chosen) {
         const PlanCandidate& c = p.candidates[*p.chosen];
@@ -378,16 +383,16 @@ void PlanPanel::showStatus()
                    .arg(QString::asprintf("%+.2f %%", c.delta_pct))
                    .arg(QString::fromStdString(formatGb(c.peak_bytes, 2)))
                    .arg(c.hottest_stage);
+    } else if (p.target_gb && withinError > 0) {
+        // Only a run can say whether those inside the margin fit: not a red "nothing".
+        text = tr("No choice fits %1 GB on every rank with the %2 % kept free for the estimate's error.")
+                   .arg(*p.target_gb, 0, 'f', 1)
+                   .arg(int(p.margin * 100 + 0.5));
     } else if (p.target_gb) {
         text = tr("<span style='color:#c62828'>No choice fits %1 GB on every rank.</span>")
                    .arg(*p.target_gb, 0, 'f', 1);
     } else {
         text = tr("No target: every valid choice ranked.");
-    }
-    int dropped = 0, withinError = 0;
-    for (const PlanCandidate& c : p.candidates) {
-        dropped += c.verdict == PlanVerdict::Invalid || c.verdict == PlanVerdict::OverTarget;
-        withinError += c.verdict == PlanVerdict::WithinError;
     }
     text += QLatin1Char(' ')
         + tr("%n choice(s) planned, %1 on the front, %2 dropped.", nullptr, int(p.candidates.size()))

@@ -43,7 +43,17 @@ void printPlan(const rs::Plan& p)
         std::printf("cheapest that fits: %s  %.1f ms (%+.2f %% against []), peak %s GB on stage %d\n",
             c.label.c_str(), c.step_ms, c.delta_pct, rs::formatGb(c.peak_bytes).c_str(), c.hottest_stage);
     } else if (p.target_gb) {
-        std::cout << "nothing fits the target on every rank\n";
+        // Within the margin only: the estimate cannot say they do not fit, a run can (--confirm).
+        const std::vector<size_t> within = rs::confirmationOrder(p, int(p.candidates.size()));
+        if (within.empty()) {
+            std::cout << "nothing fits the target on every rank\n";
+        } else {
+            const auto& c = p.candidates[within.front()];
+            std::printf("nothing fits with the margin; %zu within the estimate's error of the target, the "
+                        "cheapest predicted %s  %.1f ms (%+.2f %% against []), peak %s GB: --confirm N "
+                        "measures them\n",
+                within.size(), c.label.c_str(), c.step_ms, c.delta_pct, rs::formatGb(c.peak_bytes).c_str());
+        }
     }
     std::cout << "\nPareto front (peak memory against predicted step time):\n";
     std::printf("  %-32s %12s %11s %10s\n", "choice", "peak GB", "step ms", "vs []");

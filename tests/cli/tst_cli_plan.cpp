@@ -41,6 +41,7 @@ private Q_SLOTS:
     void refusals_data();
     void refusals();
     void confirmWithTheRealWorker();
+    void withinTheMarginOnly();
 };
 
 void TestCliPlan::moonlightByName()
@@ -245,6 +246,28 @@ void TestCliPlan::confirmWithTheRealWorker()
         QVERIFY2(cols[2].toDouble(&okPeak) > 0 && okPeak, qPrintable(lines[at + i]));
     }
 #endif
+}
+
+// Nothing fits with the margin but some choices are estimated inside it: the plan names them and the
+// cheapest, for --confirm to measure (the H100 sweep's dense local job at 12 GB: full block 7, 11.762 GB
+// estimated, 11.778 real, which fits). With nothing inside the margin either, it says nothing fits.
+void TestCliPlan::withinTheMarginOnly()
+{
+    QFile log(
+        QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/a/time-dlocal-none.log"));
+    QVERIFY(log.open(QIODevice::ReadOnly));
+    const QStringList job
+        = QString::fromUtf8(log.readLine()).remove(u"# command: "_s).simplified().split(u' ');
+    const QStringList args { u"--rates"_s, u"h100-bf16"_s, u"--target-gb"_s };
+    const auto margin = plan(args + QStringList { u"12"_s, u"--mlm-args"_s } + job);
+    QCOMPARE(margin.code, 1);
+    QVERIFY2(
+        margin.out.contains(u"nothing fits with the margin; 3 within the estimate's error of the target, the "
+                            "cheapest predicted full:block:7"_s),
+        qPrintable(margin.out));
+    const auto none = plan(args + QStringList { u"5"_s, u"--mlm-args"_s } + job);
+    QCOMPARE(none.code, 1);
+    QVERIFY2(none.out.contains(u"nothing fits the target on every rank"_s), qPrintable(none.out));
 }
 
 QTEST_GUILESS_MAIN(TestCliPlan)

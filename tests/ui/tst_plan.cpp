@@ -4,6 +4,8 @@
 // and choice, the plan's table beside what a real store measured of it, and the Plan tab offscreen (the
 // bundled records offered, a measured one first; the provisional record labelled PROVISIONAL wherever its
 // figures are shown; a file of the user's beside them).
+#include <cmath>
+
 #include <nlohmann/json.hpp>
 
 #include <QAbstractItemModelTester>
@@ -545,6 +547,22 @@ private slots:
         QCOMPARE(panel.model()->plan().target_gb, std::optional<double>(1.0));
         QCOMPARE(panel.model()->chosenRow(), -1);
         QVERIFY(panel.statusLabel()->text().contains(QLatin1String("No choice fits")));
+        QVERIFY(!panel.statusLabel()->text().contains(QLatin1String("kept free for the estimate's error")));
+
+        // Just above the lowest estimate (to the box's 0.1 GB): nothing fits with the margin, but that choice
+        // is inside it, which a run decides: said so, not as a red "nothing".
+        double lowest = 1e30;
+        for (const PlanCandidate& c : panel.model()->plan().candidates)
+            if (c.verdict != PlanVerdict::Invalid)
+                lowest = std::min(lowest, double(c.peak_bytes) / 1e9);
+        const double justAbove = std::ceil(lowest * 10 + 0.01) / 10;
+        QVERIFY(lowest > 0.95 * justAbove); // the lowest is inside the 5 % margin of it
+        panel.targetBox()->setValue(justAbove);
+        QTRY_VERIFY_WITH_TIMEOUT(planned.count() == 2, 30000);
+        QCOMPARE(panel.model()->chosenRow(), -1);
+        QVERIFY2(panel.statusLabel()->text().contains(
+                     QLatin1String("on every rank with the 5 % kept free for the estimate's error")),
+            qPrintable(panel.statusLabel()->text()));
 
         // A recipe with rule errors plans nothing and takes the plan back.
         QSignalSpy cleared(&panel, &PlanPanel::planCleared);
