@@ -1610,11 +1610,9 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                 // the masked fill's), the layer's later tensors freed (the allocator's history of the
                 // Llama-like local job, bench/gpu/results/h100-2026-12-07-dlocal/llocal: 1.63-1.64 GB in
                 // flight at both its [] and core_attn peaks).
+                // (A full-recompute unit's replay has the same moment: LayerFigures::replay_core.)
                 m.core_bwd_at = m.entries.size();
                 m.core_bwd_temp = 3 * scores * d;
-                // The same moment in a full-recompute unit's replay (replayBackward).
-                m.bwd_at = m.core_bwd_at;
-                m.bwd_at_temp = 2 * m.residual + m.core_bwd_temp;
             }
             wgrad(add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true), kLoraProj,
                 out); // context -> linear_proj
