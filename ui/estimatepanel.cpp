@@ -1,8 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #include "estimatepanel.h"
 
-#include <algorithm>
-
 #include <QHeaderView>
 #include <QLabel>
 #include <QPainter>
@@ -190,20 +188,18 @@ void EstimatePanel::refreshChoices()
         if (e.ranks.empty())
             continue;
         // A choice the rules refuse (RT30: mlp with linear biases never finishes a step) fits nothing.
-        const auto refusal = std::find_if(v.findings.begin(), v.findings.end(),
-            [](const Finding& f) { return f.severity == Severity::Error; });
+        const Finding* refusal = v.firstError();
         const RankEstimate& hot = e.ranks[static_cast<size_t>(e.hottest)];
         const int64_t act = activationPhasesPeak(hot);
         QList<QStandardItem*> row { text(QString::fromStdString(c.label())), figure(gb(e.peak_bytes)),
             text(QString::fromStdString(hot.peak_phase)), figure(gb(act)),
             figure(QString::fromStdString(
                 (act >= ownActivations ? "+" : "") + formatGb(act - ownActivations, 2))),
-            text(refusal != v.findings.end()
-                    ? tr("refused (%1)").arg(QString::fromStdString(refusal->rule_id))
-                    : !m_target                         ? QString()
+            text(refusal        ? tr("refused (%1)").arg(QString::fromStdString(refusal->rule_id))
+                    : !m_target ? QString()
                     : double(e.peak_bytes) <= *m_target ? tr("fits")
                                                         : tr("over")) };
-        if (refusal != v.findings.end())
+        if (refusal)
             row.back()->setToolTip(QString::fromStdString(refusal->rule_id + ": " + refusal->message));
         if (c.sameAs(own)) {
             for (QStandardItem* item : row) {

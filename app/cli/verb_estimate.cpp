@@ -110,9 +110,8 @@ int estimateMain(const std::vector<std::string>& argv)
         for (const auto& c : rs::recomputeChoices(r)) {
             const rs::Validation cv = rs::validate(rs::candidateRecipe(r, c));
             choices.push_back(rs::estimateMemory(cv.resolved, layout));
-            const auto error = std::find_if(cv.findings.begin(), cv.findings.end(),
-                [](const rs::Finding& f) { return f.severity == rs::Severity::Error; });
-            refused_by.push_back(error == cv.findings.end() ? std::string() : error->rule_id);
+            const rs::Finding* error = cv.firstError();
+            refused_by.push_back(error ? error->rule_id : std::string());
         }
     if (json) {
         nlohmann::json out = rs::estimateToJson(own);

@@ -162,9 +162,7 @@ int sweepMain(const std::vector<std::string>& argv)
                 continue;
             const rs::RecomputeChoice set = parseModuleSet(QString::fromStdString(l));
             const rs::Validation v = rs::validate(rs::candidateRecipe(base, set), input.format);
-            const auto error = std::find_if(v.findings.begin(), v.findings.end(),
-                [](const rs::Finding& f) { return f.severity == rs::Severity::Error; });
-            if (error != v.findings.end())
+            if (const rs::Finding* error = v.firstError())
                 refused << QString::fromStdString(l + " (" + error->rule_id + ")");
             else
                 sets.push_back(set);

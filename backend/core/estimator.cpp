@@ -178,7 +178,8 @@ struct LayerModel {
     double in_flight_extra = 0;
     // The Megatron layout's unfused core attention without dropout, at its backward: the layer's tensors
     // after it (the projection's and the MLP's) gone with their backward, the first core_bwd_at entries
-    // alive with core_bwd_temp beside them (SIZE_MAX: no such moment).
+    // alive with core_bwd_temp beside them (the residual gradient in and out, the scores-sized gradients;
+    // SIZE_MAX: no such moment).
     size_t core_bwd_at = SIZE_MAX;
     double core_bwd_temp = 0;
     double params = 0; // elements
@@ -217,19 +218,8 @@ struct LayerModel {
     double replay(const Active& a) const
     {
         double worst = 0;
-        for (int r = 1; r < kRegionCount; ++r) {
-            if (!a.effective(r))
-                continue;
-            Active without = a;
-            without.mask &= ~bit(r);
-            if (r == kNorm1 || r == kNorm2)
-                without.mask &= ~(bit(kNorm1) | bit(kNorm2));
-            double sum = 0;
-            for (const auto& e : entries)
-                if (inside(e.created, r) && !(e.output && !isDiscard(e.created)))
-                    sum += retainedBytes(e, without);
-            worst = std::max(worst, sum);
-        }
+        for (int r = 1; r < kRegionCount; ++r)
+            worst = std::max(worst, replayOf(a, r));
         return worst;
     }
     // What region r saves when its checkpoint replays it (0 where it does not checkpoint itself).
@@ -239,6 +229,8 @@ struct LayerModel {
             return 0;
         Active without = a;
         without.mask &= ~bit(r);
+        if (r == kNorm1 || r == kNorm2)
+            without.mask &= ~(bit(kNorm1) | bit(kNorm2));
         double sum = 0;
         for (const auto& e : entries)
             if (inside(e.created, r) && !(e.output && !isDiscard(e.created)))
@@ -1612,7 +1604,7 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
                 // flight at both its [] and core_attn peaks).
                 // (A full-recompute unit's replay has the same moment: LayerFigures::replay_core.)
                 m.core_bwd_at = m.entries.size();
-                m.core_bwd_temp = 3 * scores * d;
+                m.core_bwd_temp = 2 * m.residual + 3 * scores * d;
             }
             wgrad(add(m, T * np * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true), kLoraProj,
                 out); // context -> linear_proj
@@ -1714,13 +1706,11 @@ LayerModel megatronLayer(const Shape& x, const LayerKind& kind)
         m.nograd_peak = std::max(m.nograd_peak, 2 * m.residual + m.end_temp);
     if (x.hidden_dropout > 0)
         add(m, Tsp * h * mask_byte, kOutside, out);
-    if (softmax_at != SIZE_MAX && m.temp_at == SIZE_MAX) {
+    if (softmax_at != SIZE_MAX) {
         // Two moments: the softmax's, and the linears' outputs with the layer's tensors kept (its end).
         m.end_temp = std::max(m.end_temp, m.forward_temp);
         m.forward_temp = softmax_temp;
         m.temp_at = softmax_at;
-    } else {
-        m.forward_temp = std::max(m.forward_temp, 2 * softmax_temp);
     }
     setParams(m, layerParams(x, kind));
     return m;
@@ -2564,7 +2554,7 @@ void StageEstimator::layerActivations()
         if (L.core_bwd_at != SIZE_MAX) {
             f.core_point = L.retainedUpTo(sel, L.core_bwd_at);
             f.core_replay = L.replayOf(sel, kCoreAttn);
-            f.core_temp = 2 * L.residual + L.core_bwd_temp;
+            f.core_temp = L.core_bwd_temp;
         }
         f.fwd_point = L.temp_at == SIZE_MAX ? f.retained : L.retainedUpTo(sel, L.temp_at);
         if (L.end_temp > 0 && f.retained + L.end_temp > f.fwd_point + f.fwd_temp) {
@@ -2671,8 +2661,7 @@ void StageEstimator::layerActivations()
                                 const auto& L = layerAt(i + first + j);
                                 if (L.core_bwd_at != SIZE_MAX)
                                     last.replay_core = std::max(last.replay_core,
-                                        so_far + L.retainedUpTo(Active {}, L.core_bwd_at) + 2 * L.residual
-                                            + L.core_bwd_temp);
+                                        so_far + L.retainedUpTo(Active {}, L.core_bwd_at) + L.core_bwd_temp);
                                 so_far += L.retained(Active {}, 0);
                             }
                         }

@@ -103,14 +103,10 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         c.label = choiceSpelling(choice);
         c.control = choice.granularity == "selective" && choice.modules.empty();
         const Validation v = validate(candidateRecipe(r, choice), format);
-        if (v.hasErrors()) {
+        if (const Finding* error = v.firstError()) {
             c.verdict = PlanVerdict::Invalid;
-            for (const Finding& f : v.findings)
-                if (f.severity == Severity::Error) {
-                    c.rule = f.rule_id;
-                    c.rule_message = f.message;
-                    break;
-                }
+            c.rule = error->rule_id;
+            c.rule_message = error->message;
             c.reason = "invalid: rule " + c.rule + ": " + c.rule_message;
             plan.candidates.push_back(c);
             continue;

@@ -437,8 +437,14 @@ const char* severityName(Severity s)
 
 bool Validation::hasErrors() const
 {
-    return std::any_of(
+    return firstError() != nullptr;
+}
+
+const Finding* Validation::firstError() const
+{
+    const auto it = std::find_if(
         findings.begin(), findings.end(), [](const Finding& f) { return f.severity == Severity::Error; });
+    return it == findings.end() ? nullptr : &*it;
 }
 
 nlohmann::json findingToJson(const Finding& f)

@@ -39,6 +39,8 @@ struct Validation {
     Recipe resolved; // after Megatron's silent adjustments (R10, R19, R25, R26, R29, B1, B8, M2, M5, M6 ...)
     std::vector<Finding> findings; // in Megatron's evaluation order
     bool hasErrors() const;
+    // The first error in evaluation order, the one Megatron raises; nullptr without one.
+    const Finding* firstError() const;
 };
 
 // Validates under recipe.profile. The format selects the front-end rules: M1-M6 for MegatronFlags,

@@ -24,22 +24,40 @@ namespace {
 
 using Cli = rs::test::CliRun;
 
-// The tiny recipe of the brief: 2 layers, hidden 64, seq 32; its own recompute choice is overwritten by the
-// sweep.
-QString writeRecipe(const QTemporaryDir& dir)
+// A recipe file in the temporary folder; empty when it cannot be written.
+QString writeJson(const QTemporaryDir& dir, const QString& name, const QJsonObject& recipe)
 {
-    const QJsonObject recipe { { u"name"_s, u"sweep-tiny"_s }, { u"num_layers"_s, 2 },
-        { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 32 },
-        { u"micro_batch_size"_s, 1 }, { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
-        { u"add_bias_linear"_s, false }, // mlp is swept: with biases Megatron cannot run it (RT30)
-        { u"memory_target_gb"_s, 100.0 }, { u"recompute_granularity"_s, u"full"_s },
-        { u"recompute_method"_s, u"uniform"_s }, { u"recompute_num_layers"_s, 1 } };
-    const QString path = dir.filePath(u"tiny.json"_s);
+    const QString path = dir.filePath(name);
     QFile f(path);
     if (!f.open(QIODevice::WriteOnly))
         return {};
     f.write(QJsonDocument(recipe).toJson());
     return path;
+}
+
+// The tiny recipe of the brief: 2 layers, hidden 64, seq 32; its own recompute choice is overwritten by the
+// sweep.
+QString writeRecipe(const QTemporaryDir& dir)
+{
+    return writeJson(dir, u"tiny.json"_s,
+        { { u"name"_s, u"sweep-tiny"_s }, { u"num_layers"_s, 2 }, { u"hidden_size"_s, 64 },
+            { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 32 }, { u"micro_batch_size"_s, 1 },
+            { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
+            { u"add_bias_linear"_s, false }, // mlp is swept: with biases Megatron cannot run it (RT30)
+            { u"memory_target_gb"_s, 100.0 }, { u"recompute_granularity"_s, u"full"_s },
+            { u"recompute_method"_s, u"uniform"_s }, { u"recompute_num_layers"_s, 1 } });
+}
+
+// The stored runs' module sets, oldest first.
+QStringList storedLabels(const QString& db)
+{
+    Store store;
+    if (!store.open(db))
+        return {};
+    QStringList labels;
+    for (const RunRecord& r : store.listRuns())
+        labels.prepend(r.moduleSetLabel());
+    return labels;
 }
 
 Cli sweep(const QStringList& args, const QString& worker, const QString& fakeArgs = {})
@@ -203,26 +221,19 @@ private slots:
     void defaultSweepLeavesOutWhatTheRulesRefuse()
     {
         QTemporaryDir dir;
-        const QJsonObject recipe { { u"name"_s, u"sweep-biases"_s }, { u"num_layers"_s, 2 },
-            { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 32 },
-            { u"micro_batch_size"_s, 1 }, { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
-            { u"attention_backend"_s,
-                u"unfused"_s } };
-        QFile f(dir.filePath(u"biases.json"_s));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QJsonDocument(recipe).toJson());
-        f.close();
+        const QString recipe = writeJson(dir, u"biases.json"_s,
+            { { u"name"_s, u"sweep-biases"_s }, { u"num_layers"_s, 2 }, { u"hidden_size"_s, 64 },
+                { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 32 }, { u"micro_batch_size"_s, 1 },
+                { u"global_batch_size"_s, 1 }, { u"vocab_size"_s, 256 },
+                { u"attention_backend"_s,
+                    u"unfused"_s } });
+        QVERIFY(!recipe.isEmpty());
         const QString db = dir.filePath(u"default.sqlite"_s);
-        const Cli c
-            = sweep({ f.fileName(), u"--db"_s, db, u"--iters"_s, u"2"_s }, QStringLiteral(RS_FAKE_WORKER));
+        const Cli c = sweep({ recipe, u"--db"_s, db, u"--iters"_s, u"2"_s }, QStringLiteral(RS_FAKE_WORKER));
         QVERIFY2(c.code == 0, qPrintable(c.out + c.err));
         QVERIFY2(
             c.err.contains(u"left out, refused by the rules on this model: mlp (RT30)"_s), qPrintable(c.err));
-        Store store;
-        QVERIFY(store.open(db));
-        QStringList labels;
-        for (const RunRecord& r : store.listRuns())
-            labels.prepend(r.moduleSetLabel());
+        const QStringList labels = storedLabels(db);
         QVERIFY2(
             labels.contains(u"core_attn"_s) && !labels.contains(u"mlp"_s), qPrintable(labels.join(u' ')));
     }
@@ -240,28 +251,22 @@ private slots:
     {
         QFETCH(bool, skip);
         QTemporaryDir dir;
-        const QJsonObject recipe { { u"name"_s, u"sweep-acts"_s }, { u"num_layers"_s, 2 },
-            { u"hidden_size"_s, 64 }, { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 4096 },
-            { u"micro_batch_size"_s, 4 }, { u"global_batch_size"_s, 4 }, { u"vocab_size"_s, 256 },
-            { u"add_bias_linear"_s, false }, // mlp is swept: with biases Megatron cannot run it (RT30)
-            { u"attention_backend"_s,
-                u"unfused"_s } };
-        QFile f(dir.filePath(u"acts.json"_s));
-        QVERIFY(f.open(QIODevice::WriteOnly));
-        f.write(QJsonDocument(recipe).toJson());
-        f.close();
+        const QString recipe = writeJson(dir, u"acts.json"_s,
+            { { u"name"_s, u"sweep-acts"_s }, { u"num_layers"_s, 2 }, { u"hidden_size"_s, 64 },
+                { u"num_attention_heads"_s, 4 }, { u"seq_length"_s, 4096 }, { u"micro_batch_size"_s, 4 },
+                { u"global_batch_size"_s, 4 }, { u"vocab_size"_s, 256 },
+                { u"add_bias_linear"_s, false }, // mlp is swept: with biases Megatron cannot run it (RT30)
+                { u"attention_backend"_s,
+                    u"unfused"_s } });
+        QVERIFY(!recipe.isEmpty());
         const QString db = dir.filePath(u"skip.sqlite"_s);
-        QStringList args = { f.fileName(), u"--db"_s, db, u"--iters"_s, u"2"_s, u"--target-gb"_s, u"7"_s,
+        QStringList args = { recipe, u"--db"_s, db, u"--iters"_s, u"2"_s, u"--target-gb"_s, u"7"_s,
             u"--modules"_s, u"core_attn"_s, u"mlp"_s, u"full:uniform:1"_s };
         if (!skip)
             args << u"--no-skip-by-estimate"_s;
         const Cli c = sweep(args, QStringLiteral(RS_FAKE_WORKER));
         QVERIFY2(c.code == 0 || c.code == 1, qPrintable(c.out + c.err));
-        Store store;
-        QVERIFY(store.open(db));
-        QStringList labels;
-        for (const RunRecord& r : store.listRuns())
-            labels.prepend(r.moduleSetLabel());
+        const QStringList labels = storedLabels(db);
         const QRegularExpression said(
             u"\\[mlp\\] skipped by its estimate, not run: estimated [0-9.]+ GB \\(stage 0, the hottest rank, "
             "worker layout\\) > target 7.000 GB, over it by more than the estimator's 5 % error"_s);

@@ -126,10 +126,8 @@ inline Measured runWorker(const Recipe& r)
 // measure.
 inline std::string firstRuleError(const Recipe& candidate)
 {
-    for (const auto& f : validate(candidate).findings)
-        if (f.severity == Severity::Error)
-            return f.rule_id;
-    return {};
+    const Validation v = validate(candidate);
+    return v.firstError() ? v.firstError()->rule_id : std::string();
 }
 
 inline double err(int64_t estimate, int64_t measured)

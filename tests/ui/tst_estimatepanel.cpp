@@ -77,17 +77,15 @@ void TestEstimatePanel::breakdownAndEveryChoice()
     for (int row = 0; row < panel.choicesModel()->rowCount(); ++row) {
         const RecomputeChoice& c = choices[size_t(row)];
         QCOMPARE(panel.choicesModel()->index(row, 0).data().toString(), QString::fromStdString(c.label()));
-        const MemoryEstimate ce
-            = estimateMemory(validate(candidateRecipe(doc.validation().resolved, c)).resolved);
+        const Validation cv = validate(candidateRecipe(doc.validation().resolved, c));
+        const MemoryEstimate ce = estimateMemory(cv.resolved);
         QCOMPARE(panel.choicesModel()->index(row, 1).data().toString(),
             QString::fromStdString(formatGb(ce.peak_bytes, 2)));
         // A choice the rules refuse says so, naming the rule (gpt-unfused's linear biases: RT30 for mlp).
-        const Validation cv = validate(candidateRecipe(doc.validation().resolved, c));
-        const auto refusal = std::find_if(cv.findings.begin(), cv.findings.end(),
-            [](const Finding& f) { return f.severity == Severity::Error; });
+        const Finding* refusal = cv.firstError();
         QCOMPARE(panel.choicesModel()->index(row, 5).data().toString().startsWith(QLatin1String("refused (")),
-            refusal != cv.findings.end());
-        refused += refusal != cv.findings.end() && refusal->rule_id == "RT30";
+            refusal != nullptr);
+        refused += refusal && refusal->rule_id == "RT30";
         peaks << panel.choicesModel()->index(row, 1).data().toString();
         activationPeaks << panel.choicesModel()->index(row, 3).data().toString();
         own += panel.choicesModel()->index(row, 0).data(Qt::FontRole).value<QFont>().bold();
