@@ -85,7 +85,7 @@ struct RecipeEvent {
 };
 
 struct Note {
-    std::string kind; // ignored_flags, layout_rank
+    std::string kind; // ignored_flags, layout_rank, fp8
     std::vector<std::string> flags;
     std::string message;
     // layout_rank: the rank of the layout the worker runs, its pipeline stage, micro-batches in flight

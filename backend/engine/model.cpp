@@ -375,20 +375,54 @@ ModelConfig modelConfig(const Recipe& r, std::optional<int> rank_of_layout)
     c.attention_dropout = r.attention_dropout;
     c.hidden_dropout = r.hidden_dropout;
     c.dtype = r.bf16 ? torch::kBFloat16 : (r.fp16 ? torch::kHalf : torch::kFloat32);
+    c.fp8.enabled = r.fp8 && !r.fp8->empty();
+    c.fp8.delayed = r.fp8_recipe == "delayed";
+    c.fp8.e5m2_grads = r.fp8.value_or("") == "hybrid";
     return c;
 }
 
 RecomputePlan recomputePlan(const Recipe& r, const ModelConfig& c)
 {
     // What the engine does not build is refused here, before anything is allocated.
-    if (r.fp8 || r.fp4)
-        throw EngineError(r.fp8 ? "fp8" : "fp4",
-            std::string("the worker runs bf16, fp16 or fp32 (allowed: fp8 and fp4 unset); ")
-                + (r.fp8 ? "fp8" : "fp4")
-                + " training is Transformer Engine's quantized linears, which the worker has no path for. "
-                  "For this recipe's memory and time on one GPU run the real job as one rank of its layout "
-                  "(recompute sweep --job ... --one-rank), or read the estimate (recompute estimate), which "
-                  "models FP8");
+    const std::string instead = ". For this recipe's memory and time on one GPU run the real job as one rank "
+                                "of its layout (recompute sweep --job ... --one-rank), or read the estimate "
+                                "(recompute estimate), which models it";
+    if (r.fp4)
+        throw EngineError("fp4",
+            "the worker runs bf16, fp16, fp32 and FP8 through Transformer Engine's linears (allowed: fp4 "
+            "unset)"
+                + instead);
+    if (c.fp8.enabled) {
+        // FP8 as Transformer Engine's linears keep it (engine/fp8.h), on the stacks measured against real
+        // Megatron-LM + TE (tests/fixtures/logs/megatron-lm-fp8): dense and MoE GPT layers, TP without SP.
+        if (!c.te_spec)
+            throw EngineError("transformer_impl",
+                "fp8 runs through Transformer Engine's modules (allowed: transformer_engine with fp8)"
+                    + instead);
+        if (*r.fp8 != "hybrid" && *r.fp8 != "e4m3")
+            throw EngineError("fp8", "the worker's FP8 formats are hybrid and e4m3, not '" + *r.fp8 + "'");
+        if (r.fp8_recipe != "tensorwise" && r.fp8_recipe != "delayed")
+            throw EngineError("fp8_recipe",
+                "the worker quantizes per tensor: tensorwise (current scaling) and delayed, not '"
+                    + r.fp8_recipe + "' (its scales are laid out by block)" + instead);
+        if (r.fp8_param_gather)
+            throw EngineError("fp8_param_gather",
+                "the worker keeps 16-bit parameters and their quantized copies (allowed: false)" + instead);
+        if (c.mla)
+            throw EngineError("multi_latent_attention",
+                "the worker's FP8 path builds standard attention (allowed: false under fp8)" + instead);
+        if (c.sp)
+            throw EngineError("sequence_parallel",
+                "under FP8 TE gathers the sequence quantized, which the worker does not (allowed: false "
+                "under "
+                "fp8)"
+                    + instead);
+        for (const LayerKind& k : c.kinds)
+            if (k.mixer == LayerMixer::Mamba || k.mixer == LayerMixer::GatedDeltaNet)
+                throw EngineError("hybrid_layer_pattern",
+                    "the worker's FP8 path builds attention, MLP and MoE layers, not " + layerKindName(k)
+                        + instead);
+    }
     // Bridge's LoRA freezes the model and trains adapters; the worker builds neither.
     if (r.peft)
         throw EngineError("peft.scheme",
@@ -753,6 +787,15 @@ Tensor Model::columnLinear(const Tensor& x, const Tensor& weight, const Tensor& 
         x, weight, bias.defined() ? bias : torch::empty({ 0 }, x.options()), int64_t(config_.tp));
 }
 
+Tensor Model::teLinear(
+    const Tensor& x, const Tensor& weight, const Tensor& bias, bool column, bool save_original_input) const
+{
+    if (!config_.fp8.enabled)
+        return column ? columnLinear(x, weight, bias) : linear(x, weight, bias);
+    countFlops(2 * (x.numel() / std::max<int64_t>(1, x.size(-1))) * weight.size(0) * weight.size(1));
+    return fp8::linear(x, weight, bias, fp8_weights_, config_.fp8, save_original_input);
+}
+
 Tensor Model::rowReduce(const Tensor& x) const
 {
     return config_.sp ? ScatterSeq::apply(x, int64_t(config_.tp)) : x;
@@ -819,7 +862,7 @@ Tensor Model::activation(const Tensor& fc1_out, const Tensor& probs) const
 
 Tensor Model::mlp(const Tensor& x, const Tensor& fc1, const Tensor& fc1_b, const Tensor& fc2) const
 {
-    return linear(activation(columnLinear(x, fc1, fc1_b)), fc2);
+    return teLinear(activation(teLinear(x, fc1, fc1_b, true)), fc2, {}, false);
 }
 
 Tensor Model::rope(const Tensor& x, const Tensor& cos, const Tensor& sin) const
@@ -1030,7 +1073,7 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
     const int64_t s = x.size(0) * (c.sp ? c.tp : 1), b = x.size(1);
     if (!c.mla) {
         const int64_t kv = c.kv_channels, nq = np_ * kv, nkv = ng_ * kv;
-        auto qkv = columnLinear(x, L.qkv, L.qkv_b);
+        auto qkv = teLinear(x, L.qkv, L.qkv_b, true);
         auto q = qkv.narrow(-1, 0, nq).view({ s, b, np_, kv });
         auto k = qkv.narrow(-1, nq, nkv).view({ s, b, ng_, kv });
         auto v = qkv.narrow(-1, nq + nkv, nkv).view({ s, b, ng_, kv });
@@ -1045,7 +1088,9 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
             v = GatherSeq::apply(v, int64_t(c.cp));
         }
         auto core = coreAttention(L, q, k, v);
-        return linear(core, L.proj);
+        // Under FP8 linear_proj saves the context itself (core attention keeps it) unless scaling is
+        // delayed (attention.py set_save_original_input).
+        return teLinear(core, L.proj, {}, false, !c.fp8.delayed);
     }
     // MLA: down-projections and their norms stay outside mla_up_proj, as in MLASelfAttention.
     const int64_t dn = c.qk_head_dim, dr = c.qk_pos_emb_head_dim, dv = c.v_head_dim;
@@ -1098,7 +1143,7 @@ Tensor Model::expertLinear(const Layer& L, bool fc1, const Tensor& sorted, const
                     = fc1 ? L.expert_fc1[static_cast<size_t>(e)] : L.expert_fc2[static_cast<size_t>(e)];
                 const auto& bias
                     = fc1 ? L.expert_fc1_b[static_cast<size_t>(e)] : L.expert_fc2_b[static_cast<size_t>(e)];
-                parts.push_back(linear(sorted.narrow(0, offset, n), w, bias));
+                parts.push_back(teLinear(sorted.narrow(0, offset, n), w, bias, false));
             }
             offset += n;
         }
@@ -1106,6 +1151,8 @@ Tensor Model::expertLinear(const Layer& L, bool fc1, const Tensor& sorted, const
     }
     const Tensor& w = fc1 ? L.grouped_fc1 : L.grouped_fc2; // [E, out, in]
     countFlops(2 * sorted.size(0) * w.size(1) * w.size(2));
+    if (config_.fp8.enabled) // TE's GroupedLinear takes the split sizes on the host (m_splits)
+        return fp8::groupedLinear(sorted, w, counts_on_device, fp8_weights_, config_.fp8);
     if (compat::groupedMmAvailable(sorted)) {
         // One grouped GEMM; the group ends are a device tensor: nothing goes to the host.
         const Tensor offs = counts_on_device.cumsum(0).to(torch::kInt);
@@ -1158,7 +1205,7 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     const int64_t gather = (c.sp && c.etp > 1) ? c.etp : 1;
     // Latent MoE: the router has read the hidden-wide tokens; fc1_latent_proj takes them to L before the
     // dispatch (MoELayer.preprocess), so everything routed is L wide.
-    Tensor source = L.fc1_latent.defined() ? linear(tokens, L.fc1_latent, L.fc1_latent_b)
+    Tensor source = L.fc1_latent.defined() ? teLinear(tokens, L.fc1_latent, L.fc1_latent_b, false)
                                            : tokens; // the tokens the experts' slots index
     Tensor slot_token = torch::arange(T * c.topk, flat_expert.options()).div(c.topk, "floor");
     if (gather > 1) {
@@ -1179,7 +1226,7 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     // GEMM does not.
     Tensor counts;
     const int64_t* count = nullptr;
-    if (!c.grouped_gemm || !compat::groupedMmAvailable(permuted)) {
+    if (!c.grouped_gemm || !compat::groupedMmAvailable(permuted) || c.fp8.enabled) {
         counts = counts_on_device.to(torch::kCPU);
         count = counts.data_ptr<int64_t>();
     }
@@ -1207,17 +1254,19 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     // Latent MoE: fc2_latent_proj takes the combined tokens back to h (MoELayer.postprocess), before the
     // shared experts' output, which was computed on the hidden-wide tokens, is added.
     if (L.fc2_latent.defined())
-        out = linear(out, L.fc2_latent, L.fc2_latent_b);
+        out = teLinear(out, L.fc2_latent, L.fc2_latent_b, false);
     if (c.shared_ffn > 0) {
         MemoryRegion region(MemoryCategory::Activations, layer, "shared_experts");
         if (plan_.has("shared_experts")) {
             Region head = [this, &L](const Tensors& in) -> Tensors {
                 MemoryRegion region(MemoryCategory::Activations, L.global, "shared_experts");
-                return { activation(columnLinear(in[0], L.shared_fc1)) };
+                return { activation(teLinear(in[0], L.shared_fc1, {}, true)) };
             };
             out = out + rowReduce(checkpoint(head, linearTail(L.shared_fc2), { tokens })[0]);
         } else {
-            out = out + rowReduce(linear(activation(columnLinear(tokens, L.shared_fc1)), L.shared_fc2));
+            out = out
+                + rowReduce(
+                    teLinear(activation(teLinear(tokens, L.shared_fc1, {}, true)), L.shared_fc2, {}, false));
         }
     }
     return out.view(x.sizes());
@@ -1367,7 +1416,7 @@ Tensor Model::ffnPart(const Layer& L, Tensor x)
             Region head = [this, &L, ln2_in_mlp, ln2_region](const Tensors& in) -> Tensors {
                 const Tensor y = ln2_in_mlp ? ln2_region(in)[0] : in[0];
                 MemoryRegion region(Cat::Activations, L.global, "mlp");
-                return { activation(columnLinear(y, L.fc1, L.fc1_b)) };
+                return { activation(teLinear(y, L.fc1, L.fc1_b, true)) };
             };
             out = rowReduce(checkpoint(head, linearTail(L.fc2), { ln2_in_mlp ? x : ln2 })[0]);
         } else {
@@ -1390,7 +1439,7 @@ Tensors Model::denseLayerHead(const Layer& L, Tensor x)
     // layerForward's ops in the same order, for a layer with no selective labels, no hidden dropout and no
     // bias on its last linear.
     x = biasDropoutAdd(attention(L, norm(x, L.ln1_w, L.ln1_b)), L.proj_b, x);
-    return { x, activation(columnLinear(norm(x, L.ln2_w, L.ln2_b), L.fc1, L.fc1_b)) };
+    return { x, activation(teLinear(norm(x, L.ln2_w, L.ln2_b), L.fc1, L.fc1_b, true)) };
 }
 
 Tensor Model::embed(const Tensor& tokens)

@@ -15,6 +15,7 @@
 
 #include "core/model_shape.h"
 #include "core/recipe.h"
+#include "engine/fp8.h"
 #include "engine/layout_rank.h"
 
 namespace rs::engine {
@@ -70,6 +71,7 @@ struct ModelConfig {
     // transformer_impl transformer_engine: the TE spec fuses a dense layer's norms into the next linear
     // (IdentityOp), so the layernorm label applies only to MLA's input norm and MoE's pre-MLP norm (RT1).
     bool te_spec = false;
+    fp8::Settings fp8; // fp8 / fp8_recipe through TE's linears (te_spec only; engine/fp8.h)
     bool mla = false;
     int q_lora_rank = 0; // 0: no Q compression
     int kv_lora_rank = 0, qk_head_dim = 0, qk_pos_emb_head_dim = 0, v_head_dim = 0;
@@ -146,6 +148,9 @@ public:
     const std::vector<std::pair<std::string, torch::Tensor>>& parameters() const { return params_; }
     const ModelConfig& config() const { return config_; }
     const RecomputePlan& plan() const { return plan_; }
+    // A training step begins: under FP8 the TE linears quantize their weights anew at their first use.
+    void beginStep() { fp8_weights_.beginStep(); }
+    int64_t fp8WeightBytes() const { return fp8_weights_.bytes(); }
 
     struct Layer; // defined in model.cpp
 
@@ -202,9 +207,14 @@ private:
         const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias = {}) const;
     // Row-parallel linear's reduce-scatter under SP ([s, ...] -> [s / TP, ...]); identity otherwise.
     torch::Tensor rowReduce(const torch::Tensor& x) const;
+    // A Transformer Engine linear of the layer (linear_qkv, linear_proj, linear_fc1 / fc2, the shared and
+    // latent projections): under FP8 engine/fp8.h's, else columnLinear (column) or linear.
+    torch::Tensor teLinear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
+        bool column, bool save_original_input = false) const;
 
     ModelConfig config_;
     RecomputePlan plan_;
+    mutable fp8::WeightCache fp8_weights_; // TE's quantized weight copies (FP8 only)
     torch::Device device_;
     torch::TensorOptions options_;
     std::vector<std::pair<std::string, torch::Tensor>> params_;

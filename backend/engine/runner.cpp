@@ -593,6 +593,7 @@ private:
 
     void emitMemoryLayout();
     void emitLayoutRank();
+    void emitFp8();
     void attribute(const std::string& phase, int64_t peak, int it);
     int trainStep(int it, bool is_steady);
     void forwardStep(size_t k, Step& step, int it);
@@ -661,6 +662,8 @@ Training::Training(RunState& s)
     emitMemoryLayout();
     if (config_.layout.world > 1)
         emitLayoutRank();
+    if (config_.fp8.enabled)
+        emitFp8();
     // Each data-parallel replica trains on its own micro-batches.
     {
         MemoryRegion region(MemoryCategory::Other);
@@ -729,6 +732,29 @@ void Training::emitLayoutRank()
     s_.stream.emit(note);
 }
 
+// FP8: what the worker keeps as Transformer Engine does, and what it computes differently.
+void Training::emitFp8()
+{
+    stream::Note note;
+    note.kind = "fp8";
+    const bool gemms = fp8::hasScaledMm() && s_.device.is_cuda();
+    note.message
+        = std::string("FP8 as Transformer Engine's linears keep it: each TE linear's weight quantized "
+                      "row-wise and column-wise (made at a step's first micro-batch), each one's input "
+                      "saved quantized for its weight gradient")
+        + (config_.fp8.delayed ? " (linear_proj too: delayed scaling)" : " (linear_proj keeps the context)")
+        + ". Scales are the current tensor's amax"
+        + (config_.fp8.delayed ? " (delayed scaling's history is not kept: its bytes are a few per tensor)"
+                               : "")
+        + (gemms ? "; products are FP8 GEMMs (at::_scaled_mm) where the shapes allow"
+                 : "; products run in 16 bits on the dequantized codes (no FP8 GEMM in this build or device)")
+        + (fp8::hasFloat8() ? "" : "; codes are int8 of the same scale (this LibTorch has no float8)")
+        + ". Not in it: TE's cuBLAS workspaces, its fused cast and transpose kernels (the worker's "
+          "quantizing "
+          "makes a 16-bit temporary)";
+    s_.stream.emit(note);
+}
+
 // Keeps what held the memory at each phase's highest peak of the run (the trace is read only then).
 void Training::attribute(const std::string& phase, int64_t peak, int it)
 {
@@ -779,6 +805,7 @@ int Training::trainStep(int it, bool is_steady)
     const auto t0 = std::chrono::steady_clock::now();
     clock_->mark(0);
 
+    model_->beginStep();
     buffer_->zero();
     if (expert_buffer_)
         expert_buffer_->zero();

@@ -35,7 +35,8 @@ const QStringList kCommandLogs = { QStringLiteral(RS_SOURCE_DIR "/tests/fixtures
     QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/a"),
     QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/b"),
     QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/snapshot"),
-    QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/llocal") };
+    QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/llocal"),
+    QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h200-2026-12-07-dlocal") };
 
 bool has(const std::vector<std::string>& args, const char* flag)
 {

@@ -118,9 +118,21 @@ struct SweepRun {
     double delta_pct = 0;
 };
 
-// bench/gpu/results/h100-2026-12-07-dlocal: real Megatron-LM d98e8a64 alone on one H100, the H200 job
-// sweep's dense local-spec job, 16 iterations, the first 4 left out (the 5th on is flat within 1 %).
+// A measured sweep of the H200 job sweep's dense local-spec job by real Megatron-LM d98e8a64 alone on one
+// GPU, 16 iterations a run, the first 4 left out (the 5th on is flat within 1-2 %): on an H100 in two device
+// calls (a/, b/, each run against its own call's []), on an H200 in one.
+struct Sweep {
+    const char* dir;
+    std::vector<const char*> calls; // subfolders, the first holding the [] that stands for the sweep's
+    const char* rates; // the record measured on that GPU
+};
 const char* kDlocal = RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-07-dlocal/";
+const Sweep kH100Sweep { kDlocal, { "a/", "b/" }, kH100 };
+const Sweep kH200Sweep { RS_SOURCE_DIR "/bench/gpu/results/h200-2026-12-07-dlocal/", { "" }, kH200 };
+const Sweep& sweepNamed(const QString& gpu)
+{
+    return gpu == u"H200"_s ? kH200Sweep : kH100Sweep;
+}
 constexpr int kDlocalWarmup = 4;
 
 double steadyMedian(const QString& log)
@@ -131,18 +143,18 @@ double steadyMedian(const QString& log)
     return s ? s->median_ms : 0;
 }
 
-std::vector<SweepRun> dlocalSweep()
+std::vector<SweepRun> dlocalSweep(const Sweep& sweep)
 {
     std::vector<SweepRun> out;
-    for (const char* call : { "a", "b" }) {
-        const QString dir = QString::fromLatin1(kDlocal) + QLatin1StringView(call) + u'/';
+    for (const char* call : sweep.calls) {
+        const QString dir = QString::fromLatin1(sweep.dir) + QLatin1StringView(call);
         const double control = steadyMedian(dir + u"time-dlocal-none.log"_s);
         for (const QString& f : QDir(dir).entryList({ u"time-dlocal-*.log"_s }, QDir::Files, QDir::Name)) {
             // Another model: the TE spec, or no linear biases (RT30's fix-it, measured beside the sweep).
             if (f.contains(u"-te."_s) || f.contains(u"nobias"_s))
                 continue;
-            if (QLatin1StringView(call) == "b"_L1 && f == u"time-dlocal-none.log"_s)
-                continue; // the second call's control: the first call's stands for []
+            if (call != sweep.calls.front() && f == u"time-dlocal-none.log"_s)
+                continue; // a later call's control: the first call's stands for []
             const double ms = steadyMedian(dir + f);
             if (ms <= 0)
                 continue; // never finished a step (RT30's runs)
@@ -168,6 +180,20 @@ const SweepRun* cheapestThatFits(
             best = &r;
     }
     return best;
+}
+
+// The noise of a sweep: how far apart its runs of one and the same work land. Full uniform 1, 2, 4 and
+// block with every layer replay each layer once, the same work (the model gives them one step).
+double sameWorkSpread(const std::vector<SweepRun>& runs)
+{
+    double lo = 1e9, hi = -1e9;
+    for (const SweepRun& r : runs)
+        if (r.choice == "full:uniform:1" || r.choice == "full:uniform:2" || r.choice == "full:uniform:4"
+            || r.choice == "full:block:8") {
+            lo = std::min(lo, r.delta_pct);
+            hi = std::max(hi, r.delta_pct);
+        }
+    return hi - lo;
 }
 
 } // namespace
@@ -827,6 +853,15 @@ void TestStepTime::measuredRatesAgainstRealMegatron_data()
                        ? u"runs of the same replay spread by 1.7 points (b/full-uniform-4 +30.0 %)"_s
                        : QString());
     }
+    // H200, the same job's sweep on one H200 (one device call), predicted from the H200's record measured
+    // in the same lease.
+    const QString dh = QString::fromLatin1(kH200Sweep.dir);
+    for (const char* c : { "core_attn", "core_attn-layernorm", "full", "full-block-3", "full-block-4",
+             "full-block-5", "full-block-6", "full-block-7", "full-block-8", "full-uniform-2", "full-uniform-4" })
+        QTest::newRow(qPrintable(u"H200 dense local %1"_s.arg(QLatin1StringView(c))))
+            << QString::fromLatin1(kH200) << dh + u"time-dlocal-none.log"_s
+            << dh + u"time-dlocal-%1.log"_s.arg(QLatin1StringView(c)) << kDlocalWarmup << 12 << true
+            << QString();
 }
 
 void TestStepTime::measuredRatesAgainstRealMegatron()
@@ -943,27 +978,37 @@ void TestStepTime::runsThatNeverFinishedAStepAreRefused()
 // the plan must drop them as invalid.
 void TestStepTime::planAgainstAMeasuredSweep_data()
 {
+    QTest::addColumn<QString>("gpu");
     QTest::addColumn<double>("target_gb");
     QTest::addColumn<QString>("sweeps"); // the measured sweep's choice, written down from the logs
     for (const auto& [gb, choice] : std::initializer_list<std::pair<double, const char*>> {
              { 12.0, "full:block:7" }, { 13.0, "full:block:7" }, { 13.5, "full:block:6" },
              { 14.0, "full:block:6" }, { 15.5, "full:block:5" }, { 17.0, "full:block:4" },
              { 18.0, "full:block:4" }, { 18.5, "full:block:3" } })
-        QTest::newRow(qPrintable(u"%1 GB"_s.arg(gb))) << gb << QString::fromLatin1(choice);
+        QTest::newRow(qPrintable(u"H100 %1 GB"_s.arg(gb))) << u"H100"_s << gb << QString::fromLatin1(choice);
+    // The H200's sweep: the same peaks; at 14 GB core_attn (+23.40 %) and full block 6 (+23.48 %) are
+    // 0.08 points apart.
+    for (const auto& [gb, choice] : std::initializer_list<std::pair<double, const char*>> {
+             { 12.0, "full:block:7" }, { 13.0, "full:block:7" }, { 13.5, "full:block:6" },
+             { 14.0, "core_attn" }, { 15.5, "full:block:5" }, { 17.0, "full:block:4" },
+             { 18.0, "full:block:4" }, { 18.5, "full:block:3" } })
+        QTest::newRow(qPrintable(u"H200 %1 GB"_s.arg(gb))) << u"H200"_s << gb << QString::fromLatin1(choice);
 }
 
 void TestStepTime::planAgainstAMeasuredSweep()
 {
+    QFETCH(QString, gpu);
     QFETCH(double, target_gb);
     QFETCH(QString, sweeps);
-    const std::vector<SweepRun> runs = dlocalSweep();
+    const Sweep& sweep = sweepNamed(gpu);
+    const std::vector<SweepRun> runs = dlocalSweep(sweep);
     QCOMPARE(int(runs.size()), 12);
     const SweepRun* measured = cheapestThatFits(runs, target_gb);
     QVERIFY(measured);
     QCOMPARE(QString::fromStdString(measured->choice), sweeps);
 
-    const QString dir = QString::fromLatin1(kDlocal) + u"a/"_s;
-    const CalibrationRates c = readCalibrationFile(kH100);
+    const QString dir = QString::fromLatin1(sweep.dir) + QLatin1StringView(sweep.calls.front());
+    const CalibrationRates c = readCalibrationFile(sweep.rates);
     QVERIFY(!c.provisional);
     const Recipe r0
         = validate(recipeOfLog(dir + u"time-dlocal-none.log"_s), InputFormat::MegatronFlags).resolved;
@@ -986,10 +1031,18 @@ void TestStepTime::planAgainstAMeasuredSweep()
     }
     const SweepRun* advised = confirmed.empty() ? nullptr : cheapestThatFits(runs, target_gb, confirmed);
     const std::string chosen = p.chosen ? p.candidates[*p.chosen].label : std::string("nothing");
-    qInfo("%s: the sweep %s (%+.2f %%, %.3f GB); the plan %s, --confirm measures %zu, keeps %s",
+    const double noise = sameWorkSpread(runs);
+    qInfo("%s: the sweep %s (%+.2f %%, %.3f GB); the plan %s, --confirm measures %zu, keeps %s (%+.2f %%); "
+          "runs of one work spread by %.2f points",
         QTest::currentDataTag(), measured->choice.c_str(), measured->delta_pct, measured->peak_bytes / 1e9,
-        chosen.c_str(), confirmed.size(), advised ? advised->choice.c_str() : "nothing");
-    QVERIFY(advised && advised->choice == measured->choice);
+        chosen.c_str(), confirmed.size(), advised ? advised->choice.c_str() : "nothing",
+        advised ? advised->delta_pct : 0.0, noise);
+    QVERIFY(advised);
+    // The sweep's own choice, or one measured inside the sweep's noise of it (the issue's "or inside its
+    // noise"): no further from it than runs of the same work are from each other.
+    QVERIFY2(advised->choice == measured->choice || advised->delta_pct - measured->delta_pct <= noise,
+        qPrintable(u"kept %1, %2 points over the sweep's"_s.arg(QString::fromStdString(advised->choice))
+                       .arg(advised->delta_pct - measured->delta_pct)));
 }
 
 QTEST_APPLESS_MAIN(TestStepTime)

@@ -38,6 +38,39 @@ bool near(int64_t measured, int64_t expected, double tolerance)
         <= tolerance * std::abs(static_cast<double>(expected));
 }
 
+// A Transformer Engine stack under FP8 (hybrid format): Llama-like dense layers, or every layer MoE with
+// grouped experts; widths large enough that the saved activations dwarf the scales.
+Recipe fp8Recipe(bool moe, const std::string& scaling, bool fp8 = true)
+{
+    Recipe r = tinyRecipe(Arch::DenseFusedGqa);
+    r.transformer_impl = "transformer_engine";
+    r.hidden_size = 256;
+    r.ffn_hidden_size = 512;
+    if (fp8) {
+        r.fp8 = "hybrid";
+        r.fp8_recipe = scaling;
+    }
+    if (moe) {
+        r.num_moe_experts = 4;
+        r.moe_router_topk = 2;
+        r.moe_ffn_hidden_size = 128;
+        r.moe_grouped_gemm = true;
+    }
+    return r;
+}
+
+// The elements of the weights Transformer Engine's linears hold (TE keeps a quantized copy of each).
+int64_t teLinearWeightElements(const engine::Model& model)
+{
+    int64_t n = 0;
+    for (const auto& [name, p] : model.parameters())
+        for (const char* te :
+            { "linear_qkv.weight", "linear_proj.weight", "linear_fc1.weight", "linear_fc2.weight" })
+            if (name.find(te) != std::string::npos && name.find("router") == std::string::npos)
+                n += p.numel();
+    return n;
+}
+
 } // namespace
 
 class TestEngineMemory : public QObject {
@@ -60,6 +93,9 @@ private Q_SLOTS:
     void moeFreesMoreThanItsInnerBoundaries();
     void fusedActivationKeepsOnlyFc1Output_data();
     void fusedActivationKeepsOnlyFc1Output();
+    void fp8KeepsTwoBytesOfEachTeLinearWeight();
+    void fp8SavesTeLinearInputsInOneByte_data();
+    void fp8SavesTeLinearInputsInOneByte();
 };
 
 void TestEngineMemory::probeSeesAllocationsAndFrees()
@@ -346,6 +382,66 @@ void TestEngineMemory::fusedActivationKeepsOnlyFc1Output()
               .arg(mb(f.retained), mb(e.retained), mb(f.forward_peak), mb(e.forward_peak), mb(expected));
     QCOMPARE(e.retained - f.retained, expected);
     QVERIFY2(e.forward_peak - f.forward_peak == expected, qPrintable(detail));
+}
+
+void TestEngineMemory::fp8KeepsTwoBytesOfEachTeLinearWeight()
+{
+    // Row-wise and column-wise codes, one byte each, of every TE linear weight (qkv, proj, fc1, fc2, the
+    // grouped experts), made at the step's first forward and reused in place by the next steps.
+    for (const bool moe : { false, true }) {
+        const Recipe r = fp8Recipe(moe, "tensorwise");
+        const auto config = engine::modelConfig(r, 0);
+        engine::Model model(config, engine::recomputePlan(r, config), torch::Device(torch::kCPU), 1234);
+        const auto [tokens, labels] = model.batch(1235);
+        QCOMPARE(model.fp8WeightBytes(), int64_t(0));
+        for (int step = 0; step < 2; ++step) {
+            model.beginStep();
+            for (int micro_batch = 0; micro_batch < 2; ++micro_batch)
+                model.loss(tokens, labels).backward();
+            QCOMPARE(model.fp8WeightBytes(), 2 * teLinearWeightElements(model));
+        }
+    }
+}
+
+void TestEngineMemory::fp8SavesTeLinearInputsInOneByte_data()
+{
+    // What FP8 saves against the same stack without it, per layer, in fp32 elements turned to 1-byte codes
+    // (3 bytes an element): linear_qkv's and linear_fc1's inputs (the norms' outputs, kept by nothing
+    // else), FC2's (the SwiGLU output); under MoE the experts' permuted tokens [R, h] and their activation
+    // [R, F] instead of FC1 / FC2's. linear_proj keeps the context itself (every recipe but delayed: no
+    // change) or its codes (delayed: with unfused attention the context, the probabilities x V product, is
+    // kept by nothing else and goes too; whether a fused kernel keeps its output differs by LibTorch build).
+    QTest::addColumn<bool>("moe");
+    QTest::addColumn<QString>("scaling");
+    QTest::addColumn<QString>("backend");
+    QTest::newRow("dense tensorwise") << false << QStringLiteral("tensorwise") << QStringLiteral("fused");
+    QTest::newRow("dense tensorwise unfused")
+        << false << QStringLiteral("tensorwise") << QStringLiteral("unfused");
+    QTest::newRow("dense delayed unfused") << false << QStringLiteral("delayed") << QStringLiteral("unfused");
+    QTest::newRow("moe tensorwise") << true << QStringLiteral("tensorwise") << QStringLiteral("fused");
+}
+
+void TestEngineMemory::fp8SavesTeLinearInputsInOneByte()
+{
+    QFETCH(bool, moe);
+    QFETCH(QString, scaling);
+    QFETCH(QString, backend);
+    Recipe r = fp8Recipe(moe, scaling.toStdString());
+    Recipe plain = fp8Recipe(moe, scaling.toStdString(), false);
+    r.attention_backend = plain.attention_backend = backend.toStdString();
+    const int64_t T = int64_t(r.seq_length) * r.micro_batch_size, h = r.hidden_size;
+    const int64_t R = T * r.moe_router_topk, F = *r.ffn_hidden_size, Fm = r.moe_ffn_hidden_size.value_or(0);
+    const int64_t per_layer = moe ? 3 * (T * h + R * h + R * Fm) : 3 * (T * h + T * h + T * F);
+    const int64_t proj = scaling == QLatin1String("delayed") ? 3 * T * h : 0;
+    const int64_t expected = r.num_layers * (per_layer + proj);
+    const auto config = engine::modelConfig(r, 0);
+    const engine::Model model(config, engine::recomputePlan(r, config), torch::Device(torch::kCPU), 1);
+    const int64_t weight_codes = 2 * teLinearWeightElements(model);
+    const auto with = runStep(r);
+    const auto without = runStep(plain);
+    const int64_t saved = without.retained - (with.retained - weight_codes);
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
 }
 
 QTEST_GUILESS_MAIN(TestEngineMemory)

@@ -271,28 +271,47 @@ void TestEngineRecompute::refusesLabelsItCannotModel()
     }
 }
 
-// FP8 / FP4 are Transformer Engine's, LoRA Bridge's: the worker refuses them by field and names what measures
-// them instead.
+// FP4 is Transformer Engine's, LoRA Bridge's; FP8 runs through the worker's TE linears on the stacks measured
+// against real Megatron + TE: what it does not build is refused by field, naming what measures it instead.
 void TestEngineRecompute::refusesFp8AndFp4_data()
 {
+    QTest::addColumn<QString>("change");
     QTest::addColumn<QString>("field");
-    QTest::newRow("fp8") << QStringLiteral("fp8");
-    QTest::newRow("fp4") << QStringLiteral("fp4");
-    QTest::newRow("peft (Bridge's LoRA)") << QStringLiteral("peft.scheme");
-    QTest::newRow("qk_layernorm (norms on the heads)") << QStringLiteral("qk_layernorm");
+    QTest::newRow("fp4") << QStringLiteral("fp4") << QStringLiteral("fp4");
+    QTest::newRow("fp8 on the local spec")
+        << QStringLiteral("fp8 local") << QStringLiteral("transformer_impl");
+    QTest::newRow("fp8 blockwise") << QStringLiteral("fp8 blockwise") << QStringLiteral("fp8_recipe");
+    QTest::newRow("fp8 param gather")
+        << QStringLiteral("fp8 param gather") << QStringLiteral("fp8_param_gather");
+    QTest::newRow("fp8 sequence parallel") << QStringLiteral("fp8 sp") << QStringLiteral("sequence_parallel");
+    QTest::newRow("fp8 MLA") << QStringLiteral("fp8 mla") << QStringLiteral("multi_latent_attention");
+    QTest::newRow("peft (Bridge's LoRA)") << QStringLiteral("peft") << QStringLiteral("peft.scheme");
+    QTest::newRow("qk_layernorm (norms on the heads)")
+        << QStringLiteral("qk_layernorm") << QStringLiteral("qk_layernorm");
 }
 
 void TestEngineRecompute::refusesFp8AndFp4()
 {
+    QFETCH(QString, change);
     QFETCH(QString, field);
-    Recipe r = tinyRecipe(Arch::DenseUnfused);
-    if (field == QStringLiteral("fp8"))
+    Recipe r = tinyRecipe(change == QStringLiteral("fp8 mla") ? Arch::MlaMoe : Arch::DenseUnfused);
+    if (change.startsWith(QStringLiteral("fp8"))) {
         r.fp8 = "hybrid";
-    else if (field == QStringLiteral("fp4"))
+        r.fp8_recipe = "tensorwise";
+        r.transformer_impl = change == QStringLiteral("fp8 local") ? "local" : "transformer_engine";
+    }
+    if (change == QStringLiteral("fp4"))
         r.fp4 = "e2m1";
-    else if (field == QStringLiteral("qk_layernorm"))
+    else if (change == QStringLiteral("fp8 blockwise"))
+        r.fp8_recipe = "blockwise";
+    else if (change == QStringLiteral("fp8 param gather"))
+        r.fp8_param_gather = true;
+    else if (change == QStringLiteral("fp8 sp")) {
+        r.tensor_model_parallel_size = 2;
+        r.sequence_parallel = true;
+    } else if (change == QStringLiteral("qk_layernorm"))
         r.qk_layernorm = true;
-    else
+    else if (change == QStringLiteral("peft"))
         r.peft = "lora";
     try {
         engine::recomputePlan(r, engine::modelConfig(r));

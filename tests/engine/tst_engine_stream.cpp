@@ -156,8 +156,11 @@ void TestEngineStream::invalidRecipeEndsBeforeAnythingIsAllocated()
 
 void TestEngineStream::unmodelledLabelIsRefused()
 {
+    // FP8 with block scales: the worker quantizes per tensor only.
     Recipe r = tinyRecipe(Arch::DenseUnfused);
+    r.transformer_impl = "transformer_engine";
     r.fp8 = "hybrid";
+    r.fp8_recipe = "blockwise";
     r.bf16 = true;
     int code = -1;
     const auto lines = runStream(r, {}, &code);
@@ -167,7 +170,7 @@ void TestEngineStream::unmodelledLabelIsRefused()
     QCOMPARE(code, int(engine::kError));
     QCOMPARE(last.at("status").get<std::string>(), std::string("error"));
     QCOMPARE(last.at("stage").get<std::string>(), std::string("build"));
-    QCOMPARE(last.at("field").get<std::string>(), std::string("fp8"));
+    QCOMPARE(last.at("field").get<std::string>(), std::string("fp8_recipe"));
     for (const auto& j : lines)
         QVERIFY(j.at("event") != "phase");
 }

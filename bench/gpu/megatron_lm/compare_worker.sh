@@ -4,20 +4,22 @@
 # the PyTorch wheel's LibTorch, runs `recompute-bench --mlm-args <the run's pretrain_gpt.py flags>` for each,
 # then prints Megatron-LM's peak ("max allocated" of report_memory, MiB) beside the worker's whole-run peak.
 # With MEGATRON_DIR holding Megatron-LM's source, TIMED="dense-none llama-none" re-runs those Megatron runs
-# alone on the GPU for a clean step time. Streams and logs go to $OUT.
-# Usage: bench/gpu/megatron_lm/compare_worker.sh
+# alone on the GPU for a clean step time. FIXTURES names another folder of such logs (the FP8 runs:
+# tests/fixtures/logs/megatron-lm-fp8), MATCH a regular expression on their names. Streams and logs go to $OUT.
+# Usage: [FIXTURES=DIR] [MATCH=REGEX] bench/gpu/megatron_lm/compare_worker.sh
 set -u
 cd "$(dirname "$0")/../../.."
 OUT=${OUT:-$PWD/out/compare_worker}
 mkdir -p "$OUT/worker"
 . bench/gpu/common.sh
-fixtures=tests/fixtures/logs/megatron-lm-h200
+fixtures=${FIXTURES:-tests/fixtures/logs/megatron-lm-h200}
 log "configure + build"
 build_worker recompute-bench
 BIN=build/gpu/app/bench/recompute-bench
 log "built"
 for f in "$fixtures"/*.log; do
   name=$(basename "$f" .log)
+  [[ "$name" =~ ${MATCH:-.} ]] || continue
   grep -q '^# exit: 0' "$f" || continue # the real run failed (dense-mlp): nothing to hold the worker to
   flags=$(head -1 "$f" | sed 's/^# command: .*pretrain_gpt.py //')
   # shellcheck disable=SC2086 # a flag line splits on whitespace, as the shell line did

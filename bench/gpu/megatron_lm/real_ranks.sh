@@ -254,7 +254,8 @@ real_one() { # NAME WORLD RANK FLAGS...
   [ -n "${SNAPSHOT:-}" ] && snap=(--train-iters 3 --record-memory-history --memory-snapshot-path "/tmp/snap-$name.pickle")
   [ -n "${PROFILE:-}" ] && snap+=(--profile --use-pytorch-profiler --profile-step-start "$PROFILE"
     --profile-step-end $((PROFILE + 2)) --tensorboard-dir "/tmp/tb-$name/tb")
-  # PROFILE_STACK=1: Python stacks in the trace, for the idle gaps by place (trace_busy.py --gaps)
+  # PROFILE_STACK=1: Python stacks in the trace, for the idle gaps by place (trace_busy.py --gaps);
+  # PROFILE_OPS=1: the GPU time by the torch operator that launched it (trace_busy.py --ops)
   [ -n "${PROFILE:-}" ] && [ -n "${PROFILE_STACK:-}" ] && snap+=(--pytorch-profiler-collect-callstack)
   # shellcheck disable=SC2086 # flag lines split on whitespace, as a shell line does
   (cd "$mdir" && env "${env_[@]}" timeout 420 python3 "$script" $common "$@" "${snap[@]}") >>"$log" 2>&1
@@ -268,7 +269,7 @@ real_one() { # NAME WORLD RANK FLAGS...
   fi
   if [ -n "${PROFILE:-}" ]; then
     python3 "$root/bench/gpu/megatron_lm/trace_busy.py" /tmp/tb-"$name"/torch_profile/rank-*.json.gz --top 25 \
-      ${PROFILE_STACK:+--gaps} \
+      ${PROFILE_STACK:+--gaps} ${PROFILE_OPS:+--ops} \
       >"$logs/$name.busy.txt" 2>&1
     rm -rf /tmp/tb-"$name"
   fi

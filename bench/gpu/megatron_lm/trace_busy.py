@@ -11,7 +11,11 @@
 # inside the steps is split by where the host was when it launched the work that ended each idle gap (the
 # innermost Megatron frame), and by whether a host wait on the device ended inside the gap: that is what
 # a step-time model must add for the host, by place.
-# Usage: trace_busy.py TRACE.json[.gz] [--top N] [--gaps]
+# With --ops, the GPU time by the operators that launched it: each kernel's or copy's launch is placed in
+# the torch operators open on its host thread at that moment (cpu_op events nest by time; the backward's
+# run on autograd's thread inside "evaluate_function: XBackward0"), grouped by the outermost and the
+# innermost of them: which operator makes the device-to-device copies and the small elementwise kernels.
+# Usage: trace_busy.py TRACE.json[.gz] [--top N] [--gaps] [--ops]
 import argparse
 import bisect
 import collections
@@ -22,6 +26,7 @@ ap = argparse.ArgumentParser()
 ap.add_argument("trace")
 ap.add_argument("--top", type=int, default=12)
 ap.add_argument("--gaps", action="store_true")
+ap.add_argument("--ops", action="store_true")
 a = ap.parse_args()
 opener = gzip.open if a.trace.endswith(".gz") else open
 with opener(a.trace, "rt") as f:
@@ -65,6 +70,45 @@ total = sum(by.values())
 print(f"GPU time by kernel (all profiled steps, {total / 1e3:.1f} ms):")
 for k, v in by.most_common(a.top):
     print(f"  {v / 1e3:8.1f} ms  {100 * v / total:4.1f} %  {k}")
+
+if a.ops:
+    # Launches and operators by thread, swept in time order with a stack of the open operators.
+    corr = {}
+    per_tid = collections.defaultdict(list)
+    for e in events:
+        if e.get("ph") != "X":
+            continue
+        if e.get("cat") == "cpu_op":
+            per_tid[e["tid"]].append((e["ts"], 0, e))
+        elif e.get("cat") == "cuda_runtime" and "correlation" in e.get("args", {}):
+            per_tid[e["tid"]].append((e["ts"], 1, e))
+    for tid, items in per_tid.items():
+        items.sort(key=lambda x: (x[0], x[1], -x[2].get("dur", 0)))
+        stack = []
+        for ts, kind, e in items:
+            while stack and stack[-1]["ts"] + stack[-1]["dur"] <= ts:
+                stack.pop()
+            if kind == 0:
+                stack.append(e)
+            else:
+                names = [o["name"] for o in stack] or ["(no operator)"]
+                outer, inner = names[0], names[-1]
+                corr[e["args"]["correlation"]] = outer if inner == outer else f"{outer} > {inner}"
+    n = max(len(steps), 1)
+    by_op, op_count = collections.Counter(), collections.Counter()
+    for st in steps:
+        t0, t1 = st["ts"], st["ts"] + st["dur"]
+        for k in gpu:
+            if not t0 <= k["ts"] < t1:
+                continue
+            fam = k["name"].split("<")[0].split("(")[0][:34]
+            key = (corr.get(k.get("args", {}).get("correlation"), "(no launch record)")[:110], fam)
+            by_op[key] += k["dur"]
+            op_count[key] += 1
+    print(f"GPU time by launching operator (outermost > innermost) and kernel family, a step on average "
+          f"({n} steps):")
+    for (op, fam), v in by_op.most_common(4 * a.top):
+        print(f"  {v / 1e3 / n:8.2f} ms  {op_count[(op, fam)] / n:6.0f} x  {fam:34}  {op}")
 
 if not a.gaps:
     raise SystemExit(0)
