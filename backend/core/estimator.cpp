@@ -762,7 +762,7 @@ void setParams(LayerModel& m, const ParamCount& p)
 //    gradient needs; dropout (1.13 on CPU: input * mask) saves its mask in the input's dtype;
 //  - reshape of a narrowed q/k/v view copies it (the views are not mergeable).
 void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_t out_savers,
-    uint32_t out_input_of, uint32_t in_savers_extra, bool output_region)
+    uint32_t out_input_of, uint32_t in_savers_extra, bool output_region, double out_bytes = 0)
 {
     const double T = x.T, d = x.act;
     // The input: kept by the norm's own backward (LayerNorm's saved input; RMSNorm's fp32 input when the
@@ -786,7 +786,9 @@ void normWorker(LayerModel& m, const Shape& x, double width, int region, uint32_
         add(m, T * 4, region, bit(region));
         add(m, T * width * d, region, bit(region)); // (x * rstd).to(dtype), saved by the weight multiply
     }
-    add(m, T * width * d, region, out_savers, out_input_of, output_region);
+    // The output, kept by the next linear: under FP8 the worker's TE linear keeps its 1-byte codes instead
+    // and the 16-bit output goes (engine/fp8.cpp).
+    add(m, T * width * (out_bytes > 0 ? out_bytes : d), region, out_savers, out_input_of, output_region);
 }
 
 // Below: each adds its mixer's tensors and returns its kernel's backward moment above them all.
@@ -842,7 +844,7 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
         // Under the TE spec a dense norm is fused into the next linear and the layernorm label skips it
         // (RT1): the input norm unless MLA, the pre-MLP norm unless MoE; the worker does the same
         // (engine/model.cpp).
-        normWorker(m, xs, h, !x.te || x.mla ? kNorm1 : kOutside, ln1_savers, ln1_input_of, 0, true);
+        normWorker(m, xs, h, !x.te || x.mla ? kNorm1 : kOutside, ln1_savers, ln1_input_of, 0, true, x.qin);
 
         // Attention up to the core: q, k, v as the core sees them.
         double q_elems = 0, k_elems = 0, v_elems = 0;
@@ -953,8 +955,9 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
             if (x.mla)
                 add(m, Tsp * x.ql * 4, kOutside, out);
         }
-        // The context, laid out [s, b, np * hv] (a copy), kept by linear_proj.
-        add(m, T * nh * (x.mla ? x.dv : x.kv) * d, kCoreAttn, out, 0, true);
+        // The context, laid out [s, b, np * hv] (a copy), kept by linear_proj: under FP8 with delayed
+        // scaling as its 1-byte codes, the copy freed (engine/fp8.cpp; other recipes keep the context).
+        add(m, T * nh * (x.mla ? x.dv : x.kv) * (x.fp8_delayed ? 1 : d), kCoreAttn, out, 0, true);
         if (x.sp) // the gathered input of a column-parallel linear, the row-parallel output before its
                   // scatter
             temp(T * h * d);
@@ -977,7 +980,8 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
         // checkpoint, whose input is the residual (transformer_layer.py: pre_mlp_layernorm is an IdentityOp).
         ln2_input_of = x.te ? 0 : bit(kMlp);
     }
-    normWorker(m, xs, h, !x.te || moe ? kNorm2 : kMlp, ln2_savers, ln2_input_of, 0, true);
+    // (A dense layer's FC1 keeps the norm's output, as codes under FP8; the MoE router keeps it in 16 bits.)
+    normWorker(m, xs, h, !x.te || moe ? kNorm2 : kMlp, ln2_savers, ln2_input_of, 0, true, moe ? d : x.qin);
 
     const double glu = x.gated ? 2 : 1;
     if (!moe) {
@@ -985,7 +989,7 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
         add(m, T * glu * F * d, kMlp, bit(kMlp)); // FC1's output (kept by the activation)
         if (x.gated && !x.fused_act)
             add(m, T * F * d, kMlp, bit(kMlp)); // silu(a), kept by silu(a) * b (eager only)
-        add(m, T * F * d, kMlp, bit(kMlp)); // the activation, kept by FC2
+        add(m, T * F * x.qin, kMlp, bit(kMlp)); // the activation, kept by FC2 (its codes under FP8)
         temp(T * h * d);
     } else {
         // The router on the rank's local tokens (Tsp); R routed slots reach the rank's local experts (from
@@ -998,7 +1002,7 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
         add(m, Tsp * x.topk * 4, kMoe, bit(kMoe)); // softmax over the chosen k (fp32)
         add(m, R * 8, kMoe, bit(kMoe)); // sort order (index_select of the probabilities)
         add(m, R * 8, kMoe, bit(kMoe)); // token of each routed slot (index_select, the combine's scatter_add)
-        add(m, R * Hr * d, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1
+        add(m, R * Hr * x.qin, kMoe, bit(kMoe)); // permuted tokens, kept by each expert's FC1 (FP8: codes)
         add(m, R * glu * Fm * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // FC1's output
         add(m, R * d, kMoe, bit(kMoeAct), bit(kMoeAct)); // permuted probabilities
         if (!x.fused_act
@@ -1007,8 +1011,16 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
                 add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
             add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
         }
-        add(m, R * Fm * d, kMoeAct, bit(kMoe), 0, true); // the region's output, kept by FC2
-        if (x.grouped) // GroupedMLP's CPU fallback (PaddedGroupedLinear) keeps each FC's padded row indices
+        // The region's output, kept by FC2; under FP8 FC2 keeps its codes, made outside the region (the
+        // worker quantizes in FC2, so moe_act does not discard them; Megatron's discards its quantized
+        // output: docs/benchmarks.md "The worker with FP8").
+        if (x.fp8)
+            add(m, R * Fm, kMoe, bit(kMoe));
+        else
+            add(m, R * Fm * d, kMoeAct, bit(kMoe), 0, true);
+        // GroupedMLP's CPU fallback (PaddedGroupedLinear) keeps each FC's padded row indices; under FP8 the
+        // experts run fp8.cpp's grouped linear, which keeps its split sizes on the host.
+        if (x.grouped && !x.fp8)
             add(m, 2 * R * 8, kMoe, bit(kMoe));
         // The layer's largest moment is the combine (engine/model.cpp moeLayer: scatter_add into
         // zeros_like(source)): every local of moeLayer and layerForward is alive until they return, saved
@@ -1032,10 +1044,12 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
         const double combine = std::max(2 * Tg * Hr * d, x.grouped ? 0.0 : R * Hr * d);
         live += R * Hr * d + combine;
         temp(live + R * 8);
+        if (x.L > 0 && x.fp8) // fc1_latent_proj's codes of the norm's output (the router keeps it in 16 bits)
+            add(m, Tsp * h, kMoe, bit(kMoe));
         if (x.L > 0) {
             // fc2_latent_proj keeps the combined [Tsp, L] and writes [Tsp, h] beside it, the combine's zeros
             // gone.
-            add(m, Tsp * x.L * d, kMoe, bit(kMoe));
+            add(m, Tsp * x.L * x.qin, kMoe, bit(kMoe));
             temp(live - combine + R * 8 + Tsp * h * d);
         }
         // Without grad (a checkpointed unit's forward) the same moment holds the layer's locals that grad
@@ -1048,10 +1062,12 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
             live + moe_locals, pre_temp + (pre_at == SIZE_MAX ? 0 : m.retainedUpTo(Active {}, pre_at)));
         if (x.Fs > 0) {
             const double Fs = x.Fs / t;
+            if (x.fp8) // the shared FC1's codes of the norm's output, which the router keeps in 16 bits
+                add(m, T * h, kShared, bit(kShared));
             add(m, T * glu * Fs * d, kShared, bit(kShared));
             if (x.gated && !x.fused_act)
                 add(m, T * Fs * d, kShared, bit(kShared));
-            add(m, T * Fs * d, kShared, bit(kShared));
+            add(m, T * Fs * x.qin, kShared, bit(kShared)); // kept by the shared FC2 (its codes under FP8)
             // Latent MoE: the shared expert's FC2 output and the sum beside fc2_latent_proj's output.
             if (x.L > 0)
                 temp(live - combine + R * 8 + 3 * Tsp * h * d);
@@ -2388,6 +2404,11 @@ void StageEstimator::persistentState()
             inputs += 2 * seq * x.dr * d;
         if (!st.last)
             inputs += Tsp * h * d; // the stage's fixed gradient of its sent activation (sent_grad_)
+        if (x.fp8)
+            base.add("parameters", "fp8 weight copies", params.linear * 2, "backend/engine/fp8.cpp",
+                "every Transformer Engine linear weight of the stage as 1-byte codes row-wise and "
+                "column-wise "
+                "(WeightCache), made at the step's first use and rewritten in place");
         base.add("other", "tokens, labels, causal mask, RoPE tables", inputs, kWorkerModel,
             "int64 token ids and labels of the step's micro-batches; the unfused path's bool causal mask; "
             "MLA's cos/sin tables; a stage without the loss head: the gradient tensor it receives");

@@ -81,6 +81,24 @@ inline Recipe shrink(Recipe r)
     return r;
 }
 
+// The recipe on the TE spec with FP8 (hybrid format, `scaling` tensorwise or delayed); `moe`: its layers MoE
+// (4 experts, top 2, grouped GEMM) where the preset's are dense.
+inline Recipe fp8Recipe(Recipe r, const QString& scaling, bool moe)
+{
+    r.transformer_impl = "transformer_engine";
+    r.bf16 = true;
+    r.fp8 = "hybrid";
+    r.fp8_recipe = scaling.toStdString();
+    if (moe) {
+        r.num_moe_experts = 4;
+        r.moe_router_topk = 2;
+        r.moe_ffn_hidden_size = 96;
+        r.moe_grouped_gemm = true;
+        r.moe_layer_freq = { 1 };
+    }
+    return r;
+}
+
 struct Measured {
     int64_t peak = 0;
     std::map<std::string, int64_t> phases;
