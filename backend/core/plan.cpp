@@ -213,6 +213,8 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
             100.0 * (model_control_ms / *plan.measured_control_ms - 1));
         plan.notes.push_back(buf);
     }
+    if (r.fp8 && !r.fp8->empty())
+        plan.notes.push_back(kFp8NotTimed);
     if (!plan.chosen && target_gb)
         plan.notes.push_back("no choice fits the target on every rank");
     return plan;

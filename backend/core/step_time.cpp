@@ -935,6 +935,8 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
         "a layer's forward, and its backward with its replays, each take the device's time or the host's "
         "(kernels x kernel_launch_us, checkpoints x checkpoint_us), whichever is longer",
     };
+    if (r.fp8 && !r.fp8->empty())
+        e.assumptions.push_back(kFp8NotTimed);
     return e;
 }
 

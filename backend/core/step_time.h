@@ -52,6 +52,13 @@ struct RankStepTime {
     std::vector<TimeTerm> terms; // sums to step_ms
 };
 
+// What an FP8 recipe's prediction is not (an assumption of its estimate and a note of its plan): the record
+// has no FP8 rate.
+inline constexpr const char* kFp8NotTimed
+    = "fp8: Transformer Engine's FP8 products are timed at the record's 16-bit rates and its quantizing "
+      "passes "
+      "are not timed (a calibration record has no FP8 rate yet): the predicted steps are the bf16 job's";
+
 struct StepTimeEstimate {
     std::string choice; // choiceSpelling of the recipe's recompute choice
     double step_ms = 0; // the job's step: its slowest rank's (the pipeline runs at that pace)

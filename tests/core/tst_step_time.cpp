@@ -207,6 +207,7 @@ private Q_SLOTS:
     void everyTermHasASourceAndTheyAdd();
     void unfusedChainAtItsMeasuredRate();
     void loraSkipsFrozenWeightGradients();
+    void fp8SaysItIsNotTimed();
     void optimizerStepPassByPass_data();
     void optimizerStepPassByPass();
     void mainGradAccumulation_data();
@@ -1047,6 +1048,32 @@ void TestStepTime::planAgainstAMeasuredSweep()
 
 QTEST_APPLESS_MAIN(TestStepTime)
 #include "tst_step_time.moc"
+
+// An FP8 recipe's prediction says what it is not (no FP8 rate in a record): in the estimate's assumptions and
+// the plan's notes; a bf16 recipe's says nothing of FP8.
+void TestStepTime::fp8SaysItIsNotTimed()
+{
+    Recipe r;
+    r.num_layers = 2;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 2048;
+    r.micro_batch_size = 1;
+    r.global_batch_size = 1;
+    r.bf16 = true;
+    r.transformer_impl = "transformer_engine";
+    Recipe fp8 = r;
+    fp8.fp8 = "hybrid";
+    fp8.fp8_recipe = "tensorwise";
+    const auto says = [](const std::vector<std::string>& lines) {
+        return std::count(lines.begin(), lines.end(), std::string(kFp8NotTimed));
+    };
+    const Recipe a = validate(r, InputFormat::Json).resolved, b = validate(fp8, InputFormat::Json).resolved;
+    QCOMPARE(says(estimateStepTime(a, h100()).assumptions), 0);
+    QCOMPARE(says(estimateStepTime(b, h100()).assumptions), 1);
+    QCOMPARE(says(planRecompute(a, InputFormat::Json, h100(), 80.0, kEstimateErrorFraction).notes), 0);
+    QCOMPARE(says(planRecompute(b, InputFormat::Json, h100(), 80.0, kEstimateErrorFraction).notes), 1);
+}
 
 // Bridge's LoRA: a frozen linear's backward is its input's gradient alone (one product, not two), and each
 // adapted linear adds linear_in [T, h] x [h, dim] and linear_out [T, dim] x [dim, out], trained (their
