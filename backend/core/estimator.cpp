@@ -1011,13 +1011,13 @@ LayerModel workerLayer(const Shape& x, const LayerKind& kind)
                 add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // silu(a)
             add(m, R * Fm * d, kMoeAct, bit(kMoeAct)); // act(a) [* b], kept by the multiply by probs
         }
-        // The region's output, kept by FC2; under FP8 FC2 keeps its codes, made outside the region (the
-        // worker quantizes in FC2, so moe_act does not discard them; Megatron's discards its quantized
-        // output: docs/benchmarks.md "The worker with FP8").
-        if (x.fp8)
+        // The region's output, kept by FC2; under FP8 its codes, which moe_act discards with the output
+        // (engine/model.cpp: OutputDiscardCheckpoint::alsoDiscard) where the experts are grouped; the
+        // per-expert linears keep theirs.
+        if (x.fp8 && !x.grouped)
             add(m, R * Fm, kMoe, bit(kMoe));
         else
-            add(m, R * Fm * d, kMoeAct, bit(kMoe), 0, true);
+            add(m, R * Fm * x.qin, kMoeAct, bit(kMoe), 0, true);
         // GroupedMLP's CPU fallback (PaddedGroupedLinear) keeps each FC's padded row indices; under FP8 the
         // experts run fp8.cpp's grouped linear, which keeps its split sizes on the host.
         if (x.grouped && !x.fp8)

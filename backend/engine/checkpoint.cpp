@@ -239,6 +239,10 @@ struct DiscardState : torch::CustomClassHolder {
     bool discarded = false;
     std::vector<torch::Tensor> recomputed;
     std::vector<torch::Tensor> detached;
+    // Tensors made from the outputs by their consumers and saved by them (alsoDiscard): freed with the
+    // outputs, refilled from the recomputed outputs by `rebuild`.
+    std::vector<std::pair<c10::Storage, size_t>> extra;
+    std::function<void(const std::vector<torch::Tensor>& outputs)> rebuild;
 
     void recompute()
     {
@@ -262,6 +266,13 @@ struct DiscardState : torch::CustomClassHolder {
             auto target = torch::empty({ 0 }, v.options).set_(v.storage, v.offset, v.sizes, v.strides);
             target.copy_(recomputed[i]);
         }
+        for (auto& [storage, nbytes] : extra) {
+            auto* impl = storage.unsafeGetStorageImpl();
+            impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
+            impl->set_nbytes(nbytes);
+        }
+        if (rebuild)
+            rebuild(recomputed);
     }
 };
 
@@ -421,6 +432,15 @@ std::vector<torch::Tensor> OutputDiscardCheckpoint::run(
     return outputs;
 }
 
+void OutputDiscardCheckpoint::alsoDiscard(
+    const torch::Tensor& made, std::function<void(const std::vector<torch::Tensor>& outputs)> rebuild)
+{
+    if (!state_)
+        return;
+    state_->extra.emplace_back(made.storage(), made.storage().nbytes());
+    state_->rebuild = std::move(rebuild);
+}
+
 void OutputDiscardCheckpoint::discardOutputAndRegisterRecompute(const torch::Tensor& hook_tensor)
 {
     if (!state_)
@@ -434,6 +454,11 @@ void OutputDiscardCheckpoint::discardOutputAndRegisterRecompute(const torch::Ten
         impl->set_data_ptr_noswap(c10::DataPtr(nullptr, impl->device()));
         impl->set_nbytes(0);
         freed.push_back(impl);
+    }
+    for (auto& [storage, nbytes] : state_->extra) {
+        auto* impl = storage.unsafeGetStorageImpl();
+        impl->set_data_ptr_noswap(c10::DataPtr(nullptr, impl->device()));
+        impl->set_nbytes(0);
     }
     state_->discarded = true;
     auto state = state_;

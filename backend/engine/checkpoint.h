@@ -62,6 +62,11 @@ public:
     // Frees the outputs' storage; when the gradient of hook_tensor is computed, the region is replayed
     // and its outputs are rebuilt in place. A no-op when run() ran without grad.
     void discardOutputAndRegisterRecompute(const torch::Tensor& hook_tensor);
+    // Before the discard: a tensor a consumer made from the outputs and saved (FC2's quantized copy of
+    // its input under FP8, where Megatron's discarded output is that copy) goes with them; after the
+    // replay its storage is allocated again and `rebuild` refills it from the recomputed outputs.
+    void alsoDiscard(
+        const torch::Tensor& made, std::function<void(const std::vector<torch::Tensor>& outputs)> rebuild);
 
 private:
     c10::intrusive_ptr<DiscardState> state_;

@@ -210,6 +210,20 @@ public:
     }
 };
 
+// Each expert's rows of `codes` [R, in] transposed ([in, n_e], contiguous) one after another in `into`.
+void fillExpertColumns(const Tensor& codes, const Tensor& counts, Tensor& into)
+{
+    const auto* count = counts.data_ptr<int64_t>();
+    const int64_t in = codes.size(1);
+    int64_t row = 0;
+    for (int64_t e = 0; e < counts.numel(); ++e) {
+        const int64_t n = count[e];
+        if (n > 0)
+            into.narrow(0, row * in, n * in).view({ in, n }).copy_(codes.narrow(0, row, n).t());
+        row += n;
+    }
+}
+
 // TE's GroupedLinear under FP8: one tensor's codes for every expert's rows; each expert's column-wise copy
 // laid out one after another in one buffer (the bytes TE's per-expert quantized inputs take).
 class Fp8GroupedLinear : public torch::autograd::Function<Fp8GroupedLinear> {
@@ -221,9 +235,9 @@ public:
         const bool e5m2_grads = flags & 2;
         const int64_t experts = weight.size(0), out_features = weight.size(1), in = weight.size(2);
         const auto* count = counts.data_ptr<int64_t>();
+        (void)in;
         const Quantized xq = quantize(x, false);
         Tensor out = torch::empty({ x.size(0), out_features }, x.options());
-        Tensor x_cols = torch::empty({ x.numel() }, xq.data.options());
         int64_t row = 0;
         for (int64_t e = 0; e < experts; ++e) {
             const int64_t n = count[e];
@@ -231,9 +245,10 @@ public:
                 continue;
             const Quantized xe { xq.data.narrow(0, row, n), xq.scale_inv };
             out.narrow(0, row, n).copy_(scaledMm(xe, Quantized { w_row[e], w_scale_inv }, x.scalar_type()));
-            x_cols.narrow(0, row * in, n * in).view({ in, n }).copy_(xe.data.t());
             row += n;
         }
+        Tensor x_cols = torch::empty({ x.numel() }, xq.data.options());
+        fillExpertColumns(xq.data, counts, x_cols);
         ctx->save_for_backward({ x_cols, w_col, counts });
         ctx->saved_data["x_scale_inv"] = xq.scale_inv;
         ctx->saved_data["w_scale_inv"] = w_scale_inv;
@@ -291,12 +306,27 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias, WeightC
         w.columnwise.data, w.rowwise.data, w.rowwise.scale_inv, flagsOf(settings, save_original_input));
 }
 
-Tensor groupedLinear(
-    const Tensor& x, const Tensor& weight, const Tensor& counts, WeightCache& cache, const Settings& settings)
+Tensor groupedLinear(const Tensor& x, const Tensor& weight, const Tensor& counts, WeightCache& cache,
+    const Settings& settings, SavedCodes* saved)
 {
     const auto& w = cache.get(weight);
-    return Fp8GroupedLinear::apply(x, weight, counts.to(torch::kCPU).to(torch::kLong), w.columnwise.data,
-        w.rowwise.data, w.rowwise.scale_inv, flagsOf(settings, false));
+    const Tensor host_counts = counts.to(torch::kCPU).to(torch::kLong);
+    Tensor out = Fp8GroupedLinear::apply(x, weight, host_counts, w.columnwise.data, w.rowwise.data,
+        w.rowwise.scale_inv, flagsOf(settings, false));
+    if (saved && out.grad_fn()) {
+        // The input's codes the node saved: its first saved tensor.
+        const auto* node = dynamic_cast<torch::autograd::CppNode<Fp8GroupedLinear>*>(out.grad_fn().get());
+        TORCH_CHECK(node, "fp8: the grouped linear's node is not Fp8GroupedLinear's");
+        saved->codes = node->ctx_.get_saved_variables().at(0);
+        saved->rebuild = [host_counts](const Tensor& input, Tensor& codes) {
+            torch::NoGradGuard no_grad;
+            // Through a fresh tensor over the same storage: the node's saved copy keeps its version.
+            Tensor flat = torch::empty({ 0 }, codes.options())
+                              .set_(codes.storage(), codes.storage_offset(), { codes.numel() }, { 1 });
+            fillExpertColumns(quantize(input, false).data, host_counts, flat);
+        };
+    }
+    return out;
 }
 
 } // namespace rs::engine::fp8

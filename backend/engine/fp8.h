@@ -17,6 +17,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <unordered_map>
 
@@ -75,8 +76,16 @@ private:
 torch::Tensor linear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& bias,
     WeightCache& cache, const Settings& settings, bool save_original_input = false);
 
-// TE's GroupedLinear under FP8: rows of x sorted by expert, counts (CPU int64 [E]) rows each; W [E, out, in].
+// The input codes a grouped linear saved for its weight gradient, and how to make them again from the same
+// input (an output-discard checkpoint frees and refills them: OutputDiscardCheckpoint::alsoDiscard).
+struct SavedCodes {
+    torch::Tensor codes;
+    std::function<void(const torch::Tensor& input, torch::Tensor& codes)> rebuild;
+};
+
+// TE's GroupedLinear under FP8: rows of x sorted by expert, counts [E] rows each (read on the host, TE's
+// m_splits); W [E, out, in]. `saved`: where to say what it saved of x.
 torch::Tensor groupedLinear(const torch::Tensor& x, const torch::Tensor& weight, const torch::Tensor& counts,
-    WeightCache& cache, const Settings& settings);
+    WeightCache& cache, const Settings& settings, SavedCodes* saved = nullptr);
 
 } // namespace rs::engine::fp8

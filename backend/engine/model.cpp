@@ -1130,7 +1130,7 @@ Tensor Model::attention(const Layer& L, const Tensor& x)
 }
 
 Tensor Model::expertLinear(const Layer& L, bool fc1, const Tensor& sorted, const Tensor& counts_on_device,
-    const int64_t* counts_on_host) const
+    const int64_t* counts_on_host, fp8::SavedCodes* saved) const
 {
     if (!config_.grouped_gemm) {
         // SequentialMLP: one linear per local expert on its slice of the sorted tokens.
@@ -1152,7 +1152,7 @@ Tensor Model::expertLinear(const Layer& L, bool fc1, const Tensor& sorted, const
     const Tensor& w = fc1 ? L.grouped_fc1 : L.grouped_fc2; // [E, out, in]
     countFlops(2 * sorted.size(0) * w.size(1) * w.size(2));
     if (config_.fp8.enabled) // TE's GroupedLinear takes the split sizes on the host (m_splits)
-        return fp8::groupedLinear(sorted, w, counts_on_device, fp8_weights_, config_.fp8);
+        return fp8::groupedLinear(sorted, w, counts_on_device, fp8_weights_, config_.fp8, saved);
     if (compat::groupedMmAvailable(sorted)) {
         // One grouped GEMM; the group ends are a device tensor: nothing goes to the host.
         const Tensor offs = counts_on_device.cumsum(0).to(torch::kInt);
@@ -1241,9 +1241,18 @@ Tensor Model::moeLayer(const Layer& L, const Tensor& x)
     const bool discard = plan_.has("moe_act");
     auto act = (discard ? act_ckpt.run(act_region, { fc1_out, permuted_probs })
                         : act_region({ fc1_out, permuted_probs }))[0];
-    auto expert_out = expertLinear(L, false, act, counts_on_device, count);
-    if (discard)
+    // Under FP8 Megatron's activation hands FC2 its quantized output, so moe_act discards FC2's saved codes;
+    // here FC2 quantizes, and the checkpoint frees and rebuilds its codes with the output (grouped experts).
+    fp8::SavedCodes fc2_codes;
+    auto expert_out = expertLinear(
+        L, false, act, counts_on_device, count, discard && c.fp8.enabled ? &fc2_codes : nullptr);
+    if (discard) {
+        if (fc2_codes.codes.defined())
+            act_ckpt.alsoDiscard(fc2_codes.codes, [fc2_codes](const Tensors& outputs) mutable {
+                fc2_codes.rebuild(outputs[0], fc2_codes.codes);
+            });
         act_ckpt.discardOutputAndRegisterRecompute(expert_out);
+    }
     // The combine as Megatron's unpermute (moe_utils.py): scatter_add_ with the token index expanded over
     // the hidden size, whose backward gathers the gradient and keeps only the index (a view of [R]);
     // index_add would keep the experts' output [R, h] for its backward.

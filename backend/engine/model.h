@@ -197,7 +197,8 @@ private:
     // The experts' FC over tokens sorted by local expert: per-expert linears (SequentialMLP) or one grouped
     // GEMM over the [E, out, in] weight with the per-expert counts on the device (GroupedMLP).
     torch::Tensor expertLinear(const Layer& layer, bool fc1, const torch::Tensor& sorted,
-        const torch::Tensor& counts_on_device, const int64_t* counts_on_host) const;
+        const torch::Tensor& counts_on_device, const int64_t* counts_on_host,
+        fp8::SavedCodes* saved = nullptr) const;
     torch::Tensor embed(const torch::Tensor& tokens);
     torch::Tensor runLayers(int chunk, torch::Tensor x); // chunk -1: every layer
     torch::Tensor head(torch::Tensor x, const torch::Tensor& labels);

@@ -96,6 +96,7 @@ private Q_SLOTS:
     void fp8KeepsTwoBytesOfEachTeLinearWeight();
     void fp8SavesTeLinearInputsInOneByte_data();
     void fp8SavesTeLinearInputsInOneByte();
+    void fp8MoeActDiscardsFc2Codes();
 };
 
 void TestEngineMemory::probeSeesAllocationsAndFrees()
@@ -442,6 +443,28 @@ void TestEngineMemory::fp8SavesTeLinearInputsInOneByte()
     const int64_t saved = without.retained - (with.retained - weight_codes);
     QVERIFY2(near(saved, expected, 0.02),
         qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+}
+
+void TestEngineMemory::fp8MoeActDiscardsFc2Codes()
+{
+    // Grouped SwiGLU experts under FP8: without moe_act the activation region keeps silu(a) and silu(a) * b
+    // (the multiplies' saved inputs), and FC2 keeps the codes of the region's output [R, F] (1 byte), not
+    // the output; moe_act discards all three, the codes with the output (Megatron's activation hands FC2
+    // its quantized output, which the label frees), and rebuilds them for FC2's backward.
+    const Recipe r = fp8Recipe(true, "tensorwise");
+    const int64_t R = int64_t(r.seq_length) * r.micro_batch_size * r.moe_router_topk;
+    const int64_t F = *r.moe_ffn_hidden_size;
+    const int64_t expected = r.num_layers * (2 * R * F * kF32 + R * F - rngStateBytes());
+    const auto none = runStep(r);
+    const auto act = runStep(selective(r, { "moe_act" }));
+    const int64_t saved = none.retained - act.retained;
+    QVERIFY2(near(saved, expected, 0.02),
+        qPrintable(QStringLiteral("saved %1, expected %2").arg(mb(saved), mb(expected))));
+    // The rebuilt codes are the ones FC2 saved: the gradients do not move.
+    for (const auto& [name, g] : none.grads)
+        QVERIFY2(g.defined() == act.grads.at(name).defined()
+                && (!g.defined() || torch::allclose(g, act.grads.at(name), 1e-5, 1e-6)),
+            name.c_str());
 }
 
 QTEST_GUILESS_MAIN(TestEngineMemory)
