@@ -9,6 +9,7 @@
 #include <map>
 #include <sstream>
 
+#include "core/attention_softmax.h"
 #include "core/comparison.h"
 #include "core/model_shape.h"
 #include "core/recompute_labels.h"
@@ -32,6 +33,9 @@ struct Op {
     // A product with a linear module's weight (model_shape.h LoraLinear, kLoraUnnamed for one no LoRA target
     // names): under PEFT its weight is frozen and its backward computes the input's gradient alone.
     uint32_t linear = 0;
+    // Work of the backward alone (Elementwise: `bytes` and `kernels` as they are, not derived from a
+    // forward op); nothing in the forward or a replay.
+    bool backward_only = false;
 };
 
 struct RegionWork {
@@ -83,6 +87,10 @@ struct Dims {
     double softmax_bytes = 4;
     bool attn_dropout = false;
     bool unfused_measured = false; // the record times the unfused chain itself (calibration.h)
+    // Megatron's torch softmax path fills the causal mask in place into a view of the baddbmm output
+    // (fused_softmax.py forward_torch_softmax, transformer/utils.py attention_mask_func): the local spec's
+    // unfused attention without the fused masked-softmax kernel, on scores not first copied to fp32.
+    bool mask_on_scores_view = false;
     bool dropout_measured = false;
     // DSA (model_shape.h): the indexer's heads and head dim, the keys a query keeps, the keys a rank scores.
     double ih = 0, idim = 0, K = 0, S = 0;
@@ -123,6 +131,9 @@ Dims dimsOf(const Recipe& r, const CalibrationRates& c)
     d.attn_dropout = r.attention_dropout > 0;
     d.unfused_measured = c.unfused_attention_fwd_gscores > 0 && c.unfused_attention_bwd_gscores > 0;
     d.dropout_measured = c.score_dropout_fwd_gscores > 0 && c.score_dropout_bwd_gscores > 0;
+    d.mask_on_scores_view = !te && d.unfused
+        && !fusedMaskedSoftmaxApplies(r, r.micro_batch_size, int64_t(d.np), int64_t(d.s), int64_t(d.s * d.cp))
+        && !(d.softmax_bytes == 4 && d.act < 4);
     d.grouped = r.moe_grouped_gemm;
     d.peft = isPeft(r);
     d.lora = loraTargets(r);
@@ -263,6 +274,21 @@ std::vector<RegionWork> attentionRegions(const Dims& d)
         a.flops = 0.5 * 4 * d.b * d.np * d.s * d.s * d.kv;
         a.kernels = 2;
         core.ops.push_back(a);
+    }
+    if (d.unfused && d.mask_on_scores_view) {
+        // The in-place mask on a view of the scores costs the backward what the calibrated chain (mask filled
+        // into the product itself) does not: autograd's AsStridedBackward (a zero fill of the scores and a
+        // copy of their gradient into it) and CopySlices (torch/csrc/autograd/functions/tensor.cpp) around
+        // the mask's backward, whose copies of the scores' gradient the real run's profile counts: four a
+        // layer and micro-batch (bench/gpu/results/h100-2026-12-07-profile-ops, 62 ms of the 364 ms step).
+        // 11 passes of the scores' bytes in all, at the elementwise rate.
+        Op views = elementwise(11 * d.b * d.np * d.s * d.s * d.cp * d.act, 6);
+        views.backward_only = true;
+        core.ops.push_back(views);
+        core.source += "; backward: the causal mask filled in place into a view of the scores "
+                       "(fused_softmax.py, transformer/utils.py attention_mask_func): autograd's "
+                       "AsStridedBackward and CopySlices copy the scores' gradient, 11 passes of its bytes "
+                       "(counted in the real run's profile)";
     }
     out.push_back(core);
     return out;
@@ -510,6 +536,8 @@ struct Rates {
     bool peft = false;
     double gpuMs(const Op& o, bool backward) const
     {
+        if (o.backward_only)
+            return backward ? o.bytes / (c.elementwise_gbps * 1e6) : 0;
         const double products = backward ? backwardProducts(o, peft) : 1;
         switch (o.rate) {
         case Rate::Matmul:
@@ -531,6 +559,8 @@ struct Rates {
     }
     double kernels(const Op& o, bool backward) const
     {
+        if (o.backward_only)
+            return backward ? o.kernels : 0;
         const bool product = o.rate == Rate::Matmul || o.rate == Rate::Grouped;
         return o.kernels * (backward ? (product ? backwardProducts(o, peft) : 2) : 1);
     }
@@ -602,7 +632,8 @@ void runStretch(const std::vector<Piece>& pieces, const Rates& rates, double tim
             t.flops += o.flops
                 * (p.backward ? (o.rate == Rate::Attention ? 2.5 : backwardProducts(o, rates.peft)) : 1)
                 * times;
-            t.bytes += o.bytes * (p.backward ? 1.5 : 1) * times;
+            t.bytes
+                += (o.backward_only ? (p.backward ? o.bytes : 0) : o.bytes * (p.backward ? 1.5 : 1)) * times;
             t.kernels += rates.kernels(o, p.backward) * times;
         }
         t.bytes += 2 * p.copy_bytes * times;
