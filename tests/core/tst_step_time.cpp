@@ -208,6 +208,8 @@ private Q_SLOTS:
     void unfusedChainAtItsMeasuredRate();
     void loraSkipsFrozenWeightGradients();
     void fp8SaysItIsNotTimed();
+    void maskOnAViewOfTheScores_data();
+    void maskOnAViewOfTheScores();
     void optimizerStepPassByPass_data();
     void optimizerStepPassByPass();
     void mainGradAccumulation_data();
@@ -857,8 +859,9 @@ void TestStepTime::measuredRatesAgainstRealMegatron_data()
     // H200, the same job's sweep on one H200 (one device call), predicted from the H200's record measured
     // in the same lease.
     const QString dh = QString::fromLatin1(kH200Sweep.dir);
-    for (const char* c : { "core_attn", "core_attn-layernorm", "full", "full-block-3", "full-block-4",
-             "full-block-5", "full-block-6", "full-block-7", "full-block-8", "full-uniform-2", "full-uniform-4" })
+    for (const char* c :
+        { "core_attn", "core_attn-layernorm", "full", "full-block-3", "full-block-4", "full-block-5",
+            "full-block-6", "full-block-7", "full-block-8", "full-uniform-2", "full-uniform-4" })
         QTest::newRow(qPrintable(u"H200 dense local %1"_s.arg(QLatin1StringView(c))))
             << QString::fromLatin1(kH200) << dh + u"time-dlocal-none.log"_s
             << dh + u"time-dlocal-%1.log"_s.arg(QLatin1StringView(c)) << kDlocalWarmup << 12 << true
@@ -1048,6 +1051,59 @@ void TestStepTime::planAgainstAMeasuredSweep()
 
 QTEST_APPLESS_MAIN(TestStepTime)
 #include "tst_step_time.moc"
+
+// The backward of the causal mask Megatron fills in place into a view of the scores: on the local spec's
+// torch softmax path only (not the fused masked-softmax kernel, not scores first copied to fp32, not TE's
+// attention), in backward only, the same for every choice.
+void TestStepTime::maskOnAViewOfTheScores_data()
+{
+    QTest::addColumn<QString>("impl");
+    QTest::addColumn<bool>("softmaxFp32");
+    QTest::addColumn<bool>("fusion");
+    QTest::addColumn<bool>("counted");
+    QTest::newRow("local, 16-bit softmax") << u"local"_s << false << false << true;
+    QTest::newRow("local, fp32 softmax") << u"local"_s << true << false << false;
+    // (attention_softmax.h: Megatron's fused masked-softmax kernel is taken to run under the TE spec only.)
+    QTest::newRow("local, masked_softmax_fusion on") << u"local"_s << false << true << true;
+    QTest::newRow("TE spec, unfused backend") << u"transformer_engine"_s << false << false << false;
+}
+
+void TestStepTime::maskOnAViewOfTheScores()
+{
+    QFETCH(QString, impl);
+    QFETCH(bool, softmaxFp32);
+    QFETCH(bool, fusion);
+    QFETCH(bool, counted);
+    Recipe r;
+    r.num_layers = 2;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 2048;
+    r.micro_batch_size = 1;
+    r.global_batch_size = 1;
+    r.bf16 = true;
+    r.transformer_impl = impl.toStdString();
+    r.attention_backend = "unfused";
+    r.attention_softmax_in_fp32 = softmaxFp32;
+    r.masked_softmax_fusion = fusion;
+    const auto core = [](const Recipe& job, const char* phase) {
+        for (const TimeTerm& t :
+            estimateStepTime(validate(job, InputFormat::Json).resolved, h100()).ranks.at(0).terms)
+            if (t.phase == phase && t.name == "core_attn")
+                return t;
+        return TimeTerm {};
+    };
+    const TimeTerm fwd = core(r, "forward"), bwd = core(r, "backward");
+    QCOMPARE(bwd.source.find("view of the scores") != std::string::npos, counted);
+    // 11 passes of the scores' bytes (b x heads x s^2 x 2) a layer, in backward only: against the same
+    // core on the TE spec's unfused backend (the same chain, no such view), the forward's bytes are equal.
+    Recipe te = r;
+    te.transformer_impl = "transformer_engine";
+    te.masked_softmax_fusion = false;
+    const double view_bytes = 2.0 * 11 * 8 * 2048 * 2048 * 2; // layers x passes x heads x s^2 x bf16
+    QCOMPARE(fwd.bytes, core(te, "forward").bytes);
+    QCOMPARE(bwd.bytes - core(te, "backward").bytes, counted ? view_bytes : 0.0);
+}
 
 // An FP8 recipe's prediction says what it is not (no FP8 rate in a record): in the estimate's assumptions and
 // the plan's notes; a bf16 recipe's says nothing of FP8.
