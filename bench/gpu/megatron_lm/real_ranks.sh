@@ -22,6 +22,7 @@
 #    step (time-big8k-*: at seq 8192); time-dlocal-*: the H200 job sweep's dense local-spec job, every
 #    choice the plan weighs at a 12-17 GB target (issue 31: the plan's choice against a measured sweep's);
 #  - llocal-*: the H200 fixtures' Llama-like local-spec job (unfused attention and RoPE, no dropout), for
+#    (time-llocal-*: the same timed alone, 16 iterations: the step-time model on a second local shape);
 #    SNAPSHOT=1 (issue 28: its core_attn estimate reads -4.3 %);
 #  - qkln-*: qk_layernorm (issue 26: Qwen3, GLM-4.5): the dense8 and moe8 stacks with --qk-layernorm, beside
 #    mtp-off-* and fp8-*-bf16-* (the same lines without it); the worker has no norms on the heads and refuses them;
@@ -197,6 +198,9 @@ time-dlocal-nobias-mlp 1 0 $dlocal $t16 --disable-bias-linear $sel mlp
 llocal-none 1 0 $llocal
 llocal-core_attn 1 0 $llocal $sel core_attn
 llocal-full 1 0 $llocal $full
+time-llocal-none 1 0 $llocal $t16
+time-llocal-core_attn 1 0 $llocal $t16 $sel core_attn
+time-llocal-full 1 0 $llocal $t16 $full
 time-big-none 1 0 $big4 $t16
 time-big-core_attn 1 0 $big4 $t16 $sel core_attn
 time-big-mlp 1 0 $big4 $t16 $mlp
