@@ -22,8 +22,8 @@
 #    step (time-big8k-*: at seq 8192); time-dlocal-*: the H200 job sweep's dense local-spec job, every
 #    choice the plan weighs at a 12-17 GB target (issue 31: the plan's choice against a measured sweep's);
 #  - llocal-*: the H200 fixtures' Llama-like local-spec job (unfused attention and RoPE, no dropout), for
-#    (time-llocal-*: the same timed alone, 16 iterations: the step-time model on a second local shape);
-#    SNAPSHOT=1 (issue 28: its core_attn estimate reads -4.3 %);
+#    SNAPSHOT=1 (issue 28: its core_attn estimate reads -4.3 %); time-llocal-*: the same timed alone, 16
+#    iterations (the step-time model on a second local shape);
 #  - qkln-*: qk_layernorm (issue 26: Qwen3, GLM-4.5): the dense8 and moe8 stacks with --qk-layernorm, beside
 #    mtp-off-* and fp8-*-bf16-* (the same lines without it); the worker has no norms on the heads and refuses them;
 #  - lora-*: Megatron Bridge's LoRA (issue 26) on the dense and MoE stacks, through pretrain_gpt_lora.py
