@@ -277,9 +277,9 @@ struct Shape {
     bool sqrelu = false; // activation_func squared_relu
     bool weighted_sqrelu = false; // the experts' fused weighted squared ReLU (keeps FC1's output, probs)
     bool ce_te = false; // Transformer Engine's fused cross-entropy: the gradient in the 16-bit logits
-    // FP8 through Transformer Engine's modules (Megatron layout only; the worker refuses fp8): the bytes a
-    // TE linear saves of its quantized input (1, the column-wise copy Hopper's wgrad GEMM reads), and
-    // delayed scaling, under which linear_proj also keeps its quantized input.
+    // FP8 through Transformer Engine's modules (both layouts: the worker's engine/fp8.* keeps what TE does):
+    // the bytes a TE linear saves of its quantized input (1, the column-wise copy Hopper's wgrad GEMM reads),
+    // and delayed scaling, under which linear_proj also keeps its quantized input.
     bool fp8 = false, fp8_delayed = false;
     double qin = 2; // bytes per element of a TE linear's saved input: act, or 1 under fp8
     // DSA (model_shape.h isDsaModel): the indexer's heads and head dim, the keys each query keeps (at most
