@@ -95,6 +95,8 @@ nlohmann::json calibrationToJson(const CalibrationRates& c)
             { "bwd_gscores", c.score_dropout_bwd_gscores } };
     if (c.accumulate_gbps > 0)
         j["accumulate_gbps"] = c.accumulate_gbps;
+    if (!c.fp8_matmul.empty())
+        j["fp8_matmul"] = gemmsToJson(c.fp8_matmul);
     return j;
 }
 
@@ -123,6 +125,8 @@ CalibrationRates calibrationFromJson(const nlohmann::json& j)
     c.provisional = prov.get<bool>();
     c.matmul = gemmsFromJson(j, "matmul");
     c.grouped_gemm = gemmsFromJson(j, "grouped_gemm");
+    if (j.contains("fp8_matmul")) // optional: measured where the device runs FP8 GEMMs
+        c.fp8_matmul = gemmsFromJson(j, "fp8_matmul");
     const auto& a = member(j, "attention", "");
     c.attention_fwd_tflops = positive(a, "fwd_tflops", "attention.");
     c.attention_bwd_tflops = positive(a, "bwd_tflops", "attention.");

@@ -35,6 +35,10 @@ struct CalibrationRates {
     bool provisional = false; // not measured on `device`: its predictions are not measurements
     std::vector<GemmRate> matmul; // by size, increasing
     std::vector<GemmRate> grouped_gemm; // by size, increasing
+    // FP8 products with per-tensor scales (E4M3 x E4M3 to bf16: at::_scaled_mm, cuBLASLt's FP8 GEMM, as
+    // Transformer Engine's) at the dense sizes; empty: not measured (no FP8 GEMM on the device, or a record
+    // from before it was measured).
+    std::vector<GemmRate> fp8_matmul;
     // Causal fused attention (SDPA; flash where the device has it): FLOPs of the unmasked half over time.
     double attention_fwd_tflops = 0;
     double attention_bwd_tflops = 0; // the backward's FLOPs: 2.5 x the forward's (five products to two)

@@ -214,7 +214,7 @@ Plan planRecompute(const Recipe& r, InputFormat format, const CalibrationRates& 
         plan.notes.push_back(buf);
     }
     if (r.fp8 && !r.fp8->empty())
-        plan.notes.push_back(kFp8NotTimed);
+        plan.notes.push_back(rates.fp8_matmul.empty() ? kFp8NotTimed : kFp8Timed);
     if (!plan.chosen && target_gb)
         plan.notes.push_back("no choice fits the target on every rank");
     return plan;

@@ -19,7 +19,7 @@ namespace rs {
 
 namespace {
 
-enum class Rate { Matmul, Grouped, Attention, Elementwise, UnfusedAttention, ScoreDropout };
+enum class Rate { Matmul, Grouped, Attention, Elementwise, UnfusedAttention, ScoreDropout, Fp8Matmul };
 
 // One forward operation of a region on one rank, one micro-batch.
 struct Op {
@@ -36,6 +36,8 @@ struct Op {
     // Work of the backward alone (Elementwise: `bytes` and `kernels` as they are, not derived from a
     // forward op); nothing in the forward or a replay.
     bool backward_only = false;
+    // Work of the forward (and of a replay) alone: nothing in the backward.
+    bool forward_only = false;
 };
 
 struct RegionWork {
@@ -91,6 +93,9 @@ struct Dims {
     // (fused_softmax.py forward_torch_softmax, transformer/utils.py attention_mask_func): the local spec's
     // unfused attention without the fused masked-softmax kernel, on scores not first copied to fp32.
     bool mask_on_scores_view = false;
+    // FP8 through Transformer Engine's linears (the TE spec with fp8), and whether the record has FP8 GEMM
+    // rates to time them with.
+    bool fp8 = false, fp8_rates = false;
     bool dropout_measured = false;
     // DSA (model_shape.h): the indexer's heads and head dim, the keys a query keeps, the keys a rank scores.
     double ih = 0, idim = 0, K = 0, S = 0;
@@ -135,6 +140,8 @@ Dims dimsOf(const Recipe& r, const CalibrationRates& c)
         && !fusedMaskedSoftmaxApplies(r, r.micro_batch_size, int64_t(d.np), int64_t(d.s), int64_t(d.s * d.cp))
         && !(d.softmax_bytes == 4 && d.act < 4);
     d.grouped = r.moe_grouped_gemm;
+    d.fp8 = te && r.fp8 && !r.fp8->empty();
+    d.fp8_rates = d.fp8 && !c.fp8_matmul.empty();
     d.peft = isPeft(r);
     d.lora = loraTargets(r);
     d.lora_dim = r.peft_dim;
@@ -495,6 +502,38 @@ struct Replay {
     std::vector<bool> discard; // per region: an output-discard checkpoint
 };
 
+// FP8 through Transformer Engine's linears with a record that times FP8 GEMMs: each product with a layer
+// linear's weight (dense, and the experts' grouped ones, TE's GroupedLinear running a GEMM per expert) at the
+// record's FP8 rate, and TE's cast-transposes at the elementwise rate: the input's in the forward (read in
+// the dtype, written row-wise and column-wise, 1 byte each: module/linear.py, the fused cast-transpose) and
+// the output gradient's in the backward. The weights' own casts (once a step) are left out.
+void timeLinearsInFp8(std::vector<RegionWork>& regions, const Dims& d)
+{
+    for (RegionWork& w : regions) {
+        std::vector<Op> casts;
+        for (Op& o : w.ops) {
+            const bool linear = (o.rate == Rate::Matmul && o.linear != 0) || o.rate == Rate::Grouped;
+            if (!linear)
+                continue;
+            if (o.rate == Rate::Grouped)
+                o.lookup_flops = o.flops / std::max(1.0, d.E / d.ep); // one expert's GEMM
+            o.rate = Rate::Fp8Matmul;
+            Op in = elementwise(o.m * o.k * (d.act + 2));
+            in.forward_only = true;
+            Op grad = elementwise(o.m * o.n * (d.act + 2));
+            grad.backward_only = true;
+            casts.push_back(in);
+            casts.push_back(grad);
+        }
+        if (casts.empty())
+            continue;
+        w.ops.insert(w.ops.end(), casts.begin(), casts.end());
+        w.source
+            += "; fp8: its linears' products at the record's FP8 GEMM rate, their inputs' and output "
+               "gradients' cast-transposes at the elementwise rate (transformer_engine module/linear.py)";
+    }
+}
+
 Replay selectiveReplay(const Recipe& r, const LayerKind& kind)
 {
     Replay rep;
@@ -538,12 +577,16 @@ struct Rates {
     {
         if (o.backward_only)
             return backward ? o.bytes / (c.elementwise_gbps * 1e6) : 0;
+        if (o.forward_only)
+            return backward ? 0 : o.bytes / (c.elementwise_gbps * 1e6);
         const double products = backward ? backwardProducts(o, peft) : 1;
         switch (o.rate) {
         case Rate::Matmul:
             return o.flops * products / (gemmRateAt(c.matmul, o.lookup_flops) * 1e9);
         case Rate::Grouped:
             return o.flops * products / (gemmRateAt(c.grouped_gemm, o.lookup_flops) * 1e9);
+        case Rate::Fp8Matmul:
+            return o.flops * products / (gemmRateAt(c.fp8_matmul, o.lookup_flops) * 1e9);
         case Rate::Attention:
             return backward ? o.flops * 2.5 / (c.attention_bwd_tflops * 1e9)
                             : o.flops / (c.attention_fwd_tflops * 1e9);
@@ -561,7 +604,9 @@ struct Rates {
     {
         if (o.backward_only)
             return backward ? o.kernels : 0;
-        const bool product = o.rate == Rate::Matmul || o.rate == Rate::Grouped;
+        if (o.forward_only)
+            return backward ? 0 : o.kernels;
+        const bool product = o.rate == Rate::Matmul || o.rate == Rate::Grouped || o.rate == Rate::Fp8Matmul;
         return o.kernels * (backward ? (product ? backwardProducts(o, peft) : 2) : 1);
     }
 };
@@ -632,8 +677,10 @@ void runStretch(const std::vector<Piece>& pieces, const Rates& rates, double tim
             t.flops += o.flops
                 * (p.backward ? (o.rate == Rate::Attention ? 2.5 : backwardProducts(o, rates.peft)) : 1)
                 * times;
-            t.bytes
-                += (o.backward_only ? (p.backward ? o.bytes : 0) : o.bytes * (p.backward ? 1.5 : 1)) * times;
+            const double bytes = o.backward_only ? (p.backward ? o.bytes : 0)
+                : o.forward_only                 ? (p.backward ? 0 : o.bytes)
+                                                 : o.bytes * (p.backward ? 1.5 : 1);
+            t.bytes += bytes * times;
             t.kernels += rates.kernels(o, p.backward) * times;
         }
         t.bytes += 2 * p.copy_bytes * times;
@@ -793,6 +840,8 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
             continue;
         built[size_t(k.id())] = true;
         regions[size_t(k.id())] = layerRegions(r, d, k);
+        if (d.fp8_rates)
+            timeLinearsInFp8(regions[size_t(k.id())], d);
         if (selective)
             replays[size_t(k.id())] = selectiveReplay(r, k);
     }
@@ -967,7 +1016,7 @@ StepTimeEstimate estimateStepTime(const Recipe& r, const CalibrationRates& c, co
         "(kernels x kernel_launch_us, checkpoints x checkpoint_us), whichever is longer",
     };
     if (r.fp8 && !r.fp8->empty())
-        e.assumptions.push_back(kFp8NotTimed);
+        e.assumptions.push_back(c.fp8_matmul.empty() ? kFp8NotTimed : kFp8Timed);
     return e;
 }
 

@@ -54,10 +54,15 @@ struct RankStepTime {
 
 // What an FP8 recipe's prediction is not (an assumption of its estimate and a note of its plan): the record
 // has no FP8 rate.
-inline constexpr const char* kFp8NotTimed
-    = "fp8: Transformer Engine's FP8 products are timed at the record's 16-bit rates and its quantizing "
-      "passes "
-      "are not timed (a calibration record has no FP8 rate yet): the predicted steps are the bf16 job's";
+inline constexpr const char* kFp8NotTimed = "fp8: Transformer Engine's FP8 products are timed at the "
+                                            "record's 16-bit rates and its quantizing passes "
+                                            "are not timed (this calibration record has no FP8 GEMM rate; "
+                                            "recompute-bench --calibrate measures one on "
+                                            "a GPU that runs FP8): the predicted steps are the bf16 job's";
+// ... and where the record has FP8 GEMM rates.
+inline constexpr const char* kFp8Timed
+    = "fp8: Transformer Engine's FP8 products at the record's FP8 GEMM rate and its cast-transposes at the "
+      "elementwise rate; not yet checked against a real FP8 step";
 
 struct StepTimeEstimate {
     std::string choice; // choiceSpelling of the recipe's recompute choice

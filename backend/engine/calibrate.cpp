@@ -6,12 +6,14 @@
 #include <cmath>
 #include <ctime>
 #include <functional>
+#include <optional>
 #include <stdexcept>
 #include <vector>
 
 #include <torch/torch.h>
 
 #include "engine/checkpoint.h"
+#include "engine/fp8.h"
 #include "engine/torch_compat.h"
 
 namespace rs::engine {
@@ -85,6 +87,21 @@ GemmRate matmulRate(const Bench& b, int64_t m, int64_t n, int64_t k)
     const Tensor x = torch::randn({ m, k }, b.opts()), w = torch::randn({ k, n }, b.opts());
     GemmRate g { m, n, k, 1, 0 };
     g.tflops = g.flops() / (b.ms([&] { (void)torch::mm(x, w); }) * 1e9);
+    return g;
+}
+
+// An FP8 product [m, k] x [k, n] as Transformer Engine's linears run it (E4M3 codes, per-tensor scales, bf16
+// out), through at::_scaled_mm; nothing where the device runs no FP8 GEMM.
+std::optional<GemmRate> fp8MatmulRate(const Bench& b, int64_t m, int64_t n, int64_t k)
+{
+    const fp8::Quantized x = fp8::quantize(torch::randn({ m, k }, b.opts()), false);
+    const fp8::Quantized w = fp8::quantize(torch::randn({ n, k }, b.opts()), false); // b's transpose
+    bool ran = false;
+    (void)fp8::scaledMm(x, w, torch::kBFloat16, &ran);
+    if (!ran)
+        return std::nullopt;
+    GemmRate g { m, n, k, 1, 0 };
+    g.tflops = g.flops() / (b.ms([&] { (void)fp8::scaledMm(x, w, torch::kBFloat16); }) * 1e9);
     return g;
 }
 
@@ -173,6 +190,14 @@ CalibrationRates calibrate(const CalibrateOptions& o)
         c.matmul.push_back(matmulRate(b, s[0], s[1], s[2]));
     std::stable_sort(c.matmul.begin(), c.matmul.end(),
         [](const GemmRate& a, const GemmRate& x) { return a.flops() < x.flops(); });
+    // The same sizes in FP8 where the device has FP8 GEMMs (Hopper and later, LibTorch >= 2.5).
+    if (device.is_cuda() && fp8::hasScaledMm() && !quick) {
+        for (const auto& s : sizes)
+            if (const auto g = fp8MatmulRate(b, s[0], s[1], s[2]))
+                c.fp8_matmul.push_back(*g);
+        std::stable_sort(c.fp8_matmul.begin(), c.fp8_matmul.end(),
+            [](const GemmRate& a, const GemmRate& x) { return a.flops() < x.flops(); });
+    }
 
     // Experts: 8 local experts over the routed tokens of a 4096-token micro-batch at top-1 and top-6.
     if (quick) {

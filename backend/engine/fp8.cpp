@@ -83,8 +83,10 @@ Tensor dequantize(const Quantized& q, torch::ScalarType dtype)
     return q.data.to(dtype) * q.scale_inv.to(dtype);
 }
 
-Tensor scaledMm(const Quantized& a, const Quantized& b_t, torch::ScalarType out_dtype)
+Tensor scaledMm(const Quantized& a, const Quantized& b_t, torch::ScalarType out_dtype, bool* fp8_ran)
 {
+    if (fp8_ran)
+        *fp8_ran = false;
 #if RS_TORCH_AT_LEAST(2, 5) && defined(RS_ENGINE_CUDA)
     // cuBLASLt's FP8 GEMM on Hopper: a row-major, b column-major, K and N multiples of 16, not both E5M2.
     const int64_t k = a.data.size(1), n = b_t.data.size(0);
@@ -92,8 +94,11 @@ Tensor scaledMm(const Quantized& a, const Quantized& b_t, torch::ScalarType out_
         && b_t.data.scalar_type() == c10::ScalarType::Float8_e5m2;
     if (a.data.is_cuda() && k % 16 == 0 && n % 16 == 0 && !both_e5m2) {
         try {
-            return at::_scaled_mm(a.data, b_t.data.t(), a.scale_inv, b_t.scale_inv, std::nullopt,
+            Tensor out = at::_scaled_mm(a.data, b_t.data.t(), a.scale_inv, b_t.scale_inv, std::nullopt,
                 std::nullopt, out_dtype, /*use_fast_accum=*/false);
+            if (fp8_ran)
+                *fp8_ran = true;
+            return out;
         } catch (const c10::Error& e) {
             // A shape or layout this cuBLASLt refuses: the 16-bit product below, said once on stderr.
             static std::once_flag once;

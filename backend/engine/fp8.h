@@ -47,8 +47,10 @@ Quantized quantize(const torch::Tensor& x, bool e5m2, bool transpose = false);
 torch::Tensor dequantize(const Quantized& q, torch::ScalarType dtype);
 
 // a [M, K] (row-major codes) @ b, where b_t holds b's transpose [N, K] row-major (so b is column-major):
-// [M, N] in out_dtype. An FP8 GEMM where hasScaledMm() and the shapes allow, else in 16 bits.
-torch::Tensor scaledMm(const Quantized& a, const Quantized& b_t, torch::ScalarType out_dtype);
+// [M, N] in out_dtype. An FP8 GEMM where hasScaledMm() and the shapes allow, else in 16 bits; `fp8_ran`
+// says which.
+torch::Tensor scaledMm(
+    const Quantized& a, const Quantized& b_t, torch::ScalarType out_dtype, bool* fp8_ran = nullptr);
 
 // Each TE linear weight's quantized copies, made in place at the first use after beginStep() and reused
 // until the next. Held as parameters (MemoryCategory::Parameters).

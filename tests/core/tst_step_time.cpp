@@ -208,6 +208,7 @@ private Q_SLOTS:
     void unfusedChainAtItsMeasuredRate();
     void loraSkipsFrozenWeightGradients();
     void fp8SaysItIsNotTimed();
+    void fp8RatesTimeTheLinears();
     void maskOnAViewOfTheScores_data();
     void maskOnAViewOfTheScores();
     void optimizerStepPassByPass_data();
@@ -256,6 +257,11 @@ void TestStepTime::recordReadsAndRefuses_data()
         << u"/score_dropout={\"fwd_gscores\": -1, \"bwd_gscores\": 60}"_s << u"score_dropout.fwd_gscores"_s;
     QTest::newRow("accumulate rate given") << u"/accumulate_gbps=2100"_s << u""_s;
     QTest::newRow("zero accumulate rate") << u"/accumulate_gbps=0"_s << u"accumulate_gbps"_s;
+    QTest::newRow("fp8 GEMMs given")
+        << u"/fp8_matmul=[{\"m\": 4096, \"n\": 4096, \"k\": 4096, \"tflops\": 1200}]"_s << u""_s;
+    QTest::newRow("fp8 GEMMs empty") << u"/fp8_matmul=[]"_s << u"fp8_matmul"_s;
+    QTest::newRow("fp8 GEMM without a rate")
+        << u"/fp8_matmul=[{\"m\": 4096, \"n\": 4096, \"k\": 4096}]"_s << u"fp8_matmul[0].tflops"_s;
 }
 
 // A record that times the unfused attention chain (calibration.h) times the local spec's core attention by
@@ -1051,6 +1057,53 @@ void TestStepTime::planAgainstAMeasuredSweep()
 
 QTEST_APPLESS_MAIN(TestStepTime)
 #include "tst_step_time.moc"
+
+// With FP8 GEMM rates in the record (recompute-bench --calibrate measures them where the GPU runs FP8), an
+// FP8 recipe's layer linears run at them and TE's cast-transposes are added: the input's in the forward, the
+// output gradient's in the backward, (dtype + 2) bytes an element each; the products' FLOPs are the same.
+void TestStepTime::fp8RatesTimeTheLinears()
+{
+    Recipe r;
+    r.num_layers = 2;
+    r.hidden_size = 4096;
+    r.num_attention_heads = 32;
+    r.ffn_hidden_size = 14336;
+    r.seq_length = 4096;
+    r.micro_batch_size = 1;
+    r.global_batch_size = 1;
+    r.bf16 = true;
+    r.add_bias_linear = false;
+    r.transformer_impl = "transformer_engine";
+    Recipe fp8 = r;
+    fp8.fp8 = "hybrid";
+    fp8.fp8_recipe = "tensorwise";
+    CalibrationRates rated = h100();
+    rated.fp8_matmul = rated.matmul;
+    for (GemmRate& g : rated.fp8_matmul)
+        g.tflops *= 2;
+    const auto mlp = [](const Recipe& job, const CalibrationRates& c, const char* phase) {
+        const StepTimeEstimate e = estimateStepTime(validate(job, InputFormat::Json).resolved, c);
+        for (const TimeTerm& t : e.ranks.at(0).terms)
+            if (t.phase == phase && t.name == "mlp")
+                return std::make_pair(t, e.assumptions);
+        return std::make_pair(TimeTerm {}, e.assumptions);
+    };
+    const auto [plain, plain_notes] = mlp(fp8, h100(), "forward");
+    const auto [timed, timed_notes] = mlp(fp8, rated, "forward");
+    const auto [bf16, bf16_notes] = mlp(r, rated, "forward");
+    QCOMPARE(plain.ms, bf16.ms); // no FP8 rate: the bf16 job's time
+    QCOMPARE(timed.flops, plain.flops);
+    // FC1 reads [T, h] and FC2 [T, F], each cast once in the forward.
+    const double T = 4096, h = 4096, F = 14336, layers = 2;
+    QCOMPARE(timed.bytes - plain.bytes, layers * (T * h + T * F) * (2 + 2));
+    QVERIFY2(timed.ms < plain.ms, qPrintable(u"%1 against %2 ms"_s.arg(timed.ms).arg(plain.ms)));
+    const auto back = [&](const CalibrationRates& c) { return mlp(fp8, c, "backward").first; };
+    // The backward: FC1's output gradient [T, 2F] (SwiGLU off here: [T, F]) and FC2's [T, h].
+    QCOMPARE(back(rated).bytes - back(h100()).bytes, layers * (T * F + T * h) * (2 + 2));
+    QVERIFY(std::count(timed_notes.begin(), timed_notes.end(), std::string(kFp8Timed)) == 1);
+    QVERIFY(std::count(plain_notes.begin(), plain_notes.end(), std::string(kFp8NotTimed)) == 1);
+    QVERIFY(std::count(bf16_notes.begin(), bf16_notes.end(), std::string(kFp8Timed)) == 0);
+}
 
 // The backward of the causal mask Megatron fills in place into a view of the scores: on the local spec's
 // torch softmax path only (not the fused masked-softmax kernel, not scores first copied to fp32, not TE's
