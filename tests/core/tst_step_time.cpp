@@ -1140,8 +1140,9 @@ void TestStepTime::maskOnAViewOfTheScores()
     r.attention_softmax_in_fp32 = softmaxFp32;
     r.masked_softmax_fusion = fusion;
     const auto core = [](const Recipe& job, const char* phase) {
-        for (const TimeTerm& t :
-            estimateStepTime(validate(job, InputFormat::Json).resolved, h100()).ranks.at(0).terms)
+        // The estimate held in a variable: a range over a member of the temporary would dangle.
+        const StepTimeEstimate e = estimateStepTime(validate(job, InputFormat::Json).resolved, h100());
+        for (const TimeTerm& t : e.ranks.at(0).terms)
             if (t.phase == phase && t.name == "core_attn")
                 return t;
         return TimeTerm {};
