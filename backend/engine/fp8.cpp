@@ -238,9 +238,8 @@ public:
         int64_t flags)
     {
         const bool e5m2_grads = flags & 2;
-        const int64_t experts = weight.size(0), out_features = weight.size(1), in = weight.size(2);
+        const int64_t experts = weight.size(0), out_features = weight.size(1);
         const auto* count = counts.data_ptr<int64_t>();
-        (void)in;
         const Quantized xq = quantize(x, false);
         Tensor out = torch::empty({ x.size(0), out_features }, x.options());
         int64_t row = 0;

@@ -196,6 +196,19 @@ double sameWorkSpread(const std::vector<SweepRun>& runs)
     return hi - lo;
 }
 
+// The small dense job several tests time: 2 layers, hidden 1024, 8 heads, seq 2048, one micro-batch a step.
+Recipe smallJob()
+{
+    Recipe r;
+    r.num_layers = 2;
+    r.hidden_size = 1024;
+    r.num_attention_heads = 8;
+    r.seq_length = 2048;
+    r.micro_batch_size = 1;
+    r.global_batch_size = 1;
+    return r;
+}
+
 } // namespace
 
 class TestStepTime : public QObject {
@@ -268,13 +281,7 @@ void TestStepTime::recordReadsAndRefuses_data()
 // it: b x heads x s^2 score elements over the chain's rate, forward; dropout over them at its own rate.
 void TestStepTime::unfusedChainAtItsMeasuredRate()
 {
-    Recipe r;
-    r.num_layers = 2;
-    r.hidden_size = 1024;
-    r.num_attention_heads = 8;
-    r.seq_length = 2048;
-    r.micro_batch_size = 1;
-    r.global_batch_size = 1;
+    Recipe r = smallJob();
     r.transformer_impl = "local";
     r.attention_dropout = 0.1;
     const Recipe resolved = validate(r, InputFormat::Json).resolved;
@@ -1127,13 +1134,7 @@ void TestStepTime::maskOnAViewOfTheScores()
     QFETCH(bool, softmaxFp32);
     QFETCH(bool, fusion);
     QFETCH(bool, counted);
-    Recipe r;
-    r.num_layers = 2;
-    r.hidden_size = 1024;
-    r.num_attention_heads = 8;
-    r.seq_length = 2048;
-    r.micro_batch_size = 1;
-    r.global_batch_size = 1;
+    Recipe r = smallJob();
     r.bf16 = true;
     r.transformer_impl = impl.toStdString();
     r.attention_backend = "unfused";
@@ -1163,13 +1164,7 @@ void TestStepTime::maskOnAViewOfTheScores()
 // the plan's notes; a bf16 recipe's says nothing of FP8.
 void TestStepTime::fp8SaysItIsNotTimed()
 {
-    Recipe r;
-    r.num_layers = 2;
-    r.hidden_size = 1024;
-    r.num_attention_heads = 8;
-    r.seq_length = 2048;
-    r.micro_batch_size = 1;
-    r.global_batch_size = 1;
+    Recipe r = smallJob();
     r.bf16 = true;
     r.transformer_impl = "transformer_engine";
     Recipe fp8 = r;
