@@ -18,7 +18,10 @@
 # $OUT/hybrid.tar.gz).
 # FLA_GUARD_OFF=1: the gdn-* runs go on past FLA's refusal of its gated backward kernel on Hopper with
 # Triton >= 3.4 (shim-fla-hopper/sitecustomize.py: memory to trust, gradients not); each log says so.
-# Usage: [FLA_GUARD_OFF=1] bench/gpu/megatron_lm/hybrid_runs.sh [PARALLEL] [NAME_REGEX]
+# SNAPSHOT=1: real runs of 3 iterations with the allocator's history; what is live at the peak, by the
+# Megatron line that allocated it (snapshot_peak.py), goes beside the worker's own attribution
+# (worker_peak.py) in $OUT/hybrid/NAME.peak.txt.
+# Usage: [FLA_GUARD_OFF=1] [SNAPSHOT=1] bench/gpu/megatron_lm/hybrid_runs.sh [PARALLEL] [NAME_REGEX]
 #        bench/gpu/megatron_lm/hybrid_runs.sh --list   (NAME<TAB>FLAGS per run, nothing started: for
 #                                                     `recompute estimate --mlm-args FLAGS` here)
 set -uo pipefail
@@ -126,8 +129,14 @@ run_one() {
     env_+=(PYTHONPATH="$root/bench/gpu/megatron_lm/shim-fla-hopper:$PYTHONPATH")
     echo "# shim: bench/gpu/megatron_lm/shim-fla-hopper (FLA's Hopper + Triton >= 3.4 guard lifted: memory only)" >>"$log"
   fi
+  [ -n "${SNAPSHOT:-}" ] && cmd+=(--train-iters 3 --record-memory-history --memory-snapshot-path "/tmp/snap-$name.pickle")
   (cd "$mdir" && env "${env_[@]}" timeout 300 "${cmd[@]}") >>"$log" 2>&1
   echo "# exit: $?" >>"$log"
+  if [ -n "${SNAPSHOT:-}" ]; then # Megatron names the file by rank
+    python3 "$root/bench/gpu/megatron_lm/snapshot_peak.py" "/tmp/snap-${name}_0.pickle" --top 40 \
+      >"$logs/$name.peak.txt" 2>&1
+    rm -f "/tmp/snap-${name}_0.pickle"
+  fi
 }
 for n in $names; do
   while [ "$(jobs -rp | grep -cvx "$worker")" -ge "$par" ]; do sleep 1; done
@@ -137,6 +146,11 @@ done
 wait
 log "all: $(( $(date +%s) - start )) s"
 cat "$logs/worker/build.out"
+if [ -n "${SNAPSHOT:-}" ]; then
+  for n in $names; do
+    [ -f "$logs/worker/$n.jsonl" ] && python3 bench/gpu/megatron_lm/worker_peak.py "$logs/worker/$n.jsonl" --heading >>"$logs/$n.peak.txt"
+  done
+fi
 
 # shellcheck disable=SC2086 # one argument per run name
 python3 - "$logs" $names <<'PY' | tee "$logs/table.txt"
