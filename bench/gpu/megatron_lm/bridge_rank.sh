@@ -11,6 +11,9 @@
 # Megatron-LM (d98e8a64: megatron/, pretrain_gpt.py, gpt_builders.py, model_provider.py) sits in MEGATRON_DIR
 # (default .deps/mlm), Transformer Engine 2.17.1 in .deps/te (../shared/gpu-host/transformer-engine). Each
 # log starts with its command line; all go to $OUT/bridge-rank.
+# moonlight-sym-*: the same runs with shim-symmetric-ranks on PYTHONPATH: the collectives the fake process
+# group skips fill their outputs as if every rank held this rank's tensors, so the alltoall dispatcher sizes
+# what it receives from this rank's own routing counts (not from uninitialized memory, as moonlight-*).
 # Usage: bench/gpu/megatron_lm/bridge_rank.sh [PARALLEL] [NAME_REGEX]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -67,12 +70,18 @@ declare -A runs=(
   [fp16-moe-none]="${moe16[*]}"
   [fp16-moe-moe_act]="${moe16[*]} ${sel[*]} moe_act"
 )
+for n in moonlight-none moonlight-core_attn moonlight-mla_up_proj moonlight-mla_up_proj-mlp moonlight-moe_act \
+  moonlight-layernorm-moe_act; do
+  runs[moonlight-sym-${n#moonlight-}]=${runs[$n]}
+done
 run_one() {
   local name=$1 log="$logs/$1.log"
   local -a env_=(RANK=0 LOCAL_RANK=0 WORLD_SIZE=1 MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000)))
   case $name in moonlight-*) env_[2]=WORLD_SIZE=8 ;; esac
+  case $name in moonlight-sym-*) env_+=(PYTHONPATH="$root/bench/gpu/megatron_lm/shim-symmetric-ranks:$PYTHONPATH") ;; esac
   local cmd=(python3 pretrain_gpt.py "${common[@]}" ${runs[$name]})
   { echo "# command: ${env_[*]} ${cmd[*]}"; echo "# megatron-lm: d98e8a64 (profile main); TE 2.17.1; GPU: $(head -1 "$logs/gpu.txt")"; } > "$log"
+  case $name in moonlight-sym-*) echo "# shim: bench/gpu/megatron_lm/shim-symmetric-ranks (the skipped collectives' outputs filled as if every rank held this rank's tensors)" >> "$log" ;; esac
   (cd "$mdir" && env "${env_[@]}" timeout 480 "${cmd[@]}") >> "$log" 2>&1
   echo "# exit: $?" >> "$log"
 }

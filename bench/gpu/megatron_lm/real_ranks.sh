@@ -123,9 +123,15 @@ moon4="--bf16 --num-layers 4 --hidden-size 2048 --ffn-hidden-size 11264 --num-at
   --moe-router-pre-softmax --moe-router-dtype fp32 --swiglu --normalization RMSNorm --disable-bias-linear
   --position-embedding-type rope --rotary-base 50000 --untie-embeddings-and-output-weights --attention-dropout 0
   --hidden-dropout 0 --seq-length 4096 --max-position-embeddings 4096 --micro-batch-size 1 --global-batch-size 4"
+# EP 8: the MoE stack with 32 experts over 8 expert ranks (4 local, TE grouped GEMM), one micro-batch a
+# step, rank 0 of 8 with the fake process group and shim-symmetric-ranks (runs named *-sym): the dispatcher's
+# counts from this rank's own routing, not from the skipped gather's uninitialized output.
+moe8ep="${moe8/--num-experts 8 --moe-router-topk 2/--num-experts 32 --moe-router-topk 4}
+  --expert-model-parallel-size 8 --use-distributed-optimizer --fake-process-group"
+moe8ep="${moe8ep/--global-batch-size 4/--global-batch-size 8}"
 # One line each (a run is one line of RUNS).
 # shellcheck disable=SC2086,SC2116
-for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 llama8 big4 big8k dlocal llocal moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
+for v in common llama tp2pp2 tp4pp4v2 cp2 dense16 moe16 dense8 moe8 moe8ep llama8 big4 big8k dlocal llocal moon4; do printf -v "$v" '%s' "$(echo ${!v})"; done
 mlp="--recompute-granularity selective --recompute-modules mlp"
 full="--recompute-granularity full --recompute-method uniform --recompute-num-layers 1"
 delayed="--fp8-format hybrid --fp8-recipe delayed"
@@ -145,6 +151,10 @@ layout-tp4sp-pp4-vpp2-full 16 0 $tp4pp4v2 $full
 layout-cp2-none 2 0 $cp2
 layout-cp2-mlp 2 0 $cp2 $mlp
 layout-cp2-full 2 0 $cp2 $full
+layout-ep8-sym-none 8 0 $moe8ep
+layout-ep8-sym-moe_act 8 0 $moe8ep $sel moe_act
+layout-ep8-sym-full 8 0 $moe8ep $full
+layout-ep8-none 8 0 $moe8ep
 fp16-dense-none 1 0 $dense16
 fp16-dense-core_attn 1 0 $dense16 --recompute-granularity selective --recompute-modules core_attn
 fp16-moe-none 1 0 $moe16
@@ -238,6 +248,7 @@ real_one() { # NAME WORLD RANK FLAGS...
   local log="$logs/$name.log"
   local -a env_=(RANK=$rank LOCAL_RANK=0 WORLD_SIZE=$world MASTER_ADDR=127.0.0.1 MASTER_PORT=$((29500 + RANDOM % 1000)))
   local script=pretrain_gpt.py
+  [[ $name == *-sym-* ]] && env_+=(PYTHONPATH="$root/bench/gpu/megatron_lm/shim-symmetric-ranks:$PYTHONPATH")
   if [[ $1 == LORA=* ]]; then # Bridge's LoRA on the job (pretrain_gpt_lora.py)
     local spec=${1#LORA=}
     env_+=(LORA_TARGETS=${spec%%:*} LORA_DIM=${spec##*:})
@@ -247,6 +258,7 @@ real_one() { # NAME WORLD RANK FLAGS...
   {
     echo "# command: ${env_[*]} python3 $(basename "$script") $common $*"
     echo "# megatron-lm: d98e8a64 (profile main); TE 2.17.1; GPU: $(head -1 "$logs/gpu.txt")"
+    [[ $name == *-sym-* ]] && echo "# shim: bench/gpu/megatron_lm/shim-symmetric-ranks (the skipped collectives' outputs filled as if every rank held this rank's tensors)"
   } >"$log"
   # Megatron-LM d98e8a64 + TE 2.17.1 cannot build a delayed-scaling recipe (shim-te-compat/sitecustomize.py)
   [[ " $* " == *" --fp8-recipe delayed "* ]] && {
