@@ -98,8 +98,10 @@ EditorPage::EditorPage(RecipeDocument* document, QWidget* parent)
     m_tabs->setTabToolTip(m_tabs->count() - 1,
         tr("recompute plan: every recompute choice estimated and timed, the cheapest that fits the target"));
     right->addWidget(m_tabs);
+    // A taller window grows the findings and the text tabs; the estimate keeps its few rows.
     right->setStretchFactor(0, 1);
     right->setStretchFactor(1, 1);
+    right->setStretchFactor(2, 2);
     split->addWidget(right);
     split->setStretchFactor(0, 0);
     split->setStretchFactor(1, 1);

@@ -61,9 +61,16 @@ int64_t activationPhasesPeak(const RankEstimate& r)
     return peak;
 }
 
+// Asks the splitter above for the rows it must show, not QAbstractScrollArea's fixed 192 px: a taller
+// window goes to the findings and the text tabs, and a drag still gives this one more.
+class CompactTableView : public QTableView {
+public:
+    QSize sizeHint() const override { return { QTableView::sizeHint().width(), minimumHeight() }; }
+};
+
 QTableView* tableOf(QStandardItemModel* model)
 {
-    auto* view = new QTableView;
+    auto* view = new CompactTableView;
     view->setModel(model);
     view->verticalHeader()->hide();
     view->verticalHeader()->setDefaultSectionSize(view->fontMetrics().height() + 4);
@@ -73,6 +80,10 @@ QTableView* tableOf(QStandardItemModel* model)
     view->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
     view->horizontalHeader()->setStretchLastSection(false);
     view->setWordWrap(false);
+    // The header and the three phases (forward, backward, optimizer) whatever the splitter above offers:
+    // at 1366x768 the size hints alone left one.
+    view->setMinimumHeight(view->horizontalHeader()->sizeHint().height()
+        + 3 * view->verticalHeader()->defaultSectionSize() + 2 * view->frameWidth() + 8);
     return view;
 }
 
@@ -110,7 +121,6 @@ EstimatePanel::EstimatePanel(RecipeDocument* document, QWidget* parent)
         tr("The estimate of every choice this model can take (recompute estimate "
            "--all-choices); the recipe's own is bold."));
     layout->addWidget(m_tables, 1);
-    setMinimumHeight(70);
     m_choicesTimer->setSingleShot(true);
     m_choicesTimer->setInterval(150); // one estimate per choice: after the typing stops
     connect(m_choicesTimer, &QTimer::timeout, this, &EstimatePanel::refreshChoices);
