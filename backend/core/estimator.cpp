@@ -1179,13 +1179,14 @@ double workerMamba(LayerModel& m, const Shape& x)
     return 2 * m.residual + T * x.mDi / t * d + k.backward - later;
 }
 
-// The worker's GatedDeltaNet (engine/model.cpp gdnMixer): its norm, the conv's contiguous input (FLA's
-// input_guard), the L2 norm's output and rstd, q and k repeated (or copied), v, the fp32 decay (softplus
-// input and output), beta, the gate; then the kernel's (the cumsum of g, A); the gated norm (the worker's
-// RMSNorm on the kernel's output per value head, the SiLU gate's inputs) and out_proj's input. At the
-// kernel's moment in_proj's output, the conv's output and g are locals still alive; at its backward the
-// gate's gradient has reached in_proj's output (a zero-filled [T, in_proj] from the narrow) beside the
-// kernel output's gradient.
+// The worker's GatedDeltaNet (engine/model.cpp gdnMixer): its norm, in_proj's whole output (the conv keeps
+// its q k v as the strided view FLA keeps), the L2 norm's output and rstd, q and k repeated (or copied), v,
+// the fp32 decay (softplus input and output), beta, the gate; then the kernel's (the cumsum of g, A); the
+// gated norm (the worker's RMSNorm on the kernel's output per value head, the SiLU gate's inputs) and
+// out_proj's input. At the kernel's moment the conv's output and g are locals still alive; at its backward
+// the gate's gradient has reached in_proj's output (a zero-filled [T, in_proj] from the narrow) beside the
+// kernel output's gradient, and the kernel's replay runs a quarter of the heads at a time (engine/ssm.cpp)
+// into whole-size gradients of q, k, v, the cumsum of g and beta.
 double workerGdn(LayerModel& m, const Shape& x)
 {
     const double d = x.act, h = x.h, t = x.tp, T = x.T;
@@ -1193,7 +1194,7 @@ double workerGdn(LayerModel& m, const Shape& x)
     Shape xs = x;
     xs.T = x.Tsp;
     normWorker(m, xs, h, kGdn, bit(kGdn), 0, 0, false);
-    add(m, T * x.gConv / t * d, kGdn, bit(kGdn)); // the conv's input
+    add(m, T * x.gIn / t * d, kGdn, bit(kGdn)); // in_proj's output, kept by the conv's view of q k v
     add(m, T * 2 * x.gQk / t * d, kGdn, bit(kGdn)); // l2norm's output
     add(m, T * 2 * hk * 4, kGdn, bit(kGdn)); // its rstd
     add(m, x.gHv > x.gHk ? 2 * T * hv * x.gDk * d : 2 * T * x.gQk / t * d, kGdn, bit(kGdn)); // q, k
@@ -1203,7 +1204,11 @@ double workerGdn(LayerModel& m, const Shape& x)
     // The gate, kept by the SiLU gate and by the gdn_norm_out checkpoint.
     add(m, T * x.gV / t * d, kGdn, bit(kGdnNorm), bit(kGdnNorm));
     const KernelPeaks k = gdrKernelPeaks(x);
-    m.forward_temp = T * (x.gIn + x.gConv) / t * d + T * hv * 4 + k.forward;
+    Shape quarter = x; // the backward's replay: ceil(heads / 4) value heads at a time
+    quarter.gHv = std::ceil(hv / 4) * t;
+    const double replay = gdrKernelPeaks(quarter).backward
+        + T * hv * (2 * x.gDk * d + x.gDv * d + 4 + d); // dq, dk, dv, the cumsum's and beta's, whole
+    m.forward_temp = T * x.gConv / t * d + T * hv * 4 + k.forward;
     m.temp_at = m.entries.size();
     add(m, T * hv * 4, kGdn, bit(kGdn)); // the cumsum of g
     add(m, T * hv * kGdnChunk * d, kGdn, bit(kGdn)); // A
@@ -1219,7 +1224,7 @@ double workerGdn(LayerModel& m, const Shape& x)
     double later = T * x.gV / t * d; // the gate
     for (size_t i = norm_from; i < m.entries.size(); ++i)
         later += m.entries[i].bytes;
-    return 2 * m.residual + T * (x.gIn + x.gV) / t * d + k.backward - later;
+    return 2 * m.residual + T * (x.gIn + x.gV) / t * d + replay - later;
 }
 
 // Megatron Core on a GPU. Where Korthikanti et al. (2022, "Reducing Activation Recomputation in Large
@@ -1268,7 +1273,8 @@ void megatronMamba(LayerModel& m, const Shape& x)
 }
 
 // A GatedDeltaNet module (ssm/gated_delta_net/gdn.py, common.py) with FLA's kernels: the causal conv
-// (fla.modules.conv: its input made contiguous by input_guard), the L2 norm of q and k (L2NormFunction: its
+// (fla.modules.conv causal_conv1d: input_guard leaves x as passed, no_guard_contiguous=["x"], and the
+// function keeps it, a strided view of in_proj's output, so the whole [q k v z b a] lives), the L2 norm of q and k (L2NormFunction: its
 // output and rstd), q and k repeated to the value heads, v, the decay g and beta as chunk_gated_delta_rule
 // keeps them (with its [T, heads, 64] solved matrix A), the output gate z; then _gated_norm_and_a2a (the
 // gdn_norm_out region): the out_norm's input and rstd, its output kept by the gate multiply, the gated
@@ -1284,7 +1290,7 @@ void megatronGdn(LayerModel& m, const Shape& x)
     add(m, Tsp * h * d, kOutside, bit(kGdn), bit(kGdn));
     add(m, 2 * Tsp * 4, kGdn, bit(kGdn));
     wgrad(add(m, Tsp * h * d, kGdn, bit(kGdn)), kLoraInProj, bit(kGdn)); // the normalised input, for wgrad
-    add(m, T * x.gConv / t * d, kGdn, bit(kGdn)); // the conv's input q k v (a contiguous copy)
+    add(m, T * x.gIn / t * d, kGdn, bit(kGdn)); // in_proj's output, kept by the conv's view of q k v
     add(m, T * 2 * x.gQk / t * d, kGdn, bit(kGdn)); // l2norm's output
     add(m, T * 2 * hk * 4, kGdn, bit(kGdn)); // l2norm's rstd (fp32)
     // q and k for the kernel: repeated to the value heads, or contiguous copies of the l2norm's halves.

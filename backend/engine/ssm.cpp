@@ -176,15 +176,16 @@ class CausalConv1dSiluFn : public torch::autograd::Function<CausalConv1dSiluFn> 
 public:
     static Tensor forward(AutogradContext* ctx, const Tensor& x, const Tensor& weight, const Tensor& bias)
     {
-        const Tensor xc = x.contiguous(); // input_guard
-        ctx->save_for_backward({ xc, weight, bias });
-        return causalConv1d(xc, weight, bias.numel() > 0 ? bias : Tensor(), true);
+        // FLA's causal_conv1d keeps x as passed (input_guard's no_guard_contiguous=["x"]): a strided view of
+        // in_proj's output, which it keeps whole (q k v z b a), not a contiguous q k v copy.
+        ctx->save_for_backward({ x, weight, bias });
+        return causalConv1d(x.contiguous(), weight, bias.numel() > 0 ? bias : Tensor(), true);
     }
     static variable_list backward(AutogradContext* ctx, variable_list grads)
     {
         const auto saved = ctx->get_saved_variables();
         torch::AutoGradMode enable(true);
-        const variable_list in = { leaf(saved[0]), leaf(saved[1]), leaf(saved[2]) };
+        const variable_list in = { leaf(saved[0].contiguous()), leaf(saved[1]), leaf(saved[2]) };
         const Tensor out = causalConv1d(in[0], in[1], in[2], true);
         return replayGrad({ out }, in, { grads[0] });
     }
@@ -306,11 +307,28 @@ public:
         const double scale = ctx->saved_data["scale"].toDouble();
         const int64_t chunk = ctx->saved_data["chunk"].toInt();
         torch::AutoGradMode enable(true);
-        const variable_list in
-            = { leaf(saved[0]), leaf(saved[1]), leaf(saved[2]), leaf(saved[3]), leaf(saved[4]) };
-        const Tensor o
-            = gdrChunked(in[0], in[1], in[2], in[3], in[4], scale, chunk, nullptr).to(saved[0].scalar_type());
-        variable_list got = replayGrad({ o }, in, { grads[0] });
+        // The heads are independent (each its own state): the replay runs a quarter of them at a time, so
+        // its fp32 chunk tensors and their graph are a quarter of the whole. FLA's fused backward keeps no
+        // such graph (its chunk states and w, u are 16-bit, made per call); replayed whole, this one held
+        // 1.7 GB on the hybrid GDN stack under full recompute, 0.2 GB above real Megatron's whole peak.
+        const int64_t H = saved[0].size(2), per = std::max<int64_t>(1, (H + 3) / 4);
+        variable_list got(5);
+        for (int64_t h0 = 0; h0 < H; h0 += per) {
+            const int64_t n = std::min(per, H - h0);
+            variable_list in;
+            for (size_t i = 0; i < 5; ++i)
+                in.push_back(leaf(saved[i].narrow(2, h0, n)));
+            const Tensor o = gdrChunked(in[0], in[1], in[2], in[3], in[4], scale, chunk, nullptr)
+                                 .to(saved[0].scalar_type());
+            const variable_list part = replayGrad({ o }, in, { grads[0].narrow(2, h0, n) });
+            for (size_t i = 0; i < 5; ++i) {
+                if (!part[i].defined())
+                    continue;
+                if (!got[i].defined())
+                    got[i] = torch::empty_like(saved[i], part[i].options());
+                got[i].narrow(2, h0, n).copy_(part[i]);
+            }
+        }
         // The cumsum's gradient: each position's from the later ones of its chunk (a reversed cumsum).
         Tensor grad_g;
         if (got[3].defined()) {

@@ -14,6 +14,7 @@
 # moonlight-sym-*: the same runs with shim-symmetric-ranks on PYTHONPATH: the collectives the fake process
 # group skips fill their outputs as if every rank held this rank's tensors, so the alltoall dispatcher sizes
 # what it receives from this rank's own routing counts (not from uninitialized memory, as moonlight-*).
+# RUN_TIMEOUT: seconds a run may take (480; a rank that fails under the fake process group can hang).
 # Usage: bench/gpu/megatron_lm/bridge_rank.sh [PARALLEL] [NAME_REGEX]
 set -uo pipefail
 cd "$(dirname "$0")/../../.."
@@ -82,7 +83,7 @@ run_one() {
   local cmd=(python3 pretrain_gpt.py "${common[@]}" ${runs[$name]})
   { echo "# command: ${env_[*]} ${cmd[*]}"; echo "# megatron-lm: d98e8a64 (profile main); TE 2.17.1; GPU: $(head -1 "$logs/gpu.txt")"; } > "$log"
   case $name in moonlight-sym-*) echo "# shim: bench/gpu/megatron_lm/shim-symmetric-ranks (the skipped collectives' outputs filled as if every rank held this rank's tensors)" >> "$log" ;; esac
-  (cd "$mdir" && env "${env_[@]}" timeout 480 "${cmd[@]}") >> "$log" 2>&1
+  (cd "$mdir" && env "${env_[@]}" timeout "${RUN_TIMEOUT:-480}" "${cmd[@]}") >> "$log" 2>&1
   echo "# exit: $?" >> "$log"
 }
 names=$(printf '%s\n' "${!runs[@]}" | grep -E "$only" | sort)

@@ -274,7 +274,7 @@ real_one() { # NAME WORLD RANK FLAGS...
   # PROFILE_OPS=1: the GPU time by the torch operator that launched it (trace_busy.py --ops)
   [ -n "${PROFILE:-}" ] && [ -n "${PROFILE_STACK:-}" ] && snap+=(--pytorch-profiler-collect-callstack)
   # shellcheck disable=SC2086 # flag lines split on whitespace, as a shell line does
-  (cd "$mdir" && env "${env_[@]}" timeout 420 python3 "$script" $common "$@" "${snap[@]}") >>"$log" 2>&1
+  (cd "$mdir" && env "${env_[@]}" timeout "${RUN_TIMEOUT:-420}" python3 "$script" $common "$@" "${snap[@]}") >>"$log" 2>&1
   echo "# exit: $?" >>"$log"
   if [ -n "${SNAPSHOT:-}" ]; then
     # The exact name: a prefix glob would also take (and delete) the snapshot of a run whose name extends

@@ -14,10 +14,13 @@
 # the same on every rank (it comes from the router's weights, which every rank shares), balanced otherwise.
 # No allocation is added: the outputs were allocated by the caller. all_reduce is left as it was (one
 # rank's value, a scale of the sum). Each run's log says it ran so.
+import sys
+
 import torch
 import torch.distributed as dist
 
 _fake = {}
+_said = set()
 
 
 def _is_fake(group):
@@ -32,6 +35,8 @@ def _is_fake(group):
 
 def _fill_from(out, src):
     """out := src's elements where they fit, zero beyond (no new allocation beyond src's flat view)."""
+    if not out.is_contiguous():  # a view we cannot write through flat: left as the collective left it
+        return
     o, s = out.view(-1), src.reshape(-1)
     n = min(o.numel(), s.numel())
     if n:
@@ -52,8 +57,12 @@ def _wrap(name, fill):
                    "_reduce_scatter_base": 3}[name]
             group = args[pos] if len(args) > pos else None
         if _is_fake(group):
+            if name not in _said:  # the log shows which collectives were filled
+                _said.add(name)
+                print(f"shim-symmetric-ranks: filling {name} outputs", file=sys.stderr, flush=True)
+            rest = {k: v for k, v in kwargs.items() if k != "group"}
             with torch.no_grad():
-                fill(group, *args, **kwargs)
+                fill(group, *args, **rest)
         return work
 
     wrapped.__wrapped__ = orig
