@@ -56,8 +56,8 @@ FindingsPanel::FindingsPanel(RecipeDocument* document, QWidget* parent)
     m_view->horizontalHeader()->resizeSection(FindingsModel::MessageColumn, 430);
     m_view->horizontalHeader()->resizeSection(FindingsModel::FixItColumn, 230);
     m_view->horizontalHeader()->resizeSection(FindingsModel::SourceColumn, 260);
-    // The header, the scroll bar and about five wrapped lines of findings at any window size (at 1366x768 the splitter's
-    // size hints alone left one and a half).
+    // The header, the scroll bar and about five wrapped lines of findings at any window size (at 1366x768 the
+    // splitter's size hints alone left one and a half).
     m_view->setMinimumHeight(m_view->fontMetrics().height() * 8 + 2 * m_view->frameWidth());
     layout->addWidget(m_view, 1);
 

@@ -1274,11 +1274,11 @@ void megatronMamba(LayerModel& m, const Shape& x)
 
 // A GatedDeltaNet module (ssm/gated_delta_net/gdn.py, common.py) with FLA's kernels: the causal conv
 // (fla.modules.conv causal_conv1d: input_guard leaves x as passed, no_guard_contiguous=["x"], and the
-// function keeps it, a strided view of in_proj's output, so the whole [q k v z b a] lives), the L2 norm of q and k (L2NormFunction: its
-// output and rstd), q and k repeated to the value heads, v, the decay g and beta as chunk_gated_delta_rule
-// keeps them (with its [T, heads, 64] solved matrix A), the output gate z; then _gated_norm_and_a2a (the
-// gdn_norm_out region): the out_norm's input and rstd, its output kept by the gate multiply, the gated
-// output kept by out_proj. The whole module is the gdn region (dev).
+// function keeps it, a strided view of in_proj's output, so the whole [q k v z b a] lives), the L2 norm of q
+// and k (L2NormFunction: its output and rstd), q and k repeated to the value heads, v, the decay g and beta
+// as chunk_gated_delta_rule keeps them (with its [T, heads, 64] solved matrix A), the output gate z; then
+// _gated_norm_and_a2a (the gdn_norm_out region): the out_norm's input and rstd, its output kept by the gate
+// multiply, the gated output kept by out_proj. The whole module is the gdn region (dev).
 void megatronGdn(LayerModel& m, const Shape& x)
 {
     const double d = x.act, h = x.h, t = x.tp, T = x.T, Tsp = x.Tsp;
