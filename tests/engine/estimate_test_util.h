@@ -171,4 +171,40 @@ inline QString phaseDetails(const RankEstimate& rank, const Measured& m)
     return detail;
 }
 
+// The check every worker-against-estimate row makes: a candidate Megatron refuses is refused by the worker
+// naming the same rule; otherwise the worker runs it and the estimate's peak (Layout::Worker, the hottest
+// rank) is within kTolerance of the measured one. The row's figures are printed with `tag`;
+// RS_DEBUG_TERMS=1 adds every term of every phase and the worker's phase peaks.
+inline void checkAgainstWorker(const Recipe& candidate, const QString& tag)
+{
+    if (const std::string rule = firstRuleError(candidate); !rule.empty()) {
+        const Measured refused = runWorker(candidate);
+        QVERIFY2(refused.error.find(rule) != std::string::npos, refused.error.c_str());
+        return;
+    }
+    const Recipe r = validate(candidate).resolved;
+    const Measured m = runWorker(r);
+    QVERIFY2(m.error.empty(), m.error.c_str());
+    const MemoryEstimate e = estimateMemory(r, Layout::Worker);
+    QVERIFY2(e.not_estimated.empty(), e.not_estimated.c_str());
+    const RankEstimate& rank = e.ranks[static_cast<size_t>(e.hottest)];
+    const QString detail = QStringLiteral("%1: peak: estimate %2 (%3), measured %4 (%5%)")
+                               .arg(tag)
+                               .arg(e.peak_bytes)
+                               .arg(QString::fromStdString(rank.peak_phase))
+                               .arg(m.peak)
+                               .arg(100 * err(e.peak_bytes, m.peak), 0, 'f', 1)
+        + phaseDetails(rank, m);
+    qInfo("%s", qPrintable(detail));
+    if (qEnvironmentVariableIsSet("RS_DEBUG_TERMS")) {
+        for (const auto& ph : rank.phases)
+            for (const auto& t : ph.terms)
+                qInfo("  %s %s %s %lld", ph.phase.c_str(), t.category.c_str(), t.name.c_str(),
+                    (long long)t.bytes);
+        for (const auto& a : m.attributions)
+            qInfo("  %s", a.c_str());
+    }
+    QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
+}
+
 } // namespace rs::estimatetest

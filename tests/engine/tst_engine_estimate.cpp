@@ -55,30 +55,8 @@ void TestEngineEstimate::presetWithinFivePercent()
     QFETCH(bool, fused);
     Recipe small = shrink(readPreset(preset));
     small.bias_activation_fusion = fused;
-    const Recipe candidate = candidateRecipe(small, *readChoiceSpelling(choice.toStdString()));
-    if (const std::string rule = firstRuleError(candidate); !rule.empty()) {
-        const Measured refused = runWorker(candidate);
-        QVERIFY2(refused.error.find(rule) != std::string::npos, refused.error.c_str());
-        return;
-    }
-    const Recipe r = validate(candidate).resolved;
-    const Measured m = runWorker(r);
-    QVERIFY2(m.error.empty(), m.error.c_str());
-    const MemoryEstimate e = estimateMemory(r, Layout::Worker);
-    const RankEstimate& rank = e.ranks.front();
-    QString detail = QStringLiteral("peak: estimate %1, measured %2 (%3%)")
-                         .arg(e.peak_bytes)
-                         .arg(m.peak)
-                         .arg(100 * err(e.peak_bytes, m.peak), 0, 'f', 1);
-    detail += phaseDetails(rank, m);
-    qInfo("%s %s: %s", qPrintable(QFileInfo(preset).fileName()), qPrintable(choice), qPrintable(detail));
-    // RS_DEBUG_TERMS=1: every term of every phase of the estimate, to see which one makes a miss.
-    if (qEnvironmentVariableIsSet("RS_DEBUG_TERMS"))
-        for (const auto& ph : rank.phases)
-            for (const auto& t : ph.terms)
-                qInfo("  %s %s %s %lld", ph.phase.c_str(), t.category.c_str(), t.name.c_str(),
-                    (long long)t.bytes);
-    QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
+    checkAgainstWorker(candidateRecipe(small, *readChoiceSpelling(choice.toStdString())),
+        QFileInfo(preset).fileName() + u' ' + choice + (fused ? QStringLiteral(" fused") : QString()));
 }
 
 // FP8 through the worker's TE linears (engine/fp8.h; on LibTorch < 2.1 its codes are int8 of the same bytes):
@@ -112,24 +90,9 @@ void TestEngineEstimate::fp8WithinFivePercent()
     QFETCH(QString, choice);
     QFETCH(bool, moe);
     const Recipe small = fp8Recipe(shrink(readPreset(preset)), scaling, moe);
-    const Recipe candidate = candidateRecipe(small, *readChoiceSpelling(choice.toStdString()));
-    if (const std::string rule = firstRuleError(candidate); !rule.empty()) {
-        // Megatron refuses it (moe_act and layernorm under delayed scaling: R17): so does the worker.
-        const Measured refused = runWorker(candidate);
-        QVERIFY2(refused.error.find(rule) != std::string::npos, refused.error.c_str());
-        return;
-    }
-    const Recipe r = validate(candidate).resolved;
-    const Measured m = runWorker(r);
-    QVERIFY2(m.error.empty(), m.error.c_str());
-    const MemoryEstimate e = estimateMemory(r, Layout::Worker);
-    const QString detail = QStringLiteral("peak: estimate %1, measured %2 (%3%)")
-                               .arg(e.peak_bytes)
-                               .arg(m.peak)
-                               .arg(100 * err(e.peak_bytes, m.peak), 0, 'f', 1)
-        + phaseDetails(e.ranks.front(), m);
-    qInfo("%s: %s", QTest::currentDataTag(), qPrintable(detail));
-    QVERIFY2(std::abs(err(e.peak_bytes, m.peak)) <= kTolerance, qPrintable(detail));
+    // Megatron refuses moe_act and layernorm under delayed scaling (R17): so does the worker.
+    checkAgainstWorker(candidateRecipe(small, *readChoiceSpelling(choice.toStdString())),
+        QString::fromLatin1(QTest::currentDataTag()));
 }
 
 // Unfused attention where the scores dominate memory (hidden 64, 8 heads, seq 512, micro-batch 2, bf16, the

@@ -169,37 +169,10 @@ void TestEngineEstimateLayout::check()
     QFETCH(QString, layout);
     const ParsedLayout parsed = applyLayout(layoutShape(preset), layout);
     QVERIFY2(parsed.error.empty(), parsed.error.c_str());
-    const Recipe candidate = candidateRecipe(parsed.recipe, *readChoiceSpelling(choice.toStdString()));
-    if (const std::string rule = firstRuleError(candidate); !rule.empty()) {
-        const Measured refused = runWorker(candidate);
-        QVERIFY2(refused.error.find(rule) != std::string::npos, refused.error.c_str());
-        return;
-    }
-    const Recipe r = validate(candidate).resolved;
-    const Measured m = runWorker(r);
-    QVERIFY2(m.error.empty(), m.error.c_str());
-    const MemoryEstimate e = estimateMemory(r, Layout::Worker);
-    const double error = err(e.peak_bytes, m.peak);
-    const QString detail = QStringLiteral("%1 %2 %3: estimate %4, measured %5 (%6%)")
-                               .arg(QFileInfo(preset).fileName(), layout, choice)
-                               .arg(e.peak_bytes)
-                               .arg(m.peak)
-                               .arg(100 * error, 0, 'f', 1);
-    qInfo("%s", qPrintable(detail));
-    if (qEnvironmentVariableIsSet("RS_DEBUG_TERMS")) {
-        const RankEstimate& rank = e.ranks[static_cast<size_t>(e.hottest)];
-        for (const auto& [phase, bytes] : m.phases)
-            qInfo("  measured %s %lld", phase.c_str(), (long long)bytes);
-        for (const auto& ph : rank.phases)
-            for (const auto& t : ph.terms)
-                qInfo("  %s %s %s %lld", ph.phase.c_str(), t.category.c_str(), t.name.c_str(),
-                    (long long)t.bytes);
-        for (const auto& a : m.attributions)
-            qInfo("  %s", a.c_str());
-    }
     // The Worker layout of core/estimator.cpp models the rank the worker runs (its TP / SP / CP / EP shares,
     // its pipeline stage and schedule): every row within the tolerance.
-    QVERIFY2(std::abs(error) <= kTolerance, qPrintable(detail));
+    checkAgainstWorker(candidateRecipe(parsed.recipe, *readChoiceSpelling(choice.toStdString())),
+        QFileInfo(preset).fileName() + u' ' + layout + u' ' + choice);
 }
 
 QTEST_GUILESS_MAIN(TestEngineEstimateLayout)
