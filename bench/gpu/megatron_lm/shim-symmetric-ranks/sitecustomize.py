@@ -38,6 +38,8 @@ def _fill_from(out, src):
     if not out.is_contiguous():  # a view we cannot write through flat: left as the collective left it
         return
     o, s = out.view(-1), src.reshape(-1)
+    if o.data_ptr() == s.data_ptr():  # in place (a reduce-scatter into its own chunk): already there
+        return
     n = min(o.numel(), s.numel())
     if n:
         o[:n].copy_(s[:n])
@@ -71,8 +73,13 @@ def _wrap(name, fill):
 
 def _gather_into(group, output, input_, *a, **k):
     n = input_.numel()
-    if output.numel() == n * dist.get_world_size(group) and output.is_contiguous():
-        output.view(-1, n).copy_(input_.reshape(1, n).expand(output.numel() // n, n))
+    if n and output.numel() == n * dist.get_world_size(group) and output.is_contiguous():
+        # Row by row: the distributed optimizer gathers in place (its input is the output's own row),
+        # which that row already holds and a whole-tensor copy would overlap.
+        src = input_.reshape(n)
+        for row in output.view(-1, n):
+            if row.data_ptr() != src.data_ptr():
+                row.copy_(src)
     else:
         _fill_from(output, input_)
 
