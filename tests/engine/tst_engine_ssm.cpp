@@ -215,6 +215,15 @@ void TestEngineSsm::smallFunctionsGradients()
         const Tensor probe = torch::randn(got.sizes(), o);
         const auto a = gradsOf(got, { x, w }, probe), r = gradsOf(want, { x, w }, probe);
         QVERIFY2(relErr(a[0], r[0]) < 1e-5 && relErr(a[1], r[1]) < 1e-5, "causalConv1dSilu");
+        // As GatedDeltaNet passes it: q k v a strided narrow of a wider projection, which the function keeps
+        // as passed (FLA's no_guard_contiguous), so the projection's whole storage stays alive.
+        const Tensor proj = leafOf(torch::randn({ 2, 9, 8 }, o));
+        const Tensor view = proj.narrow(-1, 0, 5);
+        const Tensor got_view = ssm::causalConv1dSilu(view, w, Tensor());
+        const Tensor want_view = ssm::causalConv1d(view, w, Tensor(), true);
+        QVERIFY(relErr(got_view, want_view) < 1e-5);
+        const auto av = gradsOf(got_view, { proj }, probe), rv = gradsOf(want_view, { proj }, probe);
+        QVERIFY2(relErr(av[0], rv[0]) < 1e-5, "causalConv1dSilu on a strided view");
         // The convolution is causal: output t reads inputs t - 3 .. t only.
         Tensor xs = torch::zeros({ 1, 9, 5 }, o);
         xs.index_put_({ 0, 4 }, 1.0);
