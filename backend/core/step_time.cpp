@@ -33,11 +33,15 @@ struct Op {
     // A product with a linear module's weight (model_shape.h LoraLinear, kLoraUnnamed for one no LoRA target
     // names): under PEFT its weight is frozen and its backward computes the input's gradient alone.
     uint32_t linear = 0;
-    // Work of the backward alone (Elementwise: `bytes` and `kernels` as they are, not derived from a
-    // forward op); nothing in the forward or a replay.
-    bool backward_only = false;
-    // Work of the forward (and of a replay) alone: nothing in the backward.
-    bool forward_only = false;
+    // Where it runs. Both: the forward's work (and a replay's), and the backward's derived from it. One
+    // side only (Elementwise): `bytes` and `kernels` as they are there, nothing on the other side (the
+    // forward side includes a replay).
+    enum class Side { Both, ForwardOnly, BackwardOnly } side = Side::Both;
+    bool oneSided() const { return side != Side::Both; }
+    bool runsIn(bool backward) const
+    {
+        return side == Side::Both || (side == Side::BackwardOnly) == backward;
+    }
 };
 
 struct RegionWork {
@@ -290,7 +294,7 @@ std::vector<RegionWork> attentionRegions(const Dims& d)
         // layer and micro-batch (bench/gpu/results/h100-2026-12-07-profile-ops, 62 ms of the 364 ms step).
         // 11 passes of the scores' bytes in all, at the elementwise rate.
         Op views = elementwise(11 * d.b * d.np * d.s * d.s * d.cp * d.act, 6);
-        views.backward_only = true;
+        views.side = Op::Side::BackwardOnly;
         core.ops.push_back(views);
         core.source += "; backward: the causal mask filled in place into a view of the scores "
                        "(fused_softmax.py, transformer/utils.py attention_mask_func): autograd's "
@@ -519,9 +523,9 @@ void timeLinearsInFp8(std::vector<RegionWork>& regions, const Dims& d)
                 o.lookup_flops = o.flops / std::max(1.0, d.E / d.ep); // one expert's GEMM
             o.rate = Rate::Fp8Matmul;
             Op in = elementwise(o.m * o.k * (d.act + 2));
-            in.forward_only = true;
+            in.side = Op::Side::ForwardOnly;
             Op grad = elementwise(o.m * o.n * (d.act + 2));
-            grad.backward_only = true;
+            grad.side = Op::Side::BackwardOnly;
             casts.push_back(in);
             casts.push_back(grad);
         }
@@ -575,10 +579,8 @@ struct Rates {
     bool peft = false;
     double gpuMs(const Op& o, bool backward) const
     {
-        if (o.backward_only)
-            return backward ? o.bytes / (c.elementwise_gbps * 1e6) : 0;
-        if (o.forward_only)
-            return backward ? 0 : o.bytes / (c.elementwise_gbps * 1e6);
+        if (o.oneSided())
+            return o.runsIn(backward) ? o.bytes / (c.elementwise_gbps * 1e6) : 0;
         const double products = backward ? backwardProducts(o, peft) : 1;
         switch (o.rate) {
         case Rate::Matmul:
@@ -602,10 +604,8 @@ struct Rates {
     }
     double kernels(const Op& o, bool backward) const
     {
-        if (o.backward_only)
-            return backward ? o.kernels : 0;
-        if (o.forward_only)
-            return backward ? 0 : o.kernels;
+        if (o.oneSided())
+            return o.runsIn(backward) ? o.kernels : 0;
         const bool product = o.rate == Rate::Matmul || o.rate == Rate::Grouped || o.rate == Rate::Fp8Matmul;
         return o.kernels * (backward ? (product ? backwardProducts(o, peft) : 2) : 1);
     }
@@ -677,9 +677,8 @@ void runStretch(const std::vector<Piece>& pieces, const Rates& rates, double tim
             t.flops += o.flops
                 * (p.backward ? (o.rate == Rate::Attention ? 2.5 : backwardProducts(o, rates.peft)) : 1)
                 * times;
-            const double bytes = o.backward_only ? (p.backward ? o.bytes : 0)
-                : o.forward_only                 ? (p.backward ? 0 : o.bytes)
-                                                 : o.bytes * (p.backward ? 1.5 : 1);
+            const double bytes
+                = o.oneSided() ? (o.runsIn(p.backward) ? o.bytes : 0) : o.bytes * (p.backward ? 1.5 : 1);
             t.bytes += bytes * times;
             t.kernels += rates.kernels(o, p.backward) * times;
         }
