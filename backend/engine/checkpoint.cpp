@@ -239,10 +239,14 @@ struct DiscardState : torch::CustomClassHolder {
     bool discarded = false;
     std::vector<torch::Tensor> recomputed;
     std::vector<torch::Tensor> detached;
-    // Tensors made from the outputs by their consumers and saved by them (alsoDiscard): freed with the
-    // outputs, refilled from the recomputed outputs by `rebuild`.
-    std::vector<std::pair<c10::Storage, size_t>> extra;
-    std::function<void(const std::vector<torch::Tensor>& outputs)> rebuild;
+    // Tensors made from the outputs by their consumers and saved by them (alsoDiscard): each one's storage
+    // and bytes, freed with the outputs, and what refills it from the recomputed outputs.
+    struct Extra {
+        c10::Storage storage;
+        size_t nbytes;
+        std::function<void(const std::vector<torch::Tensor>& outputs)> rebuild;
+    };
+    std::vector<Extra> extra;
 
     void recompute()
     {
@@ -266,13 +270,13 @@ struct DiscardState : torch::CustomClassHolder {
             auto target = torch::empty({ 0 }, v.options).set_(v.storage, v.offset, v.sizes, v.strides);
             target.copy_(recomputed[i]);
         }
-        for (auto& [storage, nbytes] : extra) {
-            auto* impl = storage.unsafeGetStorageImpl();
-            impl->set_data_ptr_noswap(impl->allocator()->allocate(nbytes));
-            impl->set_nbytes(nbytes);
+        for (Extra& e : extra) {
+            auto* impl = e.storage.unsafeGetStorageImpl();
+            impl->set_data_ptr_noswap(impl->allocator()->allocate(e.nbytes));
+            impl->set_nbytes(e.nbytes);
+            if (e.rebuild)
+                e.rebuild(recomputed);
         }
-        if (rebuild)
-            rebuild(recomputed);
     }
 };
 
@@ -437,8 +441,7 @@ void OutputDiscardCheckpoint::alsoDiscard(
 {
     if (!state_)
         return;
-    state_->extra.emplace_back(made.storage(), made.storage().nbytes());
-    state_->rebuild = std::move(rebuild);
+    state_->extra.push_back({ made.storage(), made.storage().nbytes(), std::move(rebuild) });
 }
 
 void OutputDiscardCheckpoint::discardOutputAndRegisterRecompute(const torch::Tensor& hook_tensor)
@@ -455,8 +458,8 @@ void OutputDiscardCheckpoint::discardOutputAndRegisterRecompute(const torch::Ten
         impl->set_nbytes(0);
         freed.push_back(impl);
     }
-    for (auto& [storage, nbytes] : state_->extra) {
-        auto* impl = storage.unsafeGetStorageImpl();
+    for (auto& e : state_->extra) {
+        auto* impl = e.storage.unsafeGetStorageImpl();
         impl->set_data_ptr_noswap(c10::DataPtr(nullptr, impl->device()));
         impl->set_nbytes(0);
     }
