@@ -69,12 +69,17 @@ std::vector<GemmRate> gemmsFromJson(const nlohmann::json& j, const std::string& 
         g.tflops = positive(v[i], "tflops", path);
         out.push_back(g);
     }
-    std::stable_sort(
-        out.begin(), out.end(), [](const GemmRate& a, const GemmRate& b) { return a.flops() < b.flops(); });
+    sortByFlops(out);
     return out;
 }
 
 } // namespace
+
+void sortByFlops(std::vector<GemmRate>& rates)
+{
+    std::stable_sort(rates.begin(), rates.end(),
+        [](const GemmRate& a, const GemmRate& b) { return a.flops() < b.flops(); });
+}
 
 nlohmann::json calibrationToJson(const CalibrationRates& c)
 {

@@ -85,6 +85,10 @@ CalibrationRates calibrationFromJson(const nlohmann::json& j);
 // Reads a file; CalibrationError with field "file" when it cannot be read or is not JSON.
 CalibrationRates readCalibrationFile(const std::string& path);
 
+// Orders measured products by size (FLOPs), increasing, as gemmRateAt reads them; equal sizes keep their
+// order.
+void sortByFlops(std::vector<GemmRate>& rates);
+
 // The rate of a product of this size: interpolated in log(FLOPs) between the measured ones, the nearest
 // at either end. TFLOP/s.
 double gemmRateAt(const std::vector<GemmRate>& measured, double flops);

@@ -188,15 +188,13 @@ CalibrationRates calibrate(const CalibrateOptions& o)
               { 4096, 4096, 4096 }, { 4096, 11264, 2048 }, { 8192, 8192, 8192 } };
     for (const auto& s : sizes)
         c.matmul.push_back(matmulRate(b, s[0], s[1], s[2]));
-    std::stable_sort(c.matmul.begin(), c.matmul.end(),
-        [](const GemmRate& a, const GemmRate& x) { return a.flops() < x.flops(); });
+    sortByFlops(c.matmul);
     // The same sizes in FP8 where the device has FP8 GEMMs (Hopper and later, LibTorch >= 2.5).
     if (device.is_cuda() && fp8::hasScaledMm() && !quick) {
         for (const auto& s : sizes)
             if (const auto g = fp8MatmulRate(b, s[0], s[1], s[2]))
                 c.fp8_matmul.push_back(*g);
-        std::stable_sort(c.fp8_matmul.begin(), c.fp8_matmul.end(),
-            [](const GemmRate& a, const GemmRate& x) { return a.flops() < x.flops(); });
+        sortByFlops(c.fp8_matmul);
     }
 
     // Experts: 8 local experts over the routed tokens of a 4096-token micro-batch at top-1 and top-6.
