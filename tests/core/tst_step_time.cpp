@@ -196,6 +196,15 @@ double sameWorkSpread(const std::vector<SweepRun>& runs)
     return hi - lo;
 }
 
+// The first term of rank 0 named `name` in `phase`; an empty term where there is none.
+TimeTerm termOf(const StepTimeEstimate& e, const char* phase, const char* name)
+{
+    for (const TimeTerm& t : e.ranks.at(0).terms)
+        if (t.phase == phase && t.name == name)
+            return t;
+    return TimeTerm {};
+}
+
 // The small dense job several tests time: 2 layers, hidden 1024, 8 heads, seq 2048, one micro-batch a step.
 Recipe smallJob()
 {
@@ -287,11 +296,7 @@ void TestStepTime::unfusedChainAtItsMeasuredRate()
     const Recipe resolved = validate(r, InputFormat::Json).resolved;
     CalibrationRates c = h100();
     const auto coreForward = [&resolved](const CalibrationRates& rates) {
-        const StepTimeEstimate e = estimateStepTime(resolved, rates);
-        for (const TimeTerm& t : e.ranks.at(0).terms)
-            if (t.phase == "forward" && t.name == "core_attn")
-                return t;
-        return TimeTerm {};
+        return termOf(estimateStepTime(resolved, rates), "forward", "core_attn");
     };
     const TimeTerm before = coreForward(c);
     QVERIFY(before.ms > 0);
@@ -1090,10 +1095,7 @@ void TestStepTime::fp8RatesTimeTheLinears()
         g.tflops *= 2;
     const auto mlp = [](const Recipe& job, const CalibrationRates& c, const char* phase) {
         const StepTimeEstimate e = estimateStepTime(validate(job, InputFormat::Json).resolved, c);
-        for (const TimeTerm& t : e.ranks.at(0).terms)
-            if (t.phase == phase && t.name == "mlp")
-                return std::make_pair(t, e.assumptions);
-        return std::make_pair(TimeTerm {}, e.assumptions);
+        return std::make_pair(termOf(e, phase, "mlp"), e.assumptions);
     };
     const auto [plain, plain_notes] = mlp(fp8, h100(), "forward");
     const auto [timed, timed_notes] = mlp(fp8, rated, "forward");
@@ -1141,12 +1143,8 @@ void TestStepTime::maskOnAViewOfTheScores()
     r.attention_softmax_in_fp32 = softmaxFp32;
     r.masked_softmax_fusion = fusion;
     const auto core = [](const Recipe& job, const char* phase) {
-        // The estimate held in a variable: a range over a member of the temporary would dangle.
-        const StepTimeEstimate e = estimateStepTime(validate(job, InputFormat::Json).resolved, h100());
-        for (const TimeTerm& t : e.ranks.at(0).terms)
-            if (t.phase == phase && t.name == "core_attn")
-                return t;
-        return TimeTerm {};
+        return termOf(
+            estimateStepTime(validate(job, InputFormat::Json).resolved, h100()), phase, "core_attn");
     };
     const TimeTerm fwd = core(r, "forward"), bwd = core(r, "backward");
     QCOMPARE(bwd.source.find("view of the scores") != std::string::npos, counted);
