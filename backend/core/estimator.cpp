@@ -2380,24 +2380,37 @@ void StageEstimator::persistentState()
         // them.
         const bool dist = r.use_distributed_optimizer;
         shard_params = dist ? params.dense / (x.dp * x.cp) + params.expert / x.edp : P;
-        main_bytes = pd == 4 ? 0 : shard_params * 4;
-        state_bytes = shard_params * 8 + params.tensors * 4.0;
-        base.add("main_parameters", "fp32 main parameters", main_bytes, kWorkerOpt,
-            std::string("an fp32 copy of every 16-bit parameter (none in fp32: the parameter is its own main "
-                        "copy)")
+        // engine/optimizer.cpp trainingLayout: the precision-aware optimizer's moments dtype and int16
+        // master remainders beside bf16 parameters, under the distributed optimizer only.
+        const bool aware = dist && r.use_precision_aware_optimizer;
+        const bool remainders = aware && r.bf16 && r.store_param_remainders
+            && (!r.fp8 || r.fp8->empty() || r.fp8_recipe == "delayed");
+        const auto stateBytes = [aware](const std::string& d) { return !aware || d == "fp32" ? 4.0 : 2.0; };
+        main_bytes = pd == 4 ? 0 : shard_params * (remainders ? 2 : 4);
+        state_bytes = shard_params * (stateBytes(r.exp_avg_dtype) + stateBytes(r.exp_avg_sq_dtype))
+            + params.tensors * 4.0;
+        base.add("main_parameters",
+            remainders ? "main parameters as int16 remainders" : "fp32 main parameters", main_bytes,
+            kWorkerOpt,
+            std::string(remainders ? "the 16 bits of each fp32 master weight its bf16 parameter lacks"
+                                   : "an fp32 copy of every 16-bit parameter (none in fp32: the parameter is "
+                                     "its own main copy)")
                 + (dist ? ", this rank's shard: dense / (DP x CP), experts / expert-DP" : ""));
         base.add("optimizer_states", "AdamW exp_avg, exp_avg_sq, step", state_bytes, kWorkerOpt,
-            dist ? "fp32 moments of this rank's shard (dense / (DP x CP), experts / expert-DP) and a 0-dim "
-                   "step per "
-                   "piece"
-                 : "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no "
-                   "distributed optimizer)");
+            aware ? "moments of this rank's shard in exp_avg_dtype " + r.exp_avg_dtype
+                    + " and exp_avg_sq_dtype " + r.exp_avg_sq_dtype + ", a 0-dim step per piece"
+                : dist
+                ? "fp32 moments of this rank's shard (dense / (DP x CP), experts / expert-DP) and a 0-dim "
+                  "step per "
+                  "piece"
+                : "fp32 moments of every parameter and a 0-dim step per tensor; not sharded (no "
+                  "distributed optimizer)");
         grad_bytes = P * x.grad;
         base.add("gradients", "DDP gradient buffer", grad_bytes, kWorkerOpt,
             std::string("GradBuffer: persistent and contiguous, ")
                 + (x.grad == 4 ? "fp32" : "in the parameters' dtype")
                 + "; each parameter's autograd gradient is added into it and freed at once");
-        if (x.grad != 4)
+        if (x.grad != 4 && !aware)
             fp32_main_grads
                 = shard_params * 4; // the step's fp32 copies of the rank's (shard of the) gradients
         // Every micro-batch of the step is drawn up front (engine/runner.cpp); the mask and the tables
@@ -3170,10 +3183,12 @@ RankEstimate StageEstimator::optimizerPhases()
             opt.add("transient", "fp32 main gradients", fp32_main_grads, kWorkerOpt,
                 "16-bit gradient buffer: the step copies its (shard of the) gradients to fp32, as "
                 "_copy_model_grads_to_main_grads does");
-        if (r.adam_implementation == "torch")
+        // The precision-aware optimizer's one pass (the CUDA kernel or the host loop) makes no temporary.
+        const bool one_pass = r.use_distributed_optimizer && r.use_precision_aware_optimizer;
+        if (!one_pass && r.adam_implementation == "torch")
             opt.add("transient", "torch.optim.AdamW's square roots of every second moment", state_bytes / 2,
                 kWorkerOpt, "the multi-tensor AdamW: one fp32 temporary as large as the main parameters");
-        else
+        else if (!one_pass)
             opt.add("transient", "AdamW temporaries (sqrt, division) of the largest tensor",
                 2 * params.largest * 4, kWorkerOpt,
                 "the unfused AdamW of LibTorch 1.13 on CPU; a CUDA build's fused kernel needs none");

@@ -10,32 +10,34 @@
 
 #include <cstdint>
 
+#include "engine/adamw_element.h"
+
 namespace rs::engine::kernels {
 
 enum class HalfKind { BFloat16, Float16 };
+// The moments' dtype (the precision-aware optimizer's exp_avg_dtype = exp_avg_sq_dtype).
+enum class StateKind { Float32, BFloat16, Float16 };
+// The master weights: fp32, or int16 remainders beside bf16 parameters (adamw_element.h).
+enum class MasterKind { Float32, Remainder16 };
+
+struct AdamWKinds {
+    HalfKind half = HalfKind::BFloat16;
+    StateKind state = StateKind::Float32;
+    MasterKind master = MasterKind::Float32;
+};
 
 struct AdamWMainParamTensor {
-    float* main = nullptr; // fp32 main parameter, updated in place
-    float* exp_avg = nullptr;
-    float* exp_avg_sq = nullptr;
+    void* main = nullptr; // fp32 main parameter or int16 remainder (AdamWKinds::master), updated in place
+    void* exp_avg = nullptr; // in AdamWKinds::state
+    void* exp_avg_sq = nullptr;
     const void* grad = nullptr; // 16-bit gradient; null: no gradient this step (taken as zero)
     void* param = nullptr; // 16-bit model parameter, overwritten with the rounded main parameter
     int64_t numel = 0;
 };
 
-struct AdamWHyper {
-    float lr = 0;
-    float beta1 = 0;
-    float beta2 = 0;
-    float weight_decay = 0;
-    float eps = 0;
-    float bias_correction1 = 1; // 1 - beta1^step
-    float bias_correction2_sqrt = 1; // sqrt(1 - beta2^step)
-};
-
 // Launches the update of `count` tensors on `stream` (a cudaStream_t). Returns an empty string, or the
-// CUDA error's text.
-const char* adamwMainParams(
-    const AdamWMainParamTensor* tensors, int count, HalfKind kind, const AdamWHyper& hyper, void* stream);
+// CUDA error's text (also for a remainder master beside fp16 parameters, which has no meaning).
+const char* adamwMainParams(const AdamWMainParamTensor* tensors, int count, const AdamWKinds& kinds,
+    const AdamWHyper& hyper, void* stream);
 
 } // namespace rs::engine::kernels

@@ -2,12 +2,16 @@
 #include "engine/optimizer.h"
 
 #include <cmath>
+#include <cstring>
 #include <numeric>
 #include <stdexcept>
+#include <type_traits>
 
+#include <ATen/Parallel.h>
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "engine/adamw_element.h"
 #include "engine/checkpoint.h"
 #include "engine/memory_probe.h"
 #include "engine/model.h"
@@ -47,6 +51,80 @@ struct MainGradPostHook : torch::autograd::FunctionPostHook {
     torch::Tensor param, main_grad;
 };
 
+kernels::AdamWHyper hyperAt(int64_t step)
+{
+    using A = MainParamAdamW;
+    kernels::AdamWHyper h;
+    h.lr = static_cast<float>(A::kLr);
+    h.beta1 = static_cast<float>(A::kBeta1);
+    h.beta2 = static_cast<float>(A::kBeta2);
+    h.weight_decay = static_cast<float>(A::kWeightDecay);
+    h.eps = static_cast<float>(A::kEps);
+    h.bias_correction1 = static_cast<float>(1 - std::pow(A::kBeta1, step));
+    h.bias_correction2_sqrt = static_cast<float>(std::sqrt(1 - std::pow(A::kBeta2, step)));
+    return h;
+}
+
+template <typename T> struct Tag {
+    using type = T;
+};
+
+// Calls f with the Tag of a floating dtype's C++ type.
+template <typename F> void withFloatType(torch::ScalarType t, F&& f)
+{
+    switch (t) {
+    case torch::kFloat32:
+        f(Tag<float> {});
+        return;
+    case torch::kBFloat16:
+        f(Tag<c10::BFloat16> {});
+        return;
+    case torch::kHalf:
+        f(Tag<c10::Half> {});
+        return;
+    default:
+        throw std::invalid_argument(std::string("optimizer: no AdamW over ") + c10::toString(t));
+    }
+}
+
+// The one-pass update on host memory (MainParamAdamW::Path::HostLoop): adamw_element.h's element, as the
+// CUDA kernel runs it. main: an fp32 master (null: the fp32 parameter is its own); remainder: int16
+// remainders beside bf16 parameters (null: none).
+template <typename P, typename G, typename M, typename V>
+void hostAdamW(P* param, const G* grad, float* main, int16_t* remainder, M* exp_avg, V* exp_avg_sq, int64_t n,
+    const kernels::AdamWHyper& h)
+{
+    constexpr bool kBf16 = std::is_same_v<P, c10::BFloat16>;
+    at::parallel_for(0, n, int64_t(1) << 14, [&](int64_t lo, int64_t hi) {
+        for (int64_t j = lo; j < hi; ++j) {
+            float p = 0;
+            uint16_t bits = 0;
+            if constexpr (kBf16)
+                std::memcpy(&bits, &param[j], sizeof bits);
+            if (kBf16 && remainder) {
+                const uint32_t u = kernels::joinRemainder(bits, remainder[j]);
+                std::memcpy(&p, &u, sizeof p);
+            } else {
+                p = main ? main[j] : static_cast<float>(param[j]);
+            }
+            float m = static_cast<float>(exp_avg[j]), v = static_cast<float>(exp_avg_sq[j]);
+            kernels::adamwUpdate(p, m, v, grad ? static_cast<float>(grad[j]) : 0.0f, h);
+            exp_avg[j] = M(m);
+            exp_avg_sq[j] = V(v);
+            if (kBf16 && remainder) {
+                uint32_t u = 0;
+                std::memcpy(&u, &p, sizeof u);
+                kernels::splitRemainder(u, bits, remainder[j]);
+                std::memcpy(&param[j], &bits, sizeof bits);
+            } else {
+                if (main)
+                    main[j] = p;
+                param[j] = P(p);
+            }
+        }
+    });
+}
+
 } // namespace
 
 struct GradHooks {
@@ -62,7 +140,32 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
     t.distributed_optimizer = r.use_distributed_optimizer;
     t.grad_dtype = r.grad_reduce_in_fp32 ? torch::kFloat32 : param_dtype;
     t.torch_adam = r.adam_implementation == "torch";
-    t.precision_aware = r.use_precision_aware_optimizer;
+    t.precision_aware = r.use_precision_aware_optimizer && r.use_distributed_optimizer;
+    if (t.precision_aware) {
+        const auto stateDtype = [](const char* field, const std::string& d) {
+            if (d == "fp32")
+                return torch::kFloat32;
+            if (d == "bf16")
+                return torch::kBFloat16;
+            if (d == "fp16")
+                return torch::kHalf;
+            throw EngineError(field,
+                std::string(field) + " " + d
+                    + ": the worker keeps Adam's moments in fp32, bf16 or fp16 (allowed: fp32, bf16, fp16; "
+                      "Transformer Engine's scaled fp8 moments are not built)");
+        };
+        t.exp_avg_dtype = stateDtype("exp_avg_dtype", r.exp_avg_dtype);
+        t.exp_avg_sq_dtype = stateDtype("exp_avg_sq_dtype", r.exp_avg_sq_dtype);
+        if (r.main_params_dtype != "fp32")
+            throw EngineError("main_params_dtype",
+                "main_params_dtype " + r.main_params_dtype
+                    + ": the worker keeps master weights in fp32 (allowed: fp32), as remainders beside bf16 "
+                      "parameters where Megatron does");
+        // Transformer Engine keeps the master weights unless fp8 other than delayed scaling leaves them to
+        // Megatron's own fp32 copy (optimizer_config.py use_precision_aware_optimizer_no_fp8_or_ds_fp8).
+        const bool te_master = !r.fp8 || r.fp8->empty() || r.fp8_recipe == "delayed";
+        t.master_remainders = te_master && r.store_param_remainders && param_dtype == torch::kBFloat16;
+    }
     if (r.global_batch_size && world > 1 && *r.global_batch_size < int64_t(r.micro_batch_size) * world) {
         // The worker's own ranks replicate a recipe written for fewer: at least one micro-batch each.
         t.micro_batches = 1;
@@ -121,10 +224,15 @@ void GradBuffer::zero()
 }
 
 MainParamAdamW::MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path)
+    // The precision-aware optimizer is Transformer Engine's FusedAdam whatever adam_implementation says.
     : path_(path != Path::Auto       ? path
-            : layout.torch_adam      ? Path::Foreach
             : layout.precision_aware ? Path::Auto
+            : layout.torch_adam      ? Path::Foreach
                                      : Path::Buckets)
+    , aware_(layout.precision_aware)
+    , remainders_(layout.master_remainders)
+    , exp_avg_dtype_(layout.exp_avg_dtype)
+    , exp_avg_sq_dtype_(layout.exp_avg_sq_dtype)
 {
     torch::NoGradGuard no_grad;
     const int64_t total = buffer.data().numel();
@@ -145,13 +253,22 @@ MainParamAdamW::MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& l
         auto piece = params[i].detach().view({ -1 }).narrow(0, first - start, last - first);
         pieces_.push_back(piece);
         grads_.push_back(buffer.data().narrow(0, first, last - first));
-        // fp32 parameters are their own main parameters (Megatron's FP32Optimizer).
-        main_.push_back(piece.scalar_type() == torch::kFloat32 ? piece : piece.to(torch::kFloat32));
+        // fp32 parameters are their own main parameters (Megatron's FP32Optimizer); remainders start at
+        // zero, the bf16 parameter being the whole master weight.
+        main_.push_back(remainders_ && piece.scalar_type() == torch::kBFloat16
+                ? torch::zeros({ last - first }, piece.options().dtype(torch::kInt16))
+                : piece.scalar_type() == torch::kFloat32 ? piece
+                                                         : piece.to(torch::kFloat32));
     }
     if (path_ == Path::OnePass && !onePassAvailable())
         throw std::invalid_argument("optimizer: the one-pass AdamW needs a build with CUDA kernels, "
                                     "contiguous bf16/fp16 CUDA parameters and a gradient buffer of their "
                                     "dtype");
+    const bool fp32_state
+        = !remainders_ && exp_avg_dtype_ == torch::kFloat32 && exp_avg_sq_dtype_ == torch::kFloat32;
+    if ((path_ == Path::Buckets || path_ == Path::Foreach) && !fp32_state)
+        throw std::invalid_argument("optimizer: the bucketed and multi-tensor AdamW need fp32 moments and "
+                                    "master weights");
 }
 
 MainParamAdamW::MainParamAdamW(const std::vector<std::pair<std::string, torch::Tensor>>& named, Path path)
@@ -180,9 +297,12 @@ bool MainParamAdamW::onePassAvailable() const
     const auto half = pieces_.front().scalar_type();
     if (half != torch::kBFloat16 && half != torch::kHalf)
         return false;
+    if (exp_avg_dtype_ != exp_avg_sq_dtype_ || (remainders_ && half != torch::kBFloat16))
+        return false;
     for (size_t i = 0; i < pieces_.size(); ++i)
         if (pieces_[i].scalar_type() != half || (!from_param_grads_ && grads_[i].scalar_type() != half)
-            || !pieces_[i].is_contiguous() || !main_[i].is_contiguous())
+            || !pieces_[i].is_contiguous() || !main_[i].is_contiguous()
+            || (remainders_ && main_[i].scalar_type() != torch::kInt16))
             return false;
     return true;
 #else
@@ -192,28 +312,46 @@ bool MainParamAdamW::onePassAvailable() const
 
 bool MainParamAdamW::usesOnePass() const
 {
-    return path_ == Path::OnePass || (path_ == Path::Auto && onePassAvailable());
+    return resolvedPath() == Path::OnePass;
+}
+
+MainParamAdamW::Path MainParamAdamW::resolvedPath() const
+{
+    if (path_ != Path::Auto)
+        return path_;
+    if (onePassAvailable())
+        return Path::OnePass;
+    return aware_ || remainders_ || exp_avg_dtype_ != torch::kFloat32 || exp_avg_sq_dtype_ != torch::kFloat32
+        ? Path::HostLoop
+        : Path::Buckets;
 }
 
 void MainParamAdamW::step()
 {
     torch::NoGradGuard no_grad;
-    const bool one_pass = usesOnePass();
+    const Path path = resolvedPath();
+    const bool one_pass = path == Path::OnePass;
+    // OnePass and HostLoop read the gradients where they are (no fp32 copies).
+    const bool in_place = one_pass || path == Path::HostLoop;
+    if (path == Path::HostLoop && !pieces_.empty() && pieces_.front().is_cuda())
+        throw std::invalid_argument("optimizer: the host AdamW loop needs CPU tensors");
     {
         MemoryRegion region(MemoryCategory::Workspace);
         if (from_param_grads_) {
             for (size_t i = 0; i < params_.size(); ++i) {
                 const auto g = params_[i].grad();
                 grads_[i] = g.defined()
-                    ? g.to(one_pass ? params_[i].scalar_type() : torch::kFloat32).contiguous()
-                    : (one_pass ? torch::Tensor() : torch::zeros_like(main_[i]));
+                    ? (path == Path::HostLoop ? g
+                                              : g.to(one_pass ? params_[i].scalar_type() : torch::kFloat32))
+                          .contiguous()
+                    : (in_place ? torch::Tensor() : torch::zeros_like(main_[i]));
             }
         }
         // Megatron's prepare_grads (_copy_model_grads_to_main_grads): every piece's gradient in fp32, one
         // copy after another, kept until zeroGrad(); an fp32 gradient is its own (`.float()` returns the
         // tensor itself). The one-pass kernel reads the 16-bit gradients in place (decoupled_grad).
         main_grads_.clear();
-        if (!one_pass)
+        if (!in_place)
             for (const auto& g : grads_)
                 main_grads_.push_back(g.scalar_type() == torch::kFloat32 ? g : g.to(torch::kFloat32));
     }
@@ -221,18 +359,21 @@ void MainParamAdamW::step()
         // Adam's state appears inside the first step, after the gradients (torch.optim / FusedAdam create
         // it lazily).
         MemoryRegion region(MemoryCategory::OptimizerStates);
-        for (const auto& m : main_) {
-            exp_avg_.push_back(torch::zeros_like(m));
-            exp_avg_sq_.push_back(torch::zeros_like(m));
-            steps_.push_back(torch::zeros({}, m.options()));
+        for (size_t i = 0; i < main_.size(); ++i) {
+            const auto opts = pieces_[i].options();
+            exp_avg_.push_back(torch::zeros(main_[i].sizes(), opts.dtype(exp_avg_dtype_)));
+            exp_avg_sq_.push_back(torch::zeros(main_[i].sizes(), opts.dtype(exp_avg_sq_dtype_)));
+            steps_.push_back(torch::zeros({}, opts.dtype(torch::kFloat32)));
         }
     }
     MemoryRegion region(MemoryCategory::Workspace);
     ++step_;
-    if (path_ == Path::Foreach)
+    if (path == Path::Foreach)
         stepForeach();
     else if (one_pass)
         stepOnePass();
+    else if (path == Path::HostLoop)
+        stepHostLoop();
     else
         stepBuckets();
     if (from_param_grads_) {
@@ -256,28 +397,53 @@ void MainParamAdamW::stepOnePass()
     std::vector<kernels::AdamWMainParamTensor> tensors;
     for (size_t i = 0; i < pieces_.size(); ++i) {
         kernels::AdamWMainParamTensor t;
-        t.main = main_[i].data_ptr<float>();
-        t.exp_avg = exp_avg_[i].data_ptr<float>();
-        t.exp_avg_sq = exp_avg_sq_[i].data_ptr<float>();
+        t.main = main_[i].data_ptr();
+        t.exp_avg = exp_avg_[i].data_ptr();
+        t.exp_avg_sq = exp_avg_sq_[i].data_ptr();
         t.grad = grads_[i].defined() ? grads_[i].data_ptr() : nullptr;
         t.param = pieces_[i].data_ptr();
         t.numel = pieces_[i].numel();
         tensors.push_back(t);
     }
-    kernels::AdamWHyper h;
-    h.lr = static_cast<float>(kLr);
-    h.beta1 = static_cast<float>(kBeta1);
-    h.beta2 = static_cast<float>(kBeta2);
-    h.weight_decay = static_cast<float>(kWeightDecay);
-    h.eps = static_cast<float>(kEps);
-    h.bias_correction1 = static_cast<float>(1 - std::pow(kBeta1, step_));
-    h.bias_correction2_sqrt = static_cast<float>(std::sqrt(1 - std::pow(kBeta2, step_)));
-    const std::string error = kernels::adamwMainParams(tensors.data(), static_cast<int>(tensors.size()),
-        half == torch::kBFloat16 ? kernels::HalfKind::BFloat16 : kernels::HalfKind::Float16, h,
-        compat::currentCudaStream());
+    kernels::AdamWKinds kinds;
+    kinds.half = half == torch::kBFloat16 ? kernels::HalfKind::BFloat16 : kernels::HalfKind::Float16;
+    kinds.state = exp_avg_dtype_ == torch::kBFloat16 ? kernels::StateKind::BFloat16
+        : exp_avg_dtype_ == torch::kHalf             ? kernels::StateKind::Float16
+                                                     : kernels::StateKind::Float32;
+    kinds.master = remainders_ ? kernels::MasterKind::Remainder16 : kernels::MasterKind::Float32;
+    const std::string error = kernels::adamwMainParams(
+        tensors.data(), static_cast<int>(tensors.size()), kinds, hyperAt(step_), compat::currentCudaStream());
     if (!error.empty())
         throw std::runtime_error("optimizer step (one-pass AdamW): " + error);
 #endif
+}
+
+void MainParamAdamW::stepHostLoop()
+{
+    const kernels::AdamWHyper h = hyperAt(step_);
+    for (size_t i = 0; i < pieces_.size(); ++i) {
+        const torch::Tensor& piece = pieces_[i];
+        const torch::Tensor& grad = grads_[i];
+        const bool own = main_[i].is_same(piece);
+        float* main
+            = !own && main_[i].scalar_type() == torch::kFloat32 ? main_[i].data_ptr<float>() : nullptr;
+        int16_t* remainder = main_[i].scalar_type() == torch::kInt16 ? main_[i].data_ptr<int16_t>() : nullptr;
+        withFloatType(piece.scalar_type(), [&](auto p) {
+            using P = typename decltype(p)::type;
+            withFloatType(grad.defined() ? grad.scalar_type() : piece.scalar_type(), [&](auto g) {
+                using G = typename decltype(g)::type;
+                withFloatType(exp_avg_dtype_, [&](auto m) {
+                    using M = typename decltype(m)::type;
+                    withFloatType(exp_avg_sq_dtype_, [&](auto v) {
+                        using V = typename decltype(v)::type;
+                        hostAdamW(piece.data_ptr<P>(), grad.defined() ? grad.data_ptr<G>() : nullptr, main,
+                            remainder, exp_avg_[i].data_ptr<M>(), exp_avg_sq_[i].data_ptr<V>(), piece.numel(),
+                            h);
+                    });
+                });
+            });
+        });
+    }
 }
 
 void MainParamAdamW::stepForeach()

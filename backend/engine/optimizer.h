@@ -37,13 +37,22 @@ struct TrainingLayout {
     bool distributed_optimizer = false;
     torch::Dtype grad_dtype = torch::kFloat32; // the buffer's: fp32 under grad_reduce_in_fp32
     bool torch_adam = false; // recipe adam_implementation "torch": the step runs as torch.optim.AdamW's
-    // recipe use_precision_aware_optimizer: the step reads the 16-bit gradients where they are
-    // (Megatron's decoupled_grad), no fp32 copies: the one-pass kernel where it applies.
+    // recipe use_precision_aware_optimizer under the distributed optimizer (Megatron refuses it without):
+    // the step reads the 16-bit gradients where they are (Megatron's decoupled_grad), no fp32 copies,
+    // one pass over each element (our kernel on CUDA, a host loop on CPU); the moments in
+    // exp_avg(_sq)_dtype and, with bf16 parameters, fp32 main_params_dtype and store_param_remainders
+    // (and no fp8 other than delayed scaling, which keeps Megatron's own fp32 copy), the master weights as
+    // int16 remainders: Transformer Engine's FusedAdam as Megatron Core configures it
+    // (distrib_optimizer.py, optimizer_config.py).
     bool precision_aware = false;
+    torch::Dtype exp_avg_dtype = torch::kFloat32;
+    torch::Dtype exp_avg_sq_dtype = torch::kFloat32;
+    bool master_remainders = false;
 };
 
 // `world` > 1: the worker's own ranks are the data-parallel ones; else the recipe's data_parallel_size
-// (one rank of the user's job). Throws EngineError when global_batch_size does not divide.
+// (one rank of the user's job). Throws EngineError when global_batch_size does not divide, and for the
+// precision-aware optimizer's dtypes the worker does not keep (fp8 moments, fp16 main parameters).
 TrainingLayout trainingLayout(const Recipe& resolved, torch::Dtype param_dtype, int rank, int world);
 
 struct GradHooks;
@@ -76,7 +85,7 @@ private:
 class MainParamAdamW {
 public:
     // How a step runs (Auto: Foreach for adam_implementation "torch"; with the precision-aware optimizer
-    // OnePass where it applies; else Buckets):
+    // OnePass where it applies, else HostLoop; else Buckets):
     // - OnePass: 16-bit CUDA parameters and a 16-bit gradient buffer, our kernel
     //   (engine/adamw_main_params.h) reads each 16-bit gradient and writes main parameter, moments and
     //   16-bit parameter in one pass, with no fp32 gradient (Megatron's precision-aware optimizer);
@@ -84,8 +93,10 @@ public:
     //   shard, as Megatron's _copy_model_grads_to_main_grads makes them), torch's fused AdamW where it has
     //   one (else the same update op by op), then the 16-bit parameters copied from the main ones: what
     //   Megatron's FusedAdam (Transformer Engine / Apex) step does;
-    // - Foreach: the same fp32 gradients, torch.optim.AdamW's multi-tensor update op for op.
-    enum class Path { Auto, OnePass, Buckets, Foreach };
+    // - Foreach: the same fp32 gradients, torch.optim.AdamW's multi-tensor update op for op;
+    // - HostLoop: what OnePass does, element by element on the host (CPU tensors), with no temporary.
+    // Buckets and Foreach need fp32 moments and master weights.
+    enum class Path { Auto, OnePass, Buckets, Foreach, HostLoop };
 
     MainParamAdamW(const GradBuffer& buffer, const TrainingLayout& layout, Path path = Path::Auto);
     // Without a buffer: each step reads the parameters' own .grad (none: zero) and sets it to none after
@@ -104,7 +115,7 @@ public:
     void zeroGrad();
 
     // One entry per piece: a parameter's part inside this rank's shard (the whole parameter without the
-    // distributed optimizer).
+    // distributed optimizer); int16 remainders under TrainingLayout::master_remainders.
     const std::vector<torch::Tensor>& mainParams() const { return main_; }
     // The pieces of the model parameters (views) that this rank updates.
     const std::vector<torch::Tensor>& modelPieces() const { return pieces_; }
@@ -120,8 +131,14 @@ private:
     void stepOnePass();
     void stepBuckets();
     void stepForeach();
+    void stepHostLoop();
+    // Which path step() takes (Auto resolved).
+    Path resolvedPath() const;
 
     Path path_;
+    bool aware_ = false; // the precision-aware optimizer: no fp32 gradient copies
+    bool remainders_ = false;
+    torch::Dtype exp_avg_dtype_ = torch::kFloat32, exp_avg_sq_dtype_ = torch::kFloat32;
     bool from_param_grads_ = false;
     std::vector<torch::Tensor> params_; // from_param_grads_ only
     std::vector<torch::Tensor> pieces_, grads_, main_, exp_avg_, exp_avg_sq_, steps_;

@@ -20,6 +20,7 @@ Q_DECLARE_METATYPE(rs::Recipe)
 using namespace rs;
 using namespace rs::enginetest;
 using nlohmann::json;
+using namespace Qt::StringLiterals;
 
 namespace {
 
@@ -28,6 +29,20 @@ Recipe noDropout(Recipe r)
     r.attention_dropout = 0;
     r.hidden_dropout = 0;
     return r;
+}
+
+// An fp32 master weight from its bf16 parameter and int16 remainder, in torch ops (not the worker's
+// element code): the parameter rounds the master to nearest with the low half's top bit rounding up, so a
+// negative remainder means the high half was raised by one.
+torch::Tensor joinedMaster(const torch::Tensor& param, const torch::Tensor& remainder)
+{
+    const auto low = remainder.to(torch::kLong).bitwise_and(0xffff);
+    const auto high
+        = (param.view(torch::kInt16).to(torch::kLong).bitwise_and(0xffff) - (low >= 0x8000).to(torch::kLong))
+              .bitwise_and(0xffff);
+    auto bits = high * 65536 + low; // 0 .. 2^32 - 1
+    bits = bits - (bits >= (int64_t(1) << 31)).to(torch::kLong) * (int64_t(1) << 32);
+    return bits.to(torch::kInt32).view(torch::kFloat32);
 }
 
 int64_t countElements(const engine::Model& model)
@@ -70,6 +85,10 @@ private Q_SLOTS:
     void stepMakesFp32GradientCopies();
     void stepMatchesReferenceAdamW_data();
     void stepMatchesReferenceAdamW();
+    void precisionAwareOptimizer_data();
+    void precisionAwareOptimizer();
+    void precisionAwareRefusals_data();
+    void precisionAwareRefusals();
     void microBatchesFromGlobalBatch_data();
     void microBatchesFromGlobalBatch();
     void tiedAndUntiedEmbeddings();
@@ -393,6 +412,152 @@ void TestEngineLayout::stepMatchesReferenceAdamW()
         // The 16-bit parameter is the rounded main parameter.
         QVERIFY(torch::equal(optimizer.modelPieces()[i], got.to(torch::kBFloat16)));
     }
+}
+
+void TestEngineLayout::precisionAwareOptimizer_data()
+{
+    QTest::addColumn<QString>("moments"); // exp_avg_dtype = exp_avg_sq_dtype
+    QTest::addColumn<bool>("remainders"); // store_param_remainders
+    QTest::newRow("fp32 moments, fp32 master") << u"fp32"_s << false;
+    QTest::newRow("fp32 moments, remainders") << u"fp32"_s << true;
+    QTest::newRow("bf16 moments, remainders (Moonlight's recipe)") << u"bf16"_s << true;
+    QTest::newRow("bf16 moments, fp32 master") << u"bf16"_s << false;
+    // fp16 moments take the same path (the state dtype is one switch); this tiny model's second moments
+    // (g^2 ~ 1e-9) are fp16 subnormals, where a sum rounded one unit apart moves the update by percents,
+    // so its arithmetic is no comparison: only its memory is checked.
+    QTest::newRow("fp16 moments, fp32 master (memory)") << u"fp16"_s << false;
+}
+
+void TestEngineLayout::precisionAwareOptimizer()
+{
+    // Megatron Core's precision-aware optimizer (Transformer Engine's FusedAdam): moments in exp_avg_dtype,
+    // bf16 parameters' fp32 master weights as int16 remainders, and no fp32 gradient copy; the host loop
+    // makes no temporary. Its arithmetic is AdamW on the fp32 master, the moments rounded to their dtype
+    // after each update.
+    QFETCH(QString, moments);
+    QFETCH(bool, remainders);
+    const auto probe = engine::MemoryProbe::create(torch::kCPU);
+    Recipe r = noDropout(tinyRecipe(Arch::DenseUnfused));
+    r.bf16 = true;
+    r.use_distributed_optimizer = true;
+    r.use_precision_aware_optimizer = true;
+    r.data_parallel_size = 2;
+    r.exp_avg_dtype = r.exp_avg_sq_dtype = moments.toStdString();
+    r.store_param_remainders = remainders;
+    auto model = build(r);
+    const auto layout = engine::trainingLayout(r, torch::kBFloat16, 0, 1);
+    QCOMPARE(layout.master_remainders, remainders);
+    engine::GradBuffer buffer(model->parameters(), layout.grad_dtype, true, layout.shard_ranks);
+    engine::MainParamAdamW optimizer(buffer, layout);
+    QVERIFY(!optimizer.usesOnePass()); // CPU: the host loop
+    const auto state = moments == u"fp32"_s ? torch::kFloat32
+        : moments == u"bf16"_s              ? torch::kBFloat16
+                                            : torch::kHalf;
+    const int64_t state_bytes = moments == u"fp32"_s ? 4 : 2;
+    int64_t pieces = 0;
+    std::vector<torch::Tensor> master, m, v;
+    for (size_t i = 0; i < optimizer.mainParams().size(); ++i) {
+        const auto& main = optimizer.mainParams()[i];
+        QCOMPARE(main.scalar_type(), remainders ? torch::kInt16 : torch::kFloat32);
+        pieces += main.numel();
+        master.push_back(optimizer.modelPieces()[i].to(torch::kFloat32));
+        m.push_back(torch::zeros_like(master.back()));
+        v.push_back(torch::zeros_like(master.back()));
+    }
+    using A = engine::MainParamAdamW;
+    for (int step = 1; step <= 3; ++step) {
+        buffer.zero();
+        optimizer.zeroGrad();
+        const auto [tokens, labels] = model->batch(30 + step);
+        model->loss(tokens, labels).backward();
+        {
+            torch::NoGradGuard no_grad;
+            const double bc1 = 1 - std::pow(A::kBeta1, step), bc2 = 1 - std::pow(A::kBeta2, step);
+            for (size_t i = 0; i < master.size(); ++i) {
+                const auto g = optimizer.gradPieces()[i].to(torch::kFloat32);
+                master[i].mul_(1 - A::kLr * A::kWeightDecay);
+                m[i].mul_(A::kBeta1).add_(g, 1 - A::kBeta1);
+                v[i].mul_(A::kBeta2).addcmul_(g, g, 1 - A::kBeta2);
+                master[i].addcdiv_(m[i], (v[i].sqrt() / std::sqrt(bc2)).add_(A::kEps), -A::kLr / bc1);
+                m[i] = m[i].to(state).to(torch::kFloat32);
+                v[i] = v[i].to(state).to(torch::kFloat32);
+            }
+        }
+        const bool init = !optimizer.initialized();
+        const int64_t before = probe->read().allocated;
+        probe->resetPeak();
+        optimizer.step();
+        const auto after = probe->read();
+        const int64_t states
+            = init ? 2 * state_bytes * pieces + 4 * int64_t(optimizer.modelPieces().size()) : 0;
+        QCOMPARE(after.allocated - before, states);
+        QVERIFY2(after.peak_allocated - before <= states + 64,
+            qPrintable(u"step %1: the peak rose %2 bytes over the moments' %3"_s.arg(step)
+                           .arg(after.peak_allocated - before)
+                           .arg(states)));
+        QVERIFY(optimizer.mainGrads().empty());
+    }
+    // fp32 moments: the same arithmetic to fp32 rounding. Rounded moments: the worker rounds each moment
+    // from its own fp32 sum, the reference from torch's; one 16-bit unit apart (2^-8 of a bf16 moment) in
+    // a step moves the update by at most that share of lr / (1 - beta1^t) < 1e-3, so 3 steps stay within
+    // 3 x 1e-3 x 2^-8 of each other.
+    const double atol = moments == u"fp32"_s ? 1e-8 : 3 * 1e-3 / 256;
+    if (moments == u"fp16"_s)
+        return;
+    for (size_t i = 0; i < master.size(); ++i) {
+        const auto& piece = optimizer.modelPieces()[i];
+        const auto got
+            = remainders ? joinedMaster(piece, optimizer.mainParams()[i]) : optimizer.mainParams()[i];
+        QVERIFY2(torch::allclose(got, master[i], 1e-6, atol),
+            qPrintable(
+                u"piece %1: max |diff| %2"_s.arg(i).arg((got - master[i]).abs().max().item<double>())));
+        // The bf16 parameter is its master weight rounded to nearest (ties away from zero with
+        // remainders, to even with an fp32 master: torch's rounding).
+        if (remainders) {
+            const auto low = optimizer.mainParams()[i].to(torch::kLong).bitwise_and(0xffff);
+            const auto exact = low.ne(0x8000);
+            QVERIFY(torch::equal(piece.masked_select(exact), got.to(torch::kBFloat16).masked_select(exact)));
+        } else {
+            QVERIFY(torch::equal(piece, got.to(torch::kBFloat16)));
+        }
+    }
+}
+
+void TestEngineLayout::precisionAwareRefusals_data()
+{
+    QTest::addColumn<QString>("field");
+    QTest::addColumn<QString>("value");
+    QTest::newRow("fp8 exp_avg") << u"exp_avg_dtype"_s << u"fp8"_s;
+    QTest::newRow("fp8 exp_avg_sq") << u"exp_avg_sq_dtype"_s << u"fp8"_s;
+    QTest::newRow("fp16 main parameters") << u"main_params_dtype"_s << u"fp16"_s;
+}
+
+void TestEngineLayout::precisionAwareRefusals()
+{
+    // What the worker does not keep is refused by name, before any memory is taken.
+    QFETCH(QString, field);
+    QFETCH(QString, value);
+    Recipe r = tinyRecipe(Arch::DenseUnfused);
+    r.bf16 = true;
+    r.use_distributed_optimizer = true;
+    r.use_precision_aware_optimizer = true;
+    (field == u"exp_avg_dtype"_s             ? r.exp_avg_dtype
+            : field == u"exp_avg_sq_dtype"_s ? r.exp_avg_sq_dtype
+                                             : r.main_params_dtype)
+        = value.toStdString();
+    try {
+        engine::trainingLayout(r, torch::kBFloat16, 0, 1);
+        QFAIL("not refused");
+    } catch (const engine::EngineError& e) {
+        QCOMPARE(QString::fromStdString(e.field), field);
+        QVERIFY2(QString::fromUtf8(e.what()).contains(u"allowed: fp32"_s), e.what());
+    }
+    // Without the distributed optimizer Megatron refuses the precision-aware optimizer, and the worker
+    // keeps plain fp32 state.
+    r.use_distributed_optimizer = false;
+    const auto plain = engine::trainingLayout(r, torch::kBFloat16, 0, 1);
+    QVERIFY(!plain.precision_aware);
+    QVERIFY(!plain.master_remainders);
 }
 
 void TestEngineLayout::microBatchesFromGlobalBatch_data()
