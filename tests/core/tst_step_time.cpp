@@ -874,6 +874,16 @@ void TestStepTime::measuredRatesAgainstRealMegatron_data()
                        ? u"runs of the same replay spread by 1.7 points (b/full-uniform-4 +30.0 %)"_s
                        : QString());
     }
+    // H100, the H200 fixtures' Llama-like local-spec job (GQA, SwiGLU, unfused attention and RoPE, no
+    // dropout) alone, 16 iterations, steady from the 5th as the dense local job's (from the 3rd, full's
+    // anchored Δ reads -2.05 points: the [] run drifts). GPU-bound: the model's device time is 342 ms of the
+    // 358 ms step, its host 15 ms, and the steps spread by 3-5 % within a run (host-bound TE runs: 20-40 %).
+    const QString ll = QStringLiteral(RS_SOURCE_DIR "/bench/gpu/results/h100-2026-12-08-time/");
+    for (const char* c : { "core_attn", "full" })
+        QTest::newRow(qPrintable(u"H100 llama local %1"_s.arg(QLatin1StringView(c))))
+            << QString::fromLatin1(kH100) << ll + u"time-llocal-none.log"_s
+            << ll + u"time-llocal-%1.log"_s.arg(QLatin1StringView(c)) << kDlocalWarmup << 12 << true
+            << QString();
     // H200, the same job's sweep on one H200 (one device call), predicted from the H200's record measured
     // in the same lease.
     const QString dh = QString::fromLatin1(kH200Sweep.dir);
