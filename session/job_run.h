@@ -59,11 +59,14 @@ struct OneRankOfLayout {
 struct LayoutRankChoice {
     int rank = 0, world = 1, stage = 0;
     bool hottest = false; // chosen by the estimate
+    // MoE tokens cross ranks (expert-TP x EP > 1): the skipped all-to-all would leave the received token
+    // counts unset, so the run fills the skipped collectives as if every rank held this rank's tensors
+    // (resources/megatron/symmetric_ranks.py): the rank receives world x its own routing's share.
+    bool symmetricCollectives = false;
 };
 // Throws std::invalid_argument saying why the job cannot run as one rank: not a Megatron-LM command
-// (Megatron Bridge 067f987d has no fake process group), a rank outside the layout, a profile whose
-// Megatron-LM has no --fake-process-group, or MoE tokens that cross ranks (expert-TP x EP > 1: the skipped
-// all-to-all leaves the received token counts unset, so the dispatcher's buffers are not the job's).
+// (Megatron Bridge 067f987d has no fake process group), a rank outside the layout, or a profile whose
+// Megatron-LM has no --fake-process-group.
 LayoutRankChoice layoutRankChoice(const Recipe& recipe, InputFormat format, const OneRankOfLayout& oneRank);
 
 struct ShortRun {
@@ -71,6 +74,7 @@ struct ShortRun {
     // Set: the command runs one rank of its layout as one process (`env RANK=r WORLD_SIZE=W LOCAL_RANK=0
     // python3 pretrain_gpt.py ... --fake-process-group`): a distributed launcher (torchrun, `python -m
     // torch.distributed.run`, srun, mpirun) gives way to its Python; other words before the script stay.
+    // With symmetric collectives Python first runs the shim (`python3 -c CODE pretrain_gpt.py ...`).
     std::optional<OneRankOfLayout> oneRank = {};
 };
 

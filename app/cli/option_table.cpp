@@ -175,7 +175,9 @@ std::vector<OptionSpec> makeOptionTable()
             "with --job and a Megatron-LM line: run one rank of its layout on this one GPU (Megatron-LM's "
             "--fake-process-group: the rank's real model and allocator, collectives skipped, so NCCL's "
             "buffers and communication time are not measured); the hottest rank by the estimate, or "
-            "--rank-of-layout N" },
+            "--rank-of-layout N. An expert-parallel MoE rank runs with symmetric collectives: the skipped "
+            "ones filled as if every rank held this rank's tensors, so it receives world x its own "
+            "routing's share of tokens (no rank hotter than its own routing)" },
         { "rank-of-layout", "N", Arity::Value, { "sweep", "plan" }, false, false,
             "with --job --one-rank: the global rank of the layout to run (Megatron's tp-cp-ep-dp-pp order)" },
         { "job-iters", "N", Arity::Value, { "sweep", "plan" }, false, false,
