@@ -26,8 +26,9 @@ packages=(
 for group in "$@"; do
   case "$group" in
     # the suite's fixtures: the remote launch through a real sshd, Slurm jobs against a real slurmctld /
-    # slurmd, written Bridge overrides checked by OmegaConf, exports read by pandas
-    test) packages+=(openssh-server slurm-wlm munge python3 python3-omegaconf python3-pandas) ;;
+    # slurmd, written Bridge overrides checked by OmegaConf, exports read by pandas, the one-rank job's
+    # symmetric-ranks bootstrap run by Python with torch.distributed
+    test) packages+=(openssh-server slurm-wlm munge python3 python3-omegaconf python3-pandas python3-torch) ;;
     shot) packages+=(xvfb xauth) ;;
     package) packages+=(lintian file dpkg-dev) ;;
     ci-host) packages+=(debootstrap util-linux tar ccache) ;;

@@ -87,7 +87,12 @@ bool JobSession::plan(const Recipe& base, InputFormat format, const std::vector<
                 + (m_layoutRank->hottest ? ", the hottest by the estimate" : "")
                 + ") with Megatron-LM's --fake-process-group: the rank's real model, tensors and allocator, "
                   "every collective skipped, so NCCL's buffers and the communication time are not in its "
-                  "memory or its step time"));
+                  "memory or its step time"
+                + (m_layoutRank->symmetricCollectives
+                        ? "; MoE tokens cross ranks here, so the skipped collectives are filled as if every "
+                          "rank held this rank's tensors (symmetric ranks): it receives its own routing's "
+                          "share from each rank, no hotter expert than its own routing makes"
+                        : "")));
         }
         for (int i = -1; i < int(choices.size()); ++i) {
             JobChoice p;

@@ -337,7 +337,9 @@ void LaunchPage::buildJobSection()
     m_jobOneRank->setToolTip(tr(
         "Run one rank of the job's layout on this one GPU: Megatron-LM's --fake-process-group builds and "
         "trains that rank's own share of the model with the real allocator, every collective skipped (NCCL's "
-        "buffers and the communication time are not in it). Megatron-LM only."));
+        "buffers and the communication time are not in it). An expert-parallel MoE rank has the skipped "
+        "collectives filled as if every rank held its tensors, so it receives its own routing's share from "
+        "each rank. Megatron-LM only."));
     m_jobRank = new QSpinBox;
     m_jobRank->setRange(-1, 1 << 20);
     m_jobRank->setValue(-1);

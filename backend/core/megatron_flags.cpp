@@ -124,6 +124,7 @@ const std::vector<FlagDef>& flagDefs()
         { "--account-for-loss-in-pipeline-split", Arity::Switch, "account_for_loss_in_pipeline_split" },
         { "--context-parallel-size", Arity::Value, "context_parallel_size" },
         { "--expert-model-parallel-size", Arity::Value, "expert_model_parallel_size" },
+        { "--expert-tensor-parallel-size", Arity::Value, "expert_tensor_parallel_size" },
         { "--sequence-parallel", Arity::Switch, "sequence_parallel" },
         { "--use-distributed-optimizer", Arity::Switch, "use_distributed_optimizer" },
         { "--accumulate-allreduce-grads-in-fp32", Arity::Switch, "" },

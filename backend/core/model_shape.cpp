@@ -353,7 +353,9 @@ ParallelSizes parallelSizes(const Recipe& r)
     p.dp = std::max(1, r.data_parallel_size);
     p.sp = r.sequence_parallel && p.tp > 1;
     p.world = p.tp * p.cp * p.dp * p.pp;
-    p.etp = (p.world % (p.tp * p.ep * p.pp) == 0) ? p.tp : 1;
+    p.etp = r.expert_tensor_parallel_size       ? std::max(1, *r.expert_tensor_parallel_size)
+        : (p.world % (p.tp * p.ep * p.pp) == 0) ? p.tp
+                                                : 1;
     p.edp = std::max(1, p.world / (p.etp * p.ep * p.pp));
     const int gbs = r.global_batch_size.value_or(r.micro_batch_size * p.dp);
     p.micro_batches = std::max(1, gbs / std::max(1, r.micro_batch_size * p.dp));

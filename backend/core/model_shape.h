@@ -165,8 +165,8 @@ struct ParallelSizes {
     bool sp = false; // sequence parallelism (TP > 1 only)
     int micro_batches = 1; // global_batch_size / (micro_batch_size x DP)
 };
-// expert_tensor_parallel_size is not a recipe field: Megatron's default is TP, which must fit TP x EP x
-// PP into the world; where it does not, the recipe can only have run with expert-TP 1.
+// Expert-TP is the recipe's expert_tensor_parallel_size where set; unset, Megatron's default TP, which must
+// fit TP x EP x PP into the world; where it does not, the recipe can only have run with expert-TP 1.
 ParallelSizes parallelSizes(const Recipe& r);
 // Global ranks in Megatron's default "tp-cp-ep-dp-pp" order (parallel_state.py): the pipeline stage varies
 // slowest, so stage s is ranks s x (TP x CP x DP) to (s + 1) x (TP x CP x DP) - 1.

@@ -178,6 +178,9 @@ struct Recipe {
     std::optional<int> virtual_pipeline_model_parallel_size;
     int context_parallel_size = 1;
     int expert_model_parallel_size = 1;
+    // The routed experts' own tensor parallelism (TransformerConfig.expert_tensor_parallel_size). None:
+    // Megatron's default, TP (parallel_state.py); Bridge's finalize makes it 1 when EP > 1 (rule B12).
+    std::optional<int> expert_tensor_parallel_size;
     bool sequence_parallel = false;
     int data_parallel_size = 1; // world size / (TP x PP x CP): shards the distributed optimizer
     // The pipeline split where it is not the even one (TransformerConfig's fields; model_shape.h

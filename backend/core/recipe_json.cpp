@@ -273,6 +273,7 @@ const std::vector<FieldDef>& fieldDefs()
         { "virtual_pipeline_model_parallel_size", &Recipe::virtual_pipeline_model_parallel_size },
         { "context_parallel_size", &Recipe::context_parallel_size },
         { "expert_model_parallel_size", &Recipe::expert_model_parallel_size },
+        { "expert_tensor_parallel_size", &Recipe::expert_tensor_parallel_size },
         { "sequence_parallel", &Recipe::sequence_parallel },
         { "data_parallel_size", &Recipe::data_parallel_size },
         { "pipeline_model_parallel_layout", &Recipe::pipeline_model_parallel_layout },

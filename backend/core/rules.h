@@ -79,7 +79,7 @@ struct RuleInfo {
 
 const std::vector<RuleInfo>& ruleCatalogue();
 const RuleInfo* findRule(const std::string& id);
-// The rules only one front end gets, as a range of their ids ("B1-B10" for Bridge overrides, "M1-M12" for
+// The rules only one front end gets, as a range of their ids ("B1-B12" for Bridge overrides, "M1-M12" for
 // Megatron-LM flags; "" for JSON, which gets none of its own): what the interfaces name beside a front end.
 std::string frontEndRuleRange(InputFormat format);
 

@@ -930,6 +930,13 @@ const std::vector<Row>& ruleRows()
       [](const Ctx& c) { return !loraTargetsNotInModel(c.r).empty(); },
       [](const Ctx& c, Args& a) { a.set("names", loraTargetsNotInModel(c.r)); }, nullptr,
       nullptr, "", "" },
+    { "B12", "*", kBridge, A, "expert_tensor_parallel_size",
+      "Bridge's finalize() sets expert_tensor_parallel_size to 1 when it is unset and EP > 1 (Megatron Core would use TP)",
+      "expert_tensor_parallel_size: None -> 1 (expert_model_parallel_size={ep})",
+      BR, { { "*", "models/transformer_config.py:80-88,177" } },
+      [](const Ctx& c) { return !c.r.expert_tensor_parallel_size && c.r.expert_model_parallel_size > 1; },
+      [](const Ctx& c, Args& a) { a.set("ep", std::to_string(c.r.expert_model_parallel_size)); },
+      [](Ctx& c) { c.r.expert_tensor_parallel_size = 1; }, nullptr, "", "" },
 
     // ===================================== ModelParallelConfig.__post_init__ ==========================
     { "MP1", "*", kAnyFormat, E, "sequence_parallel tensor_model_parallel_size",

@@ -862,7 +862,7 @@ void TestBridgeRecipes::mtpRecipesCountTheirLayers_data()
     const double dh = 7168, t = 2;
     const double mla = dh + dh * 1536 + 1536 + 1536 * 128 * (128 + 64) / t + dh * (512 + 64) + 512
         + 512 * 128 * (128 + 128) / t + 128 * 128 * dh / t;
-    const double moe = dh + 256 * dh + 4 * 3 * 2048 * dh / 2 + 3 * 2048 * dh / t;
+    const double moe = dh + 256 * dh + 4 * 3 * 2048 * dh / 1 + 3 * 2048 * dh / t; // expert-TP 1 (B12)
     QTest::newRow("DeepSeek-V3, 1024 H100")
         << u"deepseek_v3_pretrain_1024gpu_h100_bf16_config"_s
         << QStringList { u"model.mtp_num_layers=null"_s,

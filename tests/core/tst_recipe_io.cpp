@@ -141,6 +141,7 @@ Recipe fullRecipe()
     r.virtual_pipeline_model_parallel_size = 2;
     r.context_parallel_size = 2;
     r.expert_model_parallel_size = 4;
+    r.expert_tensor_parallel_size = 2;
     r.sequence_parallel = true;
     r.data_parallel_size = 4;
     // Four stages: with PP 2 the layout's VPP is the recipe's (the flag reader derives it, the writer does
@@ -1246,6 +1247,7 @@ void TestRecipeIo::flagForms_data()
         "virtual_pipeline_model_parallel_size", "3");
     row("cp", { "--context-parallel-size", "2" }, "context_parallel_size", "2");
     row("ep", { "--expert-model-parallel-size", "8" }, "expert_model_parallel_size", "8");
+    row("etp", { "--expert-tensor-parallel-size", "1" }, "expert_tensor_parallel_size", "1");
     row("sp", { "--sequence-parallel" }, "sequence_parallel", "true");
     row("num layers", { "--num-layers", "32" }, "num_layers", "32");
     row("hidden", { "--hidden-size", "4096" }, "hidden_size", "4096");

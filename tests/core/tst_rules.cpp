@@ -107,6 +107,9 @@ const std::vector<Case>& cases()
     { "*", "bridge", "B2", "only for full-iteration", R"({"cuda_graph_impl": "local", "cuda_graph_modules": ["full_iteration"], "use_te_rng_tracker": true})", false },
     { "*", "bridge", "B1", "True -> False", R"({"sequence_parallel": true})", true },
     { "*", "bridge", "B1", "True -> False", R"({"sequence_parallel": true, "tensor_model_parallel_size": 2})", false },
+    { "*", "bridge", "B12", "None -> 1", R"({"num_moe_experts": 8, "expert_model_parallel_size": 2})", true },
+    { "*", "bridge", "B12", "None -> 1", R"({"num_moe_experts": 8, "expert_model_parallel_size": 2, "expert_tensor_parallel_size": 2})", false },
+    { "*", "json", "B12", "None -> 1", R"({"num_moe_experts": 8, "expert_model_parallel_size": 2})", false },
     { "*", "bridge", "B10", "does not match the number of layers", R"({"hybrid_layer_pattern": "M*M*"})", true },
     { "*", "bridge", "B10", "does not match the number of layers", R"({"hybrid_layer_pattern": "M*M*M*M*"})", false },
     { "*", "bridge", "B10", "None ->", R"({"num_layers": 0, "hybrid_layer_pattern": "M*M*"})", true },
@@ -822,7 +825,7 @@ void TestRules::everyRuleHasBothCases()
 // What the interfaces name beside each front end, from the table: Bridge's own rules and Megatron-LM's.
 void TestRules::frontEndRuleRanges()
 {
-    QCOMPARE(frontEndRuleRange(InputFormat::BridgeOverrides), std::string("B1-B10"));
+    QCOMPARE(frontEndRuleRange(InputFormat::BridgeOverrides), std::string("B1-B12"));
     QCOMPARE(frontEndRuleRange(InputFormat::MegatronFlags), std::string("M1-M12"));
     QCOMPARE(frontEndRuleRange(InputFormat::Json), std::string());
 }
@@ -1022,6 +1025,10 @@ void TestRules::adjustmentsResolved_data()
         << QByteArray("R29") << QByteArray(R"({"cuda_graph_modules": ["moe_preprocess", "moe_router"]})");
     QTest::newRow("B1 SP off") << QByteArray("bridge") << QByteArray(R"({"sequence_parallel": true})")
                                << QByteArray("B1") << QByteArray(R"({"sequence_parallel": false})");
+    QTest::newRow("B12 expert-TP 1") << QByteArray(
+        "bridge") << QByteArray(R"({"num_moe_experts": 8, "expert_model_parallel_size": 2})")
+                                     << QByteArray("B12")
+                                     << QByteArray(R"({"expert_tensor_parallel_size": 1})");
     QTest::newRow("B2 modules cleared")
         << QByteArray("bridge") << QByteArray(R"({"cuda_graph_modules": ["attn"]})") << QByteArray("B2")
         << QByteArray(R"({"cuda_graph_modules": []})");

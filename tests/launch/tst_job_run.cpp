@@ -286,6 +286,65 @@ private slots:
         QCOMPARE(QString::fromStdString(back.launch_command.back()), u"pretrain_gpt.py"_s);
     }
 
+    // The bootstrap runs for real: Debian's Python with torch 1.13 (scripts/setup.sh test) runs the one-rank
+    // command of an EP 2 job, as `env` would start it. The script runs as __main__ with its own flags, its
+    // folder first on sys.path (a sibling module imports), and torch.distributed's collectives wrapped by
+    // the shim (a process group that is not fake passes through them untouched).
+    void symmetricRanksBootstrapRunsTheScript()
+    {
+        QString python;
+        for (const QString& candidate : { u"python3"_s, u"/usr/bin/python3"_s }) {
+            QProcess probe;
+            probe.start(candidate, { u"-c"_s, u"import torch.distributed"_s });
+            if (probe.waitForFinished(60000) && probe.exitStatus() == QProcess::NormalExit
+                && probe.exitCode() == 0) {
+                python = candidate;
+                break;
+            }
+        }
+        QVERIFY2(!python.isEmpty(), "no python3 with torch.distributed (scripts/setup.sh test installs one)");
+        QTemporaryDir dir;
+        QVERIFY(dir.isValid());
+        const auto write = [&](const QString& name, const QByteArray& text) {
+            QFile f(dir.filePath(name));
+            QVERIFY(f.open(QIODevice::WriteOnly));
+            f.write(text);
+        };
+        write(u"sibling.py"_s, "VALUE = 42\n");
+        write(u"train.py"_s,
+            "import sys\n"
+            "import torch.distributed as dist\n"
+            "import sibling\n"
+            "wrapped = all(hasattr(getattr(dist, n), '__wrapped__') for n in ('all_gather_into_tensor', "
+            "'reduce_scatter_tensor', 'all_to_all_single'))\n"
+            "print('RAN', __name__, sibling.VALUE, wrapped, ' '.join(sys.argv[1:]))\n");
+        const QString line = python + u" -m torch.distributed.run --nproc-per-node 4 "_s
+            + dir.filePath(u"train.py"_s)
+            + u" --num-layers 2 --hidden-size 256 --num-attention-heads 4 --seq-length 512 "
+              "--max-position-embeddings 512 --micro-batch-size 1 --global-batch-size 4 --bf16 --num-experts "
+              "4 "
+              "--moe-router-topk 2 --expert-model-parallel-size 2"_s;
+        std::vector<std::string> args { "--profile", "main", "--mlm-args" };
+        for (const QString& w : line.split(u' '))
+            args.push_back(w.toStdString());
+        const rs::Recipe base = rs::readRecipeInput(args, nullptr).recipe;
+        const std::vector<std::string> cmd = rs::session::jobCommand(
+            base, rs::InputFormat::MegatronFlags, std::nullopt, { 3, rs::session::OneRankOfLayout {} });
+        QStringList words;
+        for (const auto& w : cmd)
+            words << QString::fromStdString(w);
+        QCOMPARE(words.at(4), python);
+        QCOMPARE(words.at(5), u"-c"_s);
+        QProcess run;
+        run.setProcessChannelMode(QProcess::MergedChannels);
+        run.start(words.first(), words.mid(1));
+        QVERIFY(run.waitForFinished(120000));
+        const QString out = QString::fromUtf8(run.readAll());
+        QVERIFY2(run.exitStatus() == QProcess::NormalExit && run.exitCode() == 0, qPrintable(out));
+        const QStringList flags = words.mid(8);
+        QVERIFY2(out.contains(u"RAN __main__ 42 True "_s + flags.join(u' ')), qPrintable(out));
+    }
+
     // What cannot run as one rank is refused with the reason, before anything starts.
     void oneRankRefused_data()
     {
