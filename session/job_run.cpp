@@ -124,6 +124,9 @@ std::vector<std::string> oneProcessRunner(const std::vector<std::string>& launch
 // `python3 -c` code that runs the symmetric-ranks shim, then the script named next as __main__ (sys.argv and
 // sys.path[0] as `python3 SCRIPT` would set them). One base64 word: it survives a shell, ssh and an sbatch
 // script unchanged, and the log's command line stays one line.
+constexpr const char* kSymmetricRanksTag
+    = "  # recompute-studio: symmetric ranks (resources/megatron/symmetric_ranks.py)";
+
 std::string symmetricRanksBootstrap()
 {
     const QByteArray code = QByteArray(kSymmetricRanksPy)
@@ -131,11 +134,20 @@ std::string symmetricRanksBootstrap()
           "_sys.argv = _sys.argv[1:]\n"
           "_sys.path[0] = _os.path.dirname(_os.path.abspath(_sys.argv[0]))\n"
           "_runpy.run_path(_sys.argv[0], run_name=\"__main__\")\n";
-    return "import base64; exec(base64.b64decode('" + code.toBase64().toStdString()
-        + "'))  # recompute-studio: symmetric ranks (resources/megatron/symmetric_ranks.py)";
+    return "import base64; exec(base64.b64decode('" + code.toBase64().toStdString() + "'))"
+        + kSymmetricRanksTag;
 }
 
 } // namespace
+
+QStringList commandForDisplay(const QStringList& command)
+{
+    QStringList out = command;
+    for (QString& w : out)
+        if (w.endsWith(QLatin1String(kSymmetricRanksTag)))
+            w = u"<symmetric-ranks shim, in full in the log>"_s;
+    return out;
+}
 
 QByteArray jobLogCommandLine(const std::vector<std::string>& command)
 {

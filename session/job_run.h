@@ -78,6 +78,10 @@ struct ShortRun {
     std::optional<OneRankOfLayout> oneRank = {};
 };
 
+// The command as the sweep and the launch page show it: the symmetric-ranks bootstrap (5 KB of base64 after
+// python3 -c) named instead of spelled out; the run's log keeps the whole command.
+QStringList commandForDisplay(const QStringList& command);
+
 // The command for one choice (nullopt: the [] control). Throws RecipeError (from core's writers) or
 // std::invalid_argument: a Megatron-LM recipe without its launch command, a Bridge one without a launcher.
 // `bridgeLauncher`: the words before the overrides (`torchrun --nproc-per-node 8

@@ -88,9 +88,13 @@ Spread spreadOf(const QVector<double>& v)
 
 QString joinWords(const std::vector<std::string>& words)
 {
-    QStringList out;
+    QStringList in;
     for (const std::string& w : words)
-        out << quoteShellWord(QString::fromStdString(w));
+        in << QString::fromStdString(w);
+    const QStringList shown = session::commandForDisplay(in);
+    QStringList out;
+    for (qsizetype i = 0; i < shown.size(); ++i)
+        out << (shown[i] != in[i] ? shown[i] : quoteShellWord(shown[i])); // a named bootstrap stays bare
     return out.join(QLatin1Char(' '));
 }
 
@@ -711,7 +715,7 @@ void LaunchPage::connectJobSession()
                                       .arg(label)
                                       .arg(m_jobRunsStarted)
                                       .arg(std::max(m_jobRunsStarted, m_jobRunsPlanned)));
-            appendLog(QStringLiteral("$ ") + command.join(QLatin1Char(' ')));
+            appendLog(QStringLiteral("$ ") + session::commandForDisplay(command).join(QLatin1Char(' ')));
             appendLog(tr("log: %1").arg(logPath));
         });
     connect(s, &session::JobSession::line, this, [this](const QString& label, const QString& text) {

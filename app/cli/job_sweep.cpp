@@ -141,7 +141,7 @@ JobSweepResult runJobSweep(const char* verb, const rs::Recipe& base, rs::InputFo
         [&prefix](const QString& label, const QStringList& command, const QString&) {
             // As the log's header has it: one line, a word with a line break or an escape in $'...' form.
             std::vector<std::string> words;
-            for (const QString& w : command)
+            for (const QString& w : rs::session::commandForDisplay(command))
                 words.push_back(w.toStdString());
             const QByteArray line = rs::session::jobLogCommandLine(words);
             std::cerr << prefix << "[" << label.toStdString() << "] "

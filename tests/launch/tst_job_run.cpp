@@ -266,6 +266,12 @@ private slots:
         }
         QCOMPARE(words.at(5), u"-c"_s);
         QCOMPARE(words.at(7), u"pretrain_gpt.py"_s);
+        // Shown to a person, the bootstrap is named, every other word as it is.
+        const QStringList shown = rs::session::commandForDisplay(words);
+        QCOMPARE(shown.size(), words.size());
+        for (qsizetype i = 0; i < words.size(); ++i)
+            QCOMPARE(shown[i] == words[i], i != 6);
+        QVERIFY(shown[6].contains(u"symmetric-ranks shim"_s));
         // The code is the shipped shim, byte for byte, then the script's run as __main__.
         static const QRegularExpression b64(u"b64decode\\('([A-Za-z0-9+/=]+)'\\)"_s);
         const auto m = b64.match(words.at(6));
