@@ -2382,9 +2382,8 @@ void StageEstimator::persistentState()
         shard_params = dist ? params.dense / (x.dp * x.cp) + params.expert / x.edp : P;
         // engine/optimizer.cpp trainingLayout: the precision-aware optimizer's moments dtype and int16
         // master remainders beside bf16 parameters, under the distributed optimizer only.
-        const bool aware = dist && r.use_precision_aware_optimizer;
-        const bool remainders = aware && r.bf16 && r.store_param_remainders
-            && (!r.fp8 || r.fp8->empty() || r.fp8_recipe == "delayed");
+        const bool aware = precisionAwareOptimizer(r);
+        const bool remainders = masterWeightsAsRemainders(r);
         const auto stateBytes = [aware](const std::string& d) { return !aware || d == "fp32" ? 4.0 : 2.0; };
         main_bytes = pd == 4 ? 0 : shard_params * (remainders ? 2 : 4);
         state_bytes = shard_params * (stateBytes(r.exp_avg_dtype) + stateBytes(r.exp_avg_sq_dtype))
@@ -2451,17 +2450,15 @@ void StageEstimator::persistentState()
         // fp8 other than delayed scaling, the master weights in main_params_dtype, with bf16 parameters as
         // int16 remainders (store_param_remainders; distrib_optimizer.py, optimizer_config.py
         // use_precision_aware_optimizer_no_fp8_or_ds_fp8); the step reads the 16-bit gradient buffer.
-        const bool aware = dist && r.use_precision_aware_optimizer;
-        const bool te_master = aware
-            && (r.main_params_dtype != "fp32" || !r.fp8 || r.fp8->empty() || r.fp8_recipe == "delayed");
+        const bool aware = precisionAwareOptimizer(r);
+        const bool te_master = teKeepsMasterWeights(r);
         const auto dtypeBytes = [](const std::string& d) {
             return d == "fp8" ? 1.0 : d == "fp32" ? 4.0 : 2.0;
         };
         if (!x.fp32) {
-            const double master
-                = te_master && r.main_params_dtype == "fp32" && r.store_param_remainders && r.bf16 ? 2
-                : te_master ? dtypeBytes(r.main_params_dtype)
-                            : 4;
+            const double master = masterWeightsAsRemainders(r) ? 2
+                : te_master                                    ? dtypeBytes(r.main_params_dtype)
+                                                               : 4;
             main_bytes = sharded * master;
             base.add("main_parameters",
                 master == 4                                      ? "fp32 main parameters"
@@ -3184,7 +3181,7 @@ RankEstimate StageEstimator::optimizerPhases()
                 "16-bit gradient buffer: the step copies its (shard of the) gradients to fp32, as "
                 "_copy_model_grads_to_main_grads does");
         // The precision-aware optimizer's one pass (the CUDA kernel or the host loop) makes no temporary.
-        const bool one_pass = r.use_distributed_optimizer && r.use_precision_aware_optimizer;
+        const bool one_pass = precisionAwareOptimizer(r);
         if (!one_pass && r.adam_implementation == "torch")
             opt.add("transient", "torch.optim.AdamW's square roots of every second moment", state_bytes / 2,
                 kWorkerOpt, "the multi-tensor AdamW: one fp32 temporary as large as the main parameters");

@@ -330,6 +330,22 @@ int moeLayerCount(const Recipe& r)
     return static_cast<int>((static_cast<long long>(r.num_layers) + every - 1) / every);
 }
 
+bool precisionAwareOptimizer(const Recipe& r)
+{
+    return r.use_distributed_optimizer && r.use_precision_aware_optimizer;
+}
+
+bool teKeepsMasterWeights(const Recipe& r)
+{
+    return precisionAwareOptimizer(r)
+        && (r.main_params_dtype != "fp32" || !r.fp8 || r.fp8->empty() || r.fp8_recipe == "delayed");
+}
+
+bool masterWeightsAsRemainders(const Recipe& r)
+{
+    return teKeepsMasterWeights(r) && r.main_params_dtype == "fp32" && r.store_param_remainders && r.bf16;
+}
+
 ParallelSizes parallelSizes(const Recipe& r)
 {
     ParallelSizes p;

@@ -165,6 +165,16 @@ struct ParallelSizes {
     bool sp = false; // sequence parallelism (TP > 1 only)
     int micro_batches = 1; // global_batch_size / (micro_batch_size x DP)
 };
+// The precision-aware optimizer as Megatron Core builds it: under the distributed optimizer only
+// (optimizer/__init__.py refuses it otherwise). The moments are then in exp_avg(_sq)_dtype.
+bool precisionAwareOptimizer(const Recipe& r);
+// Transformer Engine's FusedAdam keeps the master weights (in main_params_dtype), unless fp8 other than
+// delayed scaling leaves an fp32 main_params_dtype to Megatron's own copy (optimizer_config.py
+// use_precision_aware_optimizer_no_fp8_or_ds_fp8).
+bool teKeepsMasterWeights(const Recipe& r);
+// And keeps them as int16 remainders beside bf16 parameters: fp32 main_params_dtype with
+// store_param_remainders (distrib_optimizer.py).
+bool masterWeightsAsRemainders(const Recipe& r);
 // Expert-TP is the recipe's expert_tensor_parallel_size where set; unset, Megatron's default TP, which must
 // fit TP x EP x PP into the world; where it does not, the recipe can only have run with expert-TP 1.
 ParallelSizes parallelSizes(const Recipe& r);

@@ -755,7 +755,7 @@ std::vector<TimeTerm> optimizerStep(const Recipe& r, const RankEstimate& re, con
     if (!opt || !fwd || P <= 0)
         return {};
     const bool torch_adam = r.adam_implementation == "torch";
-    const bool aware = r.use_distributed_optimizer && r.use_precision_aware_optimizer;
+    const bool aware = precisionAwareOptimizer(r);
     // The gradient the step reads: fp32 main gradients (made from a 16-bit buffer by
     // _copy_model_grads_to_main_grads, counted in the memory estimate's optimizer phase), or the 16-bit
     // buffer itself under the precision-aware optimizer.

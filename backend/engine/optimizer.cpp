@@ -11,6 +11,7 @@
 #include <torch/csrc/autograd/function_hook.h>
 #include <torch/csrc/autograd/variable.h>
 
+#include "core/model_shape.h"
 #include "engine/adamw_element.h"
 #include "engine/checkpoint.h"
 #include "engine/memory_probe.h"
@@ -140,7 +141,7 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
     t.distributed_optimizer = r.use_distributed_optimizer;
     t.grad_dtype = r.grad_reduce_in_fp32 ? torch::kFloat32 : param_dtype;
     t.torch_adam = r.adam_implementation == "torch";
-    t.precision_aware = r.use_precision_aware_optimizer && r.use_distributed_optimizer;
+    t.precision_aware = precisionAwareOptimizer(r);
     if (t.precision_aware) {
         const auto stateDtype = [](const char* field, const std::string& d) {
             if (d == "fp32")
@@ -161,10 +162,7 @@ TrainingLayout trainingLayout(const Recipe& r, torch::Dtype param_dtype, int ran
                 "main_params_dtype " + r.main_params_dtype
                     + ": the worker keeps master weights in fp32 (allowed: fp32), as remainders beside bf16 "
                       "parameters where Megatron does");
-        // Transformer Engine keeps the master weights unless fp8 other than delayed scaling leaves them to
-        // Megatron's own fp32 copy (optimizer_config.py use_precision_aware_optimizer_no_fp8_or_ds_fp8).
-        const bool te_master = !r.fp8 || r.fp8->empty() || r.fp8_recipe == "delayed";
-        t.master_remainders = te_master && r.store_param_remainders && param_dtype == torch::kBFloat16;
+        t.master_remainders = masterWeightsAsRemainders(r) && param_dtype == torch::kBFloat16;
     }
     if (r.global_batch_size && world > 1 && *r.global_batch_size < int64_t(r.micro_batch_size) * world) {
         // The worker's own ranks replicate a recipe written for fewer: at least one micro-batch each.
@@ -321,9 +319,8 @@ MainParamAdamW::Path MainParamAdamW::resolvedPath() const
         return path_;
     if (onePassAvailable())
         return Path::OnePass;
-    return aware_ || remainders_ || exp_avg_dtype_ != torch::kFloat32 || exp_avg_sq_dtype_ != torch::kFloat32
-        ? Path::HostLoop
-        : Path::Buckets;
+    // Non-fp32 moments and remainders come with the precision-aware layout only (trainingLayout).
+    return aware_ ? Path::HostLoop : Path::Buckets;
 }
 
 void MainParamAdamW::step()
